@@ -1,0 +1,315 @@
+// capgraph: the command line. compile (ONNX -> capture), run, bench, inspect, devices.
+// See ../shared/DESIGN.md "Command line" for the contract; every failure prints one message that
+// names the file, input, node or device, and exits non-zero.
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "capgraph_runtime.h"
+#include "cli/commands.h"
+#include "compile.h"
+#include "error.h"
+#include "npy.h"
+
+namespace capgraph {
+
+namespace {
+
+int usage() {
+  std::fprintf(stderr,
+               "usage:\n"
+               "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-aarch64] [--input-shape NAME=1x3x640x640]...\n"
+               "                   [--threads T]\n"
+               "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
+               "  capgraph bench MODEL.cap [--runs N] [--threads T]\n"
+               "  capgraph inspect MODEL.cap [--json]\n"
+               "  capgraph devices\n");
+  return 2;
+}
+
+// Writes bytes to path through a temporary file and a rename, so a failure never leaves a
+// half-written file behind.
+void file_write_atomic(const std::string &path, const std::vector<uint8_t> &bytes) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw Error(path + ": cannot write: " + std::strerror(errno));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(path + ": cannot write: " + std::strerror(errno));
+  }
+}
+
+std::string arg_value(int &i, int argc, char **argv) {
+  if (i + 1 >= argc) throw Error(std::string(argv[i]) + " needs a value");
+  return argv[++i];
+}
+
+int int_arg(const std::string &flag, const std::string &v, int lo, int hi) {
+  char *end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || n < lo || n > hi) throw Error(flag + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v + "'");
+  return (int)n;
+}
+
+std::string human_bytes(double b) {
+  char buf[64];
+  if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1 << 20));
+  else if (b >= 1 << 10) std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
+  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  return buf;
+}
+
+int cmd_compile(int argc, char **argv) {
+  std::string in, out;
+  CompileOptions opt;
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "-o" || a == "--output") out = arg_value(i, argc, argv);
+    else if (a == "--target") opt.target = arg_value(i, argc, argv);
+    else if (a == "--threads") opt.threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (a == "--input-shape") {
+      std::string v = arg_value(i, argc, argv);
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) throw Error("--input-shape expects NAME=DxDx..., got '" + v + "'");
+      opt.input_shapes[v.substr(0, eq)] = shape_parse(v.substr(eq + 1));
+    } else if (!a.empty() && a[0] == '-') throw Error("compile: unknown option " + a);
+    else if (in.empty()) in = a;
+    else throw Error("compile: unexpected argument " + a);
+  }
+  if (in.empty() || out.empty()) return usage();
+  auto t0 = std::chrono::steady_clock::now();
+  CompileReport r;
+  std::vector<uint8_t> bytes = compile_model(in, opt, &r);
+  file_write_atomic(out, bytes);
+  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("compiled %s -> %s in %.0f ms\n", in.c_str(), out.c_str(), ms);
+  std::printf("  %d ONNX nodes -> %d kernels (%d distinct, %d fused away, %d BatchNorms folded)\n", r.onnx_nodes, r.kernels,
+              r.unique_kernels, r.fused, r.folded_batchnorms);
+  std::printf("  arena %s (without reuse %s), weights %s, capture %s\n", human_bytes(r.arena_bytes).c_str(),
+              human_bytes(r.arena_naive_bytes).c_str(), human_bytes(r.weight_bytes).c_str(), human_bytes(r.capture_bytes).c_str());
+  std::printf("  time: read %.0f ms, graph %.0f ms, schedule %.0f ms, codegen %.0f ms, write %.0f ms\n", r.ms_read, r.ms_graph,
+              r.ms_schedule, r.ms_codegen, r.ms_write);
+  return 0;
+}
+
+// A loaded model that frees itself.
+struct Model {
+  capgraph_model *m = nullptr;
+  Model(const std::string &path, int threads) {
+    capgraph_options o{threads};
+    char err[1024] = {0};
+    if (capgraph_load(path.c_str(), &o, &m, err, sizeof err) != CAPGRAPH_OK) throw Error(err);
+  }
+  ~Model() { capgraph_free(m); }
+  capgraph_tensor input(int i) {
+    capgraph_tensor t;
+    capgraph_input(m, i, &t);
+    return t;
+  }
+  capgraph_tensor output(int i) {
+    capgraph_tensor t;
+    capgraph_output(m, i, &t);
+    return t;
+  }
+  void run() {
+    capgraph_status s = capgraph_run(m);
+    if (s != CAPGRAPH_OK) throw Error(std::string("replay failed: ") + capgraph_error(m));
+  }
+};
+
+std::string shape_text(const capgraph_tensor &t) {
+  std::string s;
+  for (int i = 0; i < t.rank; i++) s += (i ? "x" : "") + std::to_string(t.shape[i]);
+  return s.empty() ? "scalar" : s;
+}
+
+void inputs_random(Model &m, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int i = 0; i < capgraph_num_inputs(m.m); i++) {
+    capgraph_tensor t = m.input(i);
+    size_t n = t.size_bytes / npy_dtype_size(t.dtype);
+    for (size_t j = 0; j < n; j++) {
+      switch (t.dtype) {
+        case CAPGRAPH_F32: ((float *)t.data)[j] = u(rng); break;
+        case CAPGRAPH_U8: ((uint8_t *)t.data)[j] = rng() & 255; break;
+        case CAPGRAPH_I64: ((int64_t *)t.data)[j] = 0; break;
+        default: std::memset((uint8_t *)t.data + j * npy_dtype_size(t.dtype), 0, npy_dtype_size(t.dtype));
+      }
+    }
+  }
+}
+
+std::string file_safe(const std::string &name) {
+  std::string s = name;
+  for (char &c : s)
+    if (!std::isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-') c = '_';
+  return s;
+}
+
+int cmd_run(int argc, char **argv) {
+  std::string path, outdir;
+  std::vector<std::pair<std::string, std::string>> inputs;
+  int threads = 0;
+  long seed = -1;
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--input") {
+      std::string v = arg_value(i, argc, argv);
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0) throw Error("--input expects NAME=FILE.npy, got '" + v + "'");
+      inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
+    } else if (a == "--output-dir") outdir = arg_value(i, argc, argv);
+    else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (a == "--random-inputs") seed = int_arg(a, arg_value(i, argc, argv), 0, 1 << 30);
+    else if (a == "--device") {
+      std::string d = arg_value(i, argc, argv);
+      if (d != "cpu") throw Error("device '" + d + "' is not available: this build runs captures on the cpu (see `capgraph devices`)");
+    } else if (!a.empty() && a[0] == '-') throw Error("run: unknown option " + a);
+    else if (path.empty()) path = a;
+    else throw Error("run: unexpected argument " + a);
+  }
+  if (path.empty()) return usage();
+  auto t0 = std::chrono::steady_clock::now();
+  Model m(path, threads);
+  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  int n_in = capgraph_num_inputs(m.m);
+  for (auto &[name, file] : inputs)
+    if (capgraph_input_index(m.m, name.c_str()) < 0) {
+      std::string names;
+      for (int i = 0; i < n_in; i++) names += std::string(i ? ", " : "") + m.input(i).name;
+      throw Error(path + ": the model has no input '" + name + "' (its inputs: " + names + ")");
+    }
+  if (seed >= 0) inputs_random(m, (unsigned)seed);
+  for (int i = 0; i < n_in; i++) {
+    capgraph_tensor t = m.input(i);
+    auto it = std::find_if(inputs.begin(), inputs.end(), [&](auto &p) { return p.first == t.name; });
+    if (it == inputs.end()) {
+      if (seed >= 0) continue;
+      throw Error(path + ": missing input '" + t.name + "' (" + npy_descr(t.dtype) + " " + shape_text(t) + "): pass --input " + t.name + "=FILE.npy");
+    }
+    npy_array a;
+    std::string err;
+    if (!npy_read(it->second, &a, &err)) throw Error(err);
+    if (a.dtype != t.dtype)
+      throw Error(it->second + ": input '" + t.name + "' must be " + npy_descr(t.dtype) + ", the file holds " + npy_descr(a.dtype));
+    std::vector<int64_t> want(t.shape, t.shape + t.rank);
+    if (a.shape != want) {
+      std::string got;
+      for (size_t d = 0; d < a.shape.size(); d++) got += (d ? "x" : "") + std::to_string(a.shape[d]);
+      throw Error(it->second + ": input '" + t.name + "' must have shape " + shape_text(t) + ", the file has " + (got.empty() ? "scalar" : got));
+    }
+    std::memcpy(t.data, a.data.data(), t.size_bytes);
+  }
+  t0 = std::chrono::steady_clock::now();
+  m.run();
+  double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("%s: loaded in %.1f ms, replayed in %.2f ms\n", path.c_str(), load_ms, run_ms);
+  if (!outdir.empty()) mkdir(outdir.c_str(), 0755);
+  for (int i = 0; i < capgraph_num_outputs(m.m); i++) {
+    capgraph_tensor t = m.output(i);
+    std::string line = std::string("  output '") + t.name + "' " + npy_descr(t.dtype) + " " + shape_text(t);
+    if (t.dtype == CAPGRAPH_F32) {
+      const float *f = (const float *)t.data;
+      size_t n = t.size_bytes / 4;
+      double lo = INFINITY, hi = -INFINITY, sum = 0;
+      for (size_t j = 0; j < n; j++) {
+        lo = std::min<double>(lo, f[j]);
+        hi = std::max<double>(hi, f[j]);
+        sum += f[j];
+      }
+      char buf[160];
+      std::snprintf(buf, sizeof buf, ": min %.4g max %.4g mean %.4g", lo, hi, n ? sum / n : 0.0);
+      line += buf;
+    }
+    if (!outdir.empty()) {
+      std::string file = outdir + "/" + file_safe(t.name) + ".npy";
+      std::vector<uint8_t> bytes = npy_format(t.dtype, t.shape, t.rank, t.data, t.size_bytes);
+      file_write_atomic(file, bytes);
+      line += " -> " + file;
+    }
+    std::printf("%s\n", line.c_str());
+  }
+  return 0;
+}
+
+int cmd_bench(int argc, char **argv) {
+  std::string path;
+  int runs = 20, threads = 0;
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--runs") runs = int_arg(a, arg_value(i, argc, argv), 1, 1000000);
+    else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (!a.empty() && a[0] == '-') throw Error("bench: unknown option " + a);
+    else if (path.empty()) path = a;
+    else throw Error("bench: unexpected argument " + a);
+  }
+  if (path.empty()) return usage();
+  Model m(path, threads);
+  inputs_random(m, 1);
+  for (int i = 0; i < 3; i++) m.run();
+  std::vector<double> ts;
+  for (int i = 0; i < runs; i++) {
+    auto t0 = std::chrono::steady_clock::now();
+    m.run();
+    ts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+  }
+  std::sort(ts.begin(), ts.end());
+  std::printf("{\"model\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"p90_ms\": %.4f, \"runs\": %d, \"threads\": %d}\n", path.c_str(),
+              ts[ts.size() / 2], ts[0], ts[std::min(ts.size() - 1, ts.size() * 9 / 10)], runs,
+              threads ? threads : 1);
+  return 0;
+}
+
+int cmd_devices() {
+  unsigned cores = std::thread::hardware_concurrency();
+  CompileOptions o;
+  std::printf("cpu: %s, %u cores (the default device)\n", cpu_host_description().c_str(), cores);
+  struct stat st;
+  std::printf("amd: %s\n", stat("/dev/kfd", &st) == 0 ? "/dev/kfd present (AMD GPU replay is not built yet)" : "no AMD GPU: /dev/kfd is absent");
+  std::printf("adreno: %s\n", stat("/dev/kgsl-3d0", &st) == 0 ? "/dev/kgsl-3d0 present (Adreno replay is not built yet)" : "no Adreno GPU: /dev/kgsl-3d0 is absent");
+  std::printf("nvidia: %s\n", stat("/dev/nvidiactl", &st) == 0 ? "/dev/nvidiactl present (NVIDIA replay is not built yet)" : "no NVIDIA GPU: /dev/nvidiactl is absent");
+  return 0;
+}
+
+}  // namespace
+
+int cli_main(int argc, char **argv) {
+  if (argc < 2) return usage();
+  std::string cmd = argv[1];
+  try {
+    if (cmd == "compile") return cmd_compile(argc, argv);
+    if (cmd == "run") return cmd_run(argc, argv);
+    if (cmd == "bench") return cmd_bench(argc, argv);
+    if (cmd == "inspect") return cmd_inspect(argc, argv);
+    if (cmd == "devices") return cmd_devices();
+    if (cmd == "-h" || cmd == "--help" || cmd == "help") {
+      usage();
+      return 0;
+    }
+    std::fprintf(stderr, "capgraph: unknown command '%s'\n", cmd.c_str());
+    return usage();
+  } catch (const std::bad_alloc &) {
+    std::fprintf(stderr, "capgraph %s: out of memory\n", cmd.c_str());
+    return 1;
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "capgraph %s: error: %s\n", cmd.c_str(), e.what());
+    return 1;
+  }
+}
+
+}  // namespace capgraph
+
+int main(int argc, char **argv) { return capgraph::cli_main(argc, argv); }

@@ -1,0 +1,28 @@
+// Writes the capture file: the scheduled program, its compiled code, the memory plan and the
+// replay list, in schema/capture.fbs form.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "codegen/cpu_codegen.h"
+#include "memory/arena_plan.h"
+#include "schedule/kernel.h"
+
+namespace capgraph {
+
+struct CaptureInfo {
+  std::string model_name;
+  int threads = 1;
+  // Optional reference sample: input and output bytes in Program::inputs/outputs order.
+  std::vector<std::vector<uint8_t>> sample_inputs, sample_outputs;
+};
+
+// Plans the arena and serialises everything. plan_out (optional) receives the plan.
+std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, const CpuTarget &t, const CaptureInfo &info,
+                                   ArenaPlan *plan_out = nullptr);
+
+// Buffer lifetimes in kernel steps, as the planner sees them (inputs/outputs pinned).
+std::vector<ArenaRequest> capture_arena_requests(const Program &p, std::vector<int> &arena_buffers);
+
+}  // namespace capgraph

@@ -1,0 +1,115 @@
+#include "compile.h"
+
+#include <chrono>
+#include <set>
+
+#include "capture/capture_write.h"
+#include "codegen/cpu_codegen.h"
+#include "error.h"
+#include "graph/passes.h"
+#include "onnx/onnx_model.h"
+#include "schedule/fuse.h"
+#include "schedule/lower.h"
+
+namespace capgraph {
+
+namespace {
+
+double ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Lowers the live graph into one program: inputs and outputs get dedicated buffers.
+Program graph_lower(Graph &g) {
+  Lowering L(g);
+  for (Value *in : g.inputs) {
+    Loc l = L.buffer_new(in->dtype, in->shape, Buffer::Kind::input, in->name);
+    L.bind(in, l);
+    L.prog.inputs.push_back({in->name, l.buffer, in->dtype, in->shape});
+  }
+  for (auto &n : g.nodes) {
+    if (n->removed) continue;
+    bool all_const = true;
+    for (Value *o : n->outputs)
+      if (!o->name.empty() && !o->constant) all_const = false;
+    if (all_const) continue;  // folded: its outputs become weights where used
+    lower_node(L, *n);
+  }
+  std::set<int> claimed;
+  for (Value *out : g.outputs) {
+    L.node = nullptr;
+    Loc l = L.loc(out);
+    Buffer &b = L.prog.buffers[l.buffer];
+    bool whole = l.offset == 0 && l.contiguous() && b.numel == shape_numel(l.shape) && b.dtype == out->dtype;
+    int buf;
+    if (whole && b.kind == Buffer::Kind::intermediate && !claimed.count(l.buffer)) {
+      b.kind = Buffer::Kind::output;
+      b.name = out->name;
+      buf = l.buffer;
+    } else {
+      Loc o = L.buffer_new(out->dtype, out->shape, Buffer::Kind::output, out->name);
+      if (shape_numel(out->shape) > 0) kernel_copy(L, l, o, "output_copy");
+      buf = o.buffer;
+    }
+    claimed.insert(buf);
+    L.prog.outputs.push_back({out->name, buf, out->dtype, out->shape});
+  }
+  return std::move(L.prog);
+}
+
+}  // namespace
+
+Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt, CompileReport *report) {
+  CompileReport local;
+  CompileReport &r = report ? *report : local;
+  auto t0 = std::chrono::steady_clock::now();
+  onnx::Model m = onnx::model_load(onnx_path);
+  r.ms_read = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  std::string origin = onnx_path.substr(onnx_path.find_last_of('/') + 1);
+  Graph g = graph_import(m, origin, opt.input_shapes);
+  r.onnx_nodes = (int)g.nodes.size();
+  graph_infer_fold(g);
+  r.removed_nodes = graph_remove_dead(g);
+  r.folded_batchnorms = graph_fold_batchnorm(g);
+  r.folded_pads = graph_fold_pad(g);
+  r.removed_nodes += graph_remove_dead(g);
+  r.ms_graph = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  Program p = graph_lower(g);
+  int before = (int)p.kernels.size();
+  r.fused = program_fuse(p);
+  program_prune_buffers(p);
+  r.kernels = (int)p.kernels.size();
+  (void)before;
+  for (const Kernel &k : p.kernels) kernel_check(k, p);
+  r.ms_schedule = ms_since(t0);
+  return p;
+}
+
+std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOptions &opt, CompileReport *report) {
+  CompileReport local;
+  CompileReport &r = report ? *report : local;
+  if (opt.threads < 1 || opt.threads > 256) throw Error("--threads must be between 1 and 256");
+  CpuTarget t = cpu_target_named(opt.target);
+  Program p = compile_schedule(onnx_path, opt, &r);
+  auto t0 = std::chrono::steady_clock::now();
+  CodegenResult code = cpu_codegen(p, t, opt.jobs);
+  r.unique_kernels = code.unique_kernels;
+  r.ms_codegen = ms_since(t0);
+  t0 = std::chrono::steady_clock::now();
+  CaptureInfo info;
+  info.model_name = onnx_path.substr(onnx_path.find_last_of('/') + 1);
+  info.threads = opt.threads;
+  ArenaPlan plan;
+  std::vector<uint8_t> bytes = capture_build(p, code, t, info, &plan);
+  r.arena_bytes = plan.size;
+  r.arena_naive_bytes = plan.naive_size;
+  for (const Buffer &b : p.buffers)
+    if (b.kind == Buffer::Kind::constant) r.weight_bytes += b.data.bytes->size();
+  r.capture_bytes = bytes.size();
+  r.ms_write = ms_since(t0);
+  return bytes;
+}
+
+}  // namespace capgraph

@@ -1,0 +1,32 @@
+// The compiler pipeline: ONNX file -> capture bytes. One entry point used by the CLI and tests.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/graph.h"
+#include "schedule/kernel.h"
+
+namespace capgraph {
+
+struct CompileOptions {
+  std::string target = "cpu";
+  InputShapes input_shapes;
+  int threads = 1;    // thread count the static partition is made for
+  int jobs = 2;       // parallel code generation
+};
+
+struct CompileReport {
+  int onnx_nodes = 0, folded_batchnorms = 0, folded_pads = 0, removed_nodes = 0;
+  int kernels = 0, unique_kernels = 0, fused = 0;
+  uint64_t arena_bytes = 0, arena_naive_bytes = 0, weight_bytes = 0, capture_bytes = 0;
+  double ms_read = 0, ms_graph = 0, ms_schedule = 0, ms_codegen = 0, ms_write = 0;
+};
+
+// Reads, optimises and lowers the model into a scheduled program (no code generation).
+Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt, CompileReport *report);
+
+// The whole pipeline. Throws Error with a message naming the file/node/op/target on failure.
+std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOptions &opt, CompileReport *report);
+
+}  // namespace capgraph

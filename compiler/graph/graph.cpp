@@ -1,0 +1,197 @@
+#include "graph/graph.h"
+
+#include <unordered_map>
+
+#include "error.h"
+
+namespace capgraph {
+
+const onnx::Attribute *Node::attr(const std::string &n) const {
+  for (const auto &a : attrs)
+    if (a.name == n) return &a;
+  return nullptr;
+}
+
+int64_t Node::attr_int(const std::string &n, int64_t def) const {
+  const onnx::Attribute *a = attr(n);
+  return a ? a->i : def;
+}
+
+float Node::attr_float(const std::string &n, float def) const {
+  const onnx::Attribute *a = attr(n);
+  return a ? a->f : def;
+}
+
+std::string Node::attr_string(const std::string &n, const std::string &def) const {
+  const onnx::Attribute *a = attr(n);
+  return a ? a->s : def;
+}
+
+std::vector<int64_t> Node::attr_ints(const std::string &n, std::vector<int64_t> def) const {
+  const onnx::Attribute *a = attr(n);
+  return a ? a->ints : def;
+}
+
+std::vector<float> Node::attr_floats(const std::string &n) const {
+  const onnx::Attribute *a = attr(n);
+  return a ? a->floats : std::vector<float>{};
+}
+
+std::string Node::label() const { return op + " node '" + name + "'"; }
+
+Value *Graph::value_new(const std::string &name) {
+  values.push_back(std::make_unique<Value>());
+  values.back()->name = name;
+  return values.back().get();
+}
+
+std::vector<Node *> Graph::consumers(const Value *v) const {
+  std::vector<Node *> r;
+  for (const auto &n : nodes) {
+    if (n->removed) continue;
+    for (Value *in : n->inputs)
+      if (in == v) {
+        r.push_back(n.get());
+        break;
+      }
+  }
+  return r;
+}
+
+DType dtype_from_onnx(onnx::DataType t, const std::string &what) {
+  switch (t) {
+    case onnx::DataType::float32: return DType::f32;
+    case onnx::DataType::float16: return DType::f16;
+    case onnx::DataType::float64: return DType::f64;
+    case onnx::DataType::int8: return DType::i8;
+    case onnx::DataType::uint8: return DType::u8;
+    case onnx::DataType::int16: return DType::i16;
+    case onnx::DataType::int32: return DType::i32;
+    case onnx::DataType::int64: return DType::i64;
+    case onnx::DataType::boolean: return DType::boolean;
+    default:
+      throw Error(what + ": element type " + onnx::data_type_name(t) + " is not supported");
+  }
+}
+
+Tensor tensor_from_onnx(const onnx::Tensor &t, const std::string &what) {
+  if (t.external) throw Error(what + ": tensor '" + t.name + "' uses external data, which is not supported");
+  DType dt = dtype_from_onnx(t.dtype, what + " tensor '" + t.name + "'");
+  return Tensor::from_bytes(dt, t.dims, t.data);
+}
+
+Shape shape_parse(const std::string &s) {
+  Shape r;
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t j = s.find_first_of("x,", i);
+    if (j == std::string::npos) j = s.size();
+    std::string part = s.substr(i, j - i);
+    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos)
+      throw Error("bad shape '" + s + "': expected dimensions like 1x3x640x640");
+    r.push_back(std::stoll(part));
+    i = j + 1;
+  }
+  if (r.empty()) throw Error("bad shape '" + s + "': expected dimensions like 1x3x640x640");
+  return r;
+}
+
+Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes) {
+  Graph g;
+  g.origin = origin;
+  g.opset = m.default_opset();
+  if (g.opset == 0) g.opset = 9;  // no default-domain import: oldest opset we read
+  if (g.opset < 7 || g.opset > 21)
+    throw Error(origin + ": opset " + std::to_string(g.opset) + " is not supported (7 to 21 are)");
+  std::unordered_map<std::string, Value *> by_name;
+
+  for (const onnx::Tensor &t : m.graph.initializers) {
+    Value *v = g.value_new(t.name);
+    v->constant = tensor_from_onnx(t, origin + ": initializer");
+    v->dtype = v->constant->dtype;
+    v->shape = v->constant->shape;
+    v->typed = true;
+    by_name[t.name] = v;
+  }
+
+  std::vector<std::string> unbound;
+  std::map<std::string, bool> used_shapes;
+  for (const onnx::ValueInfo &vi : m.graph.inputs) {
+    if (by_name.count(vi.name)) continue;  // an initializer listed as input (old exporters)
+    Value *v = g.value_new(vi.name);
+    v->is_input = true;
+    v->dtype = dtype_from_onnx(vi.dtype, origin + ": input '" + vi.name + "'");
+    auto given = shapes.find(vi.name);
+    if (given != shapes.end()) {
+      used_shapes[vi.name] = true;
+      if (vi.has_shape && given->second.size() != vi.dims.size())
+        throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(given->second) + " has rank " +
+                    std::to_string(given->second.size()) + " but the model's input has rank " +
+                    std::to_string(vi.dims.size()));
+      for (size_t i = 0; vi.has_shape && i < vi.dims.size(); i++)
+        if (vi.dims[i].value >= 0 && vi.dims[i].value != given->second[i])
+          throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(given->second) + " disagrees with the model's fixed dimension " +
+                      std::to_string(i) + " = " + std::to_string(vi.dims[i].value));
+      v->shape = given->second;
+    } else {
+      if (!vi.has_shape) unbound.push_back(vi.name + " (no shape in the model)");
+      for (size_t i = 0; i < vi.dims.size(); i++) {
+        if (vi.dims[i].value >= 0) {
+          v->shape.push_back(vi.dims[i].value);
+        } else {
+          v->shape.push_back(-1);
+          std::string dn = vi.dims[i].param.empty() ? "?" : vi.dims[i].param;
+          unbound.push_back(vi.name + "[" + std::to_string(i) + "] '" + dn + "'");
+        }
+      }
+    }
+    v->typed = true;
+    by_name[vi.name] = v;
+    g.inputs.push_back(v);
+  }
+  for (const auto &[name, s] : shapes)
+    if (!used_shapes.count(name)) throw Error(origin + ": --input-shape names '" + name + "', which is not a model input");
+  if (!unbound.empty()) {
+    std::string msg = origin + ": the model has dynamic input dimensions that must be bound with --input-shape NAME=DxDx...:";
+    for (const auto &u : unbound) msg += "\n  " + u;
+    throw Error(msg);
+  }
+
+  for (size_t idx = 0; idx < m.graph.nodes.size(); idx++) {
+    const onnx::Node &on = m.graph.nodes[idx];
+    auto n = std::make_unique<Node>();
+    n->name = on.name;
+    n->op = on.op_type;
+    n->attrs = on.attributes;
+    if (!on.domain.empty() && on.domain != "ai.onnx")
+      throw Error(origin + ": " + n->label() + ": operator domain '" + on.domain + "' is not supported");
+    for (const std::string &in : on.inputs) {
+      if (in.empty()) {
+        n->inputs.push_back(nullptr);
+        continue;
+      }
+      auto it = by_name.find(in);
+      if (it == by_name.end())
+        throw Error(origin + ": " + n->label() + " reads '" + in + "', which no earlier node produces (graph not in topological order?)");
+      n->inputs.push_back(it->second);
+    }
+    for (const std::string &out : on.outputs) {
+      Value *v = g.value_new(out);
+      v->producer = n.get();
+      if (!out.empty()) by_name[out] = v;
+      n->outputs.push_back(v);
+    }
+    g.nodes.push_back(std::move(n));
+  }
+
+  for (const onnx::ValueInfo &vi : m.graph.outputs) {
+    auto it = by_name.find(vi.name);
+    if (it == by_name.end()) throw Error(origin + ": graph output '" + vi.name + "' is produced by no node");
+    it->second->is_output = true;
+    g.outputs.push_back(it->second);
+  }
+  if (g.outputs.empty()) throw Error(origin + ": the graph has no outputs");
+  return g;
+}
+
+}  // namespace capgraph

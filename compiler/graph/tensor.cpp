@@ -1,0 +1,194 @@
+#include "graph/tensor.h"
+
+#include <cstring>
+
+#include "error.h"
+
+namespace capgraph {
+
+size_t dtype_size(DType t) {
+  switch (t) {
+    case DType::f32: case DType::i32: return 4;
+    case DType::f16: case DType::i16: return 2;
+    case DType::f64: case DType::i64: return 8;
+    case DType::i8: case DType::u8: case DType::boolean: return 1;
+  }
+  return 0;
+}
+
+const char *dtype_name(DType t) {
+  switch (t) {
+    case DType::f32: return "float32";
+    case DType::f16: return "float16";
+    case DType::f64: return "float64";
+    case DType::i8: return "int8";
+    case DType::u8: return "uint8";
+    case DType::i16: return "int16";
+    case DType::i32: return "int32";
+    case DType::i64: return "int64";
+    case DType::boolean: return "bool";
+  }
+  return "?";
+}
+
+bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::f64; }
+
+int64_t shape_numel(const Shape &s) {
+  int64_t n = 1;
+  for (int64_t d : s) n *= d;
+  return n;
+}
+
+std::string shape_str(const Shape &s) {
+  if (s.empty()) return "scalar";
+  std::string r;
+  for (size_t i = 0; i < s.size(); i++) r += (i ? "x" : "") + std::to_string(s[i]);
+  return r;
+}
+
+Shape shape_strides(const Shape &s) {
+  Shape st(s.size());
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    st[i] = acc;
+    acc *= s[i];
+  }
+  return st;
+}
+
+static float half_to_float(uint16_t h) {
+  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 31, man = h & 1023, bits;
+  if (exp == 0) {
+    if (man == 0) {
+      bits = sign << 31;
+    } else {  // subnormal: renormalise
+      exp = 127 - 15 + 1;
+      while (!(man & 1024)) { man <<= 1; exp--; }
+      bits = (sign << 31) | (exp << 23) | ((man & 1023) << 13);
+    }
+  } else if (exp == 31) {
+    bits = (sign << 31) | (255u << 23) | (man << 13);
+  } else {
+    bits = (sign << 31) | ((exp - 15 + 127) << 23) | (man << 13);
+  }
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+template <typename T>
+static T load_as(const uint8_t *p) {
+  T v;
+  std::memcpy(&v, p, sizeof(T));
+  return v;
+}
+
+double Tensor::at_f64(int64_t i) const {
+  const uint8_t *p = data() + i * dtype_size(dtype);
+  switch (dtype) {
+    case DType::f32: return load_as<float>(p);
+    case DType::f16: return half_to_float(load_as<uint16_t>(p));
+    case DType::f64: return load_as<double>(p);
+    case DType::i8: return load_as<int8_t>(p);
+    case DType::u8: return load_as<uint8_t>(p);
+    case DType::i16: return load_as<int16_t>(p);
+    case DType::i32: return load_as<int32_t>(p);
+    case DType::i64: return (double)load_as<int64_t>(p);
+    case DType::boolean: return load_as<uint8_t>(p) ? 1 : 0;
+  }
+  return 0;
+}
+
+int64_t Tensor::at_i64(int64_t i) const {
+  const uint8_t *p = data() + i * dtype_size(dtype);
+  switch (dtype) {
+    case DType::i64: return load_as<int64_t>(p);
+    case DType::i32: return load_as<int32_t>(p);
+    case DType::i16: return load_as<int16_t>(p);
+    case DType::i8: return load_as<int8_t>(p);
+    case DType::u8: return load_as<uint8_t>(p);
+    case DType::boolean: return load_as<uint8_t>(p) ? 1 : 0;
+    default: return (int64_t)at_f64(i);
+  }
+}
+
+std::vector<int64_t> Tensor::to_i64() const {
+  std::vector<int64_t> v(numel());
+  for (int64_t i = 0; i < numel(); i++) v[i] = at_i64(i);
+  return v;
+}
+
+std::vector<float> Tensor::to_f32() const {
+  std::vector<float> v(numel());
+  for (int64_t i = 0; i < numel(); i++) v[i] = (float)at_f64(i);
+  return v;
+}
+
+bool Tensor::all_equal() const {
+  size_t es = dtype_size(dtype);
+  for (int64_t i = 1; i < numel(); i++)
+    if (std::memcmp(data(), data() + i * es, es) != 0) return false;
+  return true;
+}
+
+Tensor Tensor::from_bytes(DType t, Shape shape, std::vector<uint8_t> data) {
+  if ((int64_t)data.size() != shape_numel(shape) * (int64_t)dtype_size(t))
+    throw Error("internal: tensor of shape " + shape_str(shape) + " given " + std::to_string(data.size()) + " bytes");
+  Tensor r;
+  r.dtype = t;
+  r.shape = std::move(shape);
+  r.bytes = std::make_shared<const std::vector<uint8_t>>(std::move(data));
+  return r;
+}
+
+template <typename T>
+static void store_as(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
+
+static void store_f64(DType t, uint8_t *p, double v) {
+  switch (t) {
+    case DType::f32: store_as<float>(p, (float)v); break;
+    case DType::f64: store_as<double>(p, v); break;
+    case DType::i8: store_as<int8_t>(p, (int8_t)v); break;
+    case DType::u8: store_as<uint8_t>(p, (uint8_t)v); break;
+    case DType::i16: store_as<int16_t>(p, (int16_t)v); break;
+    case DType::i32: store_as<int32_t>(p, (int32_t)v); break;
+    case DType::i64: store_as<int64_t>(p, (int64_t)v); break;
+    case DType::boolean: store_as<uint8_t>(p, v != 0); break;
+    case DType::f16: throw Error("internal: float16 constants are not produced by folding");
+  }
+}
+
+Tensor Tensor::from_f64(DType t, Shape shape, const std::vector<double> &v) {
+  std::vector<uint8_t> data(v.size() * dtype_size(t));
+  for (size_t i = 0; i < v.size(); i++) store_f64(t, data.data() + i * dtype_size(t), v[i]);
+  return from_bytes(t, std::move(shape), std::move(data));
+}
+
+Tensor Tensor::from_i64(DType t, Shape shape, const std::vector<int64_t> &v) {
+  if (dtype_is_float(t)) {
+    std::vector<double> d(v.begin(), v.end());
+    return from_f64(t, std::move(shape), d);
+  }
+  std::vector<uint8_t> data(v.size() * dtype_size(t));
+  for (size_t i = 0; i < v.size(); i++) {
+    uint8_t *p = data.data() + i * dtype_size(t);
+    switch (t) {
+      case DType::i64: store_as<int64_t>(p, v[i]); break;
+      case DType::i32: store_as<int32_t>(p, (int32_t)v[i]); break;
+      case DType::i16: store_as<int16_t>(p, (int16_t)v[i]); break;
+      case DType::i8: store_as<int8_t>(p, (int8_t)v[i]); break;
+      case DType::u8: store_as<uint8_t>(p, (uint8_t)v[i]); break;
+      case DType::boolean: store_as<uint8_t>(p, v[i] != 0); break;
+      default: break;
+    }
+  }
+  return from_bytes(t, std::move(shape), std::move(data));
+}
+
+Tensor Tensor::from_f32(Shape shape, const std::vector<float> &v) {
+  std::vector<uint8_t> data(v.size() * 4);
+  std::memcpy(data.data(), v.data(), data.size());
+  return from_bytes(DType::f32, std::move(shape), std::move(data));
+}
+
+}  // namespace capgraph

@@ -1,0 +1,138 @@
+#include "schedule/fuse.h"
+
+#include <map>
+
+namespace capgraph {
+
+namespace {
+
+// An access's element offset as a linear function of the iteration axes; false if it is not one
+// (bounds, gathers, divisions).
+bool access_linear(const Access &a, const Shape &axes, std::map<int, int64_t> &coef, int64_t &base) {
+  coef.clear();
+  base = a.offset;
+  for (const DimIndex &d : a.dims) {
+    if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return false;
+    base += d.shift * d.stride;
+    for (const AxisTerm &t : d.terms)
+      if (axes[t.axis] > 1) coef[t.axis] += t.coef * d.stride;
+  }
+  for (auto it = coef.begin(); it != coef.end();)
+    it = it->second == 0 ? coef.erase(it) : std::next(it);
+  return true;
+}
+
+bool same_linear(const Access &a, const Shape &aaxes, const Access &b, const Shape &baxes) {
+  std::map<int, int64_t> ca, cb;
+  int64_t ba, bb;
+  return access_linear(a, aaxes, ca, ba) && access_linear(b, baxes, cb, bb) && ca == cb && ba == bb;
+}
+
+// Appends consumer c's expressions to producer p, with c's loads of `buffer` replaced by p's
+// result. Returns the index of c's result inside p.
+int expr_splice(Kernel &p, const Kernel &c, int buffer) {
+  std::vector<int> map(c.exprs.size(), -1);
+  int load_base = (int)p.loads.size();
+  std::vector<int> load_map(c.loads.size(), -1);
+  for (size_t i = 0; i < c.loads.size(); i++) {
+    if (c.loads[i].buffer == buffer) continue;
+    load_map[i] = (int)p.loads.size();
+    p.loads.push_back(c.loads[i]);
+  }
+  (void)load_base;
+  for (size_t i = 0; i < c.exprs.size(); i++) {
+    Expr e = c.exprs[i];
+    if (e.op == Op::load && c.loads[e.access].buffer == buffer) {
+      map[i] = p.result;
+      continue;
+    }
+    if (e.a >= 0) e.a = map[e.a];
+    if (e.b >= 0) e.b = map[e.b];
+    if (e.c >= 0) e.c = map[e.c];
+    if (e.op == Op::load) e.access = load_map[e.access];
+    p.exprs.push_back(e);
+    map[i] = (int)p.exprs.size() - 1;
+  }
+  for (size_t i = 0; i < c.loads.size(); i++)
+    if (load_map[i] >= 0)
+      for (DimIndex &d : p.loads[load_map[i]].dims)
+        if (d.expr >= 0) d.expr = map[d.expr];
+  return map[c.result];
+}
+
+}  // namespace
+
+int program_fuse(Program &p) {
+  int merged = 0;
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (size_t ci = 0; ci < p.kernels.size() && !changed; ci++) {
+      Kernel &c = p.kernels[ci];
+      if (c.reduce != Reduce::none) continue;
+      for (const Access &la : c.loads) {
+        int buf = la.buffer;
+        if (p.buffers[buf].kind != Buffer::Kind::intermediate) continue;
+        // exactly one writer, before c; no reader other than c
+        int writer = -1, writers = 0, readers = 0;
+        for (size_t j = 0; j < p.kernels.size(); j++) {
+          if (p.kernels[j].store.buffer == buf) { writer = (int)j; writers++; }
+          for (const Access &a : p.kernels[j].loads)
+            if (a.buffer == buf && j != ci) readers++;
+        }
+        if (writers != 1 || readers != 0 || writer >= (int)ci) continue;
+        Kernel &w = p.kernels[writer];
+        if (w.store_dtype != p.buffers[buf].dtype) continue;
+        Shape wpar(w.axes.begin(), w.axes.begin() + w.n_parallel);
+        if (wpar != c.axes) continue;
+        // every read of buf in c must see exactly what w wrote at the same point
+        bool ok = true;
+        for (const Access &a : c.loads)
+          if (a.buffer == buf && !same_linear(a, c.axes, w.store, w.axes)) ok = false;
+        // and w must write each element once (its store covers the buffer)
+        if (shape_numel(wpar) != p.buffers[buf].numel) ok = false;
+        if (!ok) continue;
+        Kernel fused = w;
+        fused.result = expr_splice(fused, c, buf);
+        fused.store = c.store;
+        fused.store_dtype = c.store_dtype;
+        fused.name = w.name + "+" + c.name;
+        fused.flops += c.flops;
+        for (const std::string &s : c.source_nodes) fused.source_nodes.push_back(s);
+        // The fused kernel runs where the consumer ran: everything the consumer reads exists then.
+        p.kernels[ci] = std::move(fused);
+        p.kernels.erase(p.kernels.begin() + writer);
+        merged++;
+        changed = true;
+        break;
+      }
+    }
+  }
+  return merged;
+}
+
+void program_prune_buffers(Program &p) {
+  std::vector<char> used(p.buffers.size(), 0);
+  for (const Kernel &k : p.kernels) {
+    used[k.store.buffer] = 1;
+    for (const Access &a : k.loads) used[a.buffer] = 1;
+  }
+  for (const auto &port : p.inputs) used[port.buffer] = 1;
+  for (const auto &port : p.outputs) used[port.buffer] = 1;
+  std::vector<int> remap(p.buffers.size(), -1);
+  std::vector<Buffer> kept;
+  for (size_t i = 0; i < p.buffers.size(); i++)
+    if (used[i]) {
+      remap[i] = (int)kept.size();
+      kept.push_back(std::move(p.buffers[i]));
+    }
+  p.buffers = std::move(kept);
+  for (Kernel &k : p.kernels) {
+    k.store.buffer = remap[k.store.buffer];
+    for (Access &a : k.loads) a.buffer = remap[a.buffer];
+  }
+  for (auto &port : p.inputs) port.buffer = remap[port.buffer];
+  for (auto &port : p.outputs) port.buffer = remap[port.buffer];
+}
+
+}  // namespace capgraph

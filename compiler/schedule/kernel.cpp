@@ -1,0 +1,131 @@
+#include "schedule/kernel.h"
+
+#include <cmath>
+#include <limits>
+
+#include "error.h"
+
+namespace capgraph {
+
+const char *op_name(Op op) {
+  static const char *names[] = {"constant", "load", "acc", "iota", "cast", "neg", "abs", "sqrt", "exp", "log", "tanh",
+                                "sigmoid", "erf", "floor", "ceil", "round", "trunc", "recip", "not", "add", "sub",
+                                "mul", "div", "mod", "pow", "max", "min", "lt", "le", "gt", "ge", "eq", "ne", "and",
+                                "or", "select"};
+  return names[(int)op];
+}
+
+int op_arity(Op op) {
+  if (op <= Op::iota) return 0;
+  if (op <= Op::logical_not) return 1;
+  if (op <= Op::logical_or) return 2;
+  return 3;
+}
+
+double reduce_identity(Reduce r) {
+  switch (r) {
+    case Reduce::max: return -std::numeric_limits<double>::infinity();
+    case Reduce::min: return std::numeric_limits<double>::infinity();
+    case Reduce::prod: return 1;
+    default: return 0;
+  }
+}
+
+int Kernel::expr_const(double v, DType t) {
+  Expr e;
+  e.op = Op::constant;
+  e.value = v;
+  e.dtype = t;
+  exprs.push_back(e);
+  return (int)exprs.size() - 1;
+}
+
+int Kernel::expr_load(Access a, DType t) {
+  loads.push_back(std::move(a));
+  Expr e;
+  e.op = Op::load;
+  e.access = (int)loads.size() - 1;
+  e.dtype = t;
+  exprs.push_back(e);
+  return (int)exprs.size() - 1;
+}
+
+int Kernel::expr_unary(Op op, int a, DType t) {
+  Expr e;
+  e.op = op;
+  e.a = a;
+  e.dtype = t;
+  exprs.push_back(e);
+  return (int)exprs.size() - 1;
+}
+
+int Kernel::expr_binary(Op op, int a, int b, DType t) {
+  Expr e;
+  e.op = op;
+  e.a = a;
+  e.b = b;
+  e.dtype = t;
+  exprs.push_back(e);
+  return (int)exprs.size() - 1;
+}
+
+int Kernel::expr_select(int cond, int a, int b, DType t) {
+  Expr e;
+  e.op = Op::select;
+  e.a = cond;
+  e.b = a;
+  e.c = b;
+  e.dtype = t;
+  exprs.push_back(e);
+  return (int)exprs.size() - 1;
+}
+
+int Kernel::expr_iota(int axis, DType t) {
+  Expr e;
+  e.op = Op::iota;
+  e.access = axis;
+  e.dtype = t;
+  exprs.push_back(e);
+  return (int)exprs.size() - 1;
+}
+
+int Kernel::expr_cast(int a, DType t) {
+  if (exprs[a].dtype == t) return a;
+  return expr_unary(Op::cast, a, t);
+}
+
+static void check_access(const Kernel &k, const Program &p, const Access &a, int max_axis, const char *what) {
+  auto fail = [&](const std::string &m) { throw Error("internal: kernel '" + k.name + "' " + what + ": " + m); };
+  if (a.buffer < 0 || a.buffer >= (int)p.buffers.size()) fail("buffer index out of range");
+  for (const DimIndex &d : a.dims) {
+    for (const AxisTerm &t : d.terms)
+      if (t.axis < 0 || t.axis >= max_axis) fail("axis " + std::to_string(t.axis) + " out of range");
+    if (d.expr >= (int)k.exprs.size()) fail("index expression out of range");
+    if (d.extent <= 0) fail("empty dimension");
+    if (d.divisor < 1) fail("bad divisor");
+  }
+}
+
+void kernel_check(const Kernel &k, const Program &p) {
+  auto fail = [&](const std::string &m) { throw Error("internal: kernel '" + k.name + "': " + m); };
+  if (k.n_parallel < 0 || k.n_parallel > (int)k.axes.size()) fail("bad n_parallel");
+  for (int64_t n : k.axes)
+    if (n <= 0) fail("empty axis");
+  bool has_reduce = k.n_parallel < (int)k.axes.size();
+  if (has_reduce != (k.reduce != Reduce::none)) fail("reduce op and reduction axes disagree");
+  if (has_reduce && (k.body < 0 || k.body >= (int)k.exprs.size())) fail("missing body");
+  if (k.result < 0 || k.result >= (int)k.exprs.size()) fail("missing result");
+  for (size_t i = 0; i < k.exprs.size(); i++) {
+    const Expr &e = k.exprs[i];
+    int n = op_arity(e.op);
+    int args[3] = {e.a, e.b, e.c};
+    for (int j = 0; j < n; j++)
+      if (args[j] < 0 || args[j] >= (int)i) fail("expression " + std::to_string(i) + " refers forward");
+    if (e.op == Op::load && (e.access < 0 || e.access >= (int)k.loads.size())) fail("load index out of range");
+    if (e.op == Op::iota && (e.access < 0 || e.access >= (int)k.axes.size())) fail("iota axis out of range");
+  }
+  for (const Access &a : k.loads) check_access(k, p, a, (int)k.axes.size(), "load");
+  check_access(k, p, k.store, k.n_parallel, "store");
+}
+
+}  // namespace capgraph

@@ -1,0 +1,136 @@
+// The kernel IR: what the scheduler produces and every code generator consumes.
+//
+// A kernel is a loop nest over an iteration space `axes`. The first `n_parallel` axes are output
+// axes (independent, split across threads); the rest are reduction axes. Per point of the full
+// space the kernel evaluates `body` and folds it into an accumulator with `reduce`; per point of
+// the parallel space it evaluates `result` (which may read the accumulator through Op::acc) and
+// stores it through `store`. A kernel without reduction axes evaluates only `result`.
+//
+// Memory is reached only through Accesses: affine maps from iteration axes to each dimension of
+// a buffer view, with explicit rules for indices that fall outside the dimension (padding,
+// clamping, reflection, wrapping) and optional data-dependent indices (gather). This one form
+// covers elementwise ops with broadcasting, transposes, slices, pads, concatenation, pooling,
+// convolution, matrix products, reductions and resizes, so one code generator serves them all.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "graph/tensor.h"
+
+namespace capgraph {
+
+// What an index outside [0, extent) means.
+enum class Bound : uint8_t {
+  none,     // cannot happen (the scheduler proved it)
+  skip,     // the point contributes nothing: in a reduction it is skipped; elsewhere reads `fill`
+  clamp,    // clamp to [0, extent-1] (edge padding, nearest resize at borders)
+  reflect,  // mirror without repeating the edge (Pad mode=reflect)
+  wrap,     // modulo extent (Tile)
+};
+
+struct AxisTerm {
+  int axis;       // iteration axis
+  int64_t coef;   // multiplier
+};
+
+// The index into one dimension of a buffer: sum(coef * iter[axis]) + shift (+ value of `expr`).
+struct DimIndex {
+  std::vector<AxisTerm> terms;
+  int64_t shift = 0;
+  int expr = -1;            // integer expression added to the index (gather), or -1
+  int64_t extent = 1;       // size of this dimension of the buffer view
+  int64_t stride = 0;       // elements between consecutive indices of this dimension
+  Bound bound = Bound::none;
+  // The raw index is divided by this; a raw index it does not divide is out of range (strided
+  // transposed convolution reads input i only where o + pad - k*dilation == i * stride).
+  int64_t divisor = 1;
+};
+
+// A read or write of one buffer through a view.
+struct Access {
+  int buffer = -1;          // index into Program::buffers
+  int64_t offset = 0;       // elements: where the view starts inside the buffer
+  std::vector<DimIndex> dims;
+  double fill = 0;          // value read where a `skip` bound is out of range (outside reductions)
+};
+
+enum class Op : uint8_t {
+  // leaves (iota: the current index of iteration axis `access`)
+  constant, load, acc, iota,
+  // unary
+  cast, neg, abs, sqrt, exp, log, tanh, sigmoid, erf, floor, ceil, round, trunc, recip, logical_not,
+  // binary
+  add, sub, mul, div, mod, pow, max, min, lt, le, gt, ge, eq, ne, logical_and, logical_or,
+  // ternary: a ? b : c
+  select,
+};
+const char *op_name(Op op);
+int op_arity(Op op);
+
+struct Expr {
+  Op op = Op::constant;
+  DType dtype = DType::f32;   // type of the result (comparisons give boolean)
+  int a = -1, b = -1, c = -1; // operand expressions (indices into Kernel::exprs)
+  double value = 0;           // Op::constant
+  int access = -1;            // Op::load: index into Kernel::loads; Op::iota: the axis
+};
+
+enum class Reduce : uint8_t { none, sum, max, min, prod };
+
+struct Kernel {
+  std::string name;                       // readable, e.g. "conv3x3_s2+relu"
+  std::vector<std::string> source_nodes;  // ONNX nodes this kernel implements
+  Shape axes;                             // iteration extents
+  int n_parallel = 0;                     // axes[0, n_parallel) are output axes
+  std::vector<Access> loads;
+  std::vector<Expr> exprs;
+  int body = -1;                          // evaluated per full-space point (reduction kernels)
+  Reduce reduce = Reduce::none;
+  DType acc_dtype = DType::f32;
+  int result = -1;                        // evaluated per parallel point, stored
+  Access store;                           // terms reference parallel axes only
+  DType store_dtype = DType::f32;
+  int64_t flops = 0;                      // for inspect; multiply-add counts 2
+
+  // Builders used by the scheduler (they append and return the new expression's index).
+  int expr_const(double v, DType t);
+  int expr_load(Access a, DType t);
+  int expr_unary(Op op, int a, DType t);
+  int expr_binary(Op op, int a, int b, DType t);
+  int expr_select(int cond, int a, int b, DType t);
+  int expr_cast(int a, DType t);
+  int expr_iota(int axis, DType t);
+};
+
+// A buffer of the kernel program. Constants become capture weights; the others get arena space.
+struct Buffer {
+  enum class Kind : uint8_t { input, output, intermediate, constant };
+  Kind kind = Kind::intermediate;
+  DType dtype = DType::f32;
+  int64_t numel = 0;
+  std::string name;         // the ONNX value it holds (first one, for views)
+  Tensor data;              // Kind::constant only
+};
+
+// The whole model after scheduling: buffers, kernels in execution order, named inputs/outputs.
+struct Program {
+  struct Port {
+    std::string name;
+    int buffer;
+    DType dtype;
+    Shape shape;
+  };
+  std::vector<Buffer> buffers;
+  std::vector<Kernel> kernels;
+  std::vector<Port> inputs, outputs;
+};
+
+// Index of the reduction identity for an accumulator.
+double reduce_identity(Reduce r);
+
+// Checks the invariants a code generator relies on (axis indices in range, expressions refer to
+// earlier ones, accesses to existing buffers, dims match...). Throws Error naming the kernel.
+void kernel_check(const Kernel &k, const Program &p);
+
+}  // namespace capgraph

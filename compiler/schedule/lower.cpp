@@ -1,0 +1,178 @@
+#include "schedule/lower.h"
+
+#include "error.h"
+
+namespace capgraph {
+
+bool Loc::contiguous() const { return strides == shape_strides(shape) || shape_numel(shape) <= 1; }
+
+Loc Lowering::loc(const Value *v) {
+  auto it = locs.find(v);
+  if (it != locs.end()) return it->second;
+  if (v->constant) {
+    Loc l = constant_new(*v->constant, v->name);
+    locs[v] = l;
+    return l;
+  }
+  throw Error("internal: value '" + v->name + "' used before it was lowered");
+}
+
+void Lowering::bind(Value *v, const Loc &l) { locs[v] = l; }
+
+Loc Lowering::buffer_new(DType t, const Shape &s, Buffer::Kind kind, const std::string &name) {
+  Buffer b;
+  b.kind = kind;
+  b.dtype = t;
+  b.numel = shape_numel(s);
+  b.name = name;
+  prog.buffers.push_back(std::move(b));
+  Loc l;
+  l.buffer = (int)prog.buffers.size() - 1;
+  l.shape = s;
+  l.strides = shape_strides(s);
+  l.dtype = t;
+  return l;
+}
+
+Loc Lowering::constant_new(const Tensor &t, const std::string &name) {
+  Loc l = buffer_new(t.dtype, t.shape, Buffer::Kind::constant, name);
+  prog.buffers[l.buffer].data = t;
+  return l;
+}
+
+void Lowering::output_constant(Value *out, const Tensor &t) {
+  out->dtype = t.dtype;
+  out->shape = t.shape;
+  out->typed = true;
+  out->constant = t;
+}
+
+Loc Lowering::output_new(Value *out, DType t, const Shape &s) {
+  for (int64_t d : s)
+    if (d < 0) fail("computed a negative dimension for output '" + out->name + "'");
+  out->dtype = t;
+  out->shape = s;
+  out->typed = true;
+  Loc l = buffer_new(t, s, Buffer::Kind::intermediate, out->name);
+  bind(out, l);
+  return l;
+}
+
+void Lowering::output_view(Value *out, const Loc &l) {
+  out->dtype = l.dtype;
+  out->shape = l.shape;
+  out->typed = true;
+  bind(out, l);
+}
+
+Kernel &Lowering::kernel_new(const std::string &name) {
+  prog.kernels.emplace_back();
+  Kernel &k = prog.kernels.back();
+  k.name = name;
+  if (node) k.source_nodes.push_back(node->name);
+  return k;
+}
+
+void Lowering::fail(const std::string &msg) const {
+  throw Error(graph.origin + ": " + (node ? node->label() + ": " : std::string()) + msg);
+}
+
+const Tensor &Lowering::const_input(size_t i, const char *what) const {
+  const Value *v = node->input(i);
+  if (!v) fail(std::string("input '") + what + "' is missing");
+  if (!v->constant)
+    fail(std::string("input '") + what + "' ('" + v->name + "') must be known at compile time, but it depends on the model's inputs");
+  return *v->constant;
+}
+
+Access access_broadcast(const Loc &l, int rank) {
+  Access a;
+  a.buffer = l.buffer;
+  a.offset = l.offset;
+  int r = (int)l.shape.size();
+  for (int d = 0; d < r; d++) {
+    DimIndex di;
+    di.extent = l.shape[d];
+    di.stride = l.strides[d];
+    if (l.shape[d] != 1) di.terms.push_back({rank - r + d, 1});
+    a.dims.push_back(di);
+  }
+  return a;
+}
+
+Access access_axes(const Loc &l, const std::vector<int> &axis_of) {
+  Access a;
+  a.buffer = l.buffer;
+  a.offset = l.offset;
+  for (size_t d = 0; d < l.shape.size(); d++) {
+    DimIndex di;
+    di.extent = l.shape[d];
+    di.stride = l.strides[d];
+    if (axis_of[d] >= 0 && l.shape[d] != 1) di.terms.push_back({axis_of[d], 1});
+    a.dims.push_back(di);
+  }
+  return a;
+}
+
+Access access_store(const Loc &l) { return access_broadcast(l, (int)l.shape.size()); }
+
+bool shape_broadcast(const Shape &a, const Shape &b, Shape &out) {
+  size_t r = std::max(a.size(), b.size());
+  out.assign(r, 1);
+  for (size_t i = 0; i < r; i++) {
+    int64_t da = i < r - a.size() ? 1 : a[i - (r - a.size())];
+    int64_t db = i < r - b.size() ? 1 : b[i - (r - b.size())];
+    if (da != db && da != 1 && db != 1) return false;
+    out[i] = da == 1 ? db : da;
+  }
+  return true;
+}
+
+int axis_normalize(const Lowering &L, int64_t axis, size_t r) {
+  int64_t a = axis < 0 ? axis + (int64_t)r : axis;
+  if (a < 0 || a >= (int64_t)std::max<size_t>(r, 1) + (r == 0 ? 0 : 0))
+    L.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
+  return (int)a;
+}
+
+std::map<std::string, LowerFn> &lower_table() {
+  static std::map<std::string, LowerFn> table;
+  return table;
+}
+
+static void lower_table_fill() {
+  static bool done = false;
+  if (done) return;
+  done = true;
+  lower_register_elementwise();
+  lower_register_nn();
+  lower_register_movement();
+  lower_register_reduce();
+}
+
+void lower_node(Lowering &L, Node &n) {
+  lower_table_fill();
+  L.node = &n;
+  auto it = lower_table().find(n.op);
+  if (it == lower_table().end())
+    L.fail("operator " + n.op + " is not supported by capgraph (opset " + std::to_string(L.graph.opset) + ")");
+  for (size_t i = 0; i < n.inputs.size(); i++)
+    if (n.inputs[i] && !n.inputs[i]->typed) L.fail("input " + std::to_string(i) + " ('" + n.inputs[i]->name + "') has no type");
+  it->second(L, n);
+  for (Value *o : n.outputs)
+    if (!o->name.empty() && !o->typed) L.fail("output '" + o->name + "' is not supported (optional output)");
+  L.node = nullptr;
+}
+
+void kernel_copy(Lowering &L, const Loc &src, const Loc &dst, const std::string &name) {
+  Kernel &k = L.kernel_new(name);
+  int rank = (int)dst.shape.size();
+  k.axes = rank ? dst.shape : Shape{1};
+  k.n_parallel = (int)k.axes.size();
+  int v = k.expr_load(access_broadcast(src, rank), src.dtype);
+  k.result = k.expr_cast(v, dst.dtype);
+  k.store = access_store(dst);
+  k.store_dtype = dst.dtype;
+}
+
+}  // namespace capgraph

@@ -1,0 +1,295 @@
+// Elementwise ops: unary activations, binary arithmetic and comparisons with numpy broadcasting,
+// Cast, Where, Clip and the variadic Sum/Mean/Max/Min. Each becomes one kernel over the output's
+// shape; chains of them are fused into their producer later (schedule/fuse).
+#include <cmath>
+
+#include "error.h"
+#include "schedule/lower.h"
+
+namespace capgraph {
+
+namespace {
+
+using ExprFn = std::function<int(Kernel &, const std::vector<int> &)>;
+
+// out = f(loads of `ins`, each cast to `compute`), stored as `out_t`.
+void lower_map(Lowering &L, Node &n, const std::vector<const Value *> &ins, DType compute, DType out_t,
+               const ExprFn &f) {
+  Shape out_shape;
+  for (size_t i = 0; i < ins.size(); i++) {
+    Shape s;
+    if (i == 0) {
+      out_shape = ins[0]->shape;
+      continue;
+    }
+    if (!shape_broadcast(out_shape, ins[i]->shape, s))
+      L.fail("inputs of shapes " + shape_str(out_shape) + " and " + shape_str(ins[i]->shape) + " do not broadcast");
+    out_shape = s;
+  }
+  Loc out = L.output_new(n.outputs[0], out_t, out_shape);
+  if (shape_numel(out_shape) == 0) return;
+  Kernel &k = L.kernel_new(n.op);
+  int rank = (int)out_shape.size();
+  k.axes = rank ? out_shape : Shape{1};
+  k.n_parallel = (int)k.axes.size();
+  std::vector<int> args;
+  for (const Value *v : ins) {
+    Loc l = L.loc(v);
+    int e = k.expr_load(access_broadcast(l, rank), l.dtype);
+    args.push_back(k.expr_cast(e, compute));
+  }
+  k.result = k.expr_cast(f(k, args), out_t);
+  k.store = access_store(out);
+  k.store_dtype = out_t;
+}
+
+DType float_type(const Lowering &L, DType t) {
+  if (t == DType::f16) return DType::f32;  // computed in float32, stored back as declared
+  if (!dtype_is_float(t)) L.fail(std::string("expects a floating point input, got ") + dtype_name(t));
+  return t;
+}
+
+std::vector<const Value *> present_inputs(const Node &n) {
+  std::vector<const Value *> v;
+  for (Value *i : n.inputs)
+    if (i) v.push_back(i);
+  return v;
+}
+
+// Unary float op: y = f(x).
+void unary(const char *op, std::function<int(Kernel &, int, DType, const Node &)> f) {
+  lower_table()[op] = [f](Lowering &L, Node &n) {
+    const Value *x = n.input(0);
+    DType ct = float_type(L, x->dtype);
+    lower_map(L, n, {x}, ct, x->dtype, [&](Kernel &k, const std::vector<int> &a) { return f(k, a[0], ct, n); });
+  };
+}
+
+// Binary op with broadcasting; same type in and out (comparisons give bool).
+void binary(const char *op, Op e, bool compare = false) {
+  lower_table()[op] = [e, compare](Lowering &L, Node &n) {
+    const Value *a = n.input(0), *b = n.input(1);
+    if (!a || !b) L.fail("needs two inputs");
+    if (a->dtype != b->dtype && !(n.op == "Pow"))
+      L.fail(std::string("input types differ: ") + dtype_name(a->dtype) + " and " + dtype_name(b->dtype));
+    DType ct = a->dtype == DType::f16 ? DType::f32 : a->dtype;
+    DType ot = compare ? DType::boolean : a->dtype;
+    lower_map(L, n, {a, b}, ct, ot, [&](Kernel &k, const std::vector<int> &v) {
+      int bv = n.op == "Pow" ? k.expr_cast(v[1], ct) : v[1];
+      return k.expr_binary(e, v[0], bv, compare ? DType::boolean : ct);
+    });
+  };
+}
+
+// Variadic op folding its inputs left to right (Sum, Max, Min, Mean).
+void variadic(const char *op, Op e, bool mean) {
+  lower_table()[op] = [e, mean](Lowering &L, Node &n) {
+    std::vector<const Value *> ins = present_inputs(n);
+    if (ins.empty()) L.fail("needs at least one input");
+    DType ct = ins[0]->dtype == DType::f16 ? DType::f32 : ins[0]->dtype;
+    lower_map(L, n, ins, ct, ins[0]->dtype, [&](Kernel &k, const std::vector<int> &v) {
+      int r = v[0];
+      for (size_t i = 1; i < v.size(); i++) r = k.expr_binary(e, r, v[i], ct);
+      if (mean) r = k.expr_binary(Op::mul, r, k.expr_const(1.0 / v.size(), ct), ct);
+      return r;
+    });
+  };
+}
+
+int relu(Kernel &k, int x, DType t) { return k.expr_binary(Op::max, x, k.expr_const(0, t), t); }
+
+int clamp(Kernel &k, int x, double lo, double hi, DType t) {
+  return k.expr_binary(Op::min, k.expr_binary(Op::max, x, k.expr_const(lo, t), t), k.expr_const(hi, t), t);
+}
+
+// x > 0 ? x : neg
+int positive_or(Kernel &k, int x, int neg, DType t) {
+  return k.expr_select(k.expr_binary(Op::gt, x, k.expr_const(0, t), DType::boolean), x, neg, t);
+}
+
+int softplus(Kernel &k, int x, DType t) {
+  // log(1 + exp(x)) computed without overflow: max(x,0) + log(1 + exp(-|x|)).
+  int e = k.expr_unary(Op::exp, k.expr_unary(Op::neg, k.expr_unary(Op::abs, x, t), t), t);
+  return k.expr_binary(Op::add, relu(k, x, t), k.expr_unary(Op::log, k.expr_binary(Op::add, k.expr_const(1, t), e, t), t), t);
+}
+
+}  // namespace
+
+DType dtype_from_onnx_int(const Lowering &L, int64_t v) {
+  return dtype_from_onnx((onnx::DataType)v, L.graph.origin + ": " + L.node->label());
+}
+
+void lower_register_elementwise() {
+  unary("Relu", [](Kernel &k, int x, DType t, const Node &) { return relu(k, x, t); });
+  unary("Sigmoid", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::sigmoid, x, t); });
+  unary("Tanh", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::tanh, x, t); });
+  unary("Exp", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::exp, x, t); });
+  unary("Log", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::log, x, t); });
+  unary("Sqrt", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::sqrt, x, t); });
+  unary("Erf", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::erf, x, t); });
+  unary("Reciprocal", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::recip, x, t); });
+  unary("Floor", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::floor, x, t); });
+  unary("Ceil", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::ceil, x, t); });
+  unary("Round", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::round, x, t); });
+  unary("Softplus", [](Kernel &k, int x, DType t, const Node &) { return softplus(k, x, t); });
+  unary("Mish", [](Kernel &k, int x, DType t, const Node &) {
+    return k.expr_binary(Op::mul, x, k.expr_unary(Op::tanh, softplus(k, x, t), t), t);
+  });
+  unary("Softsign", [](Kernel &k, int x, DType t, const Node &) {
+    return k.expr_binary(Op::div, x, k.expr_binary(Op::add, k.expr_const(1, t), k.expr_unary(Op::abs, x, t), t), t);
+  });
+  unary("HardSigmoid", [](Kernel &k, int x, DType t, const Node &n) {
+    double alpha = n.attr_float("alpha", 0.2f), beta = n.attr_float("beta", 0.5f);
+    int y = k.expr_binary(Op::add, k.expr_binary(Op::mul, x, k.expr_const(alpha, t), t), k.expr_const(beta, t), t);
+    return clamp(k, y, 0, 1, t);
+  });
+  unary("HardSwish", [](Kernel &k, int x, DType t, const Node &) {
+    int y = k.expr_binary(Op::add, k.expr_binary(Op::mul, x, k.expr_const(1.0 / 6, t), t), k.expr_const(0.5, t), t);
+    return k.expr_binary(Op::mul, x, clamp(k, y, 0, 1, t), t);
+  });
+  unary("Elu", [](Kernel &k, int x, DType t, const Node &n) {
+    double alpha = n.attr_float("alpha", 1.0f);
+    int em1 = k.expr_binary(Op::sub, k.expr_unary(Op::exp, x, t), k.expr_const(1, t), t);
+    return positive_or(k, x, k.expr_binary(Op::mul, em1, k.expr_const(alpha, t), t), t);
+  });
+  unary("Selu", [](Kernel &k, int x, DType t, const Node &n) {
+    double alpha = n.attr_float("alpha", 1.67326319217681884765625f), gamma = n.attr_float("gamma", 1.05070102214813232421875f);
+    int em1 = k.expr_binary(Op::sub, k.expr_unary(Op::exp, x, t), k.expr_const(1, t), t);
+    int y = positive_or(k, x, k.expr_binary(Op::mul, em1, k.expr_const(alpha, t), t), t);
+    return k.expr_binary(Op::mul, y, k.expr_const(gamma, t), t);
+  });
+  unary("LeakyRelu", [](Kernel &k, int x, DType t, const Node &n) {
+    return positive_or(k, x, k.expr_binary(Op::mul, x, k.expr_const(n.attr_float("alpha", 0.01f), t), t), t);
+  });
+  unary("ThresholdedRelu", [](Kernel &k, int x, DType t, const Node &n) {
+    int c = k.expr_binary(Op::gt, x, k.expr_const(n.attr_float("alpha", 1.0f), t), DType::boolean);
+    return k.expr_select(c, x, k.expr_const(0, t), t);
+  });
+  unary("Gelu", [](Kernel &k, int x, DType t, const Node &n) {
+    if (n.attr_string("approximate", "none") == "tanh") {
+      // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+      int x3 = k.expr_binary(Op::mul, k.expr_binary(Op::mul, x, x, t), x, t);
+      int in = k.expr_binary(Op::add, x, k.expr_binary(Op::mul, x3, k.expr_const(0.044715, t), t), t);
+      int th = k.expr_unary(Op::tanh, k.expr_binary(Op::mul, in, k.expr_const(std::sqrt(2 / M_PI), t), t), t);
+      return k.expr_binary(Op::mul, k.expr_binary(Op::mul, x, k.expr_const(0.5, t), t), k.expr_binary(Op::add, th, k.expr_const(1, t), t), t);
+    }
+    int e = k.expr_unary(Op::erf, k.expr_binary(Op::mul, x, k.expr_const(M_SQRT1_2, t), t), t);
+    return k.expr_binary(Op::mul, k.expr_binary(Op::mul, x, k.expr_const(0.5, t), t), k.expr_binary(Op::add, e, k.expr_const(1, t), t), t);
+  });
+
+  // Ops valid on any numeric type.
+  auto numeric_unary = [](const char *op, std::function<int(Kernel &, int, DType)> f) {
+    lower_table()[op] = [f](Lowering &L, Node &n) {
+      const Value *x = n.input(0);
+      DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+      lower_map(L, n, {x}, ct, x->dtype, [&](Kernel &k, const std::vector<int> &a) { return f(k, a[0], ct); });
+    };
+  };
+  numeric_unary("Neg", [](Kernel &k, int x, DType t) { return k.expr_unary(Op::neg, x, t); });
+  numeric_unary("Abs", [](Kernel &k, int x, DType t) { return k.expr_unary(Op::abs, x, t); });
+  numeric_unary("Sign", [](Kernel &k, int x, DType t) {
+    int pos = k.expr_cast(k.expr_binary(Op::gt, x, k.expr_const(0, t), DType::boolean), t);
+    int neg = k.expr_cast(k.expr_binary(Op::lt, x, k.expr_const(0, t), DType::boolean), t);
+    return k.expr_binary(Op::sub, pos, neg, t);
+  });
+  lower_table()["Not"] = [](Lowering &L, Node &n) {
+    lower_map(L, n, {n.input(0)}, DType::boolean, DType::boolean,
+              [](Kernel &k, const std::vector<int> &a) { return k.expr_unary(Op::logical_not, a[0], DType::boolean); });
+  };
+  auto pass_through = [](Lowering &L, Node &n) {
+    // Identity and inference-mode Dropout: the output is the input (a view, no kernel).
+    const Value *x = n.input(0);
+    if (x->constant) {
+      L.output_constant(n.outputs[0], *x->constant);
+    } else {
+      L.output_view(n.outputs[0], L.loc(x));
+    }
+    if (n.outputs.size() > 1 && !n.outputs[1]->name.empty()) {  // Dropout's mask: all true
+      std::vector<uint8_t> ones(shape_numel(x->shape), 1);
+      L.output_constant(n.outputs[1], Tensor::from_bytes(DType::boolean, x->shape, ones));
+    }
+  };
+  lower_table()["Identity"] = pass_through;
+  lower_table()["Dropout"] = pass_through;
+
+  binary("Add", Op::add);
+  binary("Sub", Op::sub);
+  binary("Mul", Op::mul);
+  binary("Div", Op::div);
+  binary("Pow", Op::pow);
+  binary("Equal", Op::eq, true);
+  binary("Less", Op::lt, true);
+  binary("Greater", Op::gt, true);
+  binary("LessOrEqual", Op::le, true);
+  binary("GreaterOrEqual", Op::ge, true);
+  binary("And", Op::logical_and, true);
+  binary("Or", Op::logical_or, true);
+  lower_table()["Mod"] = [](Lowering &L, Node &n) {
+    const Value *a = n.input(0), *b = n.input(1);
+    bool c_style = n.attr_int("fmod", 0) != 0;
+    DType ct = a->dtype == DType::f16 ? DType::f32 : a->dtype;
+    lower_map(L, n, {a, b}, ct, a->dtype, [&](Kernel &k, const std::vector<int> &v) {
+      if (!c_style) return k.expr_binary(Op::mod, v[0], v[1], ct);
+      // fmod: a - trunc(a / b) * b (sign of the dividend)
+      int q = k.expr_unary(Op::trunc, k.expr_binary(Op::div, v[0], v[1], ct), ct);
+      return k.expr_binary(Op::sub, v[0], k.expr_binary(Op::mul, q, v[1], ct), ct);
+    });
+  };
+  lower_table()["PRelu"] = [](Lowering &L, Node &n) {
+    const Value *x = n.input(0), *slope = n.input(1);
+    DType ct = float_type(L, x->dtype);
+    lower_map(L, n, {x, slope}, ct, x->dtype, [&](Kernel &k, const std::vector<int> &v) {
+      return positive_or(k, v[0], k.expr_binary(Op::mul, v[0], v[1], ct), ct);
+    });
+  };
+  variadic("Sum", Op::add, false);
+  variadic("Mean", Op::add, true);
+  variadic("Max", Op::max, false);
+  variadic("Min", Op::min, false);
+
+  lower_table()["Where"] = [](Lowering &L, Node &n) {
+    const Value *c = n.input(0), *a = n.input(1), *b = n.input(2);
+    if (!c || !a || !b) L.fail("needs three inputs");
+    DType ct = a->dtype == DType::f16 ? DType::f32 : a->dtype;
+    lower_map(L, n, {c, a, b}, ct, a->dtype, [&](Kernel &k, const std::vector<int> &v) {
+      int cond = k.expr_binary(Op::ne, v[0], k.expr_const(0, ct), DType::boolean);
+      return k.expr_select(cond, v[1], v[2], ct);
+    });
+  };
+  lower_table()["Cast"] = [](Lowering &L, Node &n) {
+    const Value *x = n.input(0);
+    DType to = dtype_from_onnx_int(L, n.attr_int("to", 1));
+    if (to == DType::f16) L.fail("casting to float16 is not supported");
+    DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+    lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
+      if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
+      return k.expr_cast(a[0], to);
+    });
+  };
+  lower_table()["Clip"] = [](Lowering &L, Node &n) {
+    const Value *x = n.input(0);
+    DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+    std::vector<const Value *> ins = {x};
+    bool has_min = false, has_max = false;
+    double lo = -INFINITY, hi = INFINITY;
+    if (L.graph.opset < 11) {
+      lo = n.attr_float("min", -INFINITY);
+      hi = n.attr_float("max", INFINITY);
+    } else {
+      if (n.input(1)) { ins.push_back(n.input(1)); has_min = true; }
+      if (n.input(2)) { ins.push_back(n.input(2)); has_max = true; }
+    }
+    for (size_t i = 1; i < ins.size(); i++)
+      if (shape_numel(ins[i]->shape) != 1) L.fail("min and max must be scalars");
+    lower_map(L, n, ins, ct, x->dtype, [&](Kernel &k, const std::vector<int> &v) {
+      int r = v[0];
+      int mn = has_min ? v[1] : (std::isinf(lo) ? -1 : k.expr_const(lo, ct));
+      int mx = has_max ? v[has_min ? 2 : 1] : (std::isinf(hi) ? -1 : k.expr_const(hi, ct));
+      if (mn >= 0) r = k.expr_binary(Op::max, r, mn, ct);
+      if (mx >= 0) r = k.expr_binary(Op::min, r, mx, ct);
+      return r;
+    });
+  };
+}
+
+}  // namespace capgraph

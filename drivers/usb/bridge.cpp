@@ -1,0 +1,378 @@
+#include "bridge.h"
+
+#include <cstdio>
+#include <vector>
+
+#include "bridge_protocol.h"
+
+namespace capgraph::usb {
+
+const char* transfer_status_name(TransferStatus s) {
+  switch (s) {
+    case TransferStatus::ok: return "ok";
+    case TransferStatus::stall: return "stalled";
+    case TransferStatus::timeout: return "timed out";
+    case TransferStatus::no_device: return "device gone";
+    case TransferStatus::error: return "transfer error";
+  }
+  return "?";
+}
+
+const char* bridge_error_name(uint8_t code) {
+  switch (code) {
+    case BRIDGE_ERR_NONE: return "no error";
+    case BRIDGE_ERR_UNKNOWN_REQUEST: return "unknown request";
+    case BRIDGE_ERR_BAD_LENGTH: return "bad length";
+    case BRIDGE_ERR_BAD_ARGUMENT: return "bad argument";
+    case BRIDGE_ERR_TLP_TIMEOUT: return "PCIe TLP got no completion";
+    case BRIDGE_ERR_TLP_ENGINE: return "PCIe TLP engine error (link down?)";
+    case BRIDGE_ERR_FLASH_TIMEOUT: return "SPI flash timed out";
+    case BRIDGE_ERR_BUSY: return "busy with a SPI program";
+    case BRIDGE_ERR_LINK_DOWN: return "PCIe link did not come up";
+    case BRIDGE_ERR_BULK_LENGTH: return "bulk data length mismatch";
+  }
+  return "unknown error code";
+}
+
+static void put_le32(uint8_t* p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+static uint32_t le32(const uint8_t* p) {
+  return uint32_t(p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24);
+}
+
+std::string BridgeInfo::serial_hex() const {
+  char b[9];
+  if (!serial_ok) return "ffffffff";
+  std::snprintf(b, sizeof b, "%02x%02x%02x%02x", serial[0], serial[1], serial[2], serial[3]);
+  return b;
+}
+
+std::string BridgeInfo::version() const {
+  return std::to_string(fw_major) + "." + std::to_string(fw_minor) + "." + std::to_string(fw_patch);
+}
+
+Bridge::Bridge(BridgeTransport& transport, unsigned timeout_ms)
+    : t_(transport), timeout_ms_(timeout_ms) {}
+
+BridgeStatus Bridge::fail(TransferStatus s, const char* what) {
+  BridgeStatus st;
+  st.transfer = s;
+  std::string msg = t_.describe() + ": " + what + " " + transfer_status_name(s);
+  if (s == TransferStatus::stall) {
+    // The firmware says why it refused in INFO.last_error.
+    uint8_t buf[BRIDGE_INFO_SIZE];
+    size_t got = 0;
+    ControlRequest r{BRIDGE_RT_VENDOR_IN, BRIDGE_REQ_INFO, 0, 0};
+    if (t_.control(r, buf, BRIDGE_INFO_SIZE, &got, timeout_ms_) == TransferStatus::ok &&
+        got == BRIDGE_INFO_SIZE) {
+      st.device_error = buf[BRIDGE_INFO_OFF_LAST_ERROR];
+      msg += std::string(" (bridge says: ") + bridge_error_name(st.device_error) + ")";
+    }
+  } else if (s == TransferStatus::no_device) {
+    msg += " (unplugged or reset; reconnect and retry)";
+  }
+  st.message = msg;
+  return st;
+}
+
+BridgeStatus Bridge::control_in(uint8_t req, uint16_t value, uint16_t index, uint8_t* data,
+                                uint16_t n, size_t* actual, const char* what, unsigned timeout_ms) {
+  ControlRequest r{BRIDGE_RT_VENDOR_IN, req, value, index};
+  TransferStatus s = t_.control(r, data, n, actual, timeout_ms ? timeout_ms : timeout_ms_);
+  if (s != TransferStatus::ok) return fail(s, what);
+  return {};
+}
+
+BridgeStatus Bridge::control_out(uint8_t req, uint16_t value, uint16_t index, const uint8_t* data,
+                                 uint16_t n, const char* what, unsigned timeout_ms) {
+  ControlRequest r{BRIDGE_RT_VENDOR_OUT, req, value, index};
+  std::vector<uint8_t> copy(data, data + n);
+  size_t actual = 0;
+  TransferStatus s = t_.control(r, copy.data(), n, &actual, timeout_ms ? timeout_ms : timeout_ms_);
+  if (s != TransferStatus::ok) return fail(s, what);
+  return {};
+}
+
+BridgeStatus Bridge::read_info(BridgeInfo* out) {
+  uint8_t b[BRIDGE_INFO_SIZE];
+  size_t got = 0;
+  BridgeStatus st = control_in(BRIDGE_REQ_INFO, 0, 0, b, BRIDGE_INFO_SIZE, &got, "INFO");
+  if (!st.ok()) return st;
+  if (got != BRIDGE_INFO_SIZE || b[0] != BRIDGE_INFO_MAGIC0 || b[1] != BRIDGE_INFO_MAGIC1 ||
+      b[2] != BRIDGE_INFO_MAGIC2 || b[3] != BRIDGE_INFO_MAGIC3) {
+    st.transfer = TransferStatus::error;
+    st.message = t_.describe() + ": INFO reply is not capgraph bridge firmware";
+    return st;
+  }
+  BridgeInfo i;
+  i.proto_major = b[BRIDGE_INFO_OFF_PROTO_MAJOR];
+  i.proto_minor = b[BRIDGE_INFO_OFF_PROTO_MINOR];
+  i.fw_major = b[BRIDGE_INFO_OFF_FW_MAJOR];
+  i.fw_minor = b[BRIDGE_INFO_OFF_FW_MINOR];
+  i.fw_patch = b[BRIDGE_INFO_OFF_FW_PATCH];
+  i.usb_speed = b[BRIDGE_INFO_OFF_USB_SPEED];
+  i.chip_id = uint16_t(b[BRIDGE_INFO_OFF_CHIP_ID] | b[BRIDGE_INFO_OFF_CHIP_ID + 1] << 8);
+  for (int k = 0; k < 4; ++k) i.serial[k] = b[BRIDGE_INFO_OFF_SERIAL + k];
+  i.serial_ok = b[BRIDGE_INFO_OFF_SERIAL_OK];
+  i.pcie_link = b[BRIDGE_INFO_OFF_PCIE_LINK];
+  i.last_error = b[BRIDGE_INFO_OFF_LAST_ERROR];
+  i.last_request = b[BRIDGE_INFO_OFF_LAST_REQUEST];
+  i.op_busy = b[BRIDGE_INFO_OFF_OP_BUSY];
+  i.max_ctrl = uint16_t(b[BRIDGE_INFO_OFF_MAX_CTRL] * 8);
+  i.requests = uint16_t(b[BRIDGE_INFO_OFF_REQUESTS] | b[BRIDGE_INFO_OFF_REQUESTS + 1] << 8);
+  *out = i;
+  return st;
+}
+
+BridgeStatus Bridge::open() {
+  BridgeStatus st = read_info(&info_);
+  if (!st.ok()) return st;
+  if (info_.proto_major != BRIDGE_PROTOCOL_MAJOR) {
+    st.transfer = TransferStatus::error;
+    st.message = t_.describe() + ": bridge firmware speaks protocol " +
+                 std::to_string(info_.proto_major) + ".x, this capgraph speaks " +
+                 std::to_string(BRIDGE_PROTOCOL_MAJOR) + ".x; update it with `capgraph flash`";
+  }
+  return st;
+}
+
+static BridgeStatus bad_call(const std::string& who, const std::string& why) {
+  BridgeStatus st;
+  st.transfer = TransferStatus::error;
+  st.message = who + ": " + why;
+  return st;
+}
+
+BridgeStatus Bridge::reg_read(uint16_t addr, uint8_t* out, size_t n, uint8_t bank) {
+  if (uint32_t(addr) + n > 0x10000) return bad_call(t_.describe(), "register read past 0xFFFF");
+  size_t done = 0;
+  while (done < n) {
+    uint16_t chunk = uint16_t(std::min<size_t>(n - done, BRIDGE_REG_MAX));
+    size_t got = 0;
+    BridgeStatus st = control_in(BRIDGE_REQ_REG_READ, uint16_t(addr + done), bank, out + done, chunk,
+                                 &got, "REG_READ");
+    if (!st.ok()) return st;
+    if (got != chunk) return bad_call(t_.describe(), "REG_READ returned a short reply");
+    done += chunk;
+  }
+  return {};
+}
+
+BridgeStatus Bridge::reg_write(uint16_t addr, const uint8_t* data, size_t n, uint8_t bank) {
+  if (uint32_t(addr) + n > 0x10000) return bad_call(t_.describe(), "register write past 0xFFFF");
+  size_t done = 0;
+  while (done < n) {
+    uint16_t chunk = uint16_t(std::min<size_t>(n - done, BRIDGE_REG_MAX));
+    BridgeStatus st = control_out(BRIDGE_REQ_REG_WRITE, uint16_t(addr + done), bank, data + done,
+                                  chunk, "REG_WRITE");
+    if (!st.ok()) return st;
+    done += chunk;
+  }
+  return {};
+}
+
+BridgeStatus Bridge::tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t byte_en,
+                         TlpResult* result) {
+  uint8_t req[BRIDGE_TLP_SIZE] = {};
+  req[BRIDGE_TLP_OFF_FMT_TYPE] = fmt_type;
+  req[BRIDGE_TLP_OFF_BYTE_EN] = byte_en;
+  put_le32(req + BRIDGE_TLP_OFF_ADDR_LO, uint32_t(addr));
+  put_le32(req + BRIDGE_TLP_OFF_ADDR_HI, uint32_t(addr >> 32));
+  put_le32(req + BRIDGE_TLP_OFF_DATA, data);
+  BridgeStatus st = control_out(BRIDGE_REQ_TLP, 0, 0, req, BRIDGE_TLP_SIZE, "TLP");
+  if (!st.ok()) return st;
+  uint8_t r[BRIDGE_TLP_RESULT_SIZE];
+  size_t got = 0;
+  st = control_in(BRIDGE_REQ_TLP_RESULT, 0, 0, r, BRIDGE_TLP_RESULT_SIZE, &got, "TLP_RESULT");
+  if (!st.ok()) return st;
+  TlpResult out;
+  out.data = le32(r + BRIDGE_TLP_RESULT_OFF_DATA);
+  out.completion = r[BRIDGE_TLP_RESULT_OFF_CPL];
+  out.has_data = r[BRIDGE_TLP_RESULT_OFF_HAS_DATA];
+  out.status = r[BRIDGE_TLP_RESULT_OFF_STATUS];
+  if (result) *result = out;
+  char buf[160];
+  if (out.status == BRIDGE_TLP_STATUS_TIMEOUT) {
+    std::snprintf(buf, sizeof buf, "PCIe TLP %02X to 0x%llx got no completion (device hung or absent)",
+                  fmt_type, (unsigned long long)addr);
+    st.transfer = TransferStatus::timeout;
+    st.device_error = BRIDGE_ERR_TLP_TIMEOUT;
+    st.message = t_.describe() + ": " + buf;
+  } else if (out.status != BRIDGE_TLP_STATUS_OK) {
+    std::snprintf(buf, sizeof buf, "PCIe TLP %02X to 0x%llx failed in the bridge's TLP engine "
+                  "(PCIe link down? try PCIe power on)", fmt_type, (unsigned long long)addr);
+    st.transfer = TransferStatus::error;
+    st.device_error = BRIDGE_ERR_TLP_ENGINE;
+    st.message = t_.describe() + ": " + buf;
+  }
+  return st;
+}
+
+static uint32_t cfg_addr(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg) {
+  return uint32_t(bus) << 24 | uint32_t(dev & 31) << 19 | uint32_t(fn & 7) << 16 | (reg & 0xFFC);
+}
+
+static BridgeStatus completion_error(const std::string& who, const char* op, uint64_t addr,
+                                     uint8_t cpl) {
+  char buf[160];
+  const char* name = cpl == 1 ? "Unsupported Request" : cpl == 2 ? "Configuration Retry"
+                   : cpl == 4 ? "Completer Abort" : "error";
+  std::snprintf(buf, sizeof buf, "%s at 0x%llx completed with %s", op, (unsigned long long)addr, name);
+  BridgeStatus st;
+  st.transfer = TransferStatus::error;
+  st.message = who + ": " + buf;
+  return st;
+}
+
+BridgeStatus Bridge::config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t* v) {
+  TlpResult r;
+  uint32_t a = cfg_addr(bus, dev, fn, reg);
+  BridgeStatus st = tlp(BRIDGE_TLP_CFGRD0, a, 0, 0x0F, &r);
+  if (!st.ok()) return st;
+  if (r.completion != BRIDGE_CPL_SC) {
+    *v = 0xFFFFFFFFu;
+    return completion_error(t_.describe(), "config read", a, r.completion);
+  }
+  *v = r.data;
+  return st;
+}
+
+BridgeStatus Bridge::config_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t v) {
+  TlpResult r;
+  uint32_t a = cfg_addr(bus, dev, fn, reg);
+  BridgeStatus st = tlp(BRIDGE_TLP_CFGWR0, a, v, 0x0F, &r);
+  if (!st.ok()) return st;
+  if (r.completion != BRIDGE_CPL_SC) return completion_error(t_.describe(), "config write", a, r.completion);
+  return st;
+}
+
+BridgeStatus Bridge::mem_read32(uint64_t addr, uint32_t* v) {
+  TlpResult r;
+  BridgeStatus st = tlp(addr >> 32 ? BRIDGE_TLP_MRD64 : BRIDGE_TLP_MRD32, addr, 0, 0x0F, &r);
+  if (!st.ok()) return st;
+  if (r.completion != BRIDGE_CPL_SC) {
+    *v = 0xFFFFFFFFu;
+    return completion_error(t_.describe(), "memory read", addr, r.completion);
+  }
+  *v = r.data;
+  return st;
+}
+
+BridgeStatus Bridge::mem_write32(uint64_t addr, uint32_t v) {
+  TlpResult r;
+  return tlp(addr >> 32 ? BRIDGE_TLP_MWR64 : BRIDGE_TLP_MWR32, addr, v, 0x0F, &r);
+}
+
+BridgeStatus Bridge::pcie_power(bool on) {
+  // Link training polls up to ~200 ms in the firmware.
+  BridgeStatus st = control_out(BRIDGE_REQ_PCIE_POWER, on ? 1 : 0, 0, nullptr, 0, "PCIE_POWER", 2000);
+  if (!st.ok()) return st;
+  BridgeInfo i;
+  st = read_info(&i);
+  if (!st.ok()) return st;
+  if (on && !i.pcie_link) {
+    st.transfer = TransferStatus::error;
+    st.device_error = BRIDGE_ERR_LINK_DOWN;
+    st.message = t_.describe() + ": PCIe link did not come up (is a device attached and powered?)";
+  }
+  return st;
+}
+
+BridgeStatus Bridge::sram_dma(uint32_t offset, uint8_t* data, size_t n, bool to_sram) {
+  const char* what = to_sram ? "SRAM write" : "SRAM read";
+  if (offset % BRIDGE_SLOT_SIZE || n == 0 || n % BRIDGE_SECTOR_SIZE || offset + n > BRIDGE_SRAM_SIZE)
+    return bad_call(t_.describe(), std::string(what) +
+                    ": offset must be a multiple of 16 KiB, size a non-zero multiple of 512, "
+                    "and both inside the 512 KiB SRAM");
+  uint16_t sectors = uint16_t(n / BRIDGE_SECTOR_SIZE);
+  uint8_t first = uint8_t(offset / BRIDGE_SLOT_SIZE);
+  uint8_t slots = uint8_t((n + BRIDGE_SLOT_SIZE - 1) / BRIDGE_SLOT_SIZE);
+  uint16_t value = uint16_t(sectors | (to_sram ? 0 : BRIDGE_DMA_DIR_IN));
+  BridgeStatus st = control_out(BRIDGE_REQ_DMA, value, uint16_t(first | slots << 8), nullptr, 0, "DMA");
+  if (!st.ok()) return st;
+  size_t got = 0;
+  // ~100 MB/s worst case plus a second of slack.
+  unsigned timeout = unsigned(1000 + n / 100000);
+  TransferStatus s = t_.bulk(to_sram ? BRIDGE_EP_BULK_OUT : BRIDGE_EP_BULK_IN, data, n, &got, timeout);
+  if (s != TransferStatus::ok) return fail(s, what);
+  if (got != n) {
+    return bad_call(t_.describe(), std::string(what) + " moved " + std::to_string(got) + " of " +
+                                       std::to_string(n) + " bytes");
+  }
+  return st;
+}
+
+BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t* data, size_t n) {
+  return sram_dma(offset, const_cast<uint8_t*>(data), n, true);  // bulk OUT only reads it
+}
+
+BridgeStatus Bridge::sram_read(uint32_t offset, uint8_t* out, size_t n) {
+  return sram_dma(offset, out, n, false);
+}
+
+BridgeStatus Bridge::spi_read(uint32_t addr, uint8_t* out, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    uint16_t chunk = uint16_t(std::min<size_t>(n - done, BRIDGE_SPI_READ_MAX));
+    uint32_t a = addr + uint32_t(done);
+    size_t got = 0;
+    BridgeStatus st = control_in(BRIDGE_REQ_SPI_READ, uint16_t(a), uint16_t(a >> 16), out + done,
+                                 chunk, &got, "SPI_READ");
+    if (!st.ok()) return st;
+    if (got != chunk) return bad_call(t_.describe(), "SPI_READ returned a short reply");
+    done += chunk;
+  }
+  return {};
+}
+
+BridgeStatus Bridge::spi_erase_sector(uint32_t addr) {
+  if (addr % BRIDGE_SPI_SECTOR) return bad_call(t_.describe(), "SPI erase address not 4 KiB aligned");
+  return control_out(BRIDGE_REQ_SPI_ERASE, uint16_t(addr / BRIDGE_SPI_SECTOR), 0, nullptr, 0,
+                     "SPI_ERASE", 2000);
+}
+
+BridgeStatus Bridge::spi_program_page(uint32_t addr, const uint8_t* data, size_t n) {
+  BridgeStatus st = control_out(BRIDGE_REQ_SPI_PROGRAM, uint16_t(addr / BRIDGE_SPI_PAGE),
+                                uint16_t(n), nullptr, 0, "SPI_PROGRAM");
+  if (!st.ok()) return st;
+  std::vector<uint8_t> copy(data, data + n);
+  size_t got = 0;
+  TransferStatus s = t_.bulk(BRIDGE_EP_BULK_OUT, copy.data(), n, &got, timeout_ms_);
+  if (s != TransferStatus::ok) return fail(s, "SPI_PROGRAM data");
+  // Bounded poll: the page program takes well under 10 ms.
+  for (int i = 0; i < 50; ++i) {
+    BridgeInfo info;
+    st = read_info(&info);
+    if (!st.ok()) return st;
+    if (!info.op_busy) {
+      if (info.last_request == BRIDGE_REQ_SPI_PROGRAM && info.last_error != BRIDGE_ERR_NONE) {
+        st.transfer = TransferStatus::error;
+        st.device_error = info.last_error;
+        char buf[96];
+        std::snprintf(buf, sizeof buf, "SPI program at 0x%06x failed: ", addr);
+        st.message = t_.describe() + ": " + buf + bridge_error_name(info.last_error);
+      }
+      return st;
+    }
+  }
+  return bad_call(t_.describe(), "SPI program did not finish (bridge still busy)");
+}
+
+BridgeStatus Bridge::spi_program(uint32_t addr, const uint8_t* data, size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    uint32_t a = addr + uint32_t(done);
+    size_t chunk = std::min<size_t>(n - done, BRIDGE_SPI_PAGE - (a % BRIDGE_SPI_PAGE));
+    if (a % BRIDGE_SPI_PAGE) {
+      // The request addresses whole pages; a partial start is not supported.
+      return bad_call(t_.describe(), "SPI program address must be 256-byte aligned");
+    }
+    BridgeStatus st = spi_program_page(a, data + done, chunk);
+    if (!st.ok()) return st;
+    done += chunk;
+  }
+  return {};
+}
+
+}  // namespace capgraph::usb

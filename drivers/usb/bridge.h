@@ -1,0 +1,97 @@
+// bridge — the host side of capgraph's ASM2464PD bridge protocol
+// (firmware/include/bridge_protocol.h) over any BridgeTransport: bridge
+// registers, PCIe TLPs (config and memory), SRAM DMA, PCIe power, SPI flash.
+//
+// Every call returns a BridgeStatus; failures carry a sentence naming the
+// device, the request and the cause (the firmware's own error code is read
+// back after a STALL). No exceptions, every transfer has a timeout.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "bridge_transport.h"
+
+namespace capgraph::usb {
+
+struct BridgeStatus {
+  TransferStatus transfer = TransferStatus::ok;
+  uint8_t device_error = 0;  // BRIDGE_ERR_* when the firmware refused
+  std::string message;       // empty when ok
+  bool ok() const { return message.empty(); }
+};
+
+struct BridgeInfo {
+  uint8_t proto_major = 0, proto_minor = 0;
+  uint8_t fw_major = 0, fw_minor = 0, fw_patch = 0;
+  uint8_t usb_speed = 0;  // 2 or 3
+  uint16_t chip_id = 0;
+  uint8_t serial[4] = {};
+  bool serial_ok = false;
+  bool pcie_link = false;
+  uint8_t last_error = 0, last_request = 0;
+  bool op_busy = false;
+  uint16_t max_ctrl = 0;  // bytes of data per control transfer
+  uint16_t requests = 0;
+  std::string serial_hex() const;  // the USB serial-number string
+  std::string version() const;     // "0.1.0"
+};
+
+struct TlpResult {
+  uint32_t data = 0;
+  uint8_t completion = 0;  // PCIe completion status: 0 SC, 1 UR, 2 CRS, 4 CA
+  bool has_data = false;
+  uint8_t status = 0;      // BRIDGE_TLP_STATUS_*
+};
+
+const char* bridge_error_name(uint8_t code);
+
+class Bridge {
+ public:
+  explicit Bridge(BridgeTransport& transport, unsigned timeout_ms = 1000);
+
+  // Reads INFO and checks it is our firmware speaking our protocol major.
+  BridgeStatus open();
+  const BridgeInfo& info() const { return info_; }
+  BridgeStatus read_info(BridgeInfo* out);
+
+  BridgeStatus reg_read(uint16_t addr, uint8_t* out, size_t n, uint8_t bank = 0);
+  BridgeStatus reg_write(uint16_t addr, const uint8_t* data, size_t n, uint8_t bank = 0);
+
+  // One TLP. Fails only when the request could not be carried out; a PCIe
+  // error completion (e.g. UR) is reported in result->completion.
+  BridgeStatus tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t byte_en, TlpResult* result);
+  // Config space of bus/dev/fn (type 0). A UR completion reads 0xFFFFFFFF
+  // and is an error, as a missing function is.
+  BridgeStatus config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t* value);
+  BridgeStatus config_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t value);
+  BridgeStatus mem_read32(uint64_t addr, uint32_t* value);
+  BridgeStatus mem_write32(uint64_t addr, uint32_t value);
+
+  BridgeStatus pcie_power(bool on);
+
+  // SRAM through the DMA windows: offset a multiple of the 16 KiB slot,
+  // n a multiple of 512, offset + n <= 512 KiB.
+  BridgeStatus sram_write(uint32_t offset, const uint8_t* data, size_t n);
+  BridgeStatus sram_read(uint32_t offset, uint8_t* out, size_t n);
+
+  // SPI flash (self-update). Erase works on 4 KiB sectors; program splits
+  // at 256-byte pages and waits for each page to finish.
+  BridgeStatus spi_read(uint32_t addr, uint8_t* out, size_t n);
+  BridgeStatus spi_erase_sector(uint32_t addr);
+  BridgeStatus spi_program(uint32_t addr, const uint8_t* data, size_t n);
+
+ private:
+  BridgeTransport& t_;
+  unsigned timeout_ms_;
+  BridgeInfo info_;
+  BridgeStatus control_in(uint8_t req, uint16_t value, uint16_t index, uint8_t* data, uint16_t n,
+                          size_t* actual, const char* what, unsigned timeout_ms = 0);
+  BridgeStatus control_out(uint8_t req, uint16_t value, uint16_t index, const uint8_t* data,
+                           uint16_t n, const char* what, unsigned timeout_ms = 0);
+  BridgeStatus fail(TransferStatus s, const char* what);
+  BridgeStatus sram_dma(uint32_t offset, uint8_t* data, size_t n, bool to_sram);
+  BridgeStatus spi_program_page(uint32_t addr, const uint8_t* data, size_t n);
+};
+
+}  // namespace capgraph::usb

@@ -1,0 +1,116 @@
+// capgraph-run as a user runs it: a capture and .npy inputs in, .npy outputs and timing out,
+// and a non-zero exit with a message for every mistake.
+#include <doctest/doctest.h>
+
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "capture_fixture.h"
+#include "npy.h"
+
+using namespace capgraph;
+
+namespace {
+
+struct result {
+  int exit_code;
+  std::string output;  // stdout and stderr
+};
+
+result capgraph_run_exec(const std::string &args) {
+  const std::string log = test::temp_path("run.log");
+  const std::string cmd = std::string(CAPGRAPH_RUN_COMMAND) + " " + args + " > " + log + " 2>&1";
+  const int status = std::system(cmd.c_str());
+  const std::vector<uint8_t> text = test::file_read(log);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, std::string(text.begin(), text.end())};
+}
+
+std::string npy_save(const char *name, const std::vector<float> &v, std::vector<int64_t> shape) {
+  const std::string path = test::temp_path(name);
+  std::string err;
+  REQUIRE(npy_write(path, CAPGRAPH_F32, shape.data(), int(shape.size()), v.data(), v.size() * 4, &err));
+  return path;
+}
+
+std::vector<float> npy_floats(const std::string &path, std::vector<int64_t> *shape) {
+  npy_array a;
+  std::string err;
+  INFO(err);
+  REQUIRE(npy_read(path, &a, &err));
+  *shape = a.shape;
+  std::vector<float> v(a.data.size() / 4);
+  memcpy(v.data(), a.data.data(), a.data.size());
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("capgraph-run replays a capture and writes every output") {
+  const std::string model = test::temp_path("model.cap");
+  test::file_write(model, test::capture_build(test::reference_spec(2)));
+  std::vector<float> a, b;
+  test::reference_inputs(test::k_reference_n, &a, &b);
+  const std::string a_path = npy_save("a.npy", a, {test::k_reference_n});
+  const std::string b_path = npy_save("b.npy", b, {test::k_reference_n});
+  const std::string out_dir = test::temp_path("out");
+  REQUIRE(std::system(("mkdir -p " + out_dir).c_str()) == 0);
+
+  for (const char *threads : {"1", "2", "3"}) {
+    const result r = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + b_path +
+                                       " --output-dir " + out_dir + " --threads " + threads +
+                                       " --runs 5");
+    INFO(r.output);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.output.find("5 runs: median ") != std::string::npos);
+    // "y:0" and "rows/r" are file names with the characters outside [A-Za-z0-9._-] replaced.
+    CHECK(r.output.find("output rows/r -> " + out_dir + "/rows_r.npy") != std::string::npos);
+    std::vector<int64_t> shape;
+    const test::reference_outputs want = test::reference_expected(a, b, test::reference_weight(test::k_reference_n));
+    const std::vector<float> y = npy_floats(out_dir + "/y_0.npy", &shape);
+    CHECK(shape == std::vector<int64_t>{test::k_reference_n});
+    for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(want.y[i]).epsilon(1e-5));
+    CHECK(npy_floats(out_dir + "/z.npy", &shape) == b);
+    npy_floats(out_dir + "/rows_r.npy", &shape);
+    CHECK(shape == std::vector<int64_t>{test::k_reference_n / 4, 4});
+  }
+}
+
+TEST_CASE("capgraph-run refuses mistakes with a message") {
+  const std::string model = test::temp_path("model.cap");
+  test::file_write(model, test::capture_build(test::reference_spec(1)));
+  std::vector<float> a, b;
+  test::reference_inputs(test::k_reference_n, &a, &b);
+  const std::string a_path = npy_save("a.npy", a, {test::k_reference_n});
+  const std::string wrong = npy_save("wrong.npy", a, {test::k_reference_n / 2, 2});
+
+  result r = capgraph_run_exec(model + " --input a=" + a_path);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("input 'b' not given") != std::string::npos);
+
+  r = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + wrong);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("input 'b' must be <f4 [1000] but the file holds <f4 [500,2]") != std::string::npos);
+
+  r = capgraph_run_exec(model + " --input c=" + a_path);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("the model has no input 'c'") != std::string::npos);
+
+  r = capgraph_run_exec(model + " --input a=/nonexistent.npy");
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find("/nonexistent.npy: cannot open") != std::string::npos);
+
+  r = capgraph_run_exec(model + " --frobnicate");
+  CHECK(r.exit_code == 2);
+  CHECK(r.output.find("usage:") != std::string::npos);
+  CHECK(capgraph_run_exec(model + " --threads 0").exit_code == 2);
+  CHECK(capgraph_run_exec("").exit_code == 2);
+
+  const std::string junk = test::temp_path("junk.cap");
+  test::file_write(junk, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  r = capgraph_run_exec(junk);
+  CHECK(r.exit_code == 1);
+  CHECK(r.output.find(junk + ": not a capture file") != std::string::npos);
+}

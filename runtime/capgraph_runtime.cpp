@@ -1,0 +1,250 @@
+// The C API (capgraph_runtime.h): load = verify, map weights, allocate the arena, link the
+// programs, build the command list, start the threads; run = replay.
+#include "capgraph_runtime.h"
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <system_error>
+
+#include "capture_model.h"
+#include "capture_verify.h"
+
+using namespace capgraph;
+
+namespace {
+
+void error_copy(const std::string &msg, char *err, size_t err_len) {
+  if (err && err_len) snprintf(err, err_len, "%s", msg.c_str());
+}
+
+}  // namespace
+
+mapped_bytes capgraph::mapped_zeroed(uint64_t size) {
+  if (size > SIZE_MAX / 2) return nullptr;
+  const size_t length = size ? size_t(size) : 1;  // a zero-size arena still has an address
+  void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  return mapped_bytes(static_cast<uint8_t *>(p), mapping_free{length});
+}
+
+namespace {
+
+void tensors_copy(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *list,
+                  std::vector<model_tensor> *out) {
+  for (const fb::TensorInfo *t : *list)
+    out->push_back({t->name()->str(), capgraph_dtype(t->dtype()),
+                    std::vector<int64_t>(t->shape()->begin(), t->shape()->end()), t->offset(),
+                    t->size()});
+}
+
+// Everything after the bytes are in memory. `m->file` holds them.
+capgraph_status model_build(capgraph_model *m, int32_t threads, std::string *err) {
+  const std::string &label = m->label;
+  const fb::Capture *c = nullptr;
+  capgraph_status st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err);
+  if (st != CAPGRAPH_OK) return st;
+  if (threads == 0) threads = int32_t(c->threads());
+
+  m->arena_size = c->arena_size();
+  if (!(m->arena = mapped_zeroed(m->arena_size))) {
+    *err = label + ": cannot allocate the arena (" + std::to_string(m->arena_size) + " bytes)";
+    return CAPGRAPH_ERR_MEMORY;
+  }
+  if (c->weights())
+    for (const fb::Weight *w : *c->weights()) {
+      const uint8_t *data = w->data()->data();
+      if (reinterpret_cast<uintptr_t>(data) % 64 != 0) {
+        // The schema aligns weights to 64; a writer that did not still loads, at the cost of
+        // one copy.
+        mapped_bytes copy = mapped_zeroed(w->data()->size());
+        if (!copy) {
+          *err = label + ": cannot allocate a copy of weight '" +
+                 (w->name() ? w->name()->str() : "") + "'";
+          return CAPGRAPH_ERR_MEMORY;
+        }
+        memcpy(copy.get(), data, w->data()->size());
+        data = copy.get();
+        m->weight_copies.push_back(std::move(copy));
+      }
+      m->weights.push_back(data);
+    }
+
+  if (c->programs())
+    for (uint32_t i = 0; i < c->programs()->size(); ++i) {
+      const auto *bin = c->programs()->Get(i)->binary();
+      elf_image image;
+      std::string why;
+      st = elf_link(bin->data(), bin->size(), &image, &why);
+      if (st != CAPGRAPH_OK) {
+        *err = label + ": program " + std::to_string(i) + ": " + why;
+        return st;
+      }
+      m->programs.push_back(std::move(image));
+    }
+  std::vector<kernel_entry> kernels;
+  if (c->kernels())
+    for (uint32_t i = 0; i < c->kernels()->size(); ++i) {
+      const fb::Kernel *k = c->kernels()->Get(i);
+      void *entry = m->programs[k->program()].symbol_address(k->entry()->c_str());
+      if (!entry) {
+        *err = label + ": kernel " + std::to_string(i) + " '" + k->name()->str() +
+               "': entry symbol '" + k->entry()->str() + "' is not defined in program " +
+               std::to_string(k->program());
+        return CAPGRAPH_ERR_FORMAT;
+      }
+      kernels.push_back(reinterpret_cast<kernel_entry>(entry));
+    }
+
+  tensors_copy(c->inputs(), &m->inputs);
+  tensors_copy(c->outputs(), &m->outputs);
+  replay_plan_build(c, m->arena.get(), m->weights, kernels, threads, &m->plan);
+  if (threads > 1) {
+    try {
+      m->pool = std::make_unique<thread_pool>(threads);
+    } catch (const std::system_error &e) {
+      *err = label + ": cannot start " + std::to_string(threads - 1) + " worker threads: " + e.what();
+      return CAPGRAPH_ERR_MEMORY;
+    }
+  }
+  return CAPGRAPH_OK;
+}
+
+template <class Fill>
+capgraph_status model_load(const char *label, const capgraph_options *opts, capgraph_model **out,
+                           char *err, size_t err_len, Fill fill) {
+  if (!out) {
+    error_copy("capgraph_load: out is NULL", err, err_len);
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  *out = nullptr;
+  const int32_t threads = opts ? opts->threads : 0;
+  if (threads < 0 || threads > int32_t(k_max_threads)) {
+    error_copy(std::string(label) + ": threads " + std::to_string(threads) +
+                   " is not in 0 (the capture's count) to " + std::to_string(k_max_threads),
+               err, err_len);
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  std::string msg;
+  capgraph_status st;
+  capgraph_model *m = nullptr;
+  try {
+    m = new capgraph_model;
+    m->label = label;
+    st = fill(m, &msg);
+    if (st == CAPGRAPH_OK) st = model_build(m, threads, &msg);
+  } catch (const std::bad_alloc &) {
+    msg = std::string(label) + ": out of memory while loading";
+    st = CAPGRAPH_ERR_MEMORY;
+  }
+  if (st != CAPGRAPH_OK) {
+    delete m;
+    error_copy(msg, err, err_len);
+    return st;
+  }
+  *out = m;
+  return CAPGRAPH_OK;
+}
+
+capgraph_status tensor_get(capgraph_model *m, const std::vector<model_tensor> &list,
+                           const char *kind, int32_t index, capgraph_tensor *out) {
+  if (!m) return CAPGRAPH_ERR_ARGUMENT;
+  if (!out || index < 0 || size_t(index) >= list.size()) {
+    m->error = m->label + ": " + kind + " index " + std::to_string(index) + " is out of range (" +
+               std::to_string(list.size()) + " " + kind + "s)";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  const model_tensor &t = list[size_t(index)];
+  out->name = t.name.c_str();
+  out->dtype = t.dtype;
+  out->rank = int32_t(t.shape.size());
+  for (int i = 0; i < CAPGRAPH_MAX_RANK; ++i)
+    out->shape[i] = size_t(i) < t.shape.size() ? t.shape[size_t(i)] : 0;
+  out->size_bytes = size_t(t.size);
+  out->data = m->arena.get() + t.offset;
+  return CAPGRAPH_OK;
+}
+
+int32_t tensor_find(const capgraph_model *m, const std::vector<model_tensor> &list,
+                    const char *name) {
+  if (!m || !name) return -1;
+  for (size_t i = 0; i < list.size(); ++i)
+    if (list[i].name == name) return int32_t(i);
+  return -1;
+}
+
+}  // namespace
+
+extern "C" {
+
+capgraph_status capgraph_load(const char *path, const capgraph_options *opts,
+                              capgraph_model **out, char *err, size_t err_len) {
+  if (!path) {
+    if (out) *out = nullptr;
+    error_copy("capgraph_load: path is NULL", err, err_len);
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  return model_load(path, opts, out, err, err_len, [&](capgraph_model *m, std::string *msg) {
+    return m->file.map(path, msg);
+  });
+}
+
+capgraph_status capgraph_load_memory(const void *data, size_t size, const capgraph_options *opts,
+                                     capgraph_model **out, char *err, size_t err_len) {
+  if (!data && size) {
+    if (out) *out = nullptr;
+    error_copy("capgraph_load_memory: data is NULL", err, err_len);
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  return model_load("<memory>", opts, out, err, err_len, [&](capgraph_model *m, std::string *msg) {
+    return m->file.copy(data, size, msg);
+  });
+}
+
+int32_t capgraph_num_inputs(const capgraph_model *m) { return m ? int32_t(m->inputs.size()) : 0; }
+int32_t capgraph_num_outputs(const capgraph_model *m) { return m ? int32_t(m->outputs.size()) : 0; }
+
+int32_t capgraph_input_index(const capgraph_model *m, const char *name) {
+  return m ? tensor_find(m, m->inputs, name) : -1;
+}
+int32_t capgraph_output_index(const capgraph_model *m, const char *name) {
+  return m ? tensor_find(m, m->outputs, name) : -1;
+}
+
+capgraph_status capgraph_input(capgraph_model *m, int32_t index, capgraph_tensor *out) {
+  return m ? tensor_get(m, m->inputs, "input", index, out) : CAPGRAPH_ERR_ARGUMENT;
+}
+capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tensor *out) {
+  return m ? tensor_get(m, m->outputs, "output", index, out) : CAPGRAPH_ERR_ARGUMENT;
+}
+
+capgraph_status capgraph_run(capgraph_model *m) {
+  if (!m) return CAPGRAPH_ERR_ARGUMENT;
+  // CPU replay has no failure of its own; a backend that can fail (device lost, timeout) sets
+  // `sticky`, and every later run reports it instead of replaying on a broken device.
+  if (m->sticky != CAPGRAPH_OK) return m->sticky;
+  replay_run(m->plan, m->pool.get());
+  return CAPGRAPH_OK;
+}
+
+const char *capgraph_error(const capgraph_model *m) { return m ? m->error.c_str() : ""; }
+
+const char *capgraph_status_name(capgraph_status s) {
+  switch (s) {
+    case CAPGRAPH_OK: return "ok";
+    case CAPGRAPH_ERR_IO: return "io error";
+    case CAPGRAPH_ERR_FORMAT: return "format error";
+    case CAPGRAPH_ERR_VERSION: return "version error";
+    case CAPGRAPH_ERR_TARGET: return "target error";
+    case CAPGRAPH_ERR_ARGUMENT: return "argument error";
+    case CAPGRAPH_ERR_DEVICE: return "device error";
+    case CAPGRAPH_ERR_TIMEOUT: return "timeout";
+    case CAPGRAPH_ERR_MEMORY: return "out of memory";
+  }
+  return "unknown status";
+}
+
+void capgraph_free(capgraph_model *m) { delete m; }
+
+}  // extern "C"

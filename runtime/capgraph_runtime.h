@@ -1,0 +1,82 @@
+/* capgraph runtime — C API.
+ *
+ * Load a capture file once, then replay it as often as needed. Inputs and outputs live in the
+ * model's arena: write inputs through the pointers capgraph_input() gives, call capgraph_run(),
+ * read outputs through capgraph_output(). No allocation happens in capgraph_run().
+ *
+ * Usable from C, C++ and Python (ctypes). Thread-safety: one model is used by one caller thread at
+ * a time; distinct models are independent.
+ */
+#ifndef CAPGRAPH_RUNTIME_H
+#define CAPGRAPH_RUNTIME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum capgraph_status {
+  CAPGRAPH_OK = 0,
+  CAPGRAPH_ERR_IO = 1,          /* file missing or unreadable */
+  CAPGRAPH_ERR_FORMAT = 2,      /* not a capture, truncated, corrupt, or semantically invalid */
+  CAPGRAPH_ERR_VERSION = 3,     /* capture format version this runtime cannot read */
+  CAPGRAPH_ERR_TARGET = 4,      /* compiled for another target (CPU arch or missing CPU features) */
+  CAPGRAPH_ERR_ARGUMENT = 5,    /* bad index, name, or option */
+  CAPGRAPH_ERR_DEVICE = 6,      /* the device failed */
+  CAPGRAPH_ERR_TIMEOUT = 7,     /* the device did not finish in time */
+  CAPGRAPH_ERR_MEMORY = 8       /* out of memory at load */
+} capgraph_status;
+
+/* Element types; values match schema/capture.fbs DType. */
+typedef enum capgraph_dtype {
+  CAPGRAPH_F32 = 0, CAPGRAPH_F16 = 1, CAPGRAPH_F64 = 2, CAPGRAPH_I8 = 3, CAPGRAPH_U8 = 4,
+  CAPGRAPH_I16 = 5, CAPGRAPH_I32 = 6, CAPGRAPH_I64 = 7, CAPGRAPH_BOOL = 8
+} capgraph_dtype;
+
+#define CAPGRAPH_MAX_RANK 8
+
+typedef struct capgraph_tensor {
+  const char *name;                   /* owned by the model */
+  capgraph_dtype dtype;
+  int32_t rank;
+  int64_t shape[CAPGRAPH_MAX_RANK];
+  size_t size_bytes;
+  void *data;                         /* inside the model's arena; valid until capgraph_free */
+} capgraph_tensor;
+
+typedef struct capgraph_options {
+  int32_t threads;                    /* 0: the thread count the capture was compiled for */
+} capgraph_options;
+
+typedef struct capgraph_model capgraph_model;
+
+/* Loads and verifies a capture. On failure returns non-OK, sets *out to NULL and writes a
+ * message naming the file and the problem into err (if err_len > 0). opts may be NULL. */
+capgraph_status capgraph_load(const char *path, const capgraph_options *opts,
+                              capgraph_model **out, char *err, size_t err_len);
+/* Same, from bytes in memory (copied as needed; the caller keeps ownership). */
+capgraph_status capgraph_load_memory(const void *data, size_t size, const capgraph_options *opts,
+                                     capgraph_model **out, char *err, size_t err_len);
+
+int32_t capgraph_num_inputs(const capgraph_model *m);
+int32_t capgraph_num_outputs(const capgraph_model *m);
+/* Index of the input/output with this name, or -1. */
+int32_t capgraph_input_index(const capgraph_model *m, const char *name);
+int32_t capgraph_output_index(const capgraph_model *m, const char *name);
+capgraph_status capgraph_input(capgraph_model *m, int32_t index, capgraph_tensor *out);
+capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tensor *out);
+
+/* Replays the capture once. */
+capgraph_status capgraph_run(capgraph_model *m);
+
+/* The last error message for this model ("" if none). */
+const char *capgraph_error(const capgraph_model *m);
+const char *capgraph_status_name(capgraph_status s);
+void capgraph_free(capgraph_model *m);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

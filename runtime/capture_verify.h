@@ -1,0 +1,26 @@
+// Verifies a capture once, at load: the file identifier, the format version, the flatbuffers
+// layout, the target, and every fact replay relies on (offsets inside the arena or a weight,
+// indices valid, thread partitions well formed, inputs/outputs consistent). After this the
+// runtime trusts the capture and replays it blind.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "capgraph/capture_generated.h"
+#include "capgraph_runtime.h"
+
+namespace capgraph {
+
+// The most threads a capture (or a caller) may ask for.
+constexpr uint32_t k_max_threads = 1024;
+
+// Returns CAPGRAPH_OK and the root in *out, or an error with *err starting with `label` (the file
+// name) and naming the thing that is wrong. `data` must be 8-byte aligned.
+capgraph_status capture_verify(const uint8_t *data, size_t size, const char *label,
+                               const fb::Capture **out, std::string *err);
+
+// Bytes per element, or 0 for a value outside the DType enum.
+size_t dtype_size(fb::DType t);
+
+}  // namespace capgraph

@@ -1,0 +1,37 @@
+# Used when runtime/ is the top-level project (e.g. a cross build of the runtime alone): the
+# pieces the repository's top-level CMakeLists.txt otherwise provides, kept to what runtime/ uses.
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+if(NOT CMAKE_BUILD_TYPE)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo)
+endif()
+option(CAPGRAPH_SANITIZE "Build with ASan/UBSan" OFF)
+if(CAPGRAPH_SANITIZE)
+  add_compile_options(-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()
+add_compile_options(-Wall -Wextra -Wno-unused-parameter)
+enable_testing()
+
+set(CAPGRAPH_REPO_DIR ${CMAKE_CURRENT_SOURCE_DIR}/..)
+add_subdirectory(${CAPGRAPH_REPO_DIR}/schema ${CMAKE_BINARY_DIR}/schema)
+
+# doctest is header-only: take the host's header even when cross-compiling (see host_headers).
+find_path(CAPGRAPH_DOCTEST_INCLUDE doctest/doctest.h NO_CMAKE_FIND_ROOT_PATH REQUIRED)
+add_library(doctest::doctest INTERFACE IMPORTED)
+capgraph_host_headers(doctest ${CAPGRAPH_DOCTEST_INCLUDE} doctest_dir)
+target_include_directories(doctest::doctest INTERFACE ${doctest_dir})
+
+add_library(capgraph_doctest_main OBJECT ${CAPGRAPH_REPO_DIR}/tests/doctest_main.cpp)
+target_link_libraries(capgraph_doctest_main PUBLIC doctest::doctest)
+function(capgraph_add_test name)
+  cmake_parse_arguments(T "" "TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  add_executable(${name} ${T_SOURCES} $<TARGET_OBJECTS:capgraph_doctest_main>)
+  target_link_libraries(${name} PRIVATE doctest::doctest ${T_LIBS})
+  add_test(NAME ${name} COMMAND ${name} WORKING_DIRECTORY ${CMAKE_CURRENT_SOURCE_DIR})
+  if(NOT T_TIMEOUT)
+    set(T_TIMEOUT 300)
+  endif()
+  set_tests_properties(${name} PROPERTIES LABELS "${T_LABELS}" TIMEOUT ${T_TIMEOUT})
+endfunction()

@@ -1,0 +1,113 @@
+// Builds real captures for the runtime's tests with the flatbuffers builder. The kernels are
+// real ELF objects compiled at build time from testdata/ (kernels.c with the C compiler,
+// kernels.ll with llc, relocs_<arch>.s with llvm-mc) and read from CAPGRAPH_TEST_KERNELS_DIR.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "capgraph/capture_generated.h"
+
+namespace capgraph::test {
+
+// Bytes of a kernel object built for this architecture ("kernels_c.o", "kernels_ll_static.o",
+// "kernels_ll_pic.o", "relocs.o"); empty if it was not built (no llc / llvm-mc).
+std::vector<uint8_t> kernel_object(const char *name);
+bool have_llc();
+bool have_llvm_mc();
+
+std::vector<uint8_t> file_read(const std::string &path);
+void file_write(const std::string &path, const std::vector<uint8_t> &bytes);
+// A fresh path in this process's scratch directory under $TMPDIR (removed at exit).
+std::string temp_path(const std::string &name);
+
+const char *host_target_name();  // "cpu-x86_64" or "cpu-aarch64"
+
+struct tensor_spec {
+  std::string name;
+  fb::DType dtype = fb::DType::f32;
+  std::vector<int64_t> shape;
+  uint64_t offset = 0;
+  uint64_t size = 0;
+};
+struct weight_spec {
+  std::string name;
+  std::vector<uint8_t> data;
+  bool misaligned = false;  // place the data off a 64-byte boundary (a writer ignoring force_align)
+};
+struct program_spec {
+  std::vector<uint8_t> binary;
+  std::vector<std::string> imports;
+  fb::ProgramFormat format = fb::ProgramFormat::elf_relocatable;
+};
+struct kernel_spec {
+  std::string name;
+  uint32_t program = 0;
+  std::string entry;
+  uint32_t num_buffers = 0;
+  uint32_t num_scalars = 0;
+};
+struct planned_spec {
+  std::string name;
+  uint64_t offset = 0, size = 0;
+};
+struct launch_spec {
+  uint32_t kernel = 0;
+  std::vector<fb::BufferRef> buffers;
+  std::vector<int64_t> scalars;
+  uint64_t work_size = 0;
+  std::vector<uint64_t> partition;
+  std::vector<std::string> nodes;
+};
+struct copy_spec {
+  fb::BufferRef src, dst;
+  uint64_t size = 0;
+};
+struct step_spec {
+  fb::StepKind kind = fb::StepKind::launch;
+  launch_spec launch;
+  copy_spec copy;
+  bool with_launch = true, with_copy = false;  // which tables are written (kind may disagree)
+};
+struct capture_spec {
+  uint16_t version_major = 1, version_minor = 0;
+  std::string target = host_target_name();
+  std::string features;
+  std::vector<tensor_spec> inputs, outputs;
+  std::vector<weight_spec> weights;
+  uint64_t arena_size = 0;
+  std::vector<planned_spec> buffers;
+  std::vector<program_spec> programs;
+  std::vector<kernel_spec> kernels;
+  std::vector<step_spec> steps;
+  uint32_t threads = 1;
+};
+
+std::vector<uint8_t> capture_build(const capture_spec &spec);
+
+fb::BufferRef arena_ref(uint64_t offset);
+fb::BufferRef weight_ref(uint32_t index, uint64_t offset = 0);
+// An even split of `work` over `threads`, as the compiler would write it.
+std::vector<uint64_t> partition_even(uint64_t work, uint32_t threads);
+step_spec launch_step(uint32_t kernel, std::vector<fb::BufferRef> buffers, uint64_t work,
+                      uint32_t threads, std::vector<int64_t> scalars = {});
+step_spec copy_step(fb::BufferRef src, fb::BufferRef dst, uint64_t size);
+
+// The reference model, on the C kernels (program 0 = kernels_c.o):
+//   inputs  a[n], b[n] f32; weight w[n]
+//   t0 = a + w * table[i % 8]   (c_add_table)      t1 = t0 * 1.7 + 0.3   (c_scale)
+//   "y:0" = exp(t1)              (c_exp)            "z" = b              (a copy step)
+//   "rows/r" = t0 row by row     (c_copy_rows, rows of 4 floats: work n / 4)
+// n must be a multiple of 4.
+constexpr int64_t k_reference_n = 1000;
+capture_spec reference_spec(uint32_t threads, int64_t n = k_reference_n);
+// Inputs a, b and weight w as reference_spec fills them, and the outputs they must give.
+void reference_inputs(int64_t n, std::vector<float> *a, std::vector<float> *b);
+std::vector<float> reference_weight(int64_t n);
+struct reference_outputs {
+  std::vector<float> y, z, rows;
+};
+reference_outputs reference_expected(const std::vector<float> &a, const std::vector<float> &b,
+                                     const std::vector<float> &w);
+
+}  // namespace capgraph::test

@@ -1,0 +1,104 @@
+#include "thread_pool.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <climits>
+
+namespace capgraph {
+
+namespace {
+
+// About 10-50 microseconds of polling before sleeping: long enough to cover the gap between
+// two short launches, short enough not to burn a core while the model is idle.
+constexpr int k_spin = 2000;
+
+inline void cpu_relax() {
+#if defined(__x86_64__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ volatile("yield");
+#endif
+}
+
+// futex(2) on the 32-bit word of a std::atomic<uint32_t> (lock-free, same size and
+// representation on Linux, as libstdc++'s own atomic wait relies on).
+void futex_wait(std::atomic<uint32_t> *word, uint32_t expected) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
+          nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t> *word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAKE_PRIVATE, INT_MAX, nullptr,
+          nullptr, 0);
+}
+
+}  // namespace
+
+thread_pool::thread_pool(int threads) : threads_(threads) {
+  static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
+  static_assert(std::atomic<uint32_t>::is_always_lock_free);
+  workers_.reserve(size_t(threads - 1));
+  try {
+    for (int t = 1; t < threads; ++t) workers_.emplace_back(&thread_pool::worker_main, this, t);
+  } catch (...) {
+    release_all();
+    for (std::thread &w : workers_) w.join();
+    throw;
+  }
+}
+
+thread_pool::~thread_pool() {
+  release_all();
+  for (std::thread &w : workers_) w.join();
+}
+
+// Wakes every waiter for good: used to stop the workers.
+void thread_pool::release_all() noexcept {
+  stop_.store(true, std::memory_order_seq_cst);
+  generation_.fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&generation_);
+}
+
+void thread_pool::barrier() noexcept {
+  // Read the generation before arriving: the last arrival bumps it only after every arrival.
+  const uint32_t gen = generation_.load(std::memory_order_acquire);
+  if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == uint32_t(threads_)) {
+    arrived_.store(0, std::memory_order_relaxed);
+    generation_.store(gen + 1, std::memory_order_seq_cst);
+    // Dekker pairing with the sleeper's increment below: either we see it and wake, or the
+    // sleeper sees the new generation and the futex returns at once.
+    if (sleepers_.load(std::memory_order_seq_cst)) futex_wake_all(&generation_);
+    return;
+  }
+  for (int i = 0; i < k_spin; ++i) {
+    if (generation_.load(std::memory_order_acquire) != gen) return;
+    cpu_relax();
+  }
+  while (generation_.load(std::memory_order_acquire) == gen) {
+    if (stop_.load(std::memory_order_acquire)) return;
+    sleepers_.fetch_add(1, std::memory_order_seq_cst);
+    if (generation_.load(std::memory_order_seq_cst) == gen) futex_wait(&generation_, gen);
+    sleepers_.fetch_sub(1, std::memory_order_relaxed);
+  }
+}
+
+void thread_pool::run(job_fn job, void *ctx) noexcept {
+  job_ = job;
+  ctx_ = ctx;
+  barrier();  // start: publishes job_/ctx_ to the workers (release/acquire on generation_)
+  job(ctx, 0);
+  barrier();  // end: every worker finished the job
+}
+
+void thread_pool::worker_main(int thread) noexcept {
+  for (;;) {
+    barrier();
+    if (stop_.load(std::memory_order_acquire)) return;
+    job_(ctx_, thread);
+    barrier();
+  }
+}
+
+}  // namespace capgraph

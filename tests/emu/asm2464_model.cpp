@@ -1,0 +1,670 @@
+#include "asm2464_model.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "bridge_protocol.h"
+
+namespace capgraph::emu {
+
+// Register addresses: firmware/src/regs.h (sources cited there).
+namespace reg {
+constexpr uint16_t EP0_LEN_H = 0x9003, EP0_LEN_L = 0x9004, CTRL_PHASE = 0x9091, DMA_TRIGGER = 0x9092,
+                   EP_CFG1 = 0x9093, EP_CFG2 = 0x9094, PERIPH_STATUS = 0x9101, SETUP = 0x9104,
+                   BULK_OUT_BC_H = 0x910D, BULK_OUT_BC_L = 0x910E, PHY_91D1 = 0x91D1,
+                   BUF_CFG_9300 = 0x9300, CTRL_BUF = 0x9E00;
+constexpr uint16_t PCIE_FMT_TYPE = 0xB210, PCIE_BYTE_EN = 0xB217, PCIE_ADDR = 0xB218,
+                   PCIE_DATA = 0xB220, PCIE_CPL_HI = 0xB22A, PCIE_CPL_LO = 0xB22B,
+                   PCIE_TRIGGER = 0xB254, PCIE_COMPL = 0xB284, PCIE_STATUS = 0xB296,
+                   LTSSM = 0xB450, PERST = 0xB480, RAIL_12V = 0xC659, RAIL_3V3 = 0xC656,
+                   TRAIN = 0xE764, LINK_E765 = 0xE765;
+constexpr uint16_t NVME_CTRL = 0xC412, NVME_SLOT_START = 0xC414, NVME_SLOT_END = 0xC415,
+                   NVME_SECTOR_SIZE = 0xC422, NVME_SECTOR_COUNT = 0xC426;
+constexpr uint16_t UART_THR = 0xC001, INT_USB = 0xC802;
+constexpr uint16_t FLASH_ADDR_LO = 0xC8A1, FLASH_ADDR_MD = 0xC8A2, FLASH_LEN_HI = 0xC8A3,
+                   FLASH_LEN_LO = 0xC8A4, FLASH_CSR = 0xC8A9, FLASH_CMD = 0xC8AA,
+                   FLASH_ADDR_HI = 0xC8AB, FLASH_ADDR_LEN = 0xC8AC, FLASH_BUF_OFS = 0xC8AE,
+                   CPU_CA81 = 0xCA81;
+constexpr uint16_t TIMER0_DIV = 0xCC10, TIMER0_CSR = 0xCC11, TIMER0_THR = 0xCC12;
+}  // namespace reg
+
+const char* usb_result_name(UsbResult r) {
+  switch (r) {
+    case UsbResult::ok: return "ok";
+    case UsbResult::stall: return "stall";
+    case UsbResult::timeout: return "timeout";
+    case UsbResult::no_device: return "no device";
+  }
+  return "?";
+}
+
+// ---------------------------------------------------------------- SPI flash
+
+SpiFlash::SpiFlash(size_t size) : data(size, 0xFF) { otp.fill(0xFF); }
+
+void SpiFlash::set_otp_serial(uint32_t serial) {
+  uint8_t x = 0;
+  for (int i = 0; i < 4; ++i) {
+    otp[i] = uint8_t(serial >> (24 - 8 * i));
+    x ^= otp[i];
+  }
+  otp[4] = x;
+}
+
+void SpiFlash::transact(uint8_t cmd, uint32_t addr, uint32_t len, uint8_t* buf, uint64_t now) {
+  bool busy = now < busy_until;
+  const size_t n = data.size();
+  switch (cmd) {
+    case 0x03:  // READ
+      for (uint32_t i = 0; i < len; ++i)
+        buf[i] = otp_mode ? otp[(addr + i) % otp.size()] : data[(addr + i) % n];
+      break;
+    case 0x05:  // RDSR: bit 0 WIP, bit 1 WEL
+      buf[0] = uint8_t((busy ? 1 : 0) | (wel ? 2 : 0));
+      break;
+    case 0x06: if (!busy) wel = true; break;
+    case 0x04: if (!busy) wel = false; break;
+    case 0x9F: buf[0] = 0xC2; buf[1] = 0x20; buf[2] = 0x14; break;  // MX25L80-class id
+    case 0xB1: otp_mode = true; break;
+    case 0xC1: otp_mode = false; break;
+    case 0x20: case 0xD8: {  // sector / block erase
+      if (!wel || busy || otp_mode) break;
+      uint32_t size = cmd == 0x20 ? 0x1000 : 0x10000;
+      uint32_t base = (addr % n) & ~(size - 1);
+      uint32_t todo = size;
+      if (power_cut_before && power_cut_before(erases + programs)) {
+        todo = size / 2;
+        power_was_cut = true;
+      }
+      std::fill(data.begin() + base, data.begin() + base + todo, 0xFF);
+      ++erases;
+      wel = false;
+      busy_until = now + (cmd == 0x20 ? erase_4k_cycles : 8 * erase_4k_cycles);
+      break;
+    }
+    case 0x02: {  // PAGE PROGRAM: bits only go 1 -> 0; the address wraps in its page
+      if (!wel || busy || otp_mode) break;
+      uint32_t page = (addr % n) & ~0xFFu;
+      uint32_t todo = std::min<uint32_t>(len, 256);
+      if (power_cut_before && power_cut_before(erases + programs)) {
+        todo /= 2;
+        power_was_cut = true;
+      }
+      for (uint32_t i = 0; i < todo; ++i) data[page + ((addr + i) & 0xFF)] &= buf[i];
+      ++programs;
+      wel = false;
+      busy_until = now + program_cycles;
+      break;
+    }
+    default: break;
+  }
+}
+
+// ------------------------------------------------------------------ device
+
+Asm2464::Asm2464() : Asm2464(Options{}) {}
+
+Asm2464::Asm2464(Options o)
+    : cpu(this), sram(BRIDGE_SRAM_SIZE, 0), opt_(o), x_(0x10000, 0), x1_(0x10000, 0) {
+  endpoint.dma_read = [this](uint64_t a, uint8_t* dst, size_t n) {
+    if (a < BRIDGE_SRAM_BUS_ADDR || a + n > BRIDGE_SRAM_BUS_ADDR + sram.size()) return false;
+    std::memcpy(dst, sram.data() + (a - BRIDGE_SRAM_BUS_ADDR), n);
+    return true;
+  };
+}
+
+void Asm2464::power_off() {
+  mode_ = Mode::off;
+  attached_ = false;
+}
+
+static uint32_t le32(const uint8_t* p) {
+  return uint32_t(p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24);
+}
+
+static uint32_t crc32(const uint8_t* d, size_t n) {
+  uint32_t c = 0xFFFFFFFFu;
+  for (size_t i = 0; i < n; ++i) {
+    c ^= d[i];
+    for (int k = 0; k < 8; ++k) c = (c >> 1) ^ (0xEDB88320u & (0u - (c & 1u)));
+  }
+  return ~c;
+}
+
+Asm2464::Mode Asm2464::power_on(bool force_bootloader) {
+  // Volatile state is lost; flash, OTP and the endpoint's wiring stay.
+  std::fill(x_.begin(), x_.end(), 0);
+  std::fill(x1_.begin(), x1_.end(), 0);
+  flash_buf_.fill(0);
+  ctrl_ = Ctrl{};
+  dma_ = Dma{};
+  bot_ = Bot{};
+  ctrl_phase_ = ep_cfg1_ = bus_reset_ = link_bits_ = pcie_status_ = 0;
+  out_armed_ = tlp_pending_ = timer_on_ = timer_expired_ = false;
+  link_up_at_ = UINT64_MAX;
+  flash.power_was_cut = false;
+  flash.otp_mode = false;
+  flash.wel = false;
+  unplug_after_ = UINT64_MAX;
+  cpu.code.fill(0xFF);
+  cpu.reset();
+  cpu.cycles = 0;
+  flash.busy_until = 0;
+
+  // Boot ROM model: the wrapped image at BRIDGE_FLASH_IMAGE_ADDR.
+  const auto& f = flash.data;
+  const uint32_t at = BRIDGE_FLASH_IMAGE_ADDR;
+  uint32_t len = le32(&f[at]);
+  bool valid = len > 0 && len <= BRIDGE_IMAGE_MAX_BODY &&
+               at + BRIDGE_IMAGE_HEADER + len + BRIDGE_IMAGE_FOOTER <= f.size();
+  if (valid) {
+    const uint8_t* body = &f[at + BRIDGE_IMAGE_HEADER];
+    const uint8_t* foot = body + len;
+    uint8_t sum = 0;
+    for (uint32_t i = 0; i < len; ++i) sum = uint8_t(sum + body[i]);
+    valid = foot[0] == BRIDGE_IMAGE_MAGIC && foot[1] == sum && le32(foot + 2) == crc32(body, len);
+  }
+  attached_ = true;
+  if (!valid || force_bootloader) {
+    mode_ = Mode::bootloader;
+    return mode_;
+  }
+  boot_body(std::vector<uint8_t>(f.begin() + at + BRIDGE_IMAGE_HEADER,
+                                 f.begin() + at + BRIDGE_IMAGE_HEADER + len));
+  return mode_;
+}
+
+void Asm2464::boot_body(const std::vector<uint8_t>& body) {
+  cpu.code.fill(0xFF);
+  cpu.load_code(body);
+  cpu.reset();
+  mode_ = Mode::firmware;
+  attached_ = true;
+  run_ms(5);  // firmware start-up: OTP read, PCIe rails off, USB controller
+  usb_attach_events();
+}
+
+void Asm2464::usb_attach_events() {
+  // Link comes up (SuperSpeed or its failure -> USB 2), then a bus reset.
+  link_bits_ = opt_.usb3 ? 0x02 : 0x04;
+  bus_reset_ = 0x01;
+  run_ms(1);
+}
+
+void Asm2464::run_cycles(uint64_t n) {
+  uint64_t end = now() + n;
+  while (now() < end && mode_ == Mode::firmware) cpu.step();
+}
+
+bool Asm2464::run_until(const std::function<bool()>& done, unsigned timeout_ms) {
+  uint64_t end = now() + uint64_t(timeout_ms) * kCyclesPerMs;
+  while (now() < end) {
+    if (done()) return true;
+    if (mode_ != Mode::firmware) return done();
+    cpu.step();
+  }
+  return done();
+}
+
+// ---------------------------------------------------------- XDATA access
+
+bool Asm2464::int0_asserted() {
+  return mode_ == Mode::firmware && xdata_read(reg::PERIPH_STATUS, 0) != 0;
+}
+
+uint8_t Asm2464::xdata_read(uint16_t a, uint8_t bank) {
+  if (bank & 1) return x1_[a];
+  if (a >= 0x7000 && a < 0x8000) return flash_buf_[a - 0x7000];
+  if (a >= 0xF000) return sram[a - 0xF000];  // SRAM window (bus 0x200000)
+  switch (a) {
+    case reg::CTRL_PHASE: return ctrl_phase_;
+    case reg::EP_CFG1: return ep_cfg1_;
+    case reg::PERIPH_STATUS:
+      return uint8_t((bus_reset_ ? 0x01 : 0) | (ctrl_phase_ ? 0x02 : 0) | (ep_cfg1_ ? 0x04 : 0) |
+                     (link_bits_ ? 0x10 : 0));
+    case reg::INT_USB: return xdata_read(reg::PERIPH_STATUS, 0) ? 0x01 : 0x00;
+    case reg::PHY_91D1: return bus_reset_;
+    case reg::BUF_CFG_9300: return uint8_t((x_[a] & ~0x06) | link_bits_);
+    case reg::PCIE_STATUS: tlp_poll(); return pcie_status_;
+    case reg::LTSSM: return link_up() ? 0x78 : 0x00;
+    case reg::LINK_E765: return uint8_t((x_[a] & ~0x02) | (link_up() ? 0x02 : 0));
+    case reg::FLASH_CSR:
+      // Without CA81 bit 0 the controller never finishes (e4_flash.py).
+      return (x_[reg::CPU_CA81] & 1) ? uint8_t(x_[a] & ~1) : uint8_t(x_[a] | 1);
+    case reg::TIMER0_CSR:
+      timer_poll();
+      return uint8_t((timer_expired_ ? 0x02 : 0) | (timer_on_ ? 0x01 : 0));
+    default: return x_[a];
+  }
+}
+
+void Asm2464::xdata_write(uint16_t a, uint8_t bank, uint8_t v) {
+  if (bank & 1) {
+    x1_[a] = v;
+    return;
+  }
+  if (a >= 0x7000 && a < 0x8000) {
+    ++ignored_buffer_writes;  // read-only to the CPU (registers.h)
+    return;
+  }
+  if (a >= 0xF000) {
+    sram[a - 0xF000] = v;
+    return;
+  }
+  switch (a) {
+    case reg::CTRL_PHASE: ctrl_phase_ &= uint8_t(~v); return;  // write 1 to clear
+    case reg::EP_CFG1: ep_cfg1_ &= uint8_t(~v); return;
+    case reg::DMA_TRIGGER: dma_trigger(v); return;
+    case reg::EP_CFG2:
+      if (v & 0x10) out_armed_ = true;
+      if (v & 0x08) out_armed_ = false;
+      x_[a] = v;
+      return;
+    case reg::PHY_91D1: bus_reset_ &= uint8_t(~v); return;
+    case reg::BUF_CFG_9300:
+      link_bits_ &= uint8_t(~v);
+      x_[a] = uint8_t(v & ~0x06);
+      return;
+    case reg::PCIE_TRIGGER:
+      x_[a] = v;
+      if (v == 0x0F) tlp_start();
+      return;
+    case reg::PCIE_STATUS: pcie_status_ &= uint8_t(~(v & 0x03)); return;
+    case reg::PERST: case reg::RAIL_12V: case reg::RAIL_3V3: case reg::TRAIN:
+      x_[a] = v;
+      pcie_rails_changed();
+      return;
+    case reg::NVME_CTRL:
+      x_[a] = v;
+      if (v & 0x02) dma_start(v);
+      return;
+    case reg::UART_THR: uart.push_back(char(v)); return;
+    case reg::FLASH_CSR:
+      x_[a] = v;
+      if (v & 1) flash_transact();
+      return;
+    case reg::TIMER0_CSR:
+      if (v & 0x04) { timer_on_ = false; timer_expired_ = false; }
+      if (v & 0x02) timer_expired_ = false;
+      if (v & 0x01) {
+        // Only the 0.5 ms tick (CC10[2:0] = 4, handmade main.c) is known;
+        // other settings are modelled with the same tick.
+        uint64_t ticks = uint64_t(x_[reg::TIMER0_THR]) << 8 | x_[reg::TIMER0_THR + 1];
+        timer_on_ = true;
+        timer_expired_ = false;
+        timer_start_ = now();
+        timer_len_ = ticks * kCyclesPerMs / 2;
+      }
+      return;
+    default: x_[a] = v; return;
+  }
+}
+
+void Asm2464::timer_poll() {
+  if (timer_on_ && now() >= timer_start_ + timer_len_) {
+    timer_on_ = false;
+    timer_expired_ = true;
+  }
+}
+
+// ------------------------------------------------------------- SPI flash
+
+void Asm2464::flash_transact() {
+  if (!(x_[reg::CPU_CA81] & 1)) return;  // stays busy forever
+  uint8_t cmd = x_[reg::FLASH_CMD];
+  bool has_addr = (x_[reg::FLASH_ADDR_LEN] & 0x03) != 0;
+  uint32_t addr = has_addr ? uint32_t(x_[reg::FLASH_ADDR_LO] | x_[reg::FLASH_ADDR_MD] << 8 |
+                                      x_[reg::FLASH_ADDR_HI] << 16)
+                           : 0;
+  uint32_t len = uint32_t(x_[reg::FLASH_LEN_HI] << 8 | x_[reg::FLASH_LEN_LO]);
+  uint32_t ofs = uint32_t(x_[reg::FLASH_BUF_OFS] | x_[reg::FLASH_BUF_OFS + 1] << 8) & 0xFFF;
+  len = std::min<uint32_t>(len, uint32_t(flash_buf_.size()) - ofs);
+  flash.transact(cmd, addr, len, flash_buf_.data() + ofs, now());
+  x_[reg::FLASH_CSR] = 0;
+  if (flash.power_was_cut) power_off();
+}
+
+// ----------------------------------------------------------------- PCIe
+
+bool Asm2464::link_up() const { return link_up_at_ != UINT64_MAX && now() >= link_up_at_; }
+
+void Asm2464::pcie_rails_changed() {
+  bool on = opt_.endpoint_present && (x_[reg::RAIL_3V3] & 0x20) && (x_[reg::RAIL_12V] & 0x01) &&
+            x_[reg::PERST] == 0 && x_[reg::TRAIN] == 0x1C;
+  if (!on) link_up_at_ = UINT64_MAX;
+  else if (link_up_at_ == UINT64_MAX) link_up_at_ = now() + 2 * kCyclesPerMs;
+}
+
+void Asm2464::tlp_start() {
+  TlpRequest t;
+  t.fmt_type = x_[reg::PCIE_FMT_TYPE];
+  t.byte_en = x_[reg::PCIE_BYTE_EN];
+  uint32_t lo = 0, hi = 0, d = 0;
+  for (int i = 0; i < 4; ++i) {
+    lo = lo << 8 | x_[reg::PCIE_ADDR + i];
+    hi = hi << 8 | x_[reg::PCIE_ADDR + 4 + i];
+    d = d << 8 | x_[reg::PCIE_DATA + i];
+  }
+  t.addr = uint64_t(hi) << 32 | lo;
+  t.data = d;
+  tlp_pending_ = false;
+  if (!link_up()) {
+    pcie_status_ |= 0x01;  // the engine cannot send: error
+    return;
+  }
+  tlp_cpl_ = endpoint.handle(t);
+  if (!tlp_cpl_.completes) return;  // lost: no completion, ever
+  tlp_pending_ = true;
+  tlp_done_at_ = now() + 40;  // ~4 us round trip
+}
+
+void Asm2464::tlp_poll() {
+  if (!tlp_pending_ || now() < tlp_done_at_) return;
+  tlp_pending_ = false;
+  const TlpCompletion& c = tlp_cpl_;
+  if (c.has_data)
+    for (int i = 0; i < 4; ++i) x_[reg::PCIE_DATA + i] = uint8_t(c.data >> (24 - 8 * i));
+  uint16_t bytes = c.has_data ? 4 : 0;
+  x_[reg::PCIE_CPL_HI] = uint8_t(c.status << 5 | ((bytes >> 8) & 0x0F));
+  x_[reg::PCIE_CPL_LO] = uint8_t(bytes);
+  x_[reg::PCIE_COMPL] = c.has_data ? 1 : 0;
+  pcie_status_ |= 0x02;
+}
+
+// ------------------------------------------------------------ SRAM DMA
+
+void Asm2464::dma_start(uint8_t ctrl) {
+  uint8_t start = x_[reg::NVME_SLOT_START], end = x_[reg::NVME_SLOT_END];
+  uint32_t sector = uint32_t(x_[reg::NVME_SECTOR_SIZE] << 8 | x_[reg::NVME_SECTOR_SIZE + 1]);
+  uint32_t count = uint32_t(x_[reg::NVME_SECTOR_COUNT] << 8 | x_[reg::NVME_SECTOR_COUNT + 1]);
+  uint32_t first = start & 0x7F;
+  uint32_t bytes = sector * count;
+  if (!(start & 0x80) || end <= first || end > BRIDGE_SRAM_SLOTS || bytes == 0 ||
+      bytes > (end - first) * BRIDGE_SLOT_SIZE) {
+    ++protocol_violations;
+    dma_ = Dma{};
+    return;
+  }
+  dma_.armed = true;
+  dma_.to_sram = ctrl & 0x01;
+  dma_.offset = first * BRIDGE_SLOT_SIZE;
+  dma_.remaining = bytes;
+}
+
+// ------------------------------------------------------------ USB engine
+
+void Asm2464::dma_trigger(uint8_t v) {
+  if (!ctrl_.active) {
+    ++protocol_violations;
+    return;
+  }
+  const UsbSetup& s = ctrl_.setup;
+  bool in = s.bmRequestType & 0x80;
+  if (v & 0x01) {  // STALL
+    ctrl_.result = UsbResult::stall;
+  } else if (v & 0x02) {  // RECV: take the OUT data phase into 0x9E00
+    if (in || s.wLength == 0 || ctrl_.data_taken || s.wLength > 0x200) {
+      ++protocol_violations;
+      return;
+    }
+    std::copy(ctrl_.out.begin(), ctrl_.out.end(), x_.begin() + reg::CTRL_BUF);
+    ctrl_.data_taken = true;
+    ctrl_phase_ |= 0x04;
+    return;
+  } else if (v & 0x04) {  // SEND: IN data, or the status stage of an OUT
+    uint16_t len = uint16_t(x_[reg::EP0_LEN_H] << 8 | x_[reg::EP0_LEN_L]);
+    if (in) {
+      if (len > max_packet0()) ++protocol_violations;
+      size_t n = std::min<size_t>(len, ctrl_.in_len);
+      std::copy(x_.begin() + reg::CTRL_BUF, x_.begin() + reg::CTRL_BUF + n, ctrl_.in);
+      ctrl_.actual = n;
+      ctrl_.result = UsbResult::ok;
+    } else if (s.wLength > 0 && !ctrl_.data_taken) {
+      ++protocol_violations;  // status before the data stage
+      ctrl_.result = UsbResult::stall;
+    } else {
+      ctrl_.actual = s.wLength;
+      ctrl_.result = UsbResult::ok;
+    }
+  } else {
+    return;
+  }
+  ctrl_.done = true;
+  ctrl_.active = false;
+  ctrl_phase_ = 0;
+}
+
+UsbResult Asm2464::control(const UsbSetup& s, uint8_t* data, size_t* actual, unsigned timeout_ms) {
+  *actual = 0;
+  if (!attached_) return UsbResult::no_device;
+  ++stats.control_transfers;
+  stats.control_bytes += 8;
+  if (mode_ == Mode::bootloader) {
+    UsbResult r = boot_control(s, data, actual);
+    stats.control_transactions += 2 + (*actual + max_packet0() - 1) / max_packet0();
+    stats.control_bytes += *actual;
+    return r;
+  }
+  ctrl_ = Ctrl{};
+  ctrl_.active = true;
+  ctrl_.setup = s;
+  if (s.bmRequestType & 0x80) {
+    ctrl_.in = data;
+    ctrl_.in_len = s.wLength;
+  } else {
+    ctrl_.out.assign(data, data + s.wLength);
+  }
+  const uint8_t pkt[8] = {s.bmRequestType, s.bRequest, uint8_t(s.wValue), uint8_t(s.wValue >> 8),
+                          uint8_t(s.wIndex), uint8_t(s.wIndex >> 8), uint8_t(s.wLength),
+                          uint8_t(s.wLength >> 8)};
+  std::copy(pkt, pkt + 8, x_.begin() + reg::SETUP);
+  ctrl_phase_ = 0x01;  // a new SETUP aborts whatever EP0 was doing
+  bool done = run_until([this] { return ctrl_.done || !attached_; }, timeout_ms);
+  if (!attached_) return UsbResult::no_device;
+  if (!done) {
+    ctrl_.active = false;
+    ctrl_phase_ = 0;
+    stats.control_transactions += 1;
+    return UsbResult::timeout;
+  }
+  *actual = ctrl_.actual;
+  stats.control_transactions += 2 + (ctrl_.actual + max_packet0() - 1) / max_packet0();
+  stats.control_bytes += ctrl_.actual;
+  return ctrl_.result;
+}
+
+UsbResult Asm2464::bulk_out(uint8_t ep, const uint8_t* data, size_t n, size_t* actual,
+                            unsigned timeout_ms) {
+  *actual = 0;
+  if (!attached_) return UsbResult::no_device;
+  if (ep != BRIDGE_EP_BULK_OUT) return UsbResult::stall;
+  ++stats.bulk_out_transfers;
+  if (mode_ == Mode::bootloader) return boot_bulk_out(data, n, actual);
+  auto account = [&](size_t moved) {
+    stats.bulk_out_bytes += moved;
+    stats.bulk_out_packets += (moved + max_packet_bulk() - 1) / max_packet_bulk();
+  };
+  if (dma_.armed && dma_.to_sram) {
+    size_t take = std::min<size_t>(n, dma_.remaining);
+    bool vanish = unplug_after_ < take;
+    if (vanish) take = size_t(unplug_after_);
+    std::memcpy(sram.data() + dma_.offset, data, take);
+    dma_.offset += uint32_t(take);
+    dma_.remaining -= uint32_t(take);
+    if (unplug_after_ != UINT64_MAX) unplug_after_ -= take;
+    account(take);
+    *actual = take;
+    if (vanish) {
+      attached_ = false;
+      return UsbResult::no_device;
+    }
+    if (dma_.remaining == 0) {
+      dma_.armed = false;
+      x_[reg::NVME_CTRL] &= uint8_t(~0x02);
+    }
+    if (take < n) {  // the engine NAKs what it was not armed for
+      run_ms(timeout_ms);
+      return UsbResult::timeout;
+    }
+    return UsbResult::ok;
+  }
+  // Otherwise the packet goes to the 0x7000 buffer once firmware arms EP 0x02.
+  if (!run_until([this] { return out_armed_ || !attached_; }, timeout_ms))
+    return UsbResult::timeout;
+  if (!attached_) return UsbResult::no_device;
+  size_t take = std::min<size_t>(n, flash_buf_.size());
+  std::memcpy(flash_buf_.data(), data, take);
+  x_[reg::BULK_OUT_BC_H] = uint8_t(take >> 8);
+  x_[reg::BULK_OUT_BC_L] = uint8_t(take);
+  ep_cfg1_ |= 0x02;
+  out_armed_ = false;
+  account(take);
+  *actual = take;
+  return take < n ? UsbResult::timeout : UsbResult::ok;
+}
+
+UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t* data, size_t n, size_t* actual, unsigned timeout_ms) {
+  *actual = 0;
+  if (!attached_) return UsbResult::no_device;
+  if (ep != BRIDGE_EP_BULK_IN) return UsbResult::stall;
+  ++stats.bulk_in_transfers;
+  if (mode_ == Mode::bootloader) return boot_bulk_in(data, n, actual);
+  if (!run_until([this] { return (dma_.armed && !dma_.to_sram) || !attached_; }, timeout_ms))
+    return UsbResult::timeout;
+  if (!attached_) return UsbResult::no_device;
+  size_t take = std::min<size_t>(n, dma_.remaining);
+  bool vanish = unplug_after_ < take;
+  if (vanish) take = size_t(unplug_after_);
+  std::memcpy(data, sram.data() + dma_.offset, take);
+  dma_.offset += uint32_t(take);
+  dma_.remaining -= uint32_t(take);
+  if (unplug_after_ != UINT64_MAX) unplug_after_ -= take;
+  stats.bulk_in_bytes += take;
+  stats.bulk_in_packets += (take + max_packet_bulk() - 1) / max_packet_bulk();
+  *actual = take;
+  if (vanish) {
+    attached_ = false;
+    return UsbResult::no_device;
+  }
+  if (dma_.remaining == 0) {
+    dma_.armed = false;
+    x_[reg::NVME_CTRL] &= uint8_t(~0x02);
+  }
+  return UsbResult::ok;
+}
+
+// ------------------------------------------------------- stock bootloader
+// A model of ASMedia's ROM/bootloader as the flashing tools see it: a
+// mass-storage device (174C:2464, interface 08/06/50) that takes SCSI
+// vendor CDBs over Bulk-Only Transport. Sources: flash.py (CDB layouts:
+// E1 50 idx + 128 bytes -> config block idx; E3 50 len32be + data -> image
+// bytes from flash 0x100; E3 D0 -> the bytes after the first 0xFF00; E8 51
+// -> commit/reset), USB Mass Storage Class Bulk-Only Transport 1.0 (CBW
+// "USBC" 31 bytes, CSW "USBS" 13 bytes). How the real bootloader erases is
+// not public: the model replaces exactly the bytes it is given.
+
+UsbResult Asm2464::boot_control(const UsbSetup& s, uint8_t* data, size_t* actual) {
+  static const uint8_t dev[18] = {18, 1, 0x10, 0x02, 0, 0, 0, 64, 0x4C, 0x17, 0x64, 0x24,
+                                  0x00, 0x01, 1, 2, 3, 1};
+  static const uint8_t cfg[32] = {9, 2, 32, 0, 1, 1, 0, 0x80, 0xFA, 9, 4, 0, 0, 2, 0x08, 0x06,
+                                  0x50, 0, 7, 5, 0x81, 2, 0, 2, 0, 7, 5, 0x02, 2, 0, 2, 0};
+  auto reply = [&](const uint8_t* p, size_t n) {
+    n = std::min<size_t>(n, s.wLength);
+    std::memcpy(data, p, n);
+    *actual = n;
+    return UsbResult::ok;
+  };
+  if (s.bmRequestType == 0x80 && s.bRequest == 6) {
+    if ((s.wValue >> 8) == 1) return reply(dev, sizeof dev);
+    if ((s.wValue >> 8) == 2) return reply(cfg, sizeof cfg);
+    return UsbResult::stall;
+  }
+  if (s.bmRequestType == 0x00 && (s.bRequest == 5 || s.bRequest == 9)) return UsbResult::ok;
+  if (s.bmRequestType == 0xA1 && s.bRequest == 0xFE) {  // GET MAX LUN
+    static const uint8_t zero = 0;
+    return reply(&zero, 1);
+  }
+  return UsbResult::stall;
+}
+
+bool Asm2464::boot_flash_write(uint32_t addr, const uint8_t* p, size_t n) {
+  if (addr + n > flash.data.size()) return false;
+  size_t todo = n;
+  if (flash.power_cut_before && flash.power_cut_before(flash.erases + flash.programs)) {
+    todo = n / 2;
+    flash.power_was_cut = true;
+  }
+  std::memcpy(flash.data.data() + addr, p, todo);
+  ++flash.programs;
+  if (flash.power_was_cut) power_off();
+  return !flash.power_was_cut;
+}
+
+void Asm2464::boot_execute() {
+  const uint8_t* c = bot_.cdb;
+  bot_.status = 1;
+  bot_.residue = 0;
+  if (c[0] == 0xE1 && c[1] == 0x50 && c[2] < 2 && bot_.data.size() == 128) {
+    if (boot_flash_write(BRIDGE_FLASH_CONFIG_ADDR + c[2] * 0x80u, bot_.data.data(), 128))
+      bot_.status = 0;
+  } else if (c[0] == 0xE3 && (c[1] == 0x50 || c[1] == 0xD0)) {
+    uint32_t len = uint32_t(c[2] << 24 | c[3] << 16 | c[4] << 8 | c[5]);
+    uint32_t at = BRIDGE_FLASH_IMAGE_ADDR + (c[1] == 0xD0 ? BRIDGE_FLASH_PART1 : 0);
+    if (len == bot_.data.size() && boot_flash_write(at, bot_.data.data(), len)) bot_.status = 0;
+  } else if (c[0] == 0xE8 && c[1] == 0x51) {
+    bot_.status = 0;
+  } else if (c[0] == 0x00) {  // TEST UNIT READY
+    bot_.status = 0;
+  }
+  bot_.data.clear();
+}
+
+UsbResult Asm2464::boot_bulk_out(const uint8_t* data, size_t n, size_t* actual) {
+  *actual = n;
+  stats.bulk_out_bytes += n;
+  stats.bulk_out_packets += (n + max_packet_bulk() - 1) / max_packet_bulk();
+  if (bot_.stage == Bot::Stage::cbw) {
+    if (n != 31 || le32(data) != 0x43425355u) return UsbResult::stall;
+    bot_.tag = le32(data + 4);
+    bot_.expected = le32(data + 8);
+    std::memcpy(bot_.cdb, data + 15, 16);
+    bot_.data.clear();
+    bool dir_in = data[12] & 0x80;
+    if (bot_.expected && !dir_in) {
+      bot_.stage = Bot::Stage::data_out;
+    } else {
+      boot_execute();
+      bot_.stage = Bot::Stage::csw;
+    }
+    return UsbResult::ok;
+  }
+  if (bot_.stage == Bot::Stage::data_out) {
+    bot_.data.insert(bot_.data.end(), data, data + n);
+    if (bot_.data.size() >= bot_.expected) {
+      boot_execute();
+      if (mode_ == Mode::off) return UsbResult::no_device;
+      bot_.stage = Bot::Stage::csw;
+    }
+    return UsbResult::ok;
+  }
+  *actual = 0;
+  return UsbResult::stall;
+}
+
+UsbResult Asm2464::boot_bulk_in(uint8_t* data, size_t n, size_t* actual) {
+  if (bot_.stage != Bot::Stage::csw || n < 13) return UsbResult::stall;
+  uint8_t csw[13] = {'U', 'S', 'B', 'S'};
+  for (int i = 0; i < 4; ++i) {
+    csw[4 + i] = uint8_t(bot_.tag >> (8 * i));
+    csw[8 + i] = uint8_t(bot_.residue >> (8 * i));
+  }
+  csw[12] = bot_.status;
+  std::memcpy(data, csw, 13);
+  *actual = 13;
+  stats.bulk_in_bytes += 13;
+  stats.bulk_in_packets += 1;
+  bot_.stage = Bot::Stage::cbw;
+  return UsbResult::ok;
+}
+
+}  // namespace capgraph::emu

@@ -1,0 +1,67 @@
+// pcie_endpoint — a simulated PCIe device behind the bridge: a type 0
+// config space with BARs that size and decode like real hardware, sparse
+// memory behind the BARs, fault switches, and bus-master reads back into
+// the bridge (how a GPU fetches from the bridge SRAM at 0x200000).
+//
+// Sources: PCI Local Bus Spec 3.0 / PCIe Base Spec (config header layout,
+// BAR sizing by writing all-ones, command register bit 1 = memory space,
+// completion status UR for unclaimed requests, config address fields
+// bus[31:24] dev[23:19] fn[18:16] reg[11:2]); PCI-SIG vendor id 0x1002 (AMD).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+namespace capgraph::emu {
+
+struct TlpRequest {
+  uint8_t fmt_type = 0;
+  uint8_t byte_en = 0x0F;
+  uint64_t addr = 0;
+  uint32_t data = 0;
+};
+
+struct TlpCompletion {
+  bool completes = true;  // false: the request is lost (no completion ever)
+  uint8_t status = 0;     // 0 SC, 1 UR, 2 CRS, 4 CA
+  bool has_data = false;
+  uint32_t data = 0;
+};
+
+class PcieEndpoint {
+ public:
+  struct Bar {
+    uint64_t size;  // power of two
+    bool is64;
+    bool prefetch;
+  };
+
+  PcieEndpoint();
+
+  TlpCompletion handle(const TlpRequest& tlp);
+
+  uint32_t config_read(uint16_t reg) const;
+  void config_write(uint16_t reg, uint32_t value, uint8_t byte_en);
+  // Assigned base of BAR i (0 if unassigned or decoding disabled).
+  uint64_t bar_base(int i) const;
+  uint32_t mem_read32(uint64_t bus_addr, bool* claimed);
+  void mem_write32(uint64_t bus_addr, uint32_t v, uint8_t byte_en);
+
+  // Bus-master read: the device fetching host/bridge memory.
+  std::function<bool(uint64_t addr, uint8_t* dst, size_t n)> dma_read;
+
+  bool hang = false;  // drop every request (a TLP that never completes)
+  uint32_t requests = 0;
+
+ private:
+  std::array<uint8_t, 4096> cfg_{};
+  std::array<uint32_t, 6> bar_mask_{};  // writable address bits per BAR dword
+  std::vector<Bar> bars_;
+  std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;  // 4 KiB pages
+  uint8_t* page(uint64_t addr, bool create);
+};
+
+}  // namespace capgraph::emu
