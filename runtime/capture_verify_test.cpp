@@ -193,7 +193,7 @@ TEST_CASE("inputs, outputs and the memory plan") {
                  "input 'a': dimension -2 is negative");
   expect_refused([](capture_spec &s) { s.inputs[0].shape = {int64_t(1) << 40, int64_t(1) << 40}; },
                  CAPGRAPH_ERR_FORMAT, "input 'a': the shape's byte size overflows");
-  expect_refused([](capture_spec &s) { s.inputs[1].name.assign("a"); }, CAPGRAPH_ERR_FORMAT,
+  expect_refused([](capture_spec &s) { s.inputs[1].name = s.inputs[0].name; }, CAPGRAPH_ERR_FORMAT,
                  "input 1 'a': the name is used twice");
   expect_refused([](capture_spec &s) { s.buffers[1].size = 1u << 20; }, CAPGRAPH_ERR_FORMAT,
                  "planned buffer 1 't1' (offset 12096, 1048576 bytes) is outside the arena");

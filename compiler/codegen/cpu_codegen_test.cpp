@@ -1,0 +1,655 @@
+// Generated CPU code against the kernel interpreter (the reference semantics of the kernel IR):
+// each program is compiled with cpu_codegen, written with capture_build, loaded and replayed by
+// the runtime, and every output is compared with kernel_interpret's. Reductions are compiled with
+// each loop strategy (map/row/dot); views cover padding, strides, transposes, gathers; dtypes cover
+// float, integers and bool. The math functions are checked over wide ranges against std::.
+#include "codegen/cpu_codegen.h"
+
+#include <doctest/doctest.h>
+#include <unistd.h>
+
+#include <cfloat>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include "capgraph_runtime.h"
+#include "capture/capture_write.h"
+#include "compile.h"
+#include "onnx_writer.h"
+#include "schedule/interpret.h"
+
+using namespace capgraph;
+using namespace capgraph::model_gen;
+
+namespace {
+
+// ---- running a program both ways ---------------------------------------------------------------
+
+struct outputs {
+  std::vector<std::vector<uint8_t>> bytes;  // Program::outputs order
+};
+
+// Deterministic input values suited to the dtype.
+void inputs_fill(const Program &p, std::vector<std::vector<uint8_t>> &host, unsigned seed) {
+  std::mt19937 rng(seed);
+  for (const auto &port : p.inputs) {
+    const Buffer &b = p.buffers[port.buffer];
+    for (int64_t i = 0; i < b.numel; i++) {
+      double v;
+      if (dtype_is_float(b.dtype)) v = std::uniform_real_distribution<double>(-3, 3)(rng);
+      else if (b.dtype == DType::boolean) v = rng() & 1;
+      else if (b.dtype == DType::u8) v = rng() % 256;
+      else v = double(int(rng() % 41) - 20);
+      element_store(b.dtype, host[port.buffer].data(), i, v);
+    }
+  }
+}
+
+outputs run_interpreter(const Program &p, const std::vector<std::vector<uint8_t>> &inputs) {
+  std::vector<std::vector<uint8_t>> host(p.buffers.size());
+  std::vector<uint8_t *> ptrs;
+  for (size_t i = 0; i < p.buffers.size(); i++) {
+    const Buffer &b = p.buffers[i];
+    host[i] = b.kind == Buffer::Kind::constant ? *b.data.bytes : inputs[i];
+    ptrs.push_back(host[i].data());
+  }
+  for (const Kernel &k : p.kernels) kernel_interpret(k, p, ptrs);
+  outputs o;
+  for (const auto &port : p.outputs) o.bytes.push_back(host[port.buffer]);
+  return o;
+}
+
+outputs run_compiled(const Program &p, const std::vector<std::vector<uint8_t>> &inputs, int threads) {
+  CpuTarget t = cpu_target_named("cpu");
+  CodegenResult code = cpu_codegen(p, t, 2);
+  CaptureInfo info;
+  info.model_name = "codegen_test";
+  std::vector<uint8_t> cap = capture_build(p, code, t, info);
+  capgraph_model *m = nullptr;
+  char err[512] = "";
+  capgraph_options opts{threads};
+  REQUIRE_MESSAGE(capgraph_load_memory(cap.data(), cap.size(), &opts, &m, err, sizeof err) == CAPGRAPH_OK, err);
+  for (size_t i = 0; i < p.inputs.size(); i++) {
+    capgraph_tensor ti;
+    REQUIRE(capgraph_input(m, (int32_t)i, &ti) == CAPGRAPH_OK);
+    const std::vector<uint8_t> &src = inputs[p.inputs[i].buffer];
+    REQUIRE(ti.size_bytes == src.size());
+    if (!src.empty()) std::memcpy(ti.data, src.data(), src.size());
+  }
+  REQUIRE_MESSAGE(capgraph_run(m) == CAPGRAPH_OK, capgraph_error(m));
+  outputs o;
+  for (size_t i = 0; i < p.outputs.size(); i++) {
+    capgraph_tensor to;
+    REQUIRE(capgraph_output(m, (int32_t)i, &to) == CAPGRAPH_OK);
+    const uint8_t *d = (const uint8_t *)to.data;
+    o.bytes.emplace_back(d, d + to.size_bytes);
+  }
+  capgraph_free(m);
+  return o;
+}
+
+// Float outputs agree within rel * max(1, max |reference|) (summation order and fused multiply-adds
+// differ); NaN where the reference has NaN; integers and bools exactly.
+void outputs_compare(const Program &p, const outputs &got, const outputs &want, double rel) {
+  for (size_t o = 0; o < p.outputs.size(); o++) {
+    DType t = p.outputs[o].dtype;
+    INFO("output '", p.outputs[o].name, "' (", dtype_name(t), ")");
+    REQUIRE(got.bytes[o].size() == want.bytes[o].size());
+    int64_t n = (int64_t)want.bytes[o].size() / (int64_t)dtype_size(t);
+    double scale = 1;
+    for (int64_t i = 0; i < n; i++) {
+      double w = element_load(t, want.bytes[o].data(), i);
+      if (std::isfinite(w)) scale = std::max(scale, std::fabs(w));
+    }
+    int bad = 0;
+    for (int64_t i = 0; i < n && bad < 5; i++) {
+      double g = element_load(t, got.bytes[o].data(), i), w = element_load(t, want.bytes[o].data(), i);
+      bool ok;
+      if (!dtype_is_float(t)) ok = g == w;
+      else if (std::isnan(w)) ok = std::isnan(g);
+      else if (std::isinf(w)) ok = g == w;
+      else ok = std::fabs(g - w) <= rel * scale;
+      if (!ok) {
+        bad++;
+        FAIL_CHECK("element " << i << ": compiled " << g << ", interpreter " << w);
+      }
+    }
+  }
+}
+
+// Compiles with every applicable strategy and compares each with the interpreter.
+void check_program(const Program &p, double rel = 2e-5, unsigned seed = 1) {
+  std::vector<std::vector<uint8_t>> inputs(p.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); i++)
+    if (p.buffers[i].kind != Buffer::Kind::constant) inputs[i].assign(p.buffers[i].numel * dtype_size(p.buffers[i].dtype), 0);
+  inputs_fill(p, inputs, seed);
+  for (const Kernel &k : p.kernels) kernel_check(k, p);
+  outputs want = run_interpreter(p, inputs);
+  bool reduces = false;
+  for (const Kernel &k : p.kernels) reduces = reduces || k.reduce != Reduce::none;
+  for (const char *strategy : {"", "row", "dot"}) {
+    if (*strategy && !reduces) continue;
+    CAPTURE(strategy);
+    if (*strategy) setenv("CAPGRAPH_STRATEGY", strategy, 1);
+    else unsetenv("CAPGRAPH_STRATEGY");
+    outputs_compare(p, run_compiled(p, inputs, 1), want, rel);
+    if (!*strategy) outputs_compare(p, run_compiled(p, inputs, 3), want, rel);  // re-split for 3 threads
+  }
+  unsetenv("CAPGRAPH_STRATEGY");
+}
+
+// ---- programs from ONNX models -----------------------------------------------------------------
+
+std::string scratch_dir() {
+  static std::string dir = [] {
+    std::string d = std::filesystem::temp_directory_path().string() + "/capgraph_codegen_test_" + std::to_string(getpid());
+    std::filesystem::create_directories(d);
+    return d;
+  }();
+  return dir;
+}
+struct cleanup {
+  ~cleanup() {
+    std::error_code ec;
+    std::filesystem::remove_all(std::filesystem::temp_directory_path().string() + "/capgraph_codegen_test_" + std::to_string(getpid()), ec);
+  }
+} cleanup_at_exit;
+
+Program schedule(const ModelBuilder &b, const std::string &name) {
+  const std::string path = scratch_dir() + "/" + name + ".onnx";
+  b.save(path);
+  return compile_schedule(path, CompileOptions{}, nullptr);
+}
+
+std::vector<float> ramp(size_t n, float scale) {
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; i++) v[i] = scale * float(int(i * 7 % 13) - 6);
+  return v;
+}
+
+bool has_strategy_choice(const Program &p) {
+  for (const Kernel &k : p.kernels)
+    if (k.reduce != Reduce::none) return true;
+  return false;
+}
+
+// One node over float inputs of the given shapes, all outputs declared float32 unless `out_types`.
+ModelBuilder one_node(const std::string &op, const std::vector<std::vector<int64_t>> &in_shapes, std::vector<onnx::Attribute> attrs,
+                      int n_out = 1, std::vector<DataType> out_types = {}, DataType in_type = DataType::float32) {
+  ModelBuilder b(13);
+  std::vector<std::string> ins, outs;
+  for (size_t i = 0; i < in_shapes.size(); i++) {
+    ins.push_back("in" + std::to_string(i));
+    b.input(ins.back(), in_type, in_shapes[i]);
+  }
+  for (int i = 0; i < n_out; i++) outs.push_back("out" + std::to_string(i));
+  b.node(op, ins, outs, std::move(attrs)).name = op + "_node";
+  for (int i = 0; i < n_out; i++) b.output(outs[i], out_types.empty() ? DataType::float32 : out_types[i]);
+  return b;
+}
+
+// ---- hand-built programs -----------------------------------------------------------------------
+
+struct builder {
+  Program p;
+  int buffer(Buffer::Kind kind, DType t, const std::string &name, const Shape &shape) {
+    Buffer b;
+    b.kind = kind;
+    b.dtype = t;
+    b.numel = shape_numel(shape);
+    b.name = name;
+    p.buffers.push_back(b);
+    int i = (int)p.buffers.size() - 1;
+    if (kind == Buffer::Kind::input) p.inputs.push_back({name, i, t, shape});
+    if (kind == Buffer::Kind::output) p.outputs.push_back({name, i, t, shape});
+    return i;
+  }
+};
+
+DimIndex dim(std::vector<AxisTerm> terms, int64_t extent, int64_t stride, int64_t shift = 0, Bound bound = Bound::none) {
+  DimIndex d;
+  d.terms = std::move(terms);
+  d.extent = extent;
+  d.stride = stride;
+  d.shift = shift;
+  d.bound = bound;
+  return d;
+}
+
+Access contiguous(int buf, const Shape &s) {
+  Access a;
+  a.buffer = buf;
+  Shape st = shape_strides(s);
+  for (size_t d = 0; d < s.size(); d++) a.dims.push_back(dim({{(int)d, 1}}, s[d], st[d]));
+  return a;
+}
+
+// Y = f(X) elementwise over n values of dtype t.
+Program unary_program(Op op, DType t, int64_t n) {
+  builder b;
+  int x = b.buffer(Buffer::Kind::input, t, "x", {n}), y = b.buffer(Buffer::Kind::output, t, "y", {n});
+  Kernel k;
+  k.name = op_name(op);
+  k.axes = {n};
+  k.n_parallel = 1;
+  k.result = k.expr_unary(op, k.expr_load(contiguous(x, {n}), t), t);
+  k.store = contiguous(y, {n});
+  k.store_dtype = t;
+  b.p.kernels.push_back(k);
+  return b.p;
+}
+
+}  // namespace
+
+TEST_CASE("convolutions: padding, strides, dilation, groups, 1x1, each strategy") {
+  struct conv_case {
+    const char *name;
+    std::vector<int64_t> x, w;
+    std::vector<onnx::Attribute> attrs;
+  };
+  const conv_case cases[] = {
+      {"3x3_pad1", {1, 3, 9, 10}, {4, 3, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},
+      {"3x3_s2_d2_asym", {2, 2, 11, 9}, {3, 2, 3, 3}, {attr_ints("pads", {0, 2, 1, 0}), attr_ints("strides", {2, 2}), attr_ints("dilations", {2, 2})}},
+      {"depthwise", {1, 4, 7, 7}, {4, 1, 3, 3}, {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})}},
+      {"1x1", {1, 8, 5, 6}, {3, 8, 1, 1}, {}},
+      {"conv1d", {1, 2, 17}, {2, 2, 5}, {attr_ints("pads", {2, 2})}},
+      {"wide_row", {1, 1, 3, 300}, {2, 1, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},  // more than one 256-wide tile
+  };
+  for (const conv_case &c : cases) {
+    CAPTURE(c.name);
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, c.x);
+    int64_t wn = 1;
+    for (int64_t d : c.w) wn *= d;
+    b.initializer("w", ramp(wn, 0.05f), c.w);
+    b.initializer("b", ramp(c.w[0], 0.5f), {c.w[0]});
+    b.node("Conv", {"x", "w", "b"}, {"c"}, c.attrs).name = "conv";
+    b.node("Relu", {"c"}, {"y"}).name = "relu";
+    b.output("y", DataType::float32);
+    Program p = schedule(b, std::string("conv_") + c.name);
+    CHECK(has_strategy_choice(p));
+    check_program(p);
+  }
+}
+
+TEST_CASE("transposed convolution (divisor indices) and pooling with padding") {
+  {
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {1, 2, 5, 4});
+    b.initializer("w", ramp(2 * 3 * 3 * 3, 0.1f), {2, 3, 3, 3});
+    b.node("ConvTranspose", {"x", "w"}, {"y"}, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 0, 0, 1})}).name = "deconv";
+    b.output("y", DataType::float32);
+    check_program(schedule(b, "convtranspose"));
+  }
+  check_program(schedule(one_node("MaxPool", {{1, 2, 9, 8}}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}), "maxpool"));
+  for (int include : {0, 1}) {
+    CAPTURE(include);
+    check_program(schedule(one_node("AveragePool", {{1, 3, 7, 7}}, {attr_ints("kernel_shape", {3, 2}), attr_ints("pads", {1, 0, 1, 1}), attr_int("count_include_pad", include)}),
+                           "avgpool" + std::to_string(include)));
+  }
+  check_program(schedule(one_node("GlobalAveragePool", {{2, 3, 5, 5}}, {}), "gap"));
+}
+
+TEST_CASE("matrix products: MatMul, batched and broadcast, Gemm with transposed operands") {
+  check_program(schedule(one_node("MatMul", {{3, 5}, {5, 4}}, {}), "matmul"));
+  check_program(schedule(one_node("MatMul", {{2, 3, 7}, {7, 2}}, {}), "matmul_batched"));
+  check_program(schedule(one_node("MatMul", {{7}, {2, 7, 3}}, {}), "matmul_vec"));
+  check_program(schedule(one_node("MatMul", {{1, 300}, {300, 1}}, {}), "matmul_long_k"));
+  check_program(schedule(one_node("Gemm", {{5, 3}, {4, 5}, {4}}, {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 0.5f), attr_float("beta", 2.0f)}), "gemm_tt"));
+}
+
+TEST_CASE("reductions and normalisations over several axes") {
+  check_program(schedule(one_node("ReduceMean", {{2, 3, 4, 5}}, {attr_ints("axes", {1, 3}), attr_int("keepdims", 1)}), "reducemean"));
+  check_program(schedule(one_node("ReduceMax", {{2, 3, 4}}, {attr_ints("axes", {0, 2}), attr_int("keepdims", 0)}), "reducemax"));
+  check_program(schedule(one_node("ReduceMin", {{6, 5}}, {attr_int("keepdims", 0)}), "reducemin_all"));
+  check_program(schedule(one_node("ReduceProd", {{3, 4}}, {attr_ints("axes", {1})}), "reduceprod"));
+  check_program(schedule(one_node("ReduceLogSumExp", {{3, 4}}, {attr_ints("axes", {1})}), "logsumexp"));
+  check_program(schedule(one_node("Softmax", {{3, 9}}, {attr_int("axis", -1)}), "softmax"));
+  check_program(schedule(one_node("Softmax", {{4, 3, 2}}, {attr_int("axis", 1)}), "softmax_mid"));
+  check_program(schedule(one_node("LogSoftmax", {{2, 7}}, {}), "logsoftmax"));
+  check_program(schedule(one_node("ArgMax", {{3, 5}}, {attr_int("axis", 1)}, 1, {DataType::int64}), "argmax"));
+}
+
+TEST_CASE("views: pads of every mode, transposes, strided and reversed slices, concat, tile, resize") {
+  for (const char *mode : {"constant", "reflect", "edge"}) {
+    CAPTURE(mode);
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {1, 2, 4, 5});
+    b.initializer(tensor_make<int64_t>("pads", DataType::int64, {0, 0, 2, 3, 0, 0, 3, 1}, {8}));
+    b.initializer("v", std::vector<float>{0.75f}, {});
+    b.node("Pad", {"x", "pads", "v"}, {"y"}, {attr_string("mode", mode)}).name = "pad";
+    b.output("y", DataType::float32);
+    check_program(schedule(b, std::string("pad_") + mode));
+  }
+  check_program(schedule(one_node("Transpose", {{2, 3, 4}}, {attr_ints("perm", {2, 0, 1})}), "transpose"));
+  {
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {6, 10});
+    b.initializer(tensor_make<int64_t>("starts", DataType::int64, {5, 1}, {2}));
+    b.initializer(tensor_make<int64_t>("ends", DataType::int64, {-100, 9}, {2}));
+    b.initializer(tensor_make<int64_t>("axes", DataType::int64, {0, 1}, {2}));
+    b.initializer(tensor_make<int64_t>("steps", DataType::int64, {-2, 3}, {2}));
+    b.node("Slice", {"x", "starts", "ends", "axes", "steps"}, {"s"}).name = "slice";
+    b.node("Sigmoid", {"s"}, {"y"}).name = "sig";  // a kernel reading the strided, reversed view
+    b.output("y", DataType::float32);
+    check_program(schedule(b, "slice"));
+  }
+  {
+    ModelBuilder b(13);
+    b.input("a", DataType::float32, {2, 3});
+    b.input("c", DataType::float32, {2, 5});
+    b.node("Transpose", {"a"}, {"at"}, {attr_ints("perm", {1, 0})}).name = "t";
+    b.node("Transpose", {"c"}, {"ct"}, {attr_ints("perm", {1, 0})}).name = "t2";
+    b.node("Concat", {"at", "ct"}, {"y"}, {attr_int("axis", 0)}).name = "concat";
+    b.output("y", DataType::float32);
+    check_program(schedule(b, "concat"));
+  }
+  {
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {2, 3});
+    b.initializer(tensor_make<int64_t>("reps", DataType::int64, {3, 2}, {2}));
+    b.node("Tile", {"x", "reps"}, {"y"}).name = "tile";
+    b.output("y", DataType::float32);
+    check_program(schedule(b, "tile"));
+  }
+  {
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {1, 1, 3, 4});
+    b.initializer("scales", std::vector<float>{1, 1, 2, 1.5f}, {4});
+    b.node("Resize", {"x", "", "scales"}, {"y"}, {attr_string("mode", "nearest")}).name = "resize";
+    b.output("y", DataType::float32);
+    check_program(schedule(b, "resize_nearest"));
+    ModelBuilder l(13);
+    l.input("x", DataType::float32, {1, 1, 3, 4});
+    l.initializer("scales", std::vector<float>{1, 1, 2, 2}, {4});
+    l.node("Resize", {"x", "", "scales"}, {"y"}, {attr_string("mode", "linear")}).name = "resize";
+    l.output("y", DataType::float32);
+    check_program(schedule(l, "resize_linear"));
+  }
+  {
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {5, 3});
+    b.input("i", DataType::int64, {2, 2});
+    b.node("Gather", {"x", "i"}, {"y"}, {attr_int("axis", 0)}).name = "gather";
+    b.output("y", DataType::float32);
+    Program p = schedule(b, "gather");
+    // indices in [-20, 20] fall outside [-5, 5): gather's out-of-range rule is part of the semantics
+    check_program(p);
+  }
+}
+
+TEST_CASE("integer and bool dtypes: arithmetic, comparisons, logic, casts, selects") {
+  for (DataType t : {DataType::int32, DataType::int64}) {
+    CAPTURE(int(t));
+    for (const char *op : {"Add", "Sub", "Mul", "Div", "Max", "Min"}) {
+      CAPTURE(op);
+      check_program(schedule(one_node(op, {{3, 4}, {4}}, {}, 1, {t}, t), std::string("int_") + op));
+    }
+    check_program(schedule(one_node("Mod", {{12}, {12}}, {}, 1, {t}, t), "int_mod"));
+    check_program(schedule(one_node("Mod", {{12}, {12}}, {attr_int("fmod", 1)}, 1, {t}, t), "int_fmod"));
+    check_program(schedule(one_node("Abs", {{12}}, {}, 1, {t}, t), "int_abs"));
+    check_program(schedule(one_node("Neg", {{12}}, {}, 1, {t}, t), "int_neg"));
+    for (const char *op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
+      CAPTURE(op);
+      check_program(schedule(one_node(op, {{3, 4}, {3, 1}}, {}, 1, {DataType::boolean}, t), std::string("cmp_") + op));
+    }
+    check_program(schedule(one_node("ReduceSum", {{3, 4}}, {attr_ints("axes", {1})}, 1, {t}, t), "int_reducesum"));
+    check_program(schedule(one_node("ReduceMax", {{3, 4}}, {attr_ints("axes", {0})}, 1, {t}, t), "int_reducemax"));
+  }
+  check_program(schedule(one_node("MatMul", {{3, 4}, {4, 2}}, {}, 1, {DataType::int64}, DataType::int64), "int_matmul"));
+  for (const char *op : {"And", "Or"}) check_program(schedule(one_node(op, {{2, 5}, {5}}, {}, 1, {DataType::boolean}, DataType::boolean), std::string("bool_") + op));
+  check_program(schedule(one_node("Not", {{7}}, {}, 1, {DataType::boolean}, DataType::boolean), "bool_not"));
+  {
+    ModelBuilder b(13);
+    b.input("c", DataType::boolean, {2, 3});
+    b.input("a", DataType::int32, {3});
+    b.input("x", DataType::float32, {2, 3});
+    b.node("Cast", {"a"}, {"af"}, {attr_int("to", 1)}).name = "cast_af";
+    b.node("Where", {"c", "af", "x"}, {"w"}).name = "where";
+    b.node("Cast", {"w"}, {"wi"}, {attr_int("to", 3)}).name = "cast_i8";      // float -> int8
+    b.node("Cast", {"w"}, {"wu"}, {attr_int("to", 2)}).name = "cast_u8";      // float -> uint8
+    b.node("Cast", {"w"}, {"wb"}, {attr_int("to", 9)}).name = "cast_bool";    // float -> bool
+    b.node("Cast", {"c"}, {"ci"}, {attr_int("to", 7)}).name = "cast_c_i64";   // bool -> int64
+    b.node("Cast", {"w"}, {"w16"}, {attr_int("to", 5)}).name = "cast_i16";
+    b.node("Cast", {"w"}, {"wd"}, {attr_int("to", 11)}).name = "cast_f64";
+    b.output("wi", DataType::int8);
+    b.output("wu", DataType::uint8);
+    b.output("wb", DataType::boolean);
+    b.output("ci", DataType::int64);
+    b.output("w16", DataType::int16);
+    b.output("wd", DataType::float64);
+    check_program(schedule(b, "casts"));
+  }
+}
+
+TEST_CASE("hand-built: skip/clamp/reflect/wrap bounds and divisors, in map and reduction kernels") {
+  for (Bound bound : {Bound::skip, Bound::clamp, Bound::reflect, Bound::wrap}) {
+    CAPTURE(int(bound));
+    builder b;
+    int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {3, 5}), y = b.buffer(Buffer::Kind::output, DType::f32, "y", {3, 19});
+    Kernel k;
+    k.name = "bounds";
+    k.axes = {3, 19};
+    k.n_parallel = 2;
+    Access a;
+    a.buffer = x;
+    a.fill = -7.5;
+    a.dims = {dim({{0, 1}}, 3, 5), dim({{1, -1}}, 5, 1, 13, bound)};  // x[i][13 - j]: far out on both sides
+    k.result = k.expr_load(a, DType::f32);
+    k.store = contiguous(y, {3, 19});
+    b.p.kernels.push_back(k);
+    check_program(b.p);
+    // the same view summed over a window: y2[i][j] = sum_r x[i][j + r - 4] (r < 9)
+    builder r;
+    int rx = r.buffer(Buffer::Kind::input, DType::f32, "x", {3, 5}), ry = r.buffer(Buffer::Kind::output, DType::f32, "y", {3, 7});
+    Kernel kr;
+    kr.name = "window";
+    kr.axes = {3, 7, 9};
+    kr.n_parallel = 2;
+    Access ra;
+    ra.buffer = rx;
+    ra.dims = {dim({{0, 1}}, 3, 5), dim({{1, 1}, {2, 1}}, 5, 1, -4, bound)};
+    kr.body = kr.expr_load(ra, DType::f32);
+    kr.reduce = Reduce::sum;
+    kr.result = kr.expr_unary(Op::acc, -1, DType::f32);
+    kr.store = contiguous(ry, {3, 7});
+    r.p.kernels.push_back(kr);
+    check_program(r.p);
+  }
+  // divisor: y[o] = sum_k x[(o + 1 - k) / 3] where 3 divides it
+  builder b;
+  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {4}), y = b.buffer(Buffer::Kind::output, DType::f32, "y", {13});
+  Kernel k;
+  k.name = "divisor";
+  k.axes = {13, 4};
+  k.n_parallel = 1;
+  DimIndex d = dim({{0, 1}, {1, -1}}, 4, 1, 1, Bound::skip);
+  d.divisor = 3;
+  Access a;
+  a.buffer = x;
+  a.dims = {d};
+  k.body = k.expr_load(a, DType::f32);
+  k.reduce = Reduce::sum;
+  k.result = k.expr_unary(Op::acc, -1, DType::f32);
+  k.store = contiguous(y, {13});
+  b.p.kernels.push_back(k);
+  check_program(b.p);
+}
+
+TEST_CASE("hand-built: iota, f64 and integer reductions, a transposed strided store") {
+  builder b;
+  int x = b.buffer(Buffer::Kind::input, DType::f64, "x", {4, 6}), y = b.buffer(Buffer::Kind::output, DType::i64, "y", {6}),
+      z = b.buffer(Buffer::Kind::output, DType::f64, "z", {6, 4});
+  Kernel k;  // y[j] = max_i (int)(x[i][j] * 10) + j
+  k.name = "int_max";
+  k.axes = {6, 4};
+  k.n_parallel = 1;
+  Access a;
+  a.buffer = x;
+  a.dims = {dim({{1, 1}}, 4, 6), dim({{0, 1}}, 6, 1)};
+  k.body = k.expr_cast(k.expr_binary(Op::mul, k.expr_load(a, DType::f64), k.expr_const(10, DType::f64), DType::f64), DType::i64);
+  k.reduce = Reduce::max;
+  k.acc_dtype = DType::i64;
+  k.result = k.expr_binary(Op::add, k.expr_unary(Op::acc, -1, DType::i64), k.expr_iota(0, DType::i64), DType::i64);
+  k.store = contiguous(y, {6});
+  k.store_dtype = DType::i64;
+  b.p.kernels.push_back(k);
+  Kernel t;  // z[j][i] = exp(x[i][j]) in double, written transposed
+  t.name = "transpose_exp";
+  t.axes = {4, 6};
+  t.n_parallel = 2;
+  t.result = t.expr_unary(Op::exp, t.expr_load(contiguous(x, {4, 6}), DType::f64), DType::f64);
+  t.store.buffer = z;
+  t.store.dims = {dim({{0, 1}}, 4, 1), dim({{1, 1}}, 6, 4)};
+  t.store_dtype = DType::f64;
+  b.p.kernels.push_back(t);
+  check_program(b.p, 1e-12);
+}
+
+TEST_CASE("NaN through max/min reductions and elementwise max/min agrees with the interpreter") {
+  builder b;
+  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {4, 3}), ymax = b.buffer(Buffer::Kind::output, DType::f32, "ymax", {4}),
+      ymin = b.buffer(Buffer::Kind::output, DType::f32, "ymin", {4});
+  for (auto [name, r, out] : {std::tuple{"max", Reduce::max, ymax}, std::tuple{"min", Reduce::min, ymin}}) {
+    Kernel k;
+    k.name = name;
+    k.axes = {4, 3};
+    k.n_parallel = 1;
+    k.body = k.expr_load(contiguous(x, {4, 3}), DType::f32);
+    k.reduce = r;
+    k.result = k.expr_unary(Op::acc, -1, DType::f32);
+    k.store = contiguous(out, {4});
+    b.p.kernels.push_back(k);
+  }
+  // rows: NaN first, NaN in the middle, NaN last, no NaN
+  std::vector<float> xv = {NAN, 1, 2, 3, NAN, 1, 5, 6, NAN, 1, -2, 0};
+  std::vector<std::vector<uint8_t>> inputs(b.p.buffers.size());
+  for (size_t i = 0; i < inputs.size(); i++) inputs[i].assign(b.p.buffers[i].numel * 4, 0);
+  std::memcpy(inputs[x].data(), xv.data(), 48);
+  outputs want = run_interpreter(b.p, inputs);
+  for (const char *strategy : {"row", "dot"}) {
+    CAPTURE(strategy);
+    setenv("CAPGRAPH_STRATEGY", strategy, 1);
+    outputs_compare(b.p, run_compiled(b.p, inputs, 1), want, 0);
+  }
+  unsetenv("CAPGRAPH_STRATEGY");
+}
+
+namespace {
+
+// The values the math functions are checked on: specials, both sides of every range boundary of
+// the implementations, and a log-uniform sweep of both signs from 1e-40 to 1e38.
+std::vector<float> math_inputs() {
+  std::vector<float> v = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MIN, FLT_MAX, FLT_TRUE_MIN, 1.0f, 0.5f, 2.0f, 0.0625f,
+                          0.0624f, 0.0626f, 0.6931472f, 1.4142135f, 0.70710677f, 9.0f, 10.0f, 15.0f, 20.0f, 30.0f, 80.0f, 87.0f,
+                          87.3f, 87.4f, 88.0f, 88.3f, 88.5f, 88.7f, 88.72f, 88.73f, 89.0f, 100.0f, 103.0f, 104.0f, 700.0f, 1e10f};
+  const size_t fixed = v.size();
+  for (size_t i = 0; i < fixed; i++) v.push_back(-v[i]);
+  std::mt19937 rng(12345);
+  std::uniform_real_distribution<double> e(-40, 38);
+  for (int i = 0; i < 3000; i++) {
+    float x = (float)std::pow(10.0, e(rng));
+    v.push_back(i % 2 ? x : -x);
+  }
+  for (int i = 0; i < 2000; i++) v.push_back((float)std::uniform_real_distribution<double>(-12, 12)(rng));
+  return v;
+}
+
+struct accuracy {
+  double max_rel = 0, max_abs = 0;
+  float worst = 0;
+};
+
+}  // namespace
+
+// Bounds stated per function (f32 results, compared with the double-precision std:: function
+// rounded to float):
+//   exp      relative 2e-6 where the result is a normal float; results below FLT_MIN (x < -87.34)
+//            may flush to 0 (absolute 1.2e-38); overflow (x > 88.72) is +inf like expf.
+//   log      relative 2e-6 (and exact 0 at 1, -inf at 0, NaN below 0, +inf at +inf).
+//   tanh     relative 5e-6 (its 0.0625 switch to 1 - 2/(e^2x + 1) costs a few ulp there).
+//   sigmoid  relative 2e-6 where the result is normal; absolute 1.2e-38 below.
+//   erf      absolute 5e-7 (Abramowitz-Stegun 7.1.26: 1.5e-7, plus float rounding); no relative
+//            bound near 0, where the approximation's 1e-7 floor dominates erf(x) ~ 1.13 x.
+// Every case: NaN in gives NaN; an infinite reference must be matched exactly.
+TEST_CASE("exp, log, tanh, sigmoid, erf: accuracy over the whole float range against std::") {
+  const std::vector<float> xs = math_inputs();
+  struct fn_case {
+    Op op;
+    double (*ref)(double);
+    double rel, abs;
+  };
+  const fn_case fns[] = {
+      {Op::exp, [](double x) { return std::exp(x); }, 2e-6, FLT_MIN},
+      {Op::log, [](double x) { return std::log(x); }, 2e-6, 0},
+      {Op::tanh, [](double x) { return std::tanh(x); }, 5e-6, 0},
+      {Op::sigmoid, [](double x) { return 1 / (1 + std::exp(-x)); }, 2e-6, FLT_MIN},
+      {Op::erf, [](double x) { return std::erf(x); }, 0, 5e-7},
+  };
+  for (const fn_case &f : fns) {
+    CAPTURE(op_name(f.op));
+    Program p = unary_program(f.op, DType::f32, (int64_t)xs.size());
+    std::vector<std::vector<uint8_t>> inputs(2);
+    inputs[0].resize(xs.size() * 4);
+    std::memcpy(inputs[0].data(), xs.data(), inputs[0].size());
+    inputs[1].assign(xs.size() * 4, 0);
+    outputs got = run_compiled(p, inputs, 1), interp = run_interpreter(p, inputs);
+    std::vector<float> y(xs.size()), yi(xs.size());
+    std::memcpy(y.data(), got.bytes[0].data(), y.size() * 4);
+    std::memcpy(yi.data(), interp.bytes[0].data(), yi.size() * 4);
+    accuracy acc;
+    int failures = 0;
+    for (size_t i = 0; i < xs.size(); i++) {
+      const double want = (float)f.ref(xs[i]);
+      // The interpreter is the same function in double, rounded once.
+      CHECK_MESSAGE((yi[i] == want || (std::isnan(yi[i]) && std::isnan(want))), "interpreter at x = " << xs[i]);
+      bool ok;
+      if (std::isnan(want)) ok = std::isnan(y[i]);
+      else if (std::isinf(want)) ok = y[i] == want;
+      else {
+        double err = std::fabs(y[i] - want);
+        ok = std::isfinite(y[i]) && err <= f.rel * std::fabs(want) + f.abs;
+        if (std::isfinite(y[i])) {
+          if (std::fabs(want) >= FLT_MIN && want != 0 && err / std::fabs(want) > acc.max_rel) {
+            acc.max_rel = err / std::fabs(want);
+            acc.worst = xs[i];
+          }
+          acc.max_abs = std::max(acc.max_abs, err);
+        }
+      }
+      if (!ok && failures++ < 8) FAIL_CHECK(op_name(f.op) << "(" << xs[i] << "): got " << y[i] << ", want " << want);
+    }
+    MESSAGE(op_name(f.op) << ": max relative error " << acc.max_rel << " (at x = " << acc.worst << "), max absolute " << acc.max_abs
+                          << ", " << xs.size() << " inputs");
+  }
+}
+
+TEST_CASE("exp and log in double precision: relative 1e-13 over the double range") {
+  std::vector<double> xs = {0, 1, -1, 0.5, 700, 709, 709.7, -700, -708, -745, 1e-300, 1e300, INFINITY, -INFINITY, NAN, 1e-320};
+  std::mt19937 rng(99);
+  for (int i = 0; i < 1000; i++) xs.push_back(std::uniform_real_distribution<double>(-700, 700)(rng));
+  for (int i = 0; i < 1000; i++) xs.push_back(std::pow(10.0, std::uniform_real_distribution<double>(-300, 300)(rng)));
+  for (Op op : {Op::exp, Op::log}) {
+    CAPTURE(op_name(op));
+    Program p = unary_program(op, DType::f64, (int64_t)xs.size());
+    std::vector<std::vector<uint8_t>> inputs(2);
+    inputs[0].resize(xs.size() * 8);
+    std::memcpy(inputs[0].data(), xs.data(), inputs[0].size());
+    inputs[1].assign(xs.size() * 8, 0);
+    outputs got = run_compiled(p, inputs, 1);
+    std::vector<double> y(xs.size());
+    std::memcpy(y.data(), got.bytes[0].data(), y.size() * 8);
+    int failures = 0;
+    for (size_t i = 0; i < xs.size(); i++) {
+      const double want = op == Op::exp ? std::exp(xs[i]) : std::log(xs[i]);
+      bool ok;
+      if (std::isnan(want)) ok = std::isnan(y[i]);
+      else if (std::isinf(want)) ok = y[i] == want;
+      else ok = std::fabs(y[i] - want) <= 1e-13 * std::fabs(want) + (op == Op::exp ? DBL_MIN : 0);
+      if (!ok && failures++ < 8) FAIL_CHECK(op_name(op) << "(" << xs[i] << "): got " << y[i] << ", want " << want);
+    }
+  }
+}

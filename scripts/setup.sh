@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# setup.sh [BUILD_DIR]: installs what is missing on Debian 12, then configures and builds capgraph.
+# Used by the quick start (demo.sh, test.sh) and CI. Safe to run again: it only installs what is
+# missing and rebuilds what changed.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${1:-$repo/build}
+
+# Debian packages: the toolchain, LLVM 19 (the compiler's only big dependency), flatbuffers,
+# doctest, libusb and SDCC (bridge firmware), qemu-user and the aarch64 cross compiler (aarch64
+# captures are tested under emulation), Node.js/npm (ONNX Runtime, the reference in the tests).
+packages=(cmake ninja-build g++ pkg-config llvm-19-dev libflatbuffers-dev flatbuffers-compiler doctest-dev
+          libusb-1.0-0-dev sdcc qemu-user g++-aarch64-linux-gnu zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+command -v node >/dev/null || missing+=(nodejs)
+command -v npm >/dev/null || missing+=(npm)
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  if [[ $(id -u) -eq 0 ]]; then sudo=(); elif command -v sudo >/dev/null; then sudo=(sudo); else
+    echo "setup: error: need root or sudo to install: ${missing[*]}" >&2; exit 1
+  fi
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+jobs=$(nproc)
+cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+echo "setup: building in $build ($jobs jobs)"
+cmake --build "$build" -j "$jobs" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
+test -x "$build/cli/capgraph" || { echo "setup: error: the build failed" >&2; exit 1; }

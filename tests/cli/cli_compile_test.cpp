@@ -1,0 +1,160 @@
+// `capgraph compile` on bad input: damaged or missing ONNX files, unsupported ops, unbound or
+// badly bound dynamic dimensions, unknown targets. Every case must exit non-zero with a message
+// naming the thing, never crash, and never leave a half-written -o file or a temporary behind.
+#include <doctest/doctest.h>
+
+#include <sys/stat.h>
+
+#include <random>
+
+#include "cli_harness.h"
+
+using namespace capgraph::cli_test;
+
+namespace {
+
+// Compiles `onnx` to a fresh directory's out.cap, expecting a clean failure mentioning `mentions`;
+// then checks the directory is as it was: no out.cap, no temporary.
+void compile_fails(const std::string &onnx, const std::vector<std::string> &extra, const std::vector<std::string> &mentions) {
+  static int n = 0;
+  const std::string dir = scratch_path("compile_fail_" + std::to_string(n++));
+  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  std::vector<std::string> args = {"compile", onnx, "-o", dir + "/out.cap"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  check_clean_failure(cli_run(args), mentions);
+  CHECK_MESSAGE(dir_list(dir).empty(), "compile left files behind in " << dir);
+}
+
+std::vector<uint8_t> slice(const std::vector<uint8_t> &v, size_t n) { return std::vector<uint8_t>(v.begin(), v.begin() + long(n)); }
+
+}  // namespace
+
+TEST_CASE("compile: a good model compiles (the baseline the bad cases are made from)") {
+  const std::string out = scratch_path("baseline.cap");
+  check_success(cli_run({"compile", model_conv_relu(), "-o", out}));
+  CHECK(file_exists(out));
+}
+
+TEST_CASE("compile: truncated ONNX files are refused naming the file") {
+  const std::vector<uint8_t> good = file_read(model_conv_relu());
+  // The writer puts the graph last, so every proper prefix lacks a complete graph.
+  for (size_t len : {size_t(1), size_t(2), size_t(5), size_t(17), good.size() / 4, good.size() / 2, good.size() * 3 / 4,
+                     good.size() - 40, good.size() - 3, good.size() - 1}) {
+    CAPTURE(len);
+    const std::string path = scratch_path("truncated_" + std::to_string(len) + ".onnx");
+    file_write(path, slice(good, len));
+    compile_fails(path, {}, {path});
+  }
+}
+
+TEST_CASE("compile: corrupt ONNX bytes are refused or compiled, never crash") {
+  const std::vector<uint8_t> good = file_read(model_conv_relu());
+  std::mt19937 rng(7);
+  int refused = 0, compiled = 0;
+  for (int seed = 0; seed < 24; seed++) {
+    std::vector<uint8_t> bad = good;
+    for (int k = 0; k < 1 + seed % 4; k++) bad[rng() % bad.size()] = uint8_t(rng());
+    const std::string path = scratch_path("corrupt_" + std::to_string(seed) + ".onnx");
+    const std::string out = path + ".cap";
+    file_write(path, bad);
+    const cli_result r = cli_run({"compile", path, "-o", out});
+    INFO("seed ", seed, ": ", r.output);
+    CHECK_MESSAGE(crash_sign(r).empty(), crash_sign(r));
+    if (r.exit_code == 0) {
+      compiled++;
+      CHECK(file_exists(out));
+    } else {
+      refused++;
+      CHECK(r.exit_code == 1);
+      CHECK(r.output.find(path) != std::string::npos);
+      CHECK_FALSE(file_exists(out));
+    }
+  }
+  MESSAGE(refused << " corrupt models refused, " << compiled << " compiled");
+  // Plain garbage is not a model.
+  std::vector<uint8_t> garbage(4096);
+  for (uint8_t &b : garbage) b = uint8_t(rng());
+  const std::string path = scratch_path("garbage.onnx");
+  file_write(path, garbage);
+  compile_fails(path, {}, {path});
+}
+
+TEST_CASE("compile: empty file, missing file, directory") {
+  const std::string empty = scratch_path("empty.onnx");
+  file_write(empty, {});
+  compile_fails(empty, {}, {empty});
+  const std::string missing = scratch_path("no_such_model.onnx");
+  compile_fails(missing, {}, {missing});
+  const std::string dir = scratch_path("a_directory.onnx");
+  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  compile_fails(dir, {}, {dir});
+}
+
+TEST_CASE("compile: an unsupported op is named with its node") {
+  compile_fails(model_unsupported(), {}, {"NonMaxSuppression", "nms_1", "unsupported.onnx"});
+}
+
+TEST_CASE("compile: unbound dynamic dimensions are listed; bound with --input-shape it compiles") {
+  compile_fails(model_dynamic(), {}, {"images[0] 'batch'", "images[2] 'height'", "images[3] 'width'", "--input-shape"});
+  const std::string out = scratch_path("dynamic.cap");
+  check_success(cli_run({"compile", model_dynamic(), "-o", out, "--input-shape", "images=1x3x5x7"}));
+  const cli_result r = cli_run({"inspect", out});
+  check_success(r);
+  CHECK(r.output.find("1x3x5x7") != std::string::npos);
+}
+
+TEST_CASE("compile: bad --input-shape values are refused naming the flag or the input") {
+  const std::string m = model_dynamic();
+  compile_fails(m, {"--input-shape", "images=1xAx8x8"}, {"1xAx8x8"});
+  compile_fails(m, {"--input-shape", "images="}, {"images="});
+  compile_fails(m, {"--input-shape", "=1x3x8x8"}, {"--input-shape"});
+  compile_fails(m, {"--input-shape", "images"}, {"--input-shape"});
+  compile_fails(m, {"--input-shape", "images=1x3x"}, {"1x3x"});
+  compile_fails(m, {"--input-shape", "images=1x3x-8x8"}, {"1x3x-8x8"});
+  compile_fails(m, {"--input-shape", "images=1x3x99999999999999999999x8"}, {"99999999999999999999"});
+  compile_fails(m, {"--input-shape", "nosuch=1x3x8x8"}, {"nosuch", "not a model input"});
+  compile_fails(m, {"--input-shape", "images=1x3x8"}, {"images", "rank"});
+  compile_fails(m, {"--input-shape", "images=1x4x8x8"}, {"images", "dimension 1"});
+  compile_fails(m, {"--input-shape"}, {"--input-shape", "needs a value"});
+}
+
+TEST_CASE("compile: an unknown --target is refused listing the known ones") {
+  compile_fails(model_conv_relu(), {"--target", "gpu-imaginary"}, {"gpu-imaginary", "cpu-aarch64"});
+  compile_fails(model_conv_relu(), {"--target", ""}, {"target"});
+}
+
+TEST_CASE("compile: bad --threads and unknown options") {
+  compile_fails(model_conv_relu(), {"--threads", "0"}, {"--threads"});
+  compile_fails(model_conv_relu(), {"--threads", "lots"}, {"--threads", "lots"});
+  compile_fails(model_conv_relu(), {"--frobnicate"}, {"--frobnicate"});
+}
+
+TEST_CASE("compile: a failed compile leaves an existing -o file unchanged") {
+  const std::string out = scratch_path("keep_me.cap");
+  const std::vector<uint8_t> before = {'o', 'l', 'd'};
+  file_write(out, before);
+  const std::string bad = scratch_path("truncated_for_keep.onnx");
+  const std::vector<uint8_t> good = file_read(model_conv_relu());
+  file_write(bad, slice(good, good.size() / 2));
+  const std::vector<std::string> dir_before = dir_list(scratch_dir());
+  check_clean_failure(cli_run({"compile", bad, "-o", out}), {bad});
+  CHECK(file_read(out) == before);
+  check_clean_failure(cli_run({"compile", model_unsupported(), "-o", out}), {"nms_1"});
+  CHECK(file_read(out) == before);
+  CHECK(dir_list(scratch_dir()) == dir_before);
+}
+
+TEST_CASE("compile: an -o that cannot be written is named, and nothing is left behind") {
+  const std::string dir = scratch_path("out_is_a_dir");
+  REQUIRE(mkdir(dir.c_str(), 0755) == 0);
+  check_clean_failure(cli_run({"compile", model_conv_relu(), "-o", dir}), {dir, "cannot write"});
+  CHECK(dir_list(dir).empty());
+  const std::string nodir = scratch_path("no_such_dir/out.cap");
+  check_clean_failure(cli_run({"compile", model_conv_relu(), "-o", nodir}), {nodir, "cannot write"});
+  const std::string parent = scratch_path("out_parent");
+  REQUIRE(mkdir(parent.c_str(), 0755) == 0);
+  const std::string file = parent + "/plain_file";
+  file_write(file, {1, 2, 3});
+  check_clean_failure(cli_run({"compile", model_conv_relu(), "-o", file + "/out.cap"}), {"cannot write"});
+  CHECK(dir_list(parent) == std::vector<std::string>{"plain_file"});
+}

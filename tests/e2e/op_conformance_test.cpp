@@ -1,0 +1,965 @@
+// Op-level conformance: capgraph against ONNX Runtime on small models this file builds itself.
+//
+// Each case is a one-line model (tests/model_gen) run on the same seeded random inputs by capgraph
+// (compile_model + the runtime, in process) and by ONNX Runtime (tests/ort/ort_run.mjs). Every
+// output must match: max|got - ref| <= 1e-3 * max|ref| + 1e-5 for floats, exactly for integers
+// and booleans. When node or onnxruntime-node is missing the comparison is skipped with a message
+// (scripts/fetch_test_deps.sh installs them; $ORT_DIR, else $CAPGRAPH_TEST_DEPS/ort, else
+// build/deps/ort). CAPGRAPH_OP_CASE=SUBSTRING runs only the cases whose name contains it.
+//
+// Starting node and loading onnxruntime costs about half a second, more than most cases take, so
+// all models go to one node process that imports ort_run.mjs once per model (see ort_batch_js),
+// running while capgraph compiles.
+#include <doctest/doctest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include "capgraph_runtime.h"
+#include "compile.h"
+#include "error.h"
+#include "npy.h"
+#include "onnx_writer.h"
+
+using namespace capgraph;
+using namespace capgraph::model_gen;
+namespace fs = std::filesystem;
+
+namespace {
+
+using Attrs = std::vector<onnx::Attribute>;
+using Dims = std::vector<int64_t>;
+constexpr DataType F = DataType::float32, I64 = DataType::int64, I32 = DataType::int32, U8 = DataType::uint8,
+                   BOOL = DataType::boolean;
+
+// ---- model building --------------------------------------------------------------------------
+
+// Deterministic weights in [lo, hi], different for every call.
+std::vector<float> weights(int64_t n, float lo = -1, float hi = 1) {
+  static std::mt19937 rng(1234);
+  std::uniform_real_distribution<float> d(lo, hi);
+  std::vector<float> v(n);
+  for (float &x : v) x = d(rng);
+  return v;
+}
+
+int64_t numel(const Dims &d) {
+  int64_t n = 1;
+  for (int64_t x : d) n *= x;
+  return n;
+}
+
+// One input of a node: a model input (random at run time), an initializer, or omitted ("").
+struct In {
+  std::string name;
+  DataType dtype = F;
+  Dims dims;
+  bool runtime = true;
+  onnx::Tensor tensor;  // initializers
+};
+In in(std::string name, Dims dims, DataType t = F) { return {std::move(name), t, std::move(dims)}; }
+In none() { return {}; }
+In init(onnx::Tensor t) {
+  In i{t.name, t.dtype, t.dims, false, t};
+  return i;
+}
+// Random float initializer.
+In w(std::string name, Dims dims, float lo = -1, float hi = 1) {
+  return init(tensor_make(std::move(name), F, weights(numel(dims), lo, hi), dims));
+}
+In cf(std::string name, std::vector<float> v, Dims dims) { return init(tensor_make(std::move(name), F, v, std::move(dims))); }
+In ci(std::string name, std::vector<int64_t> v, Dims dims) { return init(tensor_make(std::move(name), I64, v, std::move(dims))); }
+In ci(std::string name, std::vector<int64_t> v) {
+  Dims d = {(int64_t)v.size()};
+  return ci(std::move(name), std::move(v), d);
+}
+
+void inputs_add(ModelBuilder &b, const std::vector<In> &ins) {
+  for (const In &i : ins) {
+    if (i.name.empty()) continue;
+    if (i.runtime) b.input(i.name, i.dtype, i.dims);
+    else b.initializer(i.tensor);
+  }
+}
+
+std::vector<std::string> names(const std::vector<In> &ins) {
+  std::vector<std::string> v;
+  for (const In &i : ins) v.push_back(i.name);
+  return v;
+}
+
+// A model of one node: inputs `ins`, outputs y (or y0, y1, ... when several types are given).
+ModelBuilder one(int64_t opset, const char *op, std::vector<In> ins, Attrs attrs = {}, std::vector<DataType> outs = {F}) {
+  ModelBuilder b(opset);
+  inputs_add(b, ins);
+  std::vector<std::string> out_names;
+  for (size_t i = 0; i < outs.size(); i++) out_names.push_back(outs.size() == 1 ? "y" : "y" + std::to_string(i));
+  b.node(op, names(ins), out_names, std::move(attrs)).name = std::string(op) + "_node";
+  for (size_t i = 0; i < outs.size(); i++) b.output(out_names[i], outs[i]);
+  return b;
+}
+
+// y = op(x) on a float input.
+ModelBuilder unary(const char *op, Dims dims = {2, 3, 4, 5}, Attrs attrs = {}, int64_t opset = 13) {
+  return one(opset, op, {in("x", dims)}, std::move(attrs));
+}
+
+// Conv (or ConvTranspose) with random weights and bias.
+ModelBuilder conv(const char *op, Dims x, Dims wd, Attrs attrs, bool bias = true) {
+  int64_t oc = std::string(op) == "Conv" ? wd[0] : wd[1];
+  for (const onnx::Attribute &a : attrs)
+    if (a.name == "group" && std::string(op) == "ConvTranspose") oc *= a.i;
+  std::vector<In> ins = {in("x", x), w("w", wd)};
+  if (bias) ins.push_back(w("b", {oc}));
+  return one(13, op, ins, std::move(attrs));
+}
+
+// Reduce op with axes as an attribute (opset 13) or as an input (opset 18).
+ModelBuilder reduce(const char *op, int64_t opset, std::vector<int64_t> axes, int64_t keepdims, Dims x = {2, 3, 4}) {
+  bool axes_input = opset >= 18 || (std::string(op) == "ReduceSum" && opset >= 13);
+  std::vector<In> ins = {in("x", x)};
+  Attrs attrs = {attr_int("keepdims", keepdims)};
+  if (!axes.empty()) {
+    if (axes_input) ins.push_back(ci("axes", axes));
+    else attrs.push_back(attr_ints("axes", axes));
+  }
+  return one(opset, op, ins, attrs);
+}
+
+// Resize at opset 13: x, roi (omitted), scales or sizes.
+ModelBuilder resize(Dims x, std::vector<float> scales, std::vector<int64_t> sizes, Attrs attrs) {
+  std::vector<In> ins = {in("x", x), none()};
+  if (!scales.empty()) ins.push_back(cf("scales", scales, {(int64_t)scales.size()}));
+  else ins.insert(ins.end(), {none(), ci("sizes", sizes)});
+  return one(13, "Resize", ins, std::move(attrs));
+}
+
+// ---- the cases -------------------------------------------------------------------------------
+
+struct OpCase {
+  std::string name;
+  std::function<ModelBuilder()> build;
+  double lo = -2, hi = 2;  // random inputs: floats uniform in [lo, hi], integers in [lo, hi]
+  std::function<void(const CompileReport &)> report_check = nullptr;
+};
+
+std::vector<OpCase> op_cases() {
+  auto pads = [](std::vector<int64_t> p) { return attr_ints("pads", std::move(p)); };
+  auto strides = [](std::vector<int64_t> s) { return attr_ints("strides", std::move(s)); };
+  auto ks = [](std::vector<int64_t> k) { return attr_ints("kernel_shape", std::move(k)); };
+  auto mode = [](const char *m) { return attr_string("mode", m); };
+  return {
+      // ---- convolutions
+      {"conv_3x3_pad1", [=] { return conv("Conv", {1, 3, 8, 8}, {4, 3, 3, 3}, {pads({1, 1, 1, 1})}); }},
+      {"conv_stride2_asym_pads", [=] { return conv("Conv", {1, 3, 9, 10}, {4, 3, 3, 3}, {strides({2, 2}), pads({0, 1, 1, 2})}); }},
+      {"conv_dilation2", [=] { return conv("Conv", {1, 2, 9, 9}, {3, 2, 3, 3}, {attr_ints("dilations", {2, 2}), pads({2, 1, 2, 1})}); }},
+      {"conv_group2", [=] { return conv("Conv", {1, 4, 6, 6}, {6, 2, 3, 3}, {attr_int("group", 2), pads({1, 1, 1, 1})}); }},
+      {"conv_depthwise_s2", [=] { return conv("Conv", {1, 4, 7, 7}, {4, 1, 3, 3}, {attr_int("group", 4), pads({1, 1, 1, 1}), strides({2, 2})}); }},
+      {"conv_depthwise_mult2", [=] { return conv("Conv", {1, 3, 5, 5}, {6, 1, 3, 3}, {attr_int("group", 3)}); }},
+      {"conv_1x1", [=] { return conv("Conv", {2, 5, 4, 4}, {3, 5, 1, 1}, {}); }},
+      {"conv_same_upper_s2", [=] { return conv("Conv", {1, 2, 7, 8}, {3, 2, 3, 3}, {attr_string("auto_pad", "SAME_UPPER"), strides({2, 2})}); }},
+      {"conv_same_lower_k2", [=] { return conv("Conv", {1, 2, 6, 6}, {2, 2, 2, 2}, {attr_string("auto_pad", "SAME_LOWER")}); }},
+      {"conv_valid_s2", [=] { return conv("Conv", {1, 2, 7, 7}, {3, 2, 3, 3}, {attr_string("auto_pad", "VALID"), strides({2, 2})}); }},
+      {"conv_no_bias", [=] { return conv("Conv", {1, 3, 5, 5}, {2, 3, 3, 3}, {pads({1, 1, 1, 1})}, false); }},
+      {"conv_1d", [=] { return conv("Conv", {2, 3, 10}, {4, 3, 3}, {pads({1, 1}), strides({2})}); }},
+      {"conv_wide_rows", [=] { return conv("Conv", {1, 2, 3, 300}, {2, 2, 3, 3}, {pads({1, 1, 1, 1})}); }},
+      {"conv_5x5_rect_kernel", [=] { return conv("Conv", {1, 2, 8, 9}, {3, 2, 5, 3}, {pads({2, 1, 2, 1}), ks({5, 3})}); }},
+      {"pad_then_conv_folded", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 2, 5, 5});
+         b.initializer(ci("p", {0, 0, 1, 2, 0, 0, 1, 0}).tensor);
+         b.initializer(w("w", {3, 2, 3, 3}).tensor);
+         b.node("Pad", {"x", "p"}, {"xp"});
+         b.node("Conv", {"xp", "w"}, {"y"});
+         b.output("y", F);
+         return b;
+       }, -2, 2, [](const CompileReport &r) { CHECK(r.folded_pads == 1); }},
+      {"conv_transpose_k2_s2", [=] { return conv("ConvTranspose", {1, 4, 3, 3}, {4, 2, 2, 2}, {strides({2, 2})}); }},
+      {"conv_transpose_k3_s2_pad1_outpad1", [=] { return conv("ConvTranspose", {1, 3, 4, 4}, {3, 2, 3, 3}, {strides({2, 2}), pads({1, 1, 1, 1}), attr_ints("output_padding", {1, 1})}); }},
+      {"conv_transpose_group2", [=] { return conv("ConvTranspose", {1, 4, 3, 3}, {4, 3, 3, 3}, {attr_int("group", 2), pads({1, 1, 1, 1})}); }},
+      {"conv_transpose_dilation2_no_bias", [=] { return conv("ConvTranspose", {1, 2, 4, 4}, {2, 3, 3, 3}, {attr_ints("dilations", {2, 2})}, false); }},
+      {"conv_transpose_1d_s3", [=] { return conv("ConvTranspose", {1, 2, 5}, {2, 2, 4}, {strides({3}), pads({1, 2})}); }},
+      {"conv_transpose_output_shape", [=] { return conv("ConvTranspose", {1, 2, 4, 4}, {2, 2, 3, 3}, {strides({2, 2}), attr_ints("output_shape", {8, 9})}); }},
+      // ---- matrix products
+      {"gemm_c_vector", [] { return one(13, "Gemm", {in("a", {3, 4}), w("b", {4, 5}), w("c", {5})}); }},
+      {"gemm_transA_transB_alpha_beta_c_matrix", [] { return one(13, "Gemm", {in("a", {4, 3}), in("b", {5, 4}), in("c", {3, 5})}, {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 0.5f), attr_float("beta", 2.0f)}); }},
+      {"gemm_c_column", [] { return one(13, "Gemm", {in("a", {3, 4}), w("b", {5, 4}), w("c", {3, 1})}, {attr_int("transB", 1)}); }},
+      {"gemm_c_scalar_no_c", [] { return one(13, "Gemm", {in("a", {3, 4}), w("b", {4, 5}), w("c", {1})}, {attr_float("beta", 0.0f)}); }},
+      {"matmul_2d", [] { return one(13, "MatMul", {in("a", {3, 4}), in("b", {4, 5})}); }},
+      {"matmul_batched_broadcast", [] { return one(13, "MatMul", {in("a", {2, 1, 3, 4}), in("b", {3, 4, 5})}); }},
+      {"matmul_batched_weight", [] { return one(13, "MatMul", {in("a", {2, 3, 4}), w("b", {4, 6})}); }},
+      {"matmul_1d_2d", [] { return one(13, "MatMul", {in("a", {4}), in("b", {4, 5})}); }},
+      {"matmul_2d_1d", [] { return one(13, "MatMul", {in("a", {3, 4}), in("b", {4})}); }},
+      {"matmul_long_k", [] { return one(13, "MatMul", {in("a", {2, 300}), w("b", {300, 3})}); }},
+      {"transpose_then_matmul", [] {
+         ModelBuilder b(13);
+         b.input("a", F, {4, 3});
+         b.input("b", F, {4, 5});
+         b.node("Transpose", {"a"}, {"at"});
+         b.node("MatMul", {"at", "b"}, {"y"});
+         b.output("y", F);
+         return b;
+       }},
+      // ---- normalization
+      {"batchnorm", [] { return one(13, "BatchNormalization", {in("x", {2, 3, 4, 4}), w("s", {3}), w("b", {3}), w("m", {3}), w("v", {3}, 0.5, 2)}, {attr_float("epsilon", 1e-3f)}); }},
+      {"conv_batchnorm_folded", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 3, 6, 6});
+         for (In i : {w("w", {4, 3, 3, 3}), w("cb", {4}), w("s", {4}), w("bb", {4}), w("m", {4}), w("v", {4}, 0.5, 2)}) b.initializer(i.tensor);
+         b.node("Conv", {"x", "w", "cb"}, {"c"}, {pads({1, 1, 1, 1})});
+         b.node("BatchNormalization", {"c", "s", "bb", "m", "v"}, {"y"});
+         b.output("y", F);
+         return b;
+       }, -2, 2, [](const CompileReport &r) { CHECK(r.folded_batchnorms == 1); }},
+      {"instance_norm", [] { return one(13, "InstanceNormalization", {in("x", {2, 3, 4, 5}), w("s", {3}), w("b", {3})}, {attr_float("epsilon", 1e-4f)}); }},
+      {"layer_norm_last_axis", [] { return one(17, "LayerNormalization", {in("x", {2, 3, 8}), w("s", {8}), w("b", {8})}); }},
+      {"layer_norm_axis_neg2_no_bias", [] { return one(17, "LayerNormalization", {in("x", {2, 3, 4}), w("s", {3, 4})}, {attr_int("axis", -2), attr_float("epsilon", 1e-3f)}); }},
+      // ---- activations and unary math
+      {"relu", [] { return unary("Relu"); }},
+      {"sigmoid", [] { return unary("Sigmoid"); }, -20, 20},
+      {"hard_sigmoid", [] { return unary("HardSigmoid", {2, 3, 4}, {attr_float("alpha", 0.3f), attr_float("beta", 0.4f)}); }, -5, 5},
+      {"hard_swish", [] { return unary("HardSwish", {2, 3, 4}, {}, 14); }, -5, 5},
+      {"elu", [] { return unary("Elu", {2, 3, 4}, {attr_float("alpha", 0.7f)}); }, -4, 4},
+      {"selu", [] { return unary("Selu", {2, 3, 4}); }, -4, 4},
+      {"leaky_relu", [] { return unary("LeakyRelu", {2, 3, 4}, {attr_float("alpha", 0.1f)}); }},
+      {"prelu_channel_slope", [] { return one(13, "PRelu", {in("x", {2, 3, 4, 4}), w("slope", {3, 1, 1})}); }},
+      {"prelu_scalar_slope", [] { return one(13, "PRelu", {in("x", {2, 3, 4}), cf("slope", {0.25f}, {1})}); }},
+      {"tanh_small", [] { return unary("Tanh"); }, -0.1, 0.1},
+      {"tanh_large", [] { return unary("Tanh"); }, -30, 30},
+      {"tanh_mid", [] { return unary("Tanh"); }, -3, 3},
+      {"exp", [] { return unary("Exp"); }, -10, 10},
+      {"exp_extremes", [] { return unary("Exp"); }, -100, 88.7},
+      {"log", [] { return unary("Log"); }, 1e-3, 100},
+      {"sqrt", [] { return unary("Sqrt"); }, 0, 50},
+      {"erf", [] { return unary("Erf"); }, -3, 3},
+      {"softplus", [] { return unary("Softplus"); }, -20, 20},
+      {"softsign", [] { return unary("Softsign"); }, -5, 5},
+      {"mish", [] { return unary("Mish", {2, 3, 4}, {}, 18); }, -5, 5},
+      {"gelu", [] { return unary("Gelu", {2, 3, 4}, {}, 20); }, -4, 4},
+      {"gelu_tanh", [] { return unary("Gelu", {2, 3, 4}, {attr_string("approximate", "tanh")}, 20); }, -4, 4},
+      {"neg", [] { return unary("Neg"); }},
+      {"abs", [] { return unary("Abs"); }},
+      {"floor", [] { return unary("Floor"); }, -5, 5},
+      {"ceil", [] { return unary("Ceil"); }, -5, 5},
+      {"round", [] { return unary("Round"); }, -5, 5},
+      {"round_halves", [] {  // Round(Floor(4x) / 2): many exact .5 values (ties go to even)
+         ModelBuilder b(13);
+         b.input("x", F, {64});
+         b.initializer(cf("four", {4}, {}).tensor);
+         b.initializer(cf("two", {2}, {}).tensor);
+         b.node("Mul", {"x", "four"}, {"x4"});
+         b.node("Floor", {"x4"}, {"f"});
+         b.node("Div", {"f", "two"}, {"h"});
+         b.node("Round", {"h"}, {"y"});
+         b.output("y", F);
+         return b;
+       }, -5, 5},
+      {"reciprocal", [] { return unary("Reciprocal"); }, 0.25, 4},
+      {"sign", [] { return unary("Sign"); }},
+      {"neg_int64", [] { return one(13, "Neg", {in("x", {2, 5}, I64)}, {}, {I64}); }, -100, 100},
+      {"abs_int64", [] { return one(13, "Abs", {in("x", {2, 5}, I64)}, {}, {I64}); }, -100, 100},
+      {"clip_opset11_inputs", [] { return one(11, "Clip", {in("x", {2, 3, 4}), cf("lo", {-0.5f}, {}), cf("hi", {0.75f}, {})}); }},
+      {"clip_opset6_attrs", [] { return one(6, "Clip", {in("x", {2, 3, 4})}, {attr_float("min", -0.25f), attr_float("max", 1.0f)}); }},
+      {"clip_min_only", [] { return one(13, "Clip", {in("x", {2, 3, 4}), cf("lo", {0.1f}, {})}); }},
+      {"clip_max_only", [] { return one(13, "Clip", {in("x", {2, 3, 4}), none(), cf("hi", {0.3f}, {})}); }},
+      {"clip_runtime_bounds", [] { return one(13, "Clip", {in("x", {2, 3, 4}), in("lo", {}), in("hi", {})}); }},
+      {"clip_int64", [] { return one(13, "Clip", {in("x", {10}, I64), ci("lo", {-3}, {}), ci("hi", {4}, {})}, {}, {I64}); }, -10, 10},
+      // ---- binary ops with broadcasting
+      {"add_scalar", [] { return one(13, "Add", {in("a", {2, 3, 4}), in("b", {})}); }},
+      {"add_row", [] { return one(13, "Add", {in("a", {2, 3, 4}), in("b", {4})}); }},
+      {"sub_column", [] { return one(13, "Sub", {in("a", {2, 3, 4}), in("b", {3, 1})}); }},
+      {"sub_scalar_first", [] { return one(13, "Sub", {cf("a", {1.5f}, {}), in("b", {2, 3})}); }},
+      {"mul_4d", [] { return one(13, "Mul", {in("a", {2, 1, 4, 5}), in("b", {1, 3, 1, 5})}); }},
+      {"div_4d", [] { return one(13, "Div", {in("a", {2, 3, 1, 5}), in("b", {3, 4, 1})}); }, 0.5, 3},
+      {"pow_runtime", [] { return one(13, "Pow", {in("a", {2, 3, 4}), in("b", {4})}); }, 0.25, 2},
+      {"pow_square_cube_sqrt", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         b.initializer(cf("two", {2}, {}).tensor);
+         b.initializer(cf("three", {3}, {}).tensor);
+         b.initializer(cf("half", {0.5f}, {}).tensor);
+         b.node("Pow", {"x", "two"}, {"sq"});
+         b.node("Pow", {"x", "three"}, {"cu"});
+         b.node("Abs", {"x"}, {"ax"});
+         b.node("Pow", {"ax", "half"}, {"rt"});
+         for (const char *o : {"sq", "cu", "rt"}) b.output(o, F);
+         return b;
+       }},
+      {"pow_int64_exponent", [] { return one(13, "Pow", {in("a", {2, 3}), ci("e", {3}, {})}); }},
+      {"pow_negative_base_int_exponent", [] { return one(13, "Pow", {in("a", {2, 4}), cf("e", {-1.0f, 2.0f, 3.0f, -2.0f}, {4})}); }, -3, -0.5},
+      {"add_int64", [] { return one(13, "Add", {in("a", {2, 3}, I64), in("b", {3}, I64)}, {}, {I64}); }, -1000, 1000},
+      {"mul_int32", [] { return one(13, "Mul", {in("a", {2, 3}, I32), in("b", {2, 1}, I32)}, {}, {I32}); }, -1000, 1000},
+      {"div_int64_truncates", [] { return one(13, "Div", {in("a", {2, 4}, I64), ci("b", {3, -3, 2, -7}, {4})}, {}, {I64}); }, -20, 20},
+      {"mod_int64", [] { return one(13, "Mod", {in("a", {2, 4}, I64), ci("b", {3, -3, 5, -7}, {4})}, {}, {I64}); }, -20, 20},
+      {"mod_fmod_float", [] { return one(13, "Mod", {in("a", {2, 4}), cf("b", {0.7f, -0.9f, 1.5f, -2.0f}, {4})}, {attr_int("fmod", 1)}); }, -5, 5},
+      {"max_variadic", [] { return one(13, "Max", {in("a", {2, 3, 4}), in("b", {4}), in("c", {3, 1})}); }},
+      {"min_variadic", [] { return one(13, "Min", {in("a", {2, 3, 4}), in("b", {4}), in("c", {3, 1})}); }},
+      {"sum_variadic", [] { return one(13, "Sum", {in("a", {2, 3, 4}), in("b", {4}), in("c", {3, 1})}); }},
+      {"mean_variadic", [] { return one(13, "Mean", {in("a", {2, 3, 4}), in("b", {4}), in("c", {3, 1}), in("d", {1})}); }},
+      {"max_single", [] { return one(13, "Max", {in("a", {2, 3})}); }},
+      {"where", [] { return one(13, "Where", {in("c", {2, 3, 4}, BOOL), in("a", {2, 3, 4}), in("b", {4})}); }},
+      {"where_int64_broadcast_cond", [] { return one(13, "Where", {in("c", {3, 1}, BOOL), in("a", {3, 4}, I64), ci("b", {-1}, {})}, {}, {I64}); }, -9, 9},
+      {"equal_int64", [] { return one(13, "Equal", {in("a", {3, 4}, I64), in("b", {4}, I64)}, {}, {BOOL}); }, -2, 2},
+      {"less", [] { return one(13, "Less", {in("a", {3, 4}), in("b", {3, 1})}, {}, {BOOL}); }},
+      {"greater", [] { return one(13, "Greater", {in("a", {3, 4}), in("b", {})}, {}, {BOOL}); }},
+      {"less_or_equal_int", [] { return one(13, "LessOrEqual", {in("a", {3, 4}, I64), in("b", {4}, I64)}, {}, {BOOL}); }, -2, 2},
+      {"greater_or_equal", [] { return one(13, "GreaterOrEqual", {in("a", {3, 4}), in("b", {4})}, {}, {BOOL}); }},
+      {"not", [] { return one(13, "Not", {in("a", {3, 4}, BOOL)}, {}, {BOOL}); }},
+      {"and", [] { return one(13, "And", {in("a", {3, 4}, BOOL), in("b", {4}, BOOL)}, {}, {BOOL}); }},
+      {"or", [] { return one(13, "Or", {in("a", {3, 4}, BOOL), in("b", {3, 1}, BOOL)}, {}, {BOOL}); }},
+      // ---- casts
+      {"cast_float_int64_float", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {3, 5});
+         b.node("Cast", {"x"}, {"i"}, {attr_int("to", 7)});
+         b.node("Cast", {"i"}, {"y"}, {attr_int("to", 1)});
+         b.output("i", I64);
+         b.output("y", F);
+         return b;
+       }, -50, 50},
+      {"cast_uint8_to_float", [] { return one(13, "Cast", {in("x", {4, 5}, U8)}, {attr_int("to", 1)}); }, 0, 255},
+      {"cast_float_to_bool", [] {  // Cast(Relu(x) - 0.5 rounded): zeros and non-zeros
+         ModelBuilder b(13);
+         b.input("x", F, {4, 5});
+         b.node("Round", {"x"}, {"r"});
+         b.node("Cast", {"r"}, {"y"}, {attr_int("to", 9)});
+         b.output("y", BOOL);
+         return b;
+       }},
+      {"cast_bool_to_float_int64", [] {
+         ModelBuilder b(13);
+         b.input("x", BOOL, {4, 5});
+         b.node("Cast", {"x"}, {"f"}, {attr_int("to", 1)});
+         b.node("Cast", {"x"}, {"i"}, {attr_int("to", 7)});
+         b.output("f", F);
+         b.output("i", I64);
+         return b;
+       }},
+      {"cast_int64_to_int32", [] { return one(13, "Cast", {in("x", {7}, I64)}, {attr_int("to", 6)}, {I32}); }, -100000, 100000},
+      // ---- pooling
+      {"global_average_pool", [] { return unary("GlobalAveragePool", {2, 3, 5, 5}); }},
+      {"global_max_pool", [] { return unary("GlobalMaxPool", {2, 3, 5, 5}); }},
+      {"average_pool_pads_exclude", [=] { return unary("AveragePool", {1, 2, 6, 6}, {ks({3, 3}), strides({2, 2}), pads({1, 1, 1, 1})}); }},
+      {"average_pool_pads_include", [=] { return unary("AveragePool", {1, 2, 6, 6}, {ks({3, 3}), strides({2, 2}), pads({1, 1, 1, 1}), attr_int("count_include_pad", 1)}); }},
+      {"average_pool_ceil_mode", [=] { return unary("AveragePool", {1, 2, 6, 6}, {ks({3, 3}), strides({2, 2}), attr_int("ceil_mode", 1)}); }},
+      {"average_pool_ceil_pads_include", [=] { return unary("AveragePool", {1, 2, 7, 7}, {ks({3, 3}), strides({2, 2}), pads({1, 1, 1, 1}), attr_int("ceil_mode", 1), attr_int("count_include_pad", 1)}); }},
+      {"average_pool_1d", [=] { return unary("AveragePool", {2, 3, 9}, {ks({4}), strides({2}), pads({0, 1})}); }},
+      {"max_pool_pads_strides", [=] { return unary("MaxPool", {1, 2, 7, 7}, {ks({3, 3}), strides({2, 2}), pads({1, 1, 1, 1})}); }},
+      {"max_pool_ceil_mode", [=] { return unary("MaxPool", {1, 2, 6, 6}, {ks({3, 3}), strides({2, 2}), attr_int("ceil_mode", 1)}); }},
+      {"max_pool_dilations", [=] { return unary("MaxPool", {1, 2, 8, 8}, {ks({2, 2}), attr_ints("dilations", {2, 2}), pads({1, 1, 0, 0})}); }},
+      {"max_pool_asym_kernel", [=] { return unary("MaxPool", {1, 1, 5, 8}, {ks({1, 3}), strides({1, 2}), pads({0, 1, 0, 1})}); }},
+      // ---- reductions
+      {"reduce_mean_attr_keep", [] { return reduce("ReduceMean", 13, {1}, 1); }},
+      {"reduce_mean_input_neg_nokeep", [] { return reduce("ReduceMean", 18, {-1, 0}, 0); }},
+      {"reduce_mean_all", [] { return reduce("ReduceMean", 13, {}, 1); }},
+      {"reduce_sum_input13_keep", [] { return reduce("ReduceSum", 13, {2}, 1); }},
+      {"reduce_sum_all_nokeep", [] { return reduce("ReduceSum", 13, {}, 0); }},
+      {"reduce_sum_noop_empty_axes", [] { return one(18, "ReduceSum", {in("x", {2, 3})}, {attr_int("noop_with_empty_axes", 1)}); }},
+      {"reduce_max_attr_neg", [] { return reduce("ReduceMax", 13, {-2}, 0); }},
+      {"reduce_max_input_all", [] { return reduce("ReduceMax", 18, {}, 0); }},
+      {"reduce_min_attr", [] { return reduce("ReduceMin", 13, {0, 2}, 1); }},
+      {"reduce_min_input", [] { return reduce("ReduceMin", 18, {1}, 0); }},
+      {"reduce_prod_attr", [] { return reduce("ReduceProd", 13, {1}, 1); }, 0.5, 1.5},
+      {"reduce_prod_input", [] { return reduce("ReduceProd", 18, {-1}, 0); }, 0.5, 1.5},
+      {"reduce_l2_attr", [] { return reduce("ReduceL2", 13, {2}, 0); }},
+      {"reduce_l2_input", [] { return reduce("ReduceL2", 18, {0, 1}, 1); }},
+      {"reduce_l1_attr", [] { return reduce("ReduceL1", 13, {1}, 1); }},
+      {"reduce_sum_square_attr", [] { return reduce("ReduceSumSquare", 13, {-1}, 1); }},
+      {"reduce_sum_square_input", [] { return reduce("ReduceSumSquare", 18, {0}, 0); }},
+      {"reduce_log_sum_exp_attr", [] { return reduce("ReduceLogSumExp", 13, {1}, 0); }, -5, 5},
+      {"reduce_log_sum_exp_input", [] { return reduce("ReduceLogSumExp", 18, {-1}, 1); }, -5, 5},
+      {"reduce_log_sum_exp_large", [] { return reduce("ReduceLogSumExp", 13, {1}, 0); }, 80, 120},
+      {"reduce_mean_long_axis", [] { return reduce("ReduceMean", 13, {1}, 1, {3, 1000}); }},
+      {"softmax_last_axis", [] { return one(13, "Softmax", {in("x", {2, 3, 5})}); }, -10, 10},
+      {"softmax_axis1", [] { return one(13, "Softmax", {in("x", {2, 3, 5})}, {attr_int("axis", 1)}); }, -10, 10},
+      {"softmax_opset11_coerced", [] { return one(11, "Softmax", {in("x", {2, 3, 5})}, {attr_int("axis", 1)}); }, -10, 10},
+      {"softmax_opset11_default_axis", [] { return one(11, "Softmax", {in("x", {2, 3, 5})}); }, -10, 10},
+      {"softmax_large_values", [] { return one(13, "Softmax", {in("x", {4, 6})}); }, -200, 200},
+      {"log_softmax_last_axis", [] { return one(13, "LogSoftmax", {in("x", {2, 3, 5})}); }, -10, 10},
+      {"log_softmax_opset11_axis1", [] { return one(11, "LogSoftmax", {in("x", {2, 3, 5})}, {attr_int("axis", 1)}); }, -10, 10},
+      {"argmax_keepdims", [] { return one(13, "ArgMax", {in("x", {2, 3, 4})}, {attr_int("axis", 1)}, {I64}); }},
+      {"argmax_nokeep_neg_axis", [] { return one(13, "ArgMax", {in("x", {2, 3, 4})}, {attr_int("axis", -1), attr_int("keepdims", 0)}, {I64}); }},
+      {"argmin_keepdims", [] { return one(13, "ArgMin", {in("x", {2, 3, 4})}, {attr_int("axis", 2)}, {I64}); }},
+      {"argmax_ties_first_and_last", [] {  // Floor makes ties; first and last index of the max
+         ModelBuilder b(13);
+         b.input("x", F, {3, 8});
+         b.node("Floor", {"x"}, {"f"});
+         b.node("ArgMax", {"f"}, {"first"}, {attr_int("axis", 1)});
+         b.node("ArgMax", {"f"}, {"last"}, {attr_int("axis", 1), attr_int("select_last_index", 1)});
+         b.node("ArgMin", {"f"}, {"min_last"}, {attr_int("axis", 0), attr_int("keepdims", 0), attr_int("select_last_index", 1)});
+         for (const char *o : {"first", "last", "min_last"}) b.output(o, I64);
+         return b;
+       }, -2, 2},
+      // ---- movement and shape
+      {"concat_three_axis1", [] { return one(13, "Concat", {in("a", {2, 1, 3}), in("b", {2, 4, 3}), w("c", {2, 2, 3})}, {attr_int("axis", 1)}); }},
+      {"concat_negative_axis", [] { return one(13, "Concat", {in("a", {2, 3, 1}), in("b", {2, 3, 2})}, {attr_int("axis", -1)}); }},
+      {"concat_int64", [] { return one(13, "Concat", {in("a", {2}, I64), ci("b", {7, 8, 9})}, {attr_int("axis", 0)}, {I64}); }, -5, 5},
+      {"reshape_zero_and_minus1", [] { return one(13, "Reshape", {in("x", {2, 3, 4}), ci("s", {0, -1})}); }},
+      {"reshape_minus1_middle", [] { return one(13, "Reshape", {in("x", {2, 3, 4}), ci("s", {2, -1, 2})}); }},
+      {"reshape_of_transposed", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3, 4});
+         b.initializer(ci("s", {4, 6}).tensor);
+         b.node("Transpose", {"x"}, {"t"}, {attr_ints("perm", {2, 0, 1})});
+         b.node("Reshape", {"t", "s"}, {"y"});
+         b.output("y", F);
+         return b;
+       }},
+      {"flatten_axis2", [] { return one(13, "Flatten", {in("x", {2, 3, 4, 5})}, {attr_int("axis", 2)}); }},
+      {"flatten_axis0", [] { return one(13, "Flatten", {in("x", {2, 3, 4})}, {attr_int("axis", 0)}); }},
+      {"flatten_negative_axis", [] { return one(13, "Flatten", {in("x", {2, 3, 4})}, {attr_int("axis", -1)}); }},
+      {"squeeze_opset11_attr", [] { return one(11, "Squeeze", {in("x", {2, 1, 3, 1})}, {attr_ints("axes", {1, -1})}); }},
+      {"squeeze_opset13_input", [] { return one(13, "Squeeze", {in("x", {2, 1, 3, 1}), ci("axes", {3})}); }},
+      {"squeeze_all_ones", [] { return one(13, "Squeeze", {in("x", {1, 3, 1, 2})}); }},
+      {"unsqueeze_opset11_attr", [] { return one(11, "Unsqueeze", {in("x", {2, 3})}, {attr_ints("axes", {0, -1})}); }},
+      {"unsqueeze_opset13_input", [] { return one(13, "Unsqueeze", {in("x", {2, 3}), ci("axes", {1, 3})}); }},
+      {"transpose_perm", [] { return one(13, "Transpose", {in("x", {2, 3, 4, 5})}, {attr_ints("perm", {0, 2, 3, 1})}); }},
+      {"transpose_default", [] { return one(13, "Transpose", {in("x", {2, 3, 4})}); }},
+      {"slice_opset10_clamped_steps", [] { return one(10, "Slice", {in("x", {3, 6, 7}), ci("s", {1, 0}), ci("e", {-1, 100}), ci("a", {1, 2}), ci("st", {1, 2})}); }},
+      {"slice_negative_step_reverse", [] { return one(13, "Slice", {in("x", {3, 6}), ci("s", {-1}), ci("e", {INT64_MIN}), ci("a", {1}), ci("st", {-1})}); }},
+      {"slice_negative_step2_clamped_start", [] { return one(13, "Slice", {in("x", {4, 7}), ci("s", {100, 5}), ci("e", {-100, 0}), ci("a", {0, 1}), ci("st", {-2, -2})}); }},
+      {"slice_default_axes", [] { return one(13, "Slice", {in("x", {4, 5}), ci("s", {1, -3}), ci("e", {3, 5})}); }},
+      {"slice_opset9_attrs", [] { return one(9, "Slice", {in("x", {4, 5, 6})}, {attr_ints("starts", {1, -4}), attr_ints("ends", {1000, -1}), attr_ints("axes", {0, 2})}); }},
+      {"slice_reverse_then_conv", [=] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 2, 5, 6});
+         for (In i : {ci("s", {-1}), ci("e", {INT64_MIN}), ci("a", {3}), ci("st", {-1}), w("w", {2, 2, 3, 3})}) b.initializer(i.tensor);
+         b.node("Slice", {"x", "s", "e", "a", "st"}, {"r"});
+         b.node("Conv", {"r", "w"}, {"y"}, {pads({1, 1, 1, 1})});
+         b.output("y", F);
+         return b;
+       }},
+      {"split_opset13_input", [] { return one(13, "Split", {in("x", {2, 6}), ci("split", {2, 4})}, {attr_int("axis", 1)}, {F, F}); }},
+      {"split_equal", [] { return one(13, "Split", {in("x", {6, 2})}, {}, {F, F, F}); }},
+      {"split_opset11_attr", [] { return one(11, "Split", {in("x", {2, 5})}, {attr_int("axis", -1), attr_ints("split", {1, 4})}, {F, F}); }},
+      {"split_opset18_uneven", [] { return one(18, "Split", {in("x", {7, 2})}, {attr_int("num_outputs", 3)}, {F, F, F}); }},
+      {"gather_const_1d", [] { return one(13, "Gather", {in("x", {5, 3}), ci("i", {4, 0, 2, 2})}); }},
+      {"gather_const_2d_axis1", [] { return one(13, "Gather", {in("x", {2, 5, 3}), ci("i", {0, 4, 1, 3, 3, 2}, {2, 3})}, {attr_int("axis", 1)}); }},
+      {"gather_scalar_index", [] { return one(13, "Gather", {in("x", {2, 5, 3}), ci("i", {3}, {})}, {attr_int("axis", 1)}); }},
+      {"gather_negative_const", [] { return one(13, "Gather", {in("x", {5, 3}), ci("i", {-1, -5, 0})}); }},
+      {"gather_runtime_indices", [] { return one(13, "Gather", {in("x", {2, 3, 4}), in("i", {2, 2}, I64)}, {attr_int("axis", -2)}); }, -3, 2},
+      {"gather_runtime_scalar_index", [] { return one(13, "Gather", {in("x", {4, 3}), in("i", {}, I64)}); }, -4, 3},
+      {"gather_embedding", [] { return one(13, "Gather", {w("table", {10, 4}), in("i", {2, 3}, I64)}); }, 0, 9},
+      {"pad_constant_value", [] { return one(13, "Pad", {in("x", {2, 3, 4}), ci("p", {0, 1, 2, 1, 0, 3}), cf("v", {1.5f}, {})}); }},
+      {"pad_reflect", [] { return one(13, "Pad", {in("x", {2, 4, 5}), ci("p", {0, 2, 1, 0, 3, 4})}, {mode("reflect")}); }},
+      {"pad_edge", [] { return one(13, "Pad", {in("x", {2, 3, 4}), ci("p", {1, 2, 0, 0, 1, 3})}, {mode("edge")}); }},
+      {"pad_opset2_attrs", [] { return one(7, "Pad", {in("x", {2, 3})}, {pads({1, 0, 2, 3}), attr_float("value", -1.0f)}); }},
+      {"pad_negative_crops", [] { return one(13, "Pad", {in("x", {4, 5}), ci("p", {-1, 2, 1, -2})}); }},
+      {"pad_opset18_axes", [] { return one(18, "Pad", {in("x", {2, 3, 4}), ci("p", {1, 2, 0, 1}), none(), ci("axes", {-1, 1})}); }},
+      {"pad_wrap", [] { return one(19, "Pad", {in("x", {3, 4}), ci("p", {1, 2, 2, 3})}, {mode("wrap")}); }},
+      {"expand", [] { return one(13, "Expand", {in("x", {3, 1}), ci("s", {2, 3, 4})}); }},
+      {"expand_smaller_shape", [] { return one(13, "Expand", {in("x", {2, 1, 4}), ci("s", {3, 1})}); }},
+      {"tile", [] { return one(13, "Tile", {in("x", {2, 3}), ci("r", {2, 3})}); }},
+      {"tile_with_unit_dim", [] { return one(13, "Tile", {in("x", {1, 3, 2}), ci("r", {3, 1, 2})}); }},
+      {"depth_to_space_dcr", [] { return one(13, "DepthToSpace", {in("x", {1, 8, 2, 3})}, {attr_int("blocksize", 2)}); }},
+      {"depth_to_space_crd", [] { return one(13, "DepthToSpace", {in("x", {2, 8, 2, 3})}, {attr_int("blocksize", 2), mode("CRD")}); }},
+      {"space_to_depth", [] { return one(13, "SpaceToDepth", {in("x", {2, 2, 4, 6})}, {attr_int("blocksize", 2)}); }},
+      // ---- resize
+      {"resize_nearest_asymmetric_floor", [=] { return resize({1, 2, 3, 4}, {1, 1, 2, 3}, {}, {mode("nearest"), attr_string("coordinate_transformation_mode", "asymmetric"), attr_string("nearest_mode", "floor")}); }},
+      {"resize_nearest_half_pixel_round_prefer_floor", [=] { return resize({1, 2, 4, 4}, {1, 1, 1.5f, 1.75f}, {}, {mode("nearest"), attr_string("coordinate_transformation_mode", "half_pixel"), attr_string("nearest_mode", "round_prefer_floor")}); }},
+      {"resize_nearest_default_modes", [=] { return resize({1, 1, 4, 6}, {1, 1, 2, 0.5f}, {}, {mode("nearest")}); }},
+      {"resize_linear_half_pixel", [=] { return resize({1, 2, 3, 4}, {1, 1, 2, 2}, {}, {mode("linear")}); }},
+      {"resize_linear_half_pixel_down", [=] { return resize({1, 2, 6, 8}, {1, 1, 0.5f, 0.75f}, {}, {mode("linear")}); }},
+      {"resize_linear_align_corners", [=] { return resize({1, 2, 3, 4}, {1, 1, 2.5f, 1.5f}, {}, {mode("linear"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
+      {"resize_linear_pytorch_half_pixel", [=] { return resize({1, 2, 3, 4}, {1, 1, 2, 2}, {}, {mode("linear"), attr_string("coordinate_transformation_mode", "pytorch_half_pixel")}); }},
+      {"resize_sizes_nearest", [=] { return resize({1, 2, 3, 4}, {}, {1, 2, 7, 5}, {mode("nearest")}); }},
+      {"resize_sizes_linear", [=] { return resize({1, 2, 3, 4}, {}, {1, 2, 5, 9}, {mode("linear")}); }},
+      {"resize_opset10_nearest", [=] { return one(10, "Resize", {in("x", {1, 2, 3, 4}), cf("s", {1, 1, 2, 1.5f}, {4})}, {mode("nearest")}); }},
+      {"resize_opset10_linear", [=] { return one(10, "Resize", {in("x", {1, 2, 3, 4}), cf("s", {1, 1, 2, 2}, {4})}, {mode("linear")}); }},
+      {"upsample_opset9_nearest", [=] { return one(9, "Upsample", {in("x", {1, 2, 3, 4}), cf("s", {1, 1, 2, 3}, {4})}, {mode("nearest")}); }},
+      {"upsample_opset9_linear", [=] { return one(9, "Upsample", {in("x", {1, 2, 3, 4}), cf("s", {1, 1, 2, 2}, {4})}, {mode("linear")}); }},
+      // ---- constants and shape computation
+      {"shape_gather_concat_reshape", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3, 4, 5});
+         b.initializer(ci("zero", {0}, {}).tensor);
+         b.initializer(ci("minus1", {-1}).tensor);
+         b.node("Shape", {"x"}, {"s"});
+         b.node("Gather", {"s", "zero"}, {"n"});
+         b.node("Unsqueeze", {"n", "zero"}, {"n1"});
+         b.node("Concat", {"n1", "minus1"}, {"target"}, {attr_int("axis", 0)});
+         b.node("Reshape", {"x", "target"}, {"flat"});
+         b.node("Relu", {"flat"}, {"y"});
+         b.output("y", F);
+         b.output("target", I64);
+         return b;
+       }, -2, 2, [](const CompileReport &r) { CHECK(r.kernels <= 2); }},
+      {"shape_start_end_div", [] {  // Shape(start, end) (opset 15) -> Div -> Reshape
+         ModelBuilder b(15);
+         b.input("x", F, {2, 6, 4});
+         b.initializer(ci("two", {1, 2}).tensor);
+         b.node("Shape", {"x"}, {"s"}, {attr_int("start", 1), attr_int("end", -1)});
+         b.node("Div", {"s", "two"}, {"half"});
+         b.initializer(ci("pre", {2, 4}).tensor);
+         b.node("Concat", {"pre", "half"}, {"target"}, {attr_int("axis", 0)});
+         b.node("Reshape", {"x", "target"}, {"y"});
+         b.output("y", F);
+         return b;
+       }},
+      {"constant_of_shape", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3});
+         b.node("Shape", {"x"}, {"s"});
+         b.node("ConstantOfShape", {"s"}, {"c"}, {attr_tensor("value", tensor_make<float>("", F, {2.5f}, {1}))});
+         b.node("Add", {"x", "c"}, {"y"});
+         b.node("ConstantOfShape", {"s"}, {"ci"}, {attr_tensor("value", tensor_make<int64_t>("", I64, {7}, {1}))});
+         b.output("y", F);
+         b.output("ci", I64);
+         return b;
+       }},
+      {"range_int_and_float", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {7});
+         b.input("n", I64, {4});
+         for (In i : {ci("i0", {1}, {}), ci("i1", {13}, {}), ci("i3", {3}, {}), cf("f0", {0.5f}, {}), cf("f1", {3.0f}, {}), cf("fd", {0.375f}, {})}) b.initializer(i.tensor);
+         b.node("Range", {"i0", "i1", "i3"}, {"ri"});
+         b.node("Add", {"n", "ri"}, {"yi"});
+         b.node("Range", {"f0", "f1", "fd"}, {"rf"});
+         b.node("Mul", {"x", "rf"}, {"yf"});
+         b.output("yi", I64);
+         b.output("yf", F);
+         return b;
+       }, -5, 5},
+      {"range_from_shape", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 5});
+         for (In i : {ci("one", {1}, {}), ci("zero", {0}, {})}) b.initializer(i.tensor);
+         b.node("Shape", {"x"}, {"s"});
+         b.node("Gather", {"s", "one"}, {"len"});
+         b.node("Range", {"zero", "len", "one"}, {"r"});
+         b.node("Cast", {"r"}, {"rf"}, {attr_int("to", 1)});
+         b.node("Mul", {"x", "rf"}, {"y"});
+         b.output("y", F);
+         return b;
+       }},
+      {"identity", [] { return unary("Identity", {2, 3}); }},
+      {"dropout_with_mask", [] { return one(13, "Dropout", {in("x", {2, 3}), cf("ratio", {0.3f}, {})}, {}, {F, BOOL}); }},
+      {"dropout_opset7", [] { return one(7, "Dropout", {in("x", {2, 3})}, {attr_float("ratio", 0.2f)}); }},
+      {"constant_chain_folded", [] {  // weights through Transpose/Sigmoid/Mul at compile time
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         b.initializer(w("wt", {4, 3}).tensor);
+         b.node("Constant", {}, {"k"}, {attr_tensor("value", tensor_make<float>("", F, {1.5f}, {}))});
+         b.node("Transpose", {"wt"}, {"t"});
+         b.node("Sigmoid", {"t"}, {"s"});
+         b.node("Mul", {"s", "k"}, {"sk"});
+         b.node("Add", {"x", "sk"}, {"y"});
+         b.output("y", F);
+         return b;
+       }, -2, 2, [](const CompileReport &r) { CHECK(r.kernels == 1); }},
+      // ---- graphs
+      {"conv_add_residual_relu_fused", [=] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 4, 6, 6});
+         b.initializer(w("w", {4, 4, 3, 3}).tensor);
+         b.initializer(w("b", {4}).tensor);
+         b.node("Conv", {"x", "w", "b"}, {"c"}, {pads({1, 1, 1, 1})});
+         b.node("Add", {"c", "x"}, {"s"});
+         b.node("Relu", {"s"}, {"y"});
+         b.output("y", F);
+         return b;
+       }, -2, 2, [](const CompileReport &r) { CHECK(r.kernels == 1); }},
+      {"two_outputs_one_consumed", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3});
+         b.node("Relu", {"x"}, {"r"});
+         b.node("Exp", {"r"}, {"e"});
+         b.node("Mul", {"r", "e"}, {"m"});
+         b.output("r", F);
+         b.output("m", F);
+         return b;
+       }},
+      {"outputs_input_passthrough_and_constant", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3});
+         b.node("Constant", {}, {"c"}, {attr_tensor("value", tensor_make<float>("", F, {1, 2, 3}, {3}))});
+         b.node("Neg", {"x"}, {"n"});
+         b.output("x", F);
+         b.output("c", F);
+         b.output("n", F);
+         return b;
+       }},
+      {"output_is_view_of_input", [] {  // a Slice/Transpose output is a view, copied out
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         for (In i : {ci("s", {1}), ci("e", {3}), ci("a", {1})}) b.initializer(i.tensor);
+         b.node("Slice", {"x", "s", "e", "a"}, {"sl"});
+         b.node("Transpose", {"x"}, {"t"});
+         b.output("sl", F);
+         b.output("t", F);
+         return b;
+       }},
+      {"same_output_twice_via_identity", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3});
+         b.node("Sigmoid", {"x"}, {"s"});
+         b.node("Identity", {"s"}, {"i"});
+         b.output("s", F);
+         b.output("i", F);
+         return b;
+       }},
+  };
+}
+
+// ---- running ---------------------------------------------------------------------------------
+
+// One node process for every model: imports ort_run.mjs once per job (a fresh module each time,
+// by a query string), with process.exit turned into an exception so a rejected model ends only
+// its own job. A job line is STATUS_FILE<TAB>ort_run.mjs's arguments, tab-separated.
+const char *ort_batch_js = R"JS(
+import fs from 'node:fs';
+import { pathToFileURL } from 'node:url';
+const [runner, jobs_file] = process.argv.slice(2);
+const jobs = fs.readFileSync(jobs_file, 'utf8').split('\n').filter((l) => l).map((l) => l.split('\t'));
+class Exit extends Error {}
+const messages = [];
+console.error = (...a) => messages.push(a.join(' '));
+console.log = () => {};
+process.exit = (code) => { throw new Exit(`exit ${code}`); };
+let n = 0;
+for (const [status_file, ...args] of jobs) {
+  messages.length = 0;
+  process.argv = [process.argv[0], runner, ...args];
+  let ok = true;
+  try {
+    await import(`${pathToFileURL(runner).href}?job=${n++}`);
+  } catch (e) {
+    ok = false;
+    if (!(e instanceof Exit)) messages.push(String(e));
+  }
+  fs.writeFileSync(status_file, ok ? 'ok' : messages.join('\n'));
+}
+)JS";
+
+capgraph_dtype runtime_dtype(DataType t) {
+  switch (t) {
+    case DataType::float32: return CAPGRAPH_F32;
+    case DataType::int64: return CAPGRAPH_I64;
+    case DataType::int32: return CAPGRAPH_I32;
+    case DataType::uint8: return CAPGRAPH_U8;
+    case DataType::boolean: return CAPGRAPH_BOOL;
+    default: FAIL("test inputs of type ", onnx::data_type_name(t), " are not generated"); return CAPGRAPH_F32;
+  }
+}
+
+npy_array random_input(const onnx::ValueInfo &vi, double lo, double hi, std::mt19937 &rng) {
+  npy_array a;
+  a.dtype = runtime_dtype(vi.dtype);
+  for (const onnx::Dim &d : vi.dims) a.shape.push_back(d.value);
+  int64_t n = numel(a.shape);
+  a.data.resize(n * npy_dtype_size(a.dtype));
+  std::uniform_real_distribution<double> real(lo, hi);
+  std::uniform_int_distribution<int64_t> integer((int64_t)std::ceil(lo), (int64_t)std::floor(hi));
+  for (int64_t i = 0; i < n; i++) {
+    switch (a.dtype) {
+      case CAPGRAPH_F32: ((float *)a.data.data())[i] = (float)real(rng); break;
+      case CAPGRAPH_I64: ((int64_t *)a.data.data())[i] = integer(rng); break;
+      case CAPGRAPH_I32: ((int32_t *)a.data.data())[i] = (int32_t)integer(rng); break;
+      case CAPGRAPH_U8: a.data[i] = (uint8_t)std::clamp<int64_t>(integer(rng), 0, 255); break;
+      case CAPGRAPH_BOOL: a.data[i] = rng() & 1; break;
+      default: break;
+    }
+  }
+  return a;
+}
+
+double element(const npy_array &a, int64_t i) {
+  switch (a.dtype) {
+    case CAPGRAPH_F32: return ((const float *)a.data.data())[i];
+    case CAPGRAPH_I64: return (double)((const int64_t *)a.data.data())[i];
+    case CAPGRAPH_I32: return ((const int32_t *)a.data.data())[i];
+    case CAPGRAPH_U8: case CAPGRAPH_BOOL: return a.data[i];
+    default: return NAN;
+  }
+}
+
+// "" when `got` matches `ref`, else what differs.
+std::string outputs_compare(const npy_array &got, const npy_array &ref) {
+  auto shape = [](const std::vector<int64_t> &s) {
+    std::string r = "(";
+    for (int64_t d : s) r += std::to_string(d) + ",";
+    return r + ")";
+  };
+  if (got.dtype != ref.dtype) return std::string("dtype ") + npy_descr(got.dtype) + ", ONNX Runtime gives " + npy_descr(ref.dtype);
+  if (got.shape != ref.shape) return "shape " + shape(got.shape) + ", ONNX Runtime gives " + shape(ref.shape);
+  int64_t n = numel(ref.shape);
+  if (ref.dtype != CAPGRAPH_F32) {
+    if (got.data == ref.data) return "";
+    for (int64_t i = 0; i < n; i++)
+      if (element(got, i) != element(ref, i))
+        return "element " + std::to_string(i) + " is " + std::to_string(element(got, i)) + ", ONNX Runtime gives " + std::to_string(element(ref, i));
+    return "differs";
+  }
+  double ref_max = 0, worst = 0;
+  int64_t worst_at = -1;
+  for (int64_t i = 0; i < n; i++)
+    if (std::isfinite(element(ref, i))) ref_max = std::max(ref_max, std::fabs(element(ref, i)));
+  for (int64_t i = 0; i < n; i++) {
+    double g = element(got, i), r = element(ref, i);
+    if (std::isnan(r) || std::isnan(g) || std::isinf(r) || std::isinf(g)) {
+      if (!(std::isnan(r) && std::isnan(g)) && g != r)
+        return "element " + std::to_string(i) + " is " + std::to_string(g) + ", ONNX Runtime gives " + std::to_string(r);
+      continue;
+    }
+    if (std::fabs(g - r) > worst) worst = std::fabs(g - r), worst_at = i;
+  }
+  double tol = 1e-3 * ref_max + 1e-5;
+  if (worst <= tol) return "";
+  std::ostringstream s;
+  s << "max |diff| " << worst << " > " << tol << " at element " << worst_at << ": " << element(got, worst_at)
+    << ", ONNX Runtime gives " << element(ref, worst_at);
+  return s.str();
+}
+
+std::string file_name_of(const std::string &output) {
+  std::string s = output;
+  for (char &c : s)
+    if (!std::isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-') c = '_';
+  return s + ".npy";
+}
+
+// capgraph's outputs for one model, by output name; throws Error or returns a message on failure.
+std::map<std::string, npy_array> capgraph_run_model(const std::string &model_path, const std::map<std::string, npy_array> &inputs,
+                                                    CompileReport *report, std::string *err) {
+  CompileOptions opt;
+  opt.jobs = 1;  // node runs beside us on a 2-core budget
+  std::vector<uint8_t> cap = compile_model(model_path, opt, report);
+  capgraph_model *m = nullptr;
+  char msg[512] = "";
+  std::map<std::string, npy_array> outs;
+  if (capgraph_load_memory(cap.data(), cap.size(), nullptr, &m, msg, sizeof msg) != CAPGRAPH_OK) {
+    *err = std::string("load: ") + msg;
+    return outs;
+  }
+  for (int32_t i = 0; i < capgraph_num_inputs(m); i++) {
+    capgraph_tensor t;
+    capgraph_input(m, i, &t);
+    auto it = inputs.find(t.name);
+    if (it == inputs.end() || it->second.data.size() != t.size_bytes || it->second.dtype != t.dtype) {
+      *err = std::string("input '") + t.name + "' has no matching data";
+      capgraph_free(m);
+      return outs;
+    }
+    std::memcpy(t.data, it->second.data.data(), t.size_bytes);
+  }
+  if (capgraph_run(m) != CAPGRAPH_OK) {
+    *err = std::string("run: ") + capgraph_error(m);
+    capgraph_free(m);
+    return outs;
+  }
+  for (int32_t i = 0; i < capgraph_num_outputs(m); i++) {
+    capgraph_tensor t;
+    capgraph_output(m, i, &t);
+    npy_array a;
+    a.dtype = t.dtype;
+    a.shape.assign(t.shape, t.shape + t.rank);
+    a.data.assign((const uint8_t *)t.data, (const uint8_t *)t.data + t.size_bytes);
+    outs[t.name] = std::move(a);
+  }
+  capgraph_free(m);
+  return outs;
+}
+
+// Where onnxruntime-node is, as tests/ort/ort_run.mjs and scripts/fetch_test_deps.sh put it;
+// empty when it (or node) is not there.
+std::string ort_dir_find() {
+  std::vector<fs::path> candidates;
+  if (const char *env = std::getenv("ORT_DIR")) candidates.push_back(env);
+  if (const char *deps = std::getenv("CAPGRAPH_TEST_DEPS")) candidates.push_back(fs::path(deps) / "ort");
+  candidates.push_back(fs::path(CAPGRAPH_REPO_DIR) / "build/deps/ort");
+  for (const fs::path &d : candidates)
+    if (fs::exists(d / "node_modules/onnxruntime-node")) return fs::absolute(d).string();
+  return "";
+}
+
+struct TempDir {
+  fs::path path;
+  TempDir(const std::string &prefix) {
+    path = fs::temp_directory_path() / (prefix + std::to_string(getpid()));
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("every op case matches ONNX Runtime") {
+  std::string ort_dir = ort_dir_find();
+  if (ort_dir.empty() || std::system("node --version > /dev/null 2>&1") != 0) {
+    MESSAGE("skipped: no node, or no onnxruntime-node in $ORT_DIR, $CAPGRAPH_TEST_DEPS/ort or build/deps/ort "
+            "(run scripts/fetch_test_deps.sh DEST and set CAPGRAPH_TEST_DEPS=DEST)");
+    return;
+  }
+  const char *only = std::getenv("CAPGRAPH_OP_CASE");
+  std::vector<OpCase> cases;
+  for (OpCase &c : op_cases())
+    if (!only || c.name.find(only) != std::string::npos) cases.push_back(std::move(c));
+  TempDir tmp("capgraph_op_conformance_");
+
+  // Models and inputs on disk, one folder per case.
+  std::vector<std::map<std::string, npy_array>> inputs(cases.size());
+  std::string jobs;
+  for (size_t ci = 0; ci < cases.size(); ci++) {
+    const OpCase &c = cases[ci];
+    fs::path dir = tmp.path / c.name;
+    fs::create_directories(dir);
+    ModelBuilder b = c.build();
+    b.save((dir / "model.onnx").string());
+    std::mt19937 rng((uint32_t)std::hash<std::string>{}(c.name));
+    jobs += (dir / "ort_status.txt").string() + "\t" + (dir / "model.onnx").string() + "\t" + (dir / "ort").string();
+    for (const onnx::ValueInfo &vi : b.model().graph.inputs) {
+      npy_array a = random_input(vi, c.lo, c.hi, rng);
+      fs::path file = dir / ("in_" + file_name_of(vi.name));
+      std::string err;
+      REQUIRE_MESSAGE(npy_write(file.string(), a.dtype, a.shape.data(), (int)a.shape.size(), a.data.data(), a.data.size(), &err), err);
+      jobs += "\t" + vi.name + "=" + file.string();
+      inputs[ci][vi.name] = std::move(a);
+    }
+    jobs += "\n";
+  }
+  std::ofstream(tmp.path / "jobs.txt") << jobs;
+  std::ofstream(tmp.path / "ort_batch.mjs") << ort_batch_js;
+
+  // ONNX Runtime in the background while capgraph compiles and runs every case.
+  int ort_rc = -1;
+  std::thread ort([&] {
+    std::string command = "ORT_DIR='" + ort_dir + "' node '" + (tmp.path / "ort_batch.mjs").string() + "' '" CAPGRAPH_REPO_DIR
+                          "/tests/ort/ort_run.mjs' '" + (tmp.path / "jobs.txt").string() + "' > '" + (tmp.path / "ort_log.txt").string() + "' 2>&1";
+    ort_rc = std::system(command.c_str());
+  });
+  std::vector<std::map<std::string, npy_array>> got(cases.size());
+  std::vector<std::string> cg_errors(cases.size());
+  std::vector<CompileReport> reports(cases.size());
+  for (size_t ci = 0; ci < cases.size(); ci++) {
+    try {
+      got[ci] = capgraph_run_model((tmp.path / cases[ci].name / "model.onnx").string(), inputs[ci], &reports[ci], &cg_errors[ci]);
+    } catch (const std::exception &e) {
+      cg_errors[ci] = e.what();
+    }
+  }
+  ort.join();
+  {
+    std::ifstream log(tmp.path / "ort_log.txt");
+    INFO("node said: ", std::string(std::istreambuf_iterator<char>(log), std::istreambuf_iterator<char>()));
+    REQUIRE(ort_rc == 0);
+  }
+
+  int passed = 0;
+  std::vector<std::string> failed;
+  for (size_t ci = 0; ci < cases.size(); ci++) {
+    const OpCase &c = cases[ci];
+    fs::path dir = tmp.path / c.name;
+    std::string why;
+    std::ifstream status_file(dir / "ort_status.txt");
+    std::string status((std::istreambuf_iterator<char>(status_file)), std::istreambuf_iterator<char>());
+    if (!cg_errors[ci].empty()) {
+      why = "capgraph: " + cg_errors[ci];
+    } else if (status != "ok") {
+      why = "ONNX Runtime: " + (status.empty() ? std::string("no result") : status);
+    } else {
+      for (const auto &[name, array] : got[ci]) {
+        npy_array ref;
+        std::string err;
+        if (!npy_read((dir / "ort" / file_name_of(name)).string(), &ref, &err)) {
+          why += "output '" + name + "': " + err + "; ";
+          continue;
+        }
+        std::string diff = outputs_compare(array, ref);
+        if (!diff.empty()) why += "output '" + name + "': " + diff + "; ";
+      }
+      if (why.empty() && c.report_check) {
+        INFO("case ", c.name);
+        c.report_check(reports[ci]);
+      }
+    }
+    if (why.empty()) {
+      passed++;
+    } else {
+      failed.push_back(c.name + ": " + why);
+    }
+  }
+  std::string summary;
+  for (const std::string &f : failed) summary += "\n  " + f;
+  MESSAGE(passed, " of ", cases.size(), " op cases match ONNX Runtime", summary);
+  CHECK_MESSAGE(failed.empty(), failed.size(), " cases differ:", summary);
+}
+
+// ---- errors --------------------------------------------------------------------------------
+
+TEST_CASE("unsupported ops and attributes give an Error naming the node and the op") {
+  TempDir tmp("capgraph_op_errors_");
+  struct ErrorCase {
+    const char *node, *op;
+    std::function<ModelBuilder()> build;
+  };
+  const ErrorCase cases[] = {
+      {"find_nonzero", "NonZero", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3});
+         b.node("NonZero", {"x"}, {"y"}).name = "find_nonzero";
+         b.output("y", I64);
+         return b;
+       }},
+      {"cubic_up", "Resize", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 1, 2, 2});
+         b.initializer(cf("s", {1, 1, 2, 2}, {4}).tensor);
+         b.node("Resize", {"x", "", "s"}, {"y"}, {attr_string("mode", "cubic")}).name = "cubic_up";
+         b.output("y", F);
+         return b;
+       }},
+      {"dynamic_reshape", "Reshape", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3});
+         b.input("s", I64, {2});
+         b.node("Reshape", {"x", "s"}, {"y"}).name = "dynamic_reshape";
+         b.output("y", F);
+         return b;
+       }},
+      {"bad_broadcast", "Add", [] {
+         ModelBuilder b(13);
+         b.input("a", F, {2, 3});
+         b.input("b", F, {4});
+         b.node("Add", {"a", "b"}, {"y"}).name = "bad_broadcast";
+         b.output("y", F);
+         return b;
+       }},
+      {"lstm_1", "LSTM", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 1, 3});
+         b.initializer(w("W", {1, 8, 3}).tensor);
+         b.initializer(w("R", {1, 8, 2}).tensor);
+         b.node("LSTM", {"x", "W", "R"}, {"y"}, {attr_int("hidden_size", 2)}).name = "lstm_1";
+         b.output("y", F);
+         return b;
+       }},
+  };
+  for (const ErrorCase &c : cases) {
+    INFO("node ", c.node);
+    std::string path = (tmp.path / (std::string(c.node) + ".onnx")).string();
+    c.build().save(path);
+    std::string message;
+    try {
+      compile_model(path, CompileOptions{}, nullptr);
+    } catch (const Error &e) {
+      message = e.what();
+    }
+    INFO("message: ", message);
+    CHECK(message.find(c.node) != std::string::npos);
+    CHECK(message.find(c.op) != std::string::npos);
+  }
+}
