@@ -1,6 +1,10 @@
 // capgraph inspect: what is inside a capture. The JSON form (--json) is stable: keys are only
 // added, never renamed; see README.md "inspect --json".
+#include <sys/stat.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -53,11 +57,28 @@ int cmd_inspect(int argc, char **argv) {
     else path = a;
   }
   if (path.empty()) throw Error("usage: capgraph inspect MODEL.cap [--json]");
+  struct stat st;
+  if (stat(path.c_str(), &st) != 0) throw Error(path + ": cannot open: " + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 100000000);
   if (bytes.size() < 8 || !fb::CaptureBufferHasIdentifier(bytes.data())) throw Error(path + ": not a capgraph capture (no CAPG identifier)");
+  {
+    // The version first, as the runtime reads it: another major version may lay out the other
+    // tables differently, and deserves "version" rather than "corrupt" (or a misreading).
+    flatbuffers::Verifier vv(bytes.data(), bytes.size());
+    const auto *root = vv.VerifyOffset(0) ? flatbuffers::GetRoot<flatbuffers::Table>(bytes.data()) : nullptr;
+    if (!root || !root->VerifyTableStart(vv) || !root->VerifyField<uint16_t>(vv, fb::Capture::VT_VERSION_MAJOR, 2) ||
+        !root->VerifyField<uint16_t>(vv, fb::Capture::VT_VERSION_MINOR, 2))
+      throw Error(path + ": the capture is corrupt or truncated (its root table is invalid)");
+    const unsigned major = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MAJOR, 1);
+    const unsigned minor = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MINOR, 0);
+    if (major != 1)
+      throw Error(path + ": capture format version " + std::to_string(major) + "." + std::to_string(minor) +
+                  " cannot be read by this capgraph, which reads version 1.x");
+  }
   if (!fb::VerifyCaptureBuffer(v)) throw Error(path + ": the capture is corrupt or truncated (flatbuffers verification failed)");
   const fb::Capture *c = fb::GetCapture(bytes.data());
   uint64_t weight_bytes = 0, flops = 0;

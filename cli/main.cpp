@@ -20,6 +20,9 @@
 #include "compile.h"
 #include "error.h"
 #include "npy.h"
+#ifdef CAPGRAPH_HAVE_FLASH
+#include "flash.h"
+#endif
 
 namespace capgraph {
 
@@ -33,7 +36,8 @@ int usage() {
                "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
                "  capgraph bench MODEL.cap [--runs N] [--threads T]\n"
                "  capgraph inspect MODEL.cap [--json]\n"
-               "  capgraph devices\n");
+               "  capgraph devices\n"
+               "  capgraph flash IMAGE [--dry-run] [--device SEL] [--backup FILE] [--config-restore FILE]\n");
   return 2;
 }
 
@@ -82,7 +86,7 @@ int cmd_compile(int argc, char **argv) {
     else if (a == "--input-shape") {
       std::string v = arg_value(i, argc, argv);
       size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) throw Error("--input-shape expects NAME=DxDx..., got '" + v + "'");
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) throw Error("--input-shape expects NAME=DxDx..., got '" + v + "'");
       opt.input_shapes[v.substr(0, eq)] = shape_parse(v.substr(eq + 1));
     } else if (!a.empty() && a[0] == '-') throw Error("compile: unknown option " + a);
     else if (in.empty()) in = a;
@@ -275,12 +279,17 @@ int cmd_bench(int argc, char **argv) {
 
 int cmd_devices() {
   unsigned cores = std::thread::hardware_concurrency();
-  CompileOptions o;
   std::printf("cpu: %s, %u cores (the default device)\n", cpu_host_description().c_str(), cores);
   struct stat st;
   std::printf("amd: %s\n", stat("/dev/kfd", &st) == 0 ? "/dev/kfd present (AMD GPU replay is not built yet)" : "no AMD GPU: /dev/kfd is absent");
   std::printf("adreno: %s\n", stat("/dev/kgsl-3d0", &st) == 0 ? "/dev/kgsl-3d0 present (Adreno replay is not built yet)" : "no Adreno GPU: /dev/kgsl-3d0 is absent");
   std::printf("nvidia: %s\n", stat("/dev/nvidiactl", &st) == 0 ? "/dev/nvidiactl present (NVIDIA replay is not built yet)" : "no NVIDIA GPU: /dev/nvidiactl is absent");
+#ifdef CAPGRAPH_HAVE_FLASH
+  std::fflush(stdout);
+  bridge::devices_print_bridges(stdout);
+#else
+  std::printf("usb bridges: not built (libusb-1.0 was missing at build time)\n");
+#endif
   return 0;
 }
 
@@ -295,6 +304,13 @@ int cli_main(int argc, char **argv) {
     if (cmd == "bench") return cmd_bench(argc, argv);
     if (cmd == "inspect") return cmd_inspect(argc, argv);
     if (cmd == "devices") return cmd_devices();
+    if (cmd == "flash") {
+#ifdef CAPGRAPH_HAVE_FLASH
+      return bridge::flash_main(argc - 1, argv + 1);
+#else
+      throw Error("this build has no flasher (libusb-1.0 was missing at build time)");
+#endif
+    }
     if (cmd == "-h" || cmd == "--help" || cmd == "help") {
       usage();
       return 0;

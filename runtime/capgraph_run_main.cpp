@@ -67,7 +67,8 @@ int main(int argc, char **argv) {
     if (a == "--input" && has_value) {
       const std::string v = argv[++i];
       const size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) return usage(("--input needs NAME=FILE.npy, got '" + v + "'").c_str());
+      if (eq == std::string::npos || eq == 0)
+        return usage(("--input needs NAME=FILE.npy, got '" + v + "'").c_str());
       inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
     } else if (a == "--output-dir" && has_value) {
       output_dir = argv[++i];
@@ -93,7 +94,8 @@ int main(int argc, char **argv) {
   const auto load_start = std::chrono::steady_clock::now();
   capgraph_status st = capgraph_load(model_path, &opts, &m, err, sizeof err);
   const double load_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start).count();
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
+          .count();
   if (st != CAPGRAPH_OK) {
     fprintf(stderr, "capgraph-run: %s: %s\n", capgraph_status_name(st), err);
     return 1;
@@ -124,15 +126,20 @@ int main(int argc, char **argv) {
   for (size_t i = 0; i < given.size(); ++i) {
     capgraph_tensor t;
     capgraph_input(m, int32_t(i), &t);
-    if (!given[i]) return fail(std::string(model_path) + ": input '" + t.name + "' not given (--input " + t.name + "=FILE.npy)");
+    if (!given[i])
+      return fail(std::string(model_path) + ": input '" + t.name + "' not given (--input " +
+                  t.name + "=FILE.npy)");
   }
 
   std::vector<double> times;
   for (int r = 0; r < runs; ++r) {
     const auto start = std::chrono::steady_clock::now();
     st = capgraph_run(m);
-    times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
-    if (st != CAPGRAPH_OK) return fail(std::string(capgraph_status_name(st)) + ": " + capgraph_error(m));
+    times.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+            .count());
+    if (st != CAPGRAPH_OK)
+      return fail(std::string(capgraph_status_name(st)) + ": " + capgraph_error(m));
   }
 
   for (int32_t i = 0; i < capgraph_num_outputs(m); ++i) {
@@ -140,7 +147,8 @@ int main(int argc, char **argv) {
     capgraph_output(m, i, &t);
     const std::string path = output_dir + "/" + file_name_for(t.name) + ".npy";
     std::string why;
-    if (!capgraph::npy_write(path, t.dtype, t.shape, t.rank, t.data, t.size_bytes, &why)) return fail(why);
+    if (!capgraph::npy_write(path, t.dtype, t.shape, t.rank, t.data, t.size_bytes, &why))
+      return fail(why);
     printf("output %s -> %s\n", t.name, path.c_str());
   }
   std::sort(times.begin(), times.end());

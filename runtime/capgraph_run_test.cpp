@@ -1,7 +1,6 @@
 // capgraph-run as a user runs it: a capture and .npy inputs in, .npy outputs and timing out,
 // and a non-zero exit with a message for every mistake.
 #include <doctest/doctest.h>
-
 #include <sys/wait.h>
 
 #include <cstdlib>
@@ -31,7 +30,8 @@ result capgraph_run_exec(const std::string &args) {
 std::string npy_save(const char *name, const std::vector<float> &v, std::vector<int64_t> shape) {
   const std::string path = test::temp_path(name);
   std::string err;
-  REQUIRE(npy_write(path, CAPGRAPH_F32, shape.data(), int(shape.size()), v.data(), v.size() * 4, &err));
+  REQUIRE(
+      npy_write(path, CAPGRAPH_F32, shape.data(), int(shape.size()), v.data(), v.size() * 4, &err));
   return path;
 }
 
@@ -59,16 +59,17 @@ TEST_CASE("capgraph-run replays a capture and writes every output") {
   REQUIRE(std::system(("mkdir -p " + out_dir).c_str()) == 0);
 
   for (const char *threads : {"1", "2", "3"}) {
-    const result r = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + b_path +
-                                       " --output-dir " + out_dir + " --threads " + threads +
-                                       " --runs 5");
+    const result r =
+        capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + b_path +
+                          " --output-dir " + out_dir + " --threads " + threads + " --runs 5");
     INFO(r.output);
     REQUIRE(r.exit_code == 0);
     CHECK(r.output.find("5 runs: median ") != std::string::npos);
     // "y:0" and "rows/r" are file names with the characters outside [A-Za-z0-9._-] replaced.
     CHECK(r.output.find("output rows/r -> " + out_dir + "/rows_r.npy") != std::string::npos);
     std::vector<int64_t> shape;
-    const test::reference_outputs want = test::reference_expected(a, b, test::reference_weight(test::k_reference_n));
+    const test::reference_outputs want =
+        test::reference_expected(a, b, test::reference_weight(test::k_reference_n));
     const std::vector<float> y = npy_floats(out_dir + "/y_0.npy", &shape);
     CHECK(shape == std::vector<int64_t>{test::k_reference_n});
     for (size_t i = 0; i < y.size(); ++i) CHECK(y[i] == doctest::Approx(want.y[i]).epsilon(1e-5));
@@ -92,7 +93,8 @@ TEST_CASE("capgraph-run refuses mistakes with a message") {
 
   r = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + wrong);
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("input 'b' must be <f4 [1000] but the file holds <f4 [500,2]") != std::string::npos);
+  CHECK(r.output.find("input 'b' must be <f4 [1000] but the file holds <f4 [500,2]") !=
+        std::string::npos);
 
   r = capgraph_run_exec(model + " --input c=" + a_path);
   CHECK(r.exit_code == 1);
@@ -113,4 +115,31 @@ TEST_CASE("capgraph-run refuses mistakes with a message") {
   r = capgraph_run_exec(junk);
   CHECK(r.exit_code == 1);
   CHECK(r.output.find(junk + ": not a capture file") != std::string::npos);
+}
+
+TEST_CASE("the shared library works from Python ctypes (ctypes_example.py)") {
+  // A sanitized .so cannot be loaded into an uninstrumented python3.
+  if (CAPGRAPH_TEST_CROSSCOMPILING || CAPGRAPH_TEST_SANITIZE ||
+      std::system("python3 -c pass 2>/dev/null") != 0) {
+    MESSAGE("skipped: cross-compiled, sanitized, or no python3");
+    return;
+  }
+  const std::string model = test::temp_path("model.cap");
+  test::file_write(model, test::capture_build(test::reference_spec(2)));
+  for (const char *threads : {"0", "1", "3"}) {
+    const result r = [&] {
+      const std::string log = test::temp_path("py.log");
+      const std::string cmd = std::string("python3 ") + CAPGRAPH_RUNTIME_SOURCE_DIR +
+                              "/ctypes_example.py " + CAPGRAPH_RUNTIME_SO + " " + model + " " +
+                              threads + " > " + log + " 2>&1";
+      const int status = std::system(cmd.c_str());
+      const std::vector<uint8_t> text = test::file_read(log);
+      return result{WIFEXITED(status) ? WEXITSTATUS(status) : -1,
+                    std::string(text.begin(), text.end())};
+    }();
+    INFO(r.output);
+    CHECK(r.exit_code == 0);
+    CHECK(r.output.find("output z [1000] 0.5 0.5 0.5 0.5") != std::string::npos);
+    CHECK(r.output.find("output rows/r [250, 4] ") != std::string::npos);
+  }
 }

@@ -2,14 +2,26 @@
 // programs, build the command list, start the threads; run = replay.
 #include "capgraph_runtime.h"
 
-#include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <new>
 #include <system_error>
 
 #include "capture_model.h"
 #include "capture_verify.h"
+
+namespace capgraph {
+
+mapped_bytes mapped_zeroed(uint64_t size) {
+  if (size > SIZE_MAX / 2) return nullptr;
+  const size_t length = size ? size_t(size) : 1;  // a zero-size arena still has an address
+  void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) return nullptr;
+  return mapped_bytes(static_cast<uint8_t *>(p), mapping_free{length});
+}
+
+}  // namespace capgraph
 
 using namespace capgraph;
 
@@ -18,18 +30,6 @@ namespace {
 void error_copy(const std::string &msg, char *err, size_t err_len) {
   if (err && err_len) snprintf(err, err_len, "%s", msg.c_str());
 }
-
-}  // namespace
-
-mapped_bytes capgraph::mapped_zeroed(uint64_t size) {
-  if (size > SIZE_MAX / 2) return nullptr;
-  const size_t length = size ? size_t(size) : 1;  // a zero-size arena still has an address
-  void *p = mmap(nullptr, length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  if (p == MAP_FAILED) return nullptr;
-  return mapped_bytes(static_cast<uint8_t *>(p), mapping_free{length});
-}
-
-namespace {
 
 void tensors_copy(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *list,
                   std::vector<model_tensor> *out) {
@@ -87,10 +87,13 @@ capgraph_status model_build(capgraph_model *m, int32_t threads, std::string *err
   if (c->kernels())
     for (uint32_t i = 0; i < c->kernels()->size(); ++i) {
       const fb::Kernel *k = c->kernels()->Get(i);
-      void *entry = m->programs[k->program()].symbol_address(k->entry()->c_str());
+      const elf_image &image = m->programs[k->program()];
+      void *entry = image.code_address(k->entry()->c_str());
       if (!entry) {
         *err = label + ": kernel " + std::to_string(i) + " '" + k->name()->str() +
-               "': entry symbol '" + k->entry()->str() + "' is not defined in program " +
+               "': entry symbol '" + k->entry()->str() +
+               (image.symbol_address(k->entry()->c_str()) ? "' is not code in program "
+                                                          : "' is not defined in program ") +
                std::to_string(k->program());
         return CAPGRAPH_ERR_FORMAT;
       }
@@ -104,7 +107,8 @@ capgraph_status model_build(capgraph_model *m, int32_t threads, std::string *err
     try {
       m->pool = std::make_unique<thread_pool>(threads);
     } catch (const std::system_error &e) {
-      *err = label + ": cannot start " + std::to_string(threads - 1) + " worker threads: " + e.what();
+      *err =
+          label + ": cannot start " + std::to_string(threads - 1) + " worker threads: " + e.what();
       return CAPGRAPH_ERR_MEMORY;
     }
   }
@@ -137,6 +141,9 @@ capgraph_status model_load(const char *label, const capgraph_options *opts, capg
   } catch (const std::bad_alloc &) {
     msg = std::string(label) + ": out of memory while loading";
     st = CAPGRAPH_ERR_MEMORY;
+  } catch (const std::exception &e) {  // nothing else is expected; never let one cross the C API
+    msg = std::string(label) + ": " + e.what();
+    st = CAPGRAPH_ERR_MEMORY;
   }
   if (st != CAPGRAPH_OK) {
     delete m;
@@ -151,8 +158,12 @@ capgraph_status tensor_get(capgraph_model *m, const std::vector<model_tensor> &l
                            const char *kind, int32_t index, capgraph_tensor *out) {
   if (!m) return CAPGRAPH_ERR_ARGUMENT;
   if (!out || index < 0 || size_t(index) >= list.size()) {
-    m->error = m->label + ": " + kind + " index " + std::to_string(index) + " is out of range (" +
-               std::to_string(list.size()) + " " + kind + "s)";
+    try {
+      m->error = !out ? m->label + ": capgraph_" + kind + ": out is NULL"
+                      : m->label + ": " + kind + " index " + std::to_string(index) +
+                            " is out of range (" + std::to_string(list.size()) + " " + kind + "s)";
+    } catch (...) {  // no memory for the message: the status still says what happened
+    }
     return CAPGRAPH_ERR_ARGUMENT;
   }
   const model_tensor &t = list[size_t(index)];
@@ -178,16 +189,15 @@ int32_t tensor_find(const capgraph_model *m, const std::vector<model_tensor> &li
 
 extern "C" {
 
-capgraph_status capgraph_load(const char *path, const capgraph_options *opts,
-                              capgraph_model **out, char *err, size_t err_len) {
+capgraph_status capgraph_load(const char *path, const capgraph_options *opts, capgraph_model **out,
+                              char *err, size_t err_len) {
   if (!path) {
     if (out) *out = nullptr;
     error_copy("capgraph_load: path is NULL", err, err_len);
     return CAPGRAPH_ERR_ARGUMENT;
   }
-  return model_load(path, opts, out, err, err_len, [&](capgraph_model *m, std::string *msg) {
-    return m->file.map(path, msg);
-  });
+  return model_load(path, opts, out, err, err_len,
+                    [&](capgraph_model *m, std::string *msg) { return m->file.map(path, msg); });
 }
 
 capgraph_status capgraph_load_memory(const void *data, size_t size, const capgraph_options *opts,

@@ -227,7 +227,8 @@ TEST_CASE("a capture loaded from memory does not need the caller's bytes afterwa
   {
     std::vector<uint8_t> bytes = test::capture_build(test::reference_spec(2));
     char err[512] = "";
-    REQUIRE(capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err) == CAPGRAPH_OK);
+    REQUIRE(capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err) ==
+            CAPGRAPH_OK);
     std::fill(bytes.begin(), bytes.end(), 0xAB);
   }
   model mdl(test::reference_spec(1), 0);  // borrow the helpers for I/O

@@ -15,7 +15,8 @@ namespace {
 capgraph_status load(const std::vector<uint8_t> &bytes) {
   capgraph_model *m = nullptr;
   char err[512] = "";
-  const capgraph_status st = capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err);
+  const capgraph_status st =
+      capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err);
   if (st != CAPGRAPH_OK) {
     CHECK(m == nullptr);
     CHECK(err[0] != '\0');
@@ -27,7 +28,8 @@ capgraph_status load(const std::vector<uint8_t> &bytes) {
 }  // namespace
 
 TEST_CASE("every truncation of a capture is refused (but trailing padding)") {
-  const std::vector<uint8_t> good = capgraph::test::capture_build(capgraph::test::reference_spec(1, 64));
+  const std::vector<uint8_t> good =
+      capgraph::test::capture_build(capgraph::test::reference_spec(1, 64));
   REQUIRE(load(good) == CAPGRAPH_OK);
   for (size_t len = 0; len < good.size(); ++len) {
     CAPTURE(len);
@@ -39,7 +41,8 @@ TEST_CASE("every truncation of a capture is refused (but trailing padding)") {
 }
 
 TEST_CASE("every single-byte corruption of a capture loads or is refused, never crashes") {
-  const std::vector<uint8_t> good = capgraph::test::capture_build(capgraph::test::reference_spec(1, 64));
+  const std::vector<uint8_t> good =
+      capgraph::test::capture_build(capgraph::test::reference_spec(1, 64));
   size_t refused = 0;
   for (size_t pos = 0; pos < good.size(); ++pos)
     for (const uint8_t mask : {uint8_t(0x01), uint8_t(0x80), uint8_t(0xff)}) {
@@ -52,7 +55,8 @@ TEST_CASE("every single-byte corruption of a capture loads or is refused, never 
 }
 
 TEST_CASE("random multi-byte corruptions and garbage never crash") {
-  const std::vector<uint8_t> good = capgraph::test::capture_build(capgraph::test::reference_spec(2, 64));
+  const std::vector<uint8_t> good =
+      capgraph::test::capture_build(capgraph::test::reference_spec(2, 64));
   std::mt19937 rng(20240601);
   for (int round = 0; round < 3000; ++round) {
     std::vector<uint8_t> bad = good;

@@ -14,8 +14,10 @@ namespace capgraph {
 capture_file::~capture_file() { release(); }
 
 void capture_file::release() {
-  if (mapped_) munmap(data_, mapped_);
-  else free(data_);
+  if (mapped_)
+    munmap(data_, mapped_);
+  else
+    free(data_);
   data_ = nullptr;
   size_ = mapped_ = 0;
 }

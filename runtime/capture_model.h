@@ -45,7 +45,7 @@ struct capgraph_model {
   capgraph::mapped_bytes arena;
   uint64_t arena_size = 0;
   std::vector<capgraph::mapped_bytes> weight_copies;  // weights that were not 64-byte aligned
-  std::vector<const uint8_t *> weights;                // address of each weight blob
+  std::vector<const uint8_t *> weights;               // address of each weight blob
   std::vector<capgraph::elf_image> programs;
   std::vector<capgraph::model_tensor> inputs, outputs;
   capgraph::replay_plan plan;

@@ -45,10 +45,11 @@ class semantic_check {
       for (uint32_t i = 0; i < c_->buffers()->size(); ++i) {
         const fb::PlannedBuffer *b = c_->buffers()->Get(i);
         if (!in_range(b->offset(), b->size(), arena_))
-          return fail("planned buffer %u '%s' (offset %llu, %llu bytes) is outside the arena "
-                      "(%llu bytes)", i, b->name() ? b->name()->c_str() : "",
-                      (unsigned long long)b->offset(), (unsigned long long)b->size(),
-                      (unsigned long long)arena_);
+          return fail(
+              "planned buffer %u '%s' (offset %llu, %llu bytes) is outside the arena "
+              "(%llu bytes)",
+              i, b->name() ? b->name()->c_str() : "", (unsigned long long)b->offset(),
+              (unsigned long long)b->size(), (unsigned long long)arena_);
       }
     return tensors_check(c_->inputs(), "input") && tensors_check(c_->outputs(), "output") &&
            programs_check() && kernels_check() && steps_check();
@@ -71,7 +72,8 @@ class semantic_check {
     for (uint32_t i = 0; i < list->size(); ++i) {
       const fb::TensorInfo *t = list->Get(i);
       const char *name = t->name()->c_str();
-      if (!names.insert(name).second) return fail("%s %u '%s': the name is used twice", kind, i, name);
+      if (!names.insert(name).second)
+        return fail("%s %u '%s': the name is used twice", kind, i, name);
       const size_t elem = dtype_size(t->dtype());
       if (!elem) return fail("%s '%s': unknown dtype %u", kind, name, unsigned(t->dtype()));
       if (t->shape()->size() > CAPGRAPH_MAX_RANK)
@@ -159,9 +161,9 @@ class semantic_check {
   }
 
   static std::string ref_name(const fb::BufferRef &b) {
-    return b.space() == fb::Space::arena ? "arena offset " + std::to_string(b.offset())
-                                         : "weight " + std::to_string(b.index()) + " offset " +
-                                               std::to_string(b.offset());
+    return b.space() == fb::Space::arena
+               ? "arena offset " + std::to_string(b.offset())
+               : "weight " + std::to_string(b.index()) + " offset " + std::to_string(b.offset());
   }
 
   bool launch_check(uint32_t step, const fb::Launch *l) {
@@ -186,8 +188,7 @@ class semantic_check {
       // A kernel's extent is not in the capture, so only its start can be checked.
       if (b->offset() >= size)
         return fail("%s (%s) is outside the %s (%llu bytes)", arg.c_str(), ref_name(*b).c_str(),
-                    b->space() == fb::Space::arena ? "arena" : "weight",
-                    (unsigned long long)size);
+                    b->space() == fb::Space::arena ? "arena" : "weight", (unsigned long long)size);
     }
     if (l->work_size() > uint64_t(INT64_MAX))
       return fail("%s: work_size %llu is too large", where.c_str(),
@@ -306,9 +307,9 @@ capgraph_status capture_verify(const uint8_t *data, size_t size, const char *lab
   }
   const fb::Capture *c = fb::GetCapture(data);
   std::string why;
-  const capgraph_status target = cpu_target_check(
-      c->target()->name()->c_str(), c->target()->features() ? c->target()->features()->c_str() : "",
-      &why);
+  const capgraph_status target =
+      cpu_target_check(c->target()->name()->c_str(),
+                       c->target()->features() ? c->target()->features()->c_str() : "", &why);
   if (target != CAPGRAPH_OK) {
     *err = prefix + why;
     return target;

@@ -26,9 +26,12 @@ load_result load(const std::vector<uint8_t> &bytes, int32_t threads = 0) {
   capgraph_model *m = nullptr;
   char err[1024] = "";
   const capgraph_options opts{threads};
-  const capgraph_status st = capgraph_load_memory(bytes.data(), bytes.size(), &opts, &m, err, sizeof err);
-  if (st == CAPGRAPH_OK) CHECK(m != nullptr);
-  else CHECK(m == nullptr);
+  const capgraph_status st =
+      capgraph_load_memory(bytes.data(), bytes.size(), &opts, &m, err, sizeof err);
+  if (st == CAPGRAPH_OK)
+    CHECK(m != nullptr);
+  else
+    CHECK(m == nullptr);
   capgraph_free(m);
   return {st, err};
 }
@@ -111,19 +114,36 @@ TEST_CASE("target architecture and CPU features") {
 
 TEST_CASE("threads and partitions") {
   expect_refused([](capture_spec &s) { s.threads = 0; }, CAPGRAPH_ERR_FORMAT, "threads is 0");
-  expect_refused([](capture_spec &s) { s.steps[1].launch.partition = {0, 1000}; }, CAPGRAPH_ERR_FORMAT,
-                 "step 1 (launch of kernel 'scale', ONNX nodes node_1): partition has 2 entries; "
-                 "threads is 2 so it needs 3");
-  expect_refused([](capture_spec &s) { s.steps[0].launch.partition = {5, 500, 1000}; },
-                 CAPGRAPH_ERR_FORMAT, "partition starts at 5, not 0");
-  expect_refused([](capture_spec &s) { s.steps[0].launch.partition = {0, 600, 500}; },
-                 CAPGRAPH_ERR_FORMAT, "partition decreases at thread 1");
-  expect_refused([](capture_spec &s) { s.steps[2].launch.partition = {0, 500, 999}; },
-                 CAPGRAPH_ERR_FORMAT, "step 2 (launch of kernel 'exp', ONNX nodes node_2): "
-                                      "partition ends at 999, not at work_size 1000");
-  expect_refused([](capture_spec &s) { s.steps[0].launch.work_size = uint64_t(1) << 63;
-                                       s.steps[0].launch.partition = {0, 0, uint64_t(1) << 63}; },
-                 CAPGRAPH_ERR_FORMAT, "work_size 9223372036854775808 is too large");
+  expect_refused(
+      [](capture_spec &s) {
+        s.steps[1].launch.partition = {0, 1000};
+      },
+      CAPGRAPH_ERR_FORMAT,
+      "step 1 (launch of kernel 'scale', ONNX nodes node_1): partition has 2 entries; "
+      "threads is 2 so it needs 3");
+  expect_refused(
+      [](capture_spec &s) {
+        s.steps[0].launch.partition = {5, 500, 1000};
+      },
+      CAPGRAPH_ERR_FORMAT, "partition starts at 5, not 0");
+  expect_refused(
+      [](capture_spec &s) {
+        s.steps[0].launch.partition = {0, 600, 500};
+      },
+      CAPGRAPH_ERR_FORMAT, "partition decreases at thread 1");
+  expect_refused(
+      [](capture_spec &s) {
+        s.steps[2].launch.partition = {0, 500, 999};
+      },
+      CAPGRAPH_ERR_FORMAT,
+      "step 2 (launch of kernel 'exp', ONNX nodes node_2): "
+      "partition ends at 999, not at work_size 1000");
+  expect_refused(
+      [](capture_spec &s) {
+        s.steps[0].launch.work_size = uint64_t(1) << 63;
+        s.steps[0].launch.partition = {0, 0, uint64_t(1) << 63};
+      },
+      CAPGRAPH_ERR_FORMAT, "work_size 9223372036854775808 is too large");
 }
 
 TEST_CASE("launch bindings") {
@@ -135,26 +155,33 @@ TEST_CASE("launch bindings") {
   expect_refused([](capture_spec &s) { s.steps[4].launch.scalars.clear(); }, CAPGRAPH_ERR_FORMAT,
                  "step 4 (launch of kernel 'copy_rows', ONNX nodes node_3): 0 scalars bound, the "
                  "kernel takes 1");
-  expect_refused([](capture_spec &s) { s.steps[1].launch.buffers[1] = test::arena_ref(s.arena_size); },
-                 CAPGRAPH_ERR_FORMAT, "buffer 1 (arena offset 28224) is outside the arena (28224 bytes)");
+  expect_refused(
+      [](capture_spec &s) { s.steps[1].launch.buffers[1] = test::arena_ref(s.arena_size); },
+      CAPGRAPH_ERR_FORMAT, "buffer 1 (arena offset 28224) is outside the arena (28224 bytes)");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = test::weight_ref(3); },
                  CAPGRAPH_ERR_FORMAT, "buffer 1: weight 3 does not exist (the capture has 1)");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = test::weight_ref(0, 4000); },
-                 CAPGRAPH_ERR_FORMAT, "buffer 1 (weight 0 offset 4000) is outside the weight (4000 bytes)");
-  expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = fb::BufferRef(fb::Space(7), 0, 0); },
-                 CAPGRAPH_ERR_FORMAT, "buffer 1: unknown buffer space 7");
+                 CAPGRAPH_ERR_FORMAT,
+                 "buffer 1 (weight 0 offset 4000) is outside the weight (4000 bytes)");
+  expect_refused(
+      [](capture_spec &s) { s.steps[0].launch.buffers[1] = fb::BufferRef(fb::Space(7), 0, 0); },
+      CAPGRAPH_ERR_FORMAT, "buffer 1: unknown buffer space 7");
 }
 
 TEST_CASE("copies") {
   expect_refused([](capture_spec &s) { s.steps[3].copy.size = 1u << 20; }, CAPGRAPH_ERR_FORMAT,
                  "step 3 (copy): source (arena offset 4032, 1048576 bytes) is outside its region");
   expect_refused([](capture_spec &s) { s.steps[3].copy.dst = test::arena_ref(s.arena_size - 8); },
-                 CAPGRAPH_ERR_FORMAT, "step 3 (copy): destination (arena offset 28216, 4000 bytes) "
-                                      "is outside the arena");
+                 CAPGRAPH_ERR_FORMAT,
+                 "step 3 (copy): destination (arena offset 28216, 4000 bytes) "
+                 "is outside the arena");
   expect_refused([](capture_spec &s) { s.steps[3].copy.dst = test::weight_ref(0); },
                  CAPGRAPH_ERR_FORMAT, "destination is not in the arena (weights are read-only)");
-  expect_refused([](capture_spec &s) { s.steps[3].copy.dst = test::arena_ref(s.steps[3].copy.src.offset() + 8); },
-                 CAPGRAPH_ERR_FORMAT, "step 3 (copy): source and destination overlap");
+  expect_refused(
+      [](capture_spec &s) {
+        s.steps[3].copy.dst = test::arena_ref(s.steps[3].copy.src.offset() + 8);
+      },
+      CAPGRAPH_ERR_FORMAT, "step 3 (copy): source and destination overlap");
   expect_refused([](capture_spec &s) { s.steps[3].copy.src = test::weight_ref(2); },
                  CAPGRAPH_ERR_FORMAT, "step 3 (copy): source: weight 2 does not exist");
   // A copy from a weight is fine (a constant output).
@@ -170,8 +197,12 @@ TEST_CASE("steps agree with their kind") {
                  "step 0: kind is launch but it also holds a copy");
   expect_refused([](capture_spec &s) { s.steps[3].with_copy = false; }, CAPGRAPH_ERR_FORMAT,
                  "step 3: kind is copy but it holds no copy");
-  expect_refused([](capture_spec &s) { s.steps[3].with_launch = true; s.steps[3].launch = s.steps[0].launch; },
-                 CAPGRAPH_ERR_FORMAT, "step 3: kind is copy but it also holds a launch");
+  expect_refused(
+      [](capture_spec &s) {
+        s.steps[3].with_launch = true;
+        s.steps[3].launch = s.steps[0].launch;
+      },
+      CAPGRAPH_ERR_FORMAT, "step 3: kind is copy but it also holds a launch");
   expect_refused([](capture_spec &s) { s.steps[2].kind = fb::StepKind(9); }, CAPGRAPH_ERR_FORMAT,
                  "step 2: unknown kind 9");
 }
@@ -179,20 +210,30 @@ TEST_CASE("steps agree with their kind") {
 TEST_CASE("inputs, outputs and the memory plan") {
   expect_refused([](capture_spec &s) { s.inputs[1].size = 3996; }, CAPGRAPH_ERR_FORMAT,
                  "input 'b': size is 3996 bytes but its shape and dtype make 4000");
-  expect_refused([](capture_spec &s) { s.outputs[2].shape = {250, 2}; }, CAPGRAPH_ERR_FORMAT,
-                 "output 'rows/r': size is 4000 bytes but its shape and dtype make 2000");
+  expect_refused(
+      [](capture_spec &s) {
+        s.outputs[2].shape = {250, 2};
+      },
+      CAPGRAPH_ERR_FORMAT, "output 'rows/r': size is 4000 bytes but its shape and dtype make 2000");
   expect_refused([](capture_spec &s) { s.outputs[0].dtype = fb::DType::f64; }, CAPGRAPH_ERR_FORMAT,
                  "output 'y:0': size is 4000 bytes but its shape and dtype make 8000");
-  expect_refused([](capture_spec &s) { s.outputs[1].offset = s.arena_size - 64; }, CAPGRAPH_ERR_FORMAT,
+  expect_refused([](capture_spec &s) { s.outputs[1].offset = s.arena_size - 64; },
+                 CAPGRAPH_ERR_FORMAT,
                  "output 'z' (offset 28160, 4000 bytes) is outside the arena (28224 bytes)");
   expect_refused([](capture_spec &s) { s.inputs[0].dtype = fb::DType(42); }, CAPGRAPH_ERR_FORMAT,
                  "input 'a': unknown dtype 42");
   expect_refused([](capture_spec &s) { s.inputs[0].shape = {1, 1, 1, 1, 1, 1, 1, 1, 1000}; },
                  CAPGRAPH_ERR_FORMAT, "input 'a': rank 9 is more than 8");
-  expect_refused([](capture_spec &s) { s.inputs[0].shape = {-2, -500}; }, CAPGRAPH_ERR_FORMAT,
-                 "input 'a': dimension -2 is negative");
-  expect_refused([](capture_spec &s) { s.inputs[0].shape = {int64_t(1) << 40, int64_t(1) << 40}; },
-                 CAPGRAPH_ERR_FORMAT, "input 'a': the shape's byte size overflows");
+  expect_refused(
+      [](capture_spec &s) {
+        s.inputs[0].shape = {-2, -500};
+      },
+      CAPGRAPH_ERR_FORMAT, "input 'a': dimension -2 is negative");
+  expect_refused(
+      [](capture_spec &s) {
+        s.inputs[0].shape = {int64_t(1) << 40, int64_t(1) << 40};
+      },
+      CAPGRAPH_ERR_FORMAT, "input 'a': the shape's byte size overflows");
   expect_refused([](capture_spec &s) { s.inputs[1].name = s.inputs[0].name; }, CAPGRAPH_ERR_FORMAT,
                  "input 1 'a': the name is used twice");
   expect_refused([](capture_spec &s) { s.buffers[1].size = 1u << 20; }, CAPGRAPH_ERR_FORMAT,
@@ -203,16 +244,22 @@ TEST_CASE("programs and kernels") {
   expect_refused([](capture_spec &s) { s.kernels[2].program = 4; }, CAPGRAPH_ERR_FORMAT,
                  "kernel 2 'exp' uses program 4, but the capture has 1 programs");
   expect_refused([](capture_spec &s) { s.programs[0].format = fb::ProgramFormat(3); },
-                 CAPGRAPH_ERR_FORMAT, "program 0 has format 3; this runtime loads elf_relocatable (0)");
+                 CAPGRAPH_ERR_FORMAT,
+                 "program 0 has format 3; this runtime loads elf_relocatable (0)");
   expect_refused([](capture_spec &s) { s.programs[0].imports.push_back("printf"); },
-                 CAPGRAPH_ERR_FORMAT, "program 0 imports 'printf', which the runtime does not provide");
-  expect_refused([](capture_spec &s) { s.kernels[1].entry = "c_scale_missing"; }, CAPGRAPH_ERR_FORMAT,
+                 CAPGRAPH_ERR_FORMAT,
+                 "program 0 imports 'printf', which the runtime does not provide");
+  expect_refused([](capture_spec &s) { s.kernels[1].entry = "c_scale_missing"; },
+                 CAPGRAPH_ERR_FORMAT,
                  "kernel 1 'scale': entry symbol 'c_scale_missing' is not defined in program 0");
+  expect_refused([](capture_spec &s) { s.kernels[1].entry = "c_calls"; }, CAPGRAPH_ERR_FORMAT,
+                 "kernel 1 'scale': entry symbol 'c_calls' is not code in program 0");
   expect_refused([](capture_spec &s) { s.programs[0].binary = {1, 2, 3, 4, 5, 6, 7, 8}; },
-                 CAPGRAPH_ERR_FORMAT, "program 0: ELF object: 8 bytes is too short for an ELF header");
-  expect_refused([](capture_spec &s) {
-    s.programs[0].binary.resize(s.programs[0].binary.size() / 2);
-  }, CAPGRAPH_ERR_FORMAT, "program 0: ELF object: ");
+                 CAPGRAPH_ERR_FORMAT,
+                 "program 0: ELF object: 8 bytes is too short for an ELF header");
+  expect_refused(
+      [](capture_spec &s) { s.programs[0].binary.resize(s.programs[0].binary.size() / 2); },
+      CAPGRAPH_ERR_FORMAT, "program 0: ELF object: ");
 #if defined(__x86_64__)
   const uint16_t other = EM_AARCH64;
   const char *other_name = "aarch64";

@@ -21,9 +21,11 @@ const std::vector<elf_import> &elf_runtime_imports() {
   using f1 = float (*)(float);
   using f2 = float (*)(float, float);
   static const std::vector<elf_import> imports = {
-      {"memcpy", reinterpret_cast<void *>(static_cast<void *(*)(void *, const void *, size_t)>(&::memcpy))},
+      {"memcpy",
+       reinterpret_cast<void *>(static_cast<void *(*)(void *, const void *, size_t)>(&::memcpy))},
       {"memset", reinterpret_cast<void *>(static_cast<void *(*)(void *, int, size_t)>(&::memset))},
-      {"memmove", reinterpret_cast<void *>(static_cast<void *(*)(void *, const void *, size_t)>(&::memmove))},
+      {"memmove",
+       reinterpret_cast<void *>(static_cast<void *(*)(void *, const void *, size_t)>(&::memmove))},
       {"expf", reinterpret_cast<void *>(static_cast<f1>(&::expf))},
       {"logf", reinterpret_cast<void *>(static_cast<f1>(&::logf))},
       {"powf", reinterpret_cast<void *>(static_cast<f2>(&::powf))},
@@ -60,10 +62,13 @@ elf_image::~elf_image() {
   if (base) munmap(base, size);
 }
 
-void *elf_image::symbol_address(const char *name) const {
+void *elf_image::symbol_address(const char *name) const { return lookup(name, false); }
+void *elf_image::code_address(const char *name) const { return lookup(name, true); }
+
+void *elf_image::lookup(const char *name, bool code_only) const {
   void *local = nullptr;
   for (const elf_symbol &s : symbols) {
-    if (s.name != name) continue;
+    if (s.name != name || (code_only && !s.code)) continue;
     if (s.global) return s.address;
     if (!local) local = s.address;
   }
@@ -100,6 +105,7 @@ const char *machine_name(uint16_t m) {
 
 const char *reloc_name(uint16_t machine, uint32_t type) {
   if (machine == EM_X86_64) {
+    // clang-format off
     static const char *const names[] = {
         "NONE", "64", "PC32", "GOT32", "PLT32", "COPY", "GLOB_DAT", "JUMP_SLOT", "RELATIVE",
         "GOTPCREL", "32", "32S", "16", "PC16", "8", "PC8", "DTPMOD64", "DTPOFF64", "TPOFF64",
@@ -107,6 +113,7 @@ const char *reloc_name(uint16_t machine, uint32_t type) {
         "GOT64", "GOTPCREL64", "GOTPC64", "GOTPLT64", "PLTOFF64", "SIZE32", "SIZE64",
         "GOTPC32_TLSDESC", "TLSDESC_CALL", "TLSDESC", "IRELATIVE", "RELATIVE64", "39", "40",
         "GOTPCRELX", "REX_GOTPCRELX"};
+    // clang-format on
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : "?";
   }
   switch (type) {
@@ -181,9 +188,9 @@ struct symbol {
   uint8_t bind = 0, type = 0;
   uint16_t shndx = 0;
   uint64_t value = 0;
-  int import = -1;        // index into elf_runtime_imports() for an undefined symbol
-  bool usable = false;    // address is meaningful (defined in a loaded section, absolute, import)
-  uint64_t address = 0;   // for imports: the function itself
+  int import = -1;       // index into elf_runtime_imports() for an undefined symbol
+  bool usable = false;   // address is meaningful (defined in a loaded section, absolute, import)
+  uint64_t address = 0;  // for imports: the function itself
 };
 
 struct reloc {
@@ -209,7 +216,9 @@ class linker {
     for (const symbol &s : syms_) {
       if (!s.usable || s.import >= 0 || !*s.name || s.type == STT_SECTION || s.type == STT_FILE)
         continue;
-      image_.symbols.push_back({s.name, reinterpret_cast<void *>(s.address), s.bind != STB_LOCAL});
+      const bool code = s.shndx < sections_.size() && sections_[s.shndx].part == part_text;
+      image_.symbols.push_back(
+          {s.name, reinterpret_cast<void *>(s.address), s.bind != STB_LOCAL, code});
     }
     *out = std::move(image_);
     return CAPGRAPH_OK;
@@ -322,14 +331,17 @@ class linker {
       return bad("section '%s' is both writable and executable", s.name);
     const uint64_t align = h.sh_addralign ? h.sh_addralign : 1;
     if ((align & (align - 1)) || align > page_)
-      return bad("section '%s' alignment %llu is not a power of two up to the page size",
-                 s.name, (unsigned long long)align);
+      return bad("section '%s' alignment %llu is not a power of two up to the page size", s.name,
+                 (unsigned long long)align);
     if (h.sh_size > k_max_image)
       return bad("section '%s' is %llu bytes, more than the %llu the runtime links", s.name,
                  (unsigned long long)h.sh_size, (unsigned long long)k_max_image);
-    s.part = (h.sh_flags & SHF_EXECINSTR) ? part_text
-             : (h.sh_flags & SHF_WRITE) || h.sh_type == SHT_NOBITS ? part_rw
-                                                                    : part_ro;
+    if (h.sh_flags & SHF_EXECINSTR)
+      s.part = part_text;
+    else if ((h.sh_flags & SHF_WRITE) || h.sh_type == SHT_NOBITS)
+      s.part = part_rw;
+    else
+      s.part = part_ro;
     return true;
   }
 
@@ -371,9 +383,10 @@ class linker {
         if (strcmp(imports[k].name, s.name) == 0) s.import = int(k);
       if (s.import < 0 && s.bind != STB_WEAK) {
         std::string known;
-        for (const elf_import &imp : imports) known += std::string(known.empty() ? "" : " ") + imp.name;
-        return bad("undefined symbol '%s' is not provided by the runtime (it provides: %s)",
-                   s.name, known.c_str());
+        for (const elf_import &imp : imports)
+          known += std::string(known.empty() ? "" : " ") + imp.name;
+        return bad("undefined symbol '%s' is not provided by the runtime (it provides: %s)", s.name,
+                   known.c_str());
       }
     }
     return true;
@@ -406,26 +419,39 @@ class linker {
   bool reloc_supported(uint32_t type) const {
     if (eh_.e_machine == EM_X86_64) {
       switch (type) {
-        case R_X86_64_NONE: case R_X86_64_64: case R_X86_64_PC32: case R_X86_64_PLT32:
-        case R_X86_64_32: case R_X86_64_32S: case R_X86_64_PC64: case R_X86_64_GOTPCREL:
-        case R_X86_64_GOTPCRELX: case R_X86_64_REX_GOTPCRELX:
-          return true;
-        default:
-          return false;
+        case R_X86_64_NONE:
+        case R_X86_64_64:
+        case R_X86_64_PC32:
+        case R_X86_64_PLT32:
+        case R_X86_64_32:
+        case R_X86_64_32S:
+        case R_X86_64_PC64:
+        case R_X86_64_GOTPCREL:
+        case R_X86_64_GOTPCRELX:
+        case R_X86_64_REX_GOTPCRELX: return true;
+        default: return false;
       }
     }
     switch (type) {
-      case R_AARCH64_NONE: case 256 /* R_AARCH64_NONE, AAELF64 alternative value */:
-      case R_AARCH64_ABS64: case R_AARCH64_ABS32: case R_AARCH64_PREL64: case R_AARCH64_PREL32:
-      case R_AARCH64_ADR_PREL_LO21: case R_AARCH64_ADR_PREL_PG_HI21:
-      case R_AARCH64_ADD_ABS_LO12_NC: case R_AARCH64_LDST8_ABS_LO12_NC:
-      case R_AARCH64_LDST16_ABS_LO12_NC: case R_AARCH64_LDST32_ABS_LO12_NC:
-      case R_AARCH64_LDST64_ABS_LO12_NC: case R_AARCH64_LDST128_ABS_LO12_NC:
-      case R_AARCH64_CALL26: case R_AARCH64_JUMP26: case R_AARCH64_ADR_GOT_PAGE:
-      case R_AARCH64_LD64_GOT_LO12_NC:
-        return true;
-      default:
-        return false;
+      case R_AARCH64_NONE:
+      case 256 /* R_AARCH64_NONE, AAELF64 alternative value */:
+      case R_AARCH64_ABS64:
+      case R_AARCH64_ABS32:
+      case R_AARCH64_PREL64:
+      case R_AARCH64_PREL32:
+      case R_AARCH64_ADR_PREL_LO21:
+      case R_AARCH64_ADR_PREL_PG_HI21:
+      case R_AARCH64_ADD_ABS_LO12_NC:
+      case R_AARCH64_LDST8_ABS_LO12_NC:
+      case R_AARCH64_LDST16_ABS_LO12_NC:
+      case R_AARCH64_LDST32_ABS_LO12_NC:
+      case R_AARCH64_LDST64_ABS_LO12_NC:
+      case R_AARCH64_LDST128_ABS_LO12_NC:
+      case R_AARCH64_CALL26:
+      case R_AARCH64_JUMP26:
+      case R_AARCH64_ADR_GOT_PAGE:
+      case R_AARCH64_LD64_GOT_LO12_NC: return true;
+      default: return false;
     }
   }
 
@@ -456,12 +482,13 @@ class linker {
                      (unsigned long long)k, rs.name, r.sym);
         const symbol &s = syms_[r.sym];
         if (!reloc_supported(r.type))
-          return bad("relocation R_%s_%s (type %u) at %s+0x%llx against '%s' is not supported "
-                     "by the runtime linker",
-                     eh_.e_machine == EM_X86_64 ? "X86_64" : "AARCH64",
-                     reloc_name(eh_.e_machine, r.type), r.type, target.name,
-                     (unsigned long long)r.offset, s.name);
-        if (r.type == R_X86_64_32 || r.type == R_X86_64_32S) needs_low_ |= eh_.e_machine == EM_X86_64;
+          return bad(
+              "relocation R_%s_%s (type %u) at %s+0x%llx against '%s' is not supported "
+              "by the runtime linker",
+              eh_.e_machine == EM_X86_64 ? "X86_64" : "AARCH64", reloc_name(eh_.e_machine, r.type),
+              r.type, target.name, (unsigned long long)r.offset, s.name);
+        if (r.type == R_X86_64_32 || r.type == R_X86_64_32S)
+          needs_low_ |= eh_.e_machine == EM_X86_64;
         if (is_got_reloc(r.type)) {
           const int64_t key_addend = eh_.e_machine == EM_AARCH64 ? r.addend : 0;
           got_.emplace(std::make_pair(r.sym, key_addend), got_.size());
@@ -483,8 +510,8 @@ class linker {
         offset = align_up(offset, s.h.sh_addralign ? s.h.sh_addralign : 1);
         s.offset = offset;
         offset += s.h.sh_size;
-        if (offset > k_max_image) return bad("loaded sections exceed %llu bytes",
-                                             (unsigned long long)k_max_image);
+        if (offset > k_max_image)
+          return bad("loaded sections exceed %llu bytes", (unsigned long long)k_max_image);
       }
       if (p == part_text) {
         offset = align_up(offset, k_stub_size);
@@ -586,8 +613,10 @@ class linker {
           return bad("relocation %llu in '%s' at offset 0x%llx is outside '%s'",
                      (unsigned long long)k, rs.name, (unsigned long long)r.offset, target.name);
         if (r.sym && !s.usable)
-          return bad("relocation at %s+0x%llx refers to '%s', which is in a section that is not "
-                     "loaded", target.name, (unsigned long long)r.offset, s.name);
+          return bad(
+              "relocation at %s+0x%llx refers to '%s', which is in a section that is not "
+              "loaded",
+              target.name, (unsigned long long)r.offset, s.name);
         uint64_t S = s.address;
         if (s.import >= 0 && !reaches_anywhere(r.type))
           S = base + stubs_offset_ + stub_of_import_.at(s.import) * k_stub_size;
@@ -598,8 +627,9 @@ class linker {
         }
         uint8_t *where = image_.base + target.offset + r.offset;
         const uint64_t P = reinterpret_cast<uint64_t>(where);
-        const bool ok = eh_.e_machine == EM_X86_64 ? reloc_x86_64(r.type, where, P, S, r.addend, G)
-                                                   : reloc_aarch64(r.type, where, P, S, r.addend, G);
+        const bool ok = eh_.e_machine == EM_X86_64
+                            ? reloc_x86_64(r.type, where, P, S, r.addend, G)
+                            : reloc_aarch64(r.type, where, P, S, r.addend, G);
         if (!ok) {
           if (!error_.empty()) return false;
           return bad("relocation R_%s_%s at %s+0x%llx against '%s' does not fit (target 0x%llx)",
@@ -625,10 +655,10 @@ class linker {
                            uint64_t G) {
     switch (type) {
       case R_X86_64_NONE: return true;
-      case R_X86_64_64: store<uint64_t>(p, S + A); return true;                  // S + A
-      case R_X86_64_PC64: store<uint64_t>(p, S + A - P); return true;            // S + A - P
-      case R_X86_64_PC32:                                                        // S + A - P
-      case R_X86_64_PLT32: {                                                     // L + A - P
+      case R_X86_64_64: store<uint64_t>(p, S + A); return true;        // S + A
+      case R_X86_64_PC64: store<uint64_t>(p, S + A - P); return true;  // S + A - P
+      case R_X86_64_PC32:                                              // S + A - P
+      case R_X86_64_PLT32: {                                           // L + A - P
         const int64_t v = int64_t(S + A - P);
         if (!fits_signed(v, 32)) return false;
         store<int32_t>(p, int32_t(v));
@@ -646,8 +676,8 @@ class linker {
         store<int32_t>(p, int32_t(v));
         return true;
       }
-      case R_X86_64_GOTPCREL:       // G + GOT + A - P
-      case R_X86_64_GOTPCRELX:      // same, and the linker may relax the instruction (we don't)
+      case R_X86_64_GOTPCREL:   // G + GOT + A - P
+      case R_X86_64_GOTPCRELX:  // same, and the linker may relax the instruction (we don't)
       case R_X86_64_REX_GOTPCRELX: {
         const int64_t v = int64_t(G + A - P);
         if (!fits_signed(v, 32)) return false;
@@ -684,8 +714,9 @@ class linker {
       return true;
     };
     switch (type) {
-      case R_AARCH64_NONE: case 256: return true;
-      case R_AARCH64_ABS64: store<uint64_t>(p, S + A); return true;  // S + A
+      case R_AARCH64_NONE:
+      case 256: return true;
+      case R_AARCH64_ABS64: store<uint64_t>(p, S + A); return true;       // S + A
       case R_AARCH64_PREL64: store<uint64_t>(p, S + A - P); return true;  // S + A - P
       case R_AARCH64_ABS32: {  // S + A, -2^31 <= X < 2^32
         const int64_t v = int64_t(S + A);
@@ -743,8 +774,9 @@ class linker {
       uint8_t *start = image_.base + part_start_[p];
 #if defined(__aarch64__)
       // Instruction fetch is not coherent with data stores on aarch64 (Arm ARM B2.4.4).
-      if (p == part_text) __builtin___clear_cache(reinterpret_cast<char *>(start),
-                                                  reinterpret_cast<char *>(start + len));
+      if (p == part_text)
+        __builtin___clear_cache(reinterpret_cast<char *>(start),
+                                reinterpret_cast<char *>(start + len));
 #endif
       if (mprotect(start, len, prot[p]) != 0)
         return fail(CAPGRAPH_ERR_MEMORY, "cannot protect the kernel image: %s", strerror(errno));
@@ -761,7 +793,7 @@ class linker {
   uint32_t symtab_ = 0;
   bool needs_low_ = false;
   std::map<std::pair<uint32_t, int64_t>, size_t> got_;  // (symbol, addend) -> slot
-  std::map<int, size_t> stub_of_import_;                 // import -> stub
+  std::map<int, size_t> stub_of_import_;                // import -> stub
   uint64_t part_start_[3] = {}, part_end_[3] = {};
   uint64_t stubs_offset_ = 0, got_offset_ = 0;
   elf_image image_;

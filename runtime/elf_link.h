@@ -33,6 +33,7 @@ struct elf_symbol {
   std::string name;
   void *address;
   bool global;  // STB_GLOBAL or STB_WEAK
+  bool code;    // defined in an executable section
 };
 
 // One linked object. Owns its mapping; move-only.
@@ -47,13 +48,18 @@ class elf_image {
 
   // Address of a defined symbol (a global one if the name is also used by a local), or nullptr.
   void *symbol_address(const char *name) const;
+  // The same, for a symbol in an executable section only (a kernel entry).
+  void *code_address(const char *name) const;
 
   uint8_t *base = nullptr;  // the mapping
   size_t size = 0;
   std::vector<elf_symbol> symbols;  // defined, named symbols
-  size_t stub_count = 0;             // import call stubs emitted (for tests)
-  size_t got_count = 0;              // GOT entries built (for tests)
-  bool low_mapping = false;          // mapped below 2 GiB for R_X86_64_32/32S (for tests)
+  size_t stub_count = 0;            // import call stubs emitted (for tests)
+  size_t got_count = 0;             // GOT entries built (for tests)
+  bool low_mapping = false;         // mapped below 2 GiB for R_X86_64_32/32S (for tests)
+
+ private:
+  void *lookup(const char *name, bool code_only) const;
 };
 
 // Links `data` (not kept after the call) into *out. On failure returns CAPGRAPH_ERR_FORMAT

@@ -58,7 +58,8 @@ std::string mapping_permissions(const void *address) {
   while (std::getline(maps, line)) {
     unsigned long lo = 0, hi = 0;
     char perms[8] = {};
-    if (sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi) return perms;
+    if (sscanf(line.c_str(), "%lx-%lx %7s", &lo, &hi, perms) == 3 && a >= lo && a < hi)
+      return perms;
   }
   return "";
 }
@@ -241,7 +242,8 @@ TEST_CASE("damaged objects are refused with a message") {
   obj = good;
 #if defined(__x86_64__)
   first_text_reloc_retype(obj, R_X86_64_TPOFF32);
-  CHECK(link_error(obj, CAPGRAPH_ERR_FORMAT).find("R_X86_64_TPOFF32 (type 23)") != std::string::npos);
+  CHECK(link_error(obj, CAPGRAPH_ERR_FORMAT).find("R_X86_64_TPOFF32 (type 23)") !=
+        std::string::npos);
 #else
   first_text_reloc_retype(obj, R_AARCH64_MOVW_UABS_G0);
   CHECK(link_error(obj, CAPGRAPH_ERR_FORMAT).find("R_AARCH64_MOVW_UABS_G0 (type 263)") !=

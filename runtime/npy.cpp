@@ -40,9 +40,12 @@ class header_reader {
       int depth = 0;
       for (; e < s_.size(); ++e) {
         const char c = s_[e];
-        if (c == '(' || c == '[') ++depth;
-        else if (c == ')' || c == ']') --depth;
-        else if ((c == ',' || c == '}') && depth == 0) break;
+        if (c == '(' || c == '[')
+          ++depth;
+        else if (c == ')' || c == ']')
+          --depth;
+        else if ((c == ',' || c == '}') && depth == 0)
+          break;
       }
       *out = trim(s_.substr(p, e - p));
       return true;
@@ -110,20 +113,22 @@ bool npy_parse(const uint8_t *bytes, size_t size, const char *label, npy_array *
   const header_reader h(header);
 
   std::string descr, fortran, shape;
-  if (!h.value("descr", &descr) || !h.value("fortran_order", &fortran) ||
-      !h.value("shape", &shape))
+  if (!h.value("descr", &descr) || !h.value("fortran_order", &fortran) || !h.value("shape", &shape))
     return fail(err, label, "the .npy header lacks descr, fortran_order or shape: " + header);
   if (fortran != "False")
-    return fail(err, label, "array is in Fortran order; save it in C order "
-                            "(numpy.ascontiguousarray)");
+    return fail(err, label,
+                "array is in Fortran order; save it in C order "
+                "(numpy.ascontiguousarray)");
   if (descr.size() < 3 || (descr.front() != '\'' && descr.front() != '"'))
     return fail(err, label, "unsupported descr " + descr);
   descr = descr.substr(1, descr.size() - 2);
   if (descr.empty()) return fail(err, label, "empty descr");
   const char order = descr[0];
   if (order == '>')
-    return fail(err, label, "array is big-endian (" + descr + "); save it little-endian "
-                            "(array.astype(array.dtype.newbyteorder('<')))");
+    return fail(err, label,
+                "array is big-endian (" + descr +
+                    "); save it little-endian "
+                    "(array.astype(array.dtype.newbyteorder('<')))");
   const std::string kind = (order == '<' || order == '|' || order == '=') ? descr.substr(1) : descr;
   const dtype_entry *type = nullptr;
   for (const dtype_entry &e : k_dtypes)
@@ -156,8 +161,9 @@ bool npy_parse(const uint8_t *bytes, size_t size, const char *label, npy_array *
   const uint64_t bytes_needed = count * type->size;
   const size_t data_start = header_start + header_len;
   if (size - data_start < bytes_needed)
-    return fail(err, label, "truncated data: " + std::to_string(size - data_start) +
-                                " bytes for " + std::to_string(bytes_needed));
+    return fail(err, label,
+                "truncated data: " + std::to_string(size - data_start) + " bytes for " +
+                    std::to_string(bytes_needed));
   out->dtype = type->dtype;
   out->data.assign(bytes + data_start, bytes + data_start + bytes_needed);
   return true;

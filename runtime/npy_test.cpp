@@ -36,8 +36,9 @@ std::string parse_error(const std::vector<uint8_t> &bytes) {
 }  // namespace
 
 TEST_CASE("round trip of every dtype and rank") {
-  const capgraph_dtype types[] = {CAPGRAPH_F32, CAPGRAPH_F16, CAPGRAPH_F64, CAPGRAPH_I8, CAPGRAPH_U8,
-                                  CAPGRAPH_I16, CAPGRAPH_I32, CAPGRAPH_I64, CAPGRAPH_BOOL};
+  const capgraph_dtype types[] = {CAPGRAPH_F32, CAPGRAPH_F16, CAPGRAPH_F64,
+                                  CAPGRAPH_I8,  CAPGRAPH_U8,  CAPGRAPH_I16,
+                                  CAPGRAPH_I32, CAPGRAPH_I64, CAPGRAPH_BOOL};
   const std::vector<std::vector<int64_t>> shapes = {{}, {5}, {2, 3}, {1, 2, 3, 4}, {0, 7}};
   for (capgraph_dtype t : types)
     for (const auto &shape : shapes) {
@@ -62,7 +63,8 @@ TEST_CASE("headers as NumPy writes them") {
   const std::vector<uint8_t> data = {0, 0, 128, 63, 0, 0, 0, 64};  // 1.0f, 2.0f
   npy_array a;
   std::string err;
-  std::vector<uint8_t> bytes = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", data);
+  std::vector<uint8_t> bytes =
+      npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", data);
   REQUIRE(npy_parse(bytes.data(), bytes.size(), "x.npy", &a, &err));
   CHECK(a.shape == std::vector<int64_t>{2});
   float f[2];
@@ -91,8 +93,10 @@ TEST_CASE("unsupported files are refused with a message") {
             .find("dtype <c8 is not supported") != std::string::npos);
   CHECK(parse_error(npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (100,), }", data))
             .find("truncated data: 64 bytes for 400") != std::string::npos);
-  CHECK(parse_error(npy_bytes("{'descr': '<f4', 'shape': (2,), }", data)).find("lacks") != std::string::npos);
-  std::vector<uint8_t> cut = npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", data);
+  CHECK(parse_error(npy_bytes("{'descr': '<f4', 'shape': (2,), }", data)).find("lacks") !=
+        std::string::npos);
+  std::vector<uint8_t> cut =
+      npy_bytes("{'descr': '<f4', 'fortran_order': False, 'shape': (2,), }", data);
   cut.resize(30);
   CHECK(parse_error(cut) == "x.npy: truncated .npy header");
   npy_array a;

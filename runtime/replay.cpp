@@ -4,7 +4,8 @@
 
 namespace capgraph {
 
-void replay_plan_build(const fb::Capture *c, uint8_t *arena, const std::vector<const uint8_t *> &weights,
+void replay_plan_build(const fb::Capture *c, uint8_t *arena,
+                       const std::vector<const uint8_t *> &weights,
                        const std::vector<kernel_entry> &kernels, int threads, replay_plan *out) {
   replay_plan &p = *out;
   p.threads = threads;
@@ -14,7 +15,9 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena, const std::vector<c
     return const_cast<uint8_t *>(base) + b.offset();
   };
   // Offsets into the storage vectors first, pointers once the vectors stop growing.
-  struct offsets { size_t buffers, scalars, bounds; };
+  struct offsets {
+    size_t buffers, scalars, bounds;
+  };
   std::vector<offsets> at;
   for (const fb::Step *s : *c->steps()) {
     replay_step step{};
@@ -28,7 +31,8 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena, const std::vector<c
       const fb::Launch *l = s->launch();
       step.entry = kernels[l->kernel()];
       for (const fb::BufferRef *b : *l->buffers()) p.buffers.push_back(address(*b));
-      if (l->scalars()) p.scalars.insert(p.scalars.end(), l->scalars()->begin(), l->scalars()->end());
+      if (l->scalars())
+        p.scalars.insert(p.scalars.end(), l->scalars()->begin(), l->scalars()->end());
       if (uint32_t(threads) == c->threads()) {
         for (uint64_t v : *l->partition()) p.bounds.push_back(int64_t(v));
       } else {

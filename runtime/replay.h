@@ -14,19 +14,19 @@ using kernel_entry = void (*)(void *const *buffers, const int64_t *scalars, int6
                               int64_t end);
 
 struct replay_step {
-  kernel_entry entry;       // a launch, or nullptr for a copy
-  void *const *buffers;     // launch: resolved buffer addresses
-  const int64_t *scalars;   // launch: the scalars (nullptr when there are none)
-  const int64_t *bounds;    // launch: thread t runs [bounds[t], bounds[t+1])
-  void *dst;                // copy
-  const void *src;          // copy
-  size_t size;              // copy: bytes
+  kernel_entry entry;      // a launch, or nullptr for a copy
+  void *const *buffers;    // launch: resolved buffer addresses
+  const int64_t *scalars;  // launch: the scalars (nullptr when there are none)
+  const int64_t *bounds;   // launch: thread t runs [bounds[t], bounds[t+1])
+  void *dst;               // copy
+  const void *src;         // copy
+  size_t size;             // copy: bytes
 };
 
 struct replay_plan {
   int threads = 1;
   std::vector<replay_step> steps;
-  std::vector<void *> buffers;   // storage the steps point into
+  std::vector<void *> buffers;  // storage the steps point into
   std::vector<int64_t> scalars;
   std::vector<int64_t> bounds;
 };
@@ -34,7 +34,8 @@ struct replay_plan {
 // Resolves every step of `c` against the arena, the weights (address of each blob) and the
 // kernels' entry points. With threads == c->threads() the compiler's partitions are used;
 // otherwise each work range is split evenly. Throws std::bad_alloc only.
-void replay_plan_build(const fb::Capture *c, uint8_t *arena, const std::vector<const uint8_t *> &weights,
+void replay_plan_build(const fb::Capture *c, uint8_t *arena,
+                       const std::vector<const uint8_t *> &weights,
                        const std::vector<kernel_entry> &kernels, int threads, replay_plan *out);
 
 // Replays the plan once. `pool` is nullptr for one thread (then nothing synchronises).

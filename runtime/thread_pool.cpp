@@ -1,6 +1,7 @@
 #include "thread_pool.h"
 
 #include <linux/futex.h>
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -10,9 +11,12 @@ namespace capgraph {
 
 namespace {
 
-// About 10-50 microseconds of polling before sleeping: long enough to cover the gap between
-// two short launches, short enough not to burn a core while the model is idle.
-constexpr int k_spin = 2000;
+// Waiting goes through three stages: a short busy poll (a launch is often a few microseconds, and
+// a poll notices the last arrival fastest), then polling with sched_yield (when there are more
+// threads than free cores, the thread everyone waits for may need this core), then sleeping on a
+// futex (an idle model costs nothing).
+constexpr int k_spin = 256;
+constexpr int k_yield = 64;
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
@@ -75,6 +79,10 @@ void thread_pool::barrier() noexcept {
   for (int i = 0; i < k_spin; ++i) {
     if (generation_.load(std::memory_order_acquire) != gen) return;
     cpu_relax();
+  }
+  for (int i = 0; i < k_yield; ++i) {
+    if (generation_.load(std::memory_order_acquire) != gen) return;
+    sched_yield();
   }
   while (generation_.load(std::memory_order_acquire) == gen) {
     if (stop_.load(std::memory_order_acquire)) return;

@@ -1,7 +1,6 @@
 #include "thread_pool.h"
 
 #include <doctest/doctest.h>
-
 #include <time.h>
 
 #include <atomic>

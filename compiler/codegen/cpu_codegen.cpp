@@ -367,10 +367,14 @@ struct KernelEmitter {
     switch (k.reduce) {
       case Reduce::sum: return fl ? b.CreateFAdd(acc, v) : b.CreateAdd(acc, v);
       case Reduce::prod: return fl ? b.CreateFMul(acc, v) : b.CreateMul(acc, v);
+      // NaN propagates as in the interpreter: a NaN value replaces the accumulator, and a NaN
+      // accumulator stays (an unordered compare alone would let the next number replace it).
       case Reduce::max:
-        return fl ? b.CreateSelect(b.CreateFCmpUGT(v, acc), v, acc) : b.CreateSelect(b.CreateICmpSGT(v, acc), v, acc);
+        return fl ? b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
+                  : b.CreateSelect(b.CreateICmpSGT(v, acc), v, acc);
       case Reduce::min:
-        return fl ? b.CreateSelect(b.CreateFCmpULT(v, acc), v, acc) : b.CreateSelect(b.CreateICmpSLT(v, acc), v, acc);
+        return fl ? b.CreateSelect(b.CreateOr(b.CreateFCmpOLT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
+                  : b.CreateSelect(b.CreateICmpSLT(v, acc), v, acc);
       case Reduce::none: break;
     }
     return v;
@@ -395,7 +399,12 @@ struct KernelEmitter {
     if (const char *f = getenv("CAPGRAPH_STRATEGY")) return std::string(f) == "dot" ? Strategy::dot : Strategy::row;
     int last_red = (int)k.axes.size() - 1;
     if (k.axes[inner_axis()] == 1) return Strategy::dot;
-    return unit_stride_loads(last_red) > unit_stride_loads(inner_axis()) ? Strategy::dot : Strategy::row;
+    // Vectorise along whichever innermost loop gives more contiguous work: unit-stride loads
+    // weighted by how long the loop is (a 3-wide kernel window gives little to vectorise). The
+    // row layout also stores contiguously, and needs no horizontal sum at the end.
+    int64_t dot = unit_stride_loads(last_red) * std::min<int64_t>(k.axes[last_red], 64);
+    int64_t row = (unit_stride_loads(inner_axis()) + 1) * std::min<int64_t>(k.axes[inner_axis()], 64);
+    return dot > row ? Strategy::dot : Strategy::row;
   }
 
   // The loops over all axes in [first, last) with iv bound; body runs at the innermost point.

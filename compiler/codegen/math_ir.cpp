@@ -20,10 +20,11 @@ static Value *poly(llvm::IRBuilder<> &b, Value *x, std::initializer_list<double>
 static Value *is_f64(Value *x) { return x->getType()->isDoubleTy() ? x : nullptr; }
 
 // exp(x) = 2^n * exp(r), n = round(x / ln2), |r| <= ln2/2; exp(r) by its Taylor series (error
-// below 2e-7 relative for float). Large |x| saturate to 0 / inf as expf does.
+// below 2e-7 relative for float). Large |x| saturate to 0 / inf; hi is where expf / exp
+// overflow, so every finite result stays finite.
 Value *ir_exp(llvm::IRBuilder<> &b, Value *x) {
   bool d = is_f64(x);
-  double hi = d ? 709.0 : 88.72, lo = d ? -708.0 : -87.33;
+  double hi = d ? 709.782712893384 : 88.72283935546875, lo = d ? -708.0 : -87.33;
   Value *xc = b.CreateMinNum(b.CreateMaxNum(x, cst(b, x, lo)), cst(b, x, hi));
   Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, cst(b, x, 1.4426950408889634)));
   Value *r = b.CreateFSub(xc, b.CreateFMul(n, cst(b, x, 0.693145751953125)));
@@ -35,9 +36,14 @@ Value *ir_exp(llvm::IRBuilder<> &b, Value *x) {
     p = poly(b, r, {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
   llvm::Type *it = d ? b.getInt64Ty() : b.getInt32Ty();
   Value *ni = b.CreateFPToSI(n, it);
-  Value *bits = b.CreateShl(b.CreateAdd(ni, llvm::ConstantInt::get(it, d ? 1023 : 127)), d ? 52 : 23);
-  Value *scale = b.CreateBitCast(bits, x->getType());
-  Value *res = b.CreateFMul(p, scale);
+  // 2^n as 2^(n/2) * 2^(n - n/2): near hi, n is 128 (float) or 1024 (double), one more than the
+  // largest exponent a single factor can hold.
+  auto pow2 = [&](Value *e) {
+    Value *bits = b.CreateShl(b.CreateAdd(e, llvm::ConstantInt::get(it, d ? 1023 : 127)), d ? 52 : 23);
+    return b.CreateBitCast(bits, x->getType());
+  };
+  Value *n1 = b.CreateAShr(ni, 1);
+  Value *res = b.CreateFMul(b.CreateFMul(p, pow2(n1)), pow2(b.CreateSub(ni, n1)));
   // below the range: 0; above: inf; NaN stays NaN
   res = b.CreateSelect(b.CreateFCmpOLT(x, cst(b, x, lo)), cst(b, x, 0), res);
   res = b.CreateSelect(b.CreateFCmpOGT(x, cst(b, x, hi)), cst(b, x, INFINITY), res);

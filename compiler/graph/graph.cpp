@@ -87,12 +87,13 @@ Shape shape_parse(const std::string &s) {
     size_t j = s.find_first_of("x,", i);
     if (j == std::string::npos) j = s.size();
     std::string part = s.substr(i, j - i);
-    if (part.empty() || part.find_first_not_of("0123456789") != std::string::npos)
+    // At most 15 digits: a dimension stoll can hold, and products of a few that int64 can.
+    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos)
       throw Error("bad shape '" + s + "': expected dimensions like 1x3x640x640");
     r.push_back(std::stoll(part));
     i = j + 1;
   }
-  if (r.empty()) throw Error("bad shape '" + s + "': expected dimensions like 1x3x640x640");
+  if (r.empty() || s.back() == 'x' || s.back() == ',') throw Error("bad shape '" + s + "': expected dimensions like 1x3x640x640");
   return r;
 }
 

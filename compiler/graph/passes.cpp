@@ -35,6 +35,7 @@ Tensor loc_materialize(const Program &p, const std::vector<std::vector<uint8_t>>
 
 void node_fold(Graph &g, Node &n) {
   Lowering L(g);
+  L.node = &n;  // errors binding the inputs name the node too
   bool all_const = true;
   for (Value *in : n.inputs) {
     if (!in) continue;
@@ -49,6 +50,10 @@ void node_fold(Graph &g, Node &n) {
   for (Value *o : n.outputs)
     if (!o->name.empty() && !o->constant) total += shape_numel(o->shape);
   if (total > kFoldLimit) return;
+  // The interpreter stores no float16; such a node is compiled instead (its kernel computes in
+  // float32 and stores float16).
+  for (const Kernel &k : L.prog.kernels)
+    if (L.prog.buffers[k.store.buffer].dtype == DType::f16) return;
   std::vector<std::vector<uint8_t>> host(L.prog.buffers.size());
   std::vector<uint8_t *> ptrs(host.size());
   for (size_t i = 0; i < host.size(); i++) {

@@ -296,13 +296,14 @@ TEST_CASE("Pad with zeros on spatial dims folds into the Conv; other pads do not
     float value;
     bool second;
   };
-  for (const no_fold &c : {no_fold{{0, 1, 1, 1, 0, 0, 1, 1}, "constant", 0, false},   // channel padding
+  for (const no_fold &c : {no_fold{{1, 0, 1, 1, 0, 0, 1, 1}, "constant", 0, false},   // batch padding
                            no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "constant", 1.5f, false},  // not zero
                            no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "reflect", 0, false},
                            no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "edge", 0, false},
                            no_fold{{0, 0, -1, 0, 0, 0, 0, 0}, "constant", 0, false},  // a crop
                            no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "constant", 0, true}}) {  // padded value read twice
-    CAPTURE(c.mode);
+    std::string mode = c.mode;
+    CAPTURE(mode);
     CAPTURE(c.value);
     CAPTURE(c.second);
     Graph g = graph_of(model(c.pads, c.mode, c.value, c.second));

@@ -28,16 +28,45 @@ bool same_linear(const Access &a, const Shape &aaxes, const Access &b, const Sha
   return access_linear(a, aaxes, ca, ba) && access_linear(b, baxes, cb, bb) && ca == cb && ba == bb;
 }
 
+// Pairs the axes of two parallel spaces that are equal once size-1 axes are dropped (a
+// convolution's (n, group, channel, h, w) against an activation's (n, c, h, w)): axis_map[i] is
+// the producer axis matching consumer axis i, or -1 for a size-1 consumer axis.
+bool axes_pair(const Shape &producer, const Shape &consumer, std::vector<int> &axis_map) {
+  std::vector<int> p_axes, c_axes;
+  for (size_t i = 0; i < producer.size(); i++)
+    if (producer[i] != 1) p_axes.push_back((int)i);
+  for (size_t i = 0; i < consumer.size(); i++)
+    if (consumer[i] != 1) c_axes.push_back((int)i);
+  if (p_axes.size() != c_axes.size()) return false;
+  axis_map.assign(consumer.size(), -1);
+  for (size_t i = 0; i < c_axes.size(); i++) {
+    if (producer[p_axes[i]] != consumer[c_axes[i]]) return false;
+    axis_map[c_axes[i]] = p_axes[i];
+  }
+  return true;
+}
+
+// Rewrites an access of the consumer's space into the producer's (terms on size-1 axes vanish).
+Access access_remap(Access a, const std::vector<int> &axis_map) {
+  for (DimIndex &d : a.dims) {
+    std::vector<AxisTerm> terms;
+    for (const AxisTerm &t : d.terms)
+      if (axis_map[t.axis] >= 0) terms.push_back({axis_map[t.axis], t.coef});
+    d.terms = terms;
+  }
+  return a;
+}
+
 // Appends consumer c's expressions to producer p, with c's loads of `buffer` replaced by p's
 // result. Returns the index of c's result inside p.
-int expr_splice(Kernel &p, const Kernel &c, int buffer) {
+int expr_splice(Kernel &p, const Kernel &c, int buffer, const std::vector<int> &axis_map) {
   std::vector<int> map(c.exprs.size(), -1);
   int load_base = (int)p.loads.size();
   std::vector<int> load_map(c.loads.size(), -1);
   for (size_t i = 0; i < c.loads.size(); i++) {
     if (c.loads[i].buffer == buffer) continue;
     load_map[i] = (int)p.loads.size();
-    p.loads.push_back(c.loads[i]);
+    p.loads.push_back(access_remap(c.loads[i], axis_map));
   }
   (void)load_base;
   for (size_t i = 0; i < c.exprs.size(); i++) {
@@ -50,6 +79,14 @@ int expr_splice(Kernel &p, const Kernel &c, int buffer) {
     if (e.b >= 0) e.b = map[e.b];
     if (e.c >= 0) e.c = map[e.c];
     if (e.op == Op::load) e.access = load_map[e.access];
+    if (e.op == Op::iota) {
+      if (axis_map[e.access] < 0) {  // a size-1 axis: its index is always 0
+        e.op = Op::constant;
+        e.value = 0;
+      } else {
+        e.access = axis_map[e.access];
+      }
+    }
     p.exprs.push_back(e);
     map[i] = (int)p.exprs.size() - 1;
   }
@@ -84,17 +121,18 @@ int program_fuse(Program &p) {
         Kernel &w = p.kernels[writer];
         if (w.store_dtype != p.buffers[buf].dtype) continue;
         Shape wpar(w.axes.begin(), w.axes.begin() + w.n_parallel);
-        if (wpar != c.axes) continue;
+        std::vector<int> axis_map;
+        if (!axes_pair(wpar, c.axes, axis_map)) continue;
         // every read of buf in c must see exactly what w wrote at the same point
         bool ok = true;
         for (const Access &a : c.loads)
-          if (a.buffer == buf && !same_linear(a, c.axes, w.store, w.axes)) ok = false;
+          if (a.buffer == buf && !same_linear(access_remap(a, axis_map), w.axes, w.store, w.axes)) ok = false;
         // and w must write each element once (its store covers the buffer)
         if (shape_numel(wpar) != p.buffers[buf].numel) ok = false;
         if (!ok) continue;
         Kernel fused = w;
-        fused.result = expr_splice(fused, c, buf);
-        fused.store = c.store;
+        fused.result = expr_splice(fused, c, buf, axis_map);
+        fused.store = access_remap(c.store, axis_map);
         fused.store_dtype = c.store_dtype;
         fused.name = w.name + "+" + c.name;
         fused.flops += c.flops;

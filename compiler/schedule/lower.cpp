@@ -20,6 +20,14 @@ Loc Lowering::loc(const Value *v) {
 void Lowering::bind(Value *v, const Loc &l) { locs[v] = l; }
 
 Loc Lowering::buffer_new(DType t, const Shape &s, Buffer::Kind kind, const std::string &name) {
+  // Element counts are int64 from here on (arena plan, capture sizes): a shape whose count would
+  // overflow (bound by --input-shape, or computed by Expand/Tile/...) is an error, not a wrap.
+  int64_t numel = 1;
+  bool zero = false;
+  for (int64_t d : s) zero = zero || d == 0;
+  for (int64_t d : s)
+    if (!zero && (__builtin_mul_overflow(numel, d, &numel) || numel > ((int64_t)1 << 48)))
+      fail("value '" + name + "' of shape " + shape_str(s) + " has too many elements (more than 2^48)");
   Buffer b;
   b.kind = kind;
   b.dtype = t;

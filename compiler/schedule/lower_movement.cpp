@@ -467,8 +467,10 @@ void lower_resize(Lowering &L, Node &n) {
   bool linear = mode != "nearest";
   std::string ct = n.attr_string("coordinate_transformation_mode", L.graph.opset >= 11 ? "half_pixel" : "asymmetric");
   std::string nearest = n.attr_string("nearest_mode", "round_prefer_floor");
-  if (n.op == "Upsample" || L.graph.opset == 10) ct = "asymmetric", nearest = "floor";
-  if (n.op == "Resize" && L.graph.opset == 10 && !linear) nearest = "round_prefer_floor";
+  // Upsample and Resize-10: asymmetric, and the nearest pixel rounds down when upsampling an
+  // axis, up when downsampling it (ONNX Runtime's "simple" mode).
+  bool simple = n.op == "Upsample" || L.graph.opset == 10;
+  if (simple) ct = "asymmetric";
   // A source coordinate for output index o along an axis of input size in, output size os.
   auto source = [&](int64_t o, int64_t in, int64_t os, double scale) -> double {
     if (ct == "half_pixel") return (o + 0.5) / scale - 0.5;
@@ -497,7 +499,8 @@ void lower_resize(Lowering &L, Node &n) {
       double s = source(o, x->shape[d], out[d], scales[d]);
       if (!linear) {
         double f;
-        if (nearest == "floor") f = std::floor(s);
+        if (simple) f = scales[d] < 1 ? std::ceil(s) : std::floor(s);
+        else if (nearest == "floor") f = std::floor(s);
         else if (nearest == "ceil") f = std::ceil(s);
         else if (nearest == "round_prefer_ceil") f = std::floor(s + 0.5);
         else f = (s - std::floor(s) == 0.5) ? std::floor(s) : std::round(s);
@@ -580,7 +583,11 @@ void lower_range(Lowering &L, Node &n) {
   const Tensor &s = L.const_input(0, "start"), &lim = L.const_input(1, "limit"), &d = L.const_input(2, "delta");
   double start = s.at_f64(0), limit = lim.at_f64(0), delta = d.at_f64(0);
   if (delta == 0) L.fail("delta is 0");
-  int64_t count = std::max<int64_t>(0, (int64_t)std::ceil((limit - start) / delta));
+  double steps = std::ceil((limit - start) / delta);
+  if (std::isnan(steps) || steps > (double)((int64_t)1 << 28))
+    L.fail("start " + std::to_string(start) + ", limit " + std::to_string(limit) + ", delta " + std::to_string(delta) +
+           " make too many elements");
+  int64_t count = std::max<int64_t>(0, (int64_t)steps);
   std::vector<double> v(count);
   for (int64_t i = 0; i < count; i++) v[i] = start + i * delta;
   L.output_constant(n.outputs[0], Tensor::from_f64(s.dtype, {count}, v));

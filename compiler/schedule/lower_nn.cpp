@@ -174,7 +174,7 @@ void lower_conv_transpose(Lowering &L, Node &n) {
       pads[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
       pads[S + i] = total - pads[i];
       if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && out_given.size()) {
-        pads[i] = total / 2;  // ONNX: output_shape given, NOTSET: pads split with the extra at the end
+        pads[i] = total - total / 2;  // output_shape given, NOTSET: the odd pad goes at the start (ONNX spec; ONNX Runtime agrees)
         pads[S + i] = total - pads[i];
       }
     }

@@ -53,8 +53,12 @@ Kernel &reduce_kernel(Lowering &L, const std::string &name, const ReducePlan &p,
   k.n_parallel = p.n_parallel;
   int xe = k.expr_cast(k.expr_load(access_axes(x, p.axis_of), x.dtype), DType::f32);
   k.body = body(k, xe);
-  k.reduce = r;
-  k.result = k.expr_cast(result(k, k.expr_unary(Op::acc, -1, DType::f32)), out.dtype);
+  // No reduced axes (noop_with_empty_axes): each element is reduced alone, in a plain map.
+  bool reduces = p.n_parallel < (int)p.axes.size();
+  int acc = reduces ? k.expr_unary(Op::acc, -1, DType::f32) : k.body;
+  if (!reduces) k.body = -1;
+  k.reduce = reduces ? r : Reduce::none;
+  k.result = k.expr_cast(result(k, acc), out.dtype);
   Loc o = out;
   o.shape = p.kept_shape;
   o.strides = shape_strides(o.shape);
@@ -115,16 +119,27 @@ void lower_reduce(Lowering &L, Node &n, Reduce r, const std::string &kind) {
   ReducePlan p = reduce_plan(x->shape, red);
   if (p.count == 0 || shape_numel(out_shape) == 0) L.fail("reducing an empty tensor is not supported");
   double inv = 1.0 / (double)p.count;
+  if (kind == "logsumexp") {
+    // max + log(sum(exp(x - max))): exp cannot overflow (ONNX Runtime computes it so too).
+    Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_max");
+    reduce_kernel(L, "reduce_logsumexp_max", p, xl, m, Reduce::max, [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
+    std::vector<int> kept_axes;
+    for (size_t d = 0; d < x->shape.size(); d++)
+      if (!red[d]) kept_axes.push_back(p.axis_of[d]);
+    auto max_of = [&](Kernel &k) { return k.expr_load(access_axes(m, kept_axes), DType::f32); };
+    reduce_kernel(L, "reduce_logsumexp", p, xl, y, Reduce::sum,
+                  [&](Kernel &k, int v) { return k.expr_unary(Op::exp, k.expr_binary(Op::sub, v, max_of(k), DType::f32), DType::f32); },
+                  [&](Kernel &k, int a) { return k.expr_binary(Op::add, k.expr_unary(Op::log, a, DType::f32), max_of(k), DType::f32); });
+    return;
+  }
   auto body = [&](Kernel &k, int v) {
     if (kind == "sumsquare" || kind == "l2") return k.expr_binary(Op::mul, v, v, DType::f32);
     if (kind == "l1") return k.expr_unary(Op::abs, v, DType::f32);
-    if (kind == "logsumexp") return k.expr_unary(Op::exp, v, DType::f32);
     return v;
   };
   auto result = [&](Kernel &k, int acc) {
     if (kind == "mean") return k.expr_binary(Op::mul, acc, k.expr_const(inv, DType::f32), DType::f32);
     if (kind == "l2") return k.expr_unary(Op::sqrt, acc, DType::f32);
-    if (kind == "logsumexp") return k.expr_unary(Op::log, acc, DType::f32);
     return acc;
   };
   reduce_kernel(L, "reduce_" + kind, p, xl, y, r, body, result);

@@ -70,7 +70,8 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
   auto tensors = [&](const std::vector<tensor_spec> &list) {
     std::vector<flatbuffers::Offset<fb::TensorInfo>> out;
     for (const tensor_spec &t : list)
-      out.push_back(fb::CreateTensorInfoDirect(b, t.name.c_str(), t.dtype, &t.shape, t.offset, t.size));
+      out.push_back(
+          fb::CreateTensorInfoDirect(b, t.name.c_str(), t.dtype, &t.shape, t.offset, t.size));
     return out;
   };
   const auto inputs = tensors(s.inputs);
@@ -109,18 +110,19 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
       const launch_spec &l = st.launch;
       std::vector<flatbuffers::Offset<flatbuffers::String>> nodes;
       for (const std::string &n : l.nodes) nodes.push_back(b.CreateString(n));
-      launch = fb::CreateLaunchDirect(b, l.kernel, &l.buffers, l.scalars.empty() ? nullptr : &l.scalars,
-                                      l.work_size, &l.partition, &nodes);
+      launch =
+          fb::CreateLaunchDirect(b, l.kernel, &l.buffers, l.scalars.empty() ? nullptr : &l.scalars,
+                                 l.work_size, &l.partition, &nodes);
     }
     if (st.with_copy) copy = fb::CreateCopy(b, &st.copy.src, &st.copy.dst, st.copy.size);
     steps.push_back(fb::CreateStep(b, st.kind, launch, copy));
   }
   const auto target = fb::CreateTargetDirect(b, s.target.c_str(), nullptr, nullptr,
                                              s.features.empty() ? nullptr : s.features.c_str());
-  const auto root = fb::CreateCaptureDirect(
-      b, s.version_major, s.version_minor, "capgraph tests", "fixture.onnx", target, &inputs,
-      &outputs, &weights, s.arena_size, s.arena_size, &planned, &programs, &kernels, &steps,
-      s.threads);
+  const auto root =
+      fb::CreateCaptureDirect(b, s.version_major, s.version_minor, "capgraph tests", "fixture.onnx",
+                              target, &inputs, &outputs, &weights, s.arena_size, s.arena_size,
+                              &planned, &programs, &kernels, &steps, s.threads);
   fb::FinishCaptureBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }
@@ -209,11 +211,12 @@ capture_spec reference_spec(uint32_t threads, int64_t n) {
                {"scale", 0, "c_scale", 2, 0},
                {"exp", 0, "c_exp", 2, 0},
                {"copy_rows", 0, "c_copy_rows", 2, 1}};
-  s.steps = {launch_step(0, {arena_ref(at(a)), weight_ref(0), arena_ref(at(t0))}, uint64_t(n), threads),
-             launch_step(1, {arena_ref(at(t0)), arena_ref(at(t1))}, uint64_t(n), threads),
-             launch_step(2, {arena_ref(at(t1)), arena_ref(at(y))}, uint64_t(n), threads),
-             copy_step(arena_ref(at(b)), arena_ref(at(z)), bytes),
-             launch_step(3, {arena_ref(at(t0)), arena_ref(at(rows))}, uint64_t(n) / 4, threads, {4})};
+  s.steps = {
+      launch_step(0, {arena_ref(at(a)), weight_ref(0), arena_ref(at(t0))}, uint64_t(n), threads),
+      launch_step(1, {arena_ref(at(t0)), arena_ref(at(t1))}, uint64_t(n), threads),
+      launch_step(2, {arena_ref(at(t1)), arena_ref(at(y))}, uint64_t(n), threads),
+      copy_step(arena_ref(at(b)), arena_ref(at(z)), bytes),
+      launch_step(3, {arena_ref(at(t0)), arena_ref(at(rows))}, uint64_t(n) / 4, threads, {4})};
   return s;
 }
 

@@ -18,8 +18,8 @@ std::string npy_raw(const std::string &name, const std::string &dict, size_t dat
   std::string header = dict;
   while ((10 + header.size() + 1) % 64) header += ' ';
   header += '\n';
-  std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, uint8_t(header.size()), uint8_t(header.size() >> 8)};
-  bytes.insert(bytes.end(), header.begin(), header.end());
+  const std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 255) + char(header.size() >> 8) + header;
+  std::vector<uint8_t> bytes(file.begin(), file.end());
   bytes.resize(bytes.size() + data_bytes, 0);
   const std::string path = scratch_path(name);
   file_write(path, bytes);
