@@ -41,12 +41,78 @@ int64_t kernel_work_size(const Kernel &k) {
 
 namespace {
 
+// The register-blocked layout for products of two operands (convolutions, matrix products):
+// body = X * W where X walks memory contiguously along the innermost parallel axis and does not
+// depend on axis `o`, and W depends on `o` but not on the innermost axis. A tile of `block`
+// values of o times `lanes * 2` positions accumulates in vector registers across all reduction
+// loops; X is read once per tile row and shared by the whole block of o.
+struct TilePlan {
+  bool ok = false;
+  int x = -1, w = -1;       // load indices
+  int x_dim = -1;           // X's dimension that moves with the innermost axis
+  int o = -1;               // the blocked parallel axis
+  int64_t block = 1;        // values of o per tile
+};
+
+bool depends_on(const Access &a, int axis) {
+  for (const DimIndex &d : a.dims)
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == axis && t.coef != 0) return true;
+  return false;
+}
+
+TilePlan tile_plan(const Kernel &k, const Program &p) {
+  TilePlan tp;
+  if (k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2 || getenv("CAPGRAPH_NO_TILE")) return tp;
+  const Expr &body = k.exprs[k.body];
+  if (body.op != Op::mul) return tp;
+  const Expr &ea = k.exprs[body.a], &eb = k.exprs[body.b];
+  if (ea.op != Op::load || eb.op != Op::load || ea.dtype != DType::f32 || eb.dtype != DType::f32) return tp;
+  int inner = k.n_parallel - 1;
+  if (k.axes[inner] < 8) return tp;
+  int la = ea.access, lb = eb.access;
+  if (p.buffers[k.loads[la].buffer].dtype != DType::f32 || p.buffers[k.loads[lb].buffer].dtype != DType::f32) return tp;
+  bool a_in = depends_on(k.loads[la], inner), b_in = depends_on(k.loads[lb], inner);
+  if (a_in == b_in) return tp;
+  tp.x = a_in ? la : lb;
+  tp.w = a_in ? lb : la;
+  const Access &X = k.loads[tp.x], &W = k.loads[tp.w];
+  for (size_t di = 0; di < X.dims.size(); di++) {
+    const DimIndex &d = X.dims[di];
+    if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip)) return tp;
+    int64_t c = 0;
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == inner) c += t.coef;
+    if (c == 0) continue;
+    if (tp.x_dim >= 0 || c != 1 || d.stride != 1) return tp;  // contiguous along the inner axis only
+    tp.x_dim = (int)di;
+  }
+  if (tp.x_dim < 0) return tp;
+  for (const DimIndex &d : W.dims)
+    if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return tp;
+  for (int a = inner - 1; a >= 0 && tp.o < 0; a--)
+    if (k.axes[a] > 1 && depends_on(W, a) && !depends_on(X, a)) tp.o = a;
+  if (tp.o >= 0)
+    for (int64_t bsz : {6, 4, 3, 2})
+      if (k.axes[tp.o] % bsz == 0) {
+        tp.block = bsz;
+        break;
+      }
+  tp.ok = true;
+  return tp;
+}
+
+int vector_lanes(const CpuTarget &t) {
+  return t.features.find("+avx2") != std::string::npos || t.features.find("+avx,") != std::string::npos ? 8 : 4;
+}
+
 // How a reduction kernel is laid out in loops.
 enum class Strategy {
   map,  // no reduction: a loop over the innermost parallel axis
   row,  // per tile of the innermost parallel axis: accumulators in an array, reduction loops
         // outside, the tile loop innermost (contiguous along output rows: convolutions, pooling)
   dot,  // per output point: a scalar accumulator, reduction loops innermost (dot products)
+  tile, // register-blocked products (see TilePlan)
 };
 
 struct KernelEmitter {
@@ -539,6 +605,114 @@ struct KernelEmitter {
     });
   }
 
+  // The tile layout. Work items cover the outer parallel axes with axis o in blocks.
+  void emit_tile(const TilePlan &tp, int lanes, const std::vector<llvm::AllocaInst *> &accs, llvm::AllocaInst *spill) {
+    int in = inner_axis(), na = (int)k.axes.size();
+    const int U = 2, T = lanes * U;
+    int64_t L = k.axes[in], B = tp.block;
+    auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
+    const Access &X = k.loads[tp.x];
+    const DimIndex &xd = X.dims[tp.x_dim];
+    Value *obase = tp.o >= 0 ? iv[tp.o] : nullptr;
+    std::vector<llvm::Constant *> lane_ids;
+    for (int l = 0; l < lanes; l++) lane_ids.push_back(b.getInt64(l));
+    Value *lane_vec = llvm::ConstantVector::get(lane_ids);
+    loop(i64(0), i64((L + T - 1) / T), [&](Value *t) {
+      Value *j0 = b.CreateMul(t, i64(T));
+      for (auto *a : accs) b.CreateStore(llvm::Constant::getNullValue(vt), a);
+      nest(k.n_parallel, na, [&] {
+        // X's offset at lane 0 of the tile, and the checks on its other dimensions.
+        Value *off = i64(X.offset), *ok = nullptr, *raw = nullptr;
+        for (size_t di = 0; di < X.dims.size(); di++) {
+          const DimIndex &d = X.dims[di];
+          if ((int)di == tp.x_dim) {
+            raw = b.CreateAdd(affine(d, in), j0);
+            off = b.CreateAdd(off, raw);
+            continue;
+          }
+          Value *idx = affine(d);
+          if (d.bound == Bound::skip) {
+            Value *in_range = b.CreateICmpULT(idx, i64(d.extent));
+            ok = ok ? b.CreateAnd(ok, in_range) : in_range;
+          }
+          off = b.CreateAdd(off, b.CreateMul(idx, i64(d.stride)));
+        }
+        auto body = [&] {
+          // The block of W values, one per o.
+          std::vector<Value *> wv;
+          for (int64_t bo = 0; bo < B; bo++) {
+            if (obase) iv[tp.o] = b.CreateAdd(obase, i64(bo));
+            Value *wok;
+            Value *woff = access_offset(k.loads[tp.w], -1, &wok);
+            Value *wf = b.CreateLoad(b.getFloatTy(), element_ptr(k.loads[tp.w].buffer, woff));
+            wv.push_back(b.CreateVectorSplat(lanes, wf));
+          }
+          if (obase) iv[tp.o] = obase;
+          // All lanes in range: plain loads; at borders and the tail: masked loads.
+          Value *full = b.CreateICmpSLE(b.CreateAdd(j0, i64(T)), i64(L));
+          if (xd.bound == Bound::skip)
+            full = b.CreateAnd(full, b.CreateAnd(b.CreateICmpSGE(raw, i64(0)), b.CreateICmpSLE(b.CreateAdd(raw, i64(T)), i64(xd.extent))));
+          llvm::BasicBlock *fast = llvm::BasicBlock::Create(ctx, "tile_full", fn), *slow = llvm::BasicBlock::Create(ctx, "tile_edge", fn),
+                           *join = llvm::BasicBlock::Create(ctx, "tile_join", fn);
+          b.CreateCondBr(full, fast, slow);
+          Value *base_ptr = slot_ptr[X.buffer];
+          std::vector<Value *> xf(U), xs(U);
+          b.SetInsertPoint(fast);
+          for (int u = 0; u < U; u++)
+            xf[u] = b.CreateAlignedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))), llvm::Align(4));
+          llvm::BasicBlock *fast_end = b.GetInsertBlock();
+          b.CreateBr(join);
+          b.SetInsertPoint(slow);
+          for (int u = 0; u < U; u++) {
+            Value *pos = b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(j0, i64(u * lanes))), lane_vec);
+            Value *mask = b.CreateICmpSLT(pos, b.CreateVectorSplat(lanes, i64(L)));
+            if (xd.bound == Bound::skip) {
+              Value *xi = b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(raw, i64(u * lanes))), lane_vec);
+              mask = b.CreateAnd(mask, b.CreateICmpULT(xi, b.CreateVectorSplat(lanes, i64(xd.extent))));
+            }
+            // Disabled lanes are never read (their addresses may lie outside the buffer).
+            xs[u] = b.CreateMaskedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))), llvm::Align(4), mask,
+                                       llvm::Constant::getNullValue(vt));
+          }
+          llvm::BasicBlock *slow_end = b.GetInsertBlock();
+          b.CreateBr(join);
+          b.SetInsertPoint(join);
+          std::vector<llvm::PHINode *> xv(U);
+          for (int u = 0; u < U; u++) {  // PHIs head the block
+            xv[u] = b.CreatePHI(vt, 2);
+            xv[u]->addIncoming(xf[u], fast_end);
+            xv[u]->addIncoming(xs[u], slow_end);
+          }
+          for (int u = 0; u < U; u++) {
+            Value *x = xv[u];
+            for (int64_t bo = 0; bo < B; bo++) {
+              llvm::AllocaInst *a = accs[bo * U + u];
+              Value *acc = b.CreateLoad(vt, a);
+              b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, wv[bo], acc}), a);
+            }
+          }
+        };
+        if (ok) guarded(ok, body);
+        else body();
+      });
+      // Epilogue: the accumulators through the result expression, element by element.
+      auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), T);
+      for (int64_t bo = 0; bo < B; bo++)
+        for (int u = 0; u < U; u++)
+          b.CreateAlignedStore(b.CreateLoad(vt, accs[bo * U + u]), b.CreateInBoundsGEP(row_ty, spill, {i64(bo), i64(u * lanes)}), llvm::Align(4));
+      Value *jend = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(j0, i64(T)), i64(L)), b.CreateAdd(j0, i64(T)), i64(L));
+      loop(i64(0), i64(B), [&](Value *bo) {
+        if (obase) iv[tp.o] = b.CreateAdd(obase, bo);
+        loop(j0, jend, [&](Value *j) {
+          iv[in] = j;
+          acc_value = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(row_ty, spill, {bo, b.CreateSub(j, j0)}));
+          store_result(evaluate(k.result, false));
+        });
+      });
+      if (obase) iv[tp.o] = obase;
+    });
+  }
+
   Value *floor_div(Value *a, int64_t d) {  // d > 0
     Value *q = b.CreateSDiv(a, i64(d));
     Value *fix = b.CreateAnd(b.CreateICmpNE(b.CreateSRem(a, i64(d)), i64(0)), b.CreateICmpSLT(a, i64(0)));
@@ -564,25 +738,35 @@ struct KernelEmitter {
     llvm::BasicBlock *entry = llvm::BasicBlock::Create(ctx, "entry", fn);
     b.SetInsertPoint(entry);
     iv.assign(k.axes.size(), nullptr);
-    Strategy s = choose();
+    TilePlan tp = tile_plan(k, p);
+    Strategy s = tp.ok ? Strategy::tile : choose();
     int64_t tile = std::min<int64_t>(k.axes[inner_axis()], 256);
+    int lanes = vector_lanes(t);
     llvm::AllocaInst *acc = nullptr;
+    std::vector<llvm::AllocaInst *> accs;
     if (s == Strategy::row) acc = b.CreateAlloca(llvm::ArrayType::get(ir_type(k.acc_dtype), tile));
     if (s == Strategy::dot) acc = b.CreateAlloca(ir_type(k.acc_dtype));
+    if (s == Strategy::tile) {
+      for (int64_t i = 0; i < tp.block * 2; i++) accs.push_back(b.CreateAlloca(llvm::FixedVectorType::get(b.getFloatTy(), lanes)));
+      acc = b.CreateAlloca(llvm::ArrayType::get(llvm::ArrayType::get(b.getFloatTy(), lanes * 2), tp.block));
+    }
     Value *begin = fn->getArg(slots.size()), *end = fn->getArg(slots.size() + 1);
     loop(begin, end, [&](Value *w) {
-      // work item -> outer parallel indices
+      // work item -> outer parallel indices (the blocked axis counts blocks)
       Value *rem = w;
       for (int a = k.n_parallel - 2; a >= 0; a--) {
-        if (k.axes[a] == 1) {
+        int64_t n = s == Strategy::tile && a == tp.o ? k.axes[a] / tp.block : k.axes[a];
+        if (n == 1) {
           iv[a] = i64(0);
           continue;
         }
-        iv[a] = b.CreateURem(rem, i64(k.axes[a]));
-        rem = b.CreateUDiv(rem, i64(k.axes[a]));
+        iv[a] = b.CreateURem(rem, i64(n));
+        rem = b.CreateUDiv(rem, i64(n));
+        if (s == Strategy::tile && a == tp.o) iv[a] = b.CreateMul(iv[a], i64(tp.block));
       }
       if (s == Strategy::map) emit_map();
       else if (s == Strategy::dot) emit_dot(acc);
+      else if (s == Strategy::tile) emit_tile(tp, lanes, accs, acc);
       else emit_row(acc, tile);
     });
     b.CreateRetVoid();
@@ -720,6 +904,8 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
     }
     r.kernels[i].slots = kernel_slots(p.kernels[i]);
     r.kernels[i].work_size = kernel_work_size(p.kernels[i]);
+    TilePlan tp = tile_plan(p.kernels[i], p);
+    if (tp.ok && tp.o >= 0) r.kernels[i].work_size /= tp.block;
     r.kernels[i].symbol = symbol_name(p.kernels[reps[u]], u);
     r.kernels[i].object = u % std::max(jobs, 1);
   }

@@ -14,10 +14,12 @@
 #include <cstring>
 #include <filesystem>
 #include <random>
+#include <typeinfo>
 
 #include "capgraph_runtime.h"
 #include "capture/capture_write.h"
 #include "compile.h"
+#include "error.h"
 #include "onnx_writer.h"
 #include "schedule/interpret.h"
 
@@ -657,4 +659,20 @@ TEST_CASE("exp and log in double precision: relative 1e-13 over the double range
       if (!ok && failures++ < 8) FAIL_CHECK(fn << "(" << xs[i] << "): got " << y[i] << ", want " << want);
     }
   }
+}
+
+TEST_CASE("an Error thrown from a -fno-rtti file (cpu_target.cpp) keeps its type information") {
+  // Before Error had an out-of-line destructor, the linker could keep a vtable copy emitted by a
+  // -fno-rtti file, without type info: dynamic_cast/typeid on the caught Error then broke, and
+  // UBSan reported e.what() (op_conformance_test under -DCAPGRAPH_SANITIZE=ON).
+  bool caught = false;
+  try {
+    cpu_target_named("no-such-target");
+  } catch (const std::exception &e) {
+    caught = true;
+    CHECK(dynamic_cast<const Error *>(&e) != nullptr);
+    CHECK(typeid(e) == typeid(Error));
+    CHECK(std::string(e.what()).find("no-such-target") != std::string::npos);
+  }
+  CHECK(caught);
 }

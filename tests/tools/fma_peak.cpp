@@ -25,8 +25,11 @@ VEC_TARGET static double fma_loop(long iters) {
     b[i] = 1e-7f;
   }
   for (int c = 0; c < kChains; c++) acc[c] = b * (float)c;
-  for (long i = 0; i < iters; i++)
+  // Unrolled so the chains stay in registers (a loop over c would keep them in memory).
+  for (long i = 0; i < iters; i++) {
+#pragma GCC unroll 12
     for (int c = 0; c < kChains; c++) acc[c] = acc[c] * a + b;
+  }
   double sink = 0;
   for (int c = 0; c < kChains; c++)
     for (int l = 0; l < kLanes; l++) sink += acc[c][l];
