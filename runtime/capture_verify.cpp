@@ -1,5 +1,7 @@
 #include "capture_verify.h"
 
+#include "capture_hash.h"
+
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -105,6 +107,9 @@ class semantic_check {
       if (p->format() != fb::ProgramFormat::elf_relocatable)
         return fail("program %u has format %u; this runtime loads elf_relocatable (0)", i,
                     unsigned(p->format()));
+      // Damaged machine code must be refused here: once linked it runs unchecked.
+      if (capture_hash(p->binary()->data(), p->binary()->size()) != p->hash())
+        return fail("program %u is damaged: its code does not match its checksum", i);
       if (!p->imports()) continue;
       for (const flatbuffers::String *name : *p->imports()) {
         bool known = false;
@@ -180,14 +185,19 @@ class semantic_check {
     if (scalars != k->num_scalars())
       return fail("%s: %u scalars bound, the kernel takes %u", where.c_str(), scalars,
                   k->num_scalars());
+    if (l->buffer_sizes()->size() != l->buffers()->size())
+      return fail("%s: %u buffer sizes for %u buffers", where.c_str(), l->buffer_sizes()->size(),
+                  l->buffers()->size());
     for (uint32_t i = 0; i < l->buffers()->size(); ++i) {
       const fb::BufferRef *b = l->buffers()->Get(i);
       const std::string arg = where + ": buffer " + std::to_string(i);
       uint64_t size = 0;
       if (!region_size(*b, arg, &size)) return false;
-      // A kernel's extent is not in the capture, so only its start can be checked.
-      if (b->offset() >= size)
-        return fail("%s (%s) is outside the %s (%llu bytes)", arg.c_str(), ref_name(*b).c_str(),
+      // The whole extent the kernel may touch must lie inside its region.
+      const uint64_t extent = l->buffer_sizes()->Get(i);
+      if (b->offset() >= size || !in_range(b->offset(), extent, size))
+        return fail("%s (%s, %llu bytes) is outside the %s (%llu bytes)", arg.c_str(),
+                    ref_name(*b).c_str(), (unsigned long long)extent,
                     b->space() == fb::Space::arena ? "arena" : "weight", (unsigned long long)size);
     }
     if (l->work_size() > uint64_t(INT64_MAX))

@@ -157,12 +157,12 @@ TEST_CASE("launch bindings") {
                  "kernel takes 1");
   expect_refused(
       [](capture_spec &s) { s.steps[1].launch.buffers[1] = test::arena_ref(s.arena_size); },
-      CAPGRAPH_ERR_FORMAT, "buffer 1 (arena offset 28224) is outside the arena (28224 bytes)");
+      CAPGRAPH_ERR_FORMAT, "buffer 1 (arena offset 28224, 0 bytes) is outside the arena (28224 bytes)");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = test::weight_ref(3); },
                  CAPGRAPH_ERR_FORMAT, "buffer 1: weight 3 does not exist (the capture has 1)");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = test::weight_ref(0, 4000); },
                  CAPGRAPH_ERR_FORMAT,
-                 "buffer 1 (weight 0 offset 4000) is outside the weight (4000 bytes)");
+                 "buffer 1 (weight 0 offset 4000, 0 bytes) is outside the weight (4000 bytes)");
   expect_refused(
       [](capture_spec &s) { s.steps[0].launch.buffers[1] = fb::BufferRef(fb::Space(7), 0, 0); },
       CAPGRAPH_ERR_FORMAT, "buffer 1: unknown buffer space 7");
@@ -299,4 +299,29 @@ TEST_CASE("load options and files") {
   CHECK(strlen(tiny) == 7);
   CHECK(capgraph_load(path.c_str(), nullptr, &m, nullptr, 0) == CAPGRAPH_ERR_FORMAT);
   CHECK(capgraph_load(path.c_str(), nullptr, nullptr, err, sizeof err) == CAPGRAPH_ERR_ARGUMENT);
+}
+
+TEST_CASE("damaged kernel code is refused before it can run") {
+  expect_refused([](capture_spec &s) { s.programs[0].hash_wrong = true; }, CAPGRAPH_ERR_FORMAT,
+                 "program 0 is damaged: its code does not match its checksum");
+  // A flipped bit inside the code itself, the stored hash left as it was.
+  std::vector<uint8_t> bytes = test::capture_build(test::reference_spec(2));
+  CHECK(load(bytes).status == CAPGRAPH_OK);
+  const uint8_t *code = test::capture_program_code(bytes, 0);
+  REQUIRE(code != nullptr);
+  bytes[code - bytes.data() + 7] ^= 0x01;
+  const load_result r = load(bytes);
+  CHECK(r.status == CAPGRAPH_ERR_FORMAT);
+  CHECK(r.message.find("program 0 is damaged") != std::string::npos);
+}
+
+TEST_CASE("a binding's whole extent must lie inside its region") {
+  expect_refused(
+      [](capture_spec &s) {
+        s.steps[0].launch.buffer_sizes.assign(s.steps[0].launch.buffers.size(), 16);
+        s.steps[0].launch.buffer_sizes[0] = s.arena_size - s.steps[0].launch.buffers[0].offset() + 1;
+      },
+      CAPGRAPH_ERR_FORMAT, "is outside the arena");
+  expect_refused([](capture_spec &s) { s.steps[0].launch.buffer_sizes = {8}; }, CAPGRAPH_ERR_FORMAT,
+                 "buffer sizes for");
 }

@@ -5,6 +5,7 @@
 #include <map>
 
 #include "capgraph/capture_generated.h"
+#include "capture_hash.h"
 #include "error.h"
 
 namespace capgraph {
@@ -66,7 +67,7 @@ std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, 
   for (const auto &obj : code.objects) {
     fbb.ForceVectorAlignment(obj.size(), 1, 16);
     auto bin = fbb.CreateVector(obj.data(), obj.size());
-    programs.push_back(fb::CreateProgram(fbb, fb::ProgramFormat::elf_relocatable, bin, 0));
+    programs.push_back(fb::CreateProgram(fbb, fb::ProgramFormat::elf_relocatable, bin, 0, capture_hash(obj.data(), obj.size())));
   }
   // Kernels: one per distinct symbol.
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
@@ -86,8 +87,10 @@ std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, 
     const Kernel &k = p.kernels[i];
     const CodegenKernel &ck = code.kernels[i];
     std::vector<fb::BufferRef> refs;
+    std::vector<uint64_t> sizes;
     uint64_t bytes_read = 0;
     for (int buf : ck.slots) {
+      sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
       if (weight_index[buf] >= 0) refs.emplace_back(fb::Space::weight, (uint32_t)weight_index[buf], 0);
       else refs.emplace_back(fb::Space::arena, 0, (uint64_t)arena_offset[buf]);
     }
@@ -99,7 +102,8 @@ std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, 
     int64_t out_elems = 1;
     for (int a = 0; a < k.n_parallel; a++) out_elems *= k.axes[a];
     auto launch = fb::CreateLaunch(fbb, launch_kernel[i], fbb.CreateVectorOfStructs(refs), 0, ck.work_size, fbb.CreateVector(partition),
-                                   fbb.CreateVector(srcs), k.flops, bytes_read, out_elems * dtype_size(k.store_dtype));
+                                   fbb.CreateVector(srcs), k.flops, bytes_read, out_elems * dtype_size(k.store_dtype),
+                                   fbb.CreateVector(sizes));
     steps.push_back(fb::CreateStep(fbb, fb::StepKind::launch, launch, 0));
   }
   auto tensor_infos = [&](const std::vector<Program::Port> &ports) {

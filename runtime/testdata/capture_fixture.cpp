@@ -1,5 +1,7 @@
 #include "capture_fixture.h"
 
+#include "capture_hash.h"
+
 #include <unistd.h>
 
 #include <cmath>
@@ -96,7 +98,8 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
   for (const program_spec &p : s.programs) {
     std::vector<flatbuffers::Offset<flatbuffers::String>> imports;
     for (const std::string &i : p.imports) imports.push_back(b.CreateString(i));
-    programs.push_back(fb::CreateProgramDirect(b, p.format, &p.binary, &imports));
+    uint64_t hash = capture_hash(p.binary.data(), p.binary.size()) ^ (p.hash_wrong ? 1 : 0);
+    programs.push_back(fb::CreateProgramDirect(b, p.format, &p.binary, &imports, hash));
   }
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   for (const kernel_spec &k : s.kernels)
@@ -110,9 +113,16 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
       const launch_spec &l = st.launch;
       std::vector<flatbuffers::Offset<flatbuffers::String>> nodes;
       for (const std::string &n : l.nodes) nodes.push_back(b.CreateString(n));
+      std::vector<uint64_t> sizes = l.buffer_sizes;
+      if (sizes.empty())
+        for (const fb::BufferRef &r : l.buffers) {
+          uint64_t region = r.space() == fb::Space::arena ? s.arena_size
+                            : r.index() < s.weights.size() ? s.weights[r.index()].data.size() : 0;
+          sizes.push_back(region > r.offset() ? region - r.offset() : 0);
+        }
       launch =
           fb::CreateLaunchDirect(b, l.kernel, &l.buffers, l.scalars.empty() ? nullptr : &l.scalars,
-                                 l.work_size, &l.partition, &nodes);
+                                 l.work_size, &l.partition, &nodes, 0, 0, 0, &sizes);
     }
     if (st.with_copy) copy = fb::CreateCopy(b, &st.copy.src, &st.copy.dst, st.copy.size);
     steps.push_back(fb::CreateStep(b, st.kind, launch, copy));
@@ -125,6 +135,12 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
                               &planned, &programs, &kernels, &steps, s.threads);
   fb::FinishCaptureBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+}
+
+const uint8_t *capture_program_code(const std::vector<uint8_t> &capture, uint32_t index) {
+  const fb::Capture *c = fb::GetCapture(capture.data());
+  if (!c->programs() || index >= c->programs()->size()) return nullptr;
+  return c->programs()->Get(index)->binary()->data();
 }
 
 fb::BufferRef arena_ref(uint64_t offset) { return fb::BufferRef(fb::Space::arena, 0, offset); }

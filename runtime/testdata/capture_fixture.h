@@ -39,6 +39,7 @@ struct program_spec {
   std::vector<uint8_t> binary;
   std::vector<std::string> imports;
   fb::ProgramFormat format = fb::ProgramFormat::elf_relocatable;
+  bool hash_wrong = false;  // store a hash that does not match the binary
 };
 struct kernel_spec {
   std::string name;
@@ -58,6 +59,8 @@ struct launch_spec {
   uint64_t work_size = 0;
   std::vector<uint64_t> partition;
   std::vector<std::string> nodes;
+  // Bytes per binding; empty: each binding reaches to the end of its arena or weight.
+  std::vector<uint64_t> buffer_sizes;
 };
 struct copy_spec {
   fb::BufferRef src, dst;
@@ -86,6 +89,8 @@ struct capture_spec {
 std::vector<uint8_t> capture_build(const capture_spec &spec);
 
 fb::BufferRef arena_ref(uint64_t offset);
+// Where program `index`'s code lies inside a built capture (for damaging it in tests).
+const uint8_t *capture_program_code(const std::vector<uint8_t> &capture, uint32_t index);
 fb::BufferRef weight_ref(uint32_t index, uint64_t offset = 0);
 // An even split of `work` over `threads`, as the compiler would write it.
 std::vector<uint64_t> partition_even(uint64_t work, uint32_t threads);
