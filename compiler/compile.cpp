@@ -79,6 +79,7 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   Program p = graph_lower(g);
   int before = (int)p.kernels.size();
   r.fused = program_fuse(p);
+  program_merge_axes(p);
   program_prune_buffers(p);
   r.kernels = (int)p.kernels.size();
   (void)before;

@@ -149,6 +149,82 @@ int program_fuse(Program &p) {
   return merged;
 }
 
+namespace {
+
+// Memory coefficient of `axis` in an access, or false if a dimension it indexes is not plainly
+// affine (bounds, gathers, divisions make the axis unmergeable).
+bool axis_coef(const Access &a, int axis, int64_t &coef) {
+  coef = 0;
+  for (const DimIndex &d : a.dims)
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == axis) {
+        if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return false;
+        coef += t.coef * d.stride;
+      }
+  return true;
+}
+
+// Axis `a` and `a + 1` walk every access as one range: coef(a) == coef(a+1) * extent(a+1).
+bool axes_mergeable(const Kernel &k, int a) {
+  for (const Expr &e : k.exprs)
+    if (e.op == Op::iota && (e.access == a || e.access == a + 1)) return false;
+  auto ok = [&](const Access &acc) {
+    int64_t ca, cb;
+    return axis_coef(acc, a, ca) && axis_coef(acc, a + 1, cb) && ca == cb * k.axes[a + 1];
+  };
+  if (!ok(k.store)) return false;
+  for (const Access &acc : k.loads)
+    if (!ok(acc)) return false;
+  return true;
+}
+
+// Replaces axes a and a+1 with one axis a of their product; later axes shift down by one.
+void axes_merge(Kernel &k, int a) {
+  int64_t inner = k.axes[a + 1];
+  auto rewrite = [&](Access &acc) {
+    int64_t cb;
+    axis_coef(acc, a + 1, cb);
+    for (DimIndex &d : acc.dims) {
+      std::vector<AxisTerm> terms;
+      for (const AxisTerm &t : d.terms) {
+        if (t.axis == a || t.axis == a + 1) continue;
+        terms.push_back({t.axis > a + 1 ? t.axis - 1 : t.axis, t.coef});
+      }
+      d.terms = terms;
+    }
+    if (cb != 0) {  // the merged axis as its own unit-stride view dimension
+      DimIndex m;
+      m.terms = {{a, 1}};
+      m.extent = k.axes[a] * inner;
+      m.stride = cb;
+      acc.dims.push_back(m);
+    }
+  };
+  rewrite(k.store);
+  for (Access &acc : k.loads) rewrite(acc);
+  for (Expr &e : k.exprs)
+    if (e.op == Op::iota && e.access > a + 1) e.access--;
+  k.axes[a] *= inner;
+  k.axes.erase(k.axes.begin() + a + 1);
+  k.n_parallel--;
+}
+
+}  // namespace
+
+int program_merge_axes(Program &p) {
+  int merged = 0;
+  for (Kernel &k : p.kernels) {
+    // Only the innermost parallel axis and the one before it: that is what makes rows longer.
+    // Rows of 256 are long enough to vectorise; merging further would only take work items
+    // away from the thread partition.
+    while (k.n_parallel >= 2 && k.axes[k.n_parallel - 1] < 256 && axes_mergeable(k, k.n_parallel - 2)) {
+      axes_merge(k, k.n_parallel - 2);
+      merged++;
+    }
+  }
+  return merged;
+}
+
 void program_prune_buffers(Program &p) {
   std::vector<char> used(p.buffers.size(), 0);
   for (const Kernel &k : p.kernels) {

@@ -10,6 +10,11 @@ namespace capgraph {
 // Fuses in place; returns how many kernels were merged away.
 int program_fuse(Program &p);
 
+// Merges adjacent parallel axes that every access walks as one contiguous range (a 1x1
+// convolution's or an elementwise op's (h, w) becomes one axis of h*w), so short rows become long
+// ones the code generator can vectorise. Returns how many axes were merged away.
+int program_merge_axes(Program &p);
+
 // Removes buffers no kernel reads or writes (renumbering the rest).
 void program_prune_buffers(Program &p);
 

@@ -260,3 +260,39 @@ TEST_CASE("MatMul + bias Add fuses into the reduction's epilogue") {
       CHECK(y[i * 4 + j] == doctest::Approx(s).epsilon(1e-6));
     }
 }
+
+TEST_CASE("axis merging: contiguous (h, w) become one long row; results unchanged") {
+  // Hand-built: k0 walks X and B contiguously (mergeable); k1 reads B transposed (not mergeable).
+  two_kernels t = two_kernel_program([](int buf) {
+    Access a;
+    a.buffer = buf;
+    a.dims = {DimIndex{{{1, 1}}, 0, -1, 4, 3}, DimIndex{{{0, 1}}, 0, -1, 3, 1}};
+    return a;
+  }, {3, 4});
+  const auto before = outputs_of(t.p);
+  Program merged = t.p;
+  CHECK(program_merge_axes(merged) == 1);
+  CHECK(merged.kernels[0].axes == Shape{12});
+  CHECK(merged.kernels[0].n_parallel == 1);
+  CHECK(merged.kernels[1].axes == Shape{3, 4});  // the transposed read keeps its two axes
+  CHECK(outputs_of(merged) == before);
+}
+
+TEST_CASE("axis merging: a 1x1 convolution's spatial axes merge, a padded 3x3's do not") {
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 4, 6, 6});
+  b.initializer("w1", ramp(8, 0.1f), {2, 4, 1, 1});
+  b.initializer("w3", ramp(72, 0.1f), {2, 4, 3, 3});
+  b.node("Conv", {"x", "w1"}, {"p"}).name = "pointwise";
+  b.node("Conv", {"x", "w3"}, {"q"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "padded";
+  b.output("p", DataType::float32);
+  b.output("q", DataType::float32);
+  Program p = schedule(b, "merge_convs.onnx");
+  REQUIRE(p.kernels.size() == 2);
+  for (const Kernel &k : p.kernels) {
+    Shape par(k.axes.begin(), k.axes.begin() + k.n_parallel);
+    if (k.source_nodes[0] == "pointwise") CHECK(par.back() == 36);
+    else CHECK(par.back() == 6);
+  }
+  // (Their numbers against ONNX Runtime: tests/e2e/op_conformance_test.cpp, conv cases.)
+}
