@@ -474,6 +474,15 @@ struct KernelEmitter {
   }
 
   // The loops over all axes in [first, last) with iv bound; body runs at the innermost point.
+  // Loops over the given axes, outermost first.
+  void nest_order(const std::vector<int> &axes, size_t at, const std::function<void()> &body) {
+    if (at == axes.size()) return body();
+    loop(k.axes[axes[at]], [&](Value *i) {
+      iv[axes[at]] = i;
+      nest_order(axes, at + 1, body);
+    });
+  }
+
   void nest(int first, int last, const std::function<void()> &body) {
     if (first == last) return body();
     loop(k.axes[first], [&](Value *i) {
@@ -620,7 +629,18 @@ struct KernelEmitter {
     loop(i64(0), i64((L + T - 1) / T), [&](Value *t) {
       Value *j0 = b.CreateMul(t, i64(T));
       for (auto *a : accs) b.CreateStore(llvm::Constant::getNullValue(vt), a);
-      nest(k.n_parallel, na, [&] {
+      // Reduction axes that move a bounds-checked index of X (the kernel window) outermost, the
+      // others (input channels) innermost: the border checks then stay out of the hottest loop.
+      std::vector<int> order, plain;
+      for (int a = k.n_parallel; a < na; a++) {
+        bool checked_axis = false;
+        for (const DimIndex &d : X.dims)
+          for (const AxisTerm &t2 : d.terms)
+            if (t2.axis == a && d.bound != Bound::none) checked_axis = true;
+        (checked_axis ? order : plain).push_back(a);
+      }
+      order.insert(order.end(), plain.begin(), plain.end());
+      nest_order(order, 0, [&] {
         // X's offset at lane 0 of the tile, and the checks on its other dimensions.
         Value *off = i64(X.offset), *ok = nullptr, *raw = nullptr;
         for (size_t di = 0; di < X.dims.size(); di++) {
