@@ -20,9 +20,12 @@ work=$(mktemp -d /tmp/capgraph-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 json() { node -e "const o=JSON.parse(require('fs').readFileSync(0,'utf8')); console.log(o$1)"; }
 
+# Peak: one core measured, times the thread count (a multi-thread measurement is at the mercy of
+# whatever else runs on the other cores at that instant; the models are timed over many runs).
+core_peak=$("$build/tests/tools/fma_peak" 1 | json .gflops)
 declare -A peak
-for t in "${threads[@]}"; do peak[$t]=$("$build/tests/tools/fma_peak" "$t" | json .gflops); done
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak measured: $(for t in "${threads[@]}"; do echo -n "${peak[$t]} GFLOP/s on $t thread(s); "; done)"
+for t in "${threads[@]}"; do peak[$t]=$(awk -v p="$core_peak" -v t="$t" 'BEGIN { print p * t }'); done
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak: $core_peak GFLOP/s per core (measured) x threads"
 echo "date: $(date -u +%Y-%m-%d), runs per timing: $runs, capgraph $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo
 echo "| model | GFLOP | threads | capgraph ms | ORT ms | ratio | % of peak |"
