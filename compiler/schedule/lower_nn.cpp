@@ -76,6 +76,29 @@ DimIndex dim_terms(std::vector<AxisTerm> terms, const Loc &l, size_t dim) {
   return d;
 }
 
+// The end of a (transposed) convolution over axes (n, g, ocg, o_1..o_S | ...): the sum plus the
+// optional per-output-channel bias, stored to y[n, g*OCG + ocg, o...].
+void conv_epilogue(Lowering &L, Kernel &k, const Value *bv, const Loc &y, int64_t OC, int64_t OCG, size_t S) {
+  const int ax_n = 0, ax_g = 1, ax_ocg = 2, ax_o = 3;
+  k.result = k.expr_unary(Op::acc, -1, DType::f32);
+  if (bv) {
+    Loc b = L.loc(bv);
+    if (b.shape != Shape{OC}) L.fail("bias B has shape " + shape_str(b.shape) + ", expected " + std::to_string(OC));
+    Access ba;
+    ba.buffer = b.buffer;
+    ba.offset = b.offset;
+    ba.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, b, 0));
+    k.result = k.expr_binary(Op::add, k.result, k.expr_load(ba, DType::f32), DType::f32);
+  }
+  Access ya;
+  ya.buffer = y.buffer;
+  ya.dims.push_back(dim_terms({{ax_n, 1}}, y, 0));
+  ya.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, y, 1));
+  for (size_t i = 0; i < S; i++) ya.dims.push_back(dim_terms({{ax_o + (int)i, 1}}, y, 2 + i));
+  k.store = ya;
+  k.store_dtype = DType::f32;
+}
+
 void lower_conv(Lowering &L, Node &n) {
   const Value *xv = n.input(0), *wv = n.input(1), *bv = n.input(2);
   if (!xv || !wv) L.fail("needs inputs X and W");
@@ -125,24 +148,7 @@ void lower_conv(Lowering &L, Node &n) {
   int xe = k.expr_load(xa, DType::f32), we = k.expr_load(wa, DType::f32);
   k.body = k.expr_binary(Op::mul, xe, we, DType::f32);
   k.reduce = Reduce::sum;
-  k.result = k.expr_unary(Op::acc, -1, DType::f32);
-  k.exprs[k.result].op = Op::acc;
-  if (bv) {
-    Loc b = L.loc(bv);
-    if (b.shape != Shape{OC}) L.fail("bias B has shape " + shape_str(b.shape) + ", expected " + std::to_string(OC));
-    Access ba;
-    ba.buffer = b.buffer;
-    ba.offset = b.offset;
-    ba.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, b, 0));
-    k.result = k.expr_binary(Op::add, k.result, k.expr_load(ba, DType::f32), DType::f32);
-  }
-  Access ya;
-  ya.buffer = y.buffer;
-  ya.dims.push_back(dim_terms({{ax_n, 1}}, y, 0));
-  ya.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, y, 1));
-  for (size_t i = 0; i < S; i++) ya.dims.push_back(dim_terms({{ax_o + (int)i, 1}}, y, 2 + i));
-  k.store = ya;
-  k.store_dtype = DType::f32;
+  conv_epilogue(L, k, bv, y, OC, OCG, S);
   k.flops = 2 * shape_numel(out_shape) * ICG * shape_numel(k_sp);
 }
 
@@ -212,21 +218,7 @@ void lower_conv_transpose(Lowering &L, Node &n) {
   for (size_t i = 0; i < S; i++) wa.dims.push_back(dim_terms({{ax_k + (int)i, 1}}, w, 2 + i));
   k.body = k.expr_binary(Op::mul, k.expr_load(xa, DType::f32), k.expr_load(wa, DType::f32), DType::f32);
   k.reduce = Reduce::sum;
-  k.result = k.expr_unary(Op::acc, -1, DType::f32);
-  if (bv) {
-    Loc b = L.loc(bv);
-    Access ba;
-    ba.buffer = b.buffer;
-    ba.offset = b.offset;
-    ba.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, b, 0));
-    k.result = k.expr_binary(Op::add, k.result, k.expr_load(ba, DType::f32), DType::f32);
-  }
-  Access ya;
-  ya.buffer = y.buffer;
-  ya.dims.push_back(dim_terms({{ax_n, 1}}, y, 0));
-  ya.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, y, 1));
-  for (size_t i = 0; i < S; i++) ya.dims.push_back(dim_terms({{ax_o + (int)i, 1}}, y, 2 + i));
-  k.store = ya;
+  conv_epilogue(L, k, bv, y, OC, OCG, S);
   k.flops = 2 * shape_numel(x.shape) * OCG * shape_numel(k_sp);
 }
 

@@ -1240,6 +1240,16 @@ TEST_CASE("unsupported ops and attributes give an Error naming the node and the 
     std::function<ModelBuilder()> build;
   };
   const ErrorCase cases[] = {
+      // A bias of the wrong length (was read out of bounds by ConvTranspose before it was checked).
+      {"short_bias", "ConvTranspose", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 2, 3, 3});
+         b.initializer("w", std::vector<float>(2 * 3 * 2 * 2, 0.5f), {2, 3, 2, 2});
+         b.initializer("bias", std::vector<float>{1, 2}, {2});
+         b.node("ConvTranspose", {"x", "w", "bias"}, {"y"}, {attr_ints("strides", {2, 2})}).name = "short_bias";
+         b.output("y", F);
+         return b;
+       }},
       {"find_nonzero", "NonZero", [] {
          ModelBuilder b(13);
          b.input("x", F, {2, 3});
