@@ -27,7 +27,11 @@ if ((${#missing[@]})); then
 fi
 
 jobs=$(nproc)
-cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
-echo "setup: building in $build ($jobs jobs)"
-cmake --build "$build" -j "$jobs" | grep -vE '^\[[0-9]+/[0-9]+\] ' || true
-test -x "$build/cli/capgraph" || { echo "setup: error: the build failed" >&2; exit 1; }
+mkdir -p "$build"
+log=$build/build.log
+echo "setup: building in $build ($jobs jobs; log in $log)"
+if ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build "$build" -j "$jobs"; } >"$log" 2>&1; then
+  grep -E "error|Error" "$log" | head -20 >&2
+  echo "setup: error: the build failed; the whole log is $log" >&2
+  exit 1
+fi
