@@ -47,16 +47,7 @@ std::string cpu_host_description() {
   return t.name + " " + t.cpu;
 }
 
-int cmd_inspect(int argc, char **argv) {
-  std::string path;
-  bool json = false;
-  for (int i = 2; i < argc; i++) {
-    std::string a = argv[i];
-    if (a == "--json") json = true;
-    else if (!a.empty() && a[0] == '-') throw Error("inspect: unknown option " + a);
-    else path = a;
-  }
-  if (path.empty()) throw Error("usage: capgraph inspect MODEL.cap [--json]");
+std::vector<uint8_t> capture_read_verified(const std::string &path) {
   struct stat st;
   if (stat(path.c_str(), &st) != 0) throw Error(path + ": cannot open: " + std::strerror(errno));
   if (!S_ISREG(st.st_mode)) throw Error(path + ": not a regular file");
@@ -80,6 +71,20 @@ int cmd_inspect(int argc, char **argv) {
                   " cannot be read by this capgraph, which reads version 1.x");
   }
   if (!fb::VerifyCaptureBuffer(v)) throw Error(path + ": the capture is corrupt or truncated (flatbuffers verification failed)");
+  return bytes;
+}
+
+int cmd_inspect(int argc, char **argv) {
+  std::string path;
+  bool json = false;
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    if (a == "--json") json = true;
+    else if (!a.empty() && a[0] == '-') throw Error("inspect: unknown option " + a);
+    else path = a;
+  }
+  if (path.empty()) throw Error("usage: capgraph inspect MODEL.cap [--json]");
+  std::vector<uint8_t> bytes = capture_read_verified(path);
   const fb::Capture *c = fb::GetCapture(bytes.data());
   uint64_t weight_bytes = 0, flops = 0;
   if (c->weights())

@@ -36,6 +36,7 @@ int usage() {
                "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
                "  capgraph bench MODEL.cap [--runs N] [--threads T]\n"
                "  capgraph inspect MODEL.cap [--json]\n"
+               "  capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json]\n"
                "  capgraph devices\n"
                "  capgraph flash IMAGE [--dry-run] [--device SEL] [--backup FILE] [--config-restore FILE]\n");
   return 2;
@@ -303,6 +304,7 @@ int cli_main(int argc, char **argv) {
     if (cmd == "run") return cmd_run(argc, argv);
     if (cmd == "bench") return cmd_bench(argc, argv);
     if (cmd == "inspect") return cmd_inspect(argc, argv);
+    if (cmd == "profile") return cmd_profile(argc, argv);
     if (cmd == "devices") return cmd_devices();
     if (cmd == "flash") {
 #ifdef CAPGRAPH_HAVE_FLASH

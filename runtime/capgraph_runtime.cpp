@@ -229,6 +229,19 @@ capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tenso
   return m ? tensor_get(m, m->outputs, "output", index, out) : CAPGRAPH_ERR_ARGUMENT;
 }
 
+int32_t capgraph_num_steps(const capgraph_model *m) { return m ? (int32_t)m->plan.steps.size() : 0; }
+
+capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t count) {
+  if (!m) return CAPGRAPH_ERR_ARGUMENT;
+  if (!step_ns || count < m->plan.steps.size()) {
+    m->error = "capgraph_run_timed: room for " + std::to_string(m->plan.steps.size()) + " step times is needed";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  if (m->sticky != CAPGRAPH_OK) return m->sticky;
+  replay_run_timed(m->plan, m->pool.get(), step_ns);
+  return CAPGRAPH_OK;
+}
+
 capgraph_status capgraph_run(capgraph_model *m) {
   if (!m) return CAPGRAPH_ERR_ARGUMENT;
   // CPU replay has no failure of its own; a backend that can fail (device lost, timeout) sets

@@ -71,6 +71,13 @@ capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tenso
 /* Replays the capture once. */
 capgraph_status capgraph_run(capgraph_model *m);
 
+/* Number of steps (kernel launches and copies) in one replay. */
+int32_t capgraph_num_steps(const capgraph_model *m);
+/* Replays once like capgraph_run and writes each step's wall time in nanoseconds into
+ * step_ns[0 .. capgraph_num_steps); count must be at least that. For profiling: the timing adds a
+ * clock read per step. */
+capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t count);
+
 /* The last error message for this model ("" if none). */
 const char *capgraph_error(const capgraph_model *m);
 const char *capgraph_status_name(capgraph_status s);

@@ -1,5 +1,6 @@
 #include "replay.h"
 
+#include <chrono>
 #include <cstring>
 
 namespace capgraph {
@@ -57,7 +58,15 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
 
 namespace {
 
-void replay_slice(const replay_plan &p, int t, thread_pool *pool) noexcept {
+uint64_t now_ns() noexcept {
+  return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// step_end_ns (profiling only, thread 0): when each step finished on every thread. The last step's
+// end is taken by the caller, after the pool's final barrier.
+void replay_slice(const replay_plan &p, int t, thread_pool *pool, uint64_t *step_end_ns) noexcept {
   const size_t n = p.steps.size();
   for (size_t i = 0; i < n; ++i) {
     const replay_step &s = p.steps[i];
@@ -70,28 +79,46 @@ void replay_slice(const replay_plan &p, int t, thread_pool *pool) noexcept {
     // Every step may read what the previous one wrote. The pool's end-of-run barrier covers
     // the last step.
     if (pool && i + 1 < n) pool->barrier();
+    if (step_end_ns && t == 0) step_end_ns[i] = now_ns();
   }
 }
 
 struct replay_job {
   const replay_plan *plan;
   thread_pool *pool;
+  uint64_t *step_end_ns;
 };
 
 void replay_job_run(void *ctx, int thread) {
   const replay_job *job = static_cast<const replay_job *>(ctx);
-  replay_slice(*job->plan, thread, job->pool);
+  replay_slice(*job->plan, thread, job->pool, job->step_end_ns);
 }
 
 }  // namespace
 
 void replay_run(const replay_plan &plan, thread_pool *pool) noexcept {
   if (!pool) {
-    replay_slice(plan, 0, nullptr);
+    replay_slice(plan, 0, nullptr, nullptr);
     return;
   }
-  replay_job job{&plan, pool};
+  replay_job job{&plan, pool, nullptr};
   pool->run(&replay_job_run, &job);
+}
+
+void replay_run_timed(const replay_plan &plan, thread_pool *pool, uint64_t *step_ns) noexcept {
+  const size_t n = plan.steps.size();
+  if (n == 0) return;
+  const uint64_t start = now_ns();
+  if (!pool) {
+    replay_slice(plan, 0, nullptr, step_ns);
+  } else {
+    replay_job job{&plan, pool, step_ns};
+    pool->run(&replay_job_run, &job);
+    step_ns[n - 1] = now_ns();  // after the final barrier: every thread is done
+  }
+  // end times -> durations
+  for (size_t i = n; i-- > 1;) step_ns[i] -= step_ns[i - 1];
+  step_ns[0] -= start;
 }
 
 }  // namespace capgraph

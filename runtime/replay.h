@@ -40,5 +40,8 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
 
 // Replays the plan once. `pool` is nullptr for one thread (then nothing synchronises).
 void replay_run(const replay_plan &plan, thread_pool *pool) noexcept;
+// The same replay, also writing each step's wall time in nanoseconds (steps are separated by
+// barriers, so a step's time is from the end of the previous one until every thread finished it).
+void replay_run_timed(const replay_plan &plan, thread_pool *pool, uint64_t *step_ns) noexcept;
 
 }  // namespace capgraph

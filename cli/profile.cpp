@@ -1,0 +1,163 @@
+// capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json]
+// Per-kernel times from timed replays (the median of N runs per step), printed as a table with
+// each step's share and GFLOP/s, and optionally written as a Chrome trace (opens in Perfetto or
+// chrome://tracing). Inputs are seeded random values: kernel time does not depend on them.
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "capgraph/capture_generated.h"
+#include "capgraph_runtime.h"
+#include "cli/commands.h"
+#include "error.h"
+
+namespace capgraph {
+
+namespace {
+
+std::string json_escape(const std::string &s) {
+  std::string r;
+  for (char c : s) {
+    if (c == '"' || c == '\\') r += '\\';
+    if ((unsigned char)c < 0x20) continue;
+    r += c;
+  }
+  return r;
+}
+
+struct StepInfo {
+  std::string name, source;
+  uint64_t flops = 0;
+};
+
+std::vector<StepInfo> steps_describe(const fb::Capture *c) {
+  std::vector<StepInfo> v;
+  for (const auto *s : *c->steps()) {
+    StepInfo i;
+    if (s->kind() == fb::StepKind::launch && s->launch()) {
+      const auto *l = s->launch();
+      i.name = c->kernels() && l->kernel() < c->kernels()->size() ? c->kernels()->Get(l->kernel())->name()->str() : "?";
+      if (l->source_nodes() && l->source_nodes()->size()) {
+        i.source = l->source_nodes()->Get(0)->str();
+        if (l->source_nodes()->size() > 1) i.source += " +" + std::to_string(l->source_nodes()->size() - 1);
+      }
+      i.flops = l->flops();
+    } else {
+      i.name = "copy";
+    }
+    v.push_back(i);
+  }
+  return v;
+}
+
+}  // namespace
+
+int cmd_profile(int argc, char **argv) {
+  std::string path, trace;
+  int runs = 20, threads = 0;
+  for (int i = 2; i < argc; i++) {
+    std::string a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw Error(a + " needs a value");
+      return argv[++i];
+    };
+    auto number = [&](int lo, int hi) {
+      std::string v = value();
+      char *end = nullptr;
+      long n = std::strtol(v.c_str(), &end, 10);
+      if (v.empty() || *end || n < lo || n > hi) throw Error(a + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi));
+      return (int)n;
+    };
+    if (a == "--runs") runs = number(1, 100000);
+    else if (a == "--threads") threads = number(1, 256);
+    else if (a == "--trace") trace = value();
+    else if (!a.empty() && a[0] == '-') throw Error("profile: unknown option " + a);
+    else if (path.empty()) path = a;
+    else throw Error("profile: unexpected argument " + a);
+  }
+  if (path.empty()) throw Error("usage: capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json]");
+  std::vector<uint8_t> bytes = capture_read_verified(path);
+  std::vector<StepInfo> info = steps_describe(fb::GetCapture(bytes.data()));
+
+  capgraph_options opts{threads};
+  capgraph_model *m = nullptr;
+  char err[1024] = {0};
+  if (capgraph_load_memory(bytes.data(), bytes.size(), &opts, &m, err, sizeof err) != CAPGRAPH_OK) {
+    std::string msg = err;  // "<memory>: ..." -> "PATH: ..."
+    if (msg.rfind("<memory>: ", 0) == 0) msg = msg.substr(10);
+    throw Error(path + ": " + msg);
+  }
+  struct Free {
+    capgraph_model *m;
+    ~Free() { capgraph_free(m); }
+  } free_at_exit{m};
+  std::mt19937 rng(1);
+  for (int i = 0; i < capgraph_num_inputs(m); i++) {
+    capgraph_tensor t;
+    capgraph_input(m, i, &t);
+    if (t.dtype == CAPGRAPH_F32)
+      for (size_t j = 0; j < t.size_bytes / 4; j++) ((float *)t.data)[j] = std::uniform_real_distribution<float>(-1, 1)(rng);
+    else
+      std::memset(t.data, 0, t.size_bytes);
+  }
+  size_t n = (size_t)capgraph_num_steps(m);
+  if (n != info.size()) throw Error(path + ": internal: the runtime has " + std::to_string(n) + " steps, the file " + std::to_string(info.size()));
+  for (int i = 0; i < 3; i++)
+    if (capgraph_run(m) != CAPGRAPH_OK) throw Error(std::string("replay failed: ") + capgraph_error(m));
+  std::vector<std::vector<uint64_t>> samples(n);
+  std::vector<uint64_t> step_ns(n);
+  for (int r = 0; r < runs; r++) {
+    if (capgraph_run_timed(m, step_ns.data(), n) != CAPGRAPH_OK) throw Error(std::string("replay failed: ") + capgraph_error(m));
+    for (size_t s = 0; s < n; s++) samples[s].push_back(step_ns[s]);
+  }
+  std::vector<double> median_ms(n);
+  double total = 0;
+  for (size_t s = 0; s < n; s++) {
+    std::sort(samples[s].begin(), samples[s].end());
+    median_ms[s] = samples[s][samples[s].size() / 2] / 1e6;
+    total += median_ms[s];
+  }
+  std::printf("%s: %zu steps, %d timed runs, %d thread(s); sum of per-step medians %.3f ms\n", path.c_str(), n, runs,
+              threads ? threads : 1, total);
+  std::printf("  %-4s %-36s %-28s %10s %7s %9s\n", "step", "kernel", "first ONNX node", "ms", "share", "GFLOP/s");
+  for (size_t s = 0; s < n; s++)
+    std::printf("  %-4zu %-36.36s %-28.28s %10.4f %6.1f%% %9.2f\n", s, info[s].name.c_str(), info[s].source.c_str(), median_ms[s],
+                total > 0 ? 100 * median_ms[s] / total : 0.0, median_ms[s] > 0 ? info[s].flops / (median_ms[s] * 1e6) : 0.0);
+  std::vector<size_t> order(n);
+  for (size_t s = 0; s < n; s++) order[s] = s;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return median_ms[a] > median_ms[b]; });
+  std::printf("  slowest:");
+  for (size_t i = 0; i < std::min<size_t>(5, n); i++) std::printf(" %zu (%.1f%%)", order[i], total > 0 ? 100 * median_ms[order[i]] / total : 0.0);
+  std::printf("\n");
+
+  if (!trace.empty()) {
+    // One replay laid out with each step's median time, as complete ("X") events in microseconds.
+    std::string out = "{\"traceEvents\": [\n";
+    double at_us = 0;
+    for (size_t s = 0; s < n; s++) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf, "\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f", at_us, median_ms[s] * 1000);
+      out += std::string("  {\"name\": \"") + json_escape(info[s].name) + "\", \"cat\": \"kernel\", " + buf +
+             ", \"args\": {\"step\": " + std::to_string(s) + ", \"onnx\": \"" + json_escape(info[s].source) +
+             "\", \"flops\": " + std::to_string(info[s].flops) + "}}" + (s + 1 < n ? ",\n" : "\n");
+      at_us += median_ms[s] * 1000;
+    }
+    out += "], \"displayTimeUnit\": \"ms\"}\n";
+    std::string tmp = trace + ".tmp";
+    FILE *f = std::fopen(tmp.c_str(), "wb");
+    if (!f) throw Error(trace + ": cannot write: " + std::strerror(errno));
+    bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size();
+    ok = std::fclose(f) == 0 && ok;
+    if (!ok || std::rename(tmp.c_str(), trace.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      throw Error(trace + ": cannot write: " + std::strerror(errno));
+    }
+    std::printf("  trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", trace.c_str());
+  }
+  return 0;
+}
+
+}  // namespace capgraph
