@@ -26,6 +26,27 @@
 
 namespace capgraph {
 
+// Writes bytes to path through a temporary file and a rename, so a failure never leaves a
+// half-written file behind.
+void file_write_atomic(const std::string &path, const std::vector<uint8_t> &bytes) {
+  std::string tmp = path + ".tmp" + std::to_string(getpid());
+  FILE *f = std::fopen(tmp.c_str(), "wb");
+  if (!f) throw Error(path + ": cannot write: " + std::strerror(errno));
+  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
+  ok = std::fclose(f) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw Error(path + ": cannot write: " + std::strerror(errno));
+  }
+}
+
+int int_arg(const std::string &flag, const std::string &v, int lo, int hi) {
+  char *end = nullptr;
+  long n = std::strtol(v.c_str(), &end, 10);
+  if (v.empty() || *end || n < lo || n > hi) throw Error(flag + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v + "'");
+  return (int)n;
+}
+
 namespace {
 
 int usage() {
@@ -42,30 +63,9 @@ int usage() {
   return 2;
 }
 
-// Writes bytes to path through a temporary file and a rename, so a failure never leaves a
-// half-written file behind.
-void file_write_atomic(const std::string &path, const std::vector<uint8_t> &bytes) {
-  std::string tmp = path + ".tmp" + std::to_string(getpid());
-  FILE *f = std::fopen(tmp.c_str(), "wb");
-  if (!f) throw Error(path + ": cannot write: " + std::strerror(errno));
-  bool ok = std::fwrite(bytes.data(), 1, bytes.size(), f) == bytes.size();
-  ok = std::fclose(f) == 0 && ok;
-  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    throw Error(path + ": cannot write: " + std::strerror(errno));
-  }
-}
-
 std::string arg_value(int &i, int argc, char **argv) {
   if (i + 1 >= argc) throw Error(std::string(argv[i]) + " needs a value");
   return argv[++i];
-}
-
-int int_arg(const std::string &flag, const std::string &v, int lo, int hi) {
-  char *end = nullptr;
-  long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end || n < lo || n > hi) throw Error(flag + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v + "'");
-  return (int)n;
 }
 
 std::string human_bytes(double b) {

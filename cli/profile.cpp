@@ -64,15 +64,8 @@ int cmd_profile(int argc, char **argv) {
       if (i + 1 >= argc) throw Error(a + " needs a value");
       return argv[++i];
     };
-    auto number = [&](int lo, int hi) {
-      std::string v = value();
-      char *end = nullptr;
-      long n = std::strtol(v.c_str(), &end, 10);
-      if (v.empty() || *end || n < lo || n > hi) throw Error(a + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi));
-      return (int)n;
-    };
-    if (a == "--runs") runs = number(1, 100000);
-    else if (a == "--threads") threads = number(1, 256);
+    if (a == "--runs") runs = int_arg(a, value(), 1, 100000);
+    else if (a == "--threads") threads = int_arg(a, value(), 1, 256);
     else if (a == "--trace") trace = value();
     else if (!a.empty() && a[0] == '-') throw Error("profile: unknown option " + a);
     else if (path.empty()) path = a;
@@ -146,15 +139,7 @@ int cmd_profile(int argc, char **argv) {
       at_us += median_ms[s] * 1000;
     }
     out += "], \"displayTimeUnit\": \"ms\"}\n";
-    std::string tmp = trace + ".tmp";
-    FILE *f = std::fopen(tmp.c_str(), "wb");
-    if (!f) throw Error(trace + ": cannot write: " + std::strerror(errno));
-    bool ok = std::fwrite(out.data(), 1, out.size(), f) == out.size();
-    ok = std::fclose(f) == 0 && ok;
-    if (!ok || std::rename(tmp.c_str(), trace.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      throw Error(trace + ": cannot write: " + std::strerror(errno));
-    }
+    file_write_atomic(trace, std::vector<uint8_t>(out.begin(), out.end()));
     std::printf("  trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", trace.c_str());
   }
   return 0;
