@@ -1,5 +1,6 @@
 #include "bridge.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <vector>
 
@@ -30,6 +31,7 @@ const char* bridge_error_name(uint8_t code) {
     case BRIDGE_ERR_BUSY: return "busy with a SPI program";
     case BRIDGE_ERR_LINK_DOWN: return "PCIe link did not come up";
     case BRIDGE_ERR_BULK_LENGTH: return "bulk data length mismatch";
+    case BRIDGE_ERR_TLP_COMPLETION: return "PCIe completion with an error status";
   }
   return "unknown error code";
 }
@@ -262,6 +264,141 @@ BridgeStatus Bridge::mem_read32(uint64_t addr, uint32_t* v) {
 BridgeStatus Bridge::mem_write32(uint64_t addr, uint32_t v) {
   TlpResult r;
   return tlp(addr >> 32 ? BRIDGE_TLP_MWR64 : BRIDGE_TLP_MWR32, addr, v, 0x0F, &r);
+}
+
+// ---- streamed memory TLPs (protocol >= 1.1) ----
+
+bool Bridge::has_streams() const {
+  // open() not called: assume a current firmware; the STALL would say so.
+  if (info_.proto_major == 0) return true;
+  return info_.proto_major == 1 && info_.proto_minor >= 1;
+}
+
+static const char* completion_name(uint8_t cpl) {
+  return cpl == BRIDGE_CPL_UR ? "Unsupported Request" : cpl == BRIDGE_CPL_CRS ? "Configuration Retry"
+       : cpl == BRIDGE_CPL_CA ? "Completer Abort" : "an error status";
+}
+
+// One request: n <= BRIDGE_STREAM_MAX_DWORDS dwords inside one 4 GiB window.
+BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t* words, uint16_t n,
+                                  size_t* done) {
+  *done = 0;
+  const uint16_t tag = ++stream_tag_;
+  uint8_t hdr[BRIDGE_STREAM_SIZE] = {};
+  hdr[BRIDGE_STREAM_OFF_OP] = write ? BRIDGE_STREAM_WRITE : BRIDGE_STREAM_READ;
+  hdr[BRIDGE_STREAM_OFF_COUNT] = uint8_t(n);
+  hdr[BRIDGE_STREAM_OFF_COUNT + 1] = uint8_t(n >> 8);
+  put_le32(hdr + BRIDGE_STREAM_OFF_ADDR_LO, uint32_t(addr));
+  put_le32(hdr + BRIDGE_STREAM_OFF_ADDR_HI, uint32_t(addr >> 32));
+  hdr[BRIDGE_STREAM_OFF_TAG] = uint8_t(tag);
+  hdr[BRIDGE_STREAM_OFF_TAG + 1] = uint8_t(tag >> 8);
+  const char* what = write ? "memory write stream" : "memory read stream";
+  BridgeStatus st = control_out(BRIDGE_REQ_MEM_STREAM, 0, 0, hdr, sizeof hdr, what);
+  if (!st.ok()) return st;
+  const size_t data_bytes = size_t(n) * 4;
+  std::vector<uint8_t> buf(data_bytes + BRIDGE_STREAM_RESULT_SIZE);
+  size_t got = 0;
+  TransferStatus s;
+  if (write) {
+    for (size_t i = 0; i < n; ++i) put_le32(buf.data() + 4 * i, words[i]);
+    s = t_.bulk(BRIDGE_EP_BULK_OUT, buf.data(), data_bytes, &got, timeout_ms_);
+    if (s != TransferStatus::ok) return fail(s, "memory write stream data");
+    s = t_.bulk(BRIDGE_EP_BULK_IN, buf.data() + data_bytes, BRIDGE_STREAM_RESULT_SIZE, &got,
+                timeout_ms_);
+    got += data_bytes;
+  } else {
+    s = t_.bulk(BRIDGE_EP_BULK_IN, buf.data(), buf.size(), &got, timeout_ms_);
+  }
+  if (s != TransferStatus::ok) return fail(s, write ? "memory write stream result" : "memory read stream data");
+  const uint8_t* r = buf.data() + data_bytes;
+  const uint16_t r_tag = uint16_t(r[BRIDGE_STREAM_RESULT_OFF_TAG] | r[BRIDGE_STREAM_RESULT_OFF_TAG + 1] << 8);
+  const size_t r_done = size_t(r[BRIDGE_STREAM_RESULT_OFF_DONE] | r[BRIDGE_STREAM_RESULT_OFF_DONE + 1] << 8);
+  if (got != buf.size() || r[BRIDGE_STREAM_RESULT_OFF_MAGIC] != BRIDGE_STREAM_RESULT_MAGIC ||
+      r_tag != tag || r[BRIDGE_STREAM_RESULT_OFF_OP] != hdr[BRIDGE_STREAM_OFF_OP] || r_done > n)
+    return bad_call(t_.describe(), std::string(what) + ": the bridge's reply is not the result of this "
+                    "request (" + std::to_string(got) + " bytes); nothing it says is trusted");
+  *done = r_done;
+  if (!write)
+    for (size_t i = 0; i < n; ++i) words[i] = i < r_done ? le32(buf.data() + 4 * i) : 0xFFFFFFFFu;
+  const uint8_t err = r[BRIDGE_STREAM_RESULT_OFF_ERR];
+  if (err == BRIDGE_ERR_NONE && r_done == n) return st;
+  char msg[256];
+  const uint64_t at = addr + 4 * r_done;
+  std::string why = err == BRIDGE_ERR_TLP_COMPLETION
+                        ? std::string("completed with ") + completion_name(r[BRIDGE_STREAM_RESULT_OFF_CPL])
+                        : bridge_error_name(err);
+  std::snprintf(msg, sizeof msg, "%s: dword %zu at 0x%llx failed (%s); ", what, r_done,
+                (unsigned long long)at, why.c_str());
+  st.transfer = err == BRIDGE_ERR_TLP_TIMEOUT ? TransferStatus::timeout : TransferStatus::error;
+  st.device_error = err;
+  st.message = t_.describe() + ": " + msg +
+               (r_done ? "the " + std::to_string(r_done) + " before it were " + (write ? "written" : "read")
+                       : std::string("none were ") + (write ? "written" : "read")) +
+               (write ? ", none after it" : ", the rest read as 0xFFFFFFFF");
+  return st;
+}
+
+// Splits [addr, addr + 4n) into requests: at most BRIDGE_STREAM_MAX_DWORDS
+// dwords, never across a 4 GiB boundary (the firmware refuses those).
+static uint16_t stream_piece(uint64_t addr, size_t left) {
+  uint64_t to_boundary = ((addr | 0xFFFFFFFFull) + 1 - addr) / 4;
+  return uint16_t(std::min<uint64_t>({left, BRIDGE_STREAM_MAX_DWORDS, to_boundary}));
+}
+
+BridgeStatus Bridge::mem_read_block(uint64_t addr, uint32_t* out, size_t n, size_t* done) {
+  size_t ok = 0;
+  if (done) *done = 0;
+  if (addr % 4) return bad_call(t_.describe(), "memory read: address not dword aligned");
+  if (!has_streams()) {
+    for (; ok < n; ++ok) {
+      BridgeStatus st = mem_read32(addr + 4 * ok, &out[ok]);
+      if (!st.ok()) {
+        std::fill(out + ok, out + n, 0xFFFFFFFFu);
+        if (done) *done = ok;
+        return st;
+      }
+    }
+    if (done) *done = n;
+    return {};
+  }
+  while (ok < n) {
+    uint16_t piece = stream_piece(addr + 4 * ok, n - ok);
+    size_t got = 0;
+    BridgeStatus st = stream_chunk(false, addr + 4 * ok, out + ok, piece, &got);
+    ok += got;
+    if (done) *done = ok;
+    if (!st.ok()) {
+      std::fill(out + ok, out + n, 0xFFFFFFFFu);
+      return st;
+    }
+  }
+  return {};
+}
+
+BridgeStatus Bridge::mem_write_block(uint64_t addr, const uint32_t* data, size_t n, size_t* done) {
+  size_t ok = 0;
+  if (done) *done = 0;
+  if (addr % 4) return bad_call(t_.describe(), "memory write: address not dword aligned");
+  if (!has_streams()) {
+    for (; ok < n; ++ok) {
+      BridgeStatus st = mem_write32(addr + 4 * ok, data[ok]);
+      if (done) *done = ok;
+      if (!st.ok()) return st;
+    }
+    if (done) *done = n;
+    return {};
+  }
+  std::vector<uint32_t> piece_words;
+  while (ok < n) {
+    uint16_t piece = stream_piece(addr + 4 * ok, n - ok);
+    piece_words.assign(data + ok, data + ok + piece);
+    size_t got = 0;
+    BridgeStatus st = stream_chunk(true, addr + 4 * ok, piece_words.data(), piece, &got);
+    ok += got;
+    if (done) *done = ok;
+    if (!st.ok()) return st;
+  }
+  return {};
 }
 
 BridgeStatus Bridge::pcie_power(bool on) {

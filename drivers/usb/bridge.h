@@ -68,6 +68,17 @@ class Bridge {
   BridgeStatus mem_read32(uint64_t addr, uint32_t* value);
   BridgeStatus mem_write32(uint64_t addr, uint32_t value);
 
+  // Many dwords at addr, addr+4, ... (BAR/MMIO access). Uses streamed TLPs
+  // (BRIDGE_REQ_MEM_STREAM, up to BRIDGE_STREAM_MAX_DWORDS per request;
+  // split at 4 GiB boundaries) when the firmware speaks protocol >= 1.1,
+  // else one TLP per dword. On failure the message names the dword that
+  // failed (index and address) and how many before it completed; *done gets
+  // that count. A read fills out[*done..n) with 0xFFFFFFFF; a write never
+  // touched the dwords from *done on (writes are posted: a dword before it
+  // that nobody claimed was dropped by the link, as on any PCIe write).
+  BridgeStatus mem_read_block(uint64_t addr, uint32_t* out, size_t n, size_t* done = nullptr);
+  BridgeStatus mem_write_block(uint64_t addr, const uint32_t* data, size_t n, size_t* done = nullptr);
+
   BridgeStatus pcie_power(bool on);
 
   // SRAM through the DMA windows: offset a multiple of the 16 KiB slot,
@@ -92,6 +103,9 @@ class Bridge {
   BridgeStatus fail(TransferStatus s, const char* what);
   BridgeStatus sram_dma(uint32_t offset, uint8_t* data, size_t n, bool to_sram);
   BridgeStatus spi_program_page(uint32_t addr, const uint8_t* data, size_t n);
+  bool has_streams() const;
+  BridgeStatus stream_chunk(bool write, uint64_t addr, uint32_t* words, uint16_t n, size_t* done);
+  uint16_t stream_tag_ = 0;
 };
 
 }  // namespace capgraph::usb

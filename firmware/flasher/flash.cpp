@@ -112,14 +112,16 @@ FlashResult flash_via_firmware(usb::BridgeTransport& t, const std::vector<uint8_
 
 // ---- stock bootloader: SCSI vendor CDBs over Bulk-Only Transport ----
 
+// One SCSI command over Bulk-Only Transport: CBW, optional data stage (OUT
+// from `data`, or IN into `data` when data_in), CSW.
 static bool bot_command(usb::BridgeTransport& t, uint32_t tag, const uint8_t* cdb, size_t cdb_len,
-                        const uint8_t* data, size_t n, std::string* error) {
+                        uint8_t* data, size_t n, bool data_in, std::string* error) {
   uint8_t cbw[31] = {'U', 'S', 'B', 'C'};  // USB MSC BOT 1.0, 5.1
   for (int i = 0; i < 4; ++i) {
     cbw[4 + i] = uint8_t(tag >> (8 * i));
     cbw[8 + i] = uint8_t(n >> (8 * i));
   }
-  cbw[12] = 0x00;  // host-to-device
+  cbw[12] = data_in ? 0x80 : 0x00;  // bmCBWFlags: direction
   cbw[14] = uint8_t(cdb_len);
   std::copy(cdb, cdb + cdb_len, cbw + 15);
   size_t got = 0;
@@ -128,9 +130,15 @@ static bool bot_command(usb::BridgeTransport& t, uint32_t tag, const uint8_t* cd
     *error = std::string("sending command: ") + usb::transfer_status_name(s);
     return false;
   }
-  if (n) {
-    std::vector<uint8_t> copy(data, data + n);
-    s = t.bulk(BRIDGE_EP_BULK_OUT, copy.data(), n, &got, 10000);
+  if (n && data_in) {
+    s = t.bulk(BRIDGE_EP_BULK_IN, data, n, &got, 10000);
+    if (s != usb::TransferStatus::ok || got != n) {
+      *error = std::string("receiving data: ") + usb::transfer_status_name(s) + ", " +
+               std::to_string(got) + " of " + std::to_string(n) + " bytes";
+      return false;
+    }
+  } else if (n) {
+    s = t.bulk(BRIDGE_EP_BULK_OUT, data, n, &got, 10000);
     if (s != usb::TransferStatus::ok || got != n) {
       *error = std::string("sending data: ") + usb::transfer_status_name(s);
       return false;
@@ -164,29 +172,71 @@ FlashResult flash_via_bootloader(usb::BridgeTransport& t, const std::vector<uint
   size_t part1 = std::min<size_t>(image.size(), BRIDGE_FLASH_PART1);
   std::fprintf(log, "device: %s (stock ASMedia firmware/bootloader)\n", t.describe().c_str());
   std::fprintf(log, "image:  %s\n", image_summary(image).c_str());
-  std::fprintf(log, "plan:   %sE3 0x50 (%zu bytes)%s, E8 0x51 commit; power-cycle to run it\n",
+  std::fprintf(log, "plan:   %sE3 0x50 (%zu bytes)%s, read back with %sE2 and compare, "
+               "E8 0x51 commit; power-cycle to run it\n",
                config.empty() ? "" : "E1 0x50 config blocks 0 and 1 (from the backup), ", part1,
-               image.size() > part1 ? ", E3 0xD0 (the rest)" : "");
+               image.size() > part1 ? ", E3 0xD0 (the rest)" : "", config.empty() ? "" : "E0/");
   if (opt.dry_run) return {true, "dry run: nothing written"};
   uint32_t tag = 1;
   std::string err;
-  for (uint8_t idx = 0; idx < 2 && !config.empty(); ++idx) {
-    uint8_t cdb[16] = {0xE1, 0x50, idx};
-    if (!bot_command(t, tag++, cdb, 16, config.data() + idx * 0x80, 0x80, &err))
-      return failed(t.describe() + ": config block " + std::to_string(idx) + ": " + err);
-  }
-  auto e3 = [&](uint8_t which, const uint8_t* p, size_t n) {
-    uint8_t cdb[16] = {0xE3, which, uint8_t(n >> 24), uint8_t(n >> 16), uint8_t(n >> 8), uint8_t(n)};
-    return bot_command(t, tag++, cdb, 16, p, n, &err);
+  std::vector<uint8_t> buf;
+  // E1/E3 write and E0/E2 read: the write layouts are flash.py's; the read
+  // layouts are assumed to mirror them (firmware/NOTES.md).
+  auto cmd = [&](uint8_t op, uint8_t which, const uint8_t* p, size_t n, bool in) {
+    uint8_t cdb[16] = {op, which};
+    if (op == 0xE0 || op == 0xE1) {  // config: 0x50, block index
+      cdb[1] = 0x50;
+      cdb[2] = which;
+    } else {  // E2/E3 0x50|0xD0, E8 0x51: then the length, big-endian
+      for (int i = 0; i < 4; ++i) cdb[2 + i] = uint8_t(n >> (24 - 8 * i));
+    }
+    if (p) buf.assign(p, p + n);
+    else buf.assign(n, 0);
+    return bot_command(t, tag++, cdb, 16, buf.data(), n, in, &err);
   };
-  if (!e3(0x50, image.data(), part1)) return failed(t.describe() + ": writing image: " + err);
-  if (image.size() > part1 && !e3(0xD0, image.data() + part1, image.size() - part1))
+  for (uint8_t idx = 0; idx < 2 && !config.empty(); ++idx)
+    if (!cmd(0xE1, idx, config.data() + idx * 0x80, 0x80, false))
+      return failed(t.describe() + ": config block " + std::to_string(idx) + ": " + err);
+  if (!cmd(0xE3, 0x50, image.data(), part1, false)) return failed(t.describe() + ": writing image: " + err);
+  if (image.size() > part1 && !cmd(0xE3, 0xD0, image.data() + part1, image.size() - part1, false))
     return failed(t.describe() + ": writing image tail: " + err);
-  uint8_t commit[16] = {0xE8, 0x51};
-  if (!bot_command(t, tag++, commit, 16, nullptr, 0, &err))
-    return failed(t.describe() + ": commit: " + err);
-  return {true, "written through the stock bootloader; power-cycle the bridge, then "
-                "`capgraph devices` shows the new version"};
+
+  // Verify before the commit: a mismatch is never committed.
+  const std::string not_done = "; nothing was committed: run the same command again";
+  auto verify = [&](const char* what, uint32_t flash_at, const uint8_t* want, size_t n) -> std::string {
+    for (size_t i = 0; i < n; ++i)
+      if (buf[i] != want[i]) {
+        char b[128];
+        std::snprintf(b, sizeof b, "verify failed at flash 0x%05zx (%s: read %02x, wrote %02x)",
+                      flash_at + i, what, buf[i], want[i]);
+        return b;
+      }
+    return "";
+  };
+  std::string bad;
+  for (uint8_t idx = 0; idx < 2 && !config.empty() && bad.empty(); ++idx) {
+    if (!cmd(0xE0, idx, nullptr, 0x80, true))
+      return failed(t.describe() + ": reading back config block " + std::to_string(idx) + " (E0): " +
+                    err + "; written but NOT verified" + not_done);
+    bad = verify("config", BRIDGE_FLASH_CONFIG_ADDR + idx * 0x80u, config.data() + idx * 0x80, 0x80);
+  }
+  if (bad.empty()) {
+    if (!cmd(0xE2, 0x50, nullptr, part1, true))
+      return failed(t.describe() + ": reading back the image (E2): " + err +
+                    "; written but NOT verified" + not_done);
+    bad = verify("image", BRIDGE_FLASH_IMAGE_ADDR, image.data(), part1);
+  }
+  if (bad.empty() && image.size() > part1) {
+    if (!cmd(0xE2, 0xD0, nullptr, image.size() - part1, true))
+      return failed(t.describe() + ": reading back the image tail (E2): " + err +
+                    "; written but NOT verified" + not_done);
+    bad = verify("image", BRIDGE_FLASH_IMAGE_ADDR + uint32_t(part1), image.data() + part1,
+                 image.size() - part1);
+  }
+  if (!bad.empty()) return failed(t.describe() + ": " + bad + not_done);
+  if (!cmd(0xE8, 0x51, nullptr, 0, false)) return failed(t.describe() + ": commit: " + err);
+  return {true, "written through the stock bootloader and verified by reading back " +
+                    std::to_string(image.size()) + " bytes; power-cycle the bridge to run it"};
 }
 
 FlashResult flash_image(usb::BridgeTransport& t, const std::vector<uint8_t>& image,

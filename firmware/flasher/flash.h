@@ -11,7 +11,12 @@
 //  - the stock ASMedia firmware/bootloader (174C:2464/2463): SCSI vendor
 //    CDBs over Bulk-Only Transport: E1 config blocks (only with
 //    --config-restore), E3 0x50 the first 0xFF00 image bytes, E3 0xD0 the
-//    rest, E8 0x51 commit. (Sources: tinygrad/asm2464pd-firmware flash.py.)
+//    rest (sources: tinygrad/asm2464pd-firmware flash.py), then read back
+//    with E0 (config) / E2 (image) and compare, and only then E8 0x51
+//    commit. E0/E2 exist (src/app/vendor.c names them) but their CDB layout
+//    is not public: we assume it mirrors E1/E3 (firmware/NOTES.md). A
+//    bootloader that refuses them leaves the bridge written, unverified and
+//    uncommitted, and the command fails saying so.
 // Recovery: if power is lost mid-flash the boot ROM refuses the image (its
 // CRC fails) and the chip comes up in the stock bootloader; run the same
 // command again with --config-restore BACKUP and it takes the second path.

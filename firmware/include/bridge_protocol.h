@@ -37,9 +37,9 @@
 
 /* ---- identity ------------------------------------------------------------ */
 #define BRIDGE_PROTOCOL_MAJOR 1
-#define BRIDGE_PROTOCOL_MINOR 0
+#define BRIDGE_PROTOCOL_MINOR 1 /* 1.1: MEM_STREAM */
 #define BRIDGE_FW_VERSION_MAJOR 0
-#define BRIDGE_FW_VERSION_MINOR 1
+#define BRIDGE_FW_VERSION_MINOR 2
 #define BRIDGE_FW_VERSION_PATCH 0
 #define BRIDGE_CHIP_ID 0x2464u
 
@@ -81,6 +81,11 @@
                                        wIndex=length 1..256; the bytes follow as
                                        one bulk OUT transfer on EP 0x02; then
                                        poll BRIDGE_REQ_INFO until op_busy == 0    */
+
+#define BRIDGE_REQ_MEM_STREAM 0xBAu /* OUT, data = BRIDGE_STREAM_SIZE bytes:
+                                       many dword MRd/MWr to consecutive PCIe
+                                       addresses in one request (protocol 1.1),
+                                       data and result over bulk, see below      */
 
 #define BRIDGE_REG_MAX 64u
 #define BRIDGE_SPI_READ_MAX 64u
@@ -157,6 +162,54 @@
 #define BRIDGE_CPL_CRS 2u
 #define BRIDGE_CPL_CA 4u
 
+/* ---- streamed memory TLPs (BRIDGE_REQ_MEM_STREAM, protocol >= 1.1) ------- */
+/* One request moves `count` dwords between the host and consecutive PCIe
+ * memory addresses (addr, addr+4, ...), each dword one MRd/MWr TLP through the
+ * engine, in one USB exchange instead of two control transfers per dword:
+ *   read:  control OUT (header) -> the firmware runs every MRd, stopping at
+ *          the first failure -> bulk IN of count*4 data bytes + the 8-byte
+ *          result (BRIDGE_STREAM_RESULT_*), always exactly that length.
+ *   write: control OUT (header) -> bulk OUT of exactly count*4 bytes -> the
+ *          firmware runs every MWr, stopping at the first failure -> bulk IN
+ *          of the 8-byte result.
+ * A bulk OUT of the wrong length writes nothing (err BULK_LENGTH, done 0).
+ * A new MEM_STREAM, DMA or SPI_PROGRAM, a bus reset, SET_CONFIGURATION /
+ * SET_INTERFACE or CLEAR_FEATURE(halt) abandons a stream whose bulk stage
+ * has not finished. A stream must not cross a 4 GiB boundary (BAD_ARGUMENT).
+ * Writes are posted: a dword nobody claims is dropped, as on a real link;
+ * a read that completes with UR/CA stops the stream (err TLP_COMPLETION).
+ * The header is refused with a STALL (nothing runs) when wLength is not
+ * BRIDGE_STREAM_SIZE (BAD_LENGTH), count is 0 or above the maximum
+ * (BAD_LENGTH), op/flags/reserved bytes are wrong or the address is not
+ * dword aligned (BAD_ARGUMENT), or a SPI program is pending (BUSY).
+ * Shape from tinygrad/asm2464pd-firmware handmade/src/main.c request 0xF0
+ * modes 1/2 and pcie_pio.h (address auto-increment by 4 through B218..B21F,
+ * bulk OUT data at 0x7000, bulk IN from 0x8000 with its length in
+ * 0x9007/0x9008); header, result and limits are our own. */
+#define BRIDGE_STREAM_SIZE 16u
+#define BRIDGE_STREAM_OFF_OP 0      /* BRIDGE_STREAM_READ / _WRITE           */
+#define BRIDGE_STREAM_OFF_FLAGS 1   /* must be 0                             */
+#define BRIDGE_STREAM_OFF_COUNT 2   /* LE16 dwords, 1..BRIDGE_STREAM_MAX_DWORDS */
+#define BRIDGE_STREAM_OFF_ADDR_LO 4 /* LE32, dword aligned                   */
+#define BRIDGE_STREAM_OFF_ADDR_HI 8 /* LE32; non-zero selects 4DW TLPs       */
+#define BRIDGE_STREAM_OFF_TAG 12    /* LE16, echoed in the result            */
+#define BRIDGE_STREAM_OFF_RSVD 14   /* 2 bytes, must be 0                    */
+#define BRIDGE_STREAM_READ 0x01u
+#define BRIDGE_STREAM_WRITE 0x02u
+/* 4 KiB buffers: data + result of a read fill the 0x8000 bulk-IN buffer. */
+#define BRIDGE_STREAM_MAX_DWORDS 1022u
+/* Result (after the data of a read; alone after a write). */
+#define BRIDGE_STREAM_RESULT_SIZE 8u
+#define BRIDGE_STREAM_RESULT_OFF_TAG 0   /* LE16 tag of the request            */
+#define BRIDGE_STREAM_RESULT_OFF_DONE 2  /* LE16 dwords that completed; when
+                                            err != NONE it is also the index
+                                            of the dword that failed          */
+#define BRIDGE_STREAM_RESULT_OFF_ERR 4   /* BRIDGE_ERR_*                       */
+#define BRIDGE_STREAM_RESULT_OFF_CPL 5   /* completion status of that dword    */
+#define BRIDGE_STREAM_RESULT_OFF_OP 6    /* op of the request                  */
+#define BRIDGE_STREAM_RESULT_OFF_MAGIC 7 /* BRIDGE_STREAM_RESULT_MAGIC         */
+#define BRIDGE_STREAM_RESULT_MAGIC 0x5Au
+
 /* ---- error codes (info.last_error) --------------------------------------- */
 #define BRIDGE_ERR_NONE 0u
 #define BRIDGE_ERR_UNKNOWN_REQUEST 1u
@@ -168,6 +221,7 @@
 #define BRIDGE_ERR_BUSY 7u
 #define BRIDGE_ERR_LINK_DOWN 8u
 #define BRIDGE_ERR_BULK_LENGTH 9u
+#define BRIDGE_ERR_TLP_COMPLETION 10u /* completion status not SC (UR, CA, ..) */
 
 /* ---- firmware image (what `capgraph flash` writes) ----------------------- */
 /* Wrapper: LE32 body length | body | 0xA5 | sum8(body) | LE32 crc32(body). */

@@ -36,6 +36,15 @@ void pcie_power_off(void);
 /* Runs the TLP in tlp_req (BRIDGE_TLP layout); fills tlp_result. */
 void pcie_tlp_run(__xdata uint8_t *tlp_req);
 extern __xdata uint8_t tlp_result[BRIDGE_TLP_RESULT_SIZE];
+/* Streamed memory TLPs: count dwords at addr, addr+4, ... (inside one 4 GiB
+ * window), data as LE dwords at buf (written from it, or read into it).
+ * Returns how many completed; stream_err/stream_cpl say why it stopped. */
+uint16_t pcie_stream_run(uint8_t write, uint32_t addr_lo, uint32_t addr_hi, uint16_t count,
+                         __xdata uint8_t *buf);
+extern __xdata uint8_t stream_err, stream_cpl;
+
+/* main.c: drop a MEM_STREAM whose bulk stage has not finished. */
+void stream_cancel(void);
 
 /* spi.c: returns 1 on success, 0 when the controller or chip timed out. */
 void spi_init(void);

@@ -37,6 +37,14 @@ static __xdata uint8_t op_busy;
 static __xdata uint32_t op_addr;
 static __xdata uint16_t op_len;
 
+/* MEM_STREAM between its control request and the end of its bulk stage. */
+#define STREAM_IDLE 0
+#define STREAM_WAIT_OUT 1 /* write: waiting for count*4 bytes of bulk OUT */
+#define STREAM_WAIT_IN 2  /* the result (and read data) is armed on bulk IN */
+static __xdata uint8_t stream_state;
+static __xdata uint8_t stream_hdr[BRIDGE_STREAM_SIZE];
+static __xdata uint16_t stream_count;
+
 /* ---- timer 0 deadlines ---- */
 #define TIMER0_MODE_HALF_MS 0x04
 void deadline_start(uint16_t half_ms) {
@@ -155,6 +163,7 @@ static void dma_arm(void) {
     return;
   }
   if (op_busy) { ep0_stall(BRIDGE_ERR_BUSY); return; }
+  stream_cancel();
   REG_NVME_DOORBELL = 0x00;
   REG_NVME_SECTOR_SIZE_HI = (uint8_t)(BRIDGE_SECTOR_SIZE >> 8);
   REG_NVME_SECTOR_SIZE_LO = (uint8_t)BRIDGE_SECTOR_SIZE;
@@ -194,6 +203,7 @@ static void spi_program_req(void) {
   uint16_t len = setup_idx();
   if (len == 0 || len > BRIDGE_SPI_PAGE) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
   if (op_busy) { ep0_stall(BRIDGE_ERR_BUSY); return; }
+  stream_cancel(); /* its bulk OUT would land in the same buffer */
   op_addr = (uint32_t)setup_val() * BRIDGE_SPI_PAGE;
   op_len = len;
   op_busy = 1;
@@ -202,13 +212,101 @@ static void spi_program_req(void) {
   ep0_done(0);
 }
 
-/* Bulk OUT finished (data at FLASH_BUF): complete a pending SPI program. */
+/* ---- MEM_STREAM ---- */
+static uint32_t le32_at(__xdata uint8_t *p) {
+  return ((uint32_t)p[3] << 24) | ((uint32_t)p[2] << 16) | ((uint16_t)p[1] << 8) | p[0];
+}
+
+void stream_cancel(void) {
+  if (stream_state == STREAM_IDLE) return;
+  REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_IN;
+  REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_OUT;
+  stream_state = STREAM_IDLE;
+}
+
+/* Result at r (BRIDGE_STREAM_RESULT layout), then send `len` bytes of the
+ * bulk-IN buffer; the host's bulk IN collects them. */
+static void stream_finish(__xdata uint8_t *r, uint16_t done, uint16_t len) {
+  r[BRIDGE_STREAM_RESULT_OFF_TAG] = stream_hdr[BRIDGE_STREAM_OFF_TAG];
+  r[BRIDGE_STREAM_RESULT_OFF_TAG + 1] = stream_hdr[BRIDGE_STREAM_OFF_TAG + 1];
+  put_le16(r + BRIDGE_STREAM_RESULT_OFF_DONE, done);
+  r[BRIDGE_STREAM_RESULT_OFF_ERR] = stream_err;
+  r[BRIDGE_STREAM_RESULT_OFF_CPL] = stream_cpl;
+  r[BRIDGE_STREAM_RESULT_OFF_OP] = stream_hdr[BRIDGE_STREAM_OFF_OP];
+  r[BRIDGE_STREAM_RESULT_OFF_MAGIC] = BRIDGE_STREAM_RESULT_MAGIC;
+  last_error = stream_err;
+  last_request = BRIDGE_REQ_MEM_STREAM;
+  REG_USB_BULK_IN_LEN_H = (uint8_t)(len >> 8);
+  REG_USB_BULK_IN_LEN_L = (uint8_t)len;
+  REG_USB_EP_CFG2 = USB_EP_CFG2_ARM_IN;
+  stream_state = STREAM_WAIT_IN;
+}
+
+static uint16_t stream_run(__xdata uint8_t *buf) {
+  __xdata uint8_t *h = stream_hdr;
+  return pcie_stream_run(h[BRIDGE_STREAM_OFF_OP] == BRIDGE_STREAM_WRITE,
+                         le32_at(h + BRIDGE_STREAM_OFF_ADDR_LO), le32_at(h + BRIDGE_STREAM_OFF_ADDR_HI),
+                         stream_count, buf);
+}
+
+/* The header arrived (data stage of MEM_STREAM): check it all, then a read
+ * runs now and a write waits for its bulk OUT. */
+static void stream_request(void) {
+  __xdata uint8_t *h = stream_hdr;
+  uint8_t i, op;
+  uint32_t lo;
+  for (i = 0; i < BRIDGE_STREAM_SIZE; i++) h[i] = USB_CTRL_BUF[i];
+  op = h[BRIDGE_STREAM_OFF_OP];
+  stream_count = ((uint16_t)h[BRIDGE_STREAM_OFF_COUNT + 1] << 8) | h[BRIDGE_STREAM_OFF_COUNT];
+  lo = le32_at(h + BRIDGE_STREAM_OFF_ADDR_LO);
+  if (stream_count == 0 || stream_count > BRIDGE_STREAM_MAX_DWORDS) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+  if ((op != BRIDGE_STREAM_READ && op != BRIDGE_STREAM_WRITE) || h[BRIDGE_STREAM_OFF_FLAGS] ||
+      h[BRIDGE_STREAM_OFF_RSVD] || h[BRIDGE_STREAM_OFF_RSVD + 1] || (lo & 3) ||
+      lo > 0xFFFFFFFFul - ((uint32_t)stream_count * 4 - 1)) {
+    ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); /* not dword aligned, or crosses 4 GiB */
+    return;
+  }
+  stream_cancel();
+  if (op == BRIDGE_STREAM_READ) {
+    uint16_t done = stream_run((__xdata uint8_t *)USB_BULK_IN_BUF);
+    stream_finish((__xdata uint8_t *)USB_BULK_IN_BUF + stream_count * 4, done,
+                  stream_count * 4 + BRIDGE_STREAM_RESULT_SIZE);
+    ep0_send(0);
+    return;
+  }
+  stream_state = STREAM_WAIT_OUT;
+  REG_USB_EP_CFG2 = USB_EP_CFG2_ARM_OUT; /* lands at FLASH_BUF, like SPI_PROGRAM */
+  ep0_done(0);
+}
+
+/* Bulk OUT of a stream write arrived at FLASH_BUF: exactly count*4 bytes
+ * or nothing is written. */
+static void stream_write_data(uint16_t bytes) {
+  uint16_t done = 0;
+  if (bytes != stream_count * 4) {
+    stream_err = BRIDGE_ERR_BULK_LENGTH;
+    stream_cpl = BRIDGE_CPL_SC;
+  } else {
+    done = stream_run((__xdata uint8_t *)FLASH_BUF);
+  }
+  stream_finish((__xdata uint8_t *)USB_BULK_IN_BUF, done, BRIDGE_STREAM_RESULT_SIZE);
+}
+
+/* Bulk OUT finished (data at FLASH_BUF): complete a pending SPI program or
+ * stream write. Bulk IN finished: the stream result was collected. */
 static void bulk_event(void) {
   uint16_t count;
   uint8_t cfg1 = REG_USB_EP_CFG1;
   REG_USB_EP_CFG1 = cfg1; /* write-1-to-clear */
-  if (!(cfg1 & USB_EP_CFG1_BULK_OUT_COMPLETE) || !op_busy) return;
+  if ((cfg1 & USB_EP_CFG1_BULK_IN_COMPLETE) && stream_state == STREAM_WAIT_IN)
+    stream_state = STREAM_IDLE;
+  if (!(cfg1 & USB_EP_CFG1_BULK_OUT_COMPLETE)) return;
   count = ((uint16_t)REG_USB_BULK_OUT_BC_H << 8) | REG_USB_BULK_OUT_BC_L;
+  if (stream_state == STREAM_WAIT_OUT && !op_busy) {
+    stream_write_data(count);
+    return;
+  }
+  if (!op_busy) return;
   if (count != op_len) {
     last_error = BRIDGE_ERR_BULK_LENGTH;
   } else {
@@ -276,6 +374,12 @@ static void vendor_setup(void) {
       if (setup_len != 0) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
       spi_program_req();
       return;
+    case BRIDGE_REQ_MEM_STREAM:
+      if (in) break;
+      if (setup_len != BRIDGE_STREAM_SIZE) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+      if (op_busy) { ep0_stall(BRIDGE_ERR_BUSY); return; }
+      ep0_receive();
+      return;
     default:
       break;
   }
@@ -312,6 +416,9 @@ static void vendor_data_out(void) {
                  : i == BRIDGE_TLP_STATUS_TIMEOUT ? BRIDGE_ERR_TLP_TIMEOUT : BRIDGE_ERR_TLP_ENGINE;
       last_request = setup_req;
       ep0_send(0); /* the outcome is in TLP_RESULT */
+      return;
+    case BRIDGE_REQ_MEM_STREAM:
+      stream_request();
       return;
     default:
       ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
@@ -357,8 +464,9 @@ static void link_event(void) {
 static void bus_reset(void) {
   uint8_t v = REG_USB_PHY_CTRL_91D1;
   REG_USB_PHY_CTRL_91D1 = v;
-  /* A reset aborts any SPI program waiting for data. */
+  /* A reset aborts any SPI program or stream waiting for data. */
   op_busy = 0;
+  stream_cancel();
 }
 
 void usb_isr(void) __interrupt(0) {

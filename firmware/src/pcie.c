@@ -8,12 +8,40 @@
  * LTSSM 0x78 = link up; single-TLP sequence: fmt/type, byte enables, address
  * bytes, data bytes, status clears, B254 = 0x0F; completion from B296),
  * handmade/src/pcie_pio.h (byte order of address and data registers),
- * src/include/registers.h (B22A[7:5] completion status, B284 bit 0 CplD).
+ * src/include/registers.h (B22A[7:5] completion status, B284 bit 0 CplD,
+ * bank-1 0x6025 bit 7 TLP routing), handmade/src/pcie_tuning.h (RX PHY
+ * tuning, data in regs.h).
  */
 #include "fw.h"
 
 __xdata uint8_t tlp_result[BRIDGE_TLP_RESULT_SIZE];
 static __xdata uint8_t tlp_seq;
+
+/* The RX PHY tuning of regs.h as data: {kind, offset, value} per write, a
+ * 0 kind ends a pass. */
+#define PHY_ENTRY(kind, off, val) kind, off, val,
+static __code const uint8_t phy_pass_1[] = {PCIE_RXPHY_PASS_1(PHY_ENTRY) 0};
+static __code const uint8_t phy_pass_2[] = {PCIE_RXPHY_PASS_2(PHY_ENTRY) 0};
+static __code const uint8_t phy_pass_3[] = {PCIE_RXPHY_PASS_3(PHY_ENTRY) 0};
+static __code const uint8_t phy_pass_4[] = {PCIE_RXPHY_PASS_4(PHY_ENTRY) 0};
+static __code const uint8_t phy_pass_5[] = {PCIE_RXPHY_PASS_5(PHY_ENTRY) 0};
+static __code const uint8_t phy_lane_hi[] = PCIE_RXPHY_LANE_HI;
+static __code const uint8_t phy_companion_hi[] = PCIE_RXPHY_COMPANION_HI;
+static __code const uint8_t phy_tail_0b[] = PCIE_RXPHY_TAIL_0B;
+
+static void phy_pass(__code const uint8_t *pass) {
+  uint8_t slice;
+  __code const uint8_t *p;
+  for (slice = 0; slice < PCIE_RXPHY_SLICES; slice++) {
+    for (p = pass; p[0]; p += 3) {
+      uint8_t hi = p[0] == PHY_COMPANION ? phy_companion_hi[slice] : phy_lane_hi[slice];
+      uint8_t v = p[0] == PHY_LANE_TAIL ? phy_tail_0b[slice] : p[2];
+      DPX = 0x01;
+      XREG(((uint16_t)hi << 8) | p[1]) = v;
+      DPX = 0x00;
+    }
+  }
+}
 
 void pcie_init(void) {
   uint8_t i;
@@ -21,6 +49,12 @@ void pcie_init(void) {
   REG_PCIE_TLP_LENGTH = 0x20;
   for (i = 0; i < BRIDGE_TLP_RESULT_SIZE; i++) tlp_result[i] = 0;
   tlp_result[BRIDGE_TLP_RESULT_OFF_STATUS] = BRIDGE_TLP_STATUS_NONE;
+  /* Once, before the first power-off/power-on (handmade main.c order). */
+  phy_pass(phy_pass_1);
+  phy_pass(phy_pass_2);
+  phy_pass(phy_pass_3);
+  phy_pass(phy_pass_4);
+  phy_pass(phy_pass_5);
 }
 
 void pcie_power_off(void) {
@@ -39,7 +73,7 @@ void pcie_power_on(void) {
   REG_PCIE_PERST_CTRL = PCIE_PERST_ASSERT;
   REG_TUNNEL_LINK_STATE = 0x00;
   DPX = 0x01;
-  REG_PHY_TLP_ROUTING = 0x01;
+  REG_PHY_TLP_ROUTING |= PHY_TLP_ROUTING_ENABLE; /* keeps the tuning's low bits */
   DPX = 0x00;
   REG_HDDPC_CTRL |= 0x20;
   REG_PCIE_LANE_CTRL_C659 |= 0x01;
@@ -55,9 +89,10 @@ void pcie_power_on(void) {
   pcie_link_up = (stable >= 3) ? 1 : 0;
 }
 
+static uint8_t tlp_wait(void);
+
 void pcie_tlp_run(__xdata uint8_t *t) {
-  uint8_t ft = t[BRIDGE_TLP_OFF_FMT_TYPE], s = 0, status, i;
-  uint16_t cap;
+  uint8_t ft = t[BRIDGE_TLP_OFF_FMT_TYPE], status, i;
   tlp_seq++;
   REG_PCIE_FMT_TYPE = ft;
   REG_PCIE_BYTE_EN = t[BRIDGE_TLP_OFF_BYTE_EN];
@@ -72,14 +107,9 @@ void pcie_tlp_run(__xdata uint8_t *t) {
   REG_PCIE_STATUS = PCIE_STATUS_KICK;
   REG_PCIE_TRIGGER = PCIE_TRIGGER_EXEC;
 
-  status = BRIDGE_TLP_STATUS_TIMEOUT;
-  deadline_start(20); /* 10 ms */
-  for (cap = 0xFFFF; cap; cap--) {
-    s = REG_PCIE_STATUS;
-    if (s & PCIE_STATUS_ERROR) { status = BRIDGE_TLP_STATUS_ENGINE_ERROR; break; }
-    if (s & PCIE_STATUS_COMPLETE) { status = BRIDGE_TLP_STATUS_OK; break; }
-    if (deadline_passed()) break;
-  }
+  i = tlp_wait();
+  status = i == BRIDGE_ERR_NONE ? BRIDGE_TLP_STATUS_OK
+         : i == BRIDGE_ERR_TLP_ENGINE ? BRIDGE_TLP_STATUS_ENGINE_ERROR : BRIDGE_TLP_STATUS_TIMEOUT;
   /* Leave the engine idle whatever happened, so the next TLP starts clean. */
   REG_PCIE_STATUS = PCIE_STATUS_ERROR | PCIE_STATUS_COMPLETE;
 
@@ -91,4 +121,69 @@ void pcie_tlp_run(__xdata uint8_t *t) {
   }
   tlp_result[BRIDGE_TLP_RESULT_OFF_STATUS] = status;
   tlp_result[BRIDGE_TLP_RESULT_OFF_SEQ] = tlp_seq;
+}
+
+/* Waits (bounded: 10 ms and an iteration cap) for the TLP just triggered. */
+static uint8_t tlp_wait(void) {
+  uint16_t cap;
+  uint8_t s;
+  deadline_start(20);
+  for (cap = 0xFFFF; cap; cap--) {
+    s = REG_PCIE_STATUS;
+    if (s & PCIE_STATUS_ERROR) return BRIDGE_ERR_TLP_ENGINE;
+    if (s & PCIE_STATUS_COMPLETE) return BRIDGE_ERR_NONE;
+    if (deadline_passed()) break;
+  }
+  return BRIDGE_ERR_TLP_TIMEOUT;
+}
+
+__xdata uint8_t stream_err, stream_cpl;
+
+uint16_t pcie_stream_run(uint8_t write, uint32_t addr_lo, uint32_t addr_hi, uint16_t count,
+                         __xdata uint8_t *buf) {
+  uint16_t done;
+  uint8_t i, low;
+  stream_err = BRIDGE_ERR_NONE;
+  stream_cpl = BRIDGE_CPL_SC;
+  REG_PCIE_FMT_TYPE = addr_hi ? (write ? BRIDGE_TLP_MWR64 : BRIDGE_TLP_MRD64)
+                              : (write ? BRIDGE_TLP_MWR32 : BRIDGE_TLP_MRD32);
+  REG_PCIE_BYTE_EN = 0x0F;
+  for (i = 0; i < 4; i++) {
+    REG_PCIE_ADDR(i) = (uint8_t)(addr_lo >> (24 - 8 * i));
+    REG_PCIE_ADDR(4 + i) = (uint8_t)(addr_hi >> (24 - 8 * i));
+  }
+  for (done = 0; done < count; done++, buf += 4) {
+    if (write) {
+      REG_PCIE_DATA(0) = buf[3];
+      REG_PCIE_DATA(1) = buf[2];
+      REG_PCIE_DATA(2) = buf[1];
+      REG_PCIE_DATA(3) = buf[0];
+    }
+    /* Clear error/complete/kick in one write, then fire (pcie_pio.h). */
+    REG_PCIE_STATUS = PCIE_STATUS_ERROR | PCIE_STATUS_COMPLETE | PCIE_STATUS_KICK;
+    REG_PCIE_TRIGGER = PCIE_TRIGGER_EXEC;
+    stream_err = tlp_wait();
+    if (stream_err) break;
+    if (!write) {
+      stream_cpl = REG_PCIE_CPL_HDR_HI >> 5;
+      if (stream_cpl != BRIDGE_CPL_SC) { stream_err = BRIDGE_ERR_TLP_COMPLETION; break; }
+      buf[0] = REG_PCIE_DATA(3);
+      buf[1] = REG_PCIE_DATA(2);
+      buf[2] = REG_PCIE_DATA(1);
+      buf[3] = REG_PCIE_DATA(0);
+    }
+    /* Next dword: the caller keeps the stream inside one 4 GiB window, so
+     * only the low address bytes carry (B21B is the least significant). */
+    low = REG_PCIE_ADDR(3) + 4;
+    REG_PCIE_ADDR(3) = low;
+    if (low < 4) {
+      for (i = 3; i-- > 0;) {
+        low = REG_PCIE_ADDR(i) + 1;
+        REG_PCIE_ADDR(i) = low;
+        if (low) break;
+      }
+    }
+  }
+  REG_PCIE_STATUS = PCIE_STATUS_ERROR | PCIE_STATUS_COMPLETE;
+  return done;
 }

@@ -29,8 +29,12 @@
 
 #define XREG(addr) (*(volatile __xdata uint8_t *)(addr))
 
+/* The host compilers include this header only for the data tables below
+ * (the emulator checks the PCIe PHY tuning against them). */
+#ifdef __SDCC
 __sfr __at(0x93) DPX; /* DPTR bank: 1 selects the PHY register bank (main.c) */
 __sfr __at(0xA8) IE;
+#endif
 #define IE_EA 0x80
 #define IE_EX0 0x01
 
@@ -39,6 +43,8 @@ __sfr __at(0xA8) IE;
 #define REG_USB_EP0_LEN_H XREG(0x9003)
 #define REG_USB_EP0_LEN_L XREG(0x9004)
 #define REG_USB_EP0_CFG XREG(0x9005)
+#define REG_USB_BULK_IN_LEN_H XREG(0x9007) /* bytes to send from USB_BULK_IN_BUF */
+#define REG_USB_BULK_IN_LEN_L XREG(0x9008)
 #define REG_USB_MSC_CFG XREG(0x900B) /* 0 = plain bulk, bypass MSC engine */
 #define REG_USB_INT_MASK_9090 XREG(0x9090) /* SET_ADDRESS: 0x80 | address */
 #define REG_USB_CTRL_PHASE XREG(0x9091)
@@ -56,6 +62,7 @@ __sfr __at(0xA8) IE;
 #define USB_EP_CFG1_BULK_IN_COMPLETE 0x08
 #define REG_USB_EP_CFG2 XREG(0x9094)
 #define USB_EP_CFG2_CLEAR_IN 0x01
+#define USB_EP_CFG2_ARM_IN 0x02 /* send REG_USB_BULK_IN_LEN bytes of 0x8000 */
 #define USB_EP_CFG2_CLEAR_OUT 0x08
 #define USB_EP_CFG2_ARM_OUT 0x10
 #define REG_USB_PERIPH_STATUS XREG(0x9101)
@@ -81,6 +88,11 @@ __sfr __at(0xA8) IE;
 #define REG_BUF_CFG_9300 XREG(0x9300)
 #define BUF_CFG_9300_SS_OK 0x02
 #define BUF_CFG_9300_SS_FAIL 0x04
+/* 0x8000-0x8FFF: the buffer an armed bulk IN sends from (handmade main.c
+ * do_usb_bulk_in; registers.h calls it a window into SRAM, not aliased with
+ * the 0xF000 window). */
+#define USB_BULK_IN_BUF ((volatile __xdata uint8_t *)0x8000)
+#define USB_BULK_IN_BUF_SIZE 0x1000
 #define USB_CTRL_BUF ((volatile __xdata uint8_t *)0x9E00)
 #define USB_CTRL_BUF_SIZE 0x200
 
@@ -118,11 +130,78 @@ __sfr __at(0xA8) IE;
 #define REG_PCIE_PERST_CTRL XREG(0xB480)
 #define PCIE_PERST_ASSERT 0x01
 #define REG_PCIE_LANE_CTRL_C659 XREG(0xC659) /* bit0: 12 V rail */
-#define REG_PHY_TLP_ROUTING XREG(0x6025)     /* bank 1 (DPX=1): 0x01 routes TLPs */
+/* Bank 1 (DPX=1) 0x6025 bit 7: without it TLPs from the B210 engine never
+ * reach the downstream device; the stock firmware sets it read-modify-write
+ * (registers.h, "PCIe switch TLP routing control"). */
+#define REG_PHY_TLP_ROUTING XREG(0x6025)
+#define PHY_TLP_ROUTING_ENABLE 0x80
 #define REG_HDDPC_CTRL XREG(0xC656)          /* bit5: 3.3 V rail */
 #define REG_PHY_TIMER_CTRL_E764 XREG(0xE764) /* 0x1C starts link training */
 #define REG_SYS_CTRL_E765 XREG(0xE765)
 #define SYS_CTRL_E765_PCIE_LINK_UP 0x02
+
+/* ---- PCIe RX PHY tuning (bank 1), applied once at boot before link-up ----
+ * Source: tinygrad/asm2464pd-firmware handmade/src/pcie_tuning.h, a port of
+ * the stock firmware's writes seen in a trace with an RX 7900 XTX attached
+ * (trace lines 719..1399), applied by handmade main.c right after the TLP
+ * engine constants (B213/B216) and before the first pcie_power_off().
+ * The registers are undocumented PHY/switch-plane registers; what each one
+ * does is not public, only the values and their order are.
+ *
+ * Four lane slices (bank-1 0x78xx, 0x79xx, 0x7Axx, 0x7Bxx) each with a
+ * companion slice (0x60xx, 0x64xx, 0x68xx, 0x6Cxx). The sequence is five
+ * passes; each pass applies its list to slice 0, then 1, 2, 3. An entry is
+ * W(kind, offset, value): PHY_LANE writes lane_base + offset, PHY_COMPANION
+ * companion_base + offset, PHY_LANE_TAIL writes lane_base + offset with the
+ * slice's PCIE_RXPHY_TAIL_0B value (0x56 on lanes 0/1, 0x5C on lanes 2/3,
+ * the only per-lane difference in the trace). Repeated writes to one
+ * register are in the source and are kept: the order is the fact. */
+#define PHY_LANE 1
+#define PHY_COMPANION 2
+#define PHY_LANE_TAIL 3
+#define PCIE_RXPHY_SLICES 4
+#define PCIE_RXPHY_LANE_HI {0x78, 0x79, 0x7A, 0x7B}
+#define PCIE_RXPHY_COMPANION_HI {0x60, 0x64, 0x68, 0x6C}
+#define PCIE_RXPHY_TAIL_0B {0x56, 0x56, 0x5C, 0x5C}
+/* pass 1: preamble (trace 719..806) */
+#define PCIE_RXPHY_PASS_1(W) \
+  W(PHY_LANE, 0x9B, 0x10) W(PHY_LANE, 0x9B, 0x90) \
+  W(PHY_COMPANION, 0x00, 0xC0) W(PHY_COMPANION, 0x04, 0x2B) W(PHY_COMPANION, 0x06, 0x41) \
+  W(PHY_COMPANION, 0x07, 0x81) W(PHY_COMPANION, 0x59, 0x41) W(PHY_COMPANION, 0x5A, 0x00) \
+  W(PHY_COMPANION, 0x0A, 0x11) W(PHY_COMPANION, 0x42, 0xBF) W(PHY_COMPANION, 0x05, 0x8A)
+/* pass 2: lane stage 0 (trace 807..838) */
+#define PCIE_RXPHY_PASS_2(W) \
+  W(PHY_LANE, 0x64, 0x0F) W(PHY_LANE, 0xBF, 0xB0) W(PHY_LANE, 0xBF, 0x30) W(PHY_LANE, 0x67, 0xD0)
+/* pass 3: lane stage 1 (trace 839..902) */
+#define PCIE_RXPHY_PASS_3(W) \
+  W(PHY_LANE, 0x40, 0x01) W(PHY_LANE, 0x01, 0x7C) W(PHY_LANE, 0x11, 0x7C) \
+  W(PHY_LANE, 0x21, 0xF0) W(PHY_LANE, 0x31, 0xF0)
+/* pass 4: lane stage 2 (trace 903..1237), companion profile (951..1231),
+ * then lane + 0x85 = 0xA6 */
+#define PCIE_RXPHY_PASS_4(W) \
+  W(PHY_LANE, 0x34, 0x07) W(PHY_LANE, 0x35, 0x6D) W(PHY_LANE, 0x26, 0x3A) W(PHY_LANE, 0x36, 0x57) \
+  W(PHY_LANE, 0x06, 0x73) W(PHY_LANE, 0x16, 0x73) W(PHY_LANE, 0x26, 0x7A) W(PHY_LANE, 0x36, 0x77) \
+  W(PHY_LANE, 0x37, 0x6F) W(PHY_LANE, 0x46, 0x74) W(PHY_LANE, 0x46, 0x64) W(PHY_LANE, 0x46, 0x44) \
+  W(PHY_LANE, 0x46, 0x04) W(PHY_LANE, 0x1D, 0x40) W(PHY_LANE, 0x2D, 0x40) W(PHY_LANE, 0x3D, 0x4A) \
+  W(PHY_LANE, 0x1A, 0x44) W(PHY_LANE, 0x3A, 0x4D) W(PHY_LANE, 0x1B, 0x4A) W(PHY_LANE, 0x3B, 0x4F) \
+  W(PHY_LANE, 0x0C, 0x17) W(PHY_LANE, 0x1C, 0x17) W(PHY_LANE, 0x02, 0xE8) W(PHY_LANE, 0x22, 0x30) \
+  W(PHY_LANE, 0x32, 0x30) W(PHY_LANE, 0x6C, 0x0C) W(PHY_LANE, 0x6C, 0x6C) \
+  W(PHY_COMPANION, 0x20, 0x60) W(PHY_COMPANION, 0x20, 0x10) W(PHY_COMPANION, 0x21, 0xF2) \
+  W(PHY_COMPANION, 0x21, 0x42) W(PHY_COMPANION, 0x22, 0xC6) W(PHY_COMPANION, 0x22, 0x26) \
+  W(PHY_COMPANION, 0x23, 0xED) W(PHY_COMPANION, 0x23, 0xA9) W(PHY_COMPANION, 0x24, 0xEC) \
+  W(PHY_COMPANION, 0x24, 0xCC) W(PHY_COMPANION, 0x25, 0x7D) W(PHY_COMPANION, 0x25, 0x41) \
+  W(PHY_COMPANION, 0x26, 0xDF) W(PHY_COMPANION, 0x27, 0xDA) W(PHY_COMPANION, 0x27, 0xDE) \
+  W(PHY_COMPANION, 0x28, 0x20) W(PHY_COMPANION, 0x28, 0x00) W(PHY_COMPANION, 0x29, 0x61) \
+  W(PHY_COMPANION, 0x29, 0x31) W(PHY_COMPANION, 0x2A, 0xA4) W(PHY_COMPANION, 0x2A, 0x74) \
+  W(PHY_COMPANION, 0x2B, 0xE9) W(PHY_COMPANION, 0x2B, 0xC9) \
+  W(PHY_LANE, 0x85, 0xA6)
+/* pass 5: tail adjustments (trace 1287..1399) */
+#define PCIE_RXPHY_PASS_5(W) \
+  W(PHY_LANE, 0x87, 0x10) W(PHY_LANE, 0x88, 0x08) W(PHY_LANE, 0x07, 0xEF) W(PHY_LANE, 0x17, 0xEF) \
+  W(PHY_LANE, 0x37, 0x4F) W(PHY_LANE, 0x12, 0xA8) W(PHY_LANE, 0x2C, 0x17) \
+  W(PHY_COMPANION, 0x26, 0xD1) \
+  W(PHY_LANE_TAIL, 0x0B, 0x00) W(PHY_LANE, 0x2A, 0x46) W(PHY_LANE, 0x0D, 0x5A) \
+  W(PHY_LANE, 0x1D, 0x50) W(PHY_LANE, 0x2D, 0x50) W(PHY_LANE, 0x3D, 0x5A)
 
 /* ---- SRAM DMA through the NVMe/MSC engine (0xC412-0xC42A) ---- */
 #define REG_NVME_CTRL_STATUS XREG(0xC412)

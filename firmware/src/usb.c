@@ -128,6 +128,7 @@ static void get_descriptor(void) {
 }
 
 static void bulk_reset(void) {
+  stream_cancel();
   REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_IN;
   REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_OUT;
 }
@@ -173,6 +174,7 @@ void usb_std_request(void) {
     return;
   }
   if (rq == 1 && bm == 0x02 && val == 0 && setup_len == 0) { /* CLEAR_FEATURE(ENDPOINT_HALT) */
+    if (setup_idx_l == BRIDGE_EP_BULK_OUT || setup_idx_l == BRIDGE_EP_BULK_IN) stream_cancel();
     if (setup_idx_l == BRIDGE_EP_BULK_OUT) REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_OUT;
     else if (setup_idx_l == BRIDGE_EP_BULK_IN) REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_IN;
     else if (setup_idx_l != 0) { ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); return; }

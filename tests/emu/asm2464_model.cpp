@@ -9,6 +9,9 @@ namespace capgraph::emu {
 
 // Register addresses: firmware/src/regs.h (sources cited there).
 namespace reg {
+constexpr uint16_t BULK_IN_LEN_H = 0x9007, BULK_IN_LEN_L = 0x9008, BULK_IN_BUF = 0x8000,
+                   BULK_IN_BUF_SIZE = 0x1000;
+constexpr uint16_t PHY_TLP_ROUTING = 0x6025;  // bank 1, bit 7
 constexpr uint16_t EP0_LEN_H = 0x9003, EP0_LEN_L = 0x9004, CTRL_PHASE = 0x9091, DMA_TRIGGER = 0x9092,
                    EP_CFG1 = 0x9093, EP_CFG2 = 0x9094, PERIPH_STATUS = 0x9101, SETUP = 0x9104,
                    BULK_OUT_BC_H = 0x910D, BULK_OUT_BC_L = 0x910E, PHY_91D1 = 0x91D1,
@@ -34,6 +37,7 @@ const char* usb_result_name(UsbResult r) {
     case UsbResult::stall: return "stall";
     case UsbResult::timeout: return "timeout";
     case UsbResult::no_device: return "no device";
+    case UsbResult::overflow: return "overflow";
   }
   return "?";
 }
@@ -140,7 +144,10 @@ Asm2464::Mode Asm2464::power_on(bool force_bootloader) {
   dma_ = Dma{};
   bot_ = Bot{};
   ctrl_phase_ = ep_cfg1_ = bus_reset_ = link_bits_ = pcie_status_ = 0;
-  out_armed_ = tlp_pending_ = timer_on_ = timer_expired_ = false;
+  out_armed_ = in_armed_ = tlp_pending_ = timer_on_ = timer_expired_ = false;
+  in_len_ = 0;
+  phy_tuning_pos_ = 0;
+  phy_tuning_broken_ = false;
   link_up_at_ = UINT64_MAX;
   flash.power_was_cut = false;
   flash.otp_mode = false;
@@ -238,8 +245,21 @@ uint8_t Asm2464::xdata_read(uint16_t a, uint8_t bank) {
   }
 }
 
+// Bank-1 writes to the PHY slices the tuning touches (regs.h PCIE_RXPHY_*):
+// lanes 0x78xx-0x7Bxx, companions 0x60xx/0x64xx/0x68xx/0x6Cxx. Until the
+// sequence is complete every such write must be its next entry.
+void Asm2464::phy_write(uint16_t a, uint8_t v) {
+  uint8_t hi = uint8_t(a >> 8);
+  bool phy = (hi >= 0x78 && hi <= 0x7B) || hi == 0x60 || hi == 0x64 || hi == 0x68 || hi == 0x6C;
+  const auto& seq = phy_tuning_sequence();
+  if (!phy || phy_tuning_broken_ || phy_tuning_pos_ == seq.size()) return;
+  if (seq[phy_tuning_pos_] == std::make_pair(a, v)) ++phy_tuning_pos_;
+  else phy_tuning_broken_ = true;
+}
+
 void Asm2464::xdata_write(uint16_t a, uint8_t bank, uint8_t v) {
   if (bank & 1) {
+    phy_write(a, v);
     x1_[a] = v;
     return;
   }
@@ -258,6 +278,15 @@ void Asm2464::xdata_write(uint16_t a, uint8_t bank, uint8_t v) {
     case reg::EP_CFG2:
       if (v & 0x10) out_armed_ = true;
       if (v & 0x08) out_armed_ = false;
+      if (v & 0x01) in_armed_ = false;
+      if (v & 0x02) {  // ARM_IN: send 0x9007/0x9008 bytes of the 0x8000 buffer
+        in_armed_ = true;
+        in_len_ = uint16_t(x_[reg::BULK_IN_LEN_H] << 8 | x_[reg::BULK_IN_LEN_L]);
+        if (in_len_ > reg::BULK_IN_BUF_SIZE) {
+          ++protocol_violations;
+          in_len_ = reg::BULK_IN_BUF_SIZE;
+        }
+      }
       x_[a] = v;
       return;
     case reg::PHY_91D1: bus_reset_ &= uint8_t(~v); return;
@@ -329,8 +358,10 @@ void Asm2464::flash_transact() {
 bool Asm2464::link_up() const { return link_up_at_ != UINT64_MAX && now() >= link_up_at_; }
 
 void Asm2464::pcie_rails_changed() {
+  // Training needs the rails, PERST# released, E764 = 0x1C and (our model
+  // of why the stock firmware tunes the RX PHY first) the tuning sequence.
   bool on = opt_.endpoint_present && (x_[reg::RAIL_3V3] & 0x20) && (x_[reg::RAIL_12V] & 0x01) &&
-            x_[reg::PERST] == 0 && x_[reg::TRAIN] == 0x1C;
+            x_[reg::PERST] == 0 && x_[reg::TRAIN] == 0x1C && phy_tuning_applied();
   if (!on) link_up_at_ = UINT64_MAX;
   else if (link_up_at_ == UINT64_MAX) link_up_at_ = now() + 2 * kCyclesPerMs;
 }
@@ -352,6 +383,9 @@ void Asm2464::tlp_start() {
     pcie_status_ |= 0x01;  // the engine cannot send: error
     return;
   }
+  // Without the routing bit the TLP never reaches the device (registers.h);
+  // the model loses it, so the firmware sees no completion.
+  if (!(x1_[reg::PHY_TLP_ROUTING] & 0x80)) return;
   tlp_cpl_ = endpoint.handle(t);
   if (!tlp_cpl_.completes) return;  // lost: no completion, ever
   tlp_pending_ = true;
@@ -529,9 +563,27 @@ UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t* data, size_t n, size_t* actual, 
   if (ep != BRIDGE_EP_BULK_IN) return UsbResult::stall;
   ++stats.bulk_in_transfers;
   if (mode_ == Mode::bootloader) return boot_bulk_in(data, n, actual);
-  if (!run_until([this] { return (dma_.armed && !dma_.to_sram) || !attached_; }, timeout_ms))
+  if (!run_until([this] { return in_armed_ || (dma_.armed && !dma_.to_sram) || !attached_; },
+                 timeout_ms))
     return UsbResult::timeout;
   if (!attached_) return UsbResult::no_device;
+  if (in_armed_) {  // firmware-filled buffer at 0x8000 (MEM_STREAM results)
+    size_t take = std::min<size_t>(n, in_len_);
+    bool vanish = unplug_after_ < take;
+    if (vanish) take = size_t(unplug_after_);
+    std::copy(x_.begin() + reg::BULK_IN_BUF, x_.begin() + reg::BULK_IN_BUF + take, data);
+    if (unplug_after_ != UINT64_MAX) unplug_after_ -= take;
+    stats.bulk_in_bytes += take;
+    stats.bulk_in_packets += (take + max_packet_bulk() - 1) / max_packet_bulk();
+    *actual = take;
+    if (vanish) {
+      attached_ = false;
+      return UsbResult::no_device;
+    }
+    in_armed_ = false;
+    ep_cfg1_ |= 0x08;  // BULK_IN_COMPLETE
+    return in_len_ > n ? UsbResult::overflow : UsbResult::ok;
+  }
   size_t take = std::min<size_t>(n, dma_.remaining);
   bool vanish = unplug_after_ < take;
   if (vanish) take = size_t(unplug_after_);
@@ -562,6 +614,11 @@ UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t* data, size_t n, size_t* actual, 
 // -> commit/reset), USB Mass Storage Class Bulk-Only Transport 1.0 (CBW
 // "USBC" 31 bytes, CSW "USBS" 13 bytes). How the real bootloader erases is
 // not public: the model replaces exactly the bytes it is given.
+// Read-back: vendor.c in the same repository names E0 "config read (128-byte
+// blocks)" and E2 "flash read", but not their CDB layouts. The model (and the
+// flasher) assume they mirror the writes: E0 50 idx -> config block idx
+// (128 bytes in); E2 50 len32be -> the first len image bytes from 0x100;
+// E2 D0 len32be -> the bytes after the first 0xFF00. Unconfirmed on a board.
 
 UsbResult Asm2464::boot_control(const UsbSetup& s, uint8_t* data, size_t* actual) {
   static const uint8_t dev[18] = {18, 1, 0x10, 0x02, 0, 0, 0, 64, 0x4C, 0x17, 0x64, 0x24,
@@ -595,6 +652,8 @@ bool Asm2464::boot_flash_write(uint32_t addr, const uint8_t* p, size_t n) {
     flash.power_was_cut = true;
   }
   std::memcpy(flash.data.data() + addr, p, todo);
+  if (boot_corrupt_flash_at >= addr && boot_corrupt_flash_at < addr + todo)
+    flash.data[boot_corrupt_flash_at] ^= 0x01;
   ++flash.programs;
   if (flash.power_was_cut) power_off();
   return !flash.power_was_cut;
@@ -612,11 +671,33 @@ void Asm2464::boot_execute() {
     uint32_t at = BRIDGE_FLASH_IMAGE_ADDR + (c[1] == 0xD0 ? BRIDGE_FLASH_PART1 : 0);
     if (len == bot_.data.size() && boot_flash_write(at, bot_.data.data(), len)) bot_.status = 0;
   } else if (c[0] == 0xE8 && c[1] == 0x51) {
+    ++boot_commits;
     bot_.status = 0;
   } else if (c[0] == 0x00) {  // TEST UNIT READY
     bot_.status = 0;
   }
   bot_.data.clear();
+}
+
+void Asm2464::boot_execute_read() {
+  const uint8_t* c = bot_.cdb;
+  bot_.status = 1;
+  bot_.residue = 0;
+  bot_.data.clear();
+  uint32_t at = UINT32_MAX, len = bot_.expected;
+  if (c[0] == 0xE0 && c[1] == 0x50 && c[2] < 2 && len == 128) {
+    at = BRIDGE_FLASH_CONFIG_ADDR + c[2] * 0x80u;
+  } else if (c[0] == 0xE2 && (c[1] == 0x50 || c[1] == 0xD0) &&
+             uint32_t(c[2] << 24 | c[3] << 16 | c[4] << 8 | c[5]) == len) {
+    at = BRIDGE_FLASH_IMAGE_ADDR + (c[1] == 0xD0 ? BRIDGE_FLASH_PART1 : 0);
+  }
+  if (at != UINT32_MAX && at + len <= flash.data.size() && !boot_refuses_reads) {
+    bot_.data.assign(flash.data.begin() + at, flash.data.begin() + at + len);
+    bot_.status = 0;
+  } else {
+    bot_.data.assign(len, 0);  // BOT: pad the data stage, fail in the CSW
+    bot_.residue = len;
+  }
 }
 
 UsbResult Asm2464::boot_bulk_out(const uint8_t* data, size_t n, size_t* actual) {
@@ -632,6 +713,9 @@ UsbResult Asm2464::boot_bulk_out(const uint8_t* data, size_t n, size_t* actual) 
     bool dir_in = data[12] & 0x80;
     if (bot_.expected && !dir_in) {
       bot_.stage = Bot::Stage::data_out;
+    } else if (bot_.expected) {
+      boot_execute_read();
+      bot_.stage = Bot::Stage::data_in;
     } else {
       boot_execute();
       bot_.stage = Bot::Stage::csw;
@@ -652,6 +736,16 @@ UsbResult Asm2464::boot_bulk_out(const uint8_t* data, size_t n, size_t* actual) 
 }
 
 UsbResult Asm2464::boot_bulk_in(uint8_t* data, size_t n, size_t* actual) {
+  if (bot_.stage == Bot::Stage::data_in) {
+    size_t take = std::min(n, bot_.data.size());
+    std::memcpy(data, bot_.data.data(), take);
+    *actual = take;
+    stats.bulk_in_bytes += take;
+    stats.bulk_in_packets += (take + max_packet_bulk() - 1) / max_packet_bulk();
+    bot_.data.erase(bot_.data.begin(), bot_.data.begin() + long(take));
+    if (bot_.data.empty()) bot_.stage = Bot::Stage::csw;
+    return UsbResult::ok;
+  }
   if (bot_.stage != Bot::Stage::csw || n < 13) return UsbResult::stall;
   uint8_t csw[13] = {'U', 'S', 'B', 'S'};
   for (int i = 0; i < 4; ++i) {

@@ -52,7 +52,8 @@ class SpiFlash {
   void set_otp_serial(uint32_t serial);  // 4 bytes + XOR checksum
 };
 
-enum class UsbResult { ok, stall, timeout, no_device };
+// overflow: the device sent more than the host asked for (babble).
+enum class UsbResult { ok, stall, timeout, no_device, overflow };
 const char* usb_result_name(UsbResult r);
 
 struct UsbSetup {
@@ -100,6 +101,22 @@ class Asm2464 : public Cpu8051::Bus {
   void unplug() { attached_ = false; }
   void unplug_after_bulk_bytes(uint64_t n) { unplug_after_ = n; }
   bool attached() const { return attached_; }
+  // Fault injection for the stock bootloader: the byte it stores at this
+  // flash address is wrong (bit 0 flipped), as a bad write would leave it.
+  uint32_t boot_corrupt_flash_at = UINT32_MAX;
+  // The real bootloader's E0/E2 layout is an assumption: this switch makes
+  // the model refuse them (CSW status 1), as a bootloader that differs would.
+  bool boot_refuses_reads = false;
+  uint32_t boot_commits = 0;  // E8 0x51 commands accepted
+
+  // PCIe RX PHY tuning (firmware/src/regs.h PCIE_RXPHY_*): the model lets
+  // the link train only after the whole sequence was written to bank 1, in
+  // order, with no other write to those PHY slices in between.
+  static const std::vector<std::pair<uint16_t, uint8_t>>& phy_tuning_sequence();
+  bool phy_tuning_applied() const {
+    return !phy_tuning_broken_ && phy_tuning_pos_ == phy_tuning_sequence().size();
+  }
+  bool phy_tuning_broken() const { return phy_tuning_broken_; }
 
   Cpu8051 cpu;
   SpiFlash flash;
@@ -127,6 +144,11 @@ class Asm2464 : public Cpu8051::Bus {
   // USB engine
   uint8_t ctrl_phase_ = 0, ep_cfg1_ = 0, bus_reset_ = 0, link_bits_ = 0;
   bool out_armed_ = false;
+  bool in_armed_ = false;  // bulk IN armed from the 0x8000 buffer
+  uint16_t in_len_ = 0;
+  size_t phy_tuning_pos_ = 0;
+  bool phy_tuning_broken_ = false;
+  void phy_write(uint16_t addr, uint8_t v);
   struct Ctrl {
     bool active = false, done = false, data_taken = false;
     UsbSetup setup;
@@ -179,6 +201,7 @@ class Asm2464 : public Cpu8051::Bus {
     uint8_t status = 0;
   } bot_;
   void boot_execute();
+  void boot_execute_read();
   bool boot_flash_write(uint32_t addr, const uint8_t* p, size_t n);
 };
 

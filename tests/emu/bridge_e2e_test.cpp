@@ -10,6 +10,7 @@
 #include <random>
 
 #include "asm2464_model.h"
+#include "bridge_rig.h"
 #include "bridge.h"
 #include "bridge_image.h"
 #include "bridge_protocol.h"
@@ -20,73 +21,7 @@ using namespace capgraph;
 using emu::Asm2464;
 using emu::EmuTransport;
 
-namespace {
-
-const std::vector<uint8_t>& real_image() {
-  static std::vector<uint8_t> img = [] {
-    std::vector<uint8_t> v;
-    std::ifstream in(CAPGRAPH_BRIDGE_FW_IMAGE, std::ios::binary);
-    if (in) v.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    return v;
-  }();
-  return img;
-}
-
-bool have_image() {
-  if (real_image().empty()) {
-    MESSAGE("SKIP: no firmware image (sdcc missing or image not built): " CAPGRAPH_BRIDGE_FW_IMAGE);
-    return false;
-  }
-  return true;
-}
-
-std::vector<uint8_t> config_pattern() {
-  std::vector<uint8_t> c(BRIDGE_FLASH_CONFIG_SIZE);
-  for (size_t i = 0; i < c.size(); ++i) c[i] = uint8_t(0x30 + i % 64);
-  return c;
-}
-
-void put_flash(Asm2464& dev, const std::vector<uint8_t>& image) {
-  std::fill(dev.flash.data.begin(), dev.flash.data.end(), 0xFF);
-  auto cfg = config_pattern();
-  std::copy(cfg.begin(), cfg.end(), dev.flash.data.begin() + BRIDGE_FLASH_CONFIG_ADDR);
-  std::copy(image.begin(), image.end(), dev.flash.data.begin() + BRIDGE_FLASH_IMAGE_ADDR);
-}
-
-struct Rig {
-  Asm2464 dev;
-  EmuTransport t{dev};
-  usb::Bridge bridge{t};
-  explicit Rig(Asm2464::Options o = {}) : dev(o) {
-    dev.flash.set_otp_serial(0x0BADCAFE);
-    put_flash(dev, real_image());
-  }
-  bool boot() {
-    if (dev.power_on() != Asm2464::Mode::firmware) return false;
-    emu::Enumeration e;
-    std::string err;
-    return emu::usb_enumerate(dev, &e, &err) && bridge.open().ok();
-  }
-  usb::TransferStatus raw(uint8_t rt, uint8_t req, uint16_t val, uint16_t idx, uint16_t len,
-                          uint8_t* data = nullptr) {
-    std::vector<uint8_t> buf(len ? len : 1);
-    size_t got = 0;
-    return t.control({rt, req, val, idx}, data ? data : buf.data(), len, &got, 200);
-  }
-  uint8_t last_error() {
-    usb::BridgeInfo i;
-    REQUIRE(bridge.read_info(&i).ok());
-    return i.last_error;
-  }
-};
-
-std::string temp_path(const std::string& name) {
-  auto dir = std::filesystem::temp_directory_path() / "capgraph_bridge_e2e";
-  std::filesystem::create_directories(dir);
-  return (dir / name).string();
-}
-
-}  // namespace
+using namespace capgraph::emu_test;
 
 TEST_CASE("the image has the chip's format and our identity block") {
   if (!have_image()) return;
@@ -172,6 +107,7 @@ TEST_CASE("PCIe: power, config space, BARs and memory TLPs on the simulated devi
   Rig r;
   REQUIRE(r.boot());
   CHECK_FALSE(r.bridge.info().pcie_link);
+  CHECK(r.dev.phy_tuning_applied());  // at boot, before any link training
   auto st = r.bridge.pcie_power(true);
   REQUIRE_MESSAGE(st.ok(), st.message);
   uint32_t v = 0;
@@ -470,5 +406,97 @@ TEST_CASE("a bridge that only has the stock bootloader takes the E1/E3/E8 path")
   auto res = bridge::flash_image(r.t, real_image(), opt, stdout);
   REQUIRE_MESSAGE(res.ok, res.message);
   REQUIRE(r.boot());
-  CHECK(r.bridge.info().version() == "0.1.0");
+  CHECK(r.bridge.info().version() == std::to_string(BRIDGE_FW_VERSION_MAJOR) + "." +
+                                       std::to_string(BRIDGE_FW_VERSION_MINOR) + "." +
+                                       std::to_string(BRIDGE_FW_VERSION_PATCH));
+}
+
+namespace {
+// A bridge with an erased flash: only the stock bootloader answers.
+void make_bootloader_only(Rig& r) {
+  std::fill(r.dev.flash.data.begin(), r.dev.flash.data.end(), 0xFF);
+  REQUIRE(r.dev.power_on() == Asm2464::Mode::bootloader);
+}
+std::string config_backup_file() {
+  auto path = temp_path("boot-config.bin");
+  auto cfg = config_pattern();
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(cfg.data()), std::streamsize(cfg.size()));
+  return path;
+}
+}  // namespace
+
+TEST_CASE("bootloader path: reads back before committing; a bad write is caught, never committed") {
+  if (!have_image()) return;
+  Rig r;
+  make_bootloader_only(r);
+  std::FILE* quiet = std::fopen("/dev/null", "w");
+  bridge::FlashOptions opt;
+  opt.config_restore = config_backup_file();
+  r.dev.boot_corrupt_flash_at = BRIDGE_FLASH_IMAGE_ADDR + 1000;
+  auto res = bridge::flash_image(r.t, real_image(), opt, quiet);
+  CHECK_FALSE(res.ok);
+  MESSAGE(res.message);
+  CHECK(res.message.find("verify failed at flash 0x004e8") != std::string::npos);
+  CHECK(res.message.find("nothing was committed") != std::string::npos);
+  CHECK(r.dev.boot_commits == 0);
+  // A config byte stored wrong is caught the same way.
+  r.dev.boot_corrupt_flash_at = BRIDGE_FLASH_CONFIG_ADDR + 0x85;
+  res = bridge::flash_image(r.t, real_image(), opt, quiet);
+  CHECK(res.message.find("verify failed at flash 0x00085 (config") != std::string::npos);
+  CHECK(r.dev.boot_commits == 0);
+  // A bootloader that refuses the read-back: written, said to be unverified.
+  r.dev.boot_corrupt_flash_at = UINT32_MAX;
+  r.dev.boot_refuses_reads = true;
+  res = bridge::flash_image(r.t, real_image(), opt, quiet);
+  CHECK_FALSE(res.ok);
+  CHECK(res.message.find("NOT verified") != std::string::npos);
+  CHECK(r.dev.boot_commits == 0);
+  // Healthy: verified, committed once, and the image boots with the config.
+  r.dev.boot_refuses_reads = false;
+  res = bridge::flash_image(r.t, real_image(), opt, quiet);
+  REQUIRE_MESSAGE(res.ok, res.message);
+  CHECK(res.message.find("verified") != std::string::npos);
+  CHECK(r.dev.boot_commits == 1);
+  REQUIRE(r.boot());
+  auto cfg = config_pattern();
+  CHECK(std::equal(cfg.begin(), cfg.end(), r.dev.flash.data.begin()));
+  std::fclose(quiet);
+}
+
+TEST_CASE("bootloader path: power lost before each write; the next run recovers and verifies") {
+  if (!have_image()) return;
+  std::FILE* quiet = std::fopen("/dev/null", "w");
+  uint32_t ops = 0;
+  {
+    Rig r;
+    make_bootloader_only(r);
+    bridge::FlashOptions opt;
+    opt.config_restore = config_backup_file();
+    REQUIRE(bridge::flash_image(r.t, real_image(), opt, quiet).ok);
+    ops = r.dev.flash.programs;
+  }
+  REQUIRE(ops >= 3);  // E1 x2, E3 (x2 for images over 0xFF00)
+  for (uint32_t cut = 0; cut < ops; ++cut) {
+    CAPTURE(cut);
+    Rig r;
+    make_bootloader_only(r);
+    r.dev.flash.power_cut_before = [cut](uint32_t i) { return i == cut; };
+    bridge::FlashOptions opt;
+    opt.config_restore = config_backup_file();
+    CHECK_FALSE(bridge::flash_image(r.t, real_image(), opt, quiet).ok);
+    r.dev.flash.power_cut_before = nullptr;
+    auto mode = r.dev.power_on();
+    if (mode == Asm2464::Mode::firmware) {  // only ever the exact new image
+      CHECK(std::equal(real_image().begin(), real_image().end(),
+                       r.dev.flash.data.begin() + BRIDGE_FLASH_IMAGE_ADDR));
+      continue;
+    }
+    auto res = bridge::flash_image(r.t, real_image(), opt, quiet);
+    REQUIRE_MESSAGE(res.ok, res.message);
+    REQUIRE(r.boot());
+    auto cfg = config_pattern();
+    CHECK(std::equal(cfg.begin(), cfg.end(), r.dev.flash.data.begin()));
+  }
+  std::fclose(quiet);
 }

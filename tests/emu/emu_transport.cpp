@@ -10,6 +10,7 @@ static usb::TransferStatus map(UsbResult r) {
     case UsbResult::stall: return usb::TransferStatus::stall;
     case UsbResult::timeout: return usb::TransferStatus::timeout;
     case UsbResult::no_device: return usb::TransferStatus::no_device;
+    case UsbResult::overflow: return usb::TransferStatus::error;
   }
   return usb::TransferStatus::error;
 }

@@ -1,6 +1,8 @@
 // Unit tests of the device models on their own (no firmware).
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "asm2464_model.h"
 #include "pcie_endpoint.h"
 
@@ -70,4 +72,93 @@ TEST_CASE("PCIe endpoint: config space, BAR sizing and decode, UR") {
   CHECK(ep.handle(r).status == 1);
   ep.hang = true;
   CHECK_FALSE(ep.handle(r).completes);
+}
+
+// PCIe RX PHY tuning: the sequence the model expects, checked against facts
+// read off the source independently of how regs.h encodes them
+// (tinygrad/asm2464pd-firmware handmade/src/pcie_tuning.h), and the model
+// gating link-up on it.
+namespace {
+void apply_tuning(Asm2464& dev, size_t skip = SIZE_MAX, size_t swap = SIZE_MAX) {
+  auto seq = Asm2464::phy_tuning_sequence();
+  if (swap < seq.size() - 1) std::swap(seq[swap], seq[swap + 1]);
+  for (size_t i = 0; i < seq.size(); ++i)
+    if (i != skip) dev.xdata_write(seq[i].first, 1, seq[i].second);
+}
+// Rails on, PERST# released, training started; true if L0 after 5 ms.
+bool link_trains(Asm2464& dev) {
+  dev.xdata_write(0xC656, 0, 0x20);
+  dev.xdata_write(0xC659, 0, 0x01);
+  dev.xdata_write(0xB480, 0, 0x00);
+  dev.xdata_write(0xE764, 0, 0x1C);
+  dev.cpu.cycles += 5 * kCyclesPerMs;
+  return dev.xdata_read(0xB450, 0) == 0x78;
+}
+}  // namespace
+
+TEST_CASE("PHY tuning sequence: what pcie_tuning.h writes, in its order") {
+  const auto& seq = Asm2464::phy_tuning_sequence();
+  CHECK(seq.size() == 340);  // 4 slices x (11 + 4 + 5 + 27 + 23 + 1 + 14)
+  CHECK(seq.front() == std::make_pair(uint16_t(0x789B), uint8_t(0x10)));
+  CHECK(seq[2] == std::make_pair(uint16_t(0x6000), uint8_t(0xC0)));   // companion after lane 0's 9B
+  CHECK(seq[11] == std::make_pair(uint16_t(0x799B), uint8_t(0x10)));  // then slice 1
+  CHECK(seq.back() == std::make_pair(uint16_t(0x7B3D), uint8_t(0x5A)));
+  std::map<uint16_t, uint8_t> last;
+  for (const auto& [a, v] : seq) last[a] = v;
+  CHECK(last[0x780B] == 0x56);  // tail_0b: lanes 0/1 0x56, lanes 2/3 0x5C
+  CHECK(last[0x790B] == 0x56);
+  CHECK(last[0x7A0B] == 0x5C);
+  CHECK(last[0x7B0B] == 0x5C);
+  CHECK(last[0x7885] == 0xA6);
+  CHECK(last[0x7846] == 0x04);  // 0x74, 0x64, 0x44, 0x04 in that order
+  CHECK(last[0x6026] == 0xD1);  // the tail overrides the profile's 0xDF
+  CHECK(last[0x7B37] == 0x4F);
+  CHECK(last[0x6C2B] == 0xC9);
+  CHECK(last[0x6025] == 0x41);  // leaves TLP routing (bit 7) off
+}
+
+TEST_CASE("PCIe model: no link without the PHY tuning, in order and complete") {
+  {
+    Asm2464 dev;
+    CHECK_FALSE(link_trains(dev));
+    apply_tuning(dev);
+    CHECK(dev.phy_tuning_applied());
+    CHECK(link_trains(dev));
+  }
+  {
+    Asm2464 dev;
+    apply_tuning(dev, 100);  // one write missing
+    CHECK_FALSE(dev.phy_tuning_applied());
+    CHECK_FALSE(link_trains(dev));
+  }
+  {
+    Asm2464 dev;
+    apply_tuning(dev, SIZE_MAX, 200);  // two writes swapped
+    CHECK(dev.phy_tuning_broken());
+    CHECK_FALSE(link_trains(dev));
+  }
+  {
+    Asm2464 dev;
+    dev.xdata_write(0x7900, 1, 0x12);  // a stray PHY write first
+    apply_tuning(dev);
+    CHECK_FALSE(dev.phy_tuning_applied());
+  }
+}
+
+TEST_CASE("PCIe model: TLPs reach the device only with bank-1 0x6025 bit 7 set") {
+  Asm2464 dev;
+  apply_tuning(dev);
+  REQUIRE(link_trains(dev));
+  auto config_read = [&] {
+    dev.xdata_write(0xB210, 0, 0x04);  // CfgRd0 of 0:0.0 reg 0
+    dev.xdata_write(0xB217, 0, 0x0F);
+    for (int i = 0; i < 8; ++i) dev.xdata_write(uint16_t(0xB218 + i), 0, 0);
+    dev.xdata_write(0xB296, 0, 0x03);
+    dev.xdata_write(0xB254, 0, 0x0F);
+    dev.cpu.cycles += kCyclesPerMs;
+    return dev.xdata_read(0xB296, 0) & 0x03;
+  };
+  CHECK(config_read() == 0x00);  // lost: no completion ever
+  dev.xdata_write(0x6025, 1, 0x41 | 0x80);
+  CHECK(config_read() == 0x02);  // completes
 }

@@ -99,7 +99,7 @@ void PcieEndpoint::mem_write32(uint64_t a, uint32_t v, uint8_t byte_en) {
 TlpCompletion PcieEndpoint::handle(const TlpRequest& t) {
   ++requests;
   TlpCompletion c;
-  if (hang) {
+  if (hang || requests >= hang_from_request) {
     c.completes = false;
     return c;
   }

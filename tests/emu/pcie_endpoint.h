@@ -54,6 +54,9 @@ class PcieEndpoint {
   std::function<bool(uint64_t addr, uint8_t* dst, size_t n)> dma_read;
 
   bool hang = false;  // drop every request (a TLP that never completes)
+  // Drop the request with this number (1-based, counting `requests`) and
+  // every one after it: a device that hangs in the middle of a stream.
+  uint64_t hang_from_request = UINT64_MAX;
   uint32_t requests = 0;
 
  private:

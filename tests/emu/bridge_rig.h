@@ -1,0 +1,90 @@
+// bridge_rig — what the end-to-end tests share: the SDCC-built image (or a
+// SKIP message when there is none), a device with it in flash, the host
+// library on top, and raw control requests for malformed-request tests.
+#pragma once
+
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "asm2464_model.h"
+#include "bridge.h"
+#include "bridge_protocol.h"
+#include "emu_transport.h"
+
+namespace capgraph::emu_test {
+
+using emu::Asm2464;
+using emu::EmuTransport;
+
+
+inline const std::vector<uint8_t>& real_image() {
+  static std::vector<uint8_t> img = [] {
+    std::vector<uint8_t> v;
+    std::ifstream in(CAPGRAPH_BRIDGE_FW_IMAGE, std::ios::binary);
+    if (in) v.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return v;
+  }();
+  return img;
+}
+
+inline bool have_image() {
+  if (real_image().empty()) {
+    MESSAGE("SKIP: no firmware image (sdcc missing or image not built): " CAPGRAPH_BRIDGE_FW_IMAGE);
+    return false;
+  }
+  return true;
+}
+
+inline std::vector<uint8_t> config_pattern() {
+  std::vector<uint8_t> c(BRIDGE_FLASH_CONFIG_SIZE);
+  for (size_t i = 0; i < c.size(); ++i) c[i] = uint8_t(0x30 + i % 64);
+  return c;
+}
+
+inline void put_flash(Asm2464& dev, const std::vector<uint8_t>& image) {
+  std::fill(dev.flash.data.begin(), dev.flash.data.end(), 0xFF);
+  auto cfg = config_pattern();
+  std::copy(cfg.begin(), cfg.end(), dev.flash.data.begin() + BRIDGE_FLASH_CONFIG_ADDR);
+  std::copy(image.begin(), image.end(), dev.flash.data.begin() + BRIDGE_FLASH_IMAGE_ADDR);
+}
+
+struct Rig {
+  Asm2464 dev;
+  EmuTransport t{dev};
+  usb::Bridge bridge{t};
+  explicit Rig(Asm2464::Options o = {}) : dev(o) {
+    dev.flash.set_otp_serial(0x0BADCAFE);
+    put_flash(dev, real_image());
+  }
+  bool boot() {
+    if (dev.power_on() != Asm2464::Mode::firmware) return false;
+    emu::Enumeration e;
+    std::string err;
+    return emu::usb_enumerate(dev, &e, &err) && bridge.open().ok();
+  }
+  usb::TransferStatus raw(uint8_t rt, uint8_t req, uint16_t val, uint16_t idx, uint16_t len,
+                          uint8_t* data = nullptr) {
+    std::vector<uint8_t> buf(len ? len : 1);
+    size_t got = 0;
+    return t.control({rt, req, val, idx}, data ? data : buf.data(), len, &got, 200);
+  }
+  uint8_t last_error() {
+    usb::BridgeInfo i;
+    REQUIRE(bridge.read_info(&i).ok());
+    return i.last_error;
+  }
+};
+
+inline std::string temp_path(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / "capgraph_bridge_e2e";
+  std::filesystem::create_directories(dir);
+  return (dir / name).string();
+}
+
+
+}  // namespace capgraph::emu_test
