@@ -6,15 +6,29 @@
 
 namespace capgraph {
 
+namespace fb {
+struct Capture;
+}
+
 int cmd_inspect(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
+int cmd_view(int argc, char **argv);
+// What `inspect --json` prints for the capture read from `path` (cli/README.md, "inspect --json"); `view`
+// embeds the same document in its page.
+std::string inspect_json(const std::string &path, const fb::Capture *c);
 // Writes bytes to path through a temporary file and a rename: a failure leaves no half-written file.
 void file_write_atomic(const std::string &path, const std::vector<uint8_t> &bytes);
+// The value after the flag argv[i] (advancing i), or an Error saying the flag needs one.
+std::string arg_value(int &i, int argc, char **argv);
 // A command-line number in [lo, hi], or an Error naming the flag.
 int int_arg(const std::string &flag, const std::string &v, int lo, int hi);
 // The bytes of a capture file that passed the flatbuffers verifier (and has format version 1),
 // or an Error naming the file and the problem.
 std::vector<uint8_t> capture_read_verified(const std::string &path);
+// s as a JSON string literal, quotes included. Besides what JSON requires, it escapes < > & and
+// U+2028/U+2029 (so the literal is also safe inside an HTML <script> element) and turns bytes that
+// are not UTF-8 into U+FFFD (names come from ONNX files, which nothing forces to be valid UTF-8).
+std::string json_quote(const std::string &s);
 // "x86_64 znver3 (+avx2,+fma,...)" — what `devices` prints for this CPU.
 std::string cpu_host_description();
 

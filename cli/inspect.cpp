@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cerrno>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -11,7 +12,9 @@
 #include <vector>
 
 #include "capgraph/capture_generated.h"
+#include "cli/buffer_users.h"
 #include "cli/commands.h"
+#include "cli/inspect_amd.h"
 #include "codegen/cpu_target.h"
 #include "error.h"
 #include "graph/tensor.h"
@@ -20,17 +23,54 @@ namespace capgraph {
 
 namespace {
 
-std::string json_str(const std::string &s) {
-  std::string r = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\', r += c;
-    else if ((unsigned char)c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      r += buf;
-    } else r += c;
+// printf into a string.
+__attribute__((format(printf, 2, 3))) void appendf(std::string &out, const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  const int n = std::vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  if (n >= 0 && size_t(n) < sizeof buf) {
+    out += buf;
+    return;
   }
-  return r + "\"";
+  std::string big(size_t(n > 0 ? n : 0) + 1, '\0');
+  va_start(ap, fmt);
+  std::vsnprintf(big.data(), big.size(), fmt, ap);
+  va_end(ap);
+  big.pop_back();
+  out += big;
+}
+
+// What inspect's summary line and JSON header count.
+struct Totals {
+  uint64_t weight_bytes = 0, flops = 0;
+  int launches = 0, copies = 0;
+};
+
+Totals totals_count(const fb::Capture *c) {
+  Totals t;
+  if (c->weights())
+    for (const auto *w : *c->weights()) t.weight_bytes += w->data()->size();
+  for (const auto *s : *c->steps()) {
+    if (s->kind() == fb::StepKind::launch && s->launch()) {
+      t.launches++;
+      t.flops += s->launch()->flops();
+    } else {
+      t.copies++;
+    }
+  }
+  return t;
+}
+
+std::string steps_list(const std::vector<uint32_t> &steps) {
+  std::string r = "[";
+  for (size_t i = 0; i < steps.size(); i++) r += (i ? ", " : "") + std::to_string(steps[i]);
+  return r + "]";
+}
+
+std::string kernel_name(const fb::Capture *c, const fb::Launch *l) {
+  return c->kernels() && l->kernel() < c->kernels()->size() ? c->kernels()->Get(l->kernel())->name()->str() : std::string("?");
 }
 
 std::string shape_of(const flatbuffers::Vector<int64_t> *s) {
@@ -74,6 +114,84 @@ std::vector<uint8_t> capture_read_verified(const std::string &path) {
   return bytes;
 }
 
+std::string inspect_json(const std::string &path, const fb::Capture *c) {
+  const Totals t = totals_count(c);
+  std::string o;
+  appendf(o, "{\"file\": %s, \"version\": \"%u.%u\", \"target\": %s, \"threads\": %u,\n", json_quote(path).c_str(), c->version_major(),
+          c->version_minor(), json_quote(c->target()->name()->str()).c_str(), c->threads());
+  auto ports = [&](const char *key, const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *v) {
+    appendf(o, " \"%s\": [", key);
+    for (size_t i = 0; i < v->size(); i++) {
+      const auto *t = v->Get(i);
+      appendf(o, "%s{\"name\": %s, \"dtype\": \"%s\", \"shape\": [", i ? ", " : "", json_quote(t->name()->str()).c_str(),
+              dtype_name((DType)t->dtype()));
+      for (size_t d = 0; d < t->shape()->size(); d++) appendf(o, "%s%lld", d ? ", " : "", (long long)t->shape()->Get(d));
+      appendf(o, "], \"offset\": %llu, \"bytes\": %llu}", (unsigned long long)t->offset(), (unsigned long long)t->size());
+    }
+    o += "],\n";
+  };
+  ports("inputs", c->inputs());
+  ports("outputs", c->outputs());
+  appendf(o, " \"arena_bytes\": %llu, \"arena_naive_bytes\": %llu, \"weights\": %u, \"weight_bytes\": %llu, \"programs\": %u,\n",
+          (unsigned long long)c->arena_size(), (unsigned long long)c->arena_naive_size(), c->weights() ? c->weights()->size() : 0,
+          (unsigned long long)t.weight_bytes, c->programs() ? c->programs()->size() : 0);
+  appendf(o, " \"kernels\": %u, \"launches\": %d, \"copies\": %d, \"flops\": %llu,\n \"steps\": [\n", c->kernels() ? c->kernels()->size() : 0,
+          t.launches, t.copies, (unsigned long long)t.flops);
+  auto ref_json = [&](const fb::BufferRef *r, uint64_t bytes) {
+    std::string j;
+    if (!r) return std::string("null");
+    if (r->space() == fb::Space::weight)
+      appendf(j, "{\"space\": \"weight\", \"index\": %u, \"offset\": %llu, \"bytes\": %llu}", r->index(), (unsigned long long)r->offset(),
+              (unsigned long long)bytes);
+    else
+      appendf(j, "{\"space\": \"arena\", \"offset\": %llu, \"bytes\": %llu}", (unsigned long long)r->offset(), (unsigned long long)bytes);
+    return j;
+  };
+  std::vector<std::vector<uint32_t>> weight_readers(c->weights() ? c->weights()->size() : 0);
+  for (uint32_t i = 0; i < c->steps()->size(); i++) {
+    const auto *s = c->steps()->Get(i);
+    const char *sep = i + 1 < c->steps()->size() ? "," : "";
+    if (s->kind() == fb::StepKind::launch && s->launch()) {
+      const auto *l = s->launch();
+      std::string srcs, bindings;
+      if (l->source_nodes())
+        for (size_t j = 0; j < l->source_nodes()->size(); j++) srcs += (j ? ", " : "") + json_quote(l->source_nodes()->Get(j)->str());
+      for (uint32_t j = 0; j < l->buffers()->size(); j++) {
+        const fb::BufferRef *r = l->buffers()->Get(j);
+        bindings += (j ? ", " : "") + ref_json(r, j < l->buffer_sizes()->size() ? l->buffer_sizes()->Get(j) : 0);
+        if (r->space() == fb::Space::weight && r->index() < weight_readers.size() &&
+            (weight_readers[r->index()].empty() || weight_readers[r->index()].back() != i))
+          weight_readers[r->index()].push_back(i);
+      }
+      appendf(o, "  {\"kind\": \"launch\", \"kernel\": %s, \"sources\": [%s], \"work\": %llu, \"flops\": %llu, \"bytes_read\": %llu, "
+              "\"bytes_written\": %llu, \"bindings\": [%s]}%s\n",
+              json_quote(kernel_name(c, l)).c_str(), srcs.c_str(), (unsigned long long)l->work_size(), (unsigned long long)l->flops(),
+              (unsigned long long)l->bytes_read(), (unsigned long long)l->bytes_written(), bindings.c_str(), sep);
+    } else {
+      const fb::Copy *cp = s->copy();
+      appendf(o, "  {\"kind\": \"copy\", \"bytes\": %llu, \"src\": %s, \"dst\": %s}%s\n", cp ? (unsigned long long)cp->size() : 0ull,
+              ref_json(cp ? cp->src() : nullptr, cp ? cp->size() : 0).c_str(), ref_json(cp ? cp->dst() : nullptr, cp ? cp->size() : 0).c_str(),
+              sep);
+    }
+  }
+  o += " ],\n \"buffers\": [\n";
+  const std::vector<BufferUsers> users = buffer_users(c);
+  for (size_t i = 0; i < users.size(); i++) {
+    const fb::PlannedBuffer *b = c->buffers()->Get(i);
+    appendf(o, "  {\"name\": %s, \"offset\": %llu, \"bytes\": %llu, \"first_step\": %u, \"last_step\": %u, \"writers\": %s, \"readers\": %s}%s\n",
+            json_quote(b->name() ? b->name()->str() : "").c_str(), (unsigned long long)b->offset(), (unsigned long long)b->size(), b->first_step(),
+            b->last_step(), steps_list(users[i].writers).c_str(), steps_list(users[i].readers).c_str(), i + 1 < users.size() ? "," : "");
+  }
+  o += " ],\n \"weight_blobs\": [\n";
+  for (size_t i = 0; i < weight_readers.size(); i++) {
+    const fb::Weight *w = c->weights()->Get(i);
+    appendf(o, "  {\"name\": %s, \"bytes\": %llu, \"readers\": %s}%s\n", json_quote(w->name() ? w->name()->str() : "").c_str(),
+            (unsigned long long)w->data()->size(), steps_list(weight_readers[i]).c_str(), i + 1 < weight_readers.size() ? "," : "");
+  }
+  o += " ]" + inspect_amd_json(c) + "}\n";
+  return o;
+}
+
 int cmd_inspect(int argc, char **argv) {
   std::string path;
   bool json = false;
@@ -86,69 +204,19 @@ int cmd_inspect(int argc, char **argv) {
   if (path.empty()) throw Error("usage: capgraph inspect MODEL.cap [--json]");
   std::vector<uint8_t> bytes = capture_read_verified(path);
   const fb::Capture *c = fb::GetCapture(bytes.data());
-  uint64_t weight_bytes = 0, flops = 0;
-  if (c->weights())
-    for (const auto *w : *c->weights()) weight_bytes += w->data()->size();
-  int launches = 0, copies = 0;
-  for (const auto *s : *c->steps()) {
-    if (s->kind() == fb::StepKind::launch && s->launch()) {
-      launches++;
-      flops += s->launch()->flops();
-    } else {
-      copies++;
-    }
-  }
-  auto kernel_name = [&](const fb::Launch *l) {
-    return c->kernels() && l->kernel() < c->kernels()->size() ? c->kernels()->Get(l->kernel())->name()->str() : std::string("?");
-  };
   if (json) {
-    std::printf("{\"file\": %s, \"version\": \"%u.%u\", \"target\": %s, \"threads\": %u,\n", json_str(path).c_str(), c->version_major(),
-                c->version_minor(), json_str(c->target()->name()->str()).c_str(), c->threads());
-    auto ports = [&](const char *key, const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *v) {
-      std::printf(" \"%s\": [", key);
-      for (size_t i = 0; i < v->size(); i++) {
-        const auto *t = v->Get(i);
-        std::printf("%s{\"name\": %s, \"dtype\": \"%s\", \"shape\": [", i ? ", " : "", json_str(t->name()->str()).c_str(),
-                    dtype_name((DType)t->dtype()));
-        for (size_t d = 0; d < t->shape()->size(); d++) std::printf("%s%lld", d ? ", " : "", (long long)t->shape()->Get(d));
-        std::printf("], \"offset\": %llu, \"bytes\": %llu}", (unsigned long long)t->offset(), (unsigned long long)t->size());
-      }
-      std::printf("],\n");
-    };
-    ports("inputs", c->inputs());
-    ports("outputs", c->outputs());
-    std::printf(" \"arena_bytes\": %llu, \"arena_naive_bytes\": %llu, \"weights\": %u, \"weight_bytes\": %llu, \"programs\": %u,\n",
-                (unsigned long long)c->arena_size(), (unsigned long long)c->arena_naive_size(), c->weights() ? c->weights()->size() : 0,
-                (unsigned long long)weight_bytes, c->programs() ? c->programs()->size() : 0);
-    std::printf(" \"kernels\": %u, \"launches\": %d, \"copies\": %d, \"flops\": %llu,\n \"steps\": [\n", c->kernels() ? c->kernels()->size() : 0,
-                launches, copies, (unsigned long long)flops);
-    for (size_t i = 0; i < c->steps()->size(); i++) {
-      const auto *s = c->steps()->Get(i);
-      if (s->kind() == fb::StepKind::launch && s->launch()) {
-        const auto *l = s->launch();
-        std::string srcs;
-        if (l->source_nodes())
-          for (size_t j = 0; j < l->source_nodes()->size(); j++) srcs += (j ? ", " : "") + json_str(l->source_nodes()->Get(j)->str());
-        std::printf("  {\"kind\": \"launch\", \"kernel\": %s, \"sources\": [%s], \"work\": %llu, \"flops\": %llu, \"bytes_read\": %llu, "
-                    "\"bytes_written\": %llu}%s\n",
-                    json_str(kernel_name(l)).c_str(), srcs.c_str(), (unsigned long long)l->work_size(), (unsigned long long)l->flops(),
-                    (unsigned long long)l->bytes_read(), (unsigned long long)l->bytes_written(), i + 1 < c->steps()->size() ? "," : "");
-      } else {
-        std::printf("  {\"kind\": \"copy\", \"bytes\": %llu}%s\n", s->copy() ? (unsigned long long)s->copy()->size() : 0ull,
-                    i + 1 < c->steps()->size() ? "," : "");
-      }
-    }
-    std::printf(" ]}\n");
+    std::fputs(inspect_json(path, c).c_str(), stdout);
     return 0;
   }
+  const Totals t = totals_count(c);
   std::printf("%s: capture v%u.%u for %s (%s %s), %u thread(s)\n", path.c_str(), c->version_major(), c->version_minor(),
               c->target()->name()->c_str(), c->target()->triple() ? c->target()->triple()->c_str() : "",
               c->target()->cpu() ? c->target()->cpu()->c_str() : "", c->threads());
   for (const auto *t : *c->inputs()) std::printf("  input  %-24s %-8s %s\n", t->name()->c_str(), dtype_name((DType)t->dtype()), shape_of(t->shape()).c_str());
   for (const auto *t : *c->outputs()) std::printf("  output %-24s %-8s %s\n", t->name()->c_str(), dtype_name((DType)t->dtype()), shape_of(t->shape()).c_str());
-  std::printf("  %d launches of %u kernels, %d copies, %.3f GFLOP\n", launches, c->kernels() ? c->kernels()->size() : 0, copies, flops / 1e9);
+  std::printf("  %d launches of %u kernels, %d copies, %.3f GFLOP\n", t.launches, c->kernels() ? c->kernels()->size() : 0, t.copies, t.flops / 1e9);
   std::printf("  arena %.2f MiB (sum of intermediates %.2f MiB), weights %.2f MiB in %u blobs\n", c->arena_size() / 1048576.0,
-              c->arena_naive_size() / 1048576.0, weight_bytes / 1048576.0, c->weights() ? c->weights()->size() : 0);
+              c->arena_naive_size() / 1048576.0, t.weight_bytes / 1048576.0, c->weights() ? c->weights()->size() : 0);
   std::printf("  %-4s %-40s %-28s %10s %12s\n", "step", "kernel", "first ONNX node", "work", "MFLOP");
   for (size_t i = 0; i < c->steps()->size(); i++) {
     const auto *s = c->steps()->Get(i);
@@ -156,9 +224,10 @@ int cmd_inspect(int argc, char **argv) {
     const auto *l = s->launch();
     std::string src = l->source_nodes() && l->source_nodes()->size() ? l->source_nodes()->Get(0)->str() : "";
     if (l->source_nodes() && l->source_nodes()->size() > 1) src += " +" + std::to_string(l->source_nodes()->size() - 1);
-    std::printf("  %-4zu %-40.40s %-28.28s %10llu %12.2f\n", i, kernel_name(l).c_str(), src.c_str(), (unsigned long long)l->work_size(),
+    std::printf("  %-4zu %-40.40s %-28.28s %10llu %12.2f\n", i, kernel_name(c, l).c_str(), src.c_str(), (unsigned long long)l->work_size(),
                 l->flops() / 1e6);
   }
+  std::fputs(inspect_amd_text(c).c_str(), stdout);
   return 0;
 }
 

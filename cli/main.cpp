@@ -1,4 +1,4 @@
-// capgraph: the command line. compile (ONNX -> capture), run, bench, inspect, devices.
+// capgraph: the command line. compile (ONNX -> capture), run, bench, inspect, profile, view, devices.
 // See ../shared/DESIGN.md "Command line" for the contract; every failure prints one message that
 // names the file, input, node or device, and exits non-zero.
 #include <sys/stat.h>
@@ -19,6 +19,8 @@
 #include "cli/commands.h"
 #include "compile.h"
 #include "error.h"
+#include "fake_amd.h"
+#include "kfd_transport.h"
 #include "npy.h"
 #ifdef CAPGRAPH_HAVE_FLASH
 #include "flash.h"
@@ -47,25 +49,27 @@ int int_arg(const std::string &flag, const std::string &v, int lo, int hi) {
   return (int)n;
 }
 
+std::string arg_value(int &i, int argc, char **argv) {
+  if (i + 1 >= argc) throw Error(std::string(argv[i]) + " needs a value");
+  return argv[++i];
+}
+
 namespace {
 
 int usage() {
   std::fprintf(stderr,
                "usage:\n"
-               "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-aarch64] [--input-shape NAME=1x3x640x640]...\n"
+               "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942] [--input-shape NAME=1x3x640x640]...\n"
                "                   [--threads T]\n"
                "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
-               "  capgraph bench MODEL.cap [--runs N] [--threads T]\n"
+               "               [--device cpu|amd|amd:N|fake-amd]\n"
+               "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device cpu|amd|amd:N|fake-amd]\n"
                "  capgraph inspect MODEL.cap [--json]\n"
                "  capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json]\n"
+               "  capgraph view MODEL.cap -o VIEW.html [--profile] [--runs N] [--threads T]\n"
                "  capgraph devices\n"
                "  capgraph flash IMAGE [--dry-run] [--device SEL] [--backup FILE] [--config-restore FILE]\n");
   return 2;
-}
-
-std::string arg_value(int &i, int argc, char **argv) {
-  if (i + 1 >= argc) throw Error(std::string(argv[i]) + " needs a value");
-  return argv[++i];
 }
 
 std::string human_bytes(double b) {
@@ -112,10 +116,11 @@ int cmd_compile(int argc, char **argv) {
 // A loaded model that frees itself.
 struct Model {
   capgraph_model *m = nullptr;
-  Model(const std::string &path, int threads) {
+  Model(const std::string &path, int threads, const std::string &device = "cpu") {
     capgraph_options o{threads};
     char err[1024] = {0};
-    if (capgraph_load(path.c_str(), &o, &m, err, sizeof err) != CAPGRAPH_OK) throw Error(err);
+    if (capgraph_load_device(path.c_str(), device.c_str(), &o, &m, err, sizeof err) != CAPGRAPH_OK)
+      throw Error(err);
   }
   ~Model() { capgraph_free(m); }
   capgraph_tensor input(int i) {
@@ -167,6 +172,7 @@ std::string file_safe(const std::string &name) {
 int cmd_run(int argc, char **argv) {
   std::string path, outdir;
   std::vector<std::pair<std::string, std::string>> inputs;
+  std::string device = "cpu";
   int threads = 0;
   long seed = -1;
   for (int i = 2; i < argc; i++) {
@@ -179,16 +185,14 @@ int cmd_run(int argc, char **argv) {
     } else if (a == "--output-dir") outdir = arg_value(i, argc, argv);
     else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
     else if (a == "--random-inputs") seed = int_arg(a, arg_value(i, argc, argv), 0, 1 << 30);
-    else if (a == "--device") {
-      std::string d = arg_value(i, argc, argv);
-      if (d != "cpu") throw Error("device '" + d + "' is not available: this build runs captures on the cpu (see `capgraph devices`)");
-    } else if (!a.empty() && a[0] == '-') throw Error("run: unknown option " + a);
+    else if (a == "--device") device = arg_value(i, argc, argv);
+    else if (!a.empty() && a[0] == '-') throw Error("run: unknown option " + a);
     else if (path.empty()) path = a;
     else throw Error("run: unexpected argument " + a);
   }
   if (path.empty()) return usage();
   auto t0 = std::chrono::steady_clock::now();
-  Model m(path, threads);
+  Model m(path, threads, device);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   int n_in = capgraph_num_inputs(m.m);
   for (auto &[name, file] : inputs)
@@ -251,18 +255,19 @@ int cmd_run(int argc, char **argv) {
 }
 
 int cmd_bench(int argc, char **argv) {
-  std::string path;
+  std::string path, device = "cpu";
   int runs = 20, threads = 0;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "--runs") runs = int_arg(a, arg_value(i, argc, argv), 1, 1000000);
+    if (a == "--device") device = arg_value(i, argc, argv);
+    else if (a == "--runs") runs = int_arg(a, arg_value(i, argc, argv), 1, 1000000);
     else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
     else if (!a.empty() && a[0] == '-') throw Error("bench: unknown option " + a);
     else if (path.empty()) path = a;
     else throw Error("bench: unexpected argument " + a);
   }
   if (path.empty()) return usage();
-  Model m(path, threads);
+  Model m(path, threads, device);
   inputs_random(m, 1);
   for (int i = 0; i < 3; i++) m.run();
   std::vector<double> ts;
@@ -282,7 +287,11 @@ int cmd_devices() {
   unsigned cores = std::thread::hardware_concurrency();
   std::printf("cpu: %s, %u cores (the default device)\n", cpu_host_description().c_str(), cores);
   struct stat st;
-  std::printf("amd: %s\n", stat("/dev/kfd", &st) == 0 ? "/dev/kfd present (AMD GPU replay is not built yet)" : "no AMD GPU: /dev/kfd is absent");
+  // One line per KFD GPU ("amd:0: gfx1100 (RDNA3), ..."), or why there is none.
+  std::string amd = kfd::kfd_devices_describe();
+  if (amd.rfind("amd:", 0) != 0) amd = "amd: " + amd;
+  std::printf("%s", amd.c_str());
+  std::printf("fake-amd: a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs captures' host twins, measures nothing\n");
   std::printf("adreno: %s\n", stat("/dev/kgsl-3d0", &st) == 0 ? "/dev/kgsl-3d0 present (Adreno replay is not built yet)" : "no Adreno GPU: /dev/kgsl-3d0 is absent");
   std::printf("nvidia: %s\n", stat("/dev/nvidiactl", &st) == 0 ? "/dev/nvidiactl present (NVIDIA replay is not built yet)" : "no NVIDIA GPU: /dev/nvidiactl is absent");
 #ifdef CAPGRAPH_HAVE_FLASH
@@ -297,6 +306,7 @@ int cmd_devices() {
 }  // namespace
 
 int cli_main(int argc, char **argv) {
+  amd::fake_amd_register();  // `--device fake-amd`
   if (argc < 2) return usage();
   std::string cmd = argv[1];
   try {
@@ -305,6 +315,7 @@ int cli_main(int argc, char **argv) {
     if (cmd == "bench") return cmd_bench(argc, argv);
     if (cmd == "inspect") return cmd_inspect(argc, argv);
     if (cmd == "profile") return cmd_profile(argc, argv);
+    if (cmd == "view") return cmd_view(argc, argv);
     if (cmd == "devices") return cmd_devices();
     if (cmd == "flash") {
 #ifdef CAPGRAPH_HAVE_FLASH

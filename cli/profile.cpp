@@ -4,29 +4,17 @@
 // chrome://tracing). Inputs are seeded random values: kernel time does not depend on them.
 #include <algorithm>
 #include <cstdio>
-#include <cstring>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "capgraph/capture_generated.h"
-#include "capgraph_runtime.h"
 #include "cli/commands.h"
+#include "cli/step_times.h"
 #include "error.h"
 
 namespace capgraph {
 
 namespace {
-
-std::string json_escape(const std::string &s) {
-  std::string r;
-  for (char c : s) {
-    if (c == '"' || c == '\\') r += '\\';
-    if ((unsigned char)c < 0x20) continue;
-    r += c;
-  }
-  return r;
-}
 
 struct StepInfo {
   std::string name, source;
@@ -60,13 +48,9 @@ int cmd_profile(int argc, char **argv) {
   int runs = 20, threads = 0;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw Error(a + " needs a value");
-      return argv[++i];
-    };
-    if (a == "--runs") runs = int_arg(a, value(), 1, 100000);
-    else if (a == "--threads") threads = int_arg(a, value(), 1, 256);
-    else if (a == "--trace") trace = value();
+    if (a == "--runs") runs = int_arg(a, arg_value(i, argc, argv), 1, 100000);
+    else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (a == "--trace") trace = arg_value(i, argc, argv);
     else if (!a.empty() && a[0] == '-') throw Error("profile: unknown option " + a);
     else if (path.empty()) path = a;
     else throw Error("profile: unexpected argument " + a);
@@ -75,44 +59,10 @@ int cmd_profile(int argc, char **argv) {
   std::vector<uint8_t> bytes = capture_read_verified(path);
   std::vector<StepInfo> info = steps_describe(fb::GetCapture(bytes.data()));
 
-  capgraph_options opts{threads};
-  capgraph_model *m = nullptr;
-  char err[1024] = {0};
-  if (capgraph_load_memory(bytes.data(), bytes.size(), &opts, &m, err, sizeof err) != CAPGRAPH_OK) {
-    std::string msg = err;  // "<memory>: ..." -> "PATH: ..."
-    if (msg.rfind("<memory>: ", 0) == 0) msg = msg.substr(10);
-    throw Error(path + ": " + msg);
-  }
-  struct Free {
-    capgraph_model *m;
-    ~Free() { capgraph_free(m); }
-  } free_at_exit{m};
-  std::mt19937 rng(1);
-  for (int i = 0; i < capgraph_num_inputs(m); i++) {
-    capgraph_tensor t;
-    capgraph_input(m, i, &t);
-    if (t.dtype == CAPGRAPH_F32)
-      for (size_t j = 0; j < t.size_bytes / 4; j++) ((float *)t.data)[j] = std::uniform_real_distribution<float>(-1, 1)(rng);
-    else
-      std::memset(t.data, 0, t.size_bytes);
-  }
-  size_t n = (size_t)capgraph_num_steps(m);
-  if (n != info.size()) throw Error(path + ": internal: the runtime has " + std::to_string(n) + " steps, the file " + std::to_string(info.size()));
-  for (int i = 0; i < 3; i++)
-    if (capgraph_run(m) != CAPGRAPH_OK) throw Error(std::string("replay failed: ") + capgraph_error(m));
-  std::vector<std::vector<uint64_t>> samples(n);
-  std::vector<uint64_t> step_ns(n);
-  for (int r = 0; r < runs; r++) {
-    if (capgraph_run_timed(m, step_ns.data(), n) != CAPGRAPH_OK) throw Error(std::string("replay failed: ") + capgraph_error(m));
-    for (size_t s = 0; s < n; s++) samples[s].push_back(step_ns[s]);
-  }
-  std::vector<double> median_ms(n);
+  std::vector<double> median_ms = step_median_ms(bytes, path, runs, threads);
+  const size_t n = median_ms.size();
   double total = 0;
-  for (size_t s = 0; s < n; s++) {
-    std::sort(samples[s].begin(), samples[s].end());
-    median_ms[s] = samples[s][samples[s].size() / 2] / 1e6;
-    total += median_ms[s];
-  }
+  for (double ms : median_ms) total += ms;
   std::printf("%s: %zu steps, %d timed runs, %d thread(s); sum of per-step medians %.3f ms\n", path.c_str(), n, runs,
               threads ? threads : 1, total);
   std::printf("  %-4s %-36s %-28s %10s %7s %9s\n", "step", "kernel", "first ONNX node", "ms", "share", "GFLOP/s");
@@ -133,9 +83,9 @@ int cmd_profile(int argc, char **argv) {
     for (size_t s = 0; s < n; s++) {
       char buf[160];
       std::snprintf(buf, sizeof buf, "\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f", at_us, median_ms[s] * 1000);
-      out += std::string("  {\"name\": \"") + json_escape(info[s].name) + "\", \"cat\": \"kernel\", " + buf +
-             ", \"args\": {\"step\": " + std::to_string(s) + ", \"onnx\": \"" + json_escape(info[s].source) +
-             "\", \"flops\": " + std::to_string(info[s].flops) + "}}" + (s + 1 < n ? ",\n" : "\n");
+      out += "  {\"name\": " + json_quote(info[s].name) + ", \"cat\": \"kernel\", " + buf +
+             ", \"args\": {\"step\": " + std::to_string(s) + ", \"onnx\": " + json_quote(info[s].source) +
+             ", \"flops\": " + std::to_string(info[s].flops) + "}}" + (s + 1 < n ? ",\n" : "\n");
       at_us += median_ms[s] * 1000;
     }
     out += "], \"displayTimeUnit\": \"ms\"}\n";

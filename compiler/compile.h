@@ -18,7 +18,7 @@ struct CompileOptions {
 
 struct CompileReport {
   int onnx_nodes = 0, folded_batchnorms = 0, folded_pads = 0, removed_nodes = 0;
-  int kernels = 0, unique_kernels = 0, fused = 0;
+  int kernels = 0, unique_kernels = 0, fused = 0, blocked_buffers = 0;
   uint64_t arena_bytes = 0, arena_naive_bytes = 0, weight_bytes = 0, capture_bytes = 0;
   double ms_read = 0, ms_graph = 0, ms_schedule = 0, ms_codegen = 0, ms_write = 0;
 };

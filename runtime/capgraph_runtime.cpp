@@ -3,6 +3,7 @@
 #include "capgraph_runtime.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -39,8 +40,47 @@ void tensors_copy(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>>
                     t->size()});
 }
 
+// On a GPU: verify for it, open the device, record the capture into its queues.
+capgraph_status model_build_hcq(capgraph_model *m, const char *device, std::string *err) {
+  const std::string &label = m->label;
+  // The device first: an unknown or absent device is the problem to report, whatever the file.
+  std::string why;
+  capgraph_status st = hcq::transport_open(device, &m->device, &why);
+  if (st != CAPGRAPH_OK) {
+    *err = label + ": " + why;
+    return st;
+  }
+  const fb::Capture *c = nullptr;
+  if ((st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err,
+                           capture_device::amd)) != CAPGRAPH_OK)
+    return st;
+  // A replay's bound: 10 s unless CAPGRAPH_TIMEOUT_MS says otherwise (1 ms to 1 hour).
+  hcq::graph_options opt;
+  if (const char *ms = getenv("CAPGRAPH_TIMEOUT_MS")) {
+    char *end = nullptr;
+    const unsigned long long v = strtoull(ms, &end, 10);
+    if (!*ms || *end || v < 1 || v > 3600000) {
+      *err = label + ": CAPGRAPH_TIMEOUT_MS must be 1 to 3600000 milliseconds, not '" + ms + "'";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+    opt.timeout_ns = v * 1000000ull;
+  }
+  if ((st = hcq::graph::build(m->device.get(), c, label.c_str(), opt, &m->graph, err)) !=
+      CAPGRAPH_OK)
+    return st;
+  m->arena_size = c->arena_size();
+  m->arena_base = m->graph->arena();
+  tensors_copy(c->inputs(), &m->inputs);
+  tensors_copy(c->outputs(), &m->outputs);
+  return CAPGRAPH_OK;
+}
+
+bool device_is_cpu(const char *device) { return !device || strcmp(device, "cpu") == 0; }
+
 // Everything after the bytes are in memory. `m->file` holds them.
-capgraph_status model_build(capgraph_model *m, int32_t threads, std::string *err) {
+capgraph_status model_build(capgraph_model *m, int32_t threads, const char *device,
+                            std::string *err) {
+  if (!device_is_cpu(device)) return model_build_hcq(m, device, err);
   const std::string &label = m->label;
   const fb::Capture *c = nullptr;
   capgraph_status st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err);
@@ -102,6 +142,7 @@ capgraph_status model_build(capgraph_model *m, int32_t threads, std::string *err
 
   tensors_copy(c->inputs(), &m->inputs);
   tensors_copy(c->outputs(), &m->outputs);
+  m->arena_base = m->arena.get();
   replay_plan_build(c, m->arena.get(), m->weights, kernels, threads, &m->plan);
   if (threads > 1) {
     try {
@@ -116,8 +157,8 @@ capgraph_status model_build(capgraph_model *m, int32_t threads, std::string *err
 }
 
 template <class Fill>
-capgraph_status model_load(const char *label, const capgraph_options *opts, capgraph_model **out,
-                           char *err, size_t err_len, Fill fill) {
+capgraph_status model_load(const char *label, const capgraph_options *opts, const char *device,
+                           capgraph_model **out, char *err, size_t err_len, Fill fill) {
   if (!out) {
     error_copy("capgraph_load: out is NULL", err, err_len);
     return CAPGRAPH_ERR_ARGUMENT;
@@ -137,7 +178,7 @@ capgraph_status model_load(const char *label, const capgraph_options *opts, capg
     m = new capgraph_model;
     m->label = label;
     st = fill(m, &msg);
-    if (st == CAPGRAPH_OK) st = model_build(m, threads, &msg);
+    if (st == CAPGRAPH_OK) st = model_build(m, threads, device, &msg);
   } catch (const std::bad_alloc &) {
     msg = std::string(label) + ": out of memory while loading";
     st = CAPGRAPH_ERR_MEMORY;
@@ -173,7 +214,7 @@ capgraph_status tensor_get(capgraph_model *m, const std::vector<model_tensor> &l
   for (int i = 0; i < CAPGRAPH_MAX_RANK; ++i)
     out->shape[i] = size_t(i) < t.shape.size() ? t.shape[size_t(i)] : 0;
   out->size_bytes = size_t(t.size);
-  out->data = m->arena.get() + t.offset;
+  out->data = m->arena_base + t.offset;
   return CAPGRAPH_OK;
 }
 
@@ -196,7 +237,19 @@ capgraph_status capgraph_load(const char *path, const capgraph_options *opts, ca
     error_copy("capgraph_load: path is NULL", err, err_len);
     return CAPGRAPH_ERR_ARGUMENT;
   }
-  return model_load(path, opts, out, err, err_len,
+  return model_load(path, opts, nullptr, out, err, err_len,
+                    [&](capgraph_model *m, std::string *msg) { return m->file.map(path, msg); });
+}
+
+capgraph_status capgraph_load_device(const char *path, const char *device,
+                                     const capgraph_options *opts, capgraph_model **out,
+                                     char *err, size_t err_len) {
+  if (!path) {
+    if (out) *out = nullptr;
+    error_copy("capgraph_load_device: path is NULL", err, err_len);
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  return model_load(path, opts, device, out, err, err_len,
                     [&](capgraph_model *m, std::string *msg) { return m->file.map(path, msg); });
 }
 
@@ -207,7 +260,7 @@ capgraph_status capgraph_load_memory(const void *data, size_t size, const capgra
     error_copy("capgraph_load_memory: data is NULL", err, err_len);
     return CAPGRAPH_ERR_ARGUMENT;
   }
-  return model_load("<memory>", opts, out, err, err_len, [&](capgraph_model *m, std::string *msg) {
+  return model_load("<memory>", opts, nullptr, out, err, err_len, [&](capgraph_model *m, std::string *msg) {
     return m->file.copy(data, size, msg);
   });
 }
@@ -229,15 +282,29 @@ capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tenso
   return m ? tensor_get(m, m->outputs, "output", index, out) : CAPGRAPH_ERR_ARGUMENT;
 }
 
-int32_t capgraph_num_steps(const capgraph_model *m) { return m ? (int32_t)m->plan.steps.size() : 0; }
+int32_t capgraph_num_steps(const capgraph_model *m) {
+  if (!m) return 0;
+  return m->graph ? int32_t(m->graph->steps()) : (int32_t)m->plan.steps.size();
+}
 
 capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t count) {
   if (!m) return CAPGRAPH_ERR_ARGUMENT;
-  if (!step_ns || count < m->plan.steps.size()) {
-    m->error = "capgraph_run_timed: room for " + std::to_string(m->plan.steps.size()) + " step times is needed";
+  const size_t steps = size_t(capgraph_num_steps(m));
+  if (!step_ns || count < steps) {
+    m->error = "capgraph_run_timed: room for " + std::to_string(steps) + " step times is needed";
     return CAPGRAPH_ERR_ARGUMENT;
   }
   if (m->sticky != CAPGRAPH_OK) return m->sticky;
+  if (m->graph) {
+    const capgraph_status st = m->graph->replay(&m->error);
+    if (st != CAPGRAPH_OK) {
+      m->sticky = st;
+      m->error = m->label + ": " + m->error;
+      return st;
+    }
+    m->graph->step_times(step_ns);  // from the engines' timestamps after each step
+    return CAPGRAPH_OK;
+  }
   replay_run_timed(m->plan, m->pool.get(), step_ns);
   return CAPGRAPH_OK;
 }
@@ -247,6 +314,15 @@ capgraph_status capgraph_run(capgraph_model *m) {
   // CPU replay has no failure of its own; a backend that can fail (device lost, timeout) sets
   // `sticky`, and every later run reports it instead of replaying on a broken device.
   if (m->sticky != CAPGRAPH_OK) return m->sticky;
+  if (m->graph) {
+    // A device that timed out or faulted is in an unknown state: every later run reports it.
+    const capgraph_status st = m->graph->replay(&m->error);
+    if (st != CAPGRAPH_OK) {
+      m->sticky = st;
+      m->error = m->label + ": " + m->error;
+    }
+    return st;
+  }
   replay_run(m->plan, m->pool.get());
   return CAPGRAPH_OK;
 }

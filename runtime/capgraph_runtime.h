@@ -59,6 +59,14 @@ capgraph_status capgraph_load(const char *path, const capgraph_options *opts,
 /* Same, from bytes in memory (copied as needed; the caller keeps ownership). */
 capgraph_status capgraph_load_memory(const void *data, size_t size, const capgraph_options *opts,
                                      capgraph_model **out, char *err, size_t err_len);
+/* Loads a capture for a device: NULL or "cpu" (this CPU, as capgraph_load), "amd" or "amd:N"
+ * (an AMD GPU through the amdgpu driver's /dev/kfd), or a device the program registered (the
+ * capgraph CLI and the tests add "fake-amd", a fake GPU for tests). Inputs and outputs still
+ * live in the model's arena (CPU-visible device memory on a GPU). A capture compiled for
+ * another kind of device is CAPGRAPH_ERR_TARGET, saying which device runs it. */
+capgraph_status capgraph_load_device(const char *path, const char *device,
+                                     const capgraph_options *opts, capgraph_model **out,
+                                     char *err, size_t err_len);
 
 int32_t capgraph_num_inputs(const capgraph_model *m);
 int32_t capgraph_num_outputs(const capgraph_model *m);
@@ -75,7 +83,8 @@ capgraph_status capgraph_run(capgraph_model *m);
 int32_t capgraph_num_steps(const capgraph_model *m);
 /* Replays once like capgraph_run and writes each step's wall time in nanoseconds into
  * step_ns[0 .. capgraph_num_steps); count must be at least that. For profiling: the timing adds a
- * clock read per step. */
+ * clock read per step. On a GPU the times come from timestamps the engines write after each
+ * step. */
 capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t count);
 
 /* The last error message for this model ("" if none). */

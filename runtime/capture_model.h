@@ -11,6 +11,8 @@
 #include "capgraph_runtime.h"
 #include "capture_file.h"
 #include "elf_link.h"
+#include "hcq/graph.h"
+#include "hcq/transport.h"
 #include "replay.h"
 #include "thread_pool.h"
 
@@ -49,5 +51,10 @@ struct capgraph_model {
   std::vector<capgraph::elf_image> programs;
   std::vector<capgraph::model_tensor> inputs, outputs;
   capgraph::replay_plan plan;
+  uint8_t *arena_base = nullptr;  // where inputs/outputs are: `arena`, or the GPU arena's mapping
+  // On a GPU (runtime/hcq): the device, and the capture recorded into its queues. The graph is
+  // declared after the device so it goes first.
+  std::unique_ptr<capgraph::hcq::transport> device;
+  std::unique_ptr<capgraph::hcq::graph> graph;
   std::unique_ptr<capgraph::thread_pool> pool;  // declared last: stops before the rest goes
 };

@@ -5,6 +5,24 @@
 
 namespace capgraph {
 
+namespace {
+
+// Splitting a launch between threads costs a barrier after it (and usually one before it): about
+// 0.1-0.4 us when every thread is running, measured on a 2-core EPYC (tests/tools/replay_overhead,
+// README "Performance"), far more when a thread has to be woken. Below this many flops plus bytes
+// moved (a few microseconds of work) a launch is not worth it.
+constexpr uint64_t k_split_min_cost = uint64_t(1) << 16;
+
+// A launch that stays whole on thread 0 when the runtime splits work itself: one unit of work, or
+// a known cost below k_split_min_cost (a capture that gives no cost, all zero, is split).
+bool launch_runs_whole(const fb::Launch &l) {
+  if (l.work_size() <= 1) return true;
+  const unsigned __int128 cost = (unsigned __int128)l.flops() + l.bytes_read() + l.bytes_written();
+  return cost > 0 && cost < k_split_min_cost;
+}
+
+}  // namespace
+
 void replay_plan_build(const fb::Capture *c, uint8_t *arena,
                        const std::vector<const uint8_t *> &weights,
                        const std::vector<kernel_entry> &kernels, int threads, replay_plan *out) {
@@ -36,6 +54,9 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
         p.scalars.insert(p.scalars.end(), l->scalars()->begin(), l->scalars()->end());
       if (uint32_t(threads) == c->threads()) {
         for (uint64_t v : *l->partition()) p.bounds.push_back(int64_t(v));
+      } else if (launch_runs_whole(*l)) {
+        p.bounds.push_back(0);
+        for (int t = 1; t <= threads; ++t) p.bounds.push_back(int64_t(l->work_size()));
       } else {
         // floor(work * t / threads), as the compiler splits; 128-bit so it cannot overflow.
         const unsigned __int128 work = l->work_size();
@@ -53,6 +74,51 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
     s.buffers = p.buffers.data() + at[i].buffers;
     s.scalars = at[i].scalars == SIZE_MAX ? nullptr : p.scalars.data() + at[i].scalars;
     s.bounds = p.bounds.data() + at[i].bounds;
+  }
+  replay_plan_barriers(&p);
+}
+
+namespace {
+
+constexpr int k_nobody = -1, k_several = -2;
+
+// Who runs a step: k_nobody, one thread's index, or k_several.
+int step_runner(const replay_step &s, int threads) {
+  if (!s.entry) return s.size ? 0 : k_nobody;
+  int runner = k_nobody;
+  for (int t = 0; t < threads; ++t) {
+    if (s.bounds[t] >= s.bounds[t + 1]) continue;
+    if (runner != k_nobody) return k_several;
+    runner = t;
+  }
+  return runner;
+}
+
+int runners_join(int a, int b) {
+  if (a == k_nobody) return b;
+  if (b == k_nobody || a == b) return a;
+  return k_several;
+}
+
+}  // namespace
+
+void replay_plan_barriers(replay_plan *plan) {
+  std::vector<replay_step> &steps = plan->steps;
+  int since_barrier = k_nobody;  // who ran the steps since the last barrier
+  for (size_t i = 0; i < steps.size(); ++i) {
+    const int runner = step_runner(steps[i], plan->threads);
+    if (i > 0) {
+      const bool meet = runners_join(since_barrier, runner) == k_several;
+      steps[i - 1].barrier_after = meet;
+      if (meet) since_barrier = k_nobody;
+    }
+    since_barrier = runners_join(since_barrier, runner);
+  }
+  if (!steps.empty()) steps.back().barrier_after = false;
+  plan->workers_idle = true;
+  for (const replay_step &s : steps) {
+    const int runner = step_runner(s, plan->threads);
+    if (runner != k_nobody && runner != 0) plan->workers_idle = false;
   }
 }
 
@@ -76,9 +142,11 @@ void replay_slice(const replay_plan &p, int t, thread_pool *pool, uint64_t *step
     } else if (t == 0 && s.size) {
       memcpy(s.dst, s.src, s.size);
     }
-    // Every step may read what the previous one wrote. The pool's end-of-run barrier covers
-    // the last step.
-    if (pool && i + 1 < n) pool->barrier();
+    // A step may read what an earlier one wrote on another thread (replay_plan_barriers). The
+    // pool's end-of-run barrier covers the last step. A timed replay meets after every step, so
+    // that each step's time is its own.
+    const bool meet = step_end_ns ? i + 1 < n : s.barrier_after;
+    if (pool && meet) pool->barrier();
     if (step_end_ns && t == 0) step_end_ns[i] = now_ns();
   }
 }
@@ -97,7 +165,8 @@ void replay_job_run(void *ctx, int thread) {
 }  // namespace
 
 void replay_run(const replay_plan &plan, thread_pool *pool) noexcept {
-  if (!pool) {
+  // Waking workers that have nothing to do would only make the caller wait for them.
+  if (!pool || plan.workers_idle) {
     replay_slice(plan, 0, nullptr, nullptr);
     return;
   }

@@ -21,10 +21,12 @@ struct replay_step {
   void *dst;               // copy
   const void *src;         // copy
   size_t size;             // copy: bytes
+  bool barrier_after;      // threads meet after this step (replay_plan_barriers decides)
 };
 
 struct replay_plan {
   int threads = 1;
+  bool workers_idle = false;  // every step runs on thread 0 alone: replay without the pool
   std::vector<replay_step> steps;
   std::vector<void *> buffers;  // storage the steps point into
   std::vector<int64_t> scalars;
@@ -33,15 +35,27 @@ struct replay_plan {
 
 // Resolves every step of `c` against the arena, the weights (address of each blob) and the
 // kernels' entry points. With threads == c->threads() the compiler's partitions are used;
-// otherwise each work range is split evenly. Throws std::bad_alloc only.
+// otherwise each work range is split evenly, except a launch of one unit of work or too small to
+// be worth a barrier (flops + bytes read + bytes written < 2^16), which runs whole on thread 0.
+// Throws std::bad_alloc only.
 void replay_plan_build(const fb::Capture *c, uint8_t *arena,
                        const std::vector<const uint8_t *> &weights,
                        const std::vector<kernel_entry> &kernels, int threads, replay_plan *out);
 
+// Sets every step's barrier_after. Threads must meet between two steps when a thread may read or
+// overwrite what another wrote, so a barrier is kept unless every step since the previous barrier
+// and the next step all run on one and the same thread (a launch whose work is one slice, a copy:
+// thread 0): that thread runs them in program order, and the others have nothing to wait for.
+// A chain of tiny launches the partition gives to one thread thus costs no barrier at all. The last
+// step has none (the pool's end-of-run barrier follows). Also sets workers_idle. replay_plan_build
+// calls it.
+void replay_plan_barriers(replay_plan *plan);
+
 // Replays the plan once. `pool` is nullptr for one thread (then nothing synchronises).
 void replay_run(const replay_plan &plan, thread_pool *pool) noexcept;
-// The same replay, also writing each step's wall time in nanoseconds (steps are separated by
-// barriers, so a step's time is from the end of the previous one until every thread finished it).
+// The same replay, also writing each step's wall time in nanoseconds (this replay puts a barrier
+// after every step, so a step's time is from the end of the previous one until every thread
+// finished it).
 void replay_run_timed(const replay_plan &plan, thread_pool *pool, uint64_t *step_ns) noexcept;
 
 }  // namespace capgraph

@@ -8,9 +8,10 @@ build=${1:-$repo/build}
 
 # Debian packages: the toolchain, LLVM 19 (the compiler's only big dependency), flatbuffers,
 # doctest, libusb and SDCC (bridge firmware), qemu-user and the aarch64 cross compiler (aarch64
-# captures are tested under emulation), Node.js/npm (ONNX Runtime, the reference in the tests).
+# captures are tested under emulation), Node.js/npm (ONNX Runtime, the reference in the tests),
+# chromium (the `capgraph view` test opens the page headless and screenshots it).
 packages=(cmake ninja-build g++ pkg-config llvm-19-dev libflatbuffers-dev flatbuffers-compiler doctest-dev
-          libusb-1.0-0-dev sdcc qemu-user g++-aarch64-linux-gnu zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev)
+          libusb-1.0-0-dev sdcc qemu-user g++-aarch64-linux-gnu zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev chromium)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,6 +4,7 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include "codegen/amd_target.h"
 #include "error.h"
 
 namespace capgraph {
@@ -26,7 +27,7 @@ CpuTarget cpu_target_named(const std::string &name) {
   if (name.empty() || name == "cpu" || name == host.name) return host;
   if (name == "cpu-x86_64") return {"cpu-x86_64", "x86_64-unknown-linux-gnu", "x86-64-v3", "+avx,+avx2,+fma,+f16c,+sse4.1,+sse4.2,+popcnt"};
   if (name == "cpu-aarch64") return {"cpu-aarch64", "aarch64-unknown-linux-gnu", "cortex-a75", "+neon,+fp-armv8"};
-  throw Error("unknown target '" + name + "': known targets are cpu (this machine), cpu-x86_64, cpu-aarch64");
+  throw Error("unknown target '" + name + "': known targets are cpu (this machine), cpu-x86_64, cpu-aarch64, " + amd_target_names());
 }
 
 }  // namespace capgraph

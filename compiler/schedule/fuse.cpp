@@ -164,6 +164,8 @@ bool axis_coef(const Access &a, int axis, int64_t &coef) {
   return true;
 }
 
+}  // namespace
+
 // Axis `a` and `a + 1` walk every access as one range: coef(a) == coef(a+1) * extent(a+1).
 bool axes_mergeable(const Kernel &k, int a) {
   for (const Expr &e : k.exprs)
@@ -208,8 +210,6 @@ void axes_merge(Kernel &k, int a) {
   k.axes.erase(k.axes.begin() + a + 1);
   k.n_parallel--;
 }
-
-}  // namespace
 
 int program_merge_axes(Program &p) {
   int merged = 0;

@@ -15,6 +15,11 @@ int program_fuse(Program &p);
 // ones the code generator can vectorise. Returns how many axes were merged away.
 int program_merge_axes(Program &p);
 
+// Axes a and a + 1 of k walk every access as one range (coef(a) == coef(a+1) * extent(a+1)).
+bool axes_mergeable(const Kernel &k, int a);
+// Replaces axes a and a+1 with one axis a of their product; later axes shift down by one.
+void axes_merge(Kernel &k, int a);
+
 // Removes buffers no kernel reads or writes (renumbering the rest).
 void program_prune_buffers(Program &p);
 

@@ -152,6 +152,41 @@ void lower_conv(Lowering &L, Node &n) {
   k.flops = 2 * shape_numel(out_shape) * ICG * shape_numel(k_sp);
 }
 
+// A transposed convolution whose kernel equals its stride (no padding, no dilation): output
+// o = i * stride + k for exactly one (i, k), so the kernel iterates (i, k) per spatial dim and
+// reduces over input channels only: y[n, oc, i*s + k] = sum(ic) x[n, ic, i] * w[ic, oc, k].
+// No gather, no skipped points (the general form below wastes (stride^S - 1) / stride^S of them).
+void conv_transpose_exact(Lowering &L, Node &n, const Loc &x, const Loc &w, const Value *bv, const Loc &y, const Shape &out_shape,
+                          const Shape &k_sp) {
+  size_t S = k_sp.size();
+  int64_t N = x.shape[0], C = x.shape[1], G = n.attr_int("group", 1), ICG = C / G, OCG = w.shape[1];
+  Kernel &k = L.kernel_new("conv_transpose_s" + std::to_string(k_sp[0]));
+  // axes: n, g, ocg, (i_1, k_1), ..., (i_S, k_S) | icg
+  const int ax_n = 0, ax_g = 1, ax_ocg = 2, ax_icg = 3 + 2 * (int)S;
+  k.axes = {N, G, OCG};
+  for (size_t i = 0; i < S; i++) k.axes.insert(k.axes.end(), {x.shape[2 + i], k_sp[i]});
+  k.axes.push_back(ICG);
+  k.n_parallel = 3 + 2 * (int)S;
+  Access xa;
+  xa.buffer = x.buffer;
+  xa.offset = x.offset;
+  xa.dims.push_back(dim_terms({{ax_n, 1}}, x, 0));
+  xa.dims.push_back(dim_terms({{ax_g, ICG}, {ax_icg, 1}}, x, 1));
+  for (size_t i = 0; i < S; i++) xa.dims.push_back(dim_terms({{3 + 2 * (int)i, 1}}, x, 2 + i));
+  Access wa;
+  wa.buffer = w.buffer;
+  wa.offset = w.offset;
+  wa.dims.push_back(dim_terms({{ax_g, ICG}, {ax_icg, 1}}, w, 0));
+  wa.dims.push_back(dim_terms({{ax_ocg, 1}}, w, 1));
+  for (size_t i = 0; i < S; i++) wa.dims.push_back(dim_terms({{4 + 2 * (int)i, 1}}, w, 2 + i));
+  k.body = k.expr_binary(Op::mul, k.expr_load(xa, DType::f32), k.expr_load(wa, DType::f32), DType::f32);
+  k.reduce = Reduce::sum;
+  conv_epilogue(L, k, bv, y, OCG * G, OCG, S);
+  for (size_t i = 0; i < S; i++)
+    k.store.dims[2 + i] = dim_terms({{3 + 2 * (int)i, k_sp[i]}, {4 + 2 * (int)i, 1}}, y, 2 + i);
+  k.flops = 2 * shape_numel(out_shape) * ICG;
+}
+
 // y[n, oc, o] = sum over (ic in group, k) of x[n, ic, i] * w[ic, oc, k] where o = i*stride + k*dil - pad.
 // Read as a gather: i = (o + pad - k*dil) / stride, only where that divides exactly.
 void lower_conv_transpose(Lowering &L, Node &n) {
@@ -190,6 +225,11 @@ void lower_conv_transpose(Lowering &L, Node &n) {
   Shape out_shape = {N, OC};
   out_shape.insert(out_shape.end(), out_sp.begin(), out_sp.end());
   Loc y = L.output_new(n.outputs[0], DType::f32, out_shape);
+
+  bool exact = true;  // kernel == stride, no padding: every output reads exactly one input pixel
+  for (size_t i = 0; i < S; i++)
+    exact = exact && k_sp[i] == strides[i] && dil[i] == 1 && pads[i] == 0 && pads[S + i] == 0 && out_sp[i] == x.shape[2 + i] * strides[i];
+  if (exact) return conv_transpose_exact(L, n, x, w, bv, y, out_shape, k_sp);
 
   Kernel &k = L.kernel_new("conv_transpose");
   int ax_n = 0, ax_g = 1, ax_ocg = 2, ax_o = 3, ax_icg = 3 + (int)S, ax_k = 4 + (int)S;

@@ -102,9 +102,19 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
     programs.push_back(fb::CreateProgramDirect(b, p.format, &p.binary, &imports, hash));
   }
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
-  for (const kernel_spec &k : s.kernels)
-    kernels.push_back(fb::CreateKernelDirect(b, k.name.c_str(), k.program, k.entry.c_str(),
-                                             k.num_buffers, k.num_scalars));
+  for (size_t i = 0; i < s.kernels.size(); ++i) {
+    const kernel_spec &k = s.kernels[i];
+    const amd_kernel_spec none;
+    const amd_kernel_spec &a = i < s.amd.size() ? s.amd[i] : none;
+    flatbuffers::Offset<fb::AmdKernel> amd;
+    if (i < s.amd.size())
+      amd = fb::CreateAmdKernel(b, a.descriptor_offset, a.kernarg_size, a.kernarg_align, 0,
+                                a.private_segment_size, 0, 0, a.rsrc1, a.rsrc2, a.rsrc3,
+                                a.kernel_code_properties, a.wavefront_size, a.workgroup_size);
+    kernels.push_back(fb::CreateKernelDirect(
+        b, k.name.c_str(), k.program, k.entry.c_str(), k.num_buffers, k.num_scalars, amd,
+        a.twin_program, a.twin_entry.empty() ? nullptr : a.twin_entry.c_str(), a.twin_work_size));
+  }
   std::vector<flatbuffers::Offset<fb::Step>> steps;
   for (const step_spec &st : s.steps) {
     flatbuffers::Offset<fb::Launch> launch;
@@ -129,10 +139,12 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
   }
   const auto target = fb::CreateTargetDirect(b, s.target.c_str(), nullptr, nullptr,
                                              s.features.empty() ? nullptr : s.features.c_str());
+  flatbuffers::Offset<fb::Target> twin_target;
+  if (!s.twin_target.empty()) twin_target = fb::CreateTargetDirect(b, s.twin_target.c_str());
   const auto root =
       fb::CreateCaptureDirect(b, s.version_major, s.version_minor, "capgraph tests", "fixture.onnx",
                               target, &inputs, &outputs, &weights, s.arena_size, s.arena_size,
-                              &planned, &programs, &kernels, &steps, s.threads);
+                              &planned, &programs, &kernels, &steps, s.threads, nullptr, twin_target);
   fb::FinishCaptureBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

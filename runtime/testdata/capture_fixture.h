@@ -48,6 +48,18 @@ struct kernel_spec {
   uint32_t num_buffers = 0;
   uint32_t num_scalars = 0;
 };
+// A GPU kernel's extra facts: AmdKernel (capture.fbs) and its host twin.
+struct amd_kernel_spec {
+  uint64_t descriptor_offset = 0;
+  uint32_t kernarg_size = 0, kernarg_align = 8;
+  uint32_t rsrc1 = 0, rsrc2 = 0, rsrc3 = 0;
+  uint16_t kernel_code_properties = 0;
+  uint32_t wavefront_size = 32, workgroup_size = 256;
+  uint32_t private_segment_size = 0;
+  int32_t twin_program = -1;
+  std::string twin_entry;
+  uint64_t twin_work_size = 0;
+};
 struct planned_spec {
   std::string name;
   uint64_t offset = 0, size = 0;
@@ -84,6 +96,8 @@ struct capture_spec {
   std::vector<kernel_spec> kernels;
   std::vector<step_spec> steps;
   uint32_t threads = 1;
+  std::string twin_target;  // Capture.twin_target.name; empty: none
+  std::vector<amd_kernel_spec> amd;  // GPU captures: one per kernel (Kernel.amd and twin)
 };
 
 std::vector<uint8_t> capture_build(const capture_spec &spec);

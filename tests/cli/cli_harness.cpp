@@ -80,10 +80,15 @@ std::vector<std::string> dir_list(const std::string &dir) {
 }
 
 cli_result cli_run(const std::vector<std::string> &args, int timeout_ms) {
-  static int counter = 0;
-  const std::string log = scratch_path("cli_output_" + std::to_string(counter++) + ".log");
   std::vector<std::string> argv_s = {CAPGRAPH_CLI};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
+  return process_run(argv_s, timeout_ms);
+}
+
+cli_result process_run(const std::vector<std::string> &argv_in, int timeout_ms) {
+  static int counter = 0;
+  const std::string log = scratch_path("cli_output_" + std::to_string(counter++) + ".log");
+  std::vector<std::string> argv_s = argv_in;
   std::vector<char *> argv;
   for (std::string &s : argv_s) argv.push_back(s.data());
   argv.push_back(nullptr);

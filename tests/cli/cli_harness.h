@@ -16,6 +16,8 @@ struct cli_result {
 
 // Runs `capgraph args...` with a wall-clock limit; the child is killed when it runs past it.
 cli_result cli_run(const std::vector<std::string> &args, int timeout_ms = 30000);
+// Runs any program the same way: argv[0] is its path.
+cli_result process_run(const std::vector<std::string> &argv, int timeout_ms);
 
 // A crash or sanitizer report in the result: "" when there is none, else what was seen.
 std::string crash_sign(const cli_result &r);

@@ -151,6 +151,42 @@ onnx::Attribute strides(std::vector<int64_t> s) { return attr_ints("strides", st
 onnx::Attribute ks(std::vector<int64_t> k) { return attr_ints("kernel_shape", std::move(k)); }
 onnx::Attribute mode(const char *m) { return attr_string("mode", m); }
 
+// Multi-layer models for the CPU's channel-blocked layouts (compiler/schedule/layout.h): only
+// intermediates are blocked, so these chain layers whose channel counts are multiples of 8. Every
+// layer's weights are random initializers.
+struct Net {
+  ModelBuilder b{13};
+  int n = 0;
+  std::string conv(const std::string &x, int64_t ic, int64_t oc, int64_t k, Attrs attrs = {}, int64_t group = 1) {
+    std::string id = std::to_string(n++), wn = "w" + id, bn = "b" + id, y = "c" + id;
+    b.initializer(w(wn, {oc, ic / group, k, k}, -0.5f, 0.5f).tensor);
+    b.initializer(w(bn, {oc}).tensor);
+    if (group > 1) attrs.push_back(attr_int("group", group));
+    b.node("Conv", {x, wn, bn}, {y}, std::move(attrs));
+    return y;
+  }
+  std::string op(const char *type, std::vector<std::string> ins, Attrs attrs = {}) {
+    std::string y = "t" + std::to_string(n++);
+    b.node(type, std::move(ins), {y}, std::move(attrs));
+    return y;
+  }
+  std::string weight(Dims dims) {
+    std::string name = "m" + std::to_string(n++);
+    b.initializer(w(name, dims, -0.5f, 0.5f).tensor);
+    return name;
+  }
+  ModelBuilder out(const std::string &y) {
+    b.node("Identity", {y}, {"y"});
+    b.output("y", F);
+    return std::move(b);
+  }
+};
+
+// The blocked path must have run (the .folded twin folds everything instead).
+std::function<void(const CompileReport &)> blocked_at_least(int n) {
+  return [n](const CompileReport &r) { CHECK(r.blocked_buffers >= n); };
+}
+
 // ---- the cases -------------------------------------------------------------------------------
 
 struct OpCase {
@@ -162,6 +198,69 @@ struct OpCase {
 
 std::vector<OpCase> op_cases() {
   return {
+      // ---- channel-blocked layouts (several layers, intermediates with 8k channels)
+      {"blocked_conv_chain_strided", [] {
+         Net t;
+         t.b.input("x", F, {1, 8, 9, 11});
+         std::string a = t.op("Relu", {t.conv("x", 8, 16, 3, {pads({1, 1, 1, 1})})});
+         std::string c = t.conv(a, 16, 24, 3, {pads({1, 1, 1, 1}), strides({2, 2})});
+         return t.out(t.conv(c, 24, 8, 1));
+       }, -2, 2, blocked_at_least(2)},
+      {"blocked_dilated_asymmetric_borders", [] {
+         Net t;
+         t.b.input("x", F, {1, 8, 13, 9});
+         std::string a = t.op("Relu", {t.conv("x", 8, 16, 3, {attr_ints("dilations", {2, 2}), pads({2, 1, 2, 3})})});
+         std::string c = t.conv(a, 16, 16, 5, {strides({2, 3}), pads({0, 2, 3, 1})});
+         std::string d = t.conv(c, 16, 8, 3, {pads({1, 1, 1, 1})}, 8);
+         return t.out(t.conv(d, 8, 4, 1));
+       }, -2, 2, blocked_at_least(2)},  // the grouped conv's input (2 channels per group) stays unblocked
+      {"blocked_residual_odd_sizes_batch2", [] {
+         Net t;
+         t.b.input("x", F, {2, 8, 7, 5});
+         std::string a = t.op("Relu", {t.conv("x", 8, 32, 3, {pads({1, 1, 1, 1})})});
+         std::string c = t.conv(a, 32, 32, 3, {pads({1, 1, 1, 1})});
+         std::string r = t.op("Relu", {t.op("Add", {c, a})});
+         return t.out(t.conv(r, 32, 3, 3, {pads({1, 0, 1, 0})}));
+       }, -2, 2, blocked_at_least(2)},
+      {"blocked_depthwise_pointwise", [] {
+         Net t;
+         t.b.input("x", F, {1, 8, 10, 9});
+         std::string a = t.op("HardSigmoid", {t.conv("x", 8, 16, 1)}, {attr_float("alpha", 0.2f)});
+         std::string d = t.op("Relu", {t.conv(a, 16, 16, 3, {pads({1, 1, 1, 1})}, 16)});
+         std::string s2 = t.conv(d, 16, 16, 5, {pads({2, 2, 2, 2}), strides({2, 2})}, 16);
+         return t.out(t.conv(s2, 16, 8, 1));
+       }, -2, 2, blocked_at_least(3)},
+      {"blocked_concat_parts", [] {
+         Net t;
+         t.b.input("x", F, {1, 8, 6, 7});
+         std::string a = t.op("Relu", {t.conv("x", 8, 16, 1)});
+         std::string l = t.conv(a, 16, 8, 1), r = t.conv(a, 16, 16, 3, {pads({1, 1, 1, 1})});
+         std::string c = t.op("Concat", {l, r}, {attr_int("axis", 1)});
+         return t.out(t.conv(c, 24, 4, 3));
+       }, -2, 2, blocked_at_least(2)},
+      {"blocked_conv_transpose_exact", [] {
+         Net t;
+         t.b.input("x", F, {1, 4, 5, 6});
+         std::string a = t.conv("x", 4, 16, 1);
+         std::string wt = t.weight({16, 8, 2, 2});
+         std::string u = t.op("Relu", {t.op("ConvTranspose", {a, wt}, {strides({2, 2})})});
+         return t.out(t.conv(u, 8, 8, 3, {pads({1, 1, 1, 1})}));
+       }, -2, 2, blocked_at_least(2)},
+      {"blocked_pool_gemm_head", [] {
+         Net t;
+         t.b.input("x", F, {1, 3, 12, 12});
+         std::string a = t.op("Relu", {t.conv("x", 3, 16, 3, {pads({1, 1, 1, 1}), strides({2, 2})})});
+         std::string m = t.op("MaxPool", {a}, {ks({3, 3}), strides({2, 2}), pads({1, 1, 1, 1})});
+         std::string g = t.op("Flatten", {t.op("GlobalAveragePool", {t.conv(m, 16, 24, 1)})});
+         std::string wg = t.weight({40, 24}), bg = t.weight({40});
+         return t.out(t.op("Gemm", {g, wg, bg}, {attr_int("transB", 1)}));
+       }, -2, 2, blocked_at_least(2)},
+      {"matmul_by_weights_blocked_rows", [] {
+         Net t;
+         t.b.input("x", F, {1, 10, 16});
+         std::string m = t.op("MatMul", {"x", t.weight({16, 24})});
+         return t.out(t.op("MatMul", {t.op("Relu", {m}), t.weight({24, 40})}));
+       }},
       // ---- convolutions
       {"conv_3x3_pad1", [] { return conv("Conv", {1, 3, 8, 8}, {4, 3, 3, 3}, {pads({1, 1, 1, 1})}); }},
       {"conv_stride2_asym_pads", [] { return conv("Conv", {1, 3, 9, 10}, {4, 3, 3, 3}, {strides({2, 2}), pads({0, 1, 1, 2})}); }},

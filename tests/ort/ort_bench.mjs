@@ -1,13 +1,15 @@
 // ort_bench.mjs MODEL.onnx THREADS RUNS [NAME=FILE.npy ...]
 // Times ONNX Runtime (CPU EP, graphOptimizationLevel 'all', THREADS intra-op threads) on one
 // model: 5 warm-up runs, then RUNS timed runs. Prints one JSON line
-// {"ort_median_ms", "ort_min_ms", "threads"}. Inputs missing from the arguments are filled with
-// seeded values of the model's declared shape (dynamic dims must then be given as inputs).
+// {"ort_median_ms", "ort_min_ms", "threads", "ort_peak_rss_kib", "node_rss_kib"}: the peak
+// resident memory of this process (node + ONNX Runtime + the model), and node's own before ONNX
+// Runtime is loaded. Every input must be given (NAME=FILE.npy).
 import fs from 'node:fs';
 import path from 'node:path';
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 
+const node_rss_kib = process.resourceUsage().maxRSS;  // KiB, before onnxruntime is loaded
 const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const dir = path.resolve(process.env.ORT_DIR ?? path.join(repo, 'build', 'deps', 'ort'));
 const ort = createRequire(path.join(dir, 'package.json'))('onnxruntime-node');
@@ -36,4 +38,5 @@ for (let i = 0; i < 5; i++) await sess.run(feeds);
 const ts = [];
 for (let i = 0; i < runs; i++) { const s = process.hrtime.bigint(); await sess.run(feeds); ts.push(Number(process.hrtime.bigint() - s) / 1e6); }
 ts.sort((a, b) => a - b);
-console.log(JSON.stringify({ ort_median_ms: ts[ts.length >> 1], ort_min_ms: ts[0], threads }));
+console.log(JSON.stringify({ ort_median_ms: ts[ts.length >> 1], ort_min_ms: ts[0], threads,
+  ort_peak_rss_kib: process.resourceUsage().maxRSS, node_rss_kib }));

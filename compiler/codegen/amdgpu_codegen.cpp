@@ -1,0 +1,205 @@
+#include "codegen/amdgpu_codegen.h"
+
+#include <llvm/IR/CallingConv.h>
+#include <llvm/IR/IntrinsicsAMDGPU.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/Metadata.h>
+
+#include <algorithm>
+
+#include "codegen/kernel_emit.h"
+#include "error.h"
+
+namespace capgraph {
+
+namespace {
+
+using llvm::Value;
+
+// Address spaces of the AMDGPU backend. Source: LLVM AMDGPUUsage "Address Spaces".
+constexpr unsigned kGlobal = 1;
+
+// Work items of the GPU launch: every point of the parallel space.
+int64_t gpu_work_size(const Kernel &k) {
+  int64_t n = 1;
+  for (int a = 0; a < k.n_parallel; a++) n *= k.axes[a];
+  return n;
+}
+
+// Attributes that keep the kernel free of hidden arguments and unused inputs: the capture's ABI
+// is the slots alone (schema/capture.fbs, AmdKernel). amdgpu_code_object_read() checks the
+// resulting kernarg size. Source: LLVM AMDGPUUsage "Kernel Argument Layout" and the
+// "amdgpu-no-*" function attributes of the AMDGPU backend.
+void kernel_attrs(llvm::Function *f, const AmdTarget &t) {
+  for (const char *a : {"amdgpu-no-implicitarg-ptr", "amdgpu-no-dispatch-ptr", "amdgpu-no-queue-ptr", "amdgpu-no-dispatch-id",
+                        "amdgpu-no-hostcall-ptr", "amdgpu-no-heap-ptr", "amdgpu-no-multigrid-sync-arg", "amdgpu-no-default-queue",
+                        "amdgpu-no-completion-action", "amdgpu-no-lds-kernel-id", "amdgpu-no-workitem-id-y", "amdgpu-no-workitem-id-z",
+                        "amdgpu-no-workgroup-id-y", "amdgpu-no-workgroup-id-z"})
+    f->addFnAttr(a);
+  std::string wg = std::to_string(t.workgroup_size);
+  f->addFnAttr("amdgpu-flat-work-group-size", wg + "," + wg);
+  f->addFnAttr("target-cpu", t.cpu);
+  if (!t.features.empty()) f->addFnAttr("target-features", t.features);
+  f->addFnAttr("no-builtins");  // no libcalls: the code object links nothing in
+  f->addFnAttr(llvm::Attribute::NoUnwind);
+  auto &ctx = f->getContext();
+  auto *i32 = llvm::Type::getInt32Ty(ctx);
+  f->setMetadata("reqd_work_group_size",
+                 llvm::MDNode::get(ctx, {llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, t.workgroup_size)),
+                                         llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, 1)),
+                                         llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, 1))}));
+}
+
+// Work items run concurrently, so two must never store the same element: on the CPU such a kernel
+// would merely be ordered, here it would race. Checked as: the store moves with every parallel
+// axis of extent > 1 (the scheduler's stores are row-major views of their outputs).
+bool store_moves_with_every_item(const Kernel &k) {
+  for (int a = 0; a < k.n_parallel; a++) {
+    bool moves = k.axes[a] == 1;
+    for (const DimIndex &dim : k.store.dims)
+      for (const AxisTerm &term : dim.terms) moves |= term.axis == a && term.coef != 0;
+    if (!moves) return false;
+  }
+  return true;
+}
+
+// Work item `gid` (i64): the output element it owns, if any. `acc` is the reduction's accumulator
+// (an alloca of the entry block), unused without a reduction.
+void work_item_emit(KernelEmitter &e, Value *gid, Value *acc) {
+  llvm::IRBuilder<> &b = e.b;
+  const Kernel &k = e.k;
+  e.iv.assign(k.axes.size(), nullptr);
+  e.guarded(b.CreateICmpULT(gid, e.i64(gpu_work_size(k))), [&] {
+    Value *rem = gid;
+    for (int a = k.n_parallel - 1; a >= 0; a--) {  // innermost fastest: neighbouring lanes store neighbours
+      if (k.axes[a] == 1) {
+        e.iv[a] = e.i64(0);
+        continue;
+      }
+      e.iv[a] = a == 0 ? rem : b.CreateURem(rem, e.i64(k.axes[a]));
+      if (a > 0) rem = b.CreateUDiv(rem, e.i64(k.axes[a]));
+    }
+    e.emit_point(acc);
+  });
+}
+
+Value *acc_alloca(KernelEmitter &e) { return e.k.reduce != Reduce::none ? e.b.CreateAlloca(e.ir_type(e.k.acc_dtype)) : nullptr; }
+
+void amd_kernel_emit(KernelEmitter &e, const std::string &symbol, const AmdTarget &t) {
+  llvm::IRBuilder<> &b = e.b;
+  e.slots = kernel_slots(e.k);
+  std::vector<llvm::Type *> params(e.slots.size(), b.getPtrTy(kGlobal));
+  auto *fty = llvm::FunctionType::get(b.getVoidTy(), params, false);
+  e.fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, symbol, e.mod);
+  e.fn->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+  kernel_attrs(e.fn, t);
+  b.SetInsertPoint(llvm::BasicBlock::Create(e.ctx, "entry", e.fn));
+  for (size_t i = 0; i < e.slots.size(); i++) {
+    e.fn->addParamAttr(i, llvm::Attribute::NoAlias);
+    // The shared emitter addresses generic pointers; InferAddressSpaces turns the accesses back
+    // into global ones.
+    e.slot_ptr[e.slots[i]] = b.CreateAddrSpaceCast(e.fn->getArg(i), b.getPtrTy(0));
+  }
+  Value *acc = acc_alloca(e);
+  Value *group = b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::amdgcn_workgroup_id_x, {}, {}), b.getInt64Ty());
+  Value *local = b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {}), b.getInt64Ty());
+  work_item_emit(e, b.CreateAdd(b.CreateMul(group, e.i64(t.workgroup_size)), local), acc);
+  b.CreateRetVoid();
+}
+
+// The same work items behind the CPU kernel ABI: for (gid = begin; gid < end; gid++).
+void host_kernel_emit(KernelEmitter &e, const std::string &symbol, const CpuTarget &t) {
+  llvm::IRBuilder<> &b = e.b;
+  e.slots = kernel_slots(e.k);
+  llvm::Type *ptr = b.getPtrTy();
+  auto *fty = llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, b.getInt64Ty(), b.getInt64Ty()}, false);
+  e.fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, symbol, e.mod);
+  e.fn->addFnAttr("target-cpu", t.cpu);
+  if (!t.features.empty()) e.fn->addFnAttr("target-features", t.features);
+  e.fn->addFnAttr("no-builtins");
+  e.fn->addFnAttr(llvm::Attribute::NoUnwind);
+  b.SetInsertPoint(llvm::BasicBlock::Create(e.ctx, "entry", e.fn));
+  for (size_t i = 0; i < e.slots.size(); i++)
+    e.slot_ptr[e.slots[i]] = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, e.fn->getArg(0), i));
+  Value *acc = acc_alloca(e);
+  e.loop(e.fn->getArg(2), e.fn->getArg(3), [&](Value *gid) { work_item_emit(e, gid, acc); });
+  b.CreateRetVoid();
+}
+
+}  // namespace
+
+AmdCodegenResult amdgpu_codegen(const Program &p, const AmdTarget &t, int jobs) {
+  AmdCodegenResult r;
+  CodegenResult &c = r.code;
+  c.kernels.resize(p.kernels.size());
+  KernelDedupe d = kernels_dedupe(p);
+  int n_obj = std::min<int>(std::max(jobs, 1), std::max<int>((int)d.reps.size(), 1));
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    int u = d.unique_of[i];
+    c.kernels[i].slots = kernel_slots(p.kernels[i]);
+    c.kernels[i].work_size = gpu_work_size(p.kernels[i]);
+    c.kernels[i].symbol = kernel_symbol(p.kernels[d.reps[u]], u);
+    c.kernels[i].object = u % n_obj;
+    if (!store_moves_with_every_item(p.kernels[i]))
+      throw Error("internal: kernel " + p.kernels[i].name + " stores one element from several work items");
+    // The dispatch packet's grid size is 32 bits. Source: HSA Platform System Architecture
+    // Specification, hsa_kernel_dispatch_packet_t.grid_size_x.
+    if (c.kernels[i].work_size > (int64_t)UINT32_MAX - t.workgroup_size)
+      throw Error("kernel " + p.kernels[i].name + ": " + std::to_string(c.kernels[i].work_size) + " output elements are too many for one " +
+                  t.name + " dispatch");
+  }
+  c.unique_kernels = (int)d.reps.size();
+  c.objects.resize(n_obj);
+  std::vector<std::map<std::string, AmdKernelFacts>> facts(n_obj);
+  parallel_run(n_obj, [&](int o) {
+    std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
+    llvm::LLVMContext ctx;
+    llvm::Module m("capgraph_amd_" + std::to_string(o), ctx);
+    // Before emission: allocas live in the private address space the data layout names.
+    m.setTargetTriple(t.triple);
+    m.setDataLayout(tm->createDataLayout());
+    for (size_t u = 0; u < d.reps.size(); u++) {
+      if ((int)(u % n_obj) != o) continue;
+      KernelEmitter e(m, p.kernels[d.reps[u]], p);
+      amd_kernel_emit(e, kernel_symbol(p.kernels[d.reps[u]], (int)u), t);
+    }
+    try {
+      c.objects[o] = amdgpu_link(module_compile(m, *tm));
+      facts[o] = amdgpu_code_object_read(c.objects[o], t);
+    } catch (const Error &e) {
+      throw Error(std::string(e.what()) + " (target " + t.name + ")");
+    }
+  });
+  r.facts.resize(p.kernels.size());
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const CodegenKernel &ck = c.kernels[i];
+    auto it = facts[ck.object].find(ck.symbol);
+    if (it == facts[ck.object].end()) throw Error("internal: kernel " + p.kernels[i].name + " is missing from its " + t.name + " code object");
+    // The capture's AMD kernel ABI: 8 bytes per slot and nothing else.
+    if (it->second.kernarg_size != 8 * ck.slots.size() || it->second.kernarg_align > 8)
+      throw Error("kernel " + p.kernels[i].name + " for " + t.name + ": kernel arguments take " + std::to_string(it->second.kernarg_size) +
+                  " bytes, the capture's ABI has " + std::to_string(8 * ck.slots.size()) + " (hidden arguments?)");
+    r.facts[i] = it->second;
+  }
+  return r;
+}
+
+CodegenResult amdgpu_codegen_on_host(const Program &p, const CpuTarget &t) {
+  CodegenResult r;
+  KernelDedupe d = kernels_dedupe(p);
+  for (size_t i = 0; i < p.kernels.size(); i++)
+    r.kernels.push_back({0, kernel_symbol(p.kernels[d.reps[d.unique_of[i]]], d.unique_of[i]), kernel_slots(p.kernels[i]),
+                         gpu_work_size(p.kernels[i])});
+  r.unique_kernels = (int)d.reps.size();
+  std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
+  llvm::LLVMContext ctx;
+  llvm::Module m("capgraph_amd_on_host", ctx);
+  for (size_t u = 0; u < d.reps.size(); u++) {
+    KernelEmitter e(m, p.kernels[d.reps[u]], p);
+    host_kernel_emit(e, kernel_symbol(p.kernels[d.reps[u]], (int)u), t);
+  }
+  r.objects.push_back(module_compile(m, *tm));
+  return r;
+}
+
+}  // namespace capgraph

@@ -1,0 +1,275 @@
+#include "codegen/cpu_channel_tile.h"
+
+#include <cstdlib>
+
+#include "schedule/layout.h"
+
+namespace capgraph {
+
+using llvm::Value;
+
+namespace {
+
+// sum(coef * stride) of `axis` over the access's dims; *plain: every dim using it is unbounded.
+int64_t mem_coef(const Access &a, int axis, bool *plain) {
+  int64_t c = 0;
+  *plain = true;
+  for (const DimIndex &d : a.dims)
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == axis && t.coef != 0) {
+        c += t.coef * d.stride;
+        if (d.bound != Bound::none) *plain = false;
+      }
+  return c;
+}
+
+bool dim_uses(const DimIndex &d, int axis) {
+  for (const AxisTerm &t : d.terms)
+    if (t.axis == axis && t.coef != 0) return true;
+  return false;
+}
+
+bool uses(const Access &a, int axis) {
+  for (const DimIndex &d : a.dims)
+    if (dim_uses(d, axis)) return true;
+  return false;
+}
+
+// Useful work per register and per loaded value, times the share of the tiles' positions that
+// are real: how good R positions x VB blocks are for P positions.
+double tile_score(int64_t P, int64_t R, int64_t VB) {
+  int64_t tiles = (P + R - 1) / R;
+  return double(R * VB) / double(R + VB) * double(P) / double(tiles * R);
+}
+
+// Dims of X whose skip bound the window checks make (they must not use the inner axes).
+bool skip_dim(const DimIndex &d) { return d.bound == Bound::skip; }
+
+}  // namespace
+
+ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
+  ChannelTilePlan cp;
+  if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2) return cp;
+  int v = k.n_parallel - 1;
+  if (k.axes[v] != kChannelBlock || k.body < 0) return cp;
+  const Expr &body = k.exprs[k.body];
+  if (body.op != Op::mul) return cp;
+  const Expr &ea = k.exprs[body.a], &eb = k.exprs[body.b];
+  if (ea.op != Op::load || eb.op != Op::load || ea.dtype != DType::f32 || eb.dtype != DType::f32) return cp;
+  for (int l : {ea.access, eb.access}) {
+    const Access &a = k.loads[l];
+    if (p.buffers[a.buffer].dtype != DType::f32) return cp;
+    for (const DimIndex &d : a.dims)
+      if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip)) return cp;
+  }
+  auto all_plain = [&](int l) {
+    for (const DimIndex &d : k.loads[l].dims)
+      if (d.bound != Bound::none) return false;
+    return true;
+  };
+  for (auto [wl, xl] : {std::pair{ea.access, eb.access}, std::pair{eb.access, ea.access}}) {
+    bool wplain, xplain;
+    if (mem_coef(k.loads[wl], v, &wplain) != 1 || !wplain || !all_plain(wl)) continue;
+    int64_t xc = mem_coef(k.loads[xl], v, &xplain);
+    if (xc != 0 && (xc != 1 || !xplain)) continue;
+    cp.w = wl, cp.x = xl, cp.x_vector = xc == 1;
+    break;
+  }
+  if (cp.w < 0) return cp;
+  const Access &X = k.loads[cp.x], &W = k.loads[cp.w];
+  for (int a = v - 1; a >= 0 && cp.pos < 0; a--)
+    if (k.axes[a] > 1 && uses(X, a) && !uses(W, a)) cp.pos = a;
+  for (int a = v - 1; a >= 0 && cp.o < 0; a--)
+    if (a != cp.pos && k.axes[a] > 1 && uses(W, a) && !uses(X, a)) cp.o = a;
+  if (cp.pos < 0 && cp.o < 0) return cp;
+  cp.v = v;
+  // Positions whose window stays inside X along the position's own dims for every window offset:
+  // tiles there never check; the few border positions go one at a time, so a window offset is
+  // either inside for the whole tile or outside (skipped), never mixed.
+  const int64_t P = cp.pos >= 0 ? k.axes[cp.pos] : 1;
+  cp.P = P, cp.lo = 0, cp.hi = P;
+  for (const DimIndex &d : X.dims) {
+    if (cp.pos < 0 || d.bound != Bound::skip || !dim_uses(d, cp.pos)) continue;
+    int64_t c = 0, wmin = d.shift, wmax = d.shift;
+    for (const AxisTerm &t : d.terms) {
+      if (t.axis == cp.pos) c += t.coef;
+      else if (t.axis >= k.n_parallel) wmin += std::min<int64_t>(0, t.coef * (k.axes[t.axis] - 1)), wmax += std::max<int64_t>(0, t.coef * (k.axes[t.axis] - 1));
+      else if (k.axes[t.axis] > 1) c = 0, wmin = 1, wmax = -1;  // another output axis moves it: no segments
+    }
+    if (c <= 0 || wmin > wmax) {
+      cp.lo = 0, cp.hi = 0;
+      break;
+    }
+    // c*p + wmin >= 0 and c*p + wmax <= extent - 1
+    int64_t lo = wmin >= 0 ? 0 : (-wmin + c - 1) / c, hi = d.extent - 1 - wmax < 0 ? 0 : (d.extent - 1 - wmax) / c + 1;
+    cp.lo = std::max(cp.lo, lo), cp.hi = std::min(cp.hi, hi);
+  }
+  if (cp.hi <= cp.lo) cp.lo = cp.hi = 0;  // no interior: all single positions
+  // The tile with the most work per loaded value that fits the 16 vector registers (accumulators,
+  // the W vectors, one broadcast) and wastes few positions.
+  const int64_t mid = std::max<int64_t>(cp.hi - cp.lo, 1);
+  double best = -1;
+  for (int64_t VB = 1; VB <= 4; VB++) {
+    if (VB > 1 && (cp.o < 0 || k.axes[cp.o] % VB != 0 || cp.x_vector)) continue;
+    for (int64_t R = 1; R <= mid && R * VB + VB + 1 <= 16; R++) {
+      double score = tile_score(mid, R, VB);
+      if (score > best + 1e-9) best = score, cp.R = R, cp.VB = VB;
+    }
+  }
+  cp.ok = true;
+  return cp;
+}
+
+// Tiles along the position axis: single positions below lo and from hi on, R at a time between.
+int64_t pos_tiles(const ChannelTilePlan &cp) { return cp.lo + (cp.hi - cp.lo + cp.R - 1) / cp.R + (cp.P - cp.hi); }
+
+int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp) {
+  int64_t n = 1;
+  for (int a = 0; a < cp.v; a++) n *= a == cp.pos ? pos_tiles(cp) : a == cp.o ? k.axes[a] / cp.VB : k.axes[a];
+  return n;
+}
+
+namespace {
+
+// One tile: Rt positions from p0 (clamped below `end`) x VB blocks, accumulated in registers over
+// all reduction loops, then stored through the result expression. The plan guarantees that each
+// window offset is inside X for all the tile's positions or for none of them.
+struct TileEmitter {
+  KernelEmitter &e;
+  const ChannelTilePlan &cp;
+  llvm::IRBuilder<> &b;
+  const Kernel &k;
+  const Access &X, &W;
+  int pa;                           // the position axis (or the block axis when there is none)
+  std::vector<int> window, rest;    // reduction axes moving X's checked dims, and the others
+  std::vector<size_t> checked_dims; // X's dims with skip bounds
+  llvm::FixedVectorType *vt;
+
+  TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c)
+      : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v),
+        vt(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)kChannelBlock)) {
+    for (size_t di = 0; di < X.dims.size(); di++)
+      if (skip_dim(X.dims[di])) checked_dims.push_back(di);
+    for (int a = k.n_parallel; a < (int)k.axes.size(); a++) {
+      bool in_check = false;
+      for (size_t di : checked_dims) in_check |= dim_uses(X.dims[di], a);
+      (in_check ? window : rest).push_back(a);
+    }
+  }
+  Value *i64(int64_t x) { return e.i64(x); }
+
+  void emit(int64_t Rt, Value *p0, Value *o0, int64_t end) {
+    const int64_t VB = cp.VB, L = kChannelBlock;
+    std::vector<Value *> pos(Rt);
+    for (int64_t r = 0; r < Rt; r++) {
+      Value *q = b.CreateAdd(p0, i64(r));
+      pos[r] = r == 0 ? q : b.CreateSelect(b.CreateICmpSLT(q, i64(end)), q, i64(end - 1));
+    }
+    llvm::IRBuilder<> entry(&e.fn->getEntryBlock(), e.fn->getEntryBlock().begin());
+    std::vector<llvm::AllocaInst *> acc(VB * Rt);
+    for (auto &a : acc) a = entry.CreateAlloca(vt);
+    for (auto *a : acc) b.CreateStore(llvm::Constant::getNullValue(vt), a);
+
+    auto inner = [&] {
+      for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
+      e.nest_order(rest, 0, [&] {
+        std::vector<Value *> wv(VB);
+        for (int64_t vb = 0; vb < VB; vb++) {
+          if (o0) e.iv[cp.o] = b.CreateAdd(o0, i64(vb));
+          Value *ok;
+          wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)), llvm::Align(4));
+        }
+        if (o0) e.iv[cp.o] = o0;
+        for (int64_t r = 0; r < Rt; r++) {
+          e.iv[pa] = pos[r];
+          Value *ok;
+          Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
+          Value *xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
+                                  : b.CreateVectorSplat((unsigned)L, b.CreateLoad(b.getFloatTy(), ptr));
+          for (int64_t vb = 0; vb < VB; vb++) {
+            llvm::AllocaInst *a = acc[vb * Rt + r];
+            b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xv, wv[vb], b.CreateLoad(vt, a)}), a);
+          }
+        }
+        e.iv[pa] = p0;
+      });
+      for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
+    };
+    e.nest_order(window, 0, [&] {
+      // This window offset inside X (for the tile's first position, hence for all): add it.
+      Value *in = nullptr;
+      e.iv[pa] = p0;
+      for (size_t di : checked_dims) {
+        Value *c = b.CreateICmpULT(e.affine(X.dims[di]), i64(X.dims[di].extent));
+        in = in ? b.CreateAnd(in, c) : c;
+      }
+      if (in) e.guarded(in, inner);
+      else inner();
+    });
+
+    // Epilogue: through the result expression, element by element, for the real positions.
+    llvm::AllocaInst *spill = entry.CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L));
+    auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L);
+    for (int64_t i = 0; i < VB * Rt; i++)
+      b.CreateAlignedStore(b.CreateLoad(vt, acc[i]), b.CreateInBoundsGEP(row_ty, spill, {i64(0), i64(i * L)}), llvm::Align(4));
+    Value *n_pos = Rt == 1 ? i64(1) : b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(p0, i64(Rt)), i64(end)), i64(Rt), b.CreateSub(i64(end), p0));
+    e.loop(i64(0), i64(VB), [&](Value *vb) {
+      if (o0) e.iv[cp.o] = b.CreateAdd(o0, vb);
+      e.loop(i64(0), n_pos, [&](Value *r) {
+        e.iv[pa] = b.CreateAdd(p0, r);
+        Value *base = b.CreateMul(b.CreateAdd(b.CreateMul(vb, i64(Rt)), r), i64(L));
+        e.loop(L, [&](Value *j) {
+          e.iv[cp.v] = j;
+          e.acc_value = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(row_ty, spill, {i64(0), b.CreateAdd(base, j)}));
+          e.store_result(e.evaluate(k.result, false));
+        });
+      });
+    });
+    e.iv[cp.v] = i64(0);
+    if (o0) e.iv[cp.o] = o0;
+    e.iv[pa] = p0;
+  }
+};
+
+}  // namespace
+
+void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
+  llvm::IRBuilder<> &b = e.b;
+  const Kernel &k = e.k;
+  const int64_t R = cp.R, VB = cp.VB, n_mid = (cp.hi - cp.lo + R - 1) / R;
+  // Work item -> tile: outer indices, the o block, and the position tile t.
+  Value *rem = w, *t = e.i64(0);
+  for (int a = cp.v - 1; a >= 0; a--) {
+    int64_t n = a == cp.pos ? pos_tiles(cp) : a == cp.o ? k.axes[a] / VB : k.axes[a];
+    Value *idx = n == 1 ? e.i64(0) : b.CreateURem(rem, e.i64(n));
+    if (n > 1) rem = b.CreateUDiv(rem, e.i64(n));
+    e.iv[a] = a == cp.o ? b.CreateMul(idx, e.i64(VB)) : idx;
+    if (a == cp.pos) t = idx;
+  }
+  e.iv[cp.v] = e.i64(0);
+  Value *o0 = cp.o >= 0 ? e.iv[cp.o] : nullptr;
+  TileEmitter te(e, cp);
+  if (cp.lo == 0 && cp.hi == cp.P) {  // no border positions
+    Value *p0 = cp.pos >= 0 ? b.CreateMul(t, e.i64(R)) : e.i64(0);
+    if (cp.pos >= 0) e.iv[cp.pos] = p0;
+    return te.emit(R, p0, o0, cp.P);
+  }
+  // Tiles: [0, lo) single border positions, then n_mid interior tiles, then the rest single.
+  Value *mid = b.CreateAnd(b.CreateICmpSGE(t, e.i64(cp.lo)), b.CreateICmpSLT(t, e.i64(cp.lo + n_mid)));
+  llvm::BasicBlock *inside = llvm::BasicBlock::Create(e.ctx, "tile_interior", e.fn), *border = llvm::BasicBlock::Create(e.ctx, "tile_border", e.fn),
+                   *join = llvm::BasicBlock::Create(e.ctx, "tile_join", e.fn);
+  b.CreateCondBr(mid, inside, border);
+  b.SetInsertPoint(inside);
+  Value *p0 = b.CreateAdd(e.i64(cp.lo), b.CreateMul(b.CreateSub(t, e.i64(cp.lo)), e.i64(R)));
+  e.iv[cp.pos] = p0;
+  te.emit(R, p0, o0, cp.hi);
+  b.CreateBr(join);
+  b.SetInsertPoint(border);
+  Value *p1 = b.CreateSelect(b.CreateICmpSLT(t, e.i64(cp.lo)), t, b.CreateAdd(e.i64(cp.hi), b.CreateSub(t, e.i64(cp.lo + n_mid))));
+  e.iv[cp.pos] = p1;
+  te.emit(1, p1, o0, cp.P);
+  b.CreateBr(join);
+  b.SetInsertPoint(join);
+}
+
+}  // namespace capgraph

@@ -1,0 +1,37 @@
+// The CPU register tile for channel-blocked products (schedule/layout.h): convolutions, depthwise
+// convolutions and matrix products whose output's innermost axis is a block of 8 channels.
+//
+// One work item computes R output positions x VB channel blocks, each an 8-lane vector
+// accumulator held in a register across all reduction loops. Per reduction point it loads VB
+// weight vectors (contiguous: the weights are packed in loop order) and, per position, one input
+// value broadcast to all lanes (or, for depthwise, the input's own 8-channel vector), then does
+// R x VB fused multiply-adds. Strides and dilations cost nothing (positions are scalar loads);
+// the window's border checks are made once per window offset, and a tile entirely inside the
+// input runs a loop without any check.
+#pragma once
+#include <cstdint>
+
+#include "codegen/kernel_emit.h"
+
+namespace capgraph {
+
+struct ChannelTilePlan {
+  bool ok = false;
+  int x = -1, w = -1;    // loads: X varies with the position, W is contiguous along the block
+  bool x_vector = false; // X is contiguous along the block too (depthwise): vector, not broadcast
+  int v = -1;            // the channel-block axis (innermost parallel, extent 8)
+  int pos = -1;          // the position axis, R per tile
+  int o = -1;            // the axis W depends on and X does not, VB per tile (or -1)
+  int64_t R = 1, VB = 1;
+  int64_t P = 1;           // positions
+  int64_t lo = 0, hi = 1;  // positions [lo, hi) go R per tile, the others one per tile
+};
+
+// The plan for kernel k, or one with ok == false. CAPGRAPH_NO_TILE=1 disables it.
+ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p);
+// Work items of a kernel laid out by the plan (positions and o counted in tiles).
+int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp);
+// Emits one work item `w` (the caller loops over its range).
+void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, llvm::Value *w);
+
+}  // namespace capgraph

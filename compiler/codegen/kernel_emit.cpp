@@ -1,0 +1,506 @@
+#include "codegen/kernel_emit.h"
+
+#include <llvm/Analysis/CGSCCPassManager.h>
+#include <llvm/Analysis/LoopAnalysisManager.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/TargetRegistry.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetOptions.h>
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+#include "codegen/cpu_codegen.h"
+#include "codegen/math_ir.h"
+#include "error.h"
+
+namespace capgraph {
+
+using llvm::Value;
+
+KernelEmitter::KernelEmitter(llvm::Module &m, const Kernel &kk, const Program &pp)
+    : ctx(m.getContext()), mod(m), b(m.getContext()), k(kk), p(pp) {
+  llvm::FastMathFlags fmf;
+  fmf.setAllowContract(true);
+  b.setFastMathFlags(fmf);
+  checked.resize(k.loads.size());
+  for (size_t i = 0; i < k.loads.size(); i++) checked[i].assign(k.loads[i].dims.size(), 0);
+}
+
+llvm::Type *KernelEmitter::ir_type(DType t) {
+  switch (t) {
+    case DType::f32: case DType::f16: return b.getFloatTy();
+    case DType::f64: return b.getDoubleTy();
+    case DType::boolean: return b.getInt1Ty();
+    default: return b.getInt64Ty();
+  }
+}
+llvm::Type *KernelEmitter::mem_type(DType t) {
+  switch (t) {
+    case DType::f32: return b.getFloatTy();
+    case DType::f16: return b.getHalfTy();
+    case DType::f64: return b.getDoubleTy();
+    case DType::i8: case DType::u8: case DType::boolean: return b.getInt8Ty();
+    case DType::i16: return b.getInt16Ty();
+    case DType::i32: return b.getInt32Ty();
+    case DType::i64: return b.getInt64Ty();
+  }
+  return nullptr;
+}
+
+// ---- loops -------------------------------------------------------------------------------
+// for (i = lo; i < hi; i++) body(i)
+void KernelEmitter::loop(Value *lo, Value *hi, const std::function<void(Value *)> &body) {
+  llvm::BasicBlock *pre = b.GetInsertBlock();
+  llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx, "loop", fn), *bodyb = llvm::BasicBlock::Create(ctx, "body", fn),
+                   *exit = llvm::BasicBlock::Create(ctx, "exit", fn);
+  b.CreateBr(head);
+  b.SetInsertPoint(head);
+  llvm::PHINode *i = b.CreatePHI(b.getInt64Ty(), 2);
+  i->addIncoming(lo, pre);
+  b.CreateCondBr(b.CreateICmpSLT(i, hi), bodyb, exit);
+  b.SetInsertPoint(bodyb);
+  body(i);
+  Value *next = b.CreateAdd(i, i64(1), "", false, true);
+  i->addIncoming(next, b.GetInsertBlock());
+  b.CreateBr(head);
+  b.SetInsertPoint(exit);
+}
+// Runs body only if cond holds.
+void KernelEmitter::guarded(Value *cond, const std::function<void()> &body) {
+  llvm::BasicBlock *then = llvm::BasicBlock::Create(ctx, "then", fn), *done = llvm::BasicBlock::Create(ctx, "done", fn);
+  b.CreateCondBr(cond, then, done);
+  b.SetInsertPoint(then);
+  body();
+  b.CreateBr(done);
+  b.SetInsertPoint(done);
+}
+
+// ---- indexing ----------------------------------------------------------------------------
+// sum(coef * iv) + shift, skipping the terms of axis `except` (when >= 0).
+Value *KernelEmitter::affine(const DimIndex &d, int except) {
+  Value *r = i64(d.shift);
+  for (const AxisTerm &t : d.terms) {
+    if (t.axis == except) continue;
+    r = b.CreateAdd(r, b.CreateMul(iv[t.axis], i64(t.coef), "", false, true), "", false, true);
+  }
+  return r;
+}
+int64_t KernelEmitter::coef_of(const DimIndex &d, int axis) {
+  int64_t c = 0;
+  for (const AxisTerm &t : d.terms)
+    if (t.axis == axis) c += t.coef;
+  return c;
+}
+
+// Element offset of an access at the current point. Sets *ok to the validity of skip bounds not
+// already ensured by the loop structure (nullptr if always valid).
+Value *KernelEmitter::access_offset(const Access &a, int load, Value **ok) {
+  Value *off = i64(a.offset);
+  *ok = nullptr;
+  for (size_t di = 0; di < a.dims.size(); di++) {
+    const DimIndex &d = a.dims[di];
+    Value *idx = affine(d);
+    if (d.expr >= 0) idx = b.CreateAdd(idx, to_i64(eval(d.expr)));
+    Value *good = nullptr;
+    if (d.divisor != 1) {
+      good = b.CreateICmpEQ(b.CreateSRem(idx, i64(d.divisor)), i64(0));
+      idx = b.CreateSDiv(idx, i64(d.divisor));
+    }
+    bool pre = load >= 0 && checked[load][di];
+    switch (d.bound) {
+      case Bound::none: break;
+      case Bound::skip:
+        if (!pre || d.divisor != 1) {
+          Value *in = b.CreateICmpULT(idx, i64(d.extent));
+          good = good ? b.CreateAnd(good, in) : in;
+        }
+        break;
+      case Bound::clamp:
+        idx = b.CreateSelect(b.CreateICmpSLT(idx, i64(0)), i64(0), idx);
+        idx = b.CreateSelect(b.CreateICmpSGT(idx, i64(d.extent - 1)), i64(d.extent - 1), idx);
+        break;
+      case Bound::reflect:
+        if (d.extent == 1) {
+          idx = i64(0);
+        } else {
+          int64_t period = 2 * (d.extent - 1);
+          Value *m = b.CreateSRem(idx, i64(period));
+          m = b.CreateSelect(b.CreateICmpSLT(m, i64(0)), b.CreateAdd(m, i64(period)), m);
+          idx = b.CreateSelect(b.CreateICmpSGE(m, i64(d.extent)), b.CreateSub(i64(period), m), m);
+        }
+        break;
+      case Bound::wrap: {
+        Value *m = b.CreateSRem(idx, i64(d.extent));
+        idx = b.CreateSelect(b.CreateICmpSLT(m, i64(0)), b.CreateAdd(m, i64(d.extent)), m);
+        break;
+      }
+    }
+    if (good) {
+      idx = b.CreateSelect(good, idx, i64(0));  // never address outside, even when skipped
+      *ok = *ok ? b.CreateAnd(*ok, good) : good;
+    }
+    off = b.CreateAdd(off, b.CreateMul(idx, i64(d.stride), "", false, true), "", false, true);
+  }
+  return off;
+}
+
+Value *KernelEmitter::element_ptr(int buffer, Value *off) {
+  return b.CreateInBoundsGEP(mem_type(p.buffers[buffer].dtype), slot_ptr[buffer], off);
+}
+
+// ---- values ------------------------------------------------------------------------------
+Value *KernelEmitter::to_i64(Value *v) {
+  if (v->getType()->isIntegerTy(64)) return v;
+  if (v->getType()->isIntegerTy()) return b.CreateZExt(v, b.getInt64Ty());
+  return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b.getInt64Ty(), v->getType()}, {v});
+}
+
+Value *KernelEmitter::convert(Value *v, DType from, DType to) {
+  llvm::Type *t = ir_type(to);
+  if (v->getType() == t) return v;
+  bool ff = v->getType()->isFloatingPointTy(), tf = t->isFloatingPointTy();
+  if (ff && tf) return b.CreateFPCast(v, t);
+  if (to == DType::boolean) return ff ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0)) : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  if (ff) return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {t, v->getType()}, {v});
+  if (tf) return from == DType::boolean ? b.CreateUIToFP(v, t) : b.CreateSIToFP(v, t);
+  return b.CreateZExt(v, t);
+}
+
+Value *KernelEmitter::load_value(const Expr &e) {
+  const Access &a = k.loads[e.access];
+  DType bt = p.buffers[a.buffer].dtype;
+  Value *ok;
+  Value *off = access_offset(a, e.access, &ok);
+  Value *raw = b.CreateLoad(mem_type(bt), element_ptr(a.buffer, off));
+  Value *v;
+  switch (bt) {
+    case DType::f16: v = b.CreateFPExt(raw, b.getFloatTy()); break;
+    case DType::boolean: v = b.CreateICmpNE(raw, b.getInt8(0)); break;
+    case DType::u8: v = b.CreateZExt(raw, b.getInt64Ty()); break;
+    case DType::i8: case DType::i16: case DType::i32: v = b.CreateSExt(raw, b.getInt64Ty()); break;
+    default: v = raw;
+  }
+  v = convert(v, bt, e.dtype);
+  if (ok) {
+    if (in_body) {
+      valid = valid ? b.CreateAnd(valid, ok) : ok;
+    } else {
+      v = b.CreateSelect(ok, v, constant(a.fill, e.dtype));
+    }
+  }
+  return v;
+}
+
+Value *KernelEmitter::constant(double v, DType t) {
+  llvm::Type *ty = ir_type(t);
+  if (ty->isFloatingPointTy()) return llvm::ConstantFP::get(ty, v);
+  if (ty->isIntegerTy(1)) return b.getInt1(v != 0);
+  return llvm::ConstantInt::get(ty, (uint64_t)(int64_t)v, true);
+}
+
+Value *KernelEmitter::eval(int i) {
+  auto it = cache.find(i);
+  if (it != cache.end()) return it->second;
+  const Expr &e = k.exprs[i];
+  bool fl = dtype_is_float(e.dtype);
+  Value *a = nullptr, *bb = nullptr, *c = nullptr;
+  int n = op_arity(e.op);
+  if (n > 0) a = eval(e.a);
+  if (n > 1) bb = eval(e.b);
+  if (n > 2) c = eval(e.c);
+  // Binary/compare operands share the type of the first (the scheduler casts explicitly).
+  bool afl = a && a->getType()->isFloatingPointTy();
+  Value *r = nullptr;
+  switch (e.op) {
+    case Op::constant: r = constant(e.value, e.dtype); break;
+    case Op::load: r = load_value(e); break;
+    case Op::acc: r = acc_value; break;
+    case Op::iota: r = convert(iv[e.access], DType::i64, e.dtype); break;
+    case Op::cast: {
+      DType from = k.exprs[e.a].dtype;
+      r = convert(a, from, e.dtype);
+      break;
+    }
+    case Op::neg: r = fl ? b.CreateFNeg(a) : b.CreateNeg(a); break;
+    case Op::abs: r = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a) : b.CreateSelect(b.CreateICmpSLT(a, i64(0)), b.CreateNeg(a), a); break;
+    case Op::sqrt: r = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a); break;
+    case Op::exp: r = ir_exp(b, a); break;
+    case Op::log: r = ir_log(b, a); break;
+    case Op::tanh: r = ir_tanh(b, a); break;
+    case Op::sigmoid: r = ir_sigmoid(b, a); break;
+    case Op::erf: r = ir_erf(b, a); break;
+    case Op::floor: r = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, a) : a; break;
+    case Op::ceil: r = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::ceil, a) : a; break;
+    case Op::round: r = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, a) : a; break;
+    case Op::trunc: r = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, a) : a; break;
+    case Op::recip: r = b.CreateFDiv(llvm::ConstantFP::get(a->getType(), 1), a); break;
+    case Op::logical_not: r = b.CreateNot(a); break;
+    case Op::add: r = fl ? b.CreateFAdd(a, bb) : b.CreateAdd(a, bb); break;
+    case Op::sub: r = fl ? b.CreateFSub(a, bb) : b.CreateSub(a, bb); break;
+    case Op::mul: r = fl ? b.CreateFMul(a, bb) : b.CreateMul(a, bb); break;
+    case Op::div:
+      if (fl) {
+        r = b.CreateFDiv(a, bb);
+      } else {  // integer division by zero gives 0 instead of trapping
+        Value *zero = b.CreateICmpEQ(bb, i64(0));
+        r = b.CreateSelect(zero, i64(0), b.CreateSDiv(a, b.CreateSelect(zero, i64(1), bb)));
+      }
+      break;
+    case Op::mod:
+      if (fl) {  // a - floor(a/b)*b
+        r = b.CreateFSub(a, b.CreateFMul(b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b.CreateFDiv(a, bb)), bb));
+      } else {
+        Value *zero = b.CreateICmpEQ(bb, i64(0));
+        Value *safe = b.CreateSelect(zero, i64(1), bb);
+        Value *m = b.CreateSRem(a, safe);
+        Value *fix = b.CreateAnd(b.CreateICmpNE(m, i64(0)), b.CreateICmpNE(b.CreateICmpSLT(m, i64(0)), b.CreateICmpSLT(safe, i64(0))));
+        r = b.CreateSelect(zero, i64(0), b.CreateSelect(fix, b.CreateAdd(m, safe), m));
+      }
+      break;
+    case Op::pow:
+      if (fl) {
+        r = ir_pow(b, a, bb);
+      } else {
+        Value *fa = b.CreateSIToFP(a, b.getDoubleTy()), *fb = b.CreateSIToFP(bb, b.getDoubleTy());
+        r = to_i64(b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, ir_pow(b, fa, fb)));
+      }
+      break;
+    case Op::max:
+      r = afl ? b.CreateSelect(b.CreateFCmpUGT(a, bb), a, bb) : b.CreateSelect(b.CreateICmpSGT(a, bb), a, bb);
+      if (afl) r = b.CreateSelect(b.CreateFCmpUNO(bb, bb), bb, r);
+      break;
+    case Op::min:
+      r = afl ? b.CreateSelect(b.CreateFCmpULT(a, bb), a, bb) : b.CreateSelect(b.CreateICmpSLT(a, bb), a, bb);
+      if (afl) r = b.CreateSelect(b.CreateFCmpUNO(bb, bb), bb, r);
+      break;
+    case Op::lt: r = afl ? b.CreateFCmpOLT(a, bb) : b.CreateICmpSLT(a, bb); break;
+    case Op::le: r = afl ? b.CreateFCmpOLE(a, bb) : b.CreateICmpSLE(a, bb); break;
+    case Op::gt: r = afl ? b.CreateFCmpOGT(a, bb) : b.CreateICmpSGT(a, bb); break;
+    case Op::ge: r = afl ? b.CreateFCmpOGE(a, bb) : b.CreateICmpSGE(a, bb); break;
+    case Op::eq: r = afl ? b.CreateFCmpOEQ(a, bb) : b.CreateICmpEQ(a, bb); break;
+    case Op::ne: r = afl ? b.CreateFCmpUNE(a, bb) : b.CreateICmpNE(a, bb); break;
+    case Op::logical_and: r = b.CreateAnd(a, bb); break;
+    case Op::logical_or: r = b.CreateOr(a, bb); break;
+    case Op::select: r = b.CreateSelect(a, bb, c); break;
+  }
+  if (r->getType() != ir_type(e.dtype)) r = convert(r, e.dtype, e.dtype);
+  cache[i] = r;
+  return r;
+}
+
+// Evaluates root fresh at the current point (LICM hoists what does not change).
+Value *KernelEmitter::evaluate(int root, bool body) {
+  cache.clear();
+  in_body = body;
+  valid = nullptr;
+  Value *v = eval(root);
+  in_body = false;
+  return v;
+}
+
+void KernelEmitter::store_result(Value *v) {
+  const Access &s = k.store;
+  Value *ok;
+  Value *off = access_offset(s, -1, &ok);
+  DType bt = p.buffers[s.buffer].dtype;
+  Value *m = v;
+  if (bt == DType::boolean) m = b.CreateZExt(v, b.getInt8Ty());
+  else if (bt == DType::f16) m = b.CreateFPTrunc(v, b.getHalfTy());
+  else if (!dtype_is_float(bt)) m = b.CreateTrunc(v, mem_type(bt));
+  auto emit = [&] { b.CreateStore(m, element_ptr(s.buffer, off)); };
+  if (ok) guarded(ok, emit);
+  else emit();
+}
+
+Value *KernelEmitter::combine(Value *acc, Value *v) {
+  bool fl = acc->getType()->isFloatingPointTy();
+  switch (k.reduce) {
+    case Reduce::sum: return fl ? b.CreateFAdd(acc, v) : b.CreateAdd(acc, v);
+    case Reduce::prod: return fl ? b.CreateFMul(acc, v) : b.CreateMul(acc, v);
+    // NaN propagates as in the interpreter: a NaN value replaces the accumulator, and a NaN
+    // accumulator stays (an unordered compare alone would let the next number replace it).
+    case Reduce::max:
+      return fl ? b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
+                : b.CreateSelect(b.CreateICmpSGT(v, acc), v, acc);
+    case Reduce::min:
+      return fl ? b.CreateSelect(b.CreateOr(b.CreateFCmpOLT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
+                : b.CreateSelect(b.CreateICmpSLT(v, acc), v, acc);
+    case Reduce::none: break;
+  }
+  return v;
+}
+
+// The loops over all axes in [first, last) with iv bound; body runs at the innermost point.
+// Loops over the given axes, outermost first.
+void KernelEmitter::nest_order(const std::vector<int> &axes, size_t at, const std::function<void()> &body) {
+  if (at == axes.size()) return body();
+  loop(k.axes[axes[at]], [&](Value *i) {
+    iv[axes[at]] = i;
+    nest_order(axes, at + 1, body);
+  });
+}
+
+void KernelEmitter::nest(int first, int last, const std::function<void()> &body) {
+  if (first == last) return body();
+  loop(k.axes[first], [&](Value *i) {
+    iv[first] = i;
+    nest(first + 1, last, body);
+  });
+}
+
+Value *KernelEmitter::floor_div(Value *a, int64_t d) {  // d > 0
+  Value *q = b.CreateSDiv(a, i64(d));
+  Value *fix = b.CreateAnd(b.CreateICmpNE(b.CreateSRem(a, i64(d)), i64(0)), b.CreateICmpSLT(a, i64(0)));
+  return b.CreateSub(q, b.CreateZExt(fix, b.getInt64Ty()));
+}
+
+void KernelEmitter::emit_point(Value *acc) {
+  if (k.reduce != Reduce::none) {
+    llvm::Type *at = ir_type(k.acc_dtype);
+    b.CreateStore(constant(reduce_identity(k.reduce), k.acc_dtype), acc);
+    nest(k.n_parallel, (int)k.axes.size(), [&] {
+      Value *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
+      Value *old = b.CreateLoad(at, acc);
+      llvm::FastMathFlags saved = b.getFastMathFlags(), fmf = saved;
+      fmf.setAllowReassoc(true);  // lets the vectorizer split the sum into lanes
+      b.setFastMathFlags(fmf);
+      Value *nv = combine(old, v);
+      b.setFastMathFlags(saved);
+      if (valid) nv = b.CreateSelect(valid, nv, old);
+      b.CreateStore(nv, acc);
+    });
+    acc_value = b.CreateLoad(at, acc);
+  }
+  store_result(evaluate(k.result, false));
+}
+
+// A structural key: kernels with equal keys compile to identical code.
+std::string kernel_key(const Kernel &k, const Program &p) {
+  std::vector<int> slots = kernel_slots(k);
+  auto slot = [&](int buf) { return std::find(slots.begin(), slots.end(), buf) - slots.begin(); };
+  std::string s;
+  auto put = [&](int64_t v) { s += std::to_string(v) + ","; };
+  for (int64_t a : k.axes) put(a);
+  put(k.n_parallel);
+  auto access = [&](const Access &a) {
+    put(slot(a.buffer));
+    put((int)p.buffers[a.buffer].dtype);
+    put(a.offset);
+    s += std::to_string(a.fill) + ";";
+    for (const DimIndex &d : a.dims) {
+      for (const AxisTerm &t : d.terms) { put(t.axis); put(t.coef); }
+      s += "|";
+      put(d.shift); put(d.expr); put(d.extent); put(d.stride); put((int)d.bound); put(d.divisor);
+    }
+    s += "/";
+  };
+  for (const Access &a : k.loads) access(a);
+  access(k.store);
+  for (const Expr &e : k.exprs) {
+    put((int)e.op); put((int)e.dtype); put(e.a); put(e.b); put(e.c); put(e.access);
+    s += std::to_string(e.value) + ";";
+  }
+  put(k.body); put((int)k.reduce); put((int)k.acc_dtype); put(k.result); put((int)k.store_dtype);
+  return s;
+}
+
+std::string kernel_symbol(const Kernel &k, int index) {
+  std::string s = "cg_" + std::to_string(index) + "_";
+  for (char c : k.name) s += std::isalnum((unsigned char)c) ? c : '_';
+  return s.substr(0, 80);
+}
+
+
+KernelDedupe kernels_dedupe(const Program &p) {
+  KernelDedupe d;
+  std::map<std::string, int> unique;
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    kernel_check(p.kernels[i], p);
+    auto [it, fresh] = unique.emplace(kernel_key(p.kernels[i], p), (int)d.reps.size());
+    if (fresh) d.reps.push_back((int)i);
+    d.unique_of.push_back(it->second);
+  }
+  return d;
+}
+
+void llvm_init_once() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    llvm::InitializeAllTargetInfos();
+    llvm::InitializeAllTargets();
+    llvm::InitializeAllTargetMCs();
+    llvm::InitializeAllAsmPrinters();
+  });
+}
+
+std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &triple, const std::string &cpu,
+                                                           const std::string &features) {
+  llvm_init_once();
+  std::string err;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
+  if (!target) throw Error("LLVM has no backend for " + triple + ": " + err);
+  llvm::TargetOptions opts;
+  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(triple, cpu, features, opts, llvm::Reloc::PIC_,
+                                                                      llvm::CodeModel::Small, llvm::CodeGenOptLevel::Aggressive));
+  if (!tm) throw Error("LLVM cannot create a target machine for " + triple + " " + cpu);
+  return tm;
+}
+
+std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm) {
+  const std::string triple = tm.getTargetTriple().str();
+  m.setTargetTriple(triple);
+  m.setDataLayout(tm.createDataLayout());
+  std::string verr;
+  llvm::raw_string_ostream vs(verr);
+  if (llvm::verifyModule(m, &vs)) throw Error("internal: generated LLVM IR is invalid: " + vs.str().substr(0, 2000));
+  if (getenv("CAPGRAPH_DUMP_IR")) m.print(llvm::errs(), nullptr);
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PipelineTuningOptions pto;
+  pto.LoopVectorization = true;
+  pto.SLPVectorization = true;
+  llvm::PassBuilder pb(&tm, pto);
+  pb.registerModuleAnalyses(mam);
+  pb.registerCGSCCAnalyses(cgam);
+  pb.registerFunctionAnalyses(fam);
+  pb.registerLoopAnalyses(lam);
+  pb.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager mpm = pb.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+  mpm.run(m, mam);
+
+  llvm::SmallVector<char, 0> buf;
+  llvm::raw_svector_ostream os(buf);
+  llvm::legacy::PassManager cg;
+  if (tm.addPassesToEmitFile(cg, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+    throw Error("internal: LLVM cannot emit objects for " + triple);
+  cg.run(m);
+  return std::vector<uint8_t>(buf.begin(), buf.end());
+}
+
+void parallel_run(int n, const std::function<void(int)> &build) {
+  std::vector<std::string> errors(n);
+  auto guarded_build = [&](int o) {
+    try {
+      build(o);
+    } catch (const std::exception &ex) {
+      errors[o] = ex.what();
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int o = 1; o < n; o++) threads.emplace_back(guarded_build, o);
+  if (n > 0) guarded_build(0);
+  for (auto &th : threads) th.join();
+  for (const std::string &e : errors)
+    if (!e.empty()) throw Error(e);
+}
+
+}  // namespace capgraph

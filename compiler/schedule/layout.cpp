@@ -1,0 +1,310 @@
+#include "schedule/layout.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <set>
+
+#include "schedule/fuse.h"
+
+namespace capgraph {
+
+namespace {
+
+constexpr int64_t CB = kChannelBlock;
+
+struct Use {
+  int kernel;
+  Access *access;
+};
+
+// The one axis (of extent > 1) that indexes dimension `d` of `a` with coefficient 1, usable for
+// a split into (outer, inner CB); -1 if there is none or the index is anything else.
+int channel_axis(const Kernel &k, const Access &a, size_t d) {
+  const DimIndex &di = a.dims[d];
+  if (di.expr >= 0 || di.divisor != 1 || (di.bound != Bound::none && di.bound != Bound::skip)) return -1;
+  if (di.shift % CB != 0) return -1;
+  int axis = -1;
+  for (const AxisTerm &t : di.terms) {
+    if (k.axes[t.axis] == 1 || t.coef == 0) continue;
+    if (axis >= 0 || t.coef != 1) return -1;
+    axis = t.axis;
+  }
+  if (axis < 0 || k.axes[axis] % CB != 0) return -1;
+  for (size_t e = 0; e < a.dims.size(); e++) {
+    if (e == d) continue;
+    for (const AxisTerm &t : a.dims[e].terms)
+      if (t.axis == axis && t.coef != 0) return -1;
+  }
+  for (const Expr &x : k.exprs)
+    if (x.op == Op::iota && x.access == axis) return -1;
+  return axis;
+}
+
+// A buffer can be blocked when every access views it as the same contiguous [N, C, H, W] with
+// C % CB == 0 and some spatial extent, or as a slice of it along C starting and ending on a
+// multiple of CB (Concat's parts), and indexes C through one splittable axis. Such a slice's
+// element offset c0 * H * W is the same number in the blocked layout.
+const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> &uses) {
+  const Buffer &B = p.buffers[buf];
+  if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || uses.empty()) return "not an f32 intermediate";
+  const Access &first = *uses[0].access;
+  if (first.dims.size() != 4) return "not viewed as 4-D";
+  // Strides of size-1 dims do not matter (their index is 0 wherever an element is read).
+  const int64_t N = first.dims[0].extent, H = first.dims[2].extent, W = first.dims[3].extent;
+  if (N * H * W == 0 || B.numel % (N * H * W) != 0) return "not a contiguous 4-D view";
+  const int64_t C = B.numel / (N * H * W);
+  const Shape st = {C * H * W, H * W, W, 1};
+  if (C % CB != 0) return "channels not a multiple of 8";
+  if (H * W < 2) return "no spatial extent";
+  for (const Use &u : uses) {
+    const Access &a = *u.access;
+    if (a.dims.size() != 4 || a.offset % st[1] != 0) return "a view that is not 4-D or starts inside a channel";
+    int64_t c0 = a.offset / st[1];
+    for (int d = 0; d < 4; d++)
+      if ((a.dims[d].extent > 1 && a.dims[d].stride != st[d]) || (d != 1 && a.dims[d].extent != first.dims[d].extent))
+        return "views with different strides or extents";
+    if (c0 % CB != 0 || a.dims[1].extent % CB != 0 || c0 + a.dims[1].extent > C) return "a channel slice not on 8-channel boundaries";
+    if (channel_axis(p.kernels[u.kernel], a, 1) < 0) return "channels not indexed by one splittable axis";
+  }
+  return nullptr;
+}
+
+// Splits the axes in `split` of kernel k into (outer, inner CB) and rewrites the accesses of the
+// blocked buffers into [N, C/CB, H, W, CB]. Parallel inner axes go innermost among the parallel
+// axes; reduction axes are reordered (unsplit ones first, then split outers, then inners) so a
+// convolution reduces over its window outside and over channels inside.
+void kernel_split(Kernel &k, const std::set<int> &split, const std::vector<char> &blocked) {
+  int na = (int)k.axes.size(), np = k.n_parallel;
+  std::vector<int> outer(na, -1), inner(na, -1);
+  Shape axes;
+  int par_split = -1;
+  for (int a = 0; a < np; a++) {
+    outer[a] = (int)axes.size();
+    axes.push_back(split.count(a) ? k.axes[a] / CB : k.axes[a]);
+    if (split.count(a)) par_split = a;
+  }
+  if (par_split >= 0) {
+    inner[par_split] = (int)axes.size();
+    axes.push_back(CB);
+  }
+  int new_np = (int)axes.size();
+  for (int a = np; a < na; a++)
+    if (!split.count(a)) outer[a] = (int)axes.size(), axes.push_back(k.axes[a]);
+  for (int a = np; a < na; a++)
+    if (split.count(a)) outer[a] = (int)axes.size(), axes.push_back(k.axes[a] / CB);
+  for (int a = np; a < na; a++)
+    if (split.count(a)) inner[a] = (int)axes.size(), axes.push_back(CB);
+
+  auto rewrite = [&](Access &acc) {
+    for (DimIndex &d : acc.dims) {
+      std::vector<AxisTerm> terms;
+      for (const AxisTerm &t : d.terms) {
+        if (inner[t.axis] >= 0) {
+          terms.push_back({outer[t.axis], t.coef * CB});
+          terms.push_back({inner[t.axis], t.coef});
+        } else {
+          terms.push_back({outer[t.axis], t.coef});
+        }
+      }
+      d.terms = terms;
+    }
+    if (!blocked[acc.buffer]) return;
+    DimIndex c = acc.dims[1], cb, ci;
+    for (const AxisTerm &t : c.terms) {
+      if (axes[t.axis] == 1) continue;
+      if (t.coef == CB) cb.terms.push_back({t.axis, 1});
+      else ci.terms.push_back({t.axis, 1});
+    }
+    cb.shift = c.shift / CB;
+    cb.extent = c.extent / CB;
+    cb.bound = c.bound;
+    cb.stride = acc.dims[2].extent * acc.dims[3].extent * CB;
+    ci.extent = CB;
+    ci.stride = 1;
+    acc.dims[1] = cb;
+    acc.dims[2].stride *= CB;
+    acc.dims[3].stride *= CB;
+    acc.dims.push_back(ci);
+  };
+  rewrite(k.store);
+  for (Access &a : k.loads) rewrite(a);
+  for (Expr &e : k.exprs)
+    if (e.op == Op::iota) e.access = outer[e.access];
+  k.axes = axes;
+  k.n_parallel = new_np;
+}
+
+}  // namespace
+
+int program_block_channels(Program &p) {
+  std::vector<std::vector<Use>> uses(p.buffers.size());
+  for (size_t ki = 0; ki < p.kernels.size(); ki++) {
+    Kernel &k = p.kernels[ki];
+    uses[k.store.buffer].push_back({(int)ki, &k.store});
+    for (Access &a : k.loads) uses[a.buffer].push_back({(int)ki, &a});
+  }
+  std::vector<char> blocked(p.buffers.size(), 0);
+  for (size_t b = 0; b < p.buffers.size(); b++) blocked[b] = !why_not_blockable(p, (int)b, uses[b]);
+  if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
+    for (size_t b = 0; b < p.buffers.size(); b++)
+      if (p.buffers[b].kind == Buffer::Kind::intermediate && !uses[b].empty())
+        for (const Use &u : uses[b]) {
+          std::string dims;
+          for (const DimIndex &d : u.access->dims) dims += " " + std::to_string(d.extent) + "/" + std::to_string(d.stride);
+          fprintf(stderr, "layout: %s %s (%lld elements) in %s:%s: %s\n", blocked[b] ? "blocked" : "not blocked", p.buffers[b].name.c_str(),
+                  (long long)p.buffers[b].numel, p.kernels[u.kernel].name.c_str(), dims.c_str(), blocked[b] ? "" : why_not_blockable(p, (int)b, uses[b]));
+        }
+
+  // A kernel can move only one parallel axis innermost: where blocked buffers would need two,
+  // unblock those and look again.
+  std::vector<std::set<int>> split(p.kernels.size());
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (size_t ki = 0; ki < p.kernels.size(); ki++) {
+      Kernel &k = p.kernels[ki];
+      std::map<int, std::vector<int>> par;  // parallel channel axis -> buffers
+      split[ki].clear();
+      auto note = [&](const Access &a) {
+        if (!blocked[a.buffer]) return;
+        int ax = channel_axis(k, a, 1);
+        split[ki].insert(ax);
+        if (ax < k.n_parallel) par[ax].push_back(a.buffer);
+      };
+      note(k.store);
+      for (const Access &a : k.loads) note(a);
+      if (par.size() > 1) {
+        for (auto &[ax, bufs] : par)
+          for (int b : bufs) blocked[b] = 0;
+        changed = true;
+      }
+    }
+  }
+  int n = 0;
+  for (char c : blocked) n += c;
+  if (!n) return 0;
+  for (size_t ki = 0; ki < p.kernels.size(); ki++) {
+    if (split[ki].empty()) continue;
+    Kernel &k = p.kernels[ki];
+    bool par = *split[ki].begin() < k.n_parallel;
+    kernel_split(k, split[ki], blocked);
+    // Positions walked contiguously by every access (a 1x1 convolution's (h, w)) become one axis.
+    for (bool merged = par; merged;) {
+      merged = false;
+      for (int a = k.n_parallel - 3; a >= 0 && !merged; a--)
+        if (k.axes[a] > 1 && k.axes[a + 1] > 1 && axes_mergeable(k, a)) {
+          axes_merge(k, a);
+          merged = true;
+        }
+    }
+  }
+  return n;
+}
+
+int program_block_products(Program &p) {
+  int n = 0;
+  std::vector<char> none(p.buffers.size(), 0);
+  for (Kernel &k : p.kernels) {
+    int v = k.n_parallel - 1;
+    if (v < 0 || k.reduce != Reduce::sum || k.body < 0 || k.axes[v] <= CB || k.axes[v] % CB != 0) continue;
+    const Expr &body = k.exprs[k.body];
+    if (body.op != Op::mul || k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load) continue;
+    auto coef = [&](const Access &a, bool *plain) {
+      int64_t c = 0;
+      *plain = true;
+      for (const DimIndex &d : a.dims) {
+        if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) *plain = false;
+        for (const AxisTerm &t : d.terms)
+          if (t.axis == v) c += t.coef * d.stride;
+      }
+      return c;
+    };
+    bool sp, ap, bp;
+    if (coef(k.store, &sp) != 1 || !sp) continue;
+    const Access &la = k.loads[k.exprs[body.a].access], &lb = k.loads[k.exprs[body.b].access];
+    int64_t ca = coef(la, &ap), cb = coef(lb, &bp);
+    auto weight = [&](const Access &a, int64_t c, bool plain) {
+      return c > 1 && plain && p.buffers[a.buffer].kind == Buffer::Kind::constant && p.buffers[a.buffer].dtype == DType::f32;
+    };
+    if (!((weight(la, ca, ap) && cb == 0) || (weight(lb, cb, bp) && ca == 0))) continue;
+    bool iota = false;
+    for (const Expr &e : k.exprs) iota |= e.op == Op::iota && e.access == v;
+    if (iota) continue;
+    kernel_split(k, {v}, none);
+    n++;
+  }
+  return n;
+}
+
+int program_pack_weights(Program &p) {
+  std::vector<int> reads(p.buffers.size(), 0);
+  for (const Kernel &k : p.kernels)
+    for (const Access &a : k.loads) reads[a.buffer]++;
+  int packed = 0;
+  for (Kernel &k : p.kernels) {
+    int np = k.n_parallel;
+    if (np < 2 || k.axes[np - 1] != CB || k.reduce == Reduce::none) continue;
+    int v = np - 1;
+    for (Access &a : k.loads) {
+      Buffer &B = p.buffers[a.buffer];
+      if (B.kind != Buffer::Kind::constant || B.dtype != DType::f32 || reads[a.buffer] != 1) continue;
+      // The access as offset = base + sum(coef[axis] * i[axis]).
+      std::map<int, int64_t> coef;
+      int64_t base = a.offset;
+      bool ok = true;
+      for (const DimIndex &d : a.dims) {
+        if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) ok = false;
+        base += d.shift * d.stride;
+        for (const AxisTerm &t : d.terms)
+          if (k.axes[t.axis] > 1) coef[t.axis] += t.coef * d.stride;
+      }
+      if (!ok || !coef.count(v)) continue;
+      // Distinct points must read distinct elements, all inside the blob (no duplication).
+      std::vector<std::pair<int64_t, int>> by_coef;
+      for (auto &[ax, c] : coef) by_coef.push_back({c, ax});
+      std::sort(by_coef.begin(), by_coef.end());
+      int64_t reach = 0, count = 1;
+      for (auto &[c, ax] : by_coef) {
+        if (c <= reach) ok = false;
+        reach += c * (k.axes[ax] - 1);
+        count *= k.axes[ax];
+      }
+      if (!ok || base < 0 || base + reach >= B.numel || count > B.numel) continue;
+      // New order: kernel order, the channel block last.
+      std::vector<int> order;
+      for (int ax = 0; ax < (int)k.axes.size(); ax++)
+        if (ax != v && coef.count(ax)) order.push_back(ax);
+      order.push_back(v);
+      std::vector<float> src = B.data.to_f32(), dst((size_t)count);
+      std::vector<int64_t> idx(order.size(), 0);
+      for (int64_t j = 0; j < count; j++) {
+        int64_t o = base;
+        for (size_t i = 0; i < order.size(); i++) o += coef[order[i]] * idx[i];
+        dst[(size_t)j] = src[(size_t)o];
+        for (int i = (int)order.size() - 1; i >= 0; i--) {
+          if (++idx[i] < k.axes[order[i]]) break;
+          idx[i] = 0;
+        }
+      }
+      B.data = Tensor::from_f32({count}, dst);
+      B.numel = count;
+      a.offset = 0;
+      a.dims.clear();
+      int64_t stride = 1;
+      for (int i = (int)order.size() - 1; i >= 0; i--) {
+        DimIndex d;
+        d.terms = {{order[i], 1}};
+        d.extent = k.axes[order[i]];
+        d.stride = stride;
+        stride *= d.extent;
+        a.dims.insert(a.dims.begin(), d);
+      }
+      packed++;
+    }
+  }
+  return packed;
+}
+
+}  // namespace capgraph

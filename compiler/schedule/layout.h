@@ -1,0 +1,31 @@
+// Memory layouts chosen for the CPU's vector units, decided once at compile time.
+//
+// Channel blocking (NCHWc): an intermediate activation [N, C, H, W] whose C is a multiple of the
+// block is stored as [N, C/8, H, W, 8], so the 8 channels of one pixel are one vector. Every
+// kernel touching it gets its channel axis split into (outer, inner 8), the inner one moved
+// innermost; a convolution then computes 8 output channels per vector at any stride, reads each
+// input pixel's channels as consecutive scalars, and its weights become one contiguous stream.
+// Model inputs and outputs keep the ONNX layout (the kernels next to them convert on the fly).
+#pragma once
+#include "schedule/kernel.h"
+
+namespace capgraph {
+
+// The channel block: 8 f32 lanes (one AVX2 vector, two NEON vectors).
+constexpr int64_t kChannelBlock = 8;
+
+// Blocks every intermediate that all its kernels index by one channel axis (see above), rewrites
+// those kernels, and merges the position axes of the ones that then read pixels contiguously.
+// Returns how many buffers were blocked.
+int program_block_channels(Program &p);
+
+// Matrix products against a constant (Gemm, MatMul by weights) whose weight is strided along the
+// output row: splits the row into blocks of 8 outputs, so the weights can be packed for them.
+int program_block_products(Program &p);
+
+// Re-lays out each constant read by exactly one access of a channel-blocked kernel so that the
+// kernel's loop order walks it contiguously (outer parallel axes, reduction axes in order, then
+// the channel block): convolution weights become one sequential stream. Returns how many.
+int program_pack_weights(Program &p);
+
+}  // namespace capgraph

@@ -1,0 +1,31 @@
+// The HCQ transport for desktop AMD GPUs through the amdgpu kernel driver's KFD interface
+// (/dev/kfd plus the GPU's render node): memory, user-mode queues with doorbells, and bounded
+// waits on signals in memory. Sources: Linux include/uapi/linux/kfd_ioctl.h (the ioctls and
+// their argument structs, used here through the installed header), amdkfd/kfd_chardev.c
+// (ioctl semantics), tinygrad runtime/ops_amd.py (the order of the calls: facts only).
+#pragma once
+#include <memory>
+#include <string>
+
+#include "kfd_topology.h"
+#include "hcq/transport.h"
+
+namespace capgraph::kfd {
+
+struct kfd_paths {
+  std::string kfd = "/dev/kfd";
+  std::string topology = topology_root;
+  std::string dri = "/dev/dri";
+};
+
+// Opens "amd" (the first GPU) or "amd:N" (the N-th, from 0). Errors say plainly what is missing:
+// no /dev/kfd, no permission, no GPU node, an unsupported KFD version.
+capgraph_status kfd_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                         std::string *err);
+capgraph_status kfd_open_at(const kfd_paths &paths, const char *device,
+                            std::unique_ptr<hcq::transport> *out, std::string *err);
+
+// One line per GPU for `capgraph devices`, or one line saying why there are none.
+std::string kfd_devices_describe(const kfd_paths &paths = {});
+
+}  // namespace capgraph::kfd

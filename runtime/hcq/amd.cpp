@@ -1,0 +1,254 @@
+// The HCQ verbs in AMD packets. PM4 for compute queues, SDMA for copy queues.
+// Sources for the sequences (facts, not code): tinygrad runtime/ops_amd.py (exec: program
+// registers, user SGPRs, DISPATCH_DIRECT; signal: RELEASE_MEM end-of-pipe with cache write-back;
+// wait: WAIT_REG_MEM >=), Linux gfx_v11_0.c (emit_mem_sync, emit_fence) and sdma_v6_0.c
+// (emit_copy_buffer: count = bytes - 1; emit_fence; emit_pipeline_sync: POLL_REGMEM).
+#include "amd.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "amd_packets.h"
+
+namespace capgraph::hcq {
+namespace {
+
+using amd::packet;
+
+std::string missing(const char *engine, const char *verb) {
+  return std::string(engine) + " queues have no '" + verb + "' verb";
+}
+
+class pm4_encoder final : public encoder {
+ public:
+  pm4_encoder(const amd::chip &chip, std::vector<uint32_t> *out)
+      : encoder(out), chip_(chip), w_(out) {}
+
+  void exec(const dispatch &d) override {
+    // The program and its resources.
+    sh_regs(amd::reg::COMPUTE_PGM_LO, {uint32_t(d.code >> 8), uint32_t(d.code >> 40)});
+    sh_regs(amd::reg::COMPUTE_PGM_RSRC1, {d.rsrc1, d.rsrc2});
+    if (chip_.has_pgm_rsrc3) sh_regs(amd::reg::COMPUTE_PGM_RSRC3, {d.rsrc3});
+    sh_regs(amd::reg::COMPUTE_TMPRING_SIZE, {0});  // no scratch (refused at load)
+    sh_regs(amd::reg::COMPUTE_RESOURCE_LIMITS, {0});
+    // Every CU of every shader engine may take work.
+    sh_regs(amd::reg::COMPUTE_STATIC_THREAD_MGMT_SE0, {0xffffffff, 0xffffffff});
+    sh_regs(amd::reg::COMPUTE_STATIC_THREAD_MGMT_SE2, {0xffffffff, 0xffffffff});
+    sh_regs(amd::reg::COMPUTE_RESTART_X, {0, 0, 0});
+    // The kernarg pointer in its user SGPRs.
+    sh_regs(amd::reg::COMPUTE_USER_DATA_0 + d.kernarg_sgpr,
+            {uint32_t(d.kernargs), uint32_t(d.kernargs >> 32)});
+    // Start at workgroup 0, one dimension.
+    sh_regs(amd::reg::COMPUTE_START_X, {0, 0, 0, d.workgroup_size, 1, 1});
+    uint32_t initiator = amd::dispatch_compute_shader_en | amd::dispatch_force_start_at_000;
+    if (d.wave32) initiator |= amd::dispatch_cs_w32_en;
+    w_.emit(packet::DISPATCH_DIRECT, {d.groups, 1, 1, initiator});
+  }
+
+  void copy(uint64_t, uint64_t, uint64_t) override { fail(missing("compute", "copy")); }
+
+  void signal(uint64_t addr, uint64_t value) override {
+    release_mem(amd::data_sel_gpu_clock, addr + 8, 0);
+    release_mem(amd::data_sel_value64, addr, value);
+  }
+
+  void wait(uint64_t addr, uint32_t value) override {
+    // function >=, memory space 1 (memory), operation 0 (wait), engine 0 (ME).
+    w_.emit(packet::WAIT_REG_MEM, {amd::wait_func_ge, 1, 0, 0, addr, value, 0xffffffff, 4});
+  }
+
+  void barrier() override {
+    // Wait for earlier dispatches to drain, then make their writes visible to later ones.
+    w_.emit(packet::EVENT_WRITE, {amd::event_cs_partial_flush, amd::event_index_partial_flush});
+    if (chip_.gcr_cntl)
+      w_.emit(packet::ACQUIRE_MEM, {0, 0xffffffff, 0xff, 0, 0, 10, chip_.acquire_cache});
+    else
+      w_.emit(packet::ACQUIRE_MEM_GFX9, {chip_.acquire_cache, 0, 0xffffffff, 0xff, 0, 0, 10});
+  }
+
+  void interrupt(uint64_t mailbox, uint32_t id) override {
+    // The interrupt's context id names the KFD event; the mailbox write lets KFD find it when
+    // the id does not fit the interrupt (Sources: amdkfd kfd_events.c
+    // kfd_signal_event_interrupt; tinygrad ops_amd.py signal()).
+    w_.emit(packet::RELEASE_MEM,
+            {amd::event_cache_flush_and_inv_ts, amd::event_index_end_of_pipe, chip_.release_cache,
+             0, 0, amd::int_sel_after_write, amd::data_sel_value32, mailbox, id, id});
+  }
+
+  void timestamp(uint64_t addr) override {
+    w_.emit(packet::RELEASE_MEM, {amd::event_bottom_of_pipe_ts, amd::event_index_end_of_pipe, 0,
+                                  0, 0, amd::int_sel_none, amd::data_sel_gpu_clock, addr, 0, 0});
+  }
+
+  void call(uint64_t addr, uint64_t dwords) override {
+    // chain 0, valid 1, vmid 0 (the queue's own).
+    w_.emit(packet::INDIRECT_BUFFER, {addr, dwords, 0, 1, 0});
+  }
+
+  const std::string &error() const override { return error_.empty() ? w_.error() : error_; }
+
+ private:
+  void sh_regs(uint32_t reg, std::initializer_list<uint32_t> values) {
+    w_.emit(packet::SET_SH_REG, {reg - amd::sh_reg_base}, values.begin(), values.size());
+  }
+  void release_mem(uint32_t data_sel, uint64_t addr, uint64_t data) {
+    // End of pipe, caches written back first (the chip's bits), memory destination.
+    w_.emit(packet::RELEASE_MEM,
+            {amd::event_cache_flush_and_inv_ts, amd::event_index_end_of_pipe, chip_.release_cache,
+             0, 0, amd::int_sel_none, data_sel, addr, data, 0});
+  }
+  void fail(const std::string &why) {
+    if (error_.empty()) error_ = why;
+  }
+
+  const amd::chip &chip_;
+  amd::packet_writer w_;
+  std::string error_;
+};
+
+class sdma_encoder final : public encoder {
+  static constexpr uint64_t k_mtype_uc = 3;
+
+ public:
+  sdma_encoder(const amd::chip &chip, std::vector<uint32_t> *out) : encoder(out), w_(out) {}
+
+  void exec(const dispatch &) override { fail(missing("copy (SDMA)", "exec")); }
+
+  void copy(uint64_t dst, uint64_t src, uint64_t size) override {
+    for (uint64_t done = 0; done < size;) {
+      const uint64_t n = size - done < amd::sdma_max_copy ? size - done : amd::sdma_max_copy;
+      w_.emit(packet::SDMA_COPY_LINEAR, {n - 1, 0, 0, src + done, dst + done});
+      done += n;
+    }
+  }
+
+  void signal(uint64_t addr, uint64_t value) override {
+    timestamp(addr + 8);
+    // FENCE writes 32 bits: the low half first, so a reader never sees the new high half with
+    // the old low half (which could look ahead of the true value). MTYPE 3 (uncached): the CPU
+    // and the other engines see the write (as amdgpu's sdma_v6_0_ring_emit_fence sets it).
+    w_.emit(packet::SDMA_FENCE, {k_mtype_uc, addr, uint32_t(value)});
+    w_.emit(packet::SDMA_FENCE, {k_mtype_uc, addr + 4, uint32_t(value >> 32)});
+  }
+
+  void wait(uint64_t addr, uint32_t value) override {
+    // no HDP flush, function >=, memory poll; interval 10, retry 0xfff (for ever).
+    w_.emit(packet::SDMA_POLL_REGMEM, {0, amd::wait_func_ge, 1, addr, value, 0xffffffff, 10, 0xfff});
+  }
+
+  void interrupt(uint64_t mailbox, uint32_t id) override {
+    w_.emit(packet::SDMA_FENCE, {k_mtype_uc, mailbox, id});
+    w_.emit(packet::SDMA_TRAP, {id & 0xfffffff});
+  }
+
+  // SDMA runs its packets in order and each copy completes before the next packet.
+  void barrier() override {}
+
+  void timestamp(uint64_t addr) override { w_.emit(packet::SDMA_TIMESTAMP, {addr}); }
+
+  void call(uint64_t, uint64_t) override { fail(missing("copy (SDMA)", "call")); }
+
+  const std::string &error() const override { return error_.empty() ? w_.error() : error_; }
+
+ private:
+  void fail(const std::string &why) {
+    if (error_.empty()) error_ = why;
+  }
+  amd::packet_writer w_;
+  std::string error_;
+};
+
+template <class T>
+T load_le(const uint8_t *p) {
+  T v;
+  memcpy(&v, p, sizeof v);
+  return v;
+}
+
+}  // namespace
+
+std::unique_ptr<encoder> amd_compute_encoder(const amd::chip &chip, std::vector<uint32_t> *out) {
+  return std::make_unique<pm4_encoder>(chip, out);
+}
+std::unique_ptr<encoder> amd_copy_encoder(const amd::chip &chip, std::vector<uint32_t> *out) {
+  return std::make_unique<sdma_encoder>(chip, out);
+}
+
+const amd::chip *amd_capture_chip(const char *target_name) {
+  if (strncmp(target_name, "amd-", 4) != 0) return nullptr;
+  return amd::chip_find(target_name + 4);
+}
+
+uint32_t amd_kernarg_sgpr(uint16_t p) {
+  return (p & kcp_private_segment_buffer ? 4 : 0) + (p & kcp_dispatch_ptr ? 2 : 0) +
+         (p & kcp_queue_ptr ? 2 : 0);
+}
+
+capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_t program_gpu,
+                                   dispatch *out, std::string *err) {
+  const fb::Kernel *k = c->kernels()->Get(index);
+  const fb::AmdKernel *a = k->amd();
+  const auto *bin = c->programs()->Get(k->program())->binary();
+  const std::string what = "kernel " + std::to_string(index) + " '" + k->name()->str() + "'";
+  const uint8_t *kd = bin->data() + a->descriptor_offset();
+  // kernel_code_entry_byte_offset is signed and relative to the descriptor.
+  const int64_t entry = load_le<int64_t>(kd + 16);
+  int64_t code_at;
+  const bool overflow = __builtin_add_overflow(int64_t(a->descriptor_offset()), entry, &code_at);
+  const uint64_t code = uint64_t(code_at);
+  if (overflow || code_at < 0 || code >= bin->size()) {
+    *err = what + ": its descriptor's code entry offset " + std::to_string(entry) +
+           " points outside its code object";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  if ((program_gpu + code) % 256) {
+    *err = what + ": its code starts at byte " + std::to_string(code) +
+           " of its code object, which is not 256-byte aligned (COMPUTE_PGM_LO holds address >> 8)";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  const uint32_t rsrc3 = load_le<uint32_t>(kd + 44), rsrc1 = load_le<uint32_t>(kd + 48),
+                 rsrc2 = load_le<uint32_t>(kd + 52);
+  const uint16_t props = load_le<uint16_t>(kd + 56);
+  if (rsrc1 != a->rsrc1() || rsrc2 != a->rsrc2() || rsrc3 != a->rsrc3() ||
+      props != a->kernel_code_properties()) {
+    *err = what + ": AmdKernel's rsrc1/rsrc2/rsrc3/kernel_code_properties disagree with the "
+                  "kernel descriptor in its code object";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  // This runtime provides the kernarg pointer and nothing else (no dispatch packet, queue,
+  // scratch): a kernel asking for more would read garbage, so it is refused here.
+  const uint16_t unsupported = kcp_private_segment_buffer | kcp_dispatch_ptr | kcp_queue_ptr |
+                               kcp_dispatch_id | kcp_flat_scratch_init | kcp_private_segment_size;
+  if (props & unsupported) {
+    *err = what + ": its kernel descriptor enables user SGPRs this runtime does not provide "
+                  "(kernel_code_properties 0x" ;
+    char hex[16];
+    snprintf(hex, sizeof hex, "%x", props);
+    *err += std::string(hex) + "; only the kernarg segment pointer is supported)";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  if (a->private_segment_size() != 0) {
+    *err = what + ": needs " + std::to_string(a->private_segment_size()) +
+           " bytes of scratch per work-item, which this runtime does not set up yet";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  if (!(props & kcp_kernarg_segment_ptr) && k->num_buffers() + k->num_scalars() > 0) {
+    *err = what + ": takes arguments but its descriptor does not enable the kernarg pointer";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  if (bool(props & kcp_wavefront_size32) != (a->wavefront_size() == 32)) {
+    *err = what + ": wavefront_size " + std::to_string(a->wavefront_size()) +
+           " disagrees with its descriptor";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  out->code = program_gpu + code;
+  out->kernarg_sgpr = amd_kernarg_sgpr(props);
+  out->rsrc1 = rsrc1;
+  out->rsrc2 = rsrc2;
+  out->rsrc3 = rsrc3;
+  out->workgroup_size = a->workgroup_size();
+  out->wave32 = a->wavefront_size() == 32;
+  return CAPGRAPH_OK;
+}
+
+}  // namespace capgraph::hcq

@@ -1,0 +1,39 @@
+// The AMD backend of the HCQ core: the verbs as PM4 (compute queues) and SDMA (copy queues)
+// packets from targets/amd, and the kernel facts a dispatch needs from a capture's AmdKernel.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "amd_chips.h"
+#include "capgraph/capture_generated.h"
+#include "capgraph_runtime.h"
+#include "encoder.h"
+
+namespace capgraph::hcq {
+
+std::unique_ptr<encoder> amd_compute_encoder(const amd::chip &chip, std::vector<uint32_t> *out);
+std::unique_ptr<encoder> amd_copy_encoder(const amd::chip &chip, std::vector<uint32_t> *out);
+
+// The chip a capture's Target.name ("amd-gfx1100") names, or nullptr.
+const amd::chip *amd_capture_chip(const char *target_name);
+
+// Kernel descriptor facts (Sources: LLVM AMDGPUUsage "Kernel Descriptor" table: code entry
+// offset at byte 16 (int64), COMPUTE_PGM_RSRC3 at 44, RSRC1 at 48, RSRC2 at 52,
+// kernel_code_properties at 56 (uint16); the properties' user-SGPR enables in order: private
+// segment buffer (4 SGPRs), dispatch ptr (2), queue ptr (2), kernarg segment ptr (2), dispatch
+// id (2), flat scratch init (2), private segment size (1); bit 10 = wavefront size 32).
+constexpr uint32_t kd_size = 64;
+constexpr uint16_t kcp_private_segment_buffer = 1u << 0, kcp_dispatch_ptr = 1u << 1,
+                   kcp_queue_ptr = 1u << 2, kcp_kernarg_segment_ptr = 1u << 3,
+                   kcp_dispatch_id = 1u << 4, kcp_flat_scratch_init = 1u << 5,
+                   kcp_private_segment_size = 1u << 6, kcp_wavefront_size32 = 1u << 10;
+// The user SGPR where the kernarg pointer lands for these properties.
+uint32_t amd_kernarg_sgpr(uint16_t kernel_code_properties);
+
+// Resolves kernel `k` (in a verified capture) against its program's code object at
+// program_gpu: the code address, registers and wave size, checking the descriptor in the code
+// object agrees with AmdKernel. kernargs and groups are filled per launch by the caller.
+capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t kernel, uint64_t program_gpu,
+                                   dispatch *out, std::string *err);
+
+}  // namespace capgraph::hcq

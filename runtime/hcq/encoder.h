@@ -1,0 +1,52 @@
+// The encoder seam: the six verbs a queue understands, written as one target's packets into a
+// word buffer. The graph records with these verbs only; targets/ know the packets.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace capgraph::hcq {
+
+// Everything a dispatch needs, resolved at load.
+struct dispatch {
+  uint64_t code = 0;            // GPU address of the kernel's first instruction (256-aligned)
+  uint64_t kernargs = 0;        // GPU address of its kernel-argument block
+  uint32_t kernarg_sgpr = 0;    // first user SGPR of the kernarg pointer
+  uint32_t rsrc1 = 0, rsrc2 = 0, rsrc3 = 0;
+  uint32_t workgroup_size = 1;  // work-items per workgroup (x)
+  uint32_t groups = 0;          // workgroups (x)
+  bool wave32 = false;
+};
+
+class encoder {
+ public:
+  explicit encoder(std::vector<uint32_t> *out) : out_(out) {}
+  virtual ~encoder() = default;
+  virtual void exec(const dispatch &d) = 0;
+  virtual void copy(uint64_t dst, uint64_t src, uint64_t size) = 0;
+  // Writes `value` (and the clock, where the engine has one) to the signal at `addr`, after
+  // everything before it finished and its writes are visible to other engines and the CPU.
+  virtual void signal(uint64_t addr, uint64_t value) = 0;
+  // Waits until the low 32 bits of the signal value at `addr` are >= value (engines compare
+  // 32 bits: signals waited on by a device are reset before each replay so they stay small).
+  virtual void wait(uint64_t addr, uint32_t value) = 0;
+  // Later work starts after earlier work finished, and sees its writes.
+  virtual void barrier() = 0;
+  // After everything before: writes `id` to `mailbox` and raises host interrupt `id` (which
+  // wakes a transport's wait; see transport::interrupt_target).
+  virtual void interrupt(uint64_t mailbox, uint32_t id) = 0;
+  // Writes the engine's 64-bit clock to `addr`.
+  virtual void timestamp(uint64_t addr) = 0;
+  // Runs `dwords` of commands recorded at `addr` (an indirect buffer). Not every engine can.
+  virtual void call(uint64_t addr, uint64_t dwords) = 0;
+  // The first problem met while encoding ("" if none): a verb this engine lacks, a value too
+  // large for its field. Checked once after recording.
+  virtual const std::string &error() const = 0;
+
+  std::vector<uint32_t> &words() { return *out_; }
+
+ protected:
+  std::vector<uint32_t> *out_;
+};
+
+}  // namespace capgraph::hcq

@@ -1,0 +1,291 @@
+#include "graph.h"
+
+#include <cstring>
+
+#include "amd.h"
+#include "signal.h"
+
+namespace capgraph::hcq {
+namespace {
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+constexpr uint64_t k_ring_bytes = 64 * 1024;
+
+}  // namespace
+
+graph::~graph() {
+  if (!dev_) return;
+  // A replay still running would write into memory freed below: give it its bound first.
+  if (submitted_) {
+    std::string ignored;
+    auto *sig = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
+    dev_->wait(&sig->value, timeline_, opt_.timeout_ns, &ignored);
+  }
+  if (has_copy_queue_) dev_->queue_destroy(copy_);
+  if (compute_.ring.size) dev_->queue_destroy(compute_);
+  for (memory *m : {&stamps_, &ib_, &signals_, &kernargs_, &code_, &weights_, &arena_})
+    if (m->size) dev_->free(*m);
+}
+
+capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *label,
+                             const graph_options &opt, std::unique_ptr<graph> *out,
+                             std::string *err) {
+  const std::string prefix = std::string(label) + ": ";
+  const amd::chip *chip = amd_capture_chip(c->target()->name()->c_str());
+  if (!chip) {
+    *err = prefix + "target '" + c->target()->name()->str() + "' is not an AMD GPU this runtime knows";
+    return CAPGRAPH_ERR_TARGET;
+  }
+  if (dev->gfx_target_version() != chip->gfx_target_version) {
+    const amd::chip *have = amd::chip_by_gfx_target_version(dev->gfx_target_version());
+    *err = prefix + "compiled for " + chip->name + ", but the device " + dev->name() + " is " +
+           (have ? have->name : "gfx_target_version " + std::to_string(dev->gfx_target_version()));
+    return CAPGRAPH_ERR_TARGET;
+  }
+  auto g = std::make_unique<graph>();
+  g->dev_ = dev;
+  g->chip_ = chip;
+  g->opt_ = opt;
+  g->timeline_ = opt.timeline_start;
+  capgraph_status st;
+  const auto fail = [&](capgraph_status s, const std::string &why) {
+    *err = prefix + why;
+    return s;
+  };
+  const auto alloc = [&](uint64_t size, memory_kind kind, memory *m, const char *what) {
+    std::string why;
+    capgraph_status s = dev->alloc(align_up(size ? size : 1, 4096), kind, m, &why);
+    if (s != CAPGRAPH_OK) *err = prefix + "cannot allocate the " + what + ": " + why;
+    else if (!m->cpu) {
+      *err = prefix + "the " + what + " is not CPU-visible on " + dev->name();
+      s = CAPGRAPH_ERR_DEVICE;
+    }
+    return s;
+  };
+
+  // The arena: inputs and outputs are read and written in place through the CPU mapping.
+  if ((st = alloc(c->arena_size(), memory_kind::device, &g->arena_, "arena")) != CAPGRAPH_OK) return st;
+  memset(g->arena_.cpu, 0, g->arena_.size);
+
+  // Weights, each 256-byte aligned.
+  std::vector<uint64_t> weight_at;
+  uint64_t total = 0;
+  const uint32_t nweights = c->weights() ? c->weights()->size() : 0;
+  for (uint32_t i = 0; i < nweights; ++i) {
+    weight_at.push_back(total);
+    total = align_up(total + c->weights()->Get(i)->data()->size(), 256);
+  }
+  if ((st = alloc(total, memory_kind::device, &g->weights_, "weights")) != CAPGRAPH_OK) return st;
+  for (uint32_t i = 0; i < nweights; ++i) {
+    const auto *d = c->weights()->Get(i)->data();
+    memcpy(g->weights_.cpu + weight_at[i], d->data(), d->size());
+  }
+
+  // Code objects, copied as they are (their kernels are found through descriptor offsets).
+  // Host twins (elf_relocatable programs) stay on the host: program_gpu is 0 for them.
+  std::vector<uint64_t> program_at, program_gpu;
+  total = 0;
+  const uint32_t nprograms = c->programs() ? c->programs()->size() : 0;
+  for (uint32_t i = 0; i < nprograms; ++i) {
+    const fb::Program *p = c->programs()->Get(i);
+    program_at.push_back(total);
+    if (p->format() == fb::ProgramFormat::amdgpu_code_object)
+      total = align_up(total + p->binary()->size(), 4096);
+  }
+  if ((st = alloc(total, memory_kind::code, &g->code_, "code objects")) != CAPGRAPH_OK) return st;
+  for (uint32_t i = 0; i < nprograms; ++i) {
+    const fb::Program *p = c->programs()->Get(i);
+    const bool gpu = p->format() == fb::ProgramFormat::amdgpu_code_object;
+    if (gpu) memcpy(g->code_.cpu + program_at[i], p->binary()->data(), p->binary()->size());
+    program_gpu.push_back(gpu ? g->code_.gpu + program_at[i] : 0);
+  }
+  std::string why;
+  if ((st = dev->capture_attach(c, program_gpu, &why)) != CAPGRAPH_OK) return fail(st, why);
+
+  std::vector<dispatch> kernels;
+  const uint32_t nkernels = c->kernels() ? c->kernels()->size() : 0;
+  for (uint32_t i = 0; i < nkernels; ++i) {
+    dispatch d;
+    const uint32_t prog = c->kernels()->Get(i)->program();
+    if ((st = amd_kernel_resolve(c, i, program_gpu[prog], &d, &why)) != CAPGRAPH_OK)
+      return fail(st, why);
+    if (d.wave32 && !chip->wave32)
+      return fail(CAPGRAPH_ERR_FORMAT, "kernel " + std::to_string(i) + " '" +
+                                           c->kernels()->Get(i)->name()->str() + "' is wave32, which " +
+                                           chip->name + " does not run");
+    kernels.push_back(d);
+  }
+
+  const auto address = [&](const fb::BufferRef &b) {
+    return b.space() == fb::Space::arena ? g->arena_.gpu + b.offset()
+                                         : g->weights_.gpu + weight_at[b.index()] + b.offset();
+  };
+
+  // Kernel-argument blocks: buffer addresses, then scalars (capture.fbs, AmdKernel).
+  std::vector<uint64_t> kernarg_at;
+  total = 0;
+  for (const fb::Step *s : *c->steps()) {
+    if (s->kind() != fb::StepKind::launch) {
+      kernarg_at.push_back(0);
+      continue;
+    }
+    const fb::AmdKernel *a = c->kernels()->Get(s->launch()->kernel())->amd();
+    total = align_up(total, a->kernarg_align() < 16 ? 16 : a->kernarg_align());
+    kernarg_at.push_back(total);
+    total += a->kernarg_size();
+  }
+  if ((st = alloc(total, memory_kind::host, &g->kernargs_, "kernel arguments")) != CAPGRAPH_OK) return st;
+  memset(g->kernargs_.cpu, 0, g->kernargs_.size);
+  if ((st = alloc(4096, memory_kind::host, &g->signals_, "signals")) != CAPGRAPH_OK) return st;
+  memset(g->signals_.cpu, 0, g->signals_.size);
+  reinterpret_cast<signal *>(g->signals_.cpu + slot_timeline)->value = g->timeline_;
+  g->steps_ = c->steps()->size();
+  if ((st = alloc(8ull * (g->steps_ + 1), memory_kind::host, &g->stamps_, "timestamps")) != CAPGRAPH_OK)
+    return st;
+  memset(g->stamps_.cpu, 0, g->stamps_.size);
+  const uint64_t stamps = g->stamps_.gpu;
+
+  // Record. Launches go to the compute queue, with a barrier between them (each may read what
+  // the one before wrote). A run of copies goes to the copy queue: compute signals the sync
+  // value k, the copy queue waits for k, copies, signals k + 1, compute waits for k + 1.
+  std::unique_ptr<encoder> pm4 = amd_compute_encoder(*chip, &g->ib_words_);
+  std::unique_ptr<encoder> sdma = amd_copy_encoder(*chip, &g->copy_words_);
+  const uint64_t sig = g->signals_.gpu;
+  pm4->timestamp(stamps);
+  uint32_t sync = 0;
+  bool in_copies = false, first = true;
+  for (uint32_t i = 0; i < c->steps()->size(); ++i) {
+    const fb::Step *s = c->steps()->Get(i);
+    if (s->kind() == fb::StepKind::copy) {
+      if (!in_copies) {
+        pm4->signal(sig + slot_sync, ++sync);
+        sdma->wait(sig + slot_sync, sync);
+        in_copies = true;
+      }
+      const fb::Copy *cp = s->copy();
+      if (cp->size()) sdma->copy(address(*cp->dst()), address(*cp->src()), cp->size());
+      sdma->timestamp(stamps + 8ull * (i + 1));
+      continue;
+    }
+    if (in_copies) {
+      sdma->signal(sig + slot_sync, ++sync);
+      pm4->wait(sig + slot_sync, sync);
+      in_copies = false;
+      pm4->barrier();  // the copies' writes visible to the kernels
+    } else if (!first) {
+      pm4->barrier();
+    }
+    first = false;
+    const fb::Launch *l = s->launch();
+    dispatch d = kernels[l->kernel()];
+    uint8_t *args = g->kernargs_.cpu + kernarg_at[i];
+    for (uint32_t b = 0; b < l->buffers()->size(); ++b) {
+      const uint64_t a = address(*l->buffers()->Get(b));
+      memcpy(args + 8 * b, &a, 8);
+    }
+    if (l->scalars())
+      for (uint32_t v = 0; v < l->scalars()->size(); ++v) {
+        const int64_t x = l->scalars()->Get(v);
+        memcpy(args + 8 * (l->buffers()->size() + v), &x, 8);
+      }
+    d.kernargs = g->kernargs_.gpu + kernarg_at[i];
+    const uint64_t groups = (l->work_size() + d.workgroup_size - 1) / d.workgroup_size;
+    if (groups > 0xffffffffull)
+      return fail(CAPGRAPH_ERR_FORMAT, "step " + std::to_string(i) + ": " +
+                                           std::to_string(groups) + " workgroups do not fit one dispatch");
+    d.groups = uint32_t(groups);
+    if (d.groups) pm4->exec(d);
+    pm4->timestamp(stamps + 8ull * (i + 1));  // when this dispatch has finished
+  }
+  if (in_copies) {
+    sdma->signal(sig + slot_sync, ++sync);
+    pm4->wait(sig + slot_sync, sync);
+  }
+  if (!pm4->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + pm4->error());
+  if (!sdma->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + sdma->error());
+
+  if ((st = alloc(g->ib_words_.size() * 4, memory_kind::host, &g->ib_, "command buffer")) != CAPGRAPH_OK)
+    return st;
+  memcpy(g->ib_.cpu, g->ib_words_.data(), g->ib_words_.size() * 4);
+
+  if ((st = dev->queue_create(queue_kind::compute, k_ring_bytes, &g->compute_, &why)) != CAPGRAPH_OK)
+    return fail(st, "cannot create the compute queue: " + why);
+  if (!g->copy_words_.empty()) {
+    uint64_t ring = k_ring_bytes;
+    while (ring < 2 * 4 * g->copy_words_.size()) ring *= 2;
+    if ((st = dev->queue_create(queue_kind::copy, ring, &g->copy_, &why)) != CAPGRAPH_OK)
+      return fail(st, "cannot create the copy queue: " + why);
+    g->has_copy_queue_ = true;
+  }
+  g->interrupt_ = dev->interrupt_target(&g->interrupt_mailbox_, &g->interrupt_id_);
+  // Room for the per-replay ring packets, so replay never allocates.
+  g->ring_words_.reserve(64);
+  g->ring_encoder_ = amd_compute_encoder(*chip, &g->ring_words_);
+  *out = std::move(g);
+  return CAPGRAPH_OK;
+}
+
+void graph::ring_write(queue &q, const std::vector<uint32_t> &words, bool contiguous) noexcept {
+  const uint64_t ring_dwords = q.ring.size / 4;
+  uint64_t &wptr = q.kind == queue_kind::compute ? compute_wptr_ : copy_wptr_;
+  uint64_t pos = wptr * q.write_ptr_unit / 4;  // in dwords
+  auto *ring = reinterpret_cast<volatile uint32_t *>(q.ring.cpu);
+  if (contiguous && pos % ring_dwords + words.size() > ring_dwords) {
+    // SDMA packets may not wrap around the ring's end: fill the rest with NOPs (header 0).
+    while (pos % ring_dwords) {
+      ring[pos % ring_dwords] = 0;
+      ++pos;
+      ++words_written_;
+    }
+  }
+  for (uint32_t w : words) {
+    ring[pos % ring_dwords] = w;
+    ++pos;
+  }
+  words_written_ += words.size();
+  wptr = pos * 4 / q.write_ptr_unit;
+  __atomic_thread_fence(__ATOMIC_RELEASE);  // the commands before the write pointer
+  *q.write_ptr = wptr;
+  words_written_ += 2;
+  dev_->doorbell(q, wptr);
+  words_written_ += 2;  // a 64-bit doorbell
+}
+
+capgraph_status graph::replay(std::string *err) noexcept {
+  auto *timeline = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
+  auto *sync = reinterpret_cast<signal *>(signals_.cpu + slot_sync);
+  words_written_ = 0;
+  // The previous replay must be done before its signals and rings are reused.
+  if (submitted_) {
+    capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
+    if (st != CAPGRAPH_OK) return st;
+  }
+  sync->value = 0;
+  words_written_ += 2;
+  if (has_copy_queue_) ring_write(copy_, copy_words_, true);
+  // Compute ring: call the recorded commands, then raise the timeline.
+  const uint64_t next = timeline_ + 1;
+  ring_words_.clear();
+  ring_encoder_->call(ib_.gpu, ib_words_.size());
+  ring_encoder_->signal(signals_.gpu + slot_timeline, next);
+  if (interrupt_) ring_encoder_->interrupt(interrupt_mailbox_, interrupt_id_);
+  ring_write(compute_, ring_words_, false);
+  timeline_ = next;
+  submitted_ = true;
+  return dev_->wait(&timeline->value, next, opt_.timeout_ns, err);
+}
+
+void graph::step_times(uint64_t *step_ns) const noexcept {
+  const double ns_per_tick = 1e9 / double(dev_->clock_hz());
+  uint64_t prev;
+  memcpy(&prev, stamps_.cpu, 8);
+  for (uint32_t i = 0; i < steps_; ++i) {
+    uint64_t t;
+    memcpy(&t, stamps_.cpu + 8ull * (i + 1), 8);
+    step_ns[i] = t >= prev ? uint64_t(double(t - prev) * ns_per_tick) : 0;
+    prev = t;
+  }
+}
+
+}  // namespace capgraph::hcq

@@ -1,0 +1,86 @@
+// A capture recorded into hardware queues once, replayed by writing a handful of words.
+//
+// Load: the arena, weights, code objects and kernel-argument blocks go into device memory; the
+// whole launch list is encoded once into an indirect buffer for the compute queue (copies go to
+// a copy queue, with signal/wait pairs between the two).
+// Replay: wait for the previous replay; reset the cross-queue signal; write a few packets into
+// the rings (call the indirect buffer, raise the timeline); ring the doorbells; wait with a
+// timeout. Inputs and outputs live in the arena, which is CPU-visible, so no address changes
+// between replays: what is written per replay does not depend on the number of kernels.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amd_chips.h"
+#include "capgraph/capture_generated.h"
+#include "capgraph_runtime.h"
+#include "encoder.h"
+#include "transport.h"
+
+namespace capgraph::hcq {
+
+struct graph_options {
+  uint64_t timeout_ns = 10'000'000'000ull;  // one replay's bound
+  uint64_t timeline_start = 0;              // first timeline value (tests start near 2^64)
+};
+
+class graph {
+ public:
+  graph() = default;
+  graph(const graph &) = delete;
+  graph &operator=(const graph &) = delete;
+  ~graph();
+
+  // Builds on `dev` (kept; must outlive the graph). `c` must have passed capture_verify for an
+  // AMD device. Errors start with `label`.
+  static capgraph_status build(transport *dev, const fb::Capture *c, const char *label,
+                               const graph_options &opt, std::unique_ptr<graph> *out,
+                               std::string *err);
+
+  // One replay. No allocation, no exceptions on success.
+  capgraph_status replay(std::string *err) noexcept;
+
+  uint8_t *arena() const { return arena_.cpu; }
+  // 32-bit words the CPU wrote to device-visible memory (rings, write pointers, doorbells,
+  // signals) in the last replay.
+  uint64_t words_written() const { return words_written_; }
+  // Each step's device time in the last replay, in nanoseconds (from the engines' timestamps
+  // after every step; count >= the number of steps). No allocation.
+  void step_times(uint64_t *step_ns) const noexcept;
+  uint32_t steps() const { return steps_; }
+  uint64_t timeline() const { return timeline_; }
+
+  // What was recorded, for golden tests and text dumps.
+  const std::vector<uint32_t> &compute_commands() const { return ib_words_; }
+  const std::vector<uint32_t> &copy_commands() const { return copy_words_; }
+  const std::vector<uint32_t> &compute_ring_commands() const { return ring_words_; }
+
+ private:
+  void ring_write(queue &q, const std::vector<uint32_t> &words, bool contiguous) noexcept;
+
+  transport *dev_ = nullptr;
+  const amd::chip *chip_ = nullptr;
+  graph_options opt_;
+  memory arena_, weights_, code_, kernargs_, signals_, ib_;
+  memory stamps_;       // steps + 1 clock values: before the first step, after each step
+  uint32_t steps_ = 0;
+  queue compute_, copy_;
+  bool has_copy_queue_ = false;
+  std::vector<uint32_t> ib_words_, copy_words_, ring_words_;
+  std::unique_ptr<encoder> ring_encoder_;
+  uint64_t timeline_ = 0;      // value of the last submitted replay
+  uint64_t compute_wptr_ = 0, copy_wptr_ = 0;
+  uint64_t words_written_ = 0;
+  bool submitted_ = false;
+  bool interrupt_ = false;  // the transport wakes waits on an interrupt
+  uint64_t interrupt_mailbox_ = 0;
+  uint32_t interrupt_id_ = 0;
+};
+
+// Signal slots in the graph's signal page.
+constexpr uint64_t slot_timeline = 0;   // the replay timeline (value + timestamp)
+constexpr uint64_t slot_sync = 16;      // compute <-> copy, reset to 0 before each replay
+
+}  // namespace capgraph::hcq

@@ -1,0 +1,475 @@
+#include "fake_amd.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "hcq/amd.h"
+#include "cpu_target.h"
+#include "hcq/signal.h"
+
+namespace capgraph::amd {
+namespace {
+
+std::string hex(uint64_t v) {
+  char b[24];
+  snprintf(b, sizeof b, "0x%llx", (unsigned long long)v);
+  return b;
+}
+
+uint64_t now_ns() {
+  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now().time_since_epoch())
+                      .count());
+}
+
+bool compare(uint32_t func, uint32_t v, uint32_t ref) {
+  switch (func) {  // WAIT_REG_MEM / POLL_REGMEM function codes (nvd.h, sdma pkt headers)
+    case 0: return true;
+    case 1: return v < ref;
+    case 2: return v <= ref;
+    case 3: return v == ref;
+    case 4: return v != ref;
+    case 5: return v >= ref;
+    case 6: return v > ref;
+  }
+  return false;
+}
+
+}  // namespace
+
+fake_gpu::fake_gpu(const chip &c) : chip_(c) {}
+
+fake_gpu::~fake_gpu() {
+  for (region &r : regions_) std::free(r.cpu);
+}
+
+std::string fake_gpu::name() const {
+  return std::string("fake-amd (") + chip_.name + ", a fake GPU: kernels run as their host twins)";
+}
+
+uint64_t fake_gpu::clock() const { return now_ns(); }
+
+bool fake_gpu::raise(const std::string &why) {
+  if (fault_.empty()) fault_ = why;
+  return false;
+}
+
+capgraph_status fake_gpu::alloc(uint64_t size, hcq::memory_kind, hcq::memory *out,
+                                std::string *err) {
+  const uint64_t rounded = (size + 4095) / 4096 * 4096;
+  void *p = rounded ? std::aligned_alloc(4096, rounded) : nullptr;
+  if (!p) {
+    *err = "fake-amd: cannot allocate " + std::to_string(size) + " bytes";
+    return CAPGRAPH_ERR_MEMORY;
+  }
+  memset(p, 0, rounded);
+  out->cpu = static_cast<uint8_t *>(p);
+  out->gpu = next_gpu_;
+  out->size = rounded;
+  out->handle = next_gpu_;
+  regions_.push_back({next_gpu_, rounded, out->cpu});
+  next_gpu_ += rounded + (1u << 20);  // a gap: running off an allocation is a fault
+  return CAPGRAPH_OK;
+}
+
+void fake_gpu::free(hcq::memory &m) {
+  for (size_t i = 0; i < regions_.size(); ++i)
+    if (regions_[i].gpu == m.gpu) {
+      std::free(regions_[i].cpu);
+      regions_.erase(regions_.begin() + long(i));
+      break;
+    }
+  m = {};
+}
+
+uint8_t *fake_gpu::host(uint64_t gpu, uint64_t size) const {
+  for (const region &r : regions_)
+    if (gpu >= r.gpu && gpu - r.gpu <= r.size && size <= r.size - (gpu - r.gpu))
+      return r.cpu + (gpu - r.gpu);
+  return nullptr;
+}
+
+capgraph_status fake_gpu::queue_create(hcq::queue_kind kind, uint64_t ring_bytes, hcq::queue *out,
+                                       std::string *err) {
+  hcq::memory ring, ptrs;
+  capgraph_status st = alloc(ring_bytes, hcq::memory_kind::host, &ring, err);
+  if (st != CAPGRAPH_OK) return st;
+  if ((st = alloc(16, hcq::memory_kind::host, &ptrs, err)) != CAPGRAPH_OK) return st;
+  out->kind = kind;
+  out->ring = ring;
+  out->write_ptr = reinterpret_cast<volatile uint64_t *>(ptrs.cpu);
+  out->read_ptr = reinterpret_cast<volatile uint64_t *>(ptrs.cpu + 8);
+  // Compute rings count dwords, SDMA rings bytes (as the hardware's write pointers do).
+  out->write_ptr_unit = kind == hcq::queue_kind::compute ? 4 : 1;
+  out->handle = next_queue_++;
+  queue_state q;
+  q.kind = kind;
+  q.ring_gpu = ring.gpu;
+  q.ptrs_gpu = ptrs.gpu;
+  q.ring_dwords = ring_bytes / 4;
+  q.write_ptr = out->write_ptr;
+  q.read_ptr = out->read_ptr;
+  q.unit = out->write_ptr_unit;
+  queues_.emplace(out->handle, q);
+  return CAPGRAPH_OK;
+}
+
+void fake_gpu::queue_destroy(hcq::queue &q) {
+  auto it = queues_.find(q.handle);
+  if (it == queues_.end()) return;
+  hcq::memory ring{nullptr, it->second.ring_gpu, 0, 0}, ptrs{nullptr, it->second.ptrs_gpu, 0, 0};
+  free(ring);
+  free(ptrs);
+  queues_.erase(it);
+  q = {};
+}
+
+void fake_gpu::doorbell(hcq::queue &q, uint64_t) { run(); }
+
+void fake_gpu::run() {
+  for (bool progress = true; progress && fault_.empty();) {
+    progress = false;
+    for (auto &[id, q] : queues_) progress |= queue_advance(q);
+  }
+}
+
+// Runs one queue until it is empty, blocked or faulted; true if anything ran.
+bool fake_gpu::queue_advance(queue_state &q) {
+  bool ran = false;
+  const engine eng = q.kind == hcq::queue_kind::compute ? engine::pm4 : engine::sdma;
+  std::vector<uint32_t> window;
+  while (fault_.empty()) {
+    decoded p;
+    std::string err;
+    const char *where = q.in_ib ? "indirect buffer" : "ring";
+    if (q.in_ib) {
+      if (q.ib_pos == q.ib_dwords) {
+        q.in_ib = false;
+        continue;
+      }
+      const uint32_t *w =
+          reinterpret_cast<const uint32_t *>(host(q.ib_gpu + 4 * q.ib_pos, 4 * (q.ib_dwords - q.ib_pos)));
+      if (!w) return raise("indirect buffer at " + hex(q.ib_gpu) + " is outside GPU memory");
+      if (!packet_decode(eng, w, q.ib_dwords - q.ib_pos, &p, &err))
+        return raise(std::string(where) + " dword " + std::to_string(q.ib_pos) + ": " + err);
+    } else {
+      const uint64_t wptr = *q.write_ptr;
+      if (q.rptr == wptr) break;
+      // The ring is circular: gather the pending dwords in order.
+      const uint64_t pending = (wptr - q.rptr) * q.unit / 4;
+      const uint64_t start = q.rptr * q.unit / 4;
+      if (pending > q.ring_dwords) return raise("write pointer is more than a ring ahead");
+      const uint32_t *ring = reinterpret_cast<const uint32_t *>(host(q.ring_gpu, 4 * q.ring_dwords));
+      window.resize(pending);
+      for (uint64_t i = 0; i < pending; ++i) window[i] = ring[(start + i) % q.ring_dwords];
+      if (!packet_decode(eng, window.data(), pending, &p, &err))
+        return raise(std::string(eng == engine::pm4 ? "compute" : "SDMA") + " ring dword " +
+                     std::to_string(start % q.ring_dwords) + ": " + err);
+      if (eng == engine::sdma && start % q.ring_dwords + p.dwords > q.ring_dwords)
+        return raise("SDMA packet " + std::string(p.desc->name) + " wraps around the ring's end");
+    }
+    const bool from_ib = q.in_ib;
+    if (!execute(q, p)) break;
+    ++packets_;
+    ran = true;
+    if (from_ib) {
+      q.ib_pos += p.dwords;
+    } else {
+      q.rptr += p.dwords * 4 / q.unit;
+      *q.read_ptr = q.rptr;
+    }
+  }
+  return ran;
+}
+
+bool fake_gpu::execute(queue_state &q, const decoded &p) {
+  q.blocked.clear();
+  return q.kind == hcq::queue_kind::compute ? pm4(q, p) : sdma(q, p);
+}
+
+bool fake_gpu::write32(uint64_t addr, uint32_t v) {
+  uint8_t *h = host(addr, 4);
+  if (!h || addr % 4) return raise("write of 4 bytes at " + hex(addr) + ": not mapped or not aligned");
+  memcpy(h, &v, 4);
+  return true;
+}
+
+bool fake_gpu::write64(uint64_t addr, uint64_t v) {
+  uint8_t *h = host(addr, 8);
+  if (!h || addr % 8) return raise("write of 8 bytes at " + hex(addr) + ": not mapped or not aligned");
+  __atomic_store_n(reinterpret_cast<uint64_t *>(h), v, __ATOMIC_RELEASE);
+  return true;
+}
+
+bool fake_gpu::mem_compare(uint64_t addr, uint32_t mask, uint32_t ref, uint32_t func,
+                           const char *what, queue_state &q) {
+  const uint8_t *h = host(addr, 4);
+  if (!h || addr % 4) return raise(std::string(what) + " polls " + hex(addr) + ": not mapped or not aligned");
+  if (func > 6) return raise(std::string(what) + ": unknown compare function " + std::to_string(func));
+  uint32_t v;
+  memcpy(&v, h, 4);
+  if (!wedged_ && compare(func, v & mask, ref)) return true;
+  q.blocked = std::string(what) + " at " + hex(addr) + " (function " + std::to_string(func) +
+              ", reference " + std::to_string(ref) + ", value " + std::to_string(v) + ")";
+  return false;
+}
+
+bool fake_gpu::pm4(queue_state &q, const decoded &p) {
+  const uint64_t *v = p.values;
+  switch (p.desc->id) {
+    case packet::NOP: return true;
+    case packet::SET_SH_REG:
+      if (v[0] + p.tail_len > sizeof sh_ / sizeof sh_[0])
+        return raise("SET_SH_REG: registers " + hex(sh_reg_base + v[0]) + " + " +
+                     std::to_string(p.tail_len) + " are outside the SH range");
+      for (size_t i = 0; i < p.tail_len; ++i) sh_[v[0] + i] = p.tail[i];
+      return true;
+    case packet::DISPATCH_DIRECT:
+      return dispatch(uint32_t(v[0]), uint32_t(v[1]), uint32_t(v[2]), uint32_t(v[3]));
+    case packet::EVENT_WRITE:
+      if (v[0] != event_cs_partial_flush || v[1] != event_index_partial_flush)
+        return raise("EVENT_WRITE: event " + hex(v[0]) + " index " + std::to_string(v[1]) +
+                     " is not one the fake knows");
+      return true;  // dispatches run to completion here: nothing to drain
+    case packet::RELEASE_MEM: {
+      const uint64_t data_sel = v[6], addr = v[7], data = v[8];
+      if (v[0] != event_cache_flush_and_inv_ts && v[0] != event_bottom_of_pipe_ts)
+        return raise("RELEASE_MEM: event " + hex(v[0]) + " is not an end-of-pipe event");
+      if (v[4] != 0) return raise("RELEASE_MEM: dst_sel " + std::to_string(v[4]) + " (only memory, 0, is known)");
+      if (v[5] > int_sel_after_write)
+        return raise("RELEASE_MEM: int_sel " + std::to_string(v[5]) + " is not one the fake knows");
+      if (v[5] != int_sel_none) {
+        ++interrupts_;
+        last_interrupt_id_ = uint32_t(v[9]);
+      }
+      switch (data_sel) {
+        case data_sel_none: return true;
+        case data_sel_value32: return write32(addr, uint32_t(data));
+        case data_sel_value64: return write64(addr, data);
+        case data_sel_gpu_clock: return write64(addr, clock());
+      }
+      return raise("RELEASE_MEM: data_sel " + std::to_string(data_sel) + " is not one the fake knows");
+    }
+    case packet::ACQUIRE_MEM:
+    case packet::ACQUIRE_MEM_GFX9:
+      if ((p.desc->id == packet::ACQUIRE_MEM) != chip_.gcr_cntl)
+        return raise(std::string("ACQUIRE_MEM: the ") + (chip_.gcr_cntl ? "gfx9" : "gfx10+") +
+                     " layout was sent to a " + chip_.name);
+      return true;  // host memory is coherent
+    case packet::WAIT_REG_MEM:
+      if (v[1] != 1 || v[2] != 0)
+        return raise("WAIT_REG_MEM: only memory polls (mem_space 1, operation 0) are known");
+      return mem_compare(v[4], uint32_t(v[6]), uint32_t(v[5]), uint32_t(v[0]), "WAIT_REG_MEM", q);
+    case packet::INDIRECT_BUFFER:
+      if (q.in_ib) return raise("INDIRECT_BUFFER inside an indirect buffer (the fake runs one level)");
+      if (!v[3]) return raise("INDIRECT_BUFFER without the VALID bit");
+      if (v[0] % 4 || !host(v[0], 4 * v[1]))
+        return raise("INDIRECT_BUFFER at " + hex(v[0]) + " (" + std::to_string(v[1]) +
+                     " dwords) is not in GPU memory");
+      q.in_ib = true;  // its packets run next, then the ring goes on
+      q.ib_gpu = v[0];
+      q.ib_pos = 0;
+      q.ib_dwords = v[1];
+      return true;
+    case packet::WRITE_DATA:
+      if (v[0] != 5) return raise("WRITE_DATA: dst_sel " + std::to_string(v[0]) + " (only memory, 5, is known)");
+      for (size_t i = 0; i < p.tail_len; ++i)
+        if (!write32(v[3] + 4 * i, p.tail[i])) return false;
+      return true;
+    default: break;
+  }
+  return raise(std::string("PM4 packet ") + p.desc->name + " on a compute queue is not one the fake runs");
+}
+
+bool fake_gpu::sdma(queue_state &q, const decoded &p) {
+  const uint64_t *v = p.values;
+  switch (p.desc->id) {
+    case packet::SDMA_NOP: return true;
+    case packet::SDMA_COPY_LINEAR: {
+      const uint64_t n = v[0] + 1;
+      uint8_t *dst = host(v[4], n);
+      const uint8_t *src = host(v[3], n);
+      if (!dst || !src)
+        return raise("COPY_LINEAR of " + std::to_string(n) + " bytes from " + hex(v[3]) + " to " +
+                     hex(v[4]) + ": not in GPU memory");
+      memmove(dst, src, n);
+      return true;
+    }
+    case packet::SDMA_FENCE: return write32(v[1], uint32_t(v[2]));
+    case packet::SDMA_TRAP:
+      ++interrupts_;
+      last_interrupt_id_ = uint32_t(v[0]);
+      return true;
+    case packet::SDMA_POLL_REGMEM:
+      if (!v[2]) return raise("POLL_REGMEM: register polls are not known to the fake");
+      return mem_compare(v[3], uint32_t(v[5]), uint32_t(v[4]), uint32_t(v[1]), "POLL_REGMEM", q);
+    case packet::SDMA_TIMESTAMP: return write64(v[0], clock());
+    default: break;
+  }
+  return raise(std::string("SDMA packet ") + p.desc->name + " is not one the fake runs");
+}
+
+bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t initiator) {
+  const auto sh = [&](uint32_t reg) { return sh_[reg - sh_reg_base]; };
+  if (!capture_) return raise("DISPATCH_DIRECT before any capture was attached");
+  const uint64_t code = (uint64_t(sh(reg::COMPUTE_PGM_LO)) << 8) | (uint64_t(sh(reg::COMPUTE_PGM_HI)) << 40);
+  // Which kernel's code is at that address: read the kernel descriptors in GPU memory.
+  int32_t found = -1;
+  for (uint32_t k = 0; capture_->kernels() && k < capture_->kernels()->size() && found < 0; ++k) {
+    const fb::Kernel *kern = capture_->kernels()->Get(k);
+    const uint64_t base = program_gpu_[kern->program()];
+    if (!base || !kern->amd()) continue;
+    const uint8_t *kd = host(base + kern->amd()->descriptor_offset(), hcq::kd_size);
+    if (!kd) continue;
+    int64_t entry;
+    memcpy(&entry, kd + 16, 8);
+    if (base + kern->amd()->descriptor_offset() + uint64_t(entry) == code) found = int32_t(k);
+  }
+  if (found < 0)
+    return raise("DISPATCH_DIRECT: COMPUTE_PGM_LO/HI point at " + hex(code) +
+                 ", which is not the code of any kernel");
+  const fb::Kernel *k = capture_->kernels()->Get(uint32_t(found));
+  const fb::AmdKernel *a = k->amd();
+  const std::string what = "DISPATCH_DIRECT of kernel '" + k->name()->str() + "': ";
+  if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != a->rsrc2() ||
+      (chip_.has_pgm_rsrc3 && sh(reg::COMPUTE_PGM_RSRC3) != a->rsrc3()))
+    return raise(what + "COMPUTE_PGM_RSRC1/2/3 differ from its descriptor");
+  if (sh(reg::COMPUTE_NUM_THREAD_X) != a->workgroup_size() || sh(reg::COMPUTE_NUM_THREAD_X + 1) != 1 ||
+      sh(reg::COMPUTE_NUM_THREAD_X + 2) != 1)
+    return raise(what + "COMPUTE_NUM_THREAD_X/Y/Z are " + std::to_string(sh(reg::COMPUTE_NUM_THREAD_X)) +
+                 "/" + std::to_string(sh(reg::COMPUTE_NUM_THREAD_X + 1)) + "/" +
+                 std::to_string(sh(reg::COMPUTE_NUM_THREAD_X + 2)) + ", the kernel's workgroup is " +
+                 std::to_string(a->workgroup_size()) + "/1/1");
+  if (dim_y != 1 || dim_z != 1 || dim_x == 0) return raise(what + "the grid must be N x 1 x 1");
+  if (!(initiator & dispatch_compute_shader_en))
+    return raise(what + "DISPATCH_INITIATOR lacks COMPUTE_SHADER_EN");
+  if (bool(initiator & dispatch_cs_w32_en) != (a->wavefront_size() == 32))
+    return raise(what + "DISPATCH_INITIATOR.CS_W32_EN disagrees with wavefront_size " +
+                 std::to_string(a->wavefront_size()));
+  const uint32_t sgpr = hcq::amd_kernarg_sgpr(a->kernel_code_properties());
+  const uint64_t kernargs = sh(reg::COMPUTE_USER_DATA_0 + sgpr) |
+                            (uint64_t(sh(reg::COMPUTE_USER_DATA_0 + sgpr + 1)) << 32);
+  const uint32_t nb = k->num_buffers(), ns = k->num_scalars();
+  const uint8_t *args = host(kernargs, 8ull * (nb + ns));
+  if (!args) return raise(what + "its kernarg pointer " + hex(kernargs) + " is not in GPU memory");
+  if (kernargs % (a->kernarg_align() ? a->kernarg_align() : 1))
+    return raise(what + "its kernarg pointer " + hex(kernargs) + " is not " +
+                 std::to_string(a->kernarg_align()) + "-byte aligned");
+  const twin &t = twins_[uint32_t(found)];
+  if (!t.entry) return raise(what + "the kernel has no host twin, so the fake cannot run it");
+  std::vector<void *> bufs(nb);
+  for (uint32_t b = 0; b < nb; ++b) {
+    uint64_t gpu;
+    memcpy(&gpu, args + 8 * b, 8);
+    bufs[b] = host(gpu, 0);
+    if (!bufs[b]) return raise(what + "buffer " + std::to_string(b) + " at " + hex(gpu) + " is not in GPU memory");
+  }
+  std::vector<int64_t> scalars(ns);
+  if (ns) memcpy(scalars.data(), args + 8 * nb, 8ull * ns);
+  if (t.work_size) t.entry(bufs.data(), ns ? scalars.data() : nullptr, 0, int64_t(t.work_size));
+  ++dispatches_;
+  return true;
+}
+
+capgraph_status fake_gpu::capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
+                                         std::string *err) {
+  capture_ = c;
+  program_gpu_ = program_gpu;
+  twins_.assign(c->kernels() ? c->kernels()->size() : 0, twin{});
+  twin_images_.clear();
+  std::vector<int64_t> linked(program_gpu.size(), -1);  // program -> twin_images_ index
+  bool any = false;
+  for (uint32_t k = 0; k < twins_.size(); ++k) any |= c->kernels()->Get(k)->twin_program() >= 0;
+  if (!any) return CAPGRAPH_OK;
+  if (!c->twin_target() || !c->twin_target()->name()) {
+    *err = "fake-amd: the capture has host twins but no twin_target";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  std::string why;
+  capgraph_status st = cpu_target_check(
+      c->twin_target()->name()->c_str(),
+      c->twin_target()->features() ? c->twin_target()->features()->c_str() : "", &why);
+  if (st != CAPGRAPH_OK) {
+    *err = "fake-amd: the host twins cannot run here: " + why;
+    return st;
+  }
+  twin_images_.reserve(program_gpu.size());
+  for (uint32_t k = 0; k < twins_.size(); ++k) {
+    const fb::Kernel *kern = c->kernels()->Get(k);
+    const int32_t p = kern->twin_program();
+    if (p < 0) continue;
+    if (linked[size_t(p)] < 0) {
+      const auto *bin = c->programs()->Get(uint32_t(p))->binary();
+      elf_image image;
+      if ((st = elf_link(bin->data(), bin->size(), &image, &why)) != CAPGRAPH_OK) {
+        *err = "fake-amd: twin program " + std::to_string(p) + ": " + why;
+        return st;
+      }
+      linked[size_t(p)] = int64_t(twin_images_.size());
+      twin_images_.push_back(std::move(image));
+    }
+    const elf_image &image = twin_images_[size_t(linked[size_t(p)])];
+    const char *entry = kern->twin_entry() ? kern->twin_entry()->c_str() : "";
+    void *fn = image.code_address(entry);
+    if (!fn) {
+      *err = "fake-amd: kernel '" + kern->name()->str() + "': twin entry '" + entry +
+             "' is not code in program " + std::to_string(p);
+      return CAPGRAPH_ERR_FORMAT;
+    }
+    twins_[k] = {reinterpret_cast<kernel_entry>(fn), kern->twin_work_size()};
+  }
+  return CAPGRAPH_OK;
+}
+
+bool fake_gpu::interrupt_target(uint64_t *mailbox, uint32_t *id) {
+  std::string err;
+  if (!mailbox_.size && alloc(4096, hcq::memory_kind::host, &mailbox_, &err) != CAPGRAPH_OK) return false;
+  *mailbox = mailbox_.gpu;
+  *id = 1;
+  return true;
+}
+
+capgraph_status fake_gpu::wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
+                               std::string *err) {
+  const uint64_t start = now_ns();
+  for (;;) {
+    if (!fault_.empty()) {
+      *err = "fake-amd: device error: " + fault_;
+      return CAPGRAPH_ERR_DEVICE;
+    }
+    if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target)) return CAPGRAPH_OK;
+    const uint64_t spent = now_ns() - start;
+    if (spent >= timeout_ns) break;
+    std::this_thread::sleep_for(std::chrono::microseconds(200));
+  }
+  *err = "fake-amd: timed out after " + std::to_string(timeout_ns / 1000000) +
+         " ms waiting for signal value " + std::to_string(target) + " (it holds " +
+         std::to_string(*value) + ")";
+  for (const auto &[id, q] : queues_)
+    if (!q.blocked.empty())
+      *err += std::string("; the ") + (q.kind == hcq::queue_kind::compute ? "compute" : "SDMA") +
+              " queue is stuck at " + q.blocked;
+  return CAPGRAPH_ERR_TIMEOUT;
+}
+
+namespace {
+
+capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err) {
+  const char *colon = strchr(device, ':');
+  const chip *c = chip_find(colon ? colon + 1 : "gfx1100");
+  if (!c) {
+    *err = std::string("fake-amd: unknown chip '") + (colon ? colon + 1 : "") + "'";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  *out = std::make_unique<fake_gpu>(*c);
+  return CAPGRAPH_OK;
+}
+
+}  // namespace
+
+void fake_amd_register() { hcq::transport_register("fake-amd", &fake_open); }
+
+}  // namespace capgraph::amd

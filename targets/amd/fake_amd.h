@@ -1,0 +1,111 @@
+// A FAKE AMD GPU, for tests and `--device fake-amd`: it implements the HCQ transport over host
+// memory and interprets the PM4 and SDMA packets the runtime writes, decoded with the same
+// packet table (amd_packets_table.cpp). It honours signals and waits, checks what a dispatch
+// sets (program address, RSRC registers, workgroup size, kernarg pointer) against the capture,
+// and runs each dispatch as the kernel's host twin (Kernel.twin_program) on the host memory
+// behind the GPU addresses. Anything it does not know (an opcode, a register range, an address
+// outside every allocation) is a device error naming it. It measures nothing about a real GPU.
+//
+// Execution is synchronous: a doorbell runs every queue until each is idle or blocked on a wait.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "amd_chips.h"
+#include "amd_packets.h"
+#include "elf_link.h"
+#include "replay.h"
+#include "hcq/transport.h"
+
+namespace capgraph::amd {
+
+class fake_gpu final : public hcq::transport {
+ public:
+  explicit fake_gpu(const chip &c);
+  ~fake_gpu() override;
+
+  std::string name() const override;
+  uint32_t gfx_target_version() const override { return chip_.gfx_target_version; }
+  uint64_t clock_hz() const override { return 1000000000; }  // host nanoseconds
+  capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
+                        std::string *err) override;
+  void free(hcq::memory &m) override;
+  capgraph_status queue_create(hcq::queue_kind kind, uint64_t ring_bytes, hcq::queue *out,
+                               std::string *err) override;
+  void queue_destroy(hcq::queue &q) override;
+  void doorbell(hcq::queue &q, uint64_t write_ptr) override;
+  capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
+                       std::string *err) override;
+  capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
+                                 std::string *err) override;
+  // Like KFD: a mailbox page and event id 1 (the fake counts the interrupts; its waits poll).
+  bool interrupt_target(uint64_t *mailbox, uint32_t *id) override;
+
+  // Test switches and counters.
+  void wedge(bool on) { wedged_ = on; }  // every WAIT_REG_MEM / POLL_REGMEM stays unsatisfied
+  uint64_t dispatches() const { return dispatches_; }
+  uint64_t packets() const { return packets_; }
+  uint64_t interrupts() const { return interrupts_; }
+  uint32_t last_interrupt_id() const { return last_interrupt_id_; }
+  const std::string &fault() const { return fault_; }
+  // Host pointer behind [gpu, gpu + size), or nullptr.
+  uint8_t *host(uint64_t gpu, uint64_t size) const;
+
+ private:
+  struct region {
+    uint64_t gpu, size;
+    uint8_t *cpu;
+  };
+  struct queue_state {
+    hcq::queue_kind kind = hcq::queue_kind::compute;
+    uint64_t ring_gpu = 0, ptrs_gpu = 0, ring_dwords = 0;
+    volatile uint64_t *write_ptr = nullptr, *read_ptr = nullptr;
+    uint64_t unit = 4;  // bytes per write-pointer step
+    uint64_t rptr = 0;  // in write-pointer units
+    bool in_ib = false;
+    uint64_t ib_gpu = 0, ib_pos = 0, ib_dwords = 0;
+    std::string blocked;  // the wait it is stuck on
+  };
+  struct twin {
+    kernel_entry entry = nullptr;
+    uint64_t work_size = 0;
+  };
+
+  void run();
+  bool queue_advance(queue_state &q);
+  bool execute(queue_state &q, const decoded &p);  // false: blocked (or faulted)
+  bool pm4(queue_state &q, const decoded &p);
+  bool sdma(queue_state &q, const decoded &p);
+  bool dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t initiator);
+  bool mem_compare(uint64_t addr, uint32_t mask, uint32_t ref, uint32_t func, const char *what,
+                   queue_state &q);
+  bool write32(uint64_t addr, uint32_t v);
+  bool write64(uint64_t addr, uint64_t v);
+  bool raise(const std::string &why);  // records the first fault; returns false
+  uint64_t clock() const;
+
+  const chip &chip_;
+  std::vector<region> regions_;
+  uint64_t next_gpu_ = 0x100000000ull;  // a GPU address space distinct from host pointers
+  std::map<uint64_t, queue_state> queues_;
+  uint64_t next_queue_ = 1;
+  uint32_t sh_[0x400] = {};  // SH registers from sh_reg_base
+  // Attached capture
+  const fb::Capture *capture_ = nullptr;
+  std::vector<uint64_t> program_gpu_;
+  std::vector<elf_image> twin_images_;
+  std::vector<twin> twins_;  // per kernel
+  bool wedged_ = false;
+  uint64_t dispatches_ = 0, packets_ = 0, interrupts_ = 0;
+  uint32_t last_interrupt_id_ = 0;
+  hcq::memory mailbox_;
+  std::string fault_;
+};
+
+// Adds "fake-amd" and "fake-amd:<chip>" (default gfx1100) to the devices hcq::transport_open knows.
+void fake_amd_register();
+
+}  // namespace capgraph::amd

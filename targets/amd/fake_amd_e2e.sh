@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# End to end on the fake AMD GPU: ONNX -> `capgraph compile --target amd-gfx1100` -> `capgraph run
+# --device fake-amd`, against the same model compiled for and run on this CPU, and against an
+# independent reference. The fake runs each kernel's host twin, so this checks the whole GPU path
+# (code objects, kernel descriptors, kernel arguments, packets, queues, signals) but not the GPU
+# code itself.
+#   fake_amd_e2e.sh small BUILD_DIR   a small generated CNN (testdata/amd_model_gen.cpp: conv,
+#                                     residual add, pools, gemm, softmax, an input passed through),
+#                                     vs the CPU
+#   fake_amd_e2e.sh zoo BUILD_DIR     every model of ../shared/zoo (skips, exit 77, without it), vs
+#                                     its committed ONNX Runtime output and the CPU
+# Tolerance: tests/tools/npy_compare (max |a-b| <= 1e-3 * max |ref| + 1e-5).
+set -uo pipefail
+mode=${1:-}; build=${2:-}
+[[ -n $mode && -n $build ]] || { echo "usage: fake_amd_e2e.sh small|zoo BUILD_DIR"; exit 2; }
+repo=$(cd "$(dirname "$0")/../.." && pwd)
+capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+failures=0; passed=0
+
+ms() { echo "$(( ($(date +%s%N) - $1) / 1000000 ))"; }
+
+# check NAME MODEL.onnx "INPUT_ARGS" "SHAPE_ARGS" "OUT_NAME=REFERENCE.npy ..."
+check() {
+  local name=$1 model=$2 inputs=$3 shapes=$4 refs=$5 d=$work/$1 t
+  mkdir -p "$d/cpu" "$d/fake"
+  t=$(date +%s%N)
+  if ! "$capgraph" compile "$model" -o "$d/amd.cap" --target amd-gfx1100 $shapes > "$d/log" 2>&1; then
+    echo "FAIL $name: compile for amd-gfx1100"; cat "$d/log"; failures=$((failures+1)); return; fi
+  local compile_ms; compile_ms=$(ms "$t")
+  "$capgraph" compile "$model" -o "$d/cpu.cap" $shapes > /dev/null 2>&1 || {
+    echo "FAIL $name: compile for cpu"; failures=$((failures+1)); return; }
+  if ! "$capgraph" run "$d/amd.cap" --device fake-amd $inputs --output-dir "$d/fake" > "$d/log" 2>&1; then
+    echo "FAIL $name: replay on fake-amd"; cat "$d/log"; failures=$((failures+1)); return; fi
+  local kernels; kernels=$("$capgraph" inspect "$d/amd.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
+  "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null || {
+    echo "FAIL $name: replay on cpu"; failures=$((failures+1)); return; }
+  local ok=1 r out ref
+  for r in $refs; do
+    out=${r%%=*}; ref=${r#*=}
+    if [[ $ref != cpu ]]; then
+      "$compare" "$d/fake/$out.npy" "$ref" | sed "s/^/  vs reference: /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
+    fi
+    "$compare" "$d/fake/$out.npy" "$d/cpu/$out.npy" | sed "s/^/  vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
+  done
+  if ((ok)); then echo "PASS $name ($kernels launches; amd-gfx1100 compile ${compile_ms} ms)"; passed=$((passed+1))
+  else echo "FAIL $name"; failures=$((failures+1)); fi
+}
+
+case $mode in
+  small)
+    # `capgraph devices` says plainly whether there is an AMD GPU, and lists the fake.
+    devices=$("$capgraph" devices) || { echo "FAIL: capgraph devices"; exit 1; }
+    if ! grep -Eq '^amd(:[0-9]+: |: no AMD GPU|: /dev/kfd is present)' <<< "$devices" ||
+       ! grep -q '^fake-amd: a fake AMD GPU' <<< "$devices"; then
+      echo "FAIL: capgraph devices does not describe the AMD GPUs:"; echo "$devices"; failures=$((failures+1))
+    else
+      grep -E '^(amd|fake-amd)' <<< "$devices" | sed 's/^/  devices: /'
+    fi
+    mkdir -p "$work/gen"
+    "$build/targets/amd/amd_model_gen" "$work/gen" || { echo "FAIL: amd_model_gen"; exit 1; }
+    check small_cnn "$work/gen/small_cnn.onnx" "--input x=$work/gen/input.npy" "" "probs=cpu p=cpu x_out=cpu"
+    ;;
+  zoo)
+    zoo=$repo/../shared/zoo
+    [[ -d $zoo ]] || { echo "SKIPPED: no model zoo at $zoo (it is optional)"; exit 77; }
+    command -v node > /dev/null || { echo "SKIPPED: node is needed to read the zoo's meta.json"; exit 77; }
+    for dir in "$zoo"/*/; do
+      name=$(basename "$dir")
+      ins=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '))")
+      shapes=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))")
+      refs=$(node -e "const m=require('$dir/meta.json'); console.log(m.outputs.map(o=>o.name.replace(/[^A-Za-z0-9._-]/g,'_')+'=$dir'+o.file).join(' '))")
+      check "$name" "$dir/model.onnx" "$ins" "$shapes" "$refs"
+    done
+    ;;
+  *) echo "usage: fake_amd_e2e.sh small|zoo BUILD_DIR"; exit 2 ;;
+esac
+echo "$passed passed, $failures failed"
+((failures == 0))
