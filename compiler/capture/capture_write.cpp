@@ -126,12 +126,18 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
       else refs.emplace_back(fb::Space::arena, 0, (uint64_t)arena_offset[buf]);
     }
     for (const Access &a : k.loads) bytes_read += p.buffers[a.buffer].numel * dtype_size(p.buffers[a.buffer].dtype);
-    std::vector<uint64_t> partition;
-    for (int th = 0; th <= info.threads; th++) partition.push_back((uint64_t)(ck.work_size * th / info.threads));
-    std::vector<flatbuffers::Offset<flatbuffers::String>> srcs;
-    for (const std::string &s : k.source_nodes) srcs.push_back(fbb.CreateString(s));
     int64_t out_elems = 1;
     for (int a = 0; a < k.n_parallel; a++) out_elems *= k.axes[a];
+    // Even slices, except that a launch too small to pay for the threads meeting (one unit of
+    // work, or under 2^16 flops + bytes: a few microseconds) runs whole on thread 0, so the
+    // runtime needs no barrier around it (runtime/replay.h, replay_plan_barriers).
+    uint64_t cost = (uint64_t)k.flops + bytes_read + (uint64_t)out_elems * dtype_size(k.store_dtype);
+    bool whole = ck.work_size <= 1 || cost < (1u << 16);
+    std::vector<uint64_t> partition;
+    for (int th = 0; th <= info.threads; th++)
+      partition.push_back(whole ? (th ? (uint64_t)ck.work_size : 0) : (uint64_t)(ck.work_size * th / info.threads));
+    std::vector<flatbuffers::Offset<flatbuffers::String>> srcs;
+    for (const std::string &s : k.source_nodes) srcs.push_back(fbb.CreateString(s));
     auto launch = fb::CreateLaunch(fbb, launch_kernel[i], fbb.CreateVectorOfStructs(refs), 0, ck.work_size, fbb.CreateVector(partition),
                                    fbb.CreateVector(srcs), k.flops, bytes_read, out_elems * dtype_size(k.store_dtype),
                                    fbb.CreateVector(sizes));

@@ -8,8 +8,9 @@
 //   DIR/tiny_chain.onnx  DIR/input.npy (name "x")  DIR/expected.npy (name "y")
 // Each W_i is a random orthogonal matrix: a layer keeps its input's length and tanh shrinks it
 // only slowly, so after 200 layers the output is still far from 0, and an error in any layer
-// reaches it (neither amplified nor damped away). One row is one unit of a kernel's work: with
-// ROWS = 1 a kernel cannot be split between threads, with ROWS >= 2 it can.
+// reaches it (neither amplified nor damped away). How many rows make one unit of a kernel's work
+// (what threads share) is the compiler's choice: today 1x16 is one unit (a kernel no thread can
+// share) and 8x16 two; the test and scripts/bench.sh use those two.
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
