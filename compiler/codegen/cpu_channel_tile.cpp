@@ -144,6 +144,7 @@ struct TileEmitter {
   std::vector<int> window, rest;    // reduction axes moving X's checked dims, and the others
   std::vector<size_t> checked_dims; // X's dims with skip bounds
   llvm::FixedVectorType *vt;
+  bool vector_epilogue = false;     // the result can be evaluated and stored 8 channels at once
 
   TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c)
       : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v),
@@ -155,6 +156,14 @@ struct TileEmitter {
       for (size_t di : checked_dims) in_check |= dim_uses(X.dims[di], a);
       (in_check ? window : rest).push_back(a);
     }
+    int64_t sc = 0;
+    bool plain = true;
+    for (const DimIndex &d : k.store.dims) {
+      plain = plain && d.bound == Bound::none && d.expr < 0 && d.divisor == 1;
+      sc += e.coef_of(d, c.v) * d.stride;
+    }
+    vector_epilogue = plain && sc == 1 && k.store_dtype == DType::f32 && e.p.buffers[k.store.buffer].dtype == DType::f32 &&
+                      !getenv("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
   }
   Value *i64(int64_t x) { return e.i64(x); }
 
@@ -207,6 +216,29 @@ struct TileEmitter {
       else inner();
     });
 
+    if (vector_epilogue) {
+      // Epilogue in vectors: each accumulator through the result expression, 8 channels at once.
+      for (int64_t vb = 0; vb < VB; vb++)
+        for (int64_t r = 0; r < Rt; r++) {
+          auto store = [&] {
+            if (o0) e.iv[cp.o] = b.CreateAdd(o0, i64(vb));
+            e.iv[pa] = b.CreateAdd(p0, i64(r));
+            e.iv[cp.v] = i64(0);
+            e.acc_value = b.CreateLoad(vt, acc[vb * Rt + r]);
+            e.lanes = (unsigned)L, e.lane_axis = cp.v;
+            Value *v = e.evaluate(k.result, false);
+            e.lanes = 0, e.lane_axis = -1;
+            Value *ok;
+            Value *off = e.access_offset(k.store, -1, &ok);
+            b.CreateAlignedStore(v, e.element_ptr(k.store.buffer, off), llvm::Align(4));
+          };
+          if (r == 0) store();
+          else e.guarded(b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end)), store);
+        }
+      if (o0) e.iv[cp.o] = o0;
+      e.iv[pa] = p0;
+      return;
+    }
     // Epilogue: through the result expression, element by element, for the real positions.
     llvm::AllocaInst *spill = entry.CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L));
     auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L);

@@ -178,6 +178,13 @@ Value *KernelEmitter::load_value(const Expr &e) {
   DType bt = p.buffers[a.buffer].dtype;
   Value *ok;
   Value *off = access_offset(a, e.access, &ok);
+  if (lanes) {  // vector_evaluable checked: f32, unbounded, contiguous along lane_axis or not moving
+    int64_t c = 0;
+    for (const DimIndex &d : a.dims) c += coef_of(d, lane_axis) * d.stride;
+    Value *ptr = element_ptr(a.buffer, off);
+    auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
+    return c ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4)) : b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(), ptr));
+  }
   Value *raw = b.CreateLoad(mem_type(bt), element_ptr(a.buffer, off));
   Value *v;
   switch (bt) {
@@ -200,9 +207,32 @@ Value *KernelEmitter::load_value(const Expr &e) {
 
 Value *KernelEmitter::constant(double v, DType t) {
   llvm::Type *ty = ir_type(t);
-  if (ty->isFloatingPointTy()) return llvm::ConstantFP::get(ty, v);
+  if (ty->isFloatingPointTy()) return llvm::ConstantFP::get(lanes ? llvm::FixedVectorType::get(ty, lanes) : ty, v);
   if (ty->isIntegerTy(1)) return b.getInt1(v != 0);
   return llvm::ConstantInt::get(ty, (uint64_t)(int64_t)v, true);
+}
+
+bool KernelEmitter::vector_evaluable(int root, int axis) const {
+  const Expr &e = k.exprs[root];
+  if (e.dtype != DType::f32) return false;
+  switch (e.op) {
+    case Op::constant: case Op::acc: return true;
+    case Op::load: {
+      const Access &a = k.loads[e.access];
+      if (p.buffers[a.buffer].dtype != DType::f32) return false;
+      int64_t c = 0;
+      for (const DimIndex &d : a.dims) {
+        if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return false;
+        for (const AxisTerm &t : d.terms)
+          if (t.axis == axis) c += t.coef * d.stride;
+      }
+      return c == 0 || c == 1;
+    }
+    case Op::neg: case Op::abs: case Op::sqrt: case Op::exp: case Op::log: case Op::tanh: case Op::sigmoid: case Op::erf:
+    case Op::recip: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::max: case Op::min: case Op::pow:
+      return vector_evaluable(e.a, axis) && (op_arity(e.op) < 2 || vector_evaluable(e.b, axis));
+    default: return false;
+  }
 }
 
 Value *KernelEmitter::eval(int i) {
@@ -216,7 +246,7 @@ Value *KernelEmitter::eval(int i) {
   if (n > 1) bb = eval(e.b);
   if (n > 2) c = eval(e.c);
   // Binary/compare operands share the type of the first (the scheduler casts explicitly).
-  bool afl = a && a->getType()->isFloatingPointTy();
+  bool afl = a && a->getType()->isFPOrFPVectorTy();
   Value *r = nullptr;
   switch (e.op) {
     case Op::constant: r = constant(e.value, e.dtype); break;
@@ -290,7 +320,7 @@ Value *KernelEmitter::eval(int i) {
     case Op::logical_or: r = b.CreateOr(a, bb); break;
     case Op::select: r = b.CreateSelect(a, bb, c); break;
   }
-  if (r->getType() != ir_type(e.dtype)) r = convert(r, e.dtype, e.dtype);
+  if (!lanes && r->getType() != ir_type(e.dtype)) r = convert(r, e.dtype, e.dtype);
   cache[i] = r;
   return r;
 }

@@ -17,7 +17,7 @@ static Value *poly(llvm::IRBuilder<> &b, Value *x, std::initializer_list<double>
   return r;
 }
 
-static Value *is_f64(Value *x) { return x->getType()->isDoubleTy() ? x : nullptr; }
+static Value *is_f64(Value *x) { return x->getType()->getScalarType()->isDoubleTy() ? x : nullptr; }
 
 // exp(x) = 2^n * exp(r), n = round(x / ln2), |r| <= ln2/2; exp(r) by its Taylor series (error
 // below 2e-7 relative for float). Large |x| saturate to 0 / inf; hi is where expf / exp
@@ -34,7 +34,7 @@ Value *ir_exp(llvm::IRBuilder<> &b, Value *x) {
     p = poly(b, r, {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
   else
     p = poly(b, r, {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
-  llvm::Type *it = d ? b.getInt64Ty() : b.getInt32Ty();
+  llvm::Type *it = x->getType()->getWithNewType(d ? b.getInt64Ty() : b.getInt32Ty());  // vectors too
   Value *ni = b.CreateFPToSI(n, it);
   // 2^n as 2^(n/2) * 2^(n - n/2): near hi, n is 128 (float) or 1024 (double), one more than the
   // largest exponent a single factor can hold.
@@ -53,7 +53,7 @@ Value *ir_exp(llvm::IRBuilder<> &b, Value *x) {
 // log(x) = e*ln2 + log(m), m in [sqrt(1/2), sqrt(2)); log(m) = 2 atanh(s), s = (m-1)/(m+1).
 Value *ir_log(llvm::IRBuilder<> &b, Value *x) {
   bool d = is_f64(x);
-  llvm::Type *it = d ? b.getInt64Ty() : b.getInt32Ty();
+  llvm::Type *it = x->getType()->getWithNewType(d ? b.getInt64Ty() : b.getInt32Ty());  // vectors too
   int mant = d ? 52 : 23;
   uint64_t mant_mask = d ? 0xFFFFFFFFFFFFFull : 0x7FFFFFull, one_bits = d ? 0x3FF0000000000000ull : 0x3F800000ull;
   int bias = d ? 1023 : 127;
