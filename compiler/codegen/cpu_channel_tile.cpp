@@ -109,10 +109,13 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
   // the W vectors, one broadcast) and wastes few positions.
   const int64_t mid = std::max<int64_t>(cp.hi - cp.lo, 1);
   double best = -1;
+  // A last o tile may be partial (its missing blocks recompute the last real one, never stored).
   for (int64_t VB = 1; VB <= 4; VB++) {
-    if (VB > 1 && (cp.o < 0 || k.axes[cp.o] % VB != 0 || cp.x_vector)) continue;
+    if (VB > 1 && (cp.o < 0 || k.axes[cp.o] < VB || cp.x_vector)) continue;
+    int64_t E = cp.o >= 0 ? k.axes[cp.o] : 1;
+    double o_used = double(E) / double((E + VB - 1) / VB * VB);
     for (int64_t R = 1; R <= mid && R * VB + VB + 1 <= 16; R++) {
-      double score = tile_score(mid, R, VB);
+      double score = tile_score(mid, R, VB) * o_used;
       if (score > best + 1e-9) best = score, cp.R = R, cp.VB = VB;
     }
   }
@@ -125,7 +128,7 @@ int64_t pos_tiles(const ChannelTilePlan &cp) { return cp.lo + (cp.hi - cp.lo + c
 
 int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp) {
   int64_t n = 1;
-  for (int a = 0; a < cp.v; a++) n *= a == cp.pos ? pos_tiles(cp) : a == cp.o ? k.axes[a] / cp.VB : k.axes[a];
+  for (int a = 0; a < cp.v; a++) n *= a == cp.pos ? pos_tiles(cp) : a == cp.o ? (k.axes[a] + cp.VB - 1) / cp.VB : k.axes[a];
   return n;
 }
 
@@ -166,6 +169,13 @@ struct TileEmitter {
                       !getenv("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
   }
   Value *i64(int64_t x) { return e.i64(x); }
+  // The last o tile may hold fewer than VB real blocks: their loads read the last real block.
+  bool o_ragged() const { return cp.o >= 0 && k.axes[cp.o] % cp.VB != 0; }
+  Value *o_block(Value *o0, int64_t vb) {
+    Value *o = b.CreateAdd(o0, i64(vb));
+    if (vb == 0 || !o_ragged()) return o;
+    return b.CreateSelect(b.CreateICmpSLT(o, i64(k.axes[cp.o])), o, i64(k.axes[cp.o] - 1));
+  }
 
   void emit(int64_t Rt, Value *p0, Value *o0, int64_t end) {
     const int64_t VB = cp.VB, L = kChannelBlock;
@@ -184,7 +194,7 @@ struct TileEmitter {
       e.nest_order(rest, 0, [&] {
         std::vector<Value *> wv(VB);
         for (int64_t vb = 0; vb < VB; vb++) {
-          if (o0) e.iv[cp.o] = b.CreateAdd(o0, i64(vb));
+          if (o0) e.iv[cp.o] = o_block(o0, vb);
           Value *ok;
           wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)), llvm::Align(4));
         }
@@ -232,8 +242,13 @@ struct TileEmitter {
             Value *off = e.access_offset(k.store, -1, &ok);
             b.CreateAlignedStore(v, e.element_ptr(k.store.buffer, off), llvm::Align(4));
           };
-          if (r == 0) store();
-          else e.guarded(b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end)), store);
+          Value *real = r == 0 ? nullptr : b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end));
+          if (vb > 0 && o_ragged()) {
+            Value *o_real = b.CreateICmpSLT(b.CreateAdd(o0, i64(vb)), i64(k.axes[cp.o]));
+            real = real ? b.CreateAnd(real, o_real) : o_real;
+          }
+          if (real) e.guarded(real, store);
+          else store();
         }
       if (o0) e.iv[cp.o] = o0;
       e.iv[pa] = p0;
@@ -245,7 +260,9 @@ struct TileEmitter {
     for (int64_t i = 0; i < VB * Rt; i++)
       b.CreateAlignedStore(b.CreateLoad(vt, acc[i]), b.CreateInBoundsGEP(row_ty, spill, {i64(0), i64(i * L)}), llvm::Align(4));
     Value *n_pos = Rt == 1 ? i64(1) : b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(p0, i64(Rt)), i64(end)), i64(Rt), b.CreateSub(i64(end), p0));
-    e.loop(i64(0), i64(VB), [&](Value *vb) {
+    Value *n_vb = o_ragged() ? b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(o0, i64(VB)), i64(k.axes[cp.o])), i64(VB), b.CreateSub(i64(k.axes[cp.o]), o0))
+                             : i64(VB);
+    e.loop(i64(0), n_vb, [&](Value *vb) {
       if (o0) e.iv[cp.o] = b.CreateAdd(o0, vb);
       e.loop(i64(0), n_pos, [&](Value *r) {
         e.iv[pa] = b.CreateAdd(p0, r);
@@ -272,7 +289,7 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
   // Work item -> tile: outer indices, the o block, and the position tile t.
   Value *rem = w, *t = e.i64(0);
   for (int a = cp.v - 1; a >= 0; a--) {
-    int64_t n = a == cp.pos ? pos_tiles(cp) : a == cp.o ? k.axes[a] / VB : k.axes[a];
+    int64_t n = a == cp.pos ? pos_tiles(cp) : a == cp.o ? (k.axes[a] + VB - 1) / VB : k.axes[a];
     Value *idx = n == 1 ? e.i64(0) : b.CreateURem(rem, e.i64(n));
     if (n > 1) rem = b.CreateUDiv(rem, e.i64(n));
     e.iv[a] = a == cp.o ? b.CreateMul(idx, e.i64(VB)) : idx;

@@ -214,6 +214,13 @@ std::vector<OpCase> op_cases() {
          std::string d = t.conv(c, 16, 8, 3, {pads({1, 1, 1, 1})}, 8);
          return t.out(t.conv(d, 8, 4, 1));
        }, -2, 2, blocked_at_least(2)},  // the grouped conv's input (2 channels per group) stays unblocked
+      {"blocked_ragged_channel_blocks", [] {  // 5 and 9 blocks of 8: tiles of 2-4 blocks, the last partial
+         Net t;
+         t.b.input("x", F, {1, 8, 12, 12});
+         std::string a = t.op("Relu", {t.conv("x", 8, 40, 3, {pads({1, 1, 1, 1})})});
+         std::string c = t.op("Relu", {t.conv(a, 40, 72, 1)});
+         return t.out(t.op("GlobalAveragePool", {t.conv(c, 72, 72, 3, {pads({1, 1, 1, 1})})}));
+       }, -2, 2, blocked_at_least(2)},
       {"blocked_residual_odd_sizes_batch2", [] {
          Net t;
          t.b.input("x", F, {2, 8, 7, 5});
