@@ -79,9 +79,24 @@ Value *ir_log(llvm::IRBuilder<> &b, Value *x) {
   return b.CreateSelect(b.CreateFCmpUNO(x, x), x, res);
 }
 
+// sigmoid(x) from t = exp(-|x|) in (0, 1]: 1 / (1 + t) for x >= 0, t / (1 + t) below. -|x| is
+// clamped where t underflows, so 2^n needs one factor and no overflow or infinity handling: the
+// swish/SiLU epilogues of EfficientNet-like models evaluate this per element.
 Value *ir_sigmoid(llvm::IRBuilder<> &b, Value *x) {
-  Value *e = ir_exp(b, b.CreateFNeg(x));
-  return b.CreateFDiv(cst(b, x, 1), b.CreateFAdd(cst(b, x, 1), e));
+  if (is_f64(x)) return b.CreateFDiv(cst(b, x, 1), b.CreateFAdd(cst(b, x, 1), ir_exp(b, b.CreateFNeg(x))));
+  Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
+  Value *m = b.CreateMaxNum(b.CreateFNeg(ax), cst(b, x, -87.33));  // NaN: -87.33 here, restored below
+  Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(m, cst(b, x, 1.4426950408889634)));
+  Value *r = b.CreateFSub(m, b.CreateFMul(n, cst(b, x, 0.693145751953125)));
+  r = b.CreateFSub(r, b.CreateFMul(n, cst(b, x, 1.428606820309417232e-6)));
+  Value *p = poly(b, r, {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
+  llvm::Type *it = x->getType()->getWithNewType(b.getInt32Ty());
+  Value *scale = b.CreateBitCast(b.CreateShl(b.CreateAdd(b.CreateFPToSI(n, it), llvm::ConstantInt::get(it, 127)), 23), x->getType());
+  Value *t = b.CreateFMul(p, scale);  // n >= -126: 2^n is a normal float
+  t = b.CreateSelect(b.CreateFCmpOGT(ax, cst(b, x, 87.33)), cst(b, x, 0), t);  // exp(-|x|) below FLT_MIN: 0, as ir_exp
+  Value *inv = b.CreateFDiv(cst(b, x, 1), b.CreateFAdd(cst(b, x, 1), t));
+  Value *res = b.CreateSelect(b.CreateFCmpOGE(x, cst(b, x, 0)), inv, b.CreateFMul(t, inv));
+  return b.CreateSelect(b.CreateFCmpUNO(x, x), x, res);
 }
 
 // tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); near 0 the odd series keeps relative accuracy.
