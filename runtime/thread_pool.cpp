@@ -19,8 +19,13 @@ namespace {
 // the whole poll before the waiter yields. 256 pauses made 200 barriers cost 1.65 ms there, 32 make
 // them 0.53 ms, and PP-OCR cls replays on 2 threads in 0.83 ms instead of 1.17 ms; when each thread
 // has its own core a sched_yield returns at once, so polling with it is nearly as quick.
+// The yield stage is long (4096 yields, about 1-2 ms on an idle core) because a sleeper costs the
+// releaser a futex wake and itself tens of microseconds to get running again: with 64 yields,
+// mobilenet_v2's 54 steps on 2 threads took 5.6-6.8 ms instead of 4.9 ms in scripts/bench.sh,
+// whose waits between steps are often longer than 64 yields. Oversubscribed threads lose
+// nothing by it: each yield hands the core to the thread being waited for.
 constexpr int k_spin = 32;
-constexpr int k_yield = 64;
+constexpr int k_yield = 4096;
 
 inline void cpu_relax() {
 #if defined(__x86_64__)
