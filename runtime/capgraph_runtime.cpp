@@ -232,13 +232,7 @@ extern "C" {
 
 capgraph_status capgraph_load(const char *path, const capgraph_options *opts, capgraph_model **out,
                               char *err, size_t err_len) {
-  if (!path) {
-    if (out) *out = nullptr;
-    error_copy("capgraph_load: path is NULL", err, err_len);
-    return CAPGRAPH_ERR_ARGUMENT;
-  }
-  return model_load(path, opts, nullptr, out, err, err_len,
-                    [&](capgraph_model *m, std::string *msg) { return m->file.map(path, msg); });
+  return capgraph_load_device(path, nullptr, opts, out, err, err_len);
 }
 
 capgraph_status capgraph_load_device(const char *path, const char *device,
@@ -246,7 +240,7 @@ capgraph_status capgraph_load_device(const char *path, const char *device,
                                      char *err, size_t err_len) {
   if (!path) {
     if (out) *out = nullptr;
-    error_copy("capgraph_load_device: path is NULL", err, err_len);
+    error_copy("capgraph_load: path is NULL", err, err_len);
     return CAPGRAPH_ERR_ARGUMENT;
   }
   return model_load(path, opts, device, out, err, err_len,
