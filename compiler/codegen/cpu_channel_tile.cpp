@@ -187,34 +187,59 @@ struct TileEmitter {
       Value *q = b.CreateAdd(p0, i64(r));
       pos[r] = r == 0 ? q : b.CreateSelect(b.CreateICmpSLT(q, i64(end)), q, i64(end - 1));
     }
+    // Small tiles (border positions, matrix-vector products) have too few accumulators to hide the
+    // FMA latency (about 8 chains are needed at 2 FMAs per cycle): the innermost reduction loop
+    // then cycles through S sets of accumulators, summed at the end.
+    int64_t S = 1;
+    if (!rest.empty())
+      for (int64_t d = 2; d <= k.axes[rest.back()]; d++)
+        if (k.axes[rest.back()] % d == 0 && d * Rt * VB <= 8 && d * Rt * VB + VB + 1 <= 16) S = d;
     llvm::IRBuilder<> entry(&e.fn->getEntryBlock(), e.fn->getEntryBlock().begin());
-    std::vector<llvm::AllocaInst *> acc(VB * Rt);
-    for (auto &a : acc) a = entry.CreateAlloca(vt);
-    for (auto *a : acc) b.CreateStore(llvm::Constant::getNullValue(vt), a);
+    std::vector<std::vector<llvm::AllocaInst *>> sets(S, std::vector<llvm::AllocaInst *>(VB * Rt));
+    for (auto &set : sets)
+      for (auto &a : set) {
+        a = entry.CreateAlloca(vt);
+        b.CreateStore(llvm::Constant::getNullValue(vt), a);
+      }
+    std::vector<llvm::AllocaInst *> &acc = sets[0];
 
+    auto point = [&](const std::vector<llvm::AllocaInst *> &into) {
+      std::vector<Value *> wv(VB);
+      for (int64_t vb = 0; vb < VB; vb++) {
+        if (o0) e.iv[cp.o] = o_block(o0, vb);
+        Value *ok;
+        wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)), llvm::Align(4));
+      }
+      if (o0) e.iv[cp.o] = o0;
+      for (int64_t r = 0; r < Rt; r++) {
+        e.iv[pa] = pos[r];
+        Value *ok;
+        Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
+        Value *xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
+                                : b.CreateVectorSplat((unsigned)L, b.CreateLoad(b.getFloatTy(), ptr));
+        for (int64_t vb = 0; vb < VB; vb++) {
+          llvm::AllocaInst *a = into[vb * Rt + r];
+          b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xv, wv[vb], b.CreateLoad(vt, a)}), a);
+        }
+      }
+      e.iv[pa] = p0;
+    };
     auto inner = [&] {
       for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
-      e.nest_order(rest, 0, [&] {
-        std::vector<Value *> wv(VB);
-        for (int64_t vb = 0; vb < VB; vb++) {
-          if (o0) e.iv[cp.o] = o_block(o0, vb);
-          Value *ok;
-          wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)), llvm::Align(4));
-        }
-        if (o0) e.iv[cp.o] = o0;
-        for (int64_t r = 0; r < Rt; r++) {
-          e.iv[pa] = pos[r];
-          Value *ok;
-          Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
-          Value *xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
-                                  : b.CreateVectorSplat((unsigned)L, b.CreateLoad(b.getFloatTy(), ptr));
-          for (int64_t vb = 0; vb < VB; vb++) {
-            llvm::AllocaInst *a = acc[vb * Rt + r];
-            b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xv, wv[vb], b.CreateLoad(vt, a)}), a);
-          }
-        }
-        e.iv[pa] = p0;
-      });
+      if (S == 1) {
+        e.nest_order(rest, 0, [&] { point(acc); });
+      } else {
+        std::vector<int> outer(rest.begin(), rest.end() - 1);
+        int last = rest.back();
+        e.nest_order(outer, 0, [&] {
+          e.loop(k.axes[last] / S, [&](Value *j) {
+            for (int64_t si = 0; si < S; si++) {
+              e.iv[last] = b.CreateAdd(b.CreateMul(j, i64(S)), i64(si));
+              point(sets[si]);
+            }
+          });
+        });
+      }
       for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
     };
     e.nest_order(window, 0, [&] {
@@ -228,6 +253,10 @@ struct TileEmitter {
       if (in) e.guarded(in, inner);
       else inner();
     });
+
+    for (int64_t si = 1; si < S; si++)
+      for (size_t i = 0; i < acc.size(); i++)
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(vt, acc[i]), b.CreateLoad(vt, sets[si][i])), acc[i]);
 
     if (vector_epilogue) {
       // Epilogue in vectors: each accumulator through the result expression, 8 channels at once.
