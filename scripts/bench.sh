@@ -34,7 +34,8 @@ json() { node -e "const o=JSON.parse(require('fs').readFileSync(0,'utf8')); cons
 
 # Peak: one core measured, times the thread count (a multi-thread measurement is at the mercy of
 # whatever else runs on the other cores at that instant; the models are timed over many runs).
-core_peak=$("$build/tests/tools/fma_peak" 1 | json .gflops)
+"$build/tests/tools/fma_peak" 1 >"$work/peak.json"  # to a file first: node must not start while it measures
+core_peak=$(json .gflops <"$work/peak.json")
 declare -A peak
 for t in "${threads[@]}"; do peak[$t]=$(awk -v p="$core_peak" -v t="$t" 'BEGIN { print p * t }'); done
 echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak: $core_peak GFLOP/s per core (measured) x threads"
@@ -66,7 +67,9 @@ for dir in "$zoo"/*/; do
     best_cg=1e9; best_ort=1e9
     : >"$work/rss_cg"; : >"$work/rss_ort"
     for round in 1 2 3; do
-      cg=$("$capgraph" bench "$work/$name.cap" --runs "$runs" --threads "$t" | json .median_ms)
+      # Output to a file first: parsing through a pipe would start node while the runs are timed.
+      "$capgraph" bench "$work/$name.cap" --runs "$runs" --threads "$t" >"$work/cg.json"
+      cg=$(json .median_ms <"$work/cg.json")
       node "$repo/tests/ort/ort_bench.mjs" "$dir/model.onnx" "$t" "$runs" "${feeds[@]}" >"$work/ort.json"
       ort=$(json .ort_median_ms <"$work/ort.json")
       json .ort_peak_rss_kib <"$work/ort.json" >>"$work/rss_ort"
