@@ -226,6 +226,17 @@ int32_t tensor_find(const capgraph_model *m, const std::vector<model_tensor> &li
   return -1;
 }
 
+// One GPU replay. A device that timed out or faulted is in an unknown state: the failure sticks,
+// and every later run reports it.
+capgraph_status graph_replay(capgraph_model *m) {
+  const capgraph_status st = m->graph->replay(&m->error);
+  if (st != CAPGRAPH_OK) {
+    m->sticky = st;
+    m->error = m->label + ": " + m->error;
+  }
+  return st;
+}
+
 }  // namespace
 
 extern "C" {
@@ -290,14 +301,9 @@ capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t 
   }
   if (m->sticky != CAPGRAPH_OK) return m->sticky;
   if (m->graph) {
-    const capgraph_status st = m->graph->replay(&m->error);
-    if (st != CAPGRAPH_OK) {
-      m->sticky = st;
-      m->error = m->label + ": " + m->error;
-      return st;
-    }
-    m->graph->step_times(step_ns);  // from the engines' timestamps after each step
-    return CAPGRAPH_OK;
+    const capgraph_status st = graph_replay(m);
+    if (st == CAPGRAPH_OK) m->graph->step_times(step_ns);  // the engines' timestamps after each step
+    return st;
   }
   replay_run_timed(m->plan, m->pool.get(), step_ns);
   return CAPGRAPH_OK;
@@ -308,15 +314,7 @@ capgraph_status capgraph_run(capgraph_model *m) {
   // CPU replay has no failure of its own; a backend that can fail (device lost, timeout) sets
   // `sticky`, and every later run reports it instead of replaying on a broken device.
   if (m->sticky != CAPGRAPH_OK) return m->sticky;
-  if (m->graph) {
-    // A device that timed out or faulted is in an unknown state: every later run reports it.
-    const capgraph_status st = m->graph->replay(&m->error);
-    if (st != CAPGRAPH_OK) {
-      m->sticky = st;
-      m->error = m->label + ": " + m->error;
-    }
-    return st;
-  }
+  if (m->graph) return graph_replay(m);
   replay_run(m->plan, m->pool.get());
   return CAPGRAPH_OK;
 }

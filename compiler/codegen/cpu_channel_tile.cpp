@@ -23,18 +23,6 @@ int64_t mem_coef(const Access &a, int axis, bool *plain) {
   return c;
 }
 
-bool dim_uses(const DimIndex &d, int axis) {
-  for (const AxisTerm &t : d.terms)
-    if (t.axis == axis && t.coef != 0) return true;
-  return false;
-}
-
-bool uses(const Access &a, int axis) {
-  for (const DimIndex &d : a.dims)
-    if (dim_uses(d, axis)) return true;
-  return false;
-}
-
 // Useful work per register and per loaded value, times the share of the tiles' positions that
 // are real: how good R positions x VB blocks are for P positions.
 double tile_score(int64_t P, int64_t R, int64_t VB) {
@@ -78,9 +66,9 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
   if (cp.w < 0) return cp;
   const Access &X = k.loads[cp.x], &W = k.loads[cp.w];
   for (int a = v - 1; a >= 0 && cp.pos < 0; a--)
-    if (k.axes[a] > 1 && uses(X, a) && !uses(W, a)) cp.pos = a;
+    if (k.axes[a] > 1 && access_uses(X, a) && !access_uses(W, a)) cp.pos = a;
   for (int a = v - 1; a >= 0 && cp.o < 0; a--)
-    if (a != cp.pos && k.axes[a] > 1 && uses(W, a) && !uses(X, a)) cp.o = a;
+    if (a != cp.pos && k.axes[a] > 1 && access_uses(W, a) && !access_uses(X, a)) cp.o = a;
   if (cp.pos < 0 && cp.o < 0) return cp;
   cp.v = v;
   // Positions whose window stays inside X along the position's own dims for every window offset:

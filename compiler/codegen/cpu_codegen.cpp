@@ -43,13 +43,6 @@ struct TilePlan {
   int64_t block = 1;        // values of o per tile
 };
 
-bool depends_on(const Access &a, int axis) {
-  for (const DimIndex &d : a.dims)
-    for (const AxisTerm &t : d.terms)
-      if (t.axis == axis && t.coef != 0) return true;
-  return false;
-}
-
 TilePlan tile_plan(const Kernel &k, const Program &p) {
   TilePlan tp;
   if (k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2 || getenv("CAPGRAPH_NO_TILE")) return tp;
@@ -61,7 +54,7 @@ TilePlan tile_plan(const Kernel &k, const Program &p) {
   if (k.axes[inner] < 8) return tp;
   int la = ea.access, lb = eb.access;
   if (p.buffers[k.loads[la].buffer].dtype != DType::f32 || p.buffers[k.loads[lb].buffer].dtype != DType::f32) return tp;
-  bool a_in = depends_on(k.loads[la], inner), b_in = depends_on(k.loads[lb], inner);
+  bool a_in = access_uses(k.loads[la], inner), b_in = access_uses(k.loads[lb], inner);
   if (a_in == b_in) return tp;
   tp.x = a_in ? la : lb;
   tp.w = a_in ? lb : la;
@@ -80,7 +73,7 @@ TilePlan tile_plan(const Kernel &k, const Program &p) {
   for (const DimIndex &d : W.dims)
     if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return tp;
   for (int a = inner - 1; a >= 0 && tp.o < 0; a--)
-    if (k.axes[a] > 1 && depends_on(W, a) && !depends_on(X, a)) tp.o = a;
+    if (k.axes[a] > 1 && access_uses(W, a) && !access_uses(X, a)) tp.o = a;
   if (tp.o >= 0)
     for (int64_t bsz : {6, 4, 3, 2})
       if (k.axes[tp.o] % bsz == 0) {

@@ -22,6 +22,7 @@
 #include "error.h"
 #include "onnx_writer.h"
 #include "schedule/interpret.h"
+#include "schedule/kernel_test_util.h"
 
 using namespace capgraph;
 using namespace capgraph::model_gen;
@@ -212,15 +213,7 @@ struct builder {
   }
 };
 
-DimIndex dim(std::vector<AxisTerm> terms, int64_t extent, int64_t stride, int64_t shift = 0, Bound bound = Bound::none) {
-  DimIndex d;
-  d.terms = std::move(terms);
-  d.extent = extent;
-  d.stride = stride;
-  d.shift = shift;
-  d.bound = bound;
-  return d;
-}
+using capgraph::test::dim;
 
 Access contiguous(int buf, const Shape &s) {
   Access a;

@@ -4,8 +4,6 @@
 
 namespace capgraph {
 
-namespace {
-
 // An access's element offset as a linear function of the iteration axes; false if it is not one
 // (bounds, gathers, divisions).
 bool access_linear(const Access &a, const Shape &axes, std::map<int, int64_t> &coef, int64_t &base) {
@@ -21,6 +19,8 @@ bool access_linear(const Access &a, const Shape &axes, std::map<int, int64_t> &c
     it = it->second == 0 ? coef.erase(it) : std::next(it);
   return true;
 }
+
+namespace {
 
 bool same_linear(const Access &a, const Shape &aaxes, const Access &b, const Shape &baxes) {
   std::map<int, int64_t> ca, cb;

@@ -3,6 +3,8 @@
 // the epilogue of the convolution or matrix product before them and their intermediate buffers
 // disappear.
 #pragma once
+#include <map>
+
 #include "schedule/kernel.h"
 
 namespace capgraph {
@@ -14,6 +16,10 @@ int program_fuse(Program &p);
 // convolution's or an elementwise op's (h, w) becomes one axis of h*w), so short rows become long
 // ones the code generator can vectorise. Returns how many axes were merged away.
 int program_merge_axes(Program &p);
+
+// An access's element offset as base + sum(coef[axis] * i[axis]) over the axes of extent > 1
+// (zero coefficients left out); false if it is not linear (bounds, gathers, divisions).
+bool access_linear(const Access &a, const Shape &axes, std::map<int, int64_t> &coef, int64_t &base);
 
 // Axes a and a + 1 of k walk every access as one range (coef(a) == coef(a+1) * extent(a+1)).
 bool axes_mergeable(const Kernel &k, int a);

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "error.h"
+#include "schedule/kernel_test_util.h"
 
 using namespace capgraph;
 
@@ -42,15 +43,7 @@ struct bench {
   }
 };
 
-DimIndex dim(std::vector<AxisTerm> terms, int64_t extent, int64_t stride, int64_t shift = 0, Bound bound = Bound::none) {
-  DimIndex d;
-  d.terms = std::move(terms);
-  d.extent = extent;
-  d.stride = stride;
-  d.shift = shift;
-  d.bound = bound;
-  return d;
-}
+using capgraph::test::dim;
 
 Access access1(int buf, DimIndex d, double fill = 0) {
   Access a;

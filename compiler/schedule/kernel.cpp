@@ -22,6 +22,18 @@ int op_arity(Op op) {
   return 3;
 }
 
+bool dim_uses(const DimIndex &d, int axis) {
+  for (const AxisTerm &t : d.terms)
+    if (t.axis == axis && t.coef != 0) return true;
+  return false;
+}
+
+bool access_uses(const Access &a, int axis) {
+  for (const DimIndex &d : a.dims)
+    if (dim_uses(d, axis)) return true;
+  return false;
+}
+
 double reduce_identity(Reduce r) {
   switch (r) {
     case Reduce::max: return -std::numeric_limits<double>::infinity();

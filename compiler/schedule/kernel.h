@@ -126,6 +126,10 @@ struct Program {
   std::vector<Port> inputs, outputs;
 };
 
+// Whether an index (or any dimension of an access) moves with iteration axis `axis`.
+bool dim_uses(const DimIndex &d, int axis);
+bool access_uses(const Access &a, int axis);
+
 // Index of the reduction identity for an accumulator.
 double reduce_identity(Reduce r);
 

@@ -33,11 +33,8 @@ int channel_axis(const Kernel &k, const Access &a, size_t d) {
     axis = t.axis;
   }
   if (axis < 0 || k.axes[axis] % CB != 0) return -1;
-  for (size_t e = 0; e < a.dims.size(); e++) {
-    if (e == d) continue;
-    for (const AxisTerm &t : a.dims[e].terms)
-      if (t.axis == axis && t.coef != 0) return -1;
-  }
+  for (size_t e = 0; e < a.dims.size(); e++)
+    if (e != d && dim_uses(a.dims[e], axis)) return -1;
   for (const Expr &x : k.exprs)
     if (x.op == Op::iota && x.access == axis) return -1;
   return axis;
@@ -211,24 +208,17 @@ int program_block_products(Program &p) {
     if (v < 0 || k.reduce != Reduce::sum || k.body < 0 || k.axes[v] <= CB || k.axes[v] % CB != 0) continue;
     const Expr &body = k.exprs[k.body];
     if (body.op != Op::mul || k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load) continue;
-    auto coef = [&](const Access &a, bool *plain) {
-      int64_t c = 0;
-      *plain = true;
-      for (const DimIndex &d : a.dims) {
-        if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) *plain = false;
-        for (const AxisTerm &t : d.terms)
-          if (t.axis == v) c += t.coef * d.stride;
-      }
-      return c;
+    // The store walks the row contiguously; one operand is a weight strided along it, the other
+    // does not move with it.
+    std::map<int, int64_t> coef;
+    int64_t base;
+    if (!access_linear(k.store, k.axes, coef, base) || coef[v] != 1) continue;
+    auto weight = [&](const Access &a) {
+      return p.buffers[a.buffer].kind == Buffer::Kind::constant && p.buffers[a.buffer].dtype == DType::f32 &&
+             access_linear(a, k.axes, coef, base) && coef[v] > 1;
     };
-    bool sp, ap, bp;
-    if (coef(k.store, &sp) != 1 || !sp) continue;
     const Access &la = k.loads[k.exprs[body.a].access], &lb = k.loads[k.exprs[body.b].access];
-    int64_t ca = coef(la, &ap), cb = coef(lb, &bp);
-    auto weight = [&](const Access &a, int64_t c, bool plain) {
-      return c > 1 && plain && p.buffers[a.buffer].kind == Buffer::Kind::constant && p.buffers[a.buffer].dtype == DType::f32;
-    };
-    if (!((weight(la, ca, ap) && cb == 0) || (weight(lb, cb, bp) && ca == 0))) continue;
+    if (!((weight(la) && !access_uses(lb, v)) || (weight(lb) && !access_uses(la, v)))) continue;
     bool iota = false;
     for (const Expr &e : k.exprs) iota |= e.op == Op::iota && e.access == v;
     if (iota) continue;
@@ -252,15 +242,9 @@ int program_pack_weights(Program &p) {
       if (B.kind != Buffer::Kind::constant || B.dtype != DType::f32 || reads[a.buffer] != 1) continue;
       // The access as offset = base + sum(coef[axis] * i[axis]).
       std::map<int, int64_t> coef;
-      int64_t base = a.offset;
+      int64_t base;
+      if (!access_linear(a, k.axes, coef, base) || !coef.count(v)) continue;
       bool ok = true;
-      for (const DimIndex &d : a.dims) {
-        if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) ok = false;
-        base += d.shift * d.stride;
-        for (const AxisTerm &t : d.terms)
-          if (k.axes[t.axis] > 1) coef[t.axis] += t.coef * d.stride;
-      }
-      if (!ok || !coef.count(v)) continue;
       // Distinct points must read distinct elements, all inside the blob (no duplication).
       std::vector<std::pair<int64_t, int>> by_coef;
       for (auto &[ax, c] : coef) by_coef.push_back({c, ax});
