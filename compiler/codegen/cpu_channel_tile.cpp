@@ -1,5 +1,6 @@
 #include "codegen/cpu_channel_tile.h"
 
+#include <cstdio>
 #include <cstdlib>
 
 #include "schedule/layout.h"
@@ -23,12 +24,9 @@ int64_t mem_coef(const Access &a, int axis, bool *plain) {
   return c;
 }
 
-// Useful work per register and per loaded value, times the share of the tiles' positions that
-// are real: how good R positions x VB blocks are for P positions.
-double tile_score(int64_t P, int64_t R, int64_t VB) {
-  int64_t tiles = (P + R - 1) / R;
-  return double(R * VB) / double(R + VB) * double(P) / double(tiles * R);
-}
+// Flat tiles (positions over two axes) for maps of at most this many positions, and at most this
+// many copies of the innermost loop for the tiles whose positions are fixed at compile time.
+constexpr int64_t kFlatPositions = 64, kFixedCopies = 128;
 
 // Dims of X whose skip bound the window checks make (they must not use the inner axes).
 bool skip_dim(const DimIndex &d) { return d.bound == Bound::skip; }
@@ -71,63 +69,118 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
     if (a != cp.pos && k.axes[a] > 1 && access_uses(W, a) && !access_uses(X, a)) cp.o = a;
   if (cp.pos < 0 && cp.o < 0) return cp;
   cp.v = v;
+  if (cp.pos >= 0)
+    for (int a = cp.pos - 1; a >= 0 && cp.pos2 < 0; a--)
+      if (a != cp.o && k.axes[a] > 1 && access_uses(X, a) && !access_uses(W, a)) cp.pos2 = a;
   // Positions whose window stays inside X along the position's own dims for every window offset:
-  // tiles there never check; the few border positions go one at a time, so a window offset is
-  // either inside for the whole tile or outside (skipped), never mixed.
-  const int64_t P = cp.pos >= 0 ? k.axes[cp.pos] : 1;
-  cp.P = P, cp.lo = 0, cp.hi = P;
+  // [lo, hi). Tiles there never check; a border tile either checks per tile (split: its single
+  // position makes each window offset inside or outside for the whole tile) or knows its
+  // positions (fixed), so the check is made by the compiler, per position and window offset.
+  const int64_t P1 = cp.pos >= 0 ? k.axes[cp.pos] : 1;
+  cp.W = P1, cp.lo = 0, cp.hi = P1;
+  bool fixed_ok = true;  // the position dims hold only pos, window axes and unit axes
+  bool flat_ok = cp.pos2 >= 0;
+  std::vector<char> unrolled(k.axes.size(), 0), unrolled_flat(k.axes.size(), 0);
   for (const DimIndex &d : X.dims) {
-    if (cp.pos < 0 || d.bound != Bound::skip || !dim_uses(d, cp.pos)) continue;
+    if (cp.pos < 0 || d.bound != Bound::skip) continue;
+    bool uses_pos = dim_uses(d, cp.pos), uses_pos2 = cp.pos2 >= 0 && dim_uses(d, cp.pos2);
+    if (uses_pos || uses_pos2)
+      for (const AxisTerm &t : d.terms) {
+        if (t.coef == 0 || t.axis == cp.pos || t.axis == cp.pos2 || k.axes[t.axis] == 1) continue;
+        if (t.axis >= k.n_parallel) unrolled_flat[t.axis] = 1;
+        else flat_ok = false;
+      }
+    if (!uses_pos) continue;
     int64_t c = 0, wmin = d.shift, wmax = d.shift;
     for (const AxisTerm &t : d.terms) {
       if (t.axis == cp.pos) c += t.coef;
-      else if (t.axis >= k.n_parallel) wmin += std::min<int64_t>(0, t.coef * (k.axes[t.axis] - 1)), wmax += std::max<int64_t>(0, t.coef * (k.axes[t.axis] - 1));
-      else if (k.axes[t.axis] > 1) c = 0, wmin = 1, wmax = -1;  // another output axis moves it: no segments
+      else if (t.axis >= k.n_parallel) {
+        wmin += std::min<int64_t>(0, t.coef * (k.axes[t.axis] - 1)), wmax += std::max<int64_t>(0, t.coef * (k.axes[t.axis] - 1));
+        if (t.coef != 0) unrolled[t.axis] = 1;
+      } else if (k.axes[t.axis] > 1 && t.coef != 0) c = 0, wmin = 1, wmax = -1, fixed_ok = false;  // another output axis moves it
     }
     if (c <= 0 || wmin > wmax) {
       cp.lo = 0, cp.hi = 0;
-      break;
+      continue;
     }
     // c*p + wmin >= 0 and c*p + wmax <= extent - 1
     int64_t lo = wmin >= 0 ? 0 : (-wmin + c - 1) / c, hi = d.extent - 1 - wmax < 0 ? 0 : (d.extent - 1 - wmax) / c + 1;
     cp.lo = std::max(cp.lo, lo), cp.hi = std::min(cp.hi, hi);
   }
-  if (cp.hi <= cp.lo) cp.lo = cp.hi = 0;  // no interior: all single positions
-  // The tile with the most work per loaded value that fits the 16 vector registers (accumulators,
-  // the W vectors, one broadcast) and wastes few positions.
-  const int64_t mid = std::max<int64_t>(cp.hi - cp.lo, 1);
+  if (cp.hi <= cp.lo) cp.lo = cp.hi = 0;  // no interior
+  auto combos = [&](const std::vector<char> &u) {
+    int64_t n = 1;
+    for (size_t a = 0; a < u.size(); a++)
+      if (u[a]) n *= k.axes[a];
+    return n;
+  };
+  const int64_t P2 = cp.pos2 >= 0 ? k.axes[cp.pos2] : 1;
+  flat_ok = flat_ok && P1 * P2 <= kFlatPositions && combos(unrolled_flat) <= 64;
+  // The tile with the most multiply-adds per loaded vector (the weight vectors and one broadcast
+  // per position: FMA-bound from about 1.4 on) that fits the 16 vector registers (accumulators,
+  // weight vectors, one broadcast).
   double best = -1;
-  // A last o tile may be partial (its missing blocks recompute the last real one, never stored).
-  for (int64_t VB = 1; VB <= 4; VB++) {
-    if (VB > 1 && (cp.o < 0 || k.axes[cp.o] < VB || cp.x_vector)) continue;
-    int64_t E = cp.o >= 0 ? k.axes[cp.o] : 1;
-    double o_used = double(E) / double((E + VB - 1) / VB * VB);
-    // Ragged tiles measured slower than exact ones (squeezenet's 32-block 3x3: 46 vs 78
-    // GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E.
-    if (E % VB && (E % 2 == 0 || E % 3 == 0)) o_used = 0;
-    for (int64_t R = 1; R <= mid && R * VB + VB + 1 <= 16; R++) {
-      double score = tile_score(mid, R, VB) * o_used;
-      if (score > best + 1e-9) best = score, cp.R = R, cp.VB = VB;
+  for (int mode = 0; mode < 3; mode++) {  // split, fixed along pos, flat
+    if ((mode == 1 && !fixed_ok) || (mode == 2 && !flat_ok)) continue;
+    const int64_t P = mode == 2 ? P1 * P2 : P1;
+    for (int64_t VB = 1; VB <= 4; VB++) {
+      if (VB > 1 && (cp.o < 0 || k.axes[cp.o] < VB || cp.x_vector)) continue;
+      int64_t E = cp.o >= 0 ? k.axes[cp.o] : 1;
+      // A last o tile may be partial (its missing blocks recompute the last real one, never
+      // stored). Ragged tiles measured slower than exact ones (squeezenet's 32-block 3x3: 46 vs
+      // 78 GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E.
+      double o_used = double(E) / double((E + VB - 1) / VB * VB);
+      if (E % VB && (E % 2 == 0 || E % 3 == 0)) o_used = 0;
+      for (int64_t R = 1; R <= P && R * VB + VB + 1 <= 16; R++) {
+        double fmas = 0, loads = 0;
+        int64_t tiles = 0, t_lo = 0, t_hi = 0;
+        if (mode == 0) {
+          int64_t mid = (cp.hi - cp.lo + R - 1) / R;
+          tiles = cp.lo + mid + (P - cp.hi);
+          fmas = double(P * VB), loads = double((P - (cp.hi - cp.lo)) * (1 + VB) + mid * (R + VB));
+        } else {
+          tiles = (P + R - 1) / R;
+          if (mode == 1) t_lo = (cp.lo + R - 1) / R, t_hi = std::max(t_lo, cp.hi / R);
+          for (int64_t t = 0; t < tiles; t++) loads += double(std::min(R, P - t * R) + VB);
+          fmas = double(P * VB);
+          int64_t fixed_tiles = tiles - (t_hi - t_lo);
+          if (fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled) > kFixedCopies) continue;
+        }
+        double score = fmas / loads * o_used;
+        if (score > best + 1e-9) {
+          best = score, cp.R = R, cp.VB = VB, cp.P = P, cp.tiles = tiles, cp.t_lo = t_lo, cp.t_hi = t_hi;
+          cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
+          cp.flat = mode == 2;
+        }
+      }
     }
   }
+  if (!cp.flat) cp.pos2 = -1;
   cp.ok = true;
+  if (getenv("CAPGRAPH_DEBUG_TILE"))
+    fprintf(stderr, "tile %s: %s P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld o=%lld x_vector=%d\n", k.name.c_str(),
+            cp.mode == ChannelTilePlan::Mode::split ? "split" : cp.flat ? "flat" : "fixed", (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
+            (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R, (long long)cp.VB,
+            (long long)(cp.o >= 0 ? k.axes[cp.o] : 0), cp.x_vector);
   return cp;
 }
 
-// Tiles along the position axis: single positions below lo and from hi on, R at a time between.
-int64_t pos_tiles(const ChannelTilePlan &cp) { return cp.lo + (cp.hi - cp.lo + cp.R - 1) / cp.R + (cp.P - cp.hi); }
+// Tiles along the position axis (or the flat positions).
+int64_t pos_tiles(const ChannelTilePlan &cp) { return cp.tiles; }
 
 int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp) {
   int64_t n = 1;
-  for (int a = 0; a < cp.v; a++) n *= a == cp.pos ? pos_tiles(cp) : a == cp.o ? (k.axes[a] + cp.VB - 1) / cp.VB : k.axes[a];
+  for (int a = 0; a < cp.v; a++) n *= a == cp.pos ? pos_tiles(cp) : a == cp.pos2 ? 1 : a == cp.o ? (k.axes[a] + cp.VB - 1) / cp.VB : k.axes[a];
   return n;
 }
 
 namespace {
 
-// One tile: Rt positions from p0 (clamped below `end`) x VB blocks, accumulated in registers over
-// all reduction loops, then stored through the result expression. The plan guarantees that each
-// window offset is inside X for all the tile's positions or for none of them.
+// One tile: Rt positions from p0 x VB blocks, accumulated in registers over all reduction loops,
+// then stored through the result expression. A runtime tile (p0 known when it runs) has positions
+// clamped below `end` (end < 0: all real) and each window offset inside X for all its positions or
+// for none (the plan's promise). A fixed tile (p0 a constant) knows its positions: for each value
+// of the window axes that move its positions' dims, the compiler keeps the positions inside X.
 struct TileEmitter {
   KernelEmitter &e;
   const ChannelTilePlan &cp;
@@ -167,13 +220,36 @@ struct TileEmitter {
     if (vb == 0 || !o_ragged()) return o;
     return b.CreateSelect(b.CreateICmpSLT(o, i64(k.axes[cp.o])), o, i64(k.axes[cp.o] - 1));
   }
+  // Points the position axes at position q (flat: q = pos2 index * W + pos index).
+  void set_pos(Value *q) {
+    if (cp.pos2 < 0) {
+      e.iv[pa] = q;
+      return;
+    }
+    e.iv[cp.pos2] = b.CreateUDiv(q, i64(cp.W));
+    e.iv[cp.pos] = b.CreateURem(q, i64(cp.W));
+  }
+  // A dim of X at a fixed position q and fixed window values (other axes: unit extent).
+  int64_t fixed_index(const DimIndex &d, int64_t q, const std::vector<int64_t> &wval) const {
+    int64_t x = d.shift;
+    for (const AxisTerm &t : d.terms) {
+      if (t.axis == cp.pos) x += t.coef * (cp.pos2 >= 0 ? q % cp.W : q);
+      else if (t.axis == cp.pos2) x += t.coef * (q / cp.W);
+      else if (t.axis >= k.n_parallel) x += t.coef * wval[t.axis];
+    }
+    return x;
+  }
+  bool moves_position(const DimIndex &d) const { return (cp.pos >= 0 && dim_uses(d, cp.pos)) || (cp.pos2 >= 0 && dim_uses(d, cp.pos2)); }
 
   void emit(int64_t Rt, Value *p0, Value *o0, int64_t end) {
     const int64_t VB = cp.VB, L = kChannelBlock;
+    auto *fixed_p0 = llvm::dyn_cast<llvm::ConstantInt>(p0);
+    const bool fixed = fixed_p0 && cp.mode == ChannelTilePlan::Mode::fixed;
+    const int64_t q0 = fixed ? fixed_p0->getSExtValue() : 0;
     std::vector<Value *> pos(Rt);
     for (int64_t r = 0; r < Rt; r++) {
       Value *q = b.CreateAdd(p0, i64(r));
-      pos[r] = r == 0 ? q : b.CreateSelect(b.CreateICmpSLT(q, i64(end)), q, i64(end - 1));
+      pos[r] = r == 0 || end < 0 ? q : b.CreateSelect(b.CreateICmpSLT(q, i64(end)), q, i64(end - 1));
     }
     // Small tiles (border positions, matrix-vector products) have too few accumulators to hide the
     // FMA latency (about 8 chains are needed at 2 FMAs per cycle): the innermost reduction loop
@@ -191,7 +267,8 @@ struct TileEmitter {
       }
     std::vector<llvm::AllocaInst *> &acc = sets[0];
 
-    auto point = [&](const std::vector<llvm::AllocaInst *> &into) {
+    // One reduction point for the positions `live` (those inside X at this window offset).
+    auto point = [&](const std::vector<llvm::AllocaInst *> &into, const std::vector<int64_t> &live) {
       std::vector<Value *> wv(VB);
       for (int64_t vb = 0; vb < VB; vb++) {
         if (o0) e.iv[cp.o] = o_block(o0, vb);
@@ -199,8 +276,8 @@ struct TileEmitter {
         wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)), llvm::Align(4));
       }
       if (o0) e.iv[cp.o] = o0;
-      for (int64_t r = 0; r < Rt; r++) {
-        e.iv[pa] = pos[r];
+      for (int64_t r : live) {
+        set_pos(pos[r]);
         Value *ok;
         Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
         Value *xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
@@ -210,12 +287,12 @@ struct TileEmitter {
           b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xv, wv[vb], b.CreateLoad(vt, a)}), a);
         }
       }
-      e.iv[pa] = p0;
+      set_pos(p0);
     };
-    auto inner = [&] {
+    auto inner = [&](const std::vector<int64_t> &live) {
       for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
       if (S == 1) {
-        e.nest_order(rest, 0, [&] { point(acc); });
+        e.nest_order(rest, 0, [&] { point(acc, live); });
       } else {
         std::vector<int> outer(rest.begin(), rest.end() - 1);
         int last = rest.back();
@@ -223,24 +300,63 @@ struct TileEmitter {
           e.loop(k.axes[last] / S, [&](Value *j) {
             for (int64_t si = 0; si < S; si++) {
               e.iv[last] = b.CreateAdd(b.CreateMul(j, i64(S)), i64(si));
-              point(sets[si]);
+              point(sets[si], live);
             }
           });
         });
       }
       for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
     };
-    e.nest_order(window, 0, [&] {
-      // This window offset inside X (for the tile's first position, hence for all): add it.
+    // The checks the loops make at run time: over `dims`, at the tile's first position.
+    auto guarded_inner = [&](const std::vector<size_t> &dims, const std::vector<int64_t> &live) {
       Value *in = nullptr;
-      e.iv[pa] = p0;
-      for (size_t di : checked_dims) {
+      set_pos(p0);
+      for (size_t di : dims) {
         Value *c = b.CreateICmpULT(e.affine(X.dims[di]), i64(X.dims[di].extent));
         in = in ? b.CreateAnd(in, c) : c;
       }
-      if (in) e.guarded(in, inner);
-      else inner();
-    });
+      if (in) e.guarded(in, [&] { inner(live); });
+      else inner(live);
+    };
+    std::vector<int64_t> all(Rt);
+    for (int64_t r = 0; r < Rt; r++) all[r] = r;
+    if (!fixed) {
+      // Each window offset inside X for the tile's first position, hence for all: add it.
+      e.nest_order(window, 0, [&] { guarded_inner(checked_dims, all); });
+    } else {
+      // Window axes moving the positions' dims are unrolled; for each of their values the
+      // positions inside X are known here. The other dims are checked at run time (the same for
+      // every position of the tile).
+      std::vector<size_t> pos_dims, other_dims;
+      for (size_t di : checked_dims) (moves_position(X.dims[di]) ? pos_dims : other_dims).push_back(di);
+      std::vector<int> unrolled, looped;
+      for (int a : window) {
+        bool u = false;
+        for (size_t di : pos_dims) u |= dim_uses(X.dims[di], a);
+        (u ? unrolled : looped).push_back(a);
+      }
+      std::vector<int64_t> wval(k.axes.size(), 0);
+      std::function<void(size_t)> unroll = [&](size_t at) {
+        if (at < unrolled.size()) {
+          for (int64_t i = 0; i < k.axes[unrolled[at]]; i++) {
+            wval[unrolled[at]] = i, e.iv[unrolled[at]] = i64(i);
+            unroll(at + 1);
+          }
+          return;
+        }
+        std::vector<int64_t> live;
+        for (int64_t r = 0; r < Rt; r++) {
+          bool in = true;
+          for (size_t di : pos_dims) {
+            int64_t x = fixed_index(X.dims[di], q0 + r, wval);
+            in = in && x >= 0 && x < X.dims[di].extent;
+          }
+          if (in) live.push_back(r);
+        }
+        if (!live.empty()) guarded_inner(other_dims, live);
+      };
+      e.nest_order(looped, 0, [&] { unroll(0); });
+    }
 
     for (int64_t si = 1; si < S; si++)
       for (size_t i = 0; i < acc.size(); i++)
@@ -252,7 +368,7 @@ struct TileEmitter {
         for (int64_t r = 0; r < Rt; r++) {
           auto store = [&] {
             if (o0) e.iv[cp.o] = b.CreateAdd(o0, i64(vb));
-            e.iv[pa] = b.CreateAdd(p0, i64(r));
+            set_pos(b.CreateAdd(p0, i64(r)));
             e.iv[cp.v] = i64(0);
             e.acc_value = b.CreateLoad(vt, acc[vb * Rt + r]);
             e.lanes = (unsigned)L, e.lane_axis = cp.v;
@@ -262,7 +378,7 @@ struct TileEmitter {
             Value *off = e.access_offset(k.store, -1, &ok);
             b.CreateAlignedStore(v, e.element_ptr(k.store.buffer, off), llvm::Align(4));
           };
-          Value *real = r == 0 ? nullptr : b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end));
+          Value *real = r == 0 || end < 0 ? nullptr : b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end));
           if (vb > 0 && o_ragged()) {
             Value *o_real = b.CreateICmpSLT(b.CreateAdd(o0, i64(vb)), i64(k.axes[cp.o]));
             real = real ? b.CreateAnd(real, o_real) : o_real;
@@ -271,7 +387,7 @@ struct TileEmitter {
           else store();
         }
       if (o0) e.iv[cp.o] = o0;
-      e.iv[pa] = p0;
+      set_pos(p0);
       return;
     }
     // Epilogue: through the result expression, element by element, for the real positions.
@@ -279,13 +395,13 @@ struct TileEmitter {
     auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L);
     for (int64_t i = 0; i < VB * Rt; i++)
       b.CreateAlignedStore(b.CreateLoad(vt, acc[i]), b.CreateInBoundsGEP(row_ty, spill, {i64(0), i64(i * L)}), llvm::Align(4));
-    Value *n_pos = Rt == 1 ? i64(1) : b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(p0, i64(Rt)), i64(end)), i64(Rt), b.CreateSub(i64(end), p0));
+    Value *n_pos = Rt == 1 || end < 0 ? i64(Rt) : b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(p0, i64(Rt)), i64(end)), i64(Rt), b.CreateSub(i64(end), p0));
     Value *n_vb = o_ragged() ? b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(o0, i64(VB)), i64(k.axes[cp.o])), i64(VB), b.CreateSub(i64(k.axes[cp.o]), o0))
                              : i64(VB);
     e.loop(i64(0), n_vb, [&](Value *vb) {
       if (o0) e.iv[cp.o] = b.CreateAdd(o0, vb);
       e.loop(i64(0), n_pos, [&](Value *r) {
-        e.iv[pa] = b.CreateAdd(p0, r);
+        set_pos(b.CreateAdd(p0, r));
         Value *base = b.CreateMul(b.CreateAdd(b.CreateMul(vb, i64(Rt)), r), i64(L));
         e.loop(L, [&](Value *j) {
           e.iv[cp.v] = j;
@@ -296,7 +412,7 @@ struct TileEmitter {
     });
     e.iv[cp.v] = i64(0);
     if (o0) e.iv[cp.o] = o0;
-    e.iv[pa] = p0;
+    set_pos(p0);
   }
 };
 
@@ -305,11 +421,11 @@ struct TileEmitter {
 void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
   llvm::IRBuilder<> &b = e.b;
   const Kernel &k = e.k;
-  const int64_t R = cp.R, VB = cp.VB, n_mid = (cp.hi - cp.lo + R - 1) / R;
+  const int64_t R = cp.R, VB = cp.VB;
   // Work item -> tile: outer indices, the o block, and the position tile t.
   Value *rem = w, *t = e.i64(0);
   for (int a = cp.v - 1; a >= 0; a--) {
-    int64_t n = a == cp.pos ? pos_tiles(cp) : a == cp.o ? (k.axes[a] + VB - 1) / VB : k.axes[a];
+    int64_t n = a == cp.pos ? pos_tiles(cp) : a == cp.pos2 ? 1 : a == cp.o ? (k.axes[a] + VB - 1) / VB : k.axes[a];
     Value *idx = n == 1 ? e.i64(0) : b.CreateURem(rem, e.i64(n));
     if (n > 1) rem = b.CreateUDiv(rem, e.i64(n));
     e.iv[a] = a == cp.o ? b.CreateMul(idx, e.i64(VB)) : idx;
@@ -318,27 +434,71 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
   e.iv[cp.v] = e.i64(0);
   Value *o0 = cp.o >= 0 ? e.iv[cp.o] : nullptr;
   TileEmitter te(e, cp);
-  if (cp.lo == 0 && cp.hi == cp.P) {  // no border positions
-    Value *p0 = cp.pos >= 0 ? b.CreateMul(t, e.i64(R)) : e.i64(0);
-    if (cp.pos >= 0) e.iv[cp.pos] = p0;
-    return te.emit(R, p0, o0, cp.P);
+  auto branch = [&](Value *cond, const std::function<void()> &then, const std::function<void()> &other) {
+    llvm::BasicBlock *a = llvm::BasicBlock::Create(e.ctx, "tile_a", e.fn), *c = llvm::BasicBlock::Create(e.ctx, "tile_b", e.fn),
+                     *join = llvm::BasicBlock::Create(e.ctx, "tile_join", e.fn);
+    b.CreateCondBr(cond, a, c);
+    b.SetInsertPoint(a);
+    then();
+    b.CreateBr(join);
+    b.SetInsertPoint(c);
+    other();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+  };
+  if (cp.mode == ChannelTilePlan::Mode::split) {
+    const int64_t n_mid = (cp.hi - cp.lo + R - 1) / R;
+    if (cp.lo == 0 && cp.hi == cp.P) {  // no border positions
+      Value *p0 = cp.pos >= 0 ? b.CreateMul(t, e.i64(R)) : e.i64(0);
+      if (cp.pos >= 0) e.iv[cp.pos] = p0;
+      return te.emit(R, p0, o0, cp.P);
+    }
+    // Tiles: [0, lo) single border positions, then n_mid interior tiles, then the rest single.
+    Value *mid = b.CreateAnd(b.CreateICmpSGE(t, e.i64(cp.lo)), b.CreateICmpSLT(t, e.i64(cp.lo + n_mid)));
+    return branch(
+        mid,
+        [&] {
+          Value *p0 = b.CreateAdd(e.i64(cp.lo), b.CreateMul(b.CreateSub(t, e.i64(cp.lo)), e.i64(R)));
+          e.iv[cp.pos] = p0;
+          te.emit(R, p0, o0, cp.hi);
+        },
+        [&] {
+          Value *p1 = b.CreateSelect(b.CreateICmpSLT(t, e.i64(cp.lo)), t, b.CreateAdd(e.i64(cp.hi), b.CreateSub(t, e.i64(cp.lo + n_mid))));
+          e.iv[cp.pos] = p1;
+          te.emit(1, p1, o0, cp.P);
+        });
   }
-  // Tiles: [0, lo) single border positions, then n_mid interior tiles, then the rest single.
-  Value *mid = b.CreateAnd(b.CreateICmpSGE(t, e.i64(cp.lo)), b.CreateICmpSLT(t, e.i64(cp.lo + n_mid)));
-  llvm::BasicBlock *inside = llvm::BasicBlock::Create(e.ctx, "tile_interior", e.fn), *border = llvm::BasicBlock::Create(e.ctx, "tile_border", e.fn),
-                   *join = llvm::BasicBlock::Create(e.ctx, "tile_join", e.fn);
-  b.CreateCondBr(mid, inside, border);
-  b.SetInsertPoint(inside);
-  Value *p0 = b.CreateAdd(e.i64(cp.lo), b.CreateMul(b.CreateSub(t, e.i64(cp.lo)), e.i64(R)));
-  e.iv[cp.pos] = p0;
-  te.emit(R, p0, o0, cp.hi);
-  b.CreateBr(join);
-  b.SetInsertPoint(border);
-  Value *p1 = b.CreateSelect(b.CreateICmpSLT(t, e.i64(cp.lo)), t, b.CreateAdd(e.i64(cp.hi), b.CreateSub(t, e.i64(cp.lo + n_mid))));
-  e.iv[cp.pos] = p1;
-  te.emit(1, p1, o0, cp.P);
-  b.CreateBr(join);
-  b.SetInsertPoint(join);
+  // Fixed tiles: [t_lo, t_hi) at run time (whole, inside), each other one on its own.
+  auto fixed_tiles = [&] {
+    std::vector<int64_t> ids;
+    for (int64_t i = 0; i < cp.tiles; i++)
+      if (i < cp.t_lo || i >= cp.t_hi) ids.push_back(i);
+    if (ids.size() == 1) {
+      te.emit(std::min(R, cp.P - ids[0] * R), e.i64(ids[0] * R), o0, -1);
+      return;
+    }
+    llvm::BasicBlock *done = llvm::BasicBlock::Create(e.ctx, "tile_done", e.fn);
+    llvm::BasicBlock *none = llvm::BasicBlock::Create(e.ctx, "tile_none", e.fn);
+    llvm::SwitchInst *sw = b.CreateSwitch(t, none, (unsigned)ids.size());
+    for (int64_t i : ids) {
+      llvm::BasicBlock *bb = llvm::BasicBlock::Create(e.ctx, "tile_fixed", e.fn);
+      sw->addCase(b.getInt64(i), bb);
+      b.SetInsertPoint(bb);
+      te.emit(std::min(R, cp.P - i * R), e.i64(i * R), o0, -1);
+      b.CreateBr(done);
+    }
+    b.SetInsertPoint(none);
+    b.CreateUnreachable();
+    b.SetInsertPoint(done);
+  };
+  if (cp.t_lo == cp.t_hi) return fixed_tiles();
+  auto runtime_tile = [&] {
+    Value *p0 = b.CreateMul(t, e.i64(R));
+    if (cp.pos >= 0) e.iv[cp.pos] = p0;
+    te.emit(R, p0, o0, -1);
+  };
+  if (cp.t_lo == 0 && cp.t_hi == cp.tiles) return runtime_tile();
+  branch(b.CreateAnd(b.CreateICmpSGE(t, e.i64(cp.t_lo)), b.CreateICmpSLT(t, e.i64(cp.t_hi))), runtime_tile, fixed_tiles);
 }
 
 }  // namespace capgraph

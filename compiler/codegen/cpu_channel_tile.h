@@ -21,10 +21,22 @@ struct ChannelTilePlan {
   bool x_vector = false; // X is contiguous along the block too (depthwise): vector, not broadcast
   int v = -1;            // the channel-block axis (innermost parallel, extent 8)
   int pos = -1;          // the position axis, R per tile
+  int pos2 = -1;         // flat tiles: the next position axis, walked together with pos as one
   int o = -1;            // the axis W depends on and X does not, VB per tile (or -1)
   int64_t R = 1, VB = 1;
-  int64_t P = 1;           // positions
-  int64_t lo = 0, hi = 1;  // positions [lo, hi) go R per tile, the others one per tile
+  int64_t P = 1;           // positions (ext(pos), times ext(pos2) for flat tiles)
+  int64_t W = 1;           // ext(pos): a flat position q is (q / W, q % W) along (pos2, pos)
+  // How positions make tiles:
+  //  - split: single positions below lo and from hi on, R at a time in [lo, hi); the window
+  //    checks run for every tile (the fallback when static tiles do not apply);
+  //  - fixed: tile t holds positions [t R, t R + R) (the last one fewer); tiles [t_lo, t_hi) lie
+  //    inside [lo, hi) and run without checks, each other tile is emitted on its own with its
+  //    positions known, so each window offset is known inside or outside for each position.
+  //    Flat tiles (pos2 >= 0) are all emitted so.
+  enum class Mode { split, fixed } mode = Mode::split;
+  bool flat = false;
+  int64_t lo = 0, hi = 1;
+  int64_t tiles = 1, t_lo = 0, t_hi = 1;
 };
 
 // The plan for kernel k, or one with ok == false. CAPGRAPH_NO_TILE=1 disables it.

@@ -262,6 +262,15 @@ std::vector<OpCase> op_cases() {
          std::string wg = t.weight({40, 24}), bg = t.weight({40});
          return t.out(t.op("Gemm", {g, wg, bg}, {attr_int("transB", 1)}));
        }, -2, 2, blocked_at_least(2)},
+      {"blocked_wide_rows_fixed_border_tiles", [] {  // rows wider than a tile: border tiles fixed at compile time
+         Net t;
+         t.b.input("x", F, {1, 8, 5, 31});
+         std::string a = t.op("Relu", {t.conv("x", 8, 16, 3, {pads({1, 1, 1, 1})})});
+         std::string c = t.conv(a, 16, 16, 5, {attr_ints("dilations", {1, 2}), pads({2, 1, 2, 4}), strides({1, 2})});
+         std::string d = t.op("Relu", {t.conv(c, 16, 16, 3, {pads({1, 2, 1, 0})}, 16)});
+         std::string e = t.conv(d, 16, 24, 7, {pads({3, 3, 3, 3}), strides({2, 2})});
+         return t.out(t.conv(e, 24, 8, 1));
+       }, -2, 2, blocked_at_least(3)},
       {"matmul_by_weights_blocked_rows", [] {
          Net t;
          t.b.input("x", F, {1, 10, 16});
