@@ -490,7 +490,11 @@ std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm) {
   std::string verr;
   llvm::raw_string_ostream vs(verr);
   if (llvm::verifyModule(m, &vs)) throw Error("internal: generated LLVM IR is invalid: " + vs.str().substr(0, 2000));
-  if (getenv("CAPGRAPH_DUMP_IR")) m.print(llvm::errs(), nullptr);
+  if (getenv("CAPGRAPH_DUMP_IR")) {  // modules compile in parallel: one at a time on stderr
+    static std::mutex dump_mutex;
+    std::lock_guard<std::mutex> lock(dump_mutex);
+    m.print(llvm::errs(), nullptr);
+  }
   llvm::LoopAnalysisManager lam;
   llvm::FunctionAnalysisManager fam;
   llvm::CGSCCAnalysisManager cgam;

@@ -34,6 +34,12 @@ void lower_map(Lowering &L, Node &n, const std::vector<const Value *> &ins, DTyp
   k.n_parallel = (int)k.axes.size();
   std::vector<int> args;
   for (const Value *v : ins) {
+    // A float scalar known at compile time is a constant of the kernel (Clip's bounds, the 3 and 6
+    // of a hard swish): the code then folds it, a clamp to constants is one min/max instruction.
+    if (v->constant && dtype_is_float(v->dtype) && shape_numel(v->shape) == 1) {
+      args.push_back(k.expr_cast(k.expr_const(v->constant->at_f64(0), v->dtype), compute));
+      continue;
+    }
     Loc l = L.loc(v);
     int e = k.expr_load(access_broadcast(l, rank), l.dtype);
     args.push_back(k.expr_cast(e, compute));
