@@ -27,6 +27,8 @@ int64_t mem_coef(const Access &a, int axis, bool *plain) {
 // Flat tiles (positions over two axes) for maps of at most this many positions, and at most this
 // many copies of the innermost loop for the tiles whose positions are fixed at compile time.
 constexpr int64_t kFlatPositions = 64, kFixedCopies = 128;
+// Elements between an unblocked input's channels from which the window loops go inside.
+constexpr int64_t kPlaneStride = 1024;
 
 // Dims of X whose skip bound the window checks make (they must not use the inner axes).
 bool skip_dim(const DimIndex &d) { return d.bound == Bound::skip; }
@@ -192,6 +194,7 @@ struct TileEmitter {
   std::vector<size_t> checked_dims; // X's dims with skip bounds
   llvm::FixedVectorType *vt;
   bool vector_epilogue = false;     // the result can be evaluated and stored 8 channels at once
+  bool window_inside = false;       // window loops inside the rest (see emit)
 
   TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c)
       : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v),
@@ -208,6 +211,10 @@ struct TileEmitter {
     for (const DimIndex &d : k.store.dims) {
       plain = plain && d.bound == Bound::none && d.expr < 0 && d.divisor == 1;
       sc += e.coef_of(d, c.v) * d.stride;
+    }
+    if (!c.x_vector && !window.empty() && !rest.empty()) {
+      bool plain_x;
+      window_inside = std::abs(mem_coef(X, rest.back(), &plain_x)) >= kPlaneStride;
     }
     vector_epilogue = plain && sc == 1 && k.store_dtype == DType::f32 && e.p.buffers[k.store.buffer].dtype == DType::f32 &&
                       !getenv("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
@@ -289,41 +296,45 @@ struct TileEmitter {
       }
       set_pos(p0);
     };
-    auto inner = [&](const std::vector<int64_t> &live) {
-      for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
-      if (S == 1) {
-        e.nest_order(rest, 0, [&] { point(acc, live); });
-      } else {
-        std::vector<int> outer(rest.begin(), rest.end() - 1);
-        int last = rest.back();
-        e.nest_order(outer, 0, [&] {
-          e.loop(k.axes[last] / S, [&](Value *j) {
-            for (int64_t si = 0; si < S; si++) {
-              e.iv[last] = b.CreateAdd(b.CreateMul(j, i64(S)), i64(si));
-              point(sets[si], live);
-            }
-          });
+    // The reduction: the window offsets (checked) and the other reduction axes (`rest`, whose
+    // innermost cycles through the S accumulator sets). Window outside, as a rule: each check is
+    // made once for all the rest. Window inside where rest walks X's channels across planes of
+    // an unblocked input: there the innermost loop would touch one line per plane, and planes a
+    // power-of-two apart share a cache set (the 12 planes of a 128x256 input thrash an 8-way L1
+    // and L2; the stem conv of the comma-like model ran at half the speed).
+    using LiveFn = std::function<void(const std::vector<int64_t> &)>;
+    using SetFn = std::function<void(const std::vector<llvm::AllocaInst *> &)>;
+    auto rest_nest = [&](const SetFn &body) {
+      if (S == 1) return e.nest_order(rest, 0, [&] { body(acc); });
+      std::vector<int> outer(rest.begin(), rest.end() - 1);
+      int last = rest.back();
+      e.nest_order(outer, 0, [&] {
+        e.loop(k.axes[last] / S, [&](Value *j) {
+          for (int64_t si = 0; si < S; si++) {
+            e.iv[last] = b.CreateAdd(b.CreateMul(j, i64(S)), i64(si));
+            body(sets[si]);
+          }
         });
-      }
-      for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
+      });
     };
     // The checks the loops make at run time: over `dims`, at the tile's first position.
-    auto guarded_inner = [&](const std::vector<size_t> &dims, const std::vector<int64_t> &live) {
+    auto guarded = [&](const std::vector<size_t> &dims, const std::vector<int64_t> &live, const LiveFn &body) {
       Value *in = nullptr;
       set_pos(p0);
       for (size_t di : dims) {
         Value *c = b.CreateICmpULT(e.affine(X.dims[di]), i64(X.dims[di].extent));
         in = in ? b.CreateAnd(in, c) : c;
       }
-      if (in) e.guarded(in, [&] { inner(live); });
-      else inner(live);
+      if (in) e.guarded(in, [&] { body(live); });
+      else body(live);
     };
-    std::vector<int64_t> all(Rt);
-    for (int64_t r = 0; r < Rt; r++) all[r] = r;
-    if (!fixed) {
-      // Each window offset inside X for the tile's first position, hence for all: add it.
-      e.nest_order(window, 0, [&] { guarded_inner(checked_dims, all); });
-    } else {
+    auto window_nest = [&](const LiveFn &body) {
+      std::vector<int64_t> all(Rt);
+      for (int64_t r = 0; r < Rt; r++) all[r] = r;
+      if (!fixed) {
+        // Each window offset inside X for the tile's first position, hence for all: add it.
+        return e.nest_order(window, 0, [&] { guarded(checked_dims, all, body); });
+      }
       // Window axes moving the positions' dims are unrolled; for each of their values the
       // positions inside X are known here. The other dims are checked at run time (the same for
       // every position of the tile).
@@ -353,10 +364,19 @@ struct TileEmitter {
           }
           if (in) live.push_back(r);
         }
-        if (!live.empty()) guarded_inner(other_dims, live);
+        if (!live.empty()) guarded(other_dims, live, body);
       };
       e.nest_order(looped, 0, [&] { unroll(0); });
-    }
+    };
+    auto checked_point = [&](const std::vector<llvm::AllocaInst *> &set, const std::vector<int64_t> &live) {
+      for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
+      point(set, live);
+      for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
+    };
+    if (window_inside)
+      rest_nest([&](const std::vector<llvm::AllocaInst *> &set) { window_nest([&](const std::vector<int64_t> &live) { checked_point(set, live); }); });
+    else
+      window_nest([&](const std::vector<int64_t> &live) { rest_nest([&](const std::vector<llvm::AllocaInst *> &set) { checked_point(set, live); }); });
 
     for (int64_t si = 1; si < S; si++)
       for (size_t i = 0; i < acc.size(); i++)
