@@ -1,7 +1,9 @@
-// conv_layer_gen OUT.onnx IC OC H W K STRIDE GROUP [relu|swish|none]
+// conv_layer_gen OUT.onnx IC OC H W K STRIDE GROUP [relu|swish|none] [inner|first]
 // Writes a one-layer benchmark model: the convolution under study (pads K/2, bias) and its
 // activation, then a 1x1 convolution to 8 channels, so that the layer's output is an intermediate
 // (the compiler blocks intermediates only, compiler/schedule/layout.h) as inside a real network.
+// "inner" (the default) also puts a 1x1 convolution from 8 channels in front, so the layer reads
+// an intermediate too; "first" makes it read the model's input, as a network's first layer.
 // For layer-by-layer speed work: `capgraph compile` it and `capgraph profile` shows step 0.
 #include <cstdio>
 #include <cstdlib>
@@ -36,24 +38,32 @@ std::vector<float> random_values(size_t n, std::mt19937 *rng) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc < 9 || argc > 10) {
-    std::fprintf(stderr, "usage: conv_layer_gen OUT.onnx IC OC H W K STRIDE GROUP [relu|swish|none]\n");
+  if (argc < 9 || argc > 11) {
+    std::fprintf(stderr, "usage: conv_layer_gen OUT.onnx IC OC H W K STRIDE GROUP [relu|swish|none] [inner|first]\n");
     return 2;
   }
   const int64_t ic = arg(argv[2], "IC"), oc = arg(argv[3], "OC"), h = arg(argv[4], "H"), w = arg(argv[5], "W");
   const int64_t k = arg(argv[6], "K"), stride = arg(argv[7], "STRIDE"), group = arg(argv[8], "GROUP");
-  const std::string act = argc > 9 ? argv[9] : "none";
-  if (ic % group || oc % group || (act != "relu" && act != "swish" && act != "none")) {
-    std::fprintf(stderr, "conv_layer_gen: IC and OC must be multiples of GROUP; the activation relu, swish or none\n");
+  const std::string act = argc > 9 ? argv[9] : "none", where = argc > 10 ? argv[10] : "inner";
+  if (ic % group || oc % group || (act != "relu" && act != "swish" && act != "none") || (where != "inner" && where != "first")) {
+    std::fprintf(stderr, "conv_layer_gen: IC and OC must be multiples of GROUP; the activation relu, swish or none; the place inner or first\n");
     return 2;
   }
   std::mt19937 rng(20261122);
   ModelBuilder b(13);
-  b.input("x", DataType::float32, {1, ic, h, w});
+  std::string x = "x";
+  if (where == "inner") {
+    b.input("x", DataType::float32, {1, 8, h, w});
+    b.initializer("wi", random_values(size_t(ic * 8), &rng), {ic, 8, 1, 1});
+    b.node("Conv", {"x", "wi"}, {"xi"});
+    x = "xi";
+  } else {
+    b.input("x", DataType::float32, {1, ic, h, w});
+  }
   b.initializer("w0", random_values(size_t(oc * (ic / group) * k * k), &rng), {oc, ic / group, k, k});
   b.initializer("b0", random_values(size_t(oc), &rng), {oc});
   const int64_t p = k / 2;
-  b.node("Conv", {"x", "w0", "b0"}, {"c0"},
+  b.node("Conv", {x, "w0", "b0"}, {"c0"},
          {attr_ints("pads", {p, p, p, p}), attr_ints("strides", {stride, stride}), attr_int("group", group)});
   std::string y = "c0";
   if (act == "relu") b.node("Relu", {"c0"}, {"a0"}), y = "a0";
