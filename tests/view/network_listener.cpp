@@ -38,10 +38,11 @@ NetworkListener::~NetworkListener() {
 }
 
 std::vector<std::string> NetworkListener::requests() {
-  // A connection made just before the browser exited may still wait to be accepted: wait (at most
-  // 3 s) until the server has polled 4 times (200 ms) in a row with nothing to accept.
+  // A connection made just before the browser exited may still wait to be accepted, or be read:
+  // wait (at most 8 s: a silent connection is read for 5) until the server has polled 4 times
+  // (200 ms) in a row with nothing to accept.
   idle_polls_ = 0;
-  for (int waited = 0; idle_polls_ < 4 && waited < 3000; waited += 10) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int waited = 0; idle_polls_ < 4 && waited < 8000; waited += 10) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::lock_guard<std::mutex> lock(mutex_);
   return requests_;
 }
@@ -56,17 +57,25 @@ void NetworkListener::serve() {
     idle_polls_ = 0;
     const int c = accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) continue;
-    // Read up to the end of the first line, for at most one second.
+    // Read up to the end of the first line, for at most five seconds.
     std::string got;
-    for (int waited = 0; waited < 1000 && got.find('\n') == std::string::npos && got.size() < 4096; waited += 50) {
+    bool closed = false;
+    for (int waited = 0; waited < 5000 && got.find('\n') == std::string::npos && got.size() < 4096; waited += 50) {
       pollfd q{c, POLLIN, 0};
       if (poll(&q, 1, 50) <= 0) continue;
       char buf[1024];
       const ssize_t n = read(c, buf, sizeof buf);
-      if (n <= 0) break;
+      if (n <= 0) {
+        closed = true;
+        break;
+      }
       got.append(buf, size_t(n));
     }
     close(c);  // no answer: the request fails, which is all a page would see
+    // Chromium opens spare connections to its proxy ahead of need and closes them unused when it
+    // exits: a connection closed without a byte carried no request (CI saw one, failing the test).
+    // One still silent after five seconds is counted: it may be a request held back.
+    if (got.empty() && closed) continue;
     const size_t eol = got.find_first_of("\r\n");
     std::lock_guard<std::mutex> lock(mutex_);
     requests_.push_back(eol == std::string::npos ? (got.empty() ? "(no request line)" : got) : got.substr(0, eol));
