@@ -124,6 +124,7 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
   // per position: FMA-bound from about 1.4 on) that fits the 16 vector registers (accumulators,
   // weight vectors, one broadcast).
   double best = -1;
+  bool best_flat = false;
   for (int mode = 0; mode < 3; mode++) {  // split, fixed along pos, flat
     if ((mode == 1 && !fixed_ok) || (mode == 2 && !flat_ok)) continue;
     const int64_t P = mode == 2 ? P1 * P2 : P1;
@@ -158,27 +159,30 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
         if (score > best + 1e-9) {
           best = score, cp.R = R, cp.VB = VB, cp.P = P, cp.tiles = tiles, cp.t_lo = t_lo, cp.t_hi = t_hi;
           cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
-          cp.flat = mode == 2;
+          best_flat = mode == 2;
         }
       }
     }
   }
-  if (!cp.flat) cp.pos2 = -1;
+  if (!best_flat) cp.pos2 = -1;
   cp.ok = true;
   if (getenv("CAPGRAPH_DEBUG_TILE"))
     fprintf(stderr, "tile %s: %s P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld o=%lld x_vector=%d\n", k.name.c_str(),
-            cp.mode == ChannelTilePlan::Mode::split ? "split" : cp.flat ? "flat" : "fixed", (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
+            cp.mode == ChannelTilePlan::Mode::split ? "split" : cp.pos2 >= 0 ? "flat" : "fixed", (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
             (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R, (long long)cp.VB,
             (long long)(cp.o >= 0 ? k.axes[cp.o] : 0), cp.x_vector);
   return cp;
 }
 
-// Tiles along the position axis (or the flat positions).
-int64_t pos_tiles(const ChannelTilePlan &cp) { return cp.tiles; }
+// How many work-item indices axis a (< v) counts: tiles along the position axis (pos2 folded into
+// it for flat tiles), VB-block tiles along o, the axis's own extent elsewhere.
+static int64_t tile_axis_extent(const Kernel &k, const ChannelTilePlan &cp, int a) {
+  return a == cp.pos ? cp.tiles : a == cp.pos2 ? 1 : a == cp.o ? (k.axes[a] + cp.VB - 1) / cp.VB : k.axes[a];
+}
 
 int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp) {
   int64_t n = 1;
-  for (int a = 0; a < cp.v; a++) n *= a == cp.pos ? pos_tiles(cp) : a == cp.pos2 ? 1 : a == cp.o ? (k.axes[a] + cp.VB - 1) / cp.VB : k.axes[a];
+  for (int a = 0; a < cp.v; a++) n *= tile_axis_extent(k, cp, a);
   return n;
 }
 
@@ -254,11 +258,11 @@ struct TileEmitter {
   }
   bool moves_position(const DimIndex &d) const { return (cp.pos >= 0 && dim_uses(d, cp.pos)) || (cp.pos2 >= 0 && dim_uses(d, cp.pos2)); }
 
-  void emit(int64_t Rt, Value *p0, Value *o0, int64_t end) {
+  // fixed_at >= 0: a fixed tile whose first position is fixed_at (p0 is that constant).
+  void emit(int64_t Rt, Value *p0, Value *o0, int64_t end, int64_t fixed_at = -1) {
     const int64_t VB = cp.VB, L = kChannelBlock;
-    auto *fixed_p0 = llvm::dyn_cast<llvm::ConstantInt>(p0);
-    const bool fixed = fixed_p0 && cp.mode == ChannelTilePlan::Mode::fixed;
-    const int64_t q0 = fixed ? fixed_p0->getSExtValue() : 0;
+    const bool fixed = fixed_at >= 0;
+    const int64_t q0 = fixed ? fixed_at : 0;
     std::vector<Value *> pos(Rt);
     for (int64_t r = 0; r < Rt; r++) {
       Value *q = b.CreateAdd(p0, i64(r));
@@ -459,7 +463,7 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
   // Work item -> tile: outer indices, the o block, and the position tile t.
   Value *rem = w, *t = e.i64(0);
   for (int a = cp.v - 1; a >= 0; a--) {
-    int64_t n = a == cp.pos ? pos_tiles(cp) : a == cp.pos2 ? 1 : a == cp.o ? (k.axes[a] + VB - 1) / VB : k.axes[a];
+    int64_t n = tile_axis_extent(k, cp, a);
     Value *idx = n == 1 ? e.i64(0) : b.CreateURem(rem, e.i64(n));
     if (n > 1) rem = b.CreateUDiv(rem, e.i64(n));
     e.iv[a] = a == cp.o ? b.CreateMul(idx, e.i64(VB)) : idx;
@@ -508,7 +512,7 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
     for (int64_t i = 0; i < cp.tiles; i++)
       if (i < cp.t_lo || i >= cp.t_hi) ids.push_back(i);
     if (ids.size() == 1) {
-      te.emit(std::min(R, cp.P - ids[0] * R), e.i64(ids[0] * R), o0, -1);
+      te.emit(std::min(R, cp.P - ids[0] * R), e.i64(ids[0] * R), o0, -1, ids[0] * R);
       return;
     }
     llvm::BasicBlock *done = llvm::BasicBlock::Create(e.ctx, "tile_done", e.fn);
@@ -518,7 +522,7 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
       llvm::BasicBlock *bb = llvm::BasicBlock::Create(e.ctx, "tile_fixed", e.fn);
       sw->addCase(b.getInt64(i), bb);
       b.SetInsertPoint(bb);
-      te.emit(std::min(R, cp.P - i * R), e.i64(i * R), o0, -1);
+      te.emit(std::min(R, cp.P - i * R), e.i64(i * R), o0, -1, i * R);
       b.CreateBr(done);
     }
     b.SetInsertPoint(none);

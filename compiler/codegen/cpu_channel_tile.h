@@ -34,7 +34,6 @@ struct ChannelTilePlan {
   //    positions known, so each window offset is known inside or outside for each position.
   //    Flat tiles (pos2 >= 0) are all emitted so.
   enum class Mode { split, fixed } mode = Mode::split;
-  bool flat = false;
   int64_t lo = 0, hi = 1;
   int64_t tiles = 1, t_lo = 0, t_hi = 1;
 };

@@ -567,37 +567,29 @@ UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t* data, size_t n, size_t* actual, 
                  timeout_ms))
     return UsbResult::timeout;
   if (!attached_) return UsbResult::no_device;
-  if (in_armed_) {  // firmware-filled buffer at 0x8000 (MEM_STREAM results)
-    size_t take = std::min<size_t>(n, in_len_);
+  // Hands up to `take` bytes from `src` to the host, cut short by a planned unplug; false when
+  // the device vanished during the transfer.
+  auto deliver = [&](const uint8_t *src, size_t take) {
     bool vanish = unplug_after_ < take;
     if (vanish) take = size_t(unplug_after_);
-    std::copy(x_.begin() + reg::BULK_IN_BUF, x_.begin() + reg::BULK_IN_BUF + take, data);
+    std::memcpy(data, src, take);
     if (unplug_after_ != UINT64_MAX) unplug_after_ -= take;
     stats.bulk_in_bytes += take;
     stats.bulk_in_packets += (take + max_packet_bulk() - 1) / max_packet_bulk();
     *actual = take;
-    if (vanish) {
-      attached_ = false;
-      return UsbResult::no_device;
-    }
+    if (vanish) attached_ = false;
+    return !vanish;
+  };
+  if (in_armed_) {  // firmware-filled buffer at 0x8000 (MEM_STREAM results)
+    if (!deliver(x_.data() + reg::BULK_IN_BUF, std::min<size_t>(n, in_len_))) return UsbResult::no_device;
     in_armed_ = false;
     ep_cfg1_ |= 0x08;  // BULK_IN_COMPLETE
     return in_len_ > n ? UsbResult::overflow : UsbResult::ok;
   }
-  size_t take = std::min<size_t>(n, dma_.remaining);
-  bool vanish = unplug_after_ < take;
-  if (vanish) take = size_t(unplug_after_);
-  std::memcpy(data, sram.data() + dma_.offset, take);
-  dma_.offset += uint32_t(take);
-  dma_.remaining -= uint32_t(take);
-  if (unplug_after_ != UINT64_MAX) unplug_after_ -= take;
-  stats.bulk_in_bytes += take;
-  stats.bulk_in_packets += (take + max_packet_bulk() - 1) / max_packet_bulk();
-  *actual = take;
-  if (vanish) {
-    attached_ = false;
-    return UsbResult::no_device;
-  }
+  const bool stays = deliver(sram.data() + dma_.offset, std::min<size_t>(n, dma_.remaining));
+  dma_.offset += uint32_t(*actual);
+  dma_.remaining -= uint32_t(*actual);
+  if (!stays) return UsbResult::no_device;
   if (dma_.remaining == 0) {
     dma_.armed = false;
     x_[reg::NVME_CTRL] &= uint8_t(~0x02);
