@@ -106,9 +106,9 @@ std::vector<uint8_t> capture_read_verified(const std::string &path) {
       throw Error(path + ": the capture is corrupt or truncated (its root table is invalid)");
     const unsigned major = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MAJOR, 1);
     const unsigned minor = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MINOR, 0);
-    if (major != 1)
+    if (major != 1 && major != 2)
       throw Error(path + ": capture format version " + std::to_string(major) + "." + std::to_string(minor) +
-                  " cannot be read by this capgraph, which reads version 1.x");
+                  " cannot be read by this capgraph, which reads versions 1.x and 2.x");
   }
   if (!fb::VerifyCaptureBuffer(v)) throw Error(path + ": the capture is corrupt or truncated (flatbuffers verification failed)");
   return bytes;
@@ -119,6 +119,12 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
   std::string o;
   appendf(o, "{\"file\": %s, \"version\": \"%u.%u\", \"target\": %s, \"threads\": %u,\n", json_quote(path).c_str(), c->version_major(),
           c->version_minor(), json_quote(c->target()->name()->str()).c_str(), c->threads());
+  // The environment knobs that changed the output (Capture.compile_options), [] for none.
+  o += " \"compile_options\": [";
+  if (c->compile_options())
+    for (size_t i = 0; i < c->compile_options()->size(); i++)
+      o += (i ? ", " : "") + json_quote(c->compile_options()->Get(i)->str());
+  o += "],\n";
   auto ports = [&](const char *key, const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *v) {
     appendf(o, " \"%s\": [", key);
     for (size_t i = 0; i < v->size(); i++) {
@@ -212,6 +218,8 @@ int cmd_inspect(int argc, char **argv) {
   std::printf("%s: capture v%u.%u for %s (%s %s), %u thread(s)\n", path.c_str(), c->version_major(), c->version_minor(),
               c->target()->name()->c_str(), c->target()->triple() ? c->target()->triple()->c_str() : "",
               c->target()->cpu() ? c->target()->cpu()->c_str() : "", c->threads());
+  if (c->compile_options())
+    for (const auto *o : *c->compile_options()) std::printf("  compiled with %s\n", o->c_str());
   for (const auto *t : *c->inputs()) std::printf("  input  %-24s %-8s %s\n", t->name()->c_str(), dtype_name((DType)t->dtype()), shape_of(t->shape()).c_str());
   for (const auto *t : *c->outputs()) std::printf("  output %-24s %-8s %s\n", t->name()->c_str(), dtype_name((DType)t->dtype()), shape_of(t->shape()).c_str());
   std::printf("  %d launches of %u kernels, %d copies, %.3f GFLOP\n", t.launches, c->kernels() ? c->kernels()->size() : 0, t.copies, t.flops / 1e9);

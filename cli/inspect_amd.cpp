@@ -23,7 +23,7 @@ std::string inspect_amd_text(const fb::Capture *c) {
   if (!c->kernels()) return "";
   std::string o;
   for (const fb::Kernel *k : *c->kernels()) {
-    const fb::AmdKernel *a = k->amd();
+    const fb::AmdKernel *a = k->facts_as_AmdKernel();
     if (!a) continue;
     if (o.empty())
       o = "  AMD kernels:\n  " + std::string("kernel                                    sgpr vgpr    LDS scratch   wg wave kernarg descriptor     rsrc1    rsrc2    rsrc3 props twin\n");
@@ -39,7 +39,7 @@ std::string inspect_amd_json(const fb::Capture *c) {
   if (!c->kernels()) return "";
   std::string o;
   for (const fb::Kernel *k : *c->kernels()) {
-    const fb::AmdKernel *a = k->amd();
+    const fb::AmdKernel *a = k->facts_as_AmdKernel();
     if (!a) continue;
     o += o.empty() ? ",\n \"amd_kernels\": [\n  " : ",\n  ";
     o += "{\"name\": " + json_quote(k->name()->str()) + ", \"entry\": " + json_quote(k->entry()->str()) +

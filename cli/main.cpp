@@ -19,14 +19,17 @@
 #include "cli/commands.h"
 #include "compile.h"
 #include "error.h"
-#include "fake_amd.h"
-#include "kfd_transport.h"
+#include "hcq/target.h"
 #include "npy.h"
+#include "run_files.h"
 #ifdef CAPGRAPH_HAVE_FLASH
 #include "flash.h"
 #endif
 
 namespace capgraph {
+
+// targets/CMakeLists.txt generates it: registers the fakes of the targets this build carries.
+void target_fakes_register();
 
 // Writes bytes to path through a temporary file and a rename, so a failure never leaves a
 // half-written file behind.
@@ -139,11 +142,7 @@ struct Model {
   }
 };
 
-std::string shape_text(const capgraph_tensor &t) {
-  std::string s;
-  for (int i = 0; i < t.rank; i++) s += (i ? "x" : "") + std::to_string(t.shape[i]);
-  return s.empty() ? "scalar" : s;
-}
+std::string shape_text(const capgraph_tensor &t) { return capgraph::shape_text(t.shape, t.rank); }
 
 void inputs_random(Model &m, unsigned seed) {
   std::mt19937 rng(seed);
@@ -160,13 +159,6 @@ void inputs_random(Model &m, unsigned seed) {
       }
     }
   }
-}
-
-std::string file_safe(const std::string &name) {
-  std::string s = name;
-  for (char &c : s)
-    if (!std::isalnum((unsigned char)c) && c != '.' && c != '_' && c != '-') c = '_';
-  return s;
 }
 
 int cmd_run(int argc, char **argv) {
@@ -194,39 +186,15 @@ int cmd_run(int argc, char **argv) {
   auto t0 = std::chrono::steady_clock::now();
   Model m(path, threads, device);
   double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  int n_in = capgraph_num_inputs(m.m);
-  for (auto &[name, file] : inputs)
-    if (capgraph_input_index(m.m, name.c_str()) < 0) {
-      std::string names;
-      for (int i = 0; i < n_in; i++) names += std::string(i ? ", " : "") + m.input(i).name;
-      throw Error(path + ": the model has no input '" + name + "' (its inputs: " + names + ")");
-    }
+  // Random values first, so that files given beside --random-inputs replace them.
   if (seed >= 0) inputs_random(m, (unsigned)seed);
-  for (int i = 0; i < n_in; i++) {
-    capgraph_tensor t = m.input(i);
-    auto it = std::find_if(inputs.begin(), inputs.end(), [&](auto &p) { return p.first == t.name; });
-    if (it == inputs.end()) {
-      if (seed >= 0) continue;
-      throw Error(path + ": missing input '" + t.name + "' (" + npy_descr(t.dtype) + " " + shape_text(t) + "): pass --input " + t.name + "=FILE.npy");
-    }
-    npy_array a;
-    std::string err;
-    if (!npy_read(it->second, &a, &err)) throw Error(err);
-    if (a.dtype != t.dtype)
-      throw Error(it->second + ": input '" + t.name + "' must be " + npy_descr(t.dtype) + ", the file holds " + npy_descr(a.dtype));
-    std::vector<int64_t> want(t.shape, t.shape + t.rank);
-    if (a.shape != want) {
-      std::string got;
-      for (size_t d = 0; d < a.shape.size(); d++) got += (d ? "x" : "") + std::to_string(a.shape[d]);
-      throw Error(it->second + ": input '" + t.name + "' must have shape " + shape_text(t) + ", the file has " + (got.empty() ? "scalar" : got));
-    }
-    std::memcpy(t.data, a.data.data(), t.size_bytes);
-  }
+  std::string err;
+  if (!inputs_bind(m.m, path, inputs, seed >= 0, &err)) throw Error(err);
+  if (!outdir.empty() && !output_dir_create(outdir, &err)) throw Error(err);
   t0 = std::chrono::steady_clock::now();
   m.run();
   double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%s: loaded in %.1f ms, replayed in %.2f ms\n", path.c_str(), load_ms, run_ms);
-  if (!outdir.empty()) mkdir(outdir.c_str(), 0755);
   for (int i = 0; i < capgraph_num_outputs(m.m); i++) {
     capgraph_tensor t = m.output(i);
     std::string line = std::string("  output '") + t.name + "' " + npy_descr(t.dtype) + " " + shape_text(t);
@@ -244,7 +212,7 @@ int cmd_run(int argc, char **argv) {
       line += buf;
     }
     if (!outdir.empty()) {
-      std::string file = outdir + "/" + file_safe(t.name) + ".npy";
+      std::string file = outdir + "/" + output_file_name(t.name);
       std::vector<uint8_t> bytes = npy_format(t.dtype, t.shape, t.rank, t.data, t.size_bytes);
       file_write_atomic(file, bytes);
       line += " -> " + file;
@@ -287,11 +255,9 @@ int cmd_devices() {
   unsigned cores = std::thread::hardware_concurrency();
   std::printf("cpu: %s, %u cores (the default device)\n", cpu_host_description().c_str(), cores);
   struct stat st;
-  // One line per KFD GPU ("amd:0: gfx1100 (RDNA3), ..."), or why there is none.
-  std::string amd = kfd::kfd_devices_describe();
-  if (amd.rfind("amd:", 0) != 0) amd = "amd: " + amd;
-  std::printf("%s", amd.c_str());
-  std::printf("fake-amd: a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs captures' host twins, measures nothing\n");
+  // One line per device of each target this build carries ("amd:0: gfx1100 (RDNA3), ..."), or
+  // why there is none.
+  std::printf("%s", hcq::devices_describe().c_str());
   std::printf("adreno: %s\n", stat("/dev/kgsl-3d0", &st) == 0 ? "/dev/kgsl-3d0 present (Adreno replay is not built yet)" : "no Adreno GPU: /dev/kgsl-3d0 is absent");
   std::printf("nvidia: %s\n", stat("/dev/nvidiactl", &st) == 0 ? "/dev/nvidiactl present (NVIDIA replay is not built yet)" : "no NVIDIA GPU: /dev/nvidiactl is absent");
 #ifdef CAPGRAPH_HAVE_FLASH
@@ -306,7 +272,7 @@ int cmd_devices() {
 }  // namespace
 
 int cli_main(int argc, char **argv) {
-  amd::fake_amd_register();  // `--device fake-amd`
+  target_fakes_register();  // `--device fake-amd` and the other targets' fakes
   if (argc < 2) return usage();
   std::string cmd = argv[1];
   try {

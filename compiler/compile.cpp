@@ -5,15 +5,13 @@
 #include <set>
 
 #include "capture/capture_write.h"
-#include "codegen/amd_target.h"
-#include "codegen/amdgpu_codegen.h"
-#include "codegen/cpu_codegen.h"
 #include "error.h"
 #include "graph/passes.h"
 #include "onnx/onnx_model.h"
 #include "schedule/fuse.h"
 #include "schedule/layout.h"
 #include "schedule/lower.h"
+#include "target/target_table.h"
 
 namespace capgraph {
 
@@ -83,9 +81,9 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   Program p = graph_lower(g);
   int before = (int)p.kernels.size();
   r.fused = program_fuse(p);
-  // CPU layouts: channel-blocked activations and packed weights (CAPGRAPH_NO_BLOCK=1 turns them
-  // off, for experiments).
-  if (opt.target.rfind("cpu", 0) == 0 && !getenv("CAPGRAPH_NO_BLOCK")) {
+  // The target's layouts: channel-blocked activations and packed weights (CAPGRAPH_NO_BLOCK=1
+  // turns them off, for experiments).
+  if (target_find(opt.target).blocked_layouts && !getenv("CAPGRAPH_NO_BLOCK")) {
     r.blocked_buffers = program_block_channels(p);
     program_block_products(p);
     program_pack_weights(p);
@@ -103,29 +101,22 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   CompileReport local;
   CompileReport &r = report ? *report : local;
   if (opt.threads < 1 || opt.threads > 256) throw Error("--threads must be between 1 and 256");
-  // An AMD GPU target: code objects, plus host twins of every kernel for this machine's CPU.
-  const bool amd = amd_target_is_amd(opt.target);
-  AmdCaptureCode gpu;
-  if (amd) gpu.target = amd_target_named(opt.target);
-  if (amd && opt.threads != 1) throw Error("--threads applies to CPU targets; " + opt.target + " captures replay on one GPU queue");
-  CpuTarget t = cpu_target_named(amd ? "cpu" : opt.target);
+  const TargetEntry &target = target_find(opt.target);
+  if (!target.threads && opt.threads != 1)
+    throw Error("--threads applies to CPU targets; " + opt.target + " captures replay on one device queue");
   Program p = compile_schedule(onnx_path, opt, &r);
   auto t0 = std::chrono::steady_clock::now();
-  CodegenResult code = cpu_codegen(p, t, opt.jobs);
-  r.unique_kernels = code.unique_kernels;
-  if (amd) {
-    gpu.gpu = amdgpu_codegen(p, gpu.target, opt.jobs);
-    gpu.twins = std::move(code);
-    gpu.twin_target = t;
-    r.unique_kernels = gpu.gpu.code.unique_kernels;
-  }
+  TargetCode code = target.codegen(p, opt.target, opt.jobs);
+  r.unique_kernels = code.code.unique_kernels;
   r.ms_codegen = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
   CaptureInfo info;
   info.model_name = onnx_path.substr(onnx_path.find_last_of('/') + 1);
   info.threads = opt.threads;
+  for (const char *knob : k_output_knobs)
+    if (const char *v = getenv(knob)) info.compile_options.push_back(std::string(knob) + "=" + v);
   ArenaPlan plan;
-  std::vector<uint8_t> bytes = amd ? capture_build_amd(p, gpu, info, &plan) : capture_build(p, code, t, info, &plan);
+  std::vector<uint8_t> bytes = capture_build(p, code, info, &plan);
   r.arena_bytes = plan.size;
   r.arena_naive_bytes = plan.naive_size;
   for (const Buffer &b : p.buffers)

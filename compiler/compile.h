@@ -16,6 +16,12 @@ struct CompileOptions {
   int jobs = 2;       // parallel code generation
 };
 
+// The environment knobs that change compiled output (experiments: layouts, tiling, strategy).
+// compile_model records the ones that are set into the capture (Capture.compile_options), so a
+// capture says how it was made; debugging knobs that only print are not listed.
+inline constexpr const char *k_output_knobs[] = {"CAPGRAPH_NO_BLOCK", "CAPGRAPH_NO_TILE", "CAPGRAPH_TILE",
+                                                 "CAPGRAPH_STRATEGY", "CAPGRAPH_SCALAR_EPILOGUE"};
+
 struct CompileReport {
   int onnx_nodes = 0, folded_batchnorms = 0, folded_pads = 0, removed_nodes = 0;
   int kernels = 0, unique_kernels = 0, fused = 0, blocked_buffers = 0;

@@ -17,6 +17,7 @@
 
 #include "capgraph_runtime.h"
 #include "npy.h"
+#include "run_files.h"
 
 namespace {
 
@@ -36,22 +37,6 @@ bool int_parse(const char *s, long lo, long hi, int *out) {
   if (errno || !*s || *end || v < lo || v > hi) return false;
   *out = int(v);
   return true;
-}
-
-// The output's file name: every character outside [A-Za-z0-9._-] becomes '_'.
-std::string file_name_for(const char *tensor) {
-  std::string s = tensor;
-  for (char &c : s)
-    if (!((c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-          c == '_' || c == '-'))
-      c = '_';
-  return s;
-}
-
-std::string shape_text(const int64_t *shape, size_t rank) {
-  std::string s = "[";
-  for (size_t i = 0; i < rank; ++i) s.append(i ? "," : "").append(std::to_string(shape[i]));
-  return s + "]";
 }
 
 }  // namespace
@@ -106,30 +91,9 @@ int main(int argc, char **argv) {
     return 1;
   };
 
-  std::vector<bool> given(size_t(capgraph_num_inputs(m)), false);
-  for (const auto &[name, path] : inputs) {
-    const int32_t index = capgraph_input_index(m, name.c_str());
-    if (index < 0) return fail(std::string(model_path) + ": the model has no input '" + name + "'");
-    capgraph_tensor t;
-    capgraph_input(m, index, &t);
-    capgraph::npy_array a;
-    std::string why;
-    if (!capgraph::npy_read(path, &a, &why)) return fail(why);
-    if (a.dtype != t.dtype || a.shape.size() != size_t(t.rank) ||
-        !std::equal(a.shape.begin(), a.shape.end(), t.shape))
-      return fail(path + ": input '" + name + "' must be " + capgraph::npy_descr(t.dtype) + " " +
-                  shape_text(t.shape, size_t(t.rank)) + " but the file holds " +
-                  capgraph::npy_descr(a.dtype) + " " + shape_text(a.shape.data(), a.shape.size()));
-    memcpy(t.data, a.data.data(), t.size_bytes);
-    given[size_t(index)] = true;
-  }
-  for (size_t i = 0; i < given.size(); ++i) {
-    capgraph_tensor t;
-    capgraph_input(m, int32_t(i), &t);
-    if (!given[i])
-      return fail(std::string(model_path) + ": input '" + t.name + "' not given (--input " +
-                  t.name + "=FILE.npy)");
-  }
+  std::string why;
+  if (!capgraph::inputs_bind(m, model_path, inputs, false, &why)) return fail(why);
+  if (!capgraph::output_dir_create(output_dir, &why)) return fail(why);
 
   std::vector<double> times;
   for (int r = 0; r < runs; ++r) {
@@ -145,8 +109,7 @@ int main(int argc, char **argv) {
   for (int32_t i = 0; i < capgraph_num_outputs(m); ++i) {
     capgraph_tensor t;
     capgraph_output(m, i, &t);
-    const std::string path = output_dir + "/" + file_name_for(t.name) + ".npy";
-    std::string why;
+    const std::string path = output_dir + "/" + capgraph::output_file_name(t.name);
     if (!capgraph::npy_write(path, t.dtype, t.shape, t.rank, t.data, t.size_bytes, &why))
       return fail(why);
     printf("output %s -> %s\n", t.name, path.c_str());

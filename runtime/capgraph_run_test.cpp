@@ -79,6 +79,30 @@ TEST_CASE("capgraph-run replays a capture and writes every output") {
   }
 }
 
+TEST_CASE("capgraph-run creates a missing --output-dir, as capgraph run does") {
+  // It used to fail with "cannot create" for a directory that did not exist yet.
+  const std::string model = test::temp_path("model_newdir.cap");
+  test::file_write(model, test::capture_build(test::reference_spec(1)));
+  std::vector<float> a, b;
+  test::reference_inputs(test::k_reference_n, &a, &b);
+  const std::string a_path = npy_save("a.npy", a, {test::k_reference_n});
+  const std::string b_path = npy_save("b.npy", b, {test::k_reference_n});
+  const std::string out_dir = test::temp_path("new_out_dir");
+  REQUIRE(std::system(("rm -rf " + out_dir).c_str()) == 0);
+  const result r = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + b_path +
+                                     " --output-dir " + out_dir + "/");
+  INFO(r.output);
+  REQUIRE(r.exit_code == 0);
+  std::vector<int64_t> shape;
+  CHECK(npy_floats(out_dir + "/z.npy", &shape) == b);
+  // A missing parent is not built: the message names the directory.
+  const std::string deep = test::temp_path("no_such_parent") + "/out";
+  const result bad = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + b_path +
+                                       " --output-dir " + deep);
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.output.find(deep + ": cannot write outputs there") != std::string::npos);
+}
+
 TEST_CASE("capgraph-run refuses mistakes with a message") {
   const std::string model = test::temp_path("model.cap");
   test::file_write(model, test::capture_build(test::reference_spec(1)));
@@ -89,11 +113,11 @@ TEST_CASE("capgraph-run refuses mistakes with a message") {
 
   result r = capgraph_run_exec(model + " --input a=" + a_path);
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("input 'b' not given") != std::string::npos);
+  CHECK(r.output.find("missing input 'b' (<f4 1000): pass --input b=FILE.npy") != std::string::npos);
 
   r = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + wrong);
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("input 'b' must be <f4 [1000] but the file holds <f4 [500,2]") !=
+  CHECK(r.output.find("input 'b' must be <f4 1000 but the file holds <f4 500x2") !=
         std::string::npos);
 
   r = capgraph_run_exec(model + " --input c=" + a_path);

@@ -45,14 +45,15 @@ capgraph_status model_build_hcq(capgraph_model *m, const char *device, std::stri
   const std::string &label = m->label;
   // The device first: an unknown or absent device is the problem to report, whatever the file.
   std::string why;
-  capgraph_status st = hcq::transport_open(device, &m->device, &why);
+  const hcq::target *t = nullptr;
+  capgraph_status st = hcq::device_open(device, &m->device, &t, &why);
   if (st != CAPGRAPH_OK) {
     *err = label + ": " + why;
     return st;
   }
   const fb::Capture *c = nullptr;
   if ((st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err,
-                           capture_device::amd)) != CAPGRAPH_OK)
+                           t)) != CAPGRAPH_OK)
     return st;
   // A replay's bound: 10 s unless CAPGRAPH_TIMEOUT_MS says otherwise (1 ms to 1 hour).
   hcq::graph_options opt;
@@ -65,7 +66,7 @@ capgraph_status model_build_hcq(capgraph_model *m, const char *device, std::stri
     }
     opt.timeout_ns = v * 1000000ull;
   }
-  if ((st = hcq::graph::build(m->device.get(), c, label.c_str(), opt, &m->graph, err)) !=
+  if ((st = hcq::graph::build(m->device.get(), t, c, label.c_str(), opt, &m->graph, err)) !=
       CAPGRAPH_OK)
     return st;
   m->arena_size = c->arena_size();

@@ -12,6 +12,7 @@
 #include "capture_file.h"
 #include "elf_link.h"
 #include "hcq/graph.h"
+#include "hcq/target.h"
 #include "hcq/transport.h"
 #include "replay.h"
 #include "thread_pool.h"

@@ -7,9 +7,9 @@
 #include <cstring>
 #include <set>
 
-#include "amd_chips.h"
 #include "cpu_target.h"
 #include "elf_link.h"
+#include "hcq/target.h"
 
 namespace capgraph {
 
@@ -36,7 +36,8 @@ bool in_range(uint64_t offset, uint64_t len, uint64_t size) {
 
 class semantic_check {
  public:
-  semantic_check(const fb::Capture *c, const char *label, std::string *err, capture_device device)
+  semantic_check(const fb::Capture *c, const char *label, std::string *err,
+                 const hcq::target *device)
       : c_(c), label_(label), err_(err), device_(device) {}
 
   bool run() {
@@ -105,12 +106,14 @@ class semantic_check {
     const auto &imports = elf_runtime_imports();
     for (uint32_t i = 0; i < c_->programs()->size(); ++i) {
       const fb::Program *p = c_->programs()->Get(i);
-      const bool gpu_code = device_ == capture_device::amd &&
-                            p->format() == fb::ProgramFormat::amdgpu_code_object;
+      const bool gpu_code = device_ && p->format() == device_->program_format;
       if (p->format() != fb::ProgramFormat::elf_relocatable && !gpu_code)
         return fail("program %u has format %u; this runtime loads elf_relocatable (0)%s", i,
                     unsigned(p->format()),
-                    device_ == capture_device::amd ? " and amdgpu_code_object (1)" : "");
+                    device_ ? (std::string(" and ") + fb::EnumNameProgramFormat(device_->program_format) +
+                               " (" + std::to_string(unsigned(device_->program_format)) + ")")
+                                  .c_str()
+                            : "");
       // Damaged machine code must be refused here: once linked it runs unchecked.
       if (capture_hash(p->binary()->data(), p->binary()->size()) != p->hash())
         return fail("program %u is damaged: its code does not match its checksum", i);
@@ -134,37 +137,17 @@ class semantic_check {
       if (k->program() >= programs)
         return fail("kernel %u '%s' uses program %u, but the capture has %u programs", i,
                     k->name()->c_str(), k->program(), programs);
-      if (device_ == capture_device::amd && !amd_kernel_check(i, k)) return false;
+      if (device_ && !gpu_kernel_check(i, k)) return false;
     }
     return true;
   }
 
-  // The AmdKernel facts the HCQ runtime and the fake GPU rely on (capture.fbs, AmdKernel).
-  bool amd_kernel_check(uint32_t i, const fb::Kernel *k) {
-    const char *name = k->name()->c_str();
-    const fb::Program *p = c_->programs()->Get(k->program());
-    if (p->format() != fb::ProgramFormat::amdgpu_code_object)
-      return fail("kernel %u '%s': its program %u is not an amdgpu_code_object", i, name,
-                  k->program());
-    const fb::AmdKernel *a = k->amd();
-    if (!a) return fail("kernel %u '%s': no AmdKernel launch facts", i, name);
-    if (a->descriptor_offset() % 64 || !in_range(a->descriptor_offset(), 64, p->binary()->size()))
-      return fail("kernel %u '%s': descriptor_offset %llu is not a 64-byte aligned descriptor "
-                  "inside its %u-byte code object", i, name,
-                  (unsigned long long)a->descriptor_offset(), p->binary()->size());
-    if (a->wavefront_size() != 32 && a->wavefront_size() != 64)
-      return fail("kernel %u '%s': wavefront_size %u is not 32 or 64", i, name, a->wavefront_size());
-    if (a->workgroup_size() < 1 || a->workgroup_size() > 1024)
-      return fail("kernel %u '%s': workgroup_size %u is not 1 to 1024", i, name, a->workgroup_size());
-    const uint64_t args = 8ull * (uint64_t(k->num_buffers()) + k->num_scalars());
-    if (a->kernarg_size() < args)
-      return fail("kernel %u '%s': kernarg_size %u is less than the %llu bytes its %u buffers "
-                  "and %u scalars take", i, name, a->kernarg_size(), (unsigned long long)args,
-                  k->num_buffers(), k->num_scalars());
-    const uint32_t align = a->kernarg_align();
-    if (align > 4096 || (align & (align - 1)))
-      return fail("kernel %u '%s': kernarg_align %u is not a power of two up to 4096", i, name, align);
+  // A GPU kernel: its target's facts, and its host twin where it has one.
+  bool gpu_kernel_check(uint32_t i, const fb::Kernel *k) {
+    std::string why;
+    if (!device_->kernel_check(c_, i, &why)) return fail("%s", why.c_str());
     if (k->twin_program() >= 0) {
+      const char *name = k->name()->c_str();
       const uint32_t programs = c_->programs()->size();
       if (uint32_t(k->twin_program()) >= programs ||
           c_->programs()->Get(uint32_t(k->twin_program()))->format() !=
@@ -309,7 +292,7 @@ class semantic_check {
   const fb::Capture *c_;
   const char *label_;
   std::string *err_;
-  capture_device device_;
+  const hcq::target *device_;
   uint32_t threads_ = 1;
   uint64_t arena_ = 0;
 };
@@ -321,29 +304,30 @@ namespace {
 bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 // Whether a capture for `name` runs on `device`; *why says which device it needs.
-capgraph_status target_check(const fb::Target *t, capture_device device, std::string *why) {
+capgraph_status target_check(const fb::Target *t, const hcq::target *device, std::string *why) {
   const char *name = t->name()->c_str();
-  if (device == capture_device::cpu) {
-    if (starts_with(name, "amd-")) {
-      *why = std::string("compiled for ") + name + "; run it with --device amd or fake-amd";
-      return CAPGRAPH_ERR_TARGET;
+  if (!device) {
+    if (!starts_with(name, "cpu-")) {
+      const std::string devices = hcq::devices_for_capture(name);
+      if (!devices.empty()) {
+        *why = std::string("compiled for ") + name + "; run it with --device " + devices;
+        return CAPGRAPH_ERR_TARGET;
+      }
     }
     return cpu_target_check(name, t->features() ? t->features()->c_str() : "", why);
   }
-  if (starts_with(name, "amd-") && amd::chip_find(name + 4)) return CAPGRAPH_OK;
-  unsigned n;
-  const amd::chip *chips = amd::chips_all(&n);
-  std::string known;
-  for (unsigned i = 0; i < n; ++i) known += std::string(i ? ", amd-" : "amd-") + chips[i].name;
-  *why = std::string("compiled for ") + name + ", not an AMD GPU this runtime knows (" + known +
-         ")" + (starts_with(name, "cpu-") ? "; run it with --device cpu" : "");
+  if (device->capture_matches(name)) return CAPGRAPH_OK;
+  *why = std::string("compiled for ") + name + ", not a " + device->name +
+         " device this runtime knows (" + device->capture_names() + ")" +
+         (starts_with(name, "cpu-") ? "; run it with --device cpu" : "");
   return CAPGRAPH_ERR_TARGET;
 }
 
 }  // namespace
 
 capgraph_status capture_verify(const uint8_t *data, size_t size, const char *label,
-                               const fb::Capture **out, std::string *err, capture_device device) {
+                               const fb::Capture **out, std::string *err,
+                               const hcq::target *device) {
   *out = nullptr;
   const std::string prefix = std::string(label) + ": ";
   if (size < 8 || !fb::CaptureBufferHasIdentifier(data)) {
@@ -373,9 +357,10 @@ capgraph_status capture_verify(const uint8_t *data, size_t size, const char *lab
     }
     const uint16_t major = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MAJOR, 1);
     const uint16_t minor = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MINOR, 0);
-    if (major != 1) {
+    if (major != 1 && major != 2) {
       *err = prefix + "capture format version " + std::to_string(major) + "." +
-             std::to_string(minor) + " cannot be read by this runtime, which reads version 1.x";
+             std::to_string(minor) + " cannot be read by this runtime, which reads versions 1.x "
+             "and 2.x";
       return CAPGRAPH_ERR_VERSION;
     }
   }
@@ -390,6 +375,14 @@ capgraph_status capture_verify(const uint8_t *data, size_t size, const char *lab
   if (target != CAPGRAPH_OK) {
     *err = prefix + why;
     return target;
+  }
+  // Version 1.1 kept AMD launch facts in Kernel.amd, which 2.0 replaced by the Kernel.facts
+  // union: a GPU capture from before that has no facts this runtime can read.
+  if (device && c->version_major() < 2) {
+    *err = prefix + "capture format version " + std::to_string(c->version_major()) + "." +
+           std::to_string(c->version_minor()) + " is a GPU capture from an older capgraph (its "
+           "kernel launch facts predate version 2.0); compile the model again";
+    return CAPGRAPH_ERR_VERSION;
   }
   semantic_check check(c, label, err, device);
   if (!check.run()) return CAPGRAPH_ERR_FORMAT;

@@ -10,20 +10,22 @@
 #include "capgraph/capture_generated.h"
 #include "capgraph_runtime.h"
 
+namespace capgraph::hcq {
+struct target;
+}
+
 namespace capgraph {
 
 // The most threads a capture (or a caller) may ask for.
 constexpr uint32_t k_max_threads = 1024;
 
-// What kind of device the capture is loaded for: this CPU, or an AMD GPU (runtime/hcq).
-enum class capture_device { cpu, amd };
-
 // Returns CAPGRAPH_OK and the root in *out, or an error with *err starting with `label` (the file
-// name) and naming the thing that is wrong. `data` must be 8-byte aligned. A capture compiled for
-// the other kind of device is CAPGRAPH_ERR_TARGET, saying which device runs it.
+// name) and naming the thing that is wrong. `data` must be 8-byte aligned. `device` is the GPU
+// target (runtime/hcq/target.h) the capture is loaded for, nullptr for this CPU. A capture
+// compiled for another kind of device is CAPGRAPH_ERR_TARGET, saying which device runs it.
 capgraph_status capture_verify(const uint8_t *data, size_t size, const char *label,
                                const fb::Capture **out, std::string *err,
-                               capture_device device = capture_device::cpu);
+                               const hcq::target *device = nullptr);
 
 // Bytes per element, or 0 for a value outside the DType enum.
 size_t dtype_size(fb::DType t);

@@ -64,8 +64,8 @@ TEST_CASE("file identity and version") {
   CHECK(r.status == CAPGRAPH_ERR_FORMAT);
   CHECK(r.message == "<memory>: not a capture file (no 'CAPG' file identifier)");
 
-  expect_refused([](capture_spec &s) { s.version_major = 2, s.version_minor = 3; },
-                 CAPGRAPH_ERR_VERSION, "capture format version 2.3 cannot be read by this runtime");
+  expect_refused([](capture_spec &s) { s.version_major = 3, s.version_minor = 3; },
+                 CAPGRAPH_ERR_VERSION, "capture format version 3.3 cannot be read by this runtime");
   expect_refused([](capture_spec &s) { s.version_major = 0; }, CAPGRAPH_ERR_VERSION, "version 0.0");
   // A newer minor version is fine.
   capture_spec s = test::reference_spec(1);

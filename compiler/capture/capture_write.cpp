@@ -7,6 +7,7 @@
 #include "capgraph/capture_generated.h"
 #include "capture_hash.h"
 #include "error.h"
+#include "run_files.h"
 
 namespace capgraph {
 
@@ -42,12 +43,9 @@ std::vector<ArenaRequest> capture_arena_requests(const Program &p, std::vector<i
 
 static fb::DType fb_dtype(DType t) { return (fb::DType)(uint8_t)t; }
 
-namespace {
-
-// What the serialiser needs besides the program: its code and what it was built for. `amd` is set
-// for GPU captures.
-std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &code, const CpuTarget &t, const AmdCaptureCode *amd,
-                                       const CaptureInfo &info, ArenaPlan *plan_out) {
+std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const CaptureInfo &info, ArenaPlan *plan_out) {
+  const CodegenResult &code = tc.code;
+  const CpuTarget &t = tc.target;
   std::vector<int> arena_buffers;
   std::vector<ArenaRequest> reqs = capture_arena_requests(p, arena_buffers);
   ArenaPlan plan = arena_plan(reqs, 64);
@@ -71,15 +69,15 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
   for (const auto &obj : code.objects) {
     fbb.ForceVectorAlignment(obj.size(), 1, 16);
     auto bin = fbb.CreateVector(obj.data(), obj.size());
-    programs.push_back(fb::CreateProgram(fbb, amd ? fb::ProgramFormat::amdgpu_code_object : fb::ProgramFormat::elf_relocatable, bin, 0,
+    programs.push_back(fb::CreateProgram(fbb, tc.format, bin, 0,
                                          capture_hash(obj.data(), obj.size())));
   }
   // Host twins follow the GPU programs.
-  const bool twins = amd && !amd->twins.objects.empty();
+  const bool twins = !tc.twins.objects.empty();
   const uint32_t twin_base = (uint32_t)programs.size();
   if (twins) {
-    if (amd->twins.kernels.size() != p.kernels.size()) throw Error("internal: host twins do not match the program's kernels");
-    for (const auto &obj : amd->twins.objects) {
+    if (tc.twins.kernels.size() != p.kernels.size()) throw Error("internal: host twins do not match the program's kernels");
+    for (const auto &obj : tc.twins.objects) {
       fbb.ForceVectorAlignment(obj.size(), 1, 16);
       auto bin = fbb.CreateVector(obj.data(), obj.size());
       programs.push_back(fb::CreateProgram(fbb, fb::ProgramFormat::elf_relocatable, bin, 0, capture_hash(obj.data(), obj.size())));
@@ -95,19 +93,14 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
     auto it = kernel_of_symbol.find(ck.symbol);
     if (it == kernel_of_symbol.end()) {
       it = kernel_of_symbol.emplace(ck.symbol, (uint32_t)kernels.size()).first;
-      flatbuffers::Offset<fb::AmdKernel> facts = 0;
-      if (amd) {
-        const AmdKernelFacts &f = amd->gpu.facts[i];
-        facts = fb::CreateAmdKernel(fbb, f.descriptor_offset, f.kernarg_size, f.kernarg_align, f.group_segment_size, f.private_segment_size,
-                                    f.sgpr_count, f.vgpr_count, f.rsrc1, f.rsrc2, f.rsrc3, f.kernel_code_properties, f.wavefront_size,
-                                    f.workgroup_size);
-      }
-      const CodegenKernel *twin = twins ? &amd->twins.kernels[i] : nullptr;
-      kernels.push_back(fb::CreateKernelDirect(fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0, facts,
+      std::pair<fb::KernelFacts, flatbuffers::Offset<void>> facts{fb::KernelFacts::NONE, 0};
+      if (tc.facts) facts = tc.facts(fbb, i);
+      const CodegenKernel *twin = twins ? &tc.twins.kernels[i] : nullptr;
+      kernels.push_back(fb::CreateKernelDirect(fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0,
                                                twin ? (int32_t)(twin_base + twin->object) : -1, twin ? twin->symbol.c_str() : nullptr,
-                                               twin ? (uint64_t)twin->work_size : 0));
+                                               twin ? (uint64_t)twin->work_size : 0, facts.first, facts.second));
       if (twin) twin_symbol.push_back(twin->symbol);
-    } else if (twins && twin_symbol[it->second] != amd->twins.kernels[i].symbol) {
+    } else if (twins && twin_symbol[it->second] != tc.twins.kernels[i].symbol) {
       // Equal GPU kernels must have equal twins: both come from the same kernel deduplication.
       throw Error("internal: kernel " + p.kernels[i].name + " shares a GPU entry but not a host twin");
     }
@@ -165,35 +158,30 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
       ins.push_back(fb::CreateTensorDataDirect(fbb, p.inputs[i].name.c_str(), &info.sample_inputs[i]));
     for (size_t i = 0; i < info.sample_outputs.size(); i++)
       outs.push_back(fb::CreateTensorDataDirect(fbb, p.outputs[i].name.c_str(), &info.sample_outputs[i]));
-    samples.push_back(fb::CreateSample(fbb, fbb.CreateVector(ins), fbb.CreateVector(outs), 1e-3f));
+    samples.push_back(fb::CreateSample(fbb, fbb.CreateVector(ins), fbb.CreateVector(outs), (float)k_output_rel_tol));
   }
   auto target = fb::CreateTargetDirect(fbb, t.name.c_str(), t.triple.c_str(), t.cpu.c_str(), t.features.c_str());
   flatbuffers::Offset<fb::Target> twin_target = 0;
   if (twins) {
-    const CpuTarget &tt = amd->twin_target;
+    const CpuTarget &tt = tc.twin_target;
     twin_target = fb::CreateTargetDirect(fbb, tt.name.c_str(), tt.triple.c_str(), tt.cpu.c_str(), tt.features.c_str());
   }
-  // Minor version 1 marks GPU programs; CPU captures use nothing newer than 1.0.
-  auto cap = fb::CreateCapture(fbb, 1, amd ? 1 : 0, fbb.CreateString("capgraph 0.1.0"), fbb.CreateString(info.model_name), target, inputs,
+  // CPU captures use nothing newer than 1.0; targets with kernel facts need 2.0 (capture.fbs).
+  auto cap = fb::CreateCapture(fbb, tc.version_major, tc.version_minor, fbb.CreateString("capgraph 0.1.0"), fbb.CreateString(info.model_name), target, inputs,
                                outputs, fbb.CreateVector(weights), plan.size, plan.naive_size, fbb.CreateVector(planned),
                                fbb.CreateVector(programs), fbb.CreateVector(kernels), fbb.CreateVector(steps), (uint32_t)info.threads,
-                               samples.empty() ? 0 : fbb.CreateVector(samples), twin_target);
+                               samples.empty() ? 0 : fbb.CreateVector(samples), twin_target,
+                               info.compile_options.empty() ? 0 : fbb.CreateVectorOfStrings(info.compile_options));
   fbb.Finish(cap, fb::CaptureIdentifier());
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
 
-}  // namespace
-
 std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, const CpuTarget &t, const CaptureInfo &info,
                                    ArenaPlan *plan_out) {
-  return capture_serialize(p, code, t, nullptr, info, plan_out);
-}
-
-std::vector<uint8_t> capture_build_amd(const Program &p, const AmdCaptureCode &code, const CaptureInfo &info, ArenaPlan *plan_out) {
-  if (info.threads != 1) throw Error("internal: AMD captures replay on one queue (threads = 1)");
-  if (code.gpu.facts.size() != p.kernels.size()) throw Error("internal: AMD kernel facts do not match the program's kernels");
-  CpuTarget gpu{code.target.name, code.target.triple, code.target.cpu, code.target.features};
-  return capture_serialize(p, code.gpu.code, gpu, &code, info, plan_out);
+  TargetCode tc;
+  tc.target = t;
+  tc.code = code;
+  return capture_build(p, tc, info, plan_out);
 }
 
 }  // namespace capgraph

@@ -196,7 +196,7 @@ int capture_check(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
     INFO("kernel " << k->name()->str() << " entry " << entry);
     REQUIRE(code_objects.count(k->program()));
     const Seen &s = code_objects[k->program()];
-    const fb::AmdKernel *a = k->amd();
+    const fb::AmdKernel *a = k->facts_as_AmdKernel();
     REQUIRE(a != nullptr);
     // The symbols: the kernel and its descriptor, as the capture says.
     REQUIRE(s.syms.count(entry));

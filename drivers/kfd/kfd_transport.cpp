@@ -62,7 +62,10 @@ class kfd_transport final : public hcq::transport {
            (c ? c->name : "gfx_target_version " + std::to_string(node_.gfx_target_version)) +
            ", " + render_ + ")";
   }
-  uint32_t gfx_target_version() const override { return node_.gfx_target_version; }
+  std::string chip_name() const override {
+    const amd::chip *c = amd::chip_by_gfx_target_version(node_.gfx_target_version);
+    return c ? c->name : "gfx_target_version " + std::to_string(node_.gfx_target_version);
+  }
   // The GPU timestamp counter runs at the 100 MHz reference clock on RDNA and CDNA (tinygrad's
   // ops_amd.py divides timestamps by 100 to get microseconds). Not measured here.
   uint64_t clock_hz() const override { return 100000000; }
@@ -166,6 +169,8 @@ class kfd_transport final : public hcq::transport {
     // Compute (PM4) write pointers count dwords, SDMA ones bytes (Linux amdgpu_ring and
     // sdma_v6_0_ring_set_wptr: wptr << 2).
     out->write_ptr_unit = kind == hcq::queue_kind::compute ? 4 : 1;
+    // SDMA packets may not wrap around the ring's end (header 0 is its NOP).
+    out->no_wrap = kind == hcq::queue_kind::copy;
     queues_.push_back(q);
     out->handle = queues_.size();  // index + 1
     return CAPGRAPH_OK;

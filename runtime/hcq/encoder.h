@@ -1,5 +1,5 @@
 // The encoder seam: the six verbs a queue understands, written as one target's packets into a
-// word buffer. The graph records with these verbs only; targets/ know the packets.
+// word buffer. The graph records with these verbs only; targets/ know the packets (target.h).
 #pragma once
 #include <cstdint>
 #include <string>
@@ -7,15 +7,28 @@
 
 namespace capgraph::hcq {
 
-// Everything a dispatch needs, resolved at load.
+// One kernel launch as the target resolved it at load (target::kernel_resolve): the core fills
+// kernargs and groups per launch and lays out the kernel-argument blocks from kernarg_size and
+// kernarg_align; `facts` is the target's own payload (program address, registers, ...), which
+// only its encoder reads.
 struct dispatch {
-  uint64_t code = 0;            // GPU address of the kernel's first instruction (256-aligned)
-  uint64_t kernargs = 0;        // GPU address of its kernel-argument block
-  uint32_t kernarg_sgpr = 0;    // first user SGPR of the kernarg pointer
-  uint32_t rsrc1 = 0, rsrc2 = 0, rsrc3 = 0;
+  uint64_t kernargs = 0;        // GPU address of the kernel-argument block (per launch)
+  uint32_t groups = 0;          // workgroups (x) (per launch)
   uint32_t workgroup_size = 1;  // work-items per workgroup (x)
-  uint32_t groups = 0;          // workgroups (x)
-  bool wave32 = false;
+  uint32_t kernarg_size = 0;    // bytes of the kernel-argument block
+  uint32_t kernarg_align = 16;  // its alignment (at least 16)
+  alignas(8) uint8_t facts[64] = {};
+
+  template <class T>
+  T &facts_as() {
+    static_assert(sizeof(T) <= sizeof(facts) && alignof(T) <= 8, "a target's facts fit 64 bytes");
+    return *reinterpret_cast<T *>(facts);
+  }
+  template <class T>
+  const T &facts_as() const {
+    static_assert(sizeof(T) <= sizeof(facts) && alignof(T) <= 8, "a target's facts fit 64 bytes");
+    return *reinterpret_cast<const T *>(facts);
+  }
 };
 
 class encoder {

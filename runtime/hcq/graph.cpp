@@ -2,7 +2,6 @@
 
 #include <cstring>
 
-#include "amd.h"
 #include "signal.h"
 
 namespace capgraph::hcq {
@@ -28,27 +27,21 @@ graph::~graph() {
     if (m->size) dev_->free(*m);
 }
 
-capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *label,
-                             const graph_options &opt, std::unique_ptr<graph> *out,
-                             std::string *err) {
+capgraph_status graph::build(transport *dev, const target *t, const fb::Capture *c,
+                             const char *label, const graph_options &opt,
+                             std::unique_ptr<graph> *out, std::string *err) {
   const std::string prefix = std::string(label) + ": ";
-  const amd::chip *chip = amd_capture_chip(c->target()->name()->c_str());
-  if (!chip) {
-    *err = prefix + "target '" + c->target()->name()->str() + "' is not an AMD GPU this runtime knows";
-    return CAPGRAPH_ERR_TARGET;
-  }
-  if (dev->gfx_target_version() != chip->gfx_target_version) {
-    const amd::chip *have = amd::chip_by_gfx_target_version(dev->gfx_target_version());
-    *err = prefix + "compiled for " + chip->name + ", but the device " + dev->name() + " is " +
-           (have ? have->name : "gfx_target_version " + std::to_string(dev->gfx_target_version()));
-    return CAPGRAPH_ERR_TARGET;
+  std::string why;
+  capgraph_status st = t->device_check(c, dev, &why);
+  if (st != CAPGRAPH_OK) {
+    *err = prefix + why;
+    return st;
   }
   auto g = std::make_unique<graph>();
   g->dev_ = dev;
-  g->chip_ = chip;
+  g->target_ = t;
   g->opt_ = opt;
   g->timeline_ = opt.timeline_start;
-  capgraph_status st;
   const auto fail = [&](capgraph_status s, const std::string &why) {
     *err = prefix + why;
     return s;
@@ -90,17 +83,16 @@ capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *l
   for (uint32_t i = 0; i < nprograms; ++i) {
     const fb::Program *p = c->programs()->Get(i);
     program_at.push_back(total);
-    if (p->format() == fb::ProgramFormat::amdgpu_code_object)
+    if (p->format() == t->program_format)
       total = align_up(total + p->binary()->size(), 4096);
   }
   if ((st = alloc(total, memory_kind::code, &g->code_, "code objects")) != CAPGRAPH_OK) return st;
   for (uint32_t i = 0; i < nprograms; ++i) {
     const fb::Program *p = c->programs()->Get(i);
-    const bool gpu = p->format() == fb::ProgramFormat::amdgpu_code_object;
+    const bool gpu = p->format() == t->program_format;
     if (gpu) memcpy(g->code_.cpu + program_at[i], p->binary()->data(), p->binary()->size());
     program_gpu.push_back(gpu ? g->code_.gpu + program_at[i] : 0);
   }
-  std::string why;
   if ((st = dev->capture_attach(c, program_gpu, &why)) != CAPGRAPH_OK) return fail(st, why);
 
   std::vector<dispatch> kernels;
@@ -108,12 +100,8 @@ capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *l
   for (uint32_t i = 0; i < nkernels; ++i) {
     dispatch d;
     const uint32_t prog = c->kernels()->Get(i)->program();
-    if ((st = amd_kernel_resolve(c, i, program_gpu[prog], &d, &why)) != CAPGRAPH_OK)
+    if ((st = t->kernel_resolve(c, i, program_gpu[prog], &d, &why)) != CAPGRAPH_OK)
       return fail(st, why);
-    if (d.wave32 && !chip->wave32)
-      return fail(CAPGRAPH_ERR_FORMAT, "kernel " + std::to_string(i) + " '" +
-                                           c->kernels()->Get(i)->name()->str() + "' is wave32, which " +
-                                           chip->name + " does not run");
     kernels.push_back(d);
   }
 
@@ -122,7 +110,8 @@ capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *l
                                          : g->weights_.gpu + weight_at[b.index()] + b.offset();
   };
 
-  // Kernel-argument blocks: buffer addresses, then scalars (capture.fbs, AmdKernel).
+  // Kernel-argument blocks: buffer addresses, then scalars, 8 bytes each (capture.fbs, the
+  // KernelFacts tables); their size and alignment come from the target.
   std::vector<uint64_t> kernarg_at;
   total = 0;
   for (const fb::Step *s : *c->steps()) {
@@ -130,10 +119,10 @@ capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *l
       kernarg_at.push_back(0);
       continue;
     }
-    const fb::AmdKernel *a = c->kernels()->Get(s->launch()->kernel())->amd();
-    total = align_up(total, a->kernarg_align() < 16 ? 16 : a->kernarg_align());
+    const dispatch &d = kernels[s->launch()->kernel()];
+    total = align_up(total, d.kernarg_align < 16 ? 16 : d.kernarg_align);
     kernarg_at.push_back(total);
-    total += a->kernarg_size();
+    total += d.kernarg_size;
   }
   if ((st = alloc(total, memory_kind::host, &g->kernargs_, "kernel arguments")) != CAPGRAPH_OK) return st;
   memset(g->kernargs_.cpu, 0, g->kernargs_.size);
@@ -149,32 +138,32 @@ capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *l
   // Record. Launches go to the compute queue, with a barrier between them (each may read what
   // the one before wrote). A run of copies goes to the copy queue: compute signals the sync
   // value k, the copy queue waits for k, copies, signals k + 1, compute waits for k + 1.
-  std::unique_ptr<encoder> pm4 = amd_compute_encoder(*chip, &g->ib_words_);
-  std::unique_ptr<encoder> sdma = amd_copy_encoder(*chip, &g->copy_words_);
+  std::unique_ptr<encoder> run = t->encoder_create(c, queue_kind::compute, &g->ib_words_);
+  std::unique_ptr<encoder> copies = t->encoder_create(c, queue_kind::copy, &g->copy_words_);
   const uint64_t sig = g->signals_.gpu;
-  pm4->timestamp(stamps);
+  run->timestamp(stamps);
   uint32_t sync = 0;
   bool in_copies = false, first = true;
   for (uint32_t i = 0; i < c->steps()->size(); ++i) {
     const fb::Step *s = c->steps()->Get(i);
     if (s->kind() == fb::StepKind::copy) {
       if (!in_copies) {
-        pm4->signal(sig + slot_sync, ++sync);
-        sdma->wait(sig + slot_sync, sync);
+        run->signal(sig + slot_sync, ++sync);
+        copies->wait(sig + slot_sync, sync);
         in_copies = true;
       }
       const fb::Copy *cp = s->copy();
-      if (cp->size()) sdma->copy(address(*cp->dst()), address(*cp->src()), cp->size());
-      sdma->timestamp(stamps + 8ull * (i + 1));
+      if (cp->size()) copies->copy(address(*cp->dst()), address(*cp->src()), cp->size());
+      copies->timestamp(stamps + 8ull * (i + 1));
       continue;
     }
     if (in_copies) {
-      sdma->signal(sig + slot_sync, ++sync);
-      pm4->wait(sig + slot_sync, sync);
+      copies->signal(sig + slot_sync, ++sync);
+      run->wait(sig + slot_sync, sync);
       in_copies = false;
-      pm4->barrier();  // the copies' writes visible to the kernels
+      run->barrier();  // the copies' writes visible to the kernels
     } else if (!first) {
-      pm4->barrier();
+      run->barrier();
     }
     first = false;
     const fb::Launch *l = s->launch();
@@ -195,15 +184,15 @@ capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *l
       return fail(CAPGRAPH_ERR_FORMAT, "step " + std::to_string(i) + ": " +
                                            std::to_string(groups) + " workgroups do not fit one dispatch");
     d.groups = uint32_t(groups);
-    if (d.groups) pm4->exec(d);
-    pm4->timestamp(stamps + 8ull * (i + 1));  // when this dispatch has finished
+    if (d.groups) run->exec(d);
+    run->timestamp(stamps + 8ull * (i + 1));  // when this dispatch has finished
   }
   if (in_copies) {
-    sdma->signal(sig + slot_sync, ++sync);
-    pm4->wait(sig + slot_sync, sync);
+    copies->signal(sig + slot_sync, ++sync);
+    run->wait(sig + slot_sync, sync);
   }
-  if (!pm4->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + pm4->error());
-  if (!sdma->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + sdma->error());
+  if (!run->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + run->error());
+  if (!copies->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + copies->error());
 
   if ((st = alloc(g->ib_words_.size() * 4, memory_kind::host, &g->ib_, "command buffer")) != CAPGRAPH_OK)
     return st;
@@ -221,35 +210,9 @@ capgraph_status graph::build(transport *dev, const fb::Capture *c, const char *l
   g->interrupt_ = dev->interrupt_target(&g->interrupt_mailbox_, &g->interrupt_id_);
   // Room for the per-replay ring packets, so replay never allocates.
   g->ring_words_.reserve(64);
-  g->ring_encoder_ = amd_compute_encoder(*chip, &g->ring_words_);
+  g->ring_encoder_ = t->encoder_create(c, queue_kind::compute, &g->ring_words_);
   *out = std::move(g);
   return CAPGRAPH_OK;
-}
-
-void graph::ring_write(queue &q, const std::vector<uint32_t> &words, bool contiguous) noexcept {
-  const uint64_t ring_dwords = q.ring.size / 4;
-  uint64_t &wptr = q.kind == queue_kind::compute ? compute_wptr_ : copy_wptr_;
-  uint64_t pos = wptr * q.write_ptr_unit / 4;  // in dwords
-  auto *ring = reinterpret_cast<volatile uint32_t *>(q.ring.cpu);
-  if (contiguous && pos % ring_dwords + words.size() > ring_dwords) {
-    // SDMA packets may not wrap around the ring's end: fill the rest with NOPs (header 0).
-    while (pos % ring_dwords) {
-      ring[pos % ring_dwords] = 0;
-      ++pos;
-      ++words_written_;
-    }
-  }
-  for (uint32_t w : words) {
-    ring[pos % ring_dwords] = w;
-    ++pos;
-  }
-  words_written_ += words.size();
-  wptr = pos * 4 / q.write_ptr_unit;
-  __atomic_thread_fence(__ATOMIC_RELEASE);  // the commands before the write pointer
-  *q.write_ptr = wptr;
-  words_written_ += 2;
-  dev_->doorbell(q, wptr);
-  words_written_ += 2;  // a 64-bit doorbell
 }
 
 capgraph_status graph::replay(std::string *err) noexcept {
@@ -263,14 +226,14 @@ capgraph_status graph::replay(std::string *err) noexcept {
   }
   sync->value = 0;
   words_written_ += 2;
-  if (has_copy_queue_) ring_write(copy_, copy_words_, true);
+  if (has_copy_queue_) words_written_ += dev_->submit(copy_, copy_words_.data(), copy_words_.size());
   // Compute ring: call the recorded commands, then raise the timeline.
   const uint64_t next = timeline_ + 1;
   ring_words_.clear();
   ring_encoder_->call(ib_.gpu, ib_words_.size());
   ring_encoder_->signal(signals_.gpu + slot_timeline, next);
   if (interrupt_) ring_encoder_->interrupt(interrupt_mailbox_, interrupt_id_);
-  ring_write(compute_, ring_words_, false);
+  words_written_ += dev_->submit(compute_, ring_words_.data(), ring_words_.size());
   timeline_ = next;
   submitted_ = true;
   return dev_->wait(&timeline->value, next, opt_.timeout_ns, err);

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "amd_chips.h"
 #include "capgraph/capture_generated.h"
 #include "capgraph_runtime.h"
 #include "encoder.h"
+#include "target.h"
 #include "transport.h"
 
 namespace capgraph::hcq {
@@ -33,11 +33,11 @@ class graph {
   graph &operator=(const graph &) = delete;
   ~graph();
 
-  // Builds on `dev` (kept; must outlive the graph). `c` must have passed capture_verify for an
-  // AMD device. Errors start with `label`.
-  static capgraph_status build(transport *dev, const fb::Capture *c, const char *label,
-                               const graph_options &opt, std::unique_ptr<graph> *out,
-                               std::string *err);
+  // Builds on `dev` (kept; must outlive the graph), encoding with target `t`'s verbs. `c` must
+  // have passed capture_verify for `t`. Errors start with `label`.
+  static capgraph_status build(transport *dev, const target *t, const fb::Capture *c,
+                               const char *label, const graph_options &opt,
+                               std::unique_ptr<graph> *out, std::string *err);
 
   // One replay. No allocation, no exceptions on success.
   capgraph_status replay(std::string *err) noexcept;
@@ -58,10 +58,8 @@ class graph {
   const std::vector<uint32_t> &compute_ring_commands() const { return ring_words_; }
 
  private:
-  void ring_write(queue &q, const std::vector<uint32_t> &words, bool contiguous) noexcept;
-
   transport *dev_ = nullptr;
-  const amd::chip *chip_ = nullptr;
+  const target *target_ = nullptr;
   graph_options opt_;
   memory arena_, weights_, code_, kernargs_, signals_, ib_;
   memory stamps_;       // steps + 1 clock values: before the first step, after each step
@@ -71,7 +69,6 @@ class graph {
   std::vector<uint32_t> ib_words_, copy_words_, ring_words_;
   std::unique_ptr<encoder> ring_encoder_;
   uint64_t timeline_ = 0;      // value of the last submitted replay
-  uint64_t compute_wptr_ = 0, copy_wptr_ = 0;
   uint64_t words_written_ = 0;
   bool submitted_ = false;
   bool interrupt_ = false;  // the transport wakes waits on an interrupt

@@ -1,59 +1,31 @@
-// Device names -> transports. "amd[:N]" is the KFD transport (drivers/kfd); programs add more
-// (the CLI and tests add "fake-amd").
-#include <cstring>
-#include <mutex>
-
-#include "kfd_transport.h"
+// The default submit: a ring in host memory, a write pointer and a doorbell, which is how every
+// queue-based GPU capgraph drives takes commands.
 #include "transport.h"
 
 namespace capgraph::hcq {
-namespace {
 
-struct entry {
-  std::string prefix;
-  transport_open_fn open;
-};
-
-std::mutex g_lock;
-std::vector<entry> &registry() {
-  static std::vector<entry> r{{"amd", &kfd::kfd_open}};
-  return r;
-}
-
-// "fake-amd" matches "fake-amd" and "fake-amd:gfx1200", not "fake-amdx".
-bool matches(const std::string &prefix, const char *device) {
-  const size_t n = prefix.size();
-  return strncmp(device, prefix.c_str(), n) == 0 && (device[n] == 0 || device[n] == ':');
-}
-
-}  // namespace
-
-void transport_register(const char *prefix, transport_open_fn open) {
-  std::lock_guard<std::mutex> hold(g_lock);
-  for (entry &e : registry())
-    if (e.prefix == prefix) {
-      e.open = open;
-      return;
-    }
-  registry().push_back({prefix, open});
-}
-
-capgraph_status transport_open(const char *device, std::unique_ptr<transport> *out,
-                               std::string *err) {
-  transport_open_fn open = nullptr;
-  std::string known = "cpu";
-  {
-    std::lock_guard<std::mutex> hold(g_lock);
-    for (const entry &e : registry()) {
-      known += ", " + e.prefix;
-      if (matches(e.prefix, device)) open = e.open;
+uint64_t transport::submit(queue &q, const uint32_t *words, uint64_t count) noexcept {
+  const uint64_t ring_dwords = q.ring.size / 4;
+  uint64_t pos = q.submitted * q.write_ptr_unit / 4;  // in dwords
+  uint64_t written = 0;
+  auto *ring = reinterpret_cast<volatile uint32_t *>(q.ring.cpu);
+  if (q.no_wrap && pos % ring_dwords + count > ring_dwords) {
+    while (pos % ring_dwords) {
+      ring[pos % ring_dwords] = 0;
+      ++pos;
+      ++written;
     }
   }
-  if (!open) {
-    *err = std::string("unknown device '") + device + "' (known: " + known + ")";
-    return CAPGRAPH_ERR_ARGUMENT;
+  for (uint64_t i = 0; i < count; ++i) {
+    ring[pos % ring_dwords] = words[i];
+    ++pos;
   }
-  return open(device, out, err);
+  written += count;
+  q.submitted = pos * 4 / q.write_ptr_unit;
+  __atomic_thread_fence(__ATOMIC_RELEASE);  // the commands before the write pointer
+  *q.write_ptr = q.submitted;
+  doorbell(q, q.submitted);
+  return written + 2 + 2;  // a 64-bit write pointer and a 64-bit doorbell
 }
 
 }  // namespace capgraph::hcq

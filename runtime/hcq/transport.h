@@ -1,7 +1,7 @@
 // The transport seam: how the HCQ core reaches a device. One implementation per driver
-// (drivers/kfd: the amdgpu kernel driver; targets/amd/fake_amd: a fake GPU over host memory).
-// A transport only moves bytes and rings doorbells; it knows nothing about captures except the
-// one hook fakes need (capture_attach).
+// (drivers/: one folder each) or fake device (targets/<family>/). A transport only moves bytes,
+// submits commands and rings doorbells; it knows nothing about captures except the one hook fakes
+// need (capture_attach).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -34,7 +34,11 @@ struct queue {
   memory ring;                            // host memory the engine reads commands from
   volatile uint64_t *write_ptr = nullptr; // the engine reads how far it may go
   volatile uint64_t *read_ptr = nullptr;  // the engine reports how far it got
-  uint64_t write_ptr_unit = 4;            // bytes per write-pointer step (compute: dwords; SDMA: bytes)
+  uint64_t write_ptr_unit = 4;            // bytes per write-pointer step (dwords, or bytes)
+  // Commands may not straddle the ring's end: submit() pads up to it with zero words (which the
+  // engine must read as no-ops) when a submission would wrap.
+  bool no_wrap = false;
+  uint64_t submitted = 0;                 // the write pointer submit() last published
   uint64_t handle = 0;                    // the transport's own
 };
 
@@ -43,8 +47,9 @@ class transport {
   virtual ~transport() = default;
   // "fake-amd (gfx1100)", "kfd node 1 (gfx1100, /dev/dri/renderD128)"
   virtual std::string name() const = 0;
-  // KFD's gfx_target_version of the device (110000 for gfx1100).
-  virtual uint32_t gfx_target_version() const = 0;
+  // The device's chip as its target names it in a capture's Target.name, after the family prefix
+  // ("gfx1100" in "amd-gfx1100"); the target's device_check compares the two.
+  virtual std::string chip_name() const = 0;
   // Ticks per second of the clock the engines write as timestamps.
   virtual uint64_t clock_hz() const = 0;
 
@@ -57,6 +62,10 @@ class transport {
   virtual void queue_destroy(queue &q) = 0;
   // Tells the engine the write pointer moved to `write_ptr` (already stored in *q.write_ptr).
   virtual void doorbell(queue &q, uint64_t write_ptr) = 0;
+  // Puts `count` command words on the queue and lets the engine run them: by default, into the
+  // ring at q.submitted (padding first when q.no_wrap), then the write pointer, then the doorbell.
+  // Returns the 32-bit words written to device-visible memory. No allocation.
+  virtual uint64_t submit(queue &q, const uint32_t *words, uint64_t count) noexcept;
 
   // Register access, for transports that have it (PCI BAR, USB bridge). KFD does not.
   virtual capgraph_status mmio_read(uint32_t offset, uint32_t *value, std::string *err) {
@@ -74,7 +83,7 @@ class transport {
   virtual capgraph_status wait(const volatile uint64_t *value, uint64_t target,
                                uint64_t timeout_ns, std::string *err) = 0;
 
-  // Where a replay's last signal may also raise an interrupt that wakes wait() (KFD events):
+  // Where a replay's last signal may also raise an interrupt that wakes wait() (a kernel event):
   // write `id` to `mailbox` and raise interrupt `id`. false: no interrupt; wait() polls.
   virtual bool interrupt_target(uint64_t *mailbox, uint32_t *id) { return false; }
 
@@ -86,14 +95,5 @@ class transport {
     return CAPGRAPH_OK;
   }
 };
-
-// Opens a transport by device name ("amd", "amd:1" for the second GPU, "fake-amd", ...).
-using transport_open_fn = capgraph_status (*)(const char *device, std::unique_ptr<transport> *out,
-                                              std::string *err);
-// Devices a program adds (the CLI and the tests add "fake-amd"); "amd" is built in.
-void transport_register(const char *prefix, transport_open_fn open);
-// CAPGRAPH_ERR_ARGUMENT naming the known devices when nothing matches `device`.
-capgraph_status transport_open(const char *device, std::unique_ptr<transport> *out,
-                               std::string *err);
 
 }  // namespace capgraph::hcq

@@ -106,14 +106,16 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
     const kernel_spec &k = s.kernels[i];
     const amd_kernel_spec none;
     const amd_kernel_spec &a = i < s.amd.size() ? s.amd[i] : none;
-    flatbuffers::Offset<fb::AmdKernel> amd;
+    flatbuffers::Offset<void> facts;
     if (i < s.amd.size())
-      amd = fb::CreateAmdKernel(b, a.descriptor_offset, a.kernarg_size, a.kernarg_align, 0,
-                                a.private_segment_size, 0, 0, a.rsrc1, a.rsrc2, a.rsrc3,
-                                a.kernel_code_properties, a.wavefront_size, a.workgroup_size);
+      facts = fb::CreateAmdKernel(b, a.descriptor_offset, a.kernarg_size, a.kernarg_align, 0,
+                                  a.private_segment_size, 0, 0, a.rsrc1, a.rsrc2, a.rsrc3,
+                                  a.kernel_code_properties, a.wavefront_size, a.workgroup_size)
+                  .Union();
     kernels.push_back(fb::CreateKernelDirect(
-        b, k.name.c_str(), k.program, k.entry.c_str(), k.num_buffers, k.num_scalars, amd,
-        a.twin_program, a.twin_entry.empty() ? nullptr : a.twin_entry.c_str(), a.twin_work_size));
+        b, k.name.c_str(), k.program, k.entry.c_str(), k.num_buffers, k.num_scalars,
+        a.twin_program, a.twin_entry.empty() ? nullptr : a.twin_entry.c_str(), a.twin_work_size,
+        i < s.amd.size() ? fb::KernelFacts::AmdKernel : fb::KernelFacts::NONE, facts));
   }
   std::vector<flatbuffers::Offset<fb::Step>> steps;
   for (const step_spec &st : s.steps) {

@@ -48,7 +48,7 @@ struct kernel_spec {
   uint32_t num_buffers = 0;
   uint32_t num_scalars = 0;
 };
-// A GPU kernel's extra facts: AmdKernel (capture.fbs) and its host twin.
+// A GPU kernel's extra facts: AmdKernel (capture.fbs, a KernelFacts member) and its host twin.
 struct amd_kernel_spec {
   uint64_t descriptor_offset = 0;
   uint32_t kernarg_size = 0, kernarg_align = 8;

@@ -6,7 +6,7 @@
 #include <cstring>
 #include <thread>
 
-#include "hcq/amd.h"
+#include "amd_hcq.h"
 #include "cpu_target.h"
 #include "hcq/signal.h"
 
@@ -104,6 +104,7 @@ capgraph_status fake_gpu::queue_create(hcq::queue_kind kind, uint64_t ring_bytes
   out->read_ptr = reinterpret_cast<volatile uint64_t *>(ptrs.cpu + 8);
   // Compute rings count dwords, SDMA rings bytes (as the hardware's write pointers do).
   out->write_ptr_unit = kind == hcq::queue_kind::compute ? 4 : 1;
+  out->no_wrap = kind == hcq::queue_kind::copy;  // SDMA packets may not wrap (header 0: NOP)
   out->handle = next_queue_++;
   queue_state q;
   q.kind = kind;
@@ -321,18 +322,18 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   for (uint32_t k = 0; capture_->kernels() && k < capture_->kernels()->size() && found < 0; ++k) {
     const fb::Kernel *kern = capture_->kernels()->Get(k);
     const uint64_t base = program_gpu_[kern->program()];
-    if (!base || !kern->amd()) continue;
-    const uint8_t *kd = host(base + kern->amd()->descriptor_offset(), hcq::kd_size);
+    if (!base || !kern->facts_as_AmdKernel()) continue;
+    const uint8_t *kd = host(base + kern->facts_as_AmdKernel()->descriptor_offset(), hcq::kd_size);
     if (!kd) continue;
     int64_t entry;
     memcpy(&entry, kd + 16, 8);
-    if (base + kern->amd()->descriptor_offset() + uint64_t(entry) == code) found = int32_t(k);
+    if (base + kern->facts_as_AmdKernel()->descriptor_offset() + uint64_t(entry) == code) found = int32_t(k);
   }
   if (found < 0)
     return raise("DISPATCH_DIRECT: COMPUTE_PGM_LO/HI point at " + hex(code) +
                  ", which is not the code of any kernel");
   const fb::Kernel *k = capture_->kernels()->Get(uint32_t(found));
-  const fb::AmdKernel *a = k->amd();
+  const fb::AmdKernel *a = k->facts_as_AmdKernel();
   const std::string what = "DISPATCH_DIRECT of kernel '" + k->name()->str() + "': ";
   if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != a->rsrc2() ||
       (chip_.has_pgm_rsrc3 && sh(reg::COMPUTE_PGM_RSRC3) != a->rsrc3()))
@@ -358,8 +359,8 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   if (kernargs % (a->kernarg_align() ? a->kernarg_align() : 1))
     return raise(what + "its kernarg pointer " + hex(kernargs) + " is not " +
                  std::to_string(a->kernarg_align()) + "-byte aligned");
-  const twin &t = twins_[uint32_t(found)];
-  if (!t.entry) return raise(what + "the kernel has no host twin, so the fake cannot run it");
+  if (!twins_.has(uint32_t(found)))
+    return raise(what + "the kernel has no host twin, so the fake cannot run it");
   std::vector<void *> bufs(nb);
   for (uint32_t b = 0; b < nb; ++b) {
     uint64_t gpu;
@@ -369,7 +370,7 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   }
   std::vector<int64_t> scalars(ns);
   if (ns) memcpy(scalars.data(), args + 8 * nb, 8ull * ns);
-  if (t.work_size) t.entry(bufs.data(), ns ? scalars.data() : nullptr, 0, int64_t(t.work_size));
+  twins_.run(uint32_t(found), bufs.data(), ns ? scalars.data() : nullptr);
   ++dispatches_;
   return true;
 }
@@ -378,50 +379,7 @@ capgraph_status fake_gpu::capture_attach(const fb::Capture *c, const std::vector
                                          std::string *err) {
   capture_ = c;
   program_gpu_ = program_gpu;
-  twins_.assign(c->kernels() ? c->kernels()->size() : 0, twin{});
-  twin_images_.clear();
-  std::vector<int64_t> linked(program_gpu.size(), -1);  // program -> twin_images_ index
-  bool any = false;
-  for (uint32_t k = 0; k < twins_.size(); ++k) any |= c->kernels()->Get(k)->twin_program() >= 0;
-  if (!any) return CAPGRAPH_OK;
-  if (!c->twin_target() || !c->twin_target()->name()) {
-    *err = "fake-amd: the capture has host twins but no twin_target";
-    return CAPGRAPH_ERR_FORMAT;
-  }
-  std::string why;
-  capgraph_status st = cpu_target_check(
-      c->twin_target()->name()->c_str(),
-      c->twin_target()->features() ? c->twin_target()->features()->c_str() : "", &why);
-  if (st != CAPGRAPH_OK) {
-    *err = "fake-amd: the host twins cannot run here: " + why;
-    return st;
-  }
-  twin_images_.reserve(program_gpu.size());
-  for (uint32_t k = 0; k < twins_.size(); ++k) {
-    const fb::Kernel *kern = c->kernels()->Get(k);
-    const int32_t p = kern->twin_program();
-    if (p < 0) continue;
-    if (linked[size_t(p)] < 0) {
-      const auto *bin = c->programs()->Get(uint32_t(p))->binary();
-      elf_image image;
-      if ((st = elf_link(bin->data(), bin->size(), &image, &why)) != CAPGRAPH_OK) {
-        *err = "fake-amd: twin program " + std::to_string(p) + ": " + why;
-        return st;
-      }
-      linked[size_t(p)] = int64_t(twin_images_.size());
-      twin_images_.push_back(std::move(image));
-    }
-    const elf_image &image = twin_images_[size_t(linked[size_t(p)])];
-    const char *entry = kern->twin_entry() ? kern->twin_entry()->c_str() : "";
-    void *fn = image.code_address(entry);
-    if (!fn) {
-      *err = "fake-amd: kernel '" + kern->name()->str() + "': twin entry '" + entry +
-             "' is not code in program " + std::to_string(p);
-      return CAPGRAPH_ERR_FORMAT;
-    }
-    twins_[k] = {reinterpret_cast<kernel_entry>(fn), kern->twin_work_size()};
-  }
-  return CAPGRAPH_OK;
+  return twins_.link(c, "fake-amd", err);
 }
 
 bool fake_gpu::interrupt_target(uint64_t *mailbox, uint32_t *id) {
@@ -470,6 +428,11 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
 
 }  // namespace
 
-void fake_amd_register() { hcq::transport_register("fake-amd", &fake_open); }
+void fake_amd_register() {
+  hcq::target_register("fake-amd", &fake_open, &hcq::amd_target, [] {
+    return std::string("a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs captures' "
+                       "host twins, measures nothing\n");
+  });
+}
 
 }  // namespace capgraph::amd

@@ -18,6 +18,7 @@
 #include "amd_packets.h"
 #include "elf_link.h"
 #include "replay.h"
+#include "hcq/host_twins.h"
 #include "hcq/transport.h"
 
 namespace capgraph::amd {
@@ -28,7 +29,7 @@ class fake_gpu final : public hcq::transport {
   ~fake_gpu() override;
 
   std::string name() const override;
-  uint32_t gfx_target_version() const override { return chip_.gfx_target_version; }
+  std::string chip_name() const override { return chip_.name; }
   uint64_t clock_hz() const override { return 1000000000; }  // host nanoseconds
   capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
                         std::string *err) override;
@@ -69,10 +70,6 @@ class fake_gpu final : public hcq::transport {
     uint64_t ib_gpu = 0, ib_pos = 0, ib_dwords = 0;
     std::string blocked;  // the wait it is stuck on
   };
-  struct twin {
-    kernel_entry entry = nullptr;
-    uint64_t work_size = 0;
-  };
 
   void run();
   bool queue_advance(queue_state &q);
@@ -96,8 +93,7 @@ class fake_gpu final : public hcq::transport {
   // Attached capture
   const fb::Capture *capture_ = nullptr;
   std::vector<uint64_t> program_gpu_;
-  std::vector<elf_image> twin_images_;
-  std::vector<twin> twins_;  // per kernel
+  hcq::host_twins twins_;
   bool wedged_ = false;
   uint64_t dispatches_ = 0, packets_ = 0, interrupts_ = 0;
   uint32_t last_interrupt_id_ = 0;
@@ -105,7 +101,7 @@ class fake_gpu final : public hcq::transport {
   std::string fault_;
 };
 
-// Adds "fake-amd" and "fake-amd:<chip>" (default gfx1100) to the devices hcq::transport_open knows.
+// Adds "fake-amd" and "fake-amd:<chip>" (default gfx1100) to the devices hcq::device_open knows.
 void fake_amd_register();
 
 }  // namespace capgraph::amd

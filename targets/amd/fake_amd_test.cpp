@@ -15,6 +15,7 @@
 #include "capgraph_runtime.h"
 #include "capture_model.h"
 #include "capture_verify.h"
+#include "amd_hcq.h"
 #include "hcq/graph.h"
 #include "hcq/signal.h"
 
@@ -37,9 +38,9 @@ struct fake_run {
   capgraph_status build(const capture_spec &spec, hcq::graph_options opt, std::string *err) {
     bytes = test::capture_build(spec);
     capgraph_status st = capture_verify(bytes.data(), bytes.size(), "test.cap", &c, err,
-                                        capture_device::amd);
+                                        &hcq::amd_target);
     if (st != CAPGRAPH_OK) return st;
-    return hcq::graph::build(&gpu, c, "test.cap", opt, &g, err);
+    return hcq::graph::build(&gpu, &hcq::amd_target, c, "test.cap", opt, &g, err);
   }
   float *tensor(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *list, const char *name) {
     for (const fb::TensorInfo *t : *list)
@@ -176,6 +177,22 @@ TEST_CASE("every chip replays the capture with its own packet flavours") {
   CHECK(refused.err.find("kernel 0 'add_table' is wave32, which gfx942 does not run") != std::string::npos);
 }
 
+TEST_CASE("a GPU capture from before the KernelFacts union is refused with a clear error") {
+  // Version 1.1 kept the AMD facts in Kernel.amd; this runtime reads them from Kernel.facts.
+  capture_spec old = test::amd_spec(test::scale_chain_spec(2));
+  old.version_major = 1;
+  old.version_minor = 1;
+  api_model m(old, "fake-amd");
+  CHECK(m.st == CAPGRAPH_ERR_VERSION);
+  CHECK(m.err.find("version 1.1 is a GPU capture from an older capgraph") != std::string::npos);
+  CHECK(m.err.find("compile the model again") != std::string::npos);
+  // The same capture on the CPU names the devices that run it (the registry's, not a vendor list).
+  api_model cpu(test::amd_spec(test::scale_chain_spec(2)), "cpu");
+  CHECK(cpu.st == CAPGRAPH_ERR_TARGET);
+  CHECK(cpu.err.find("compiled for amd-gfx1100; run it with --device amd") != std::string::npos);
+  CHECK(cpu.err.find("fake-amd") != std::string::npos);
+}
+
 TEST_CASE("words written per replay do not grow with the number of kernels") {
   uint64_t words[3] = {};
   const uint32_t counts[3] = {1, 10, 100};
@@ -240,13 +257,13 @@ TEST_CASE("a wedged GPU makes replay time out within its bound") {
 
 TEST_CASE("through the C API a timeout is reported and sticks") {
   // A device whose waits are never satisfied, and a 100 ms bound from the environment.
-  hcq::transport_register("fake-amd-wedged", [](const char *, std::unique_ptr<hcq::transport> *out,
-                                                std::string *) {
+  hcq::target_register("fake-amd-wedged", [](const char *, std::unique_ptr<hcq::transport> *out,
+                                             std::string *) {
     auto g = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"));
     g->wedge(true);
     *out = std::move(g);
     return CAPGRAPH_OK;
-  });
+  }, &hcq::amd_target);
   setenv("CAPGRAPH_TIMEOUT_MS", "100", 1);
   api_model m(test::amd_spec(test::scale_chain_spec(2)), "fake-amd-wedged");
   unsetenv("CAPGRAPH_TIMEOUT_MS");
@@ -299,8 +316,10 @@ TEST_CASE("the fake GPU fails loudly on a packet it does not know") {
 TEST_CASE("captures for the other kind of device are refused, naming the device to use") {
   api_model amd_on_cpu(test::amd_spec(test::reference_spec(1)), "cpu");
   CHECK(amd_on_cpu.st == CAPGRAPH_ERR_TARGET);
-  CHECK(amd_on_cpu.err.find("compiled for amd-gfx1100; run it with --device amd or fake-amd") !=
+  // The devices come from the registry (other tests here add fake-amd-wedged).
+  CHECK(amd_on_cpu.err.find("compiled for amd-gfx1100; run it with --device amd") !=
         std::string::npos);
+  CHECK(amd_on_cpu.err.find("fake-amd") != std::string::npos);
   api_model cpu_on_fake(test::reference_spec(1), "fake-amd");
   CHECK(cpu_on_fake.st == CAPGRAPH_ERR_TARGET);
   CHECK(cpu_on_fake.err.find("run it with --device cpu") != std::string::npos);

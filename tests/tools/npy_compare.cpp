@@ -1,6 +1,7 @@
 // npy_compare ACTUAL.npy REFERENCE.npy [REL_TOL]
 // Compares two .npy files the way the conformance suite does: same dtype and shape, and
-// max |a - b| <= REL_TOL * max |ref| + 1e-5 (REL_TOL defaults to 1e-3). Prints the figures;
+// max |a - b| <= REL_TOL * max |ref| + k_output_abs_tol (REL_TOL defaults to k_output_rel_tol,
+// runtime/run_files.h: 1e-3 and 1e-5). Prints the figures;
 // exits 0 when they match, 1 when they do not, 2 when a file cannot be read.
 #include <cmath>
 #include <cstdio>
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "npy.h"
+#include "run_files.h"
 
 using namespace capgraph;
 
@@ -29,7 +31,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "usage: npy_compare ACTUAL.npy REFERENCE.npy [REL_TOL]\n");
     return 2;
   }
-  double rel = argc > 3 ? std::atof(argv[3]) : 1e-3;
+  double rel = argc > 3 ? std::atof(argv[3]) : capgraph::k_output_rel_tol;
   npy_array a, r;
   std::string err;
   if (!npy_read(argv[1], &a, &err) || !npy_read(argv[2], &r, &err)) {
@@ -52,8 +54,8 @@ int main(int argc, char **argv) {
     if (d > max_diff) { max_diff = d; worst = i; }
     max_ref = std::max(max_ref, std::fabs(y));
   }
-  bool ok = !nan_mismatch && max_diff <= rel * max_ref + 1e-5;
+  bool ok = !nan_mismatch && max_diff <= rel * max_ref + capgraph::k_output_abs_tol;
   std::printf("%s %s: %zu elements, max |a-b| = %.3g (at %zu), max |ref| = %.3g, allowed %.3g\n", ok ? "MATCH" : "MISMATCH", argv[1], n,
-              max_diff, worst, max_ref, rel * max_ref + 1e-5);
+              max_diff, worst, max_ref, rel * max_ref + capgraph::k_output_abs_tol);
   return ok ? 0 : 1;
 }

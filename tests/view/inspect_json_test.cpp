@@ -52,12 +52,13 @@ TEST_CASE("inspect --json: the documented keys, and numbers that agree with the 
 
   // The keys cli/README.md documents; adding one is fine (update the README and this list),
   // renaming or removing one breaks users.
-  CHECK(keys_sorted(j) == sorted({"file", "version", "target", "threads", "inputs", "outputs", "arena_bytes", "arena_naive_bytes", "weights",
+  CHECK(keys_sorted(j) == sorted({"file", "version", "target", "threads", "compile_options", "inputs", "outputs", "arena_bytes", "arena_naive_bytes", "weights",
                                   "weight_bytes", "programs", "kernels", "launches", "copies", "flops", "steps", "buffers", "weight_blobs"}));
   CHECK(j.at("file").string == cap);
   CHECK(j.at("version").string == std::to_string(c->version_major()) + "." + std::to_string(c->version_minor()));
   CHECK(j.at("target").string == c->target()->name()->str());
   CHECK(j.at("threads").integer == c->threads());
+  CHECK(j.at("compile_options").array.size() == (c->compile_options() ? c->compile_options()->size() : 0));
   CHECK(j.at("arena_bytes").integer == c->arena_size());
   CHECK(j.at("arena_naive_bytes").integer == c->arena_naive_size());
   CHECK(j.at("programs").integer == c->programs()->size());

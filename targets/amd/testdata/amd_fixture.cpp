@@ -45,7 +45,8 @@ capture_spec amd_spec(const capture_spec &cpu, const char *chip) {
   s.target = std::string("amd-") + chip;
   s.features.clear();
   s.twin_target = host_target_name();
-  s.version_minor = 1;
+  s.version_major = 2;  // kernel facts in the KernelFacts union
+  s.version_minor = 0;
   const uint32_t code_program = uint32_t(s.programs.size());
   program_spec code;
   code.format = fb::ProgramFormat::amdgpu_code_object;

@@ -3,12 +3,14 @@
 // registers, user SGPRs, DISPATCH_DIRECT; signal: RELEASE_MEM end-of-pipe with cache write-back;
 // wait: WAIT_REG_MEM >=), Linux gfx_v11_0.c (emit_mem_sync, emit_fence) and sdma_v6_0.c
 // (emit_copy_buffer: count = bytes - 1; emit_fence; emit_pipeline_sync: POLL_REGMEM).
-#include "amd.h"
+#include "amd_hcq.h"
 
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
 #include "amd_packets.h"
+#include "kfd_transport.h"
 
 namespace capgraph::hcq {
 namespace {
@@ -24,7 +26,8 @@ class pm4_encoder final : public encoder {
   pm4_encoder(const amd::chip &chip, std::vector<uint32_t> *out)
       : encoder(out), chip_(chip), w_(out) {}
 
-  void exec(const dispatch &d) override {
+  void exec(const dispatch &x) override {
+    const amd_dispatch &d = x.facts_as<amd_dispatch>();
     // The program and its resources.
     sh_regs(amd::reg::COMPUTE_PGM_LO, {uint32_t(d.code >> 8), uint32_t(d.code >> 40)});
     sh_regs(amd::reg::COMPUTE_PGM_RSRC1, {d.rsrc1, d.rsrc2});
@@ -37,12 +40,12 @@ class pm4_encoder final : public encoder {
     sh_regs(amd::reg::COMPUTE_RESTART_X, {0, 0, 0});
     // The kernarg pointer in its user SGPRs.
     sh_regs(amd::reg::COMPUTE_USER_DATA_0 + d.kernarg_sgpr,
-            {uint32_t(d.kernargs), uint32_t(d.kernargs >> 32)});
+            {uint32_t(x.kernargs), uint32_t(x.kernargs >> 32)});
     // Start at workgroup 0, one dimension.
-    sh_regs(amd::reg::COMPUTE_START_X, {0, 0, 0, d.workgroup_size, 1, 1});
+    sh_regs(amd::reg::COMPUTE_START_X, {0, 0, 0, x.workgroup_size, 1, 1});
     uint32_t initiator = amd::dispatch_compute_shader_en | amd::dispatch_force_start_at_000;
     if (d.wave32) initiator |= amd::dispatch_cs_w32_en;
-    w_.emit(packet::DISPATCH_DIRECT, {d.groups, 1, 1, initiator});
+    w_.emit(packet::DISPATCH_DIRECT, {x.groups, 1, 1, initiator});
   }
 
   void copy(uint64_t, uint64_t, uint64_t) override { fail(missing("compute", "copy")); }
@@ -187,7 +190,7 @@ uint32_t amd_kernarg_sgpr(uint16_t p) {
 capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_t program_gpu,
                                    dispatch *out, std::string *err) {
   const fb::Kernel *k = c->kernels()->Get(index);
-  const fb::AmdKernel *a = k->amd();
+  const fb::AmdKernel *a = k->facts_as_AmdKernel();
   const auto *bin = c->programs()->Get(k->program())->binary();
   const std::string what = "kernel " + std::to_string(index) + " '" + k->name()->str() + "'";
   const uint8_t *kd = bin->data() + a->descriptor_offset();
@@ -241,14 +244,119 @@ capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_
            " disagrees with its descriptor";
     return CAPGRAPH_ERR_FORMAT;
   }
-  out->code = program_gpu + code;
-  out->kernarg_sgpr = amd_kernarg_sgpr(props);
-  out->rsrc1 = rsrc1;
-  out->rsrc2 = rsrc2;
-  out->rsrc3 = rsrc3;
+  const amd::chip *chip = amd_capture_chip(c->target()->name()->c_str());
+  if (a->wavefront_size() == 32 && !chip->wave32) {
+    *err = what + " is wave32, which " + chip->name + " does not run";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  amd_dispatch &d = out->facts_as<amd_dispatch>();
+  d.code = program_gpu + code;
+  d.kernarg_sgpr = amd_kernarg_sgpr(props);
+  d.rsrc1 = rsrc1;
+  d.rsrc2 = rsrc2;
+  d.rsrc3 = rsrc3;
+  d.wave32 = a->wavefront_size() == 32;
   out->workgroup_size = a->workgroup_size();
-  out->wave32 = a->wavefront_size() == 32;
+  out->kernarg_size = a->kernarg_size();
+  out->kernarg_align = a->kernarg_align();
   return CAPGRAPH_OK;
+}
+
+namespace {
+
+bool in_range(uint64_t offset, uint64_t len, uint64_t size) {
+  return offset <= size && len <= size - offset;
+}
+
+std::string format(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+std::string format(const char *fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  va_end(ap);
+  return buf;
+}
+
+// The AmdKernel facts the dispatch and the fake GPU rely on (capture.fbs, AmdKernel).
+bool amd_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
+  const fb::Kernel *k = c->kernels()->Get(i);
+  const char *name = k->name()->c_str();
+  const fb::Program *p = c->programs()->Get(k->program());
+  if (p->format() != fb::ProgramFormat::amdgpu_code_object)
+    return *why = format("kernel %u '%s': its program %u is not an amdgpu_code_object", i, name,
+                         k->program()), false;
+  const fb::AmdKernel *a = k->facts_as_AmdKernel();
+  if (!a) return *why = format("kernel %u '%s': no AmdKernel launch facts", i, name), false;
+  if (a->descriptor_offset() % 64 || !in_range(a->descriptor_offset(), 64, p->binary()->size()))
+    return *why = format("kernel %u '%s': descriptor_offset %llu is not a 64-byte aligned "
+                         "descriptor inside its %u-byte code object", i, name,
+                         (unsigned long long)a->descriptor_offset(), p->binary()->size()), false;
+  if (a->wavefront_size() != 32 && a->wavefront_size() != 64)
+    return *why = format("kernel %u '%s': wavefront_size %u is not 32 or 64", i, name,
+                         a->wavefront_size()), false;
+  if (a->workgroup_size() < 1 || a->workgroup_size() > 1024)
+    return *why = format("kernel %u '%s': workgroup_size %u is not 1 to 1024", i, name,
+                         a->workgroup_size()), false;
+  const uint64_t args = 8ull * (uint64_t(k->num_buffers()) + k->num_scalars());
+  if (a->kernarg_size() < args)
+    return *why = format("kernel %u '%s': kernarg_size %u is less than the %llu bytes its %u "
+                         "buffers and %u scalars take", i, name, a->kernarg_size(),
+                         (unsigned long long)args, k->num_buffers(), k->num_scalars()), false;
+  const uint32_t align = a->kernarg_align();
+  if (align > 4096 || (align & (align - 1)))
+    return *why = format("kernel %u '%s': kernarg_align %u is not a power of two up to 4096", i,
+                         name, align), false;
+  return true;
+}
+
+bool amd_capture_matches(const char *capture_target) {
+  return amd_capture_chip(capture_target) != nullptr;
+}
+
+std::string amd_capture_names() {
+  unsigned n;
+  const amd::chip *chips = amd::chips_all(&n);
+  std::string known;
+  for (unsigned i = 0; i < n; ++i) known += std::string(i ? ", amd-" : "amd-") + chips[i].name;
+  return known;
+}
+
+capgraph_status amd_device_check(const fb::Capture *c, transport *dev, std::string *why) {
+  const amd::chip *chip = amd_capture_chip(c->target()->name()->c_str());
+  if (!chip) {
+    *why = "target '" + c->target()->name()->str() + "' is not an AMD GPU this runtime knows";
+    return CAPGRAPH_ERR_TARGET;
+  }
+  if (dev->chip_name() != chip->name) {
+    *why = std::string("compiled for ") + chip->name + ", but the device " + dev->name() + " is " +
+           dev->chip_name();
+    return CAPGRAPH_ERR_TARGET;
+  }
+  return CAPGRAPH_OK;
+}
+
+std::unique_ptr<encoder> amd_encoder_create(const fb::Capture *c, queue_kind kind,
+                                            std::vector<uint32_t> *out) {
+  const amd::chip &chip = *amd_capture_chip(c->target()->name()->c_str());
+  return kind == queue_kind::compute ? amd_compute_encoder(chip, out)
+                                     : amd_copy_encoder(chip, out);
+}
+
+}  // namespace
+
+const target amd_target = {"amd",
+                           fb::ProgramFormat::amdgpu_code_object,
+                           &amd_capture_matches,
+                           &amd_capture_names,
+                           &amd_kernel_check,
+                           &amd_device_check,
+                           &amd_kernel_resolve,
+                           &amd_encoder_create};
+
+// Called by the runtime's generated targets_builtin_register (CAPGRAPH_TARGETS holds "amd").
+void target_amd_register() {
+  target_register("amd", &kfd::kfd_open, &amd_target, [] { return kfd::kfd_devices_describe(); });
 }
 
 }  // namespace capgraph::hcq

@@ -1,5 +1,6 @@
-// The AMD backend of the HCQ core: the verbs as PM4 (compute queues) and SDMA (copy queues)
-// packets from targets/amd, and the kernel facts a dispatch needs from a capture's AmdKernel.
+// The AMD target of the HCQ core (runtime/hcq/target.h): the verbs as PM4 (compute queues) and
+// SDMA (copy queues) packets (amd_packets.h), the checks and resolution of a capture's AmdKernel
+// facts into a dispatch, and the registration of "amd" (the KFD transport, drivers/kfd).
 #pragma once
 #include <memory>
 #include <string>
@@ -7,9 +8,22 @@
 #include "amd_chips.h"
 #include "capgraph/capture_generated.h"
 #include "capgraph_runtime.h"
-#include "encoder.h"
+#include "hcq/encoder.h"
+#include "hcq/target.h"
 
 namespace capgraph::hcq {
+
+// The AMD hooks (capture_verify and graph::build take them; fakes register them with their
+// transport).
+extern const target amd_target;
+
+// What an AMD dispatch carries in dispatch::facts.
+struct amd_dispatch {
+  uint64_t code = 0;          // GPU address of the kernel's first instruction (256-aligned)
+  uint32_t kernarg_sgpr = 0;  // first user SGPR of the kernarg pointer
+  uint32_t rsrc1 = 0, rsrc2 = 0, rsrc3 = 0;
+  bool wave32 = false;
+};
 
 std::unique_ptr<encoder> amd_compute_encoder(const amd::chip &chip, std::vector<uint32_t> *out);
 std::unique_ptr<encoder> amd_copy_encoder(const amd::chip &chip, std::vector<uint32_t> *out);
@@ -32,7 +46,8 @@ uint32_t amd_kernarg_sgpr(uint16_t kernel_code_properties);
 
 // Resolves kernel `k` (in a verified capture) against its program's code object at
 // program_gpu: the code address, registers and wave size, checking the descriptor in the code
-// object agrees with AmdKernel. kernargs and groups are filled per launch by the caller.
+// object agrees with AmdKernel and the chip runs its wave size. kernargs and groups are filled per
+// launch by the caller.
 capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t kernel, uint64_t program_gpu,
                                    dispatch *out, std::string *err);
 

@@ -1,0 +1,40 @@
+#include "target/target_table.h"
+
+#include "error.h"
+
+namespace capgraph {
+
+namespace {
+
+// The targets this compiler knows, in the order messages list them.
+const TargetEntry *const k_targets[] = {&cpu_target_entry, &amd_target_entry, &null_target_entry};
+
+bool cpu_matches(const std::string &name) { return name.empty() || name.rfind("cpu", 0) == 0; }
+std::string cpu_names() { return "cpu (this machine), cpu-x86_64, cpu-aarch64"; }
+
+TargetCode cpu_codegen_target(const Program &p, const std::string &name, int jobs) {
+  TargetCode c;
+  c.target = cpu_target_named(name);
+  c.code = cpu_codegen(p, c.target, jobs);
+  return c;
+}
+
+}  // namespace
+
+const TargetEntry cpu_target_entry = {"cpu", &cpu_matches, &cpu_names, true, true,
+                                      &cpu_codegen_target};
+
+const TargetEntry &target_find(const std::string &name) {
+  for (const TargetEntry *t : k_targets)
+    if (t->matches(name)) return *t;
+  std::string known;
+  for (const TargetEntry *t : k_targets) known += (known.empty() ? "" : ", ") + t->names();
+  throw Error("unknown target '" + name + "': known targets are " + known);
+}
+
+void target_twins_add(TargetCode &code, const Program &p, int jobs) {
+  code.twin_target = cpu_target_named("cpu");
+  code.twins = cpu_codegen(p, code.twin_target, jobs);
+}
+
+}  // namespace capgraph

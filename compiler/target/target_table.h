@@ -1,0 +1,61 @@
+// The compiler's target table: every target a capture can be compiled for, and what each one
+// decides. compile.cpp and the capture writer ask the table; they branch on no target name.
+//
+// Adding a target: a file here (see null_target.cpp, the smallest) defining its entry, one line in
+// target_table.cpp's list, and its launch facts as a member of the KernelFacts union in
+// schema/capture.fbs.
+#pragma once
+#include <flatbuffers/flatbuffers.h>
+
+#include <functional>
+#include <string>
+#include <utility>
+
+#include "capgraph/capture_generated.h"
+#include "codegen/cpu_codegen.h"
+#include "codegen/cpu_target.h"
+#include "schedule/kernel.h"
+
+namespace capgraph {
+
+// What a target's code generation gives the capture writer.
+struct TargetCode {
+  CpuTarget target;  // the capture's Target table (name, triple, cpu, features)
+  fb::ProgramFormat format = fb::ProgramFormat::elf_relocatable;  // of code.objects
+  CodegenResult code;     // programs, and per Program kernel its entry, slots and work range
+  CodegenResult twins;    // host twins of the kernels (no objects: none)
+  CpuTarget twin_target;  // what the twins were built for
+  // Kernel facts of Program kernel i (a KernelFacts member), or NONE for targets without any.
+  std::function<std::pair<fb::KernelFacts, flatbuffers::Offset<void>>(
+      flatbuffers::FlatBufferBuilder &, size_t)>
+      facts;
+  uint16_t version_major = 1, version_minor = 0;  // capture format version it needs
+};
+
+struct TargetEntry {
+  const char *family;  // "cpu", "amd", "null"
+  // Whether `name` (a --target value) is this family's, known or not ("amd-gfx9999" is AMD's).
+  bool (*matches)(const std::string &name);
+  // The names it knows, comma separated, for messages.
+  std::string (*names)();
+  // Layout choices: channel-blocked activations and packed weights (schedule/layout.h).
+  bool blocked_layouts;
+  // Whether launches are split over CPU threads (--threads); false: one device queue.
+  bool threads;
+  // Compiles the scheduled program for target `name`; `jobs` threads.
+  TargetCode (*codegen)(const Program &p, const std::string &name, int jobs);
+};
+
+// The entry for a --target value ("" or "cpu": this machine's CPU). Throws naming every known
+// target when no entry knows it.
+const TargetEntry &target_find(const std::string &name);
+
+// Each target's entry, defined in its own file.
+extern const TargetEntry cpu_target_entry;
+extern const TargetEntry amd_target_entry;
+extern const TargetEntry null_target_entry;
+
+// Host twins for a GPU target: the program compiled for this machine's CPU.
+void target_twins_add(TargetCode &code, const Program &p, int jobs);
+
+}  // namespace capgraph

@@ -1,0 +1,69 @@
+// The target seam: what one device family (a folder under targets/) gives the HCQ core. The core
+// records and replays a capture knowing only these hooks, the encoder verbs (encoder.h) and the
+// transport (transport.h); it names no vendor.
+//
+// A target registers itself with the runtime (target_register below), once per device name
+// prefix, pairing the transport that reaches its devices with these hooks.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "capgraph/capture_generated.h"
+#include "capgraph_runtime.h"
+#include "encoder.h"
+#include "transport.h"
+
+namespace capgraph::hcq {
+
+struct target {
+  const char *name;  // "amd", "null": the family, for messages
+  // The programs that go to device memory (the others are host twins and stay on the host).
+  fb::ProgramFormat program_format;
+  // Whether a capture's Target.name belongs to this family ("amd-gfx1100").
+  bool (*capture_matches)(const char *capture_target);
+  // The capture target names this family knows, for messages ("amd-gfx1100, amd-gfx1200").
+  std::string (*capture_names)();
+  // Load-time checks of kernel `kernel`'s launch facts (Kernel.facts), run once by capture_verify
+  // before anything trusts them. false with *why naming the kernel and the fact.
+  bool (*kernel_check)(const fb::Capture *c, uint32_t kernel, std::string *why);
+  // Whether the capture's chip is the device's. CAPGRAPH_ERR_TARGET with *why when not.
+  capgraph_status (*device_check)(const fb::Capture *c, transport *dev, std::string *why);
+  // Kernel `kernel`'s launch facts resolved against its program at program_gpu: everything an
+  // exec needs but the per-launch kernargs and groups. Called once per kernel at load.
+  capgraph_status (*kernel_resolve)(const fb::Capture *c, uint32_t kernel, uint64_t program_gpu,
+                                    dispatch *out, std::string *err);
+  // The encoder of a queue kind for the capture's chip.
+  std::unique_ptr<encoder> (*encoder_create)(const fb::Capture *c, queue_kind kind,
+                                             std::vector<uint32_t> *out);
+};
+
+// Opens a transport by device name ("amd", "amd:1" for the second GPU, "fake-amd", "null", ...).
+using transport_open_fn = capgraph_status (*)(const char *device, std::unique_ptr<transport> *out,
+                                              std::string *err);
+
+// Lines for `capgraph devices`: one per device present ("amd:0: gfx1100 ..."), or one saying why
+// there is none, each ending in a newline.
+using devices_describe_fn = std::string (*)();
+
+// Adds a device name prefix: "amd" matches "amd" and "amd:1", not "amdx". The runtime's own
+// targets register themselves at first use (targets_builtin.cpp, generated from
+// CAPGRAPH_TARGETS); programs add fakes ("fake-amd"). A prefix registered again is replaced.
+void target_register(const char *prefix, transport_open_fn open, const target *t,
+                     devices_describe_fn describe = nullptr);
+
+// Every registered prefix's description lines, in registration order ("PREFIX: ..." where the
+// prefix's own lines do not start with it).
+std::string devices_describe();
+
+// Opens `device`: the transport and the target it runs. CAPGRAPH_ERR_ARGUMENT naming the known
+// devices when nothing matches.
+capgraph_status device_open(const char *device, std::unique_ptr<transport> *out,
+                            const target **target_out, std::string *err);
+
+// The registered device prefixes whose target runs captures for `capture_target` ("amd or
+// fake-amd"), or "" when none does.
+std::string devices_for_capture(const char *capture_target);
+
+}  // namespace capgraph::hcq
