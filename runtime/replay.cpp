@@ -7,12 +7,6 @@ namespace capgraph {
 
 namespace {
 
-// Splitting a launch between threads costs a barrier after it (and usually one before it): about
-// 0.1-0.4 us when every thread is running, measured on a 2-core EPYC (tests/tools/replay_overhead,
-// README "Performance"), far more when a thread has to be woken. Below this many flops plus bytes
-// moved (a few microseconds of work) a launch is not worth it.
-constexpr uint64_t k_split_min_cost = uint64_t(1) << 16;
-
 // A launch that stays whole on thread 0 when the runtime splits work itself: one unit of work, or
 // a known cost below k_split_min_cost (a capture that gives no cost, all zero, is split).
 bool launch_runs_whole(const fb::Launch &l) {

@@ -33,6 +33,13 @@ struct replay_plan {
   std::vector<int64_t> bounds;
 };
 
+// Splitting a launch between threads costs a barrier after it (and usually one before it): about
+// 0.1-0.4 us when every thread is running, measured on a 2-core EPYC (tests/tools/replay_overhead,
+// README "Performance"), far more when a thread has to be woken. Below this many flops plus bytes
+// moved (a few microseconds of work) a launch is not worth it. The compiler's partitions
+// (compiler/capture) and the runtime's own split use this one value.
+constexpr uint64_t k_split_min_cost = uint64_t(1) << 16;
+
 // Resolves every step of `c` against the arena, the weights (address of each blob) and the
 // kernels' entry points. With threads == c->threads() the compiler's partitions are used;
 // otherwise each work range is split evenly, except a launch of one unit of work or too small to

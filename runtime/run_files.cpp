@@ -17,8 +17,8 @@ std::string shape_text(const int64_t *shape, int rank) {
 }
 
 bool inputs_bind(capgraph_model *m, const std::string &model_path,
-                 const std::vector<std::pair<std::string, std::string>> &inputs,
-                 bool allow_missing, std::string *err) {
+                 const std::vector<std::pair<std::string, std::string>> &inputs, bool allow_missing,
+                 std::string *err) {
   const int32_t n = capgraph_num_inputs(m);
   std::vector<bool> given(size_t(n), false);
   for (const auto &[name, path] : inputs) {

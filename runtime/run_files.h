@@ -22,8 +22,8 @@ std::string shape_text(const int64_t *shape, int rank);
 // must be given unless `allow_missing` (the caller fills the rest). false with *err naming the
 // model or the file, the input, and what was expected.
 bool inputs_bind(capgraph_model *m, const std::string &model_path,
-                 const std::vector<std::pair<std::string, std::string>> &inputs,
-                 bool allow_missing, std::string *err);
+                 const std::vector<std::pair<std::string, std::string>> &inputs, bool allow_missing,
+                 std::string *err);
 
 // The file an output is written to: its name with every character outside [A-Za-z0-9._-]
 // replaced by '_', then ".npy".

@@ -7,6 +7,7 @@
 #include "capgraph/capture_generated.h"
 #include "capture_hash.h"
 #include "error.h"
+#include "replay.h"
 #include "run_files.h"
 
 namespace capgraph {
@@ -122,10 +123,10 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
     int64_t out_elems = 1;
     for (int a = 0; a < k.n_parallel; a++) out_elems *= k.axes[a];
     // Even slices, except that a launch too small to pay for the threads meeting (one unit of
-    // work, or under 2^16 flops + bytes: a few microseconds) runs whole on thread 0, so the
-    // runtime needs no barrier around it (runtime/replay.h, replay_plan_barriers).
+    // work, or under k_split_min_cost flops + bytes: a few microseconds) runs whole on thread 0,
+    // so the runtime needs no barrier around it (runtime/replay.h, replay_plan_barriers).
     uint64_t cost = (uint64_t)k.flops + bytes_read + (uint64_t)out_elems * dtype_size(k.store_dtype);
-    bool whole = ck.work_size <= 1 || cost < (1u << 16);
+    bool whole = ck.work_size <= 1 || cost < k_split_min_cost;
     std::vector<uint64_t> partition;
     for (int th = 0; th <= info.threads; th++)
       partition.push_back(whole ? (th ? (uint64_t)ck.work_size : 0) : (uint64_t)(ck.work_size * th / info.threads));

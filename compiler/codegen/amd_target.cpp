@@ -1,20 +1,33 @@
 #include "codegen/amd_target.h"
 
+#include <vector>
+
+#include "amd_chips.h"
 #include "error.h"
 
 namespace capgraph {
 
 namespace {
 
-// Sources: LLVM AMDGPUUsage "Processors" table (gfx1100 RDNA3, gfx1200/gfx1201 RDNA4, gfx942
-// CDNA3; wave32 is the native size of GFX10+ RDNA, CDNA runs wave64 only) and
-// `llc-19 -march=amdgcn -mcpu=help`, which lists all four.
-const AmdTarget kTargets[] = {
-    {"amd-gfx1100", "amdgcn-amd-amdhsa", "gfx1100", "+wavefrontsize32", 32, 8, 256},
-    {"amd-gfx1200", "amdgcn-amd-amdhsa", "gfx1200", "+wavefrontsize32", 32, 8, 256},
-    {"amd-gfx1201", "amdgcn-amd-amdhsa", "gfx1201", "+wavefrontsize32", 32, 8, 256},
-    {"amd-gfx942", "amdgcn-amd-amdhsa", "gfx942", "+wavefrontsize64", 64, 8, 256},
-};
+// The chips are the runtime's list (targets/amd/amd_chips.cpp): one list, so the compiler cannot
+// target a chip the runtime does not know. LLVM processor = the chip name; the code object ABI is
+// HSA's; wave32 where the chip runs it natively (RDNA), wave64 otherwise (CDNA).
+// Sources: LLVM AMDGPUUsage "Processors" table and `llc-19 -march=amdgcn -mcpu=help`, which lists
+// gfx1100, gfx1200, gfx1201 and gfx942.
+std::vector<AmdTarget> targets_all() {
+  unsigned n = 0;
+  const amd::chip *chips = amd::chips_all(&n);
+  std::vector<AmdTarget> v;
+  for (unsigned i = 0; i < n; ++i) {
+    const amd::chip &c = chips[i];
+    const bool w32 = c.wave_size == 32;
+    v.push_back({std::string("amd-") + c.name, "amdgcn-amd-amdhsa", c.name, w32 ? "+wavefrontsize32" : "+wavefrontsize64",
+                 c.wave_size, 8, 256});
+  }
+  return v;
+}
+
+const std::vector<AmdTarget> kTargets = targets_all();
 
 }  // namespace
 

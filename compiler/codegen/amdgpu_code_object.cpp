@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "amd_hcq.h"  // the runtime's kernel-descriptor layout (targets/amd), checked below
 #include "error.h"
 
 namespace capgraph {
@@ -417,3 +418,13 @@ std::map<std::string, AmdKernelFacts> amdgpu_code_object_read(const std::vector<
 }
 
 }  // namespace capgraph
+
+// The runtime and the fake GPU decode descriptors with targets/amd's one description of the
+// layout; it must be LLVM's, which writes them.
+namespace amd_kd = llvm::amdhsa;
+static_assert(capgraph::hcq::kd_size == sizeof(amd_kd::kernel_descriptor_t));
+static_assert(capgraph::hcq::kd_code_entry_offset == amd_kd::KERNEL_CODE_ENTRY_BYTE_OFFSET_OFFSET);
+static_assert(capgraph::hcq::kd_rsrc3 == amd_kd::COMPUTE_PGM_RSRC3_OFFSET);
+static_assert(capgraph::hcq::kd_rsrc1 == amd_kd::COMPUTE_PGM_RSRC1_OFFSET);
+static_assert(capgraph::hcq::kd_rsrc2 == amd_kd::COMPUTE_PGM_RSRC2_OFFSET);
+static_assert(capgraph::hcq::kd_kernel_code_properties == amd_kd::KERNEL_CODE_PROPERTIES_OFFSET);

@@ -4,10 +4,10 @@
 
 namespace capgraph {
 
-namespace {
+// The targets this build carries, in the order messages list them (k_targets, generated).
+#include "target_list.inc"
 
-// The targets this compiler knows, in the order messages list them.
-const TargetEntry *const k_targets[] = {&cpu_target_entry, &amd_target_entry, &null_target_entry};
+namespace {
 
 bool cpu_matches(const std::string &name) { return name.empty() || name.rfind("cpu", 0) == 0; }
 std::string cpu_names() { return "cpu (this machine), cpu-x86_64, cpu-aarch64"; }
@@ -21,8 +21,8 @@ TargetCode cpu_codegen_target(const Program &p, const std::string &name, int job
 
 }  // namespace
 
-const TargetEntry cpu_target_entry = {"cpu", &cpu_matches, &cpu_names, true, true,
-                                      &cpu_codegen_target};
+const TargetEntry cpu_target_entry = {"cpu", &cpu_matches, &cpu_names,
+                                      true,  true,         &cpu_codegen_target};
 
 const TargetEntry &target_find(const std::string &name) {
   for (const TargetEntry *t : k_targets)

@@ -1,9 +1,9 @@
 // The compiler's target table: every target a capture can be compiled for, and what each one
 // decides. compile.cpp and the capture writer ask the table; they branch on no target name.
 //
-// Adding a target: a file here (see null_target.cpp, the smallest) defining its entry, one line in
-// target_table.cpp's list, and its launch facts as a member of the KernelFacts union in
-// schema/capture.fbs.
+// Adding a target: a file target/<name>.cpp (see null.cpp, the smallest) defining
+// <name>_target_entry, which the build lists when CAPGRAPH_TARGETS holds <name> (the list is
+// generated), and its launch facts as a member of the KernelFacts union in schema/capture.fbs.
 #pragma once
 #include <flatbuffers/flatbuffers.h>
 
@@ -50,10 +50,8 @@ struct TargetEntry {
 // target when no entry knows it.
 const TargetEntry &target_find(const std::string &name);
 
-// Each target's entry, defined in its own file.
+// The CPU's entry; the others are defined in target/<name>.cpp.
 extern const TargetEntry cpu_target_entry;
-extern const TargetEntry amd_target_entry;
-extern const TargetEntry null_target_entry;
 
 // Host twins for a GPU target: the program compiled for this machine's CPU.
 void target_twins_add(TargetCode &code, const Program &p, int jobs);

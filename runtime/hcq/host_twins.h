@@ -16,7 +16,7 @@ namespace capgraph::hcq {
 class host_twins {
  public:
   // Links every kernel's twin (checking the twins were built for a CPU this one can run).
-  // Kernels without a twin get none; `who` starts the messages ("fake-amd").
+  // Kernels without a twin get none; `who` (the device's name) starts the messages.
   capgraph_status link(const fb::Capture *c, const char *who, std::string *err);
   // Whether kernel `kernel` has a twin.
   bool has(uint32_t kernel) const { return kernel < twins_.size() && twins_[kernel].entry; }

@@ -45,7 +45,7 @@ void entry_put(const char *prefix, transport_open_fn open, const target *t,
   registry().push_back({prefix, open, t, describe});
 }
 
-// "fake-amd" matches "fake-amd" and "fake-amd:gfx1200", not "fake-amdx".
+// "fake-x" matches "fake-x" and "fake-x:chip", not "fake-xy".
 bool matches(const std::string &prefix, const char *device) {
   const size_t n = prefix.size();
   return strncmp(device, prefix.c_str(), n) == 0 && (device[n] == 0 || device[n] == ':');

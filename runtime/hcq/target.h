@@ -18,12 +18,12 @@
 namespace capgraph::hcq {
 
 struct target {
-  const char *name;  // "amd", "null": the family, for messages
+  const char *name;  // the family ("null"), for messages
   // The programs that go to device memory (the others are host twins and stay on the host).
   fb::ProgramFormat program_format;
-  // Whether a capture's Target.name belongs to this family ("amd-gfx1100").
+  // Whether a capture's Target.name belongs to this family (its prefix, then a chip).
   bool (*capture_matches)(const char *capture_target);
-  // The capture target names this family knows, for messages ("amd-gfx1100, amd-gfx1200").
+  // The capture target names this family knows, comma separated, for messages.
   std::string (*capture_names)();
   // Load-time checks of kernel `kernel`'s launch facts (Kernel.facts), run once by capture_verify
   // before anything trusts them. false with *why naming the kernel and the fact.
@@ -39,17 +39,17 @@ struct target {
                                              std::vector<uint32_t> *out);
 };
 
-// Opens a transport by device name ("amd", "amd:1" for the second GPU, "fake-amd", "null", ...).
+// Opens a transport by device name ("null", "<family>:1" for the second device, ...).
 using transport_open_fn = capgraph_status (*)(const char *device, std::unique_ptr<transport> *out,
                                               std::string *err);
 
-// Lines for `capgraph devices`: one per device present ("amd:0: gfx1100 ..."), or one saying why
+// Lines for `capgraph devices`: one per device present ("<prefix>:0: <chip> ..."), or one saying why
 // there is none, each ending in a newline.
 using devices_describe_fn = std::string (*)();
 
-// Adds a device name prefix: "amd" matches "amd" and "amd:1", not "amdx". The runtime's own
-// targets register themselves at first use (targets_builtin.cpp, generated from
-// CAPGRAPH_TARGETS); programs add fakes ("fake-amd"). A prefix registered again is replaced.
+// Adds a device name prefix: "x" matches "x" and "x:1", not "xy". The runtime's own targets
+// register themselves at first use (targets_builtin.cpp, generated from CAPGRAPH_TARGETS);
+// programs add fakes (targets/<family>/fake_*). A prefix registered again is replaced.
 void target_register(const char *prefix, transport_open_fn open, const target *t,
                      devices_describe_fn describe = nullptr);
 
@@ -62,8 +62,8 @@ std::string devices_describe();
 capgraph_status device_open(const char *device, std::unique_ptr<transport> *out,
                             const target **target_out, std::string *err);
 
-// The registered device prefixes whose target runs captures for `capture_target` ("amd or
-// fake-amd"), or "" when none does.
+// The registered device prefixes whose target runs captures for `capture_target` ("a, b or c"),
+// or "" when none does.
 std::string devices_for_capture(const char *capture_target);
 
 }  // namespace capgraph::hcq

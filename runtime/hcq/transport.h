@@ -45,10 +45,10 @@ struct queue {
 class transport {
  public:
   virtual ~transport() = default;
-  // "fake-amd (gfx1100)", "kfd node 1 (gfx1100, /dev/dri/renderD128)"
+  // For messages: the device and how it is reached ("null (host memory; ...)").
   virtual std::string name() const = 0;
   // The device's chip as its target names it in a capture's Target.name, after the family prefix
-  // ("gfx1100" in "amd-gfx1100"); the target's device_check compares the two.
+  // (the part after the family's prefix); the target's device_check compares the two.
   virtual std::string chip_name() const = 0;
   // Ticks per second of the clock the engines write as timestamps.
   virtual uint64_t clock_hz() const = 0;
@@ -67,7 +67,8 @@ class transport {
   // Returns the 32-bit words written to device-visible memory. No allocation.
   virtual uint64_t submit(queue &q, const uint32_t *words, uint64_t count) noexcept;
 
-  // Register access, for transports that have it (PCI BAR, USB bridge). KFD does not.
+  // Register access, for transports that have it (PCI BAR, USB bridge); a kernel driver's
+  // queue interface usually does not.
   virtual capgraph_status mmio_read(uint32_t offset, uint32_t *value, std::string *err) {
     *err = name() + ": no register access through this transport";
     return CAPGRAPH_ERR_DEVICE;

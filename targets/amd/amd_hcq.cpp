@@ -182,6 +182,12 @@ const amd::chip *amd_capture_chip(const char *target_name) {
   return amd::chip_find(target_name + 4);
 }
 
+kernel_descriptor kernel_descriptor_decode(const uint8_t *kd) {
+  return {load_le<int64_t>(kd + kd_code_entry_offset), load_le<uint32_t>(kd + kd_rsrc1),
+          load_le<uint32_t>(kd + kd_rsrc2), load_le<uint32_t>(kd + kd_rsrc3),
+          load_le<uint16_t>(kd + kd_kernel_code_properties)};
+}
+
 uint32_t amd_kernarg_sgpr(uint16_t p) {
   return (p & kcp_private_segment_buffer ? 4 : 0) + (p & kcp_dispatch_ptr ? 2 : 0) +
          (p & kcp_queue_ptr ? 2 : 0);
@@ -195,7 +201,8 @@ capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_
   const std::string what = "kernel " + std::to_string(index) + " '" + k->name()->str() + "'";
   const uint8_t *kd = bin->data() + a->descriptor_offset();
   // kernel_code_entry_byte_offset is signed and relative to the descriptor.
-  const int64_t entry = load_le<int64_t>(kd + 16);
+  const kernel_descriptor desc = kernel_descriptor_decode(kd);
+  const int64_t entry = desc.code_entry_offset;
   int64_t code_at;
   const bool overflow = __builtin_add_overflow(int64_t(a->descriptor_offset()), entry, &code_at);
   const uint64_t code = uint64_t(code_at);
@@ -209,9 +216,8 @@ capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_
            " of its code object, which is not 256-byte aligned (COMPUTE_PGM_LO holds address >> 8)";
     return CAPGRAPH_ERR_FORMAT;
   }
-  const uint32_t rsrc3 = load_le<uint32_t>(kd + 44), rsrc1 = load_le<uint32_t>(kd + 48),
-                 rsrc2 = load_le<uint32_t>(kd + 52);
-  const uint16_t props = load_le<uint16_t>(kd + 56);
+  const uint32_t rsrc3 = desc.rsrc3, rsrc1 = desc.rsrc1, rsrc2 = desc.rsrc2;
+  const uint16_t props = desc.kernel_code_properties;
   if (rsrc1 != a->rsrc1() || rsrc2 != a->rsrc2() || rsrc3 != a->rsrc3() ||
       props != a->kernel_code_properties()) {
     *err = what + ": AmdKernel's rsrc1/rsrc2/rsrc3/kernel_code_properties disagree with the "

@@ -31,12 +31,23 @@ std::unique_ptr<encoder> amd_copy_encoder(const amd::chip &chip, std::vector<uin
 // The chip a capture's Target.name ("amd-gfx1100") names, or nullptr.
 const amd::chip *amd_capture_chip(const char *target_name);
 
-// Kernel descriptor facts (Sources: LLVM AMDGPUUsage "Kernel Descriptor" table: code entry
-// offset at byte 16 (int64), COMPUTE_PGM_RSRC3 at 44, RSRC1 at 48, RSRC2 at 52,
-// kernel_code_properties at 56 (uint16); the properties' user-SGPR enables in order: private
-// segment buffer (4 SGPRs), dispatch ptr (2), queue ptr (2), kernarg segment ptr (2), dispatch
-// id (2), flat scratch init (2), private segment size (1); bit 10 = wavefront size 32).
+// The kernel descriptor, described once: the layout of the fields capgraph reads (Sources: LLVM
+// AMDGPUUsage "Kernel Descriptor" table; compiler/codegen/amdgpu_code_object.cpp checks these
+// offsets against LLVM's AMDHSAKernelDescriptor.h at compile time), its decoder, and the
+// kernel_code_properties bits: the user-SGPR enables in order: private segment buffer (4 SGPRs),
+// dispatch ptr (2), queue ptr (2), kernarg segment ptr (2), dispatch id (2), flat scratch init
+// (2), private segment size (1); bit 10 = wavefront size 32.
 constexpr uint32_t kd_size = 64;
+constexpr uint32_t kd_code_entry_offset = 16;  // int64, relative to the descriptor
+constexpr uint32_t kd_rsrc3 = 44, kd_rsrc1 = 48, kd_rsrc2 = 52;  // COMPUTE_PGM_RSRC3/1/2
+constexpr uint32_t kd_kernel_code_properties = 56;             // uint16
+struct kernel_descriptor {
+  int64_t code_entry_offset;
+  uint32_t rsrc1, rsrc2, rsrc3;
+  uint16_t kernel_code_properties;
+};
+// Reads the kd_size bytes at `kd` (little-endian).
+kernel_descriptor kernel_descriptor_decode(const uint8_t *kd);
 constexpr uint16_t kcp_private_segment_buffer = 1u << 0, kcp_dispatch_ptr = 1u << 1,
                    kcp_queue_ptr = 1u << 2, kcp_kernarg_segment_ptr = 1u << 3,
                    kcp_dispatch_id = 1u << 4, kcp_flat_scratch_init = 1u << 5,

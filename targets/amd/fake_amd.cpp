@@ -325,8 +325,7 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
     if (!base || !kern->facts_as_AmdKernel()) continue;
     const uint8_t *kd = host(base + kern->facts_as_AmdKernel()->descriptor_offset(), hcq::kd_size);
     if (!kd) continue;
-    int64_t entry;
-    memcpy(&entry, kd + 16, 8);
+    const int64_t entry = hcq::kernel_descriptor_decode(kd).code_entry_offset;
     if (base + kern->facts_as_AmdKernel()->descriptor_offset() + uint64_t(entry) == code) found = int32_t(k);
   }
   if (found < 0)

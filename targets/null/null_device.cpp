@@ -171,14 +171,17 @@ class null_device final : public transport {
     const auto word = [&](uint64_t i) { return words[(at + i) & mask]; };
     const auto u64 = [&](uint64_t i) { return uint64_t(word(i)) | uint64_t(word(i + 1)) << 32; };
     const uint32_t header = word(0), body = header & 0xffff;
-    if (body + 1 > avail) return raise("a packet (header " + hex(header) + ") runs past the end of its commands");
+    if (body + 1 > avail)
+      return raise("a packet (header " + hex(header) + ") runs past the end of its commands");
     bool done = true;
     switch (null_op(header >> 16)) {
       case null_op::exec: done = exec(u64(1), u64(3), word(5)); break;
       case null_op::copy: {
         const uint64_t size = u64(5);
         uint8_t *dst = host(u64(1), size), *src = host(u64(3), size);
-        if (!dst || !src) return raise("copy of " + std::to_string(size) + " bytes from " + hex(u64(3)) + " to " + hex(u64(1)) + " leaves device memory");
+        if (!dst || !src)
+          return raise("copy of " + std::to_string(size) + " bytes from " + hex(u64(3)) + " to " +
+                       hex(u64(1)) + " leaves device memory");
         memmove(dst, src, size);
         break;
       }
@@ -191,7 +194,8 @@ class null_device final : public transport {
         uint32_t v;
         memcpy(&v, p, 4);
         if (v < word(3)) {
-          q.blocked = "a wait for " + hex(u64(1)) + " >= " + std::to_string(word(3)) + " (it holds " + std::to_string(v) + ")";
+          q.blocked = "a wait for " + hex(u64(1)) + " >= " + std::to_string(word(3)) +
+                      " (it holds " + std::to_string(v) + ")";
           return false;
         }
         q.blocked.clear();
@@ -210,7 +214,8 @@ class null_device final : public transport {
         break;
       case null_op::call:
         if (q.in_call) return raise("a call inside a call");
-        if (!host(u64(1), 4 * u64(3))) return raise("call of " + hex(u64(1)) + ", outside device memory");
+        if (!host(u64(1), 4 * u64(3)))
+          return raise("call of " + hex(u64(1)) + ", outside device memory");
         q.in_call = true;
         q.call_at = u64(1);
         q.call_pos = 0;
@@ -220,8 +225,10 @@ class null_device final : public transport {
       default: return raise("unknown packet header " + hex(header));
     }
     if (!done) return false;
-    if (q.in_call) q.call_pos += 1 + body;
-    else q.rptr += 1 + body;
+    if (q.in_call)
+      q.call_pos += 1 + body;
+    else
+      q.rptr += 1 + body;
     return true;
   }
 
@@ -239,20 +246,27 @@ class null_device final : public transport {
     uint32_t kernel;
     memcpy(&kernel, word, 4);
     if (!capture_->kernels() || kernel >= capture_->kernels()->size())
-      return raise("exec: code address " + hex(code) + " names kernel " + std::to_string(kernel) + ", which the capture lacks");
+      return raise("exec: code address " + hex(code) + " names kernel " + std::to_string(kernel) +
+                   ", which the capture lacks");
     const fb::Kernel *k = capture_->kernels()->Get(kernel);
     const uint32_t nb = k->num_buffers(), ns = k->num_scalars();
     const uint8_t *args = host(kernargs, 8ull * (nb + ns));
-    if (!args) return raise("exec of '" + k->name()->str() + "': kernargs " + hex(kernargs) + " are outside device memory");
-    if (!twins_.has(kernel)) return raise("exec of '" + k->name()->str() + "': no host twin to run");
+    if (!args)
+      return raise("exec of '" + k->name()->str() + "': kernargs " + hex(kernargs) +
+                   " are outside device memory");
+    if (!twins_.has(kernel))
+      return raise("exec of '" + k->name()->str() + "': no host twin to run");
     if (!groups) return true;
     void *buffers[64];
     int64_t scalars[64];
-    if (nb > 64 || ns > 64) return raise("exec of '" + k->name()->str() + "': more than 64 buffers or scalars");
+    if (nb > 64 || ns > 64)
+      return raise("exec of '" + k->name()->str() + "': more than 64 buffers or scalars");
     for (uint32_t b = 0; b < nb; ++b) {
       uint64_t gpu;
       memcpy(&gpu, args + 8 * b, 8);
-      if (!(buffers[b] = host(gpu, 0))) return raise("exec of '" + k->name()->str() + "': buffer " + std::to_string(b) + " at " + hex(gpu) + " is outside device memory");
+      if (!(buffers[b] = host(gpu, 0)))
+        return raise("exec of '" + k->name()->str() + "': buffer " + std::to_string(b) + " at " +
+                     hex(gpu) + " is outside device memory");
     }
     if (ns) memcpy(scalars, args + 8 * nb, 8ull * ns);
     twins_.run(kernel, buffers, ns ? scalars : nullptr);

@@ -62,8 +62,7 @@ bool null_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
                   " is not a 4-byte word inside its " + std::to_string(p->binary()->size()) +
                   "-byte program",
            false;
-  if (n->workgroup_size() < 1)
-    return *why = what + ": workgroup_size 0", false;
+  if (n->workgroup_size() < 1) return *why = what + ": workgroup_size 0", false;
   if (k->twin_program() < 0)
     return *why = what + ": no host twin, which is what the null device runs", false;
   return true;
@@ -103,8 +102,9 @@ const target null_target = {"null",
 // Called by the runtime's generated targets_builtin_register (CAPGRAPH_TARGETS holds "null").
 void target_null_register() {
   target_register("null", &null_device_open, &null_target, [] {
-    return std::string("the null device (targets/null): runs captures compiled with --target null "
-                       "as their host twins, measures nothing\n");
+    return std::string(
+        "the null device (targets/null): runs captures compiled with --target null "
+        "as their host twins, measures nothing\n");
   });
 }
 

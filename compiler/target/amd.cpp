@@ -18,16 +18,18 @@ TargetCode amd_codegen_target(const Program &p, const std::string &name, int job
   TargetCode c;
   target_twins_add(c, p, jobs);
   AmdCodegenResult gpu = amdgpu_codegen(p, t, jobs);
-  if (gpu.facts.size() != p.kernels.size()) throw Error("internal: AMD kernel facts do not match the program's kernels");
+  if (gpu.facts.size() != p.kernels.size())
+    throw Error("internal: AMD kernel facts do not match the program's kernels");
   c.target = {t.name, t.triple, t.cpu, t.features};
   c.format = fb::ProgramFormat::amdgpu_code_object;
   c.code = std::move(gpu.code);
   auto facts = std::make_shared<const std::vector<AmdKernelFacts>>(std::move(gpu.facts));
   c.facts = [facts](flatbuffers::FlatBufferBuilder &fbb, size_t i) {
     const AmdKernelFacts &f = (*facts)[i];
-    auto a = fb::CreateAmdKernel(fbb, f.descriptor_offset, f.kernarg_size, f.kernarg_align, f.group_segment_size,
-                                 f.private_segment_size, f.sgpr_count, f.vgpr_count, f.rsrc1, f.rsrc2, f.rsrc3,
-                                 f.kernel_code_properties, f.wavefront_size, f.workgroup_size);
+    auto a = fb::CreateAmdKernel(fbb, f.descriptor_offset, f.kernarg_size, f.kernarg_align,
+                                 f.group_segment_size, f.private_segment_size, f.sgpr_count,
+                                 f.vgpr_count, f.rsrc1, f.rsrc2, f.rsrc3, f.kernel_code_properties,
+                                 f.wavefront_size, f.workgroup_size);
     return std::make_pair(fb::KernelFacts::AmdKernel, a.Union());
   };
   c.version_major = 2;
@@ -36,6 +38,8 @@ TargetCode amd_codegen_target(const Program &p, const std::string &name, int job
 
 }  // namespace
 
-const TargetEntry amd_target_entry = {"amd", &amd_matches, &amd_target_names, false, false, &amd_codegen_target};
+extern const TargetEntry amd_target_entry;
+const TargetEntry amd_target_entry = {"amd", &amd_matches, &amd_target_names,
+                                      false, false,        &amd_codegen_target};
 
 }  // namespace capgraph

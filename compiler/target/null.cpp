@@ -34,7 +34,8 @@ TargetCode null_codegen(const Program &p, const std::string &, int jobs) {
   c.code.objects.push_back(std::move(words));
   c.code.unique_kernels = (int)index_of.size();
   c.facts = [word_of](flatbuffers::FlatBufferBuilder &fbb, size_t i) {
-    return std::make_pair(fb::KernelFacts::NullKernel, fb::CreateNullKernel(fbb, 4 * word_of[i], 1).Union());
+    return std::make_pair(fb::KernelFacts::NullKernel,
+                          fb::CreateNullKernel(fbb, 4 * word_of[i], 1).Union());
   };
   c.version_major = 2;
   return c;
@@ -42,6 +43,8 @@ TargetCode null_codegen(const Program &p, const std::string &, int jobs) {
 
 }  // namespace
 
-const TargetEntry null_target_entry = {"null", &null_matches, &null_names, false, false, &null_codegen};
+extern const TargetEntry null_target_entry;
+const TargetEntry null_target_entry = {"null", &null_matches, &null_names,
+                                       false,  false,         &null_codegen};
 
 }  // namespace capgraph
