@@ -103,7 +103,7 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   if (opt.threads < 1 || opt.threads > 256) throw Error("--threads must be between 1 and 256");
   const TargetEntry &target = target_find(opt.target);
   if (!target.threads && opt.threads != 1)
-    throw Error("--threads applies to CPU targets; " + opt.target + " captures replay on one device queue");
+    throw Error("--threads applies to CPU targets; " + opt.target + " captures replay on one GPU queue");
   Program p = compile_schedule(onnx_path, opt, &r);
   auto t0 = std::chrono::steady_clock::now();
   TargetCode code = target.codegen(p, opt.target, opt.jobs);
