@@ -44,7 +44,7 @@ std::unique_ptr<ir3_compiler, CompilerDeleter> compiler_create(const AdrenoTarge
   fd_dev_id id{};
   id.gpu_id = t.gpu_id;
   id.chip_id = t.chip_id;
-  const fd_dev_info *info = fd_dev_info_raw(&id);
+  const struct fd_dev_info *info = fd_dev_info_raw(&id);
   if (!info) throw Error("Mesa " + std::string("does not know the Adreno chip of target ") + t.name);
   ir3_compiler_options options{};
   options.disable_cache = true;  // offline: every kernel is compiled once, no disk cache
@@ -58,7 +58,7 @@ std::unique_ptr<ir3_compiler, CompilerDeleter> compiler_create(const AdrenoTarge
 // dispatch is fixed at compile time, so anything unexpected here is an error, not a guess.
 void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v, const AdrenoKernelFacts &f) {
   auto fail = [&](const std::string &what) { throw Error("kernel " + k.name + " (target " + t.name + "): " + what); };
-  const ir3_const_state *cs = v->const_state;
+  const struct ir3_const_state *cs = v->const_state;
   const ir3_const_allocation &params = cs->allocs.consts[IR3_CONST_ALLOC_KERNEL_PARAMS];
   if (f.params_bytes > 0) {
     if (params.size_vec4 * 16 < f.params_bytes)
@@ -84,7 +84,7 @@ void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_varian
 
 AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v, const AdrenoNirKernel &nk) {
   AdrenoKernelFacts f;
-  const uint8_t *bin = static_cast<const uint8_t *>(v->bin);
+  const uint8_t *bin = reinterpret_cast<const uint8_t *>(v->bin);
   f.binary.assign(bin, bin + v->info.size);
   f.instr_dwords = v->info.sizedwords;
   f.instr_count = v->info.instrs_count;
@@ -96,7 +96,7 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.shared_memory_bytes = v->shared_size;
   f.double_threadsize = v->info.double_threadsize;
   f.max_waves = (uint32_t)v->info.max_waves;
-  const ir3_const_state *cs = v->const_state;
+  const struct ir3_const_state *cs = v->const_state;
   f.constlen_vec4 = v->constlen;
   f.params_offset_vec4 = cs->allocs.consts[IR3_CONST_ALLOC_KERNEL_PARAMS].offset_vec4;
   f.params_bytes = nk.param_bytes;
@@ -108,6 +108,7 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.local_id_regid = v->cs.local_invocation_id;
   f.workgroup_size[0] = (uint32_t)t.workgroup_size;
   f.work_items = nk.work_items;
+  f.lanes = (uint32_t)nk.lanes;
   f.grid[0] = (uint32_t)((nk.work_items + t.workgroup_size - 1) / t.workgroup_size);
   facts_check(k, t, v, f);
   return f;

@@ -7,7 +7,7 @@
 // Kernel ABI: parameter i (8 bytes at byte 8*i of the kernel parameters, which start at
 // params_offset_vec4 in the constant file) is the GPU address of slot i (kernel_slots()).
 // The launch is grid[] workgroups of workgroup_size[] work items; work item
-// (workgroup_id.x * workgroup_size[0] + local_id.x) owns one output element.
+// (workgroup_id.x * workgroup_size[0] + local_id.x) owns `lanes` consecutive output elements.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -56,7 +56,8 @@ struct AdrenoKernelFacts {
   uint32_t local_id_regid = 0xfc;      // SP_CS_CONST_CONFIG_0 LOCALIDREGID
   uint32_t workgroup_size[3] = {1, 1, 1};
   uint32_t grid[3] = {1, 1, 1};        // workgroups
-  int64_t work_items = 0;              // output elements; grid * workgroup covers them
+  int64_t work_items = 0;              // work items that compute something; grid * workgroup covers them
+  uint32_t lanes = 1;                  // consecutive outputs per work item (4: vec4 loads and stores)
 };
 
 struct AdrenoCodegenResult {

@@ -183,8 +183,9 @@ TEST_CASE("a small kernel compiles for a630; Mesa's disassembler reads it and th
   AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
   REQUIRE(r.unique.size() == 1);
   const AdrenoKernelFacts &f = r.unique[0];
-  CHECK(f.work_items == 4 * 8 * 8);
-  CHECK(f.grid[0] == 2);                 // 256 work items in workgroups of 128
+  CHECK(f.lanes == 4);                   // rows of 64 floats: vec4 loads and stores
+  CHECK(f.work_items * f.lanes == 4 * 8 * 8);
+  CHECK(f.grid[0] == 1);                 // 64 work items in one workgroup of 128
   CHECK(f.params_bytes == 3 * 8);        // y, x, k
   CHECK(f.private_memory_bytes == 0);    // nothing spilled in a kernel this small
   CHECK(f.shared_memory_bytes == 0);

@@ -34,6 +34,14 @@ struct NirKernelEmitter {
   nir_def *acc_value = nullptr;
   nir_def *valid = nullptr;                // AND of skip checks in the current reduction body
   bool in_body = false;
+  // Lanes: a work item computes `lanes` consecutive outputs along lane_axis (the innermost
+  // parallel axis), evaluating the expressions once per lane; a load that is contiguous along that
+  // axis is read once as a vector (vec4: one ldg of 4 components) and each lane takes its channel,
+  // and the results leave in one vector store. lane_base is the axis index of lane 0.
+  int lanes = 1, lane = 0, lane_axis = -1;
+  nir_def *lane_base = nullptr;
+  std::vector<char> load_vector;           // per load: read as a vector
+  std::map<int, nir_def *> vec_raw, vec_ok;  // per load: its vector and validity at this point
 
   NirKernelEmitter(const Kernel &kk, const Program &pp) : k(kk), p(pp) {}
 
@@ -160,14 +168,37 @@ struct NirKernelEmitter {
     return v;
   }
 
+  void lane_set(int l) {
+    lane = l;
+    if (lanes > 1) iv[lane_axis] = nir_iadd_imm(&b, lane_base, (uint64_t)l);
+  }
+  nir_def *global_load(nir_def *addr, unsigned bytes, unsigned components) {
+    nir_def *raw = nir_load_global(&b, addr, bytes, components, bytes * 8);
+    // Inputs and weights do not change during a kernel: loads may be merged and moved.
+    nir_intrinsic_set_access(nir_instr_as_intrinsic(raw->parent_instr), ACCESS_CAN_REORDER);
+    return raw;
+  }
+
   nir_def *load_value(const Expr &e) {
     const Access &a = k.loads[e.access];
     DType bt = p.buffers[a.buffer].dtype;
-    nir_def *ok;
-    nir_def *off = access_offset(a, &ok);
     unsigned bytes = mem_bytes(bt);
-    nir_def *raw = nir_load_global(&b, element_addr(a.buffer, off), bytes, 1, bytes * 8);
-    nir_intrinsic_set_access(nir_instr_as_intrinsic(raw->parent_instr), ACCESS_CAN_REORDER);
+    nir_def *ok, *raw;
+    if (lanes > 1 && load_vector[e.access]) {
+      if (!vec_raw.count(e.access)) {  // the first lane to read it: one vector load at lane 0
+        nir_def *mine = iv[lane_axis];
+        iv[lane_axis] = lane_base;
+        nir_def *off = access_offset(a, &ok);
+        iv[lane_axis] = mine;
+        vec_raw[e.access] = global_load(element_addr(a.buffer, off), bytes, (unsigned)lanes);
+        vec_ok[e.access] = ok;
+      }
+      raw = nir_channel(&b, vec_raw[e.access], (unsigned)lane);
+      ok = vec_ok[e.access];
+    } else {
+      nir_def *off = access_offset(a, &ok);
+      raw = global_load(element_addr(a.buffer, off), bytes, 1);
+    }
     nir_def *v;
     switch (bt) {
       case DType::f16: v = nir_f2f32(&b, raw); break;
@@ -327,6 +358,10 @@ struct NirKernelEmitter {
 
   nir_def *evaluate(int root, bool body) {
     cache.clear();
+    if (lane == 0) {
+      vec_raw.clear();
+      vec_ok.clear();
+    }
     in_body = body;
     valid = nullptr;
     nir_def *v = eval(root);
@@ -349,40 +384,93 @@ struct NirKernelEmitter {
     return v;
   }
 
-  void store_result(nir_def *v) {
+  // A result as its buffer stores it.
+  nir_def *memory_value(nir_def *v) {
+    DType bt = p.buffers[k.store.buffer].dtype;
+    DType vt = k.exprs[k.result].dtype;
+    if (bt == DType::boolean) return nir_b2i8(&b, convert(v, vt, DType::boolean));
+    if (bt == DType::f16) return nir_f2f16(&b, convert(v, vt, DType::f32));
+    if (dtype_is_float(bt)) return convert(v, vt, DType::f32);
+    return nir_i2iN(&b, convert(v, vt, DType::i64), mem_bytes(bt) * 8);
+  }
+  // Stores the lanes' results (lane 0's element first; with lanes > 1 the store has no bounds).
+  void store_results(const std::vector<nir_def *> &m) {
     const Access &s = k.store;
     nir_def *ok;
+    if (lanes > 1) iv[lane_axis] = lane_base;
     nir_def *off = access_offset(s, &ok);
-    DType bt = p.buffers[s.buffer].dtype;
-    DType vt = k.exprs[k.result].dtype;
-    nir_def *m;
-    if (bt == DType::boolean) m = nir_b2i8(&b, convert(v, vt, DType::boolean));
-    else if (bt == DType::f16) m = nir_f2f16(&b, convert(v, vt, DType::f32));
-    else if (dtype_is_float(bt)) m = convert(v, vt, DType::f32);
-    else m = nir_i2iN(&b, convert(v, vt, DType::i64), mem_bytes(bt) * 8);
+    unsigned bytes = mem_bytes(p.buffers[s.buffer].dtype);
+    std::vector<nir_def *> parts = m;
+    nir_def *value = parts.size() == 1 ? parts[0] : nir_vec(&b, parts.data(), (unsigned)parts.size());
     nir_def *addr = element_addr(s.buffer, off);
-    auto emit = [&] { nir_store_global(&b, addr, mem_bytes(bt), m, 0x1); };
+    auto emit = [&] { nir_store_global(&b, addr, bytes, value, (nir_component_mask_t)((1u << m.size()) - 1)); };
     if (ok) guarded(ok, emit);
     else emit();
   }
 
+  // The outputs of one work item: per lane the reduction (the lanes' accumulators advance
+  // together through one loop nest), then the results and their store.
   void emit_point() {
+    std::vector<nir_def *> acc_values(lanes, nullptr);
     if (k.reduce != Reduce::none) {
-      nir_variable *acc = nir_local_variable_create(impl, value_bits(k.acc_dtype) == 32 ? glsl_float_type() : glsl_int64_t_type(), "acc");
       if (value_bits(k.acc_dtype) == 1) fail("boolean accumulators are not supported");
-      nir_store_var(&b, acc, constant(reduce_identity(k.reduce), k.acc_dtype), 1);
+      std::vector<nir_variable *> acc(lanes);
+      for (int l = 0; l < lanes; l++) {
+        acc[l] = nir_local_variable_create(impl, value_bits(k.acc_dtype) == 32 ? glsl_float_type() : glsl_int64_t_type(), "acc");
+        nir_store_var(&b, acc[l], constant(reduce_identity(k.reduce), k.acc_dtype), 1);
+      }
       nest(k.n_parallel, (int)k.axes.size(), [&] {
-        nir_def *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
-        nir_def *old = nir_load_var(&b, acc);
-        nir_def *nv = combine(old, v);
-        if (valid) nv = nir_bcsel(&b, valid, nv, old);
-        nir_store_var(&b, acc, nv, 1);
+        for (int l = 0; l < lanes; l++) {
+          lane_set(l);
+          nir_def *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
+          nir_def *old = nir_load_var(&b, acc[l]);
+          nir_def *nv = combine(old, v);
+          if (valid) nv = nir_bcsel(&b, valid, nv, old);
+          nir_store_var(&b, acc[l], nv, 1);
+        }
       });
-      acc_value = nir_load_var(&b, acc);
+      for (int l = 0; l < lanes; l++) acc_values[l] = nir_load_var(&b, acc[l]);
     }
-    store_result(evaluate(k.result, false));
+    std::vector<nir_def *> results(lanes);
+    for (int l = 0; l < lanes; l++) {
+      lane_set(l);
+      acc_value = acc_values[l];
+      results[l] = memory_value(evaluate(k.result, false));
+    }
+    store_results(results);
   }
 };
+
+// How many consecutive outputs along the innermost parallel axis one work item computes: 4 when
+// the axis divides by 4 and the store is a plain contiguous row along it (one vec4 store, no
+// bounds), else 1. Disabled with CAPGRAPH_ADRENO_SCALAR=1 (for comparison).
+int kernel_lanes(const Kernel &k, const Program &p) {
+  if (getenv("CAPGRAPH_ADRENO_SCALAR") || k.n_parallel < 1) return 1;
+  int ax = k.n_parallel - 1;
+  if (k.axes[ax] % 4 != 0) return 1;
+  int64_t step = 0;
+  for (const DimIndex &d : k.store.dims) {
+    if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return 1;
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == ax) step += t.coef * d.stride;
+  }
+  return step == 1 ? 4 : 1;
+}
+
+// Whether load `i` can be read as one vector per work item: contiguous along the lane axis, with
+// nothing lane-dependent in its bounds or gathers.
+bool load_is_vector(const Access &a, int ax) {
+  int64_t step = 0;
+  for (const DimIndex &d : a.dims) {
+    int64_t c = 0;
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == ax) c += t.coef;
+    if (d.expr >= 0) return false;
+    if (c != 0 && (d.bound != Bound::none || d.divisor != 1)) return false;
+    step += c * d.stride;
+  }
+  return step == 1;
+}
 
 int64_t parallel_points(const Kernel &k) {
   int64_t n = 1;
@@ -396,7 +484,12 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
                                  int workgroup_size) {
   NirKernelEmitter e(k, p);
   AdrenoNirKernel r;
-  r.work_items = parallel_points(k);
+  e.lanes = kernel_lanes(k, p);
+  e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;
+  e.load_vector.assign(k.loads.size(), 0);
+  for (size_t i = 0; i < k.loads.size() && e.lanes > 1; i++) e.load_vector[i] = load_is_vector(k.loads[i], e.lane_axis);
+  r.lanes = e.lanes;
+  r.work_items = parallel_points(k) / e.lanes;
   e.slots = kernel_slots(k);
   for (int s : e.slots) {
     const Buffer &buf = p.buffers[s];
@@ -437,13 +530,15 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
   e.iv.assign(k.axes.size(), nullptr);
   e.guarded(nir_ult(&e.b, gid, e.i32(r.work_items)), [&] {
     nir_def *rem = gid;
-    for (int a = k.n_parallel - 1; a >= 0; a--) {  // innermost fastest: neighbouring lanes store neighbours
-      if (k.axes[a] == 1) {
+    for (int a = k.n_parallel - 1; a >= 0; a--) {  // innermost fastest: neighbouring work items store neighbours
+      int64_t extent = a == e.lane_axis ? k.axes[a] / e.lanes : k.axes[a];
+      if (extent == 1) {
         e.iv[a] = e.i32(0);
-        continue;
+      } else {
+        e.iv[a] = a == 0 ? rem : nir_umod_imm(&e.b, rem, (uint64_t)extent);
+        if (a > 0) rem = nir_udiv_imm(&e.b, rem, (uint64_t)extent);
       }
-      e.iv[a] = a == 0 ? rem : nir_umod_imm(&e.b, rem, (uint64_t)k.axes[a]);
-      if (a > 0) rem = nir_udiv_imm(&e.b, rem, (uint64_t)k.axes[a]);
+      if (a == e.lane_axis) e.lane_base = e.iv[a] = nir_imul_imm(&e.b, e.iv[a], (uint64_t)e.lanes);
     }
     e.emit_point();
   });

@@ -8,10 +8,12 @@
 // adreno_codegen.cpp checks where they landed. Parameter i is the 64-bit GPU address of slot i
 // (kernel_slots(): the stored buffer first, then the loaded ones), 8 bytes each, nothing else.
 //
-// Work items: like the AMD path, one work item per output element (global id = workgroup_id.x *
-// workgroup size + local_id.x is the flat index of a point of the parallel space, innermost axis
-// fastest), the reduction serial inside the work item. This is the simple correct lowering, not
-// yet the GPU-shaped schedule (vec4 accesses, reductions across lanes) issue 12 asks for.
+// Work items: global id = workgroup_id.x * workgroup size + local_id.x indexes the parallel space,
+// innermost axis fastest. Where the innermost axis divides by 4 and the output is a contiguous row
+// along it, a work item computes 4 consecutive outputs: loads contiguous along that axis are one
+// vec4 load, the results one vec4 store (the other loads are per lane, or once when they do not
+// move with the axis). Elsewhere one work item computes one output. Reductions stay serial inside
+// the work item: not yet the workgroup-wide reductions issue 12 asks for.
 #pragma once
 #include <cstdint>
 
@@ -25,7 +27,8 @@ namespace capgraph {
 struct AdrenoNirKernel {
   nir_shader *shader = nullptr;  // ralloc'ed; the caller owns it
   uint32_t param_bytes = 0;      // bytes of kernel parameters (8 per slot)
-  int64_t work_items = 0;        // points of the parallel space
+  int64_t work_items = 0;        // work items: points of the parallel space / lanes
+  int lanes = 1;                 // consecutive outputs per work item (4: vec4 loads and stores)
 };
 
 // Builds the NIR of kernel `k` with the compiler's NIR options, `workgroup_size` work items per
