@@ -33,25 +33,29 @@ namespace {
 // Not a register (ir3's regid(63, 0)): the system value is not used by the kernel.
 constexpr uint32_t kNoRegid = 0xfc;
 
-struct CompilerDeleter {
-  void operator()(ir3_compiler *c) const { ir3_compiler_destroy(c); }
-};
 struct ShaderDeleter {
   void operator()(ir3_shader *s) const { ir3_shader_destroy(s); }
 };
 
-std::unique_ptr<ir3_compiler, CompilerDeleter> compiler_create(const AdrenoTarget &t) {
+// An ir3 compiler for one chip. ir3 keeps the fd_dev_id pointer it is created with, so the id
+// lives as long as the compiler.
+struct Ir3Compiler {
   fd_dev_id id{};
-  id.gpu_id = t.gpu_id;
-  id.chip_id = t.chip_id;
-  const struct fd_dev_info *info = fd_dev_info_raw(&id);
-  if (!info) throw Error("Mesa " + std::string("does not know the Adreno chip of target ") + t.name);
-  ir3_compiler_options options{};
-  options.disable_cache = true;  // offline: every kernel is compiled once, no disk cache
-  ir3_compiler *c = ir3_compiler_create(nullptr, &id, info, &options);
-  if (!c) throw Error("Mesa's ir3 compiler cannot be created for " + t.name);
-  return std::unique_ptr<ir3_compiler, CompilerDeleter>(c);
-}
+  ir3_compiler *compiler = nullptr;
+  explicit Ir3Compiler(const AdrenoTarget &t) {
+    id.gpu_id = t.gpu_id;
+    id.chip_id = t.chip_id;
+    const struct fd_dev_info *info = fd_dev_info_raw(&id);
+    if (!info) throw Error("Mesa does not know the Adreno chip of target " + t.name);
+    ir3_compiler_options options{};
+    options.disable_cache = true;  // offline: every kernel is compiled once, no disk cache
+    compiler = ir3_compiler_create(nullptr, &id, info, &options);
+    if (!compiler) throw Error("Mesa's ir3 compiler cannot be created for " + t.name);
+  }
+  ~Ir3Compiler() { ir3_compiler_destroy(compiler); }
+  Ir3Compiler(const Ir3Compiler &) = delete;
+  Ir3Compiler &operator=(const Ir3Compiler &) = delete;
+};
 
 // Checks what the runtime relies on: every parameter in the constant file, nothing that needs a
 // descriptor the capture does not carry. Mesa's own drivers bind such state per draw; a capture's
@@ -161,8 +165,8 @@ AdrenoCodegenResult adreno_codegen(const Program &p, const AdrenoTarget &t) {
   struct TypesRelease {
     ~TypesRelease() { glsl_type_singleton_decref(); }
   } types_release;
-  auto c = compiler_create(t);
-  for (int rep : d.reps) r.unique.push_back(kernel_compile(c.get(), p.kernels[rep], p, t));
+  Ir3Compiler c(t);
+  for (int rep : d.reps) r.unique.push_back(kernel_compile(c.compiler, p.kernels[rep], p, t));
   return r;
 }
 
