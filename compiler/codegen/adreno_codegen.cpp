@@ -51,6 +51,12 @@ struct Ir3Compiler {
     options.disable_cache = true;  // offline: every kernel is compiled once, no disk cache
     compiler = ir3_compiler_create(nullptr, &id, info, &options);
     if (!compiler) throw Error("Mesa's ir3 compiler cannot be created for " + t.name);
+    // No shader preamble (shps/getone/stc/shpe moving constants once per workgroup): the
+    // configuration tinygrad's QCOM:IR3 runs openpilot's models with on a630
+    // (runtime/support/compiler_mesa.py, IR3Compiler: `cc.has_preamble = False`), so the dispatch
+    // the runtime will write has been exercised on hardware. Sources:
+    // ../shared/research/adreno_plan.md §1c.
+    compiler->has_preamble = false;
   }
   ~Ir3Compiler() { ir3_compiler_destroy(compiler); }
   Ir3Compiler(const Ir3Compiler &) = delete;
