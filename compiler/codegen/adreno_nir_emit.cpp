@@ -29,6 +29,7 @@ struct NirKernelEmitter {
   nir_function_impl *impl = nullptr;
   std::vector<int> slots;
   std::map<int, nir_def *> base;           // buffer -> 64-bit GPU address
+  std::map<int, nir_def *> base_pair;      // buffer -> the same as two 32-bit halves
   std::vector<nir_def *> iv;               // current index of each axis (32-bit)
   std::map<int, nir_def *> cache;          // expression values of the current evaluation
   nir_def *acc_value = nullptr;
@@ -172,17 +173,48 @@ struct NirKernelEmitter {
     lane = l;
     if (lanes > 1) iv[lane_axis] = nir_iadd_imm(&b, lane_base, (uint64_t)l);
   }
-  nir_def *global_load(nir_def *addr, unsigned bytes, unsigned components) {
-    nir_def *raw = nir_load_global(&b, addr, bytes, components, bytes * 8);
+  // Loads `components` elements at element offset `off` of `buffer`. 32-bit elements use ir3's
+  // own global access (a 64-bit base and a 32-bit offset in dwords: one `ldg.a`/`stg.a`, no 64-bit
+  // address arithmetic per access); other sizes go through load_global on a 64-bit address,
+  // which ir3 splits and lowers. Source: Mesa src/freedreno/ir3/ir3_a6xx.c,
+  // emit_intrinsic_load_global_ir3 (on a6xx the offset register counts dwords).
+  nir_def *global_load(int buffer, nir_def *off, unsigned components) {
+    unsigned bytes = mem_bytes(p.buffers[buffer].dtype);
+    nir_def *raw;
+    if (bytes == 4) {
+      nir_intrinsic_instr *ld = nir_intrinsic_instr_create(b.shader, nir_intrinsic_load_global_ir3);
+      ld->num_components = (uint8_t)components;
+      ld->src[0] = nir_src_for_ssa(base_pair.at(buffer));
+      ld->src[1] = nir_src_for_ssa(off);
+      nir_intrinsic_set_align(ld, 4, 0);
+      nir_def_init(&ld->instr, &ld->def, components, 32);
+      nir_builder_instr_insert(&b, &ld->instr);
+      raw = &ld->def;
+    } else {
+      raw = nir_load_global(&b, element_addr(buffer, off), bytes, components, bytes * 8);
+    }
     // Inputs and weights do not change during a kernel: loads may be merged and moved.
     nir_intrinsic_set_access(nir_instr_as_intrinsic(raw->parent_instr), ACCESS_CAN_REORDER);
     return raw;
+  }
+  void global_store(int buffer, nir_def *off, nir_def *value) {
+    unsigned bytes = mem_bytes(p.buffers[buffer].dtype);
+    if (bytes == 4) {
+      nir_intrinsic_instr *st = nir_intrinsic_instr_create(b.shader, nir_intrinsic_store_global_ir3);
+      st->num_components = (uint8_t)value->num_components;
+      st->src[0] = nir_src_for_ssa(value);
+      st->src[1] = nir_src_for_ssa(base_pair.at(buffer));
+      st->src[2] = nir_src_for_ssa(off);
+      nir_intrinsic_set_align(st, 4, 0);
+      nir_builder_instr_insert(&b, &st->instr);
+    } else {
+      nir_store_global(&b, element_addr(buffer, off), bytes, value, (nir_component_mask_t)((1u << value->num_components) - 1));
+    }
   }
 
   nir_def *load_value(const Expr &e) {
     const Access &a = k.loads[e.access];
     DType bt = p.buffers[a.buffer].dtype;
-    unsigned bytes = mem_bytes(bt);
     nir_def *ok, *raw;
     if (lanes > 1 && load_vector[e.access]) {
       if (!vec_raw.count(e.access)) {  // the first lane to read it: one vector load at lane 0
@@ -190,14 +222,14 @@ struct NirKernelEmitter {
         iv[lane_axis] = lane_base;
         nir_def *off = access_offset(a, &ok);
         iv[lane_axis] = mine;
-        vec_raw[e.access] = global_load(element_addr(a.buffer, off), bytes, (unsigned)lanes);
+        vec_raw[e.access] = global_load(a.buffer, off, (unsigned)lanes);
         vec_ok[e.access] = ok;
       }
       raw = nir_channel(&b, vec_raw[e.access], (unsigned)lane);
       ok = vec_ok[e.access];
     } else {
       nir_def *off = access_offset(a, &ok);
-      raw = global_load(element_addr(a.buffer, off), bytes, 1);
+      raw = global_load(a.buffer, off, 1);
     }
     nir_def *v;
     switch (bt) {
@@ -399,11 +431,9 @@ struct NirKernelEmitter {
     nir_def *ok;
     if (lanes > 1) iv[lane_axis] = lane_base;
     nir_def *off = access_offset(s, &ok);
-    unsigned bytes = mem_bytes(p.buffers[s.buffer].dtype);
     std::vector<nir_def *> parts = m;
     nir_def *value = parts.size() == 1 ? parts[0] : nir_vec(&b, parts.data(), (unsigned)parts.size());
-    nir_def *addr = element_addr(s.buffer, off);
-    auto emit = [&] { nir_store_global(&b, addr, bytes, value, (nir_component_mask_t)((1u << m.size()) - 1)); };
+    auto emit = [&] { global_store(s.buffer, off, value); };
     if (ok) guarded(ok, emit);
     else emit();
   }
@@ -522,6 +552,7 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
     nir_def_init(&ld->instr, &ld->def, 1, 64);
     nir_builder_instr_insert(&e.b, &ld->instr);
     e.base[e.slots[i]] = &ld->def;
+    e.base_pair[e.slots[i]] = nir_unpack_64_2x32(&e.b, &ld->def);
   }
 
   nir_def *group = nir_channel(&e.b, nir_load_workgroup_id(&e.b), 0);
