@@ -6,6 +6,7 @@
 // ops_qcom.py).
 #include "codegen/adreno_codegen.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -77,10 +78,6 @@ void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_varian
     if (params.offset_vec4 * 16 + f.params_bytes > f.constlen_vec4 * 16)
       fail("the kernel parameters end past the loaded constant file (constlen " + std::to_string(f.constlen_vec4) + " vec4)");
   }
-  if (f.immediates_offset_vec4 + (f.immediates.size() + 3) / 4 > f.constlen_vec4 && !f.immediates.empty()) {
-    // ir3 trims nothing it uses: immediates it placed past constlen would be a Mesa bug.
-    fail("immediates end past the loaded constant file");
-  }
   if (cs->ubo_state.num_enabled != 0)
     fail("ir3 reads " + std::to_string(cs->ubo_state.num_enabled) + " UBO ranges; the capture binds none");
   if (cs->consts_ubo.idx >= 0 || cs->driver_params_ubo.idx >= 0) fail("ir3 placed constants or driver params in a UBO");
@@ -111,7 +108,10 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.params_offset_vec4 = cs->allocs.consts[IR3_CONST_ALLOC_KERNEL_PARAMS].offset_vec4;
   f.params_bytes = nk.param_bytes;
   f.immediates_offset_vec4 = cs->allocs.max_const_offset_vec4;
-  f.immediates.assign(cs->immediates, cs->immediates + cs->immediates_count);
+  // Immediates past constlen are ones the shader does not read; Mesa uploads only those inside
+  // (ir3_emit_immediates in src/gallium/drivers/freedreno/ir3/ir3_const.h), and so does the capture.
+  size_t imm_room = v->constlen > f.immediates_offset_vec4 ? 4 * (size_t)(v->constlen - f.immediates_offset_vec4) : 0;
+  f.immediates.assign(cs->immediates, cs->immediates + std::min<size_t>(cs->immediates_count, imm_room));
   const ir3_const_allocation &dp = cs->allocs.consts[IR3_CONST_ALLOC_DRIVER_PARAMS];
   if (dp.size_vec4 > 0 && dp.offset_vec4 < v->constlen) f.driver_params_offset_vec4 = dp.offset_vec4;
   f.workgroup_id_regid = v->cs.work_group_id;
