@@ -85,8 +85,10 @@ void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_varian
     fail("the kernel has NIR constant data, which the capture does not upload");
   if (v->num_ibos != 0 || v->num_ssbos != 0) fail("the kernel uses storage buffers or images; the capture binds none");
   if (v->info.max_reg + 1 > 64 || v->info.max_half_reg + 1 > 64) fail("register footprint over the 6-bit field of SP_CS_CNTL_0");
-  if (f.workgroup_id_regid == kNoRegid || f.local_id_regid == kNoRegid)
-    fail("the kernel reads no workgroup or local id register; every capgraph kernel indexes with both");
+  // Workgroups or work items that cannot tell themselves apart would all do the same work.
+  if (f.grid[0] > 1 && f.workgroup_id_regid == kNoRegid) fail("the kernel runs several workgroups but reads no workgroup id");
+  if (f.work_items > (int64_t)f.grid[0] && f.local_id_regid == kNoRegid)
+    fail("the kernel runs several work items per workgroup but reads no local id");
 }
 
 AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v, const AdrenoNirKernel &nk) {
@@ -119,7 +121,8 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.workgroup_size[0] = (uint32_t)t.workgroup_size;
   f.work_items = nk.work_items;
   f.lanes = (uint32_t)nk.lanes;
-  f.grid[0] = (uint32_t)((nk.work_items + t.workgroup_size - 1) / t.workgroup_size);
+  f.grid[0] = (uint32_t)nk.grid;
+  f.group_reduce = nk.group_reduce;
   facts_check(k, t, v, f);
   return f;
 }

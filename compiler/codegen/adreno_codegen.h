@@ -7,7 +7,8 @@
 // Kernel ABI: parameter i (8 bytes at byte 8*i of the kernel parameters, which start at
 // params_offset_vec4 in the constant file) is the GPU address of slot i (kernel_slots()).
 // The launch is grid[] workgroups of workgroup_size[] work items; work item
-// (workgroup_id.x * workgroup_size[0] + local_id.x) owns `lanes` consecutive output elements.
+// (workgroup_id.x * workgroup_size[0] + local_id.x) owns `lanes` consecutive output elements, or,
+// for group_reduce kernels, workgroup g owns output g and its work items share the reduction.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -58,6 +59,7 @@ struct AdrenoKernelFacts {
   uint32_t grid[3] = {1, 1, 1};        // workgroups
   int64_t work_items = 0;              // work items that compute something; grid * workgroup covers them
   uint32_t lanes = 1;                  // consecutive outputs per work item (4: vec4 loads and stores)
+  bool group_reduce = false;           // one workgroup per output, reducing through shared memory
 };
 
 struct AdrenoCodegenResult {

@@ -438,6 +438,88 @@ struct NirKernelEmitter {
     else emit();
   }
 
+  // Workgroup shared memory, 32-bit words at byte offset `off`.
+  void shared_store(nir_def *off, nir_def *v) {
+    nir_intrinsic_instr *st = nir_intrinsic_instr_create(b.shader, nir_intrinsic_store_shared);
+    st->num_components = 1;
+    st->src[0] = nir_src_for_ssa(v);
+    st->src[1] = nir_src_for_ssa(off);
+    nir_intrinsic_set_base(st, 0);
+    nir_intrinsic_set_write_mask(st, 0x1);
+    nir_intrinsic_set_align(st, 4, 0);
+    nir_builder_instr_insert(&b, &st->instr);
+  }
+  nir_def *shared_load(nir_def *off) {
+    nir_intrinsic_instr *ld = nir_intrinsic_instr_create(b.shader, nir_intrinsic_load_shared);
+    ld->num_components = 1;
+    ld->src[0] = nir_src_for_ssa(off);
+    nir_intrinsic_set_base(ld, 0);
+    nir_intrinsic_set_align(ld, 4, 0);
+    nir_def_init(&ld->instr, &ld->def, 1, 32);
+    nir_builder_instr_insert(&b, &ld->instr);
+    return &ld->def;
+  }
+  // Every work item of the workgroup arrives, and shared-memory writes before are visible after.
+  void workgroup_barrier() {
+    nir_intrinsic_instr *bar = nir_intrinsic_instr_create(b.shader, nir_intrinsic_barrier);
+    nir_intrinsic_set_execution_scope(bar, SCOPE_WORKGROUP);
+    nir_intrinsic_set_memory_scope(bar, SCOPE_WORKGROUP);
+    nir_intrinsic_set_memory_semantics(bar, NIR_MEMORY_ACQ_REL);
+    nir_intrinsic_set_memory_modes(bar, nir_var_mem_shared);
+    nir_builder_instr_insert(&b, &bar->instr);
+  }
+
+  // A workgroup per output element (group_size work items, `lid` the local id; the parallel axes
+  // already bound): the reduction's points are dealt round-robin to the work items, each folds its
+  // share into its own accumulator, and the partial results are combined in shared memory by a
+  // tree of halving steps (log2(group_size) barriers). Work item 0 evaluates the result and stores.
+  void emit_group_point(nir_def *lid, int group_size) {
+    int64_t points = 1;
+    for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
+    nir_variable *acc = nir_local_variable_create(impl, glsl_float_type(), "acc");
+    nir_store_var(&b, acc, constant(reduce_identity(k.reduce), k.acc_dtype), 1);
+    nir_variable *r = nir_local_variable_create(impl, glsl_int_type(), "r");
+    nir_store_var(&b, r, lid, 1);
+    nir_push_loop(&b);
+    {
+      nir_def *ri = nir_load_var(&b, r);
+      nir_push_if(&b, nir_ige(&b, ri, i32(points)));
+      nir_jump(&b, nir_jump_break);
+      nir_pop_if(&b, nullptr);
+      nir_def *rem = ri;  // innermost reduction axis fastest, as the CPU loops run
+      for (int a = (int)k.axes.size() - 1; a >= k.n_parallel; a--) {
+        if (k.axes[a] == 1) {
+          iv[a] = i32(0);
+          continue;
+        }
+        iv[a] = a == k.n_parallel ? rem : nir_umod_imm(&b, rem, (uint64_t)k.axes[a]);
+        if (a > k.n_parallel) rem = nir_udiv_imm(&b, rem, (uint64_t)k.axes[a]);
+      }
+      nir_def *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
+      nir_def *old = nir_load_var(&b, acc);
+      nir_def *nv = combine(old, v);
+      if (valid) nv = nir_bcsel(&b, valid, nv, old);
+      nir_store_var(&b, acc, nv, 1);
+      nir_store_var(&b, r, nir_iadd_imm(&b, ri, (uint64_t)group_size), 1);
+    }
+    nir_pop_loop(&b, nullptr);
+    nir_def *slot = nir_imul_imm(&b, lid, 4);
+    shared_store(slot, nir_load_var(&b, acc));
+    workgroup_barrier();
+    for (int half = group_size / 2; half > 0; half /= 2) {
+      nir_push_if(&b, nir_ult(&b, lid, i32(half)));
+      nir_def *mine = shared_load(slot);
+      nir_def *other = shared_load(nir_iadd_imm(&b, slot, (uint64_t)(4 * half)));
+      shared_store(slot, combine(mine, other));
+      nir_pop_if(&b, nullptr);
+      workgroup_barrier();
+    }
+    nir_push_if(&b, nir_ieq_imm(&b, lid, 0));
+    acc_value = shared_load(i32(0));
+    store_results({memory_value(evaluate(k.result, false))});
+    nir_pop_if(&b, nullptr);
+  }
+
   // The outputs of one work item: per lane the reduction (the lanes' accumulators advance
   // together through one loop nest), then the results and their store.
   void emit_point() {
@@ -502,6 +584,17 @@ bool load_is_vector(const Access &a, int ax) {
   return step == 1;
 }
 
+// Whether a reduction is worth a workgroup per output: many points to fold and few outputs to
+// spread them over (global pooling, softmax rows, matrix-vector products), so that one work item per
+// output would leave the GPU idle while each walks its whole reduction. Float accumulators only
+// (shared memory holds 32-bit words). CAPGRAPH_ADRENO_SCALAR=1 turns it off (for comparison).
+bool kernel_group_reduces(const Kernel &k, int64_t outputs) {
+  if (getenv("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none || k.acc_dtype != DType::f32) return false;
+  int64_t points = 1;
+  for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
+  return points >= 256 && outputs <= 16384;
+}
+
 int64_t parallel_points(const Kernel &k) {
   int64_t n = 1;
   for (int a = 0; a < k.n_parallel; a++) n *= k.axes[a];
@@ -514,7 +607,8 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
                                  int workgroup_size) {
   NirKernelEmitter e(k, p);
   AdrenoNirKernel r;
-  e.lanes = kernel_lanes(k, p);
+  r.group_reduce = kernel_group_reduces(k, parallel_points(k));
+  e.lanes = r.group_reduce ? 1 : kernel_lanes(k, p);
   e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;
   e.load_vector.assign(k.loads.size(), 0);
   for (size_t i = 0; i < k.loads.size() && e.lanes > 1; i++) e.load_vector[i] = load_is_vector(k.loads[i], e.lane_axis);
@@ -557,8 +651,26 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
 
   nir_def *group = nir_channel(&e.b, nir_load_workgroup_id(&e.b), 0);
   nir_def *local = nir_channel(&e.b, nir_load_local_invocation_id(&e.b), 0);
-  nir_def *gid = nir_iadd(&e.b, nir_imul_imm(&e.b, group, (uint64_t)workgroup_size), local);
   e.iv.assign(k.axes.size(), nullptr);
+  if (r.group_reduce) {  // one workgroup per output: the grid is the output count exactly
+    s->info.shared_size = 4 * (unsigned)workgroup_size;
+    r.grid = r.work_items = parallel_points(k);
+    r.work_items *= workgroup_size;
+    nir_def *rem = group;
+    for (int a = k.n_parallel - 1; a >= 0; a--) {
+      if (k.axes[a] == 1) {
+        e.iv[a] = e.i32(0);
+        continue;
+      }
+      e.iv[a] = a == 0 ? rem : nir_umod_imm(&e.b, rem, (uint64_t)k.axes[a]);
+      if (a > 0) rem = nir_udiv_imm(&e.b, rem, (uint64_t)k.axes[a]);
+    }
+    e.emit_group_point(local, workgroup_size);
+    r.shader = s;
+    return r;
+  }
+  r.grid = (r.work_items + workgroup_size - 1) / workgroup_size;
+  nir_def *gid = nir_iadd(&e.b, nir_imul_imm(&e.b, group, (uint64_t)workgroup_size), local);
   e.guarded(nir_ult(&e.b, gid, e.i32(r.work_items)), [&] {
     nir_def *rem = gid;
     for (int a = k.n_parallel - 1; a >= 0; a--) {  // innermost fastest: neighbouring work items store neighbours

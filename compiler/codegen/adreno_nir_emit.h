@@ -12,8 +12,10 @@
 // innermost axis fastest. Where the innermost axis divides by 4 and the output is a contiguous row
 // along it, a work item computes 4 consecutive outputs: loads contiguous along that axis are one
 // vec4 load, the results one vec4 store (the other loads are per lane, or once when they do not
-// move with the axis). Elsewhere one work item computes one output. Reductions stay serial inside
-// the work item: not yet the workgroup-wide reductions issue 12 asks for.
+// move with the axis). Elsewhere one work item computes one output. Large reductions over few
+// outputs (>= 256 points, <= 16384 outputs, float) instead take a workgroup per output: the points
+// are dealt round-robin to its work items and combined through shared memory (a halving tree with
+// a barrier per step). Other reductions stay serial inside the work item.
 #pragma once
 #include <cstdint>
 
@@ -29,6 +31,8 @@ struct AdrenoNirKernel {
   uint32_t param_bytes = 0;      // bytes of kernel parameters (8 per slot)
   int64_t work_items = 0;        // work items: points of the parallel space / lanes
   int lanes = 1;                 // consecutive outputs per work item (4: vec4 loads and stores)
+  bool group_reduce = false;     // a workgroup per output, the reduction split across its work items
+  int64_t grid = 0;              // workgroups to launch
 };
 
 // Builds the NIR of kernel `k` with the compiler's NIR options, `workgroup_size` work items per
