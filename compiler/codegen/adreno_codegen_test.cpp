@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -320,8 +321,17 @@ TEST_CASE("models: every kernel of every zoo model compiles for a630 and disasse
     AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
     int instructions = program_verify(p, r);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    MESSAGE(e.path().filename().string() << ": " << p.kernels.size() << " launches, " << r.unique.size() << " a630 kernels, "
-                                         << instructions << " instructions disassembled, " << s << " s");
+    int vec4 = 0, group = 0, spilling = 0;
+    uint32_t regs = 0;
+    for (const AdrenoKernelFacts &f : r.unique) {
+      vec4 += f.lanes == 4;
+      group += f.group_reduce;
+      spilling += f.private_memory_bytes > 0;
+      regs = std::max(regs, f.full_regs);
+    }
+    MESSAGE(e.path().filename().string() << ": " << p.kernels.size() << " launches, " << r.unique.size() << " a630 kernels (" << vec4
+                                         << " vec4, " << group << " workgroup reductions, " << spilling << " using private memory, at most "
+                                         << regs << " full registers), " << instructions << " instructions disassembled, " << s << " s");
     CHECK(instructions > 0);
     models++;
   }
