@@ -29,9 +29,15 @@ fi
 
 jobs=$(nproc)
 mkdir -p "$build"
+# The Adreno target's compiler half links Mesa's ir3, built once from Debian's mesa source into
+# $build/mesa (a few minutes the first time, nothing after). CAPGRAPH_ADRENO=OFF skips it.
+adreno=${CAPGRAPH_ADRENO:-ON}
+if [[ $adreno != OFF ]]; then
+  bash "$repo/scripts/mesa_ir3.sh" "$build"
+fi
 log=$build/build.log
 echo "setup: building in $build ($jobs jobs; log in $log)"
-if ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release && cmake --build "$build" -j "$jobs"; } >"$log" 2>&1; then
+if ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPGRAPH_ADRENO="$adreno" && cmake --build "$build" -j "$jobs"; } >"$log" 2>&1; then
   grep -E "error|Error" "$log" | head -20 >&2
   echo "setup: error: the build failed; the whole log is $log" >&2
   exit 1

@@ -1,0 +1,18 @@
+// The Adreno kernel facts (codegen/adreno_codegen.h) in their capture form (schema/adreno_kernel.fbs)
+// and back. The read side is what inspect and the runtime's loader will use; the round trip is
+// tested so the two cannot drift.
+#pragma once
+#include <flatbuffers/flatbuffers.h>
+
+#include "capgraph/adreno_kernel_generated.h"
+#include "codegen/adreno_codegen.h"
+
+namespace capgraph {
+
+flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBufferBuilder &fbb, const AdrenoKernelFacts &f,
+                                                          const AdrenoTarget &t);
+// The facts a capture holds (everything but the binary, which lives in its Program). Throws Error
+// naming `what` when a field is out of the range the a6xx registers can hold.
+AdrenoKernelFacts adreno_kernel_read(const fb::AdrenoKernel &k, const std::string &what);
+
+}  // namespace capgraph
