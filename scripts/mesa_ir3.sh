@@ -25,9 +25,9 @@ meson_version=1.7.0-1~bpo12+1
 # The Debian mirror this machine's apt already uses (its first "debian" URI), so the private list
 # reaches the same place; CAPGRAPH_DEBIAN_MIRROR overrides it.
 debian_mirror() {
-  { cat /etc/apt/sources.list 2>/dev/null; cat /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null; } |
+  { cat /etc/apt/sources.list /etc/apt/sources.list.d/*.list /etc/apt/sources.list.d/*.sources 2>/dev/null || true; } |
     sed -nE 's/^deb(-src)?[[:space:]]+(\[[^]]*\][[:space:]]+)?([^[:space:]]+\/debian)\/?[[:space:]].*/\3/p; s/^URIs:[[:space:]]+([^[:space:]]+\/debian)\/?$/\1/p' |
-    head -n1
+    head -n1 || true
 }
 mirror=${CAPGRAPH_DEBIAN_MIRROR:-$(debian_mirror)}
 if [[ -z $mirror ]]; then
