@@ -1,10 +1,10 @@
-// The Adreno kernel facts (codegen/adreno_codegen.h) in their capture form (schema/adreno_kernel.fbs)
+// The Adreno kernel facts (codegen/adreno_codegen.h) in their capture form (AdrenoKernel in schema/capture.fbs)
 // and back. The read side is what inspect and the runtime's loader will use; the round trip is
 // tested so the two cannot drift.
 #pragma once
 #include <flatbuffers/flatbuffers.h>
 
-#include "capgraph/adreno_kernel_generated.h"
+#include "capgraph/capture_generated.h"
 #include "codegen/adreno_codegen.h"
 
 namespace capgraph {

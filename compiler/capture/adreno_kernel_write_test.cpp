@@ -1,4 +1,4 @@
-// The Adreno kernel facts survive their capture form (schema/adreno_kernel.fbs) unchanged, and the
+// The Adreno kernel facts survive their capture form (AdrenoKernel in schema/capture.fbs) unchanged, and the
 // reader refuses values the a6xx registers cannot hold. With Mesa, the facts come from a real ir3
 // compile; without it, from a hand-made set (the format does not depend on Mesa).
 #include <doctest/doctest.h>
