@@ -313,6 +313,10 @@ capgraph_status target_check(const fb::Target *t, const hcq::target *device, std
         *why = std::string("compiled for ") + name + "; run it with --device " + devices;
         return CAPGRAPH_ERR_TARGET;
       }
+      // A GPU target this build does not carry (adreno-a630 before its runtime side exists).
+      *why = std::string("compiled for target '") + name + "', which no device of this runtime runs (it replays '" +
+             cpu_target_name() + "' captures on the CPU and GPU captures of the targets it was built with)";
+      return CAPGRAPH_ERR_TARGET;
     }
     return cpu_target_check(name, t->features() ? t->features()->c_str() : "", why);
   }

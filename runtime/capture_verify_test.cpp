@@ -86,6 +86,9 @@ TEST_CASE("target architecture and CPU features") {
                      cpu_target_name() + "'");
   expect_refused([&](capture_spec &s) { s.target = "gpu-gfx1100"; }, CAPGRAPH_ERR_TARGET,
                  "'gpu-gfx1100'");
+  // A GPU target without a runtime side in this build (Adreno's captures, issue 12) is named.
+  expect_refused([&](capture_spec &s) { s.target = "adreno-a630"; }, CAPGRAPH_ERR_TARGET,
+                 "compiled for target 'adreno-a630', which no device of this runtime runs");
 
   // Features this CPU lacks are named; unknown and disabled ("-x") ones are not checked.
   const char *missing = nullptr;

@@ -100,8 +100,8 @@ TEST_CASE("Adreno kernel facts survive the capture form") {
   for (const AdrenoKernelFacts &f : {facts_made(), facts_real()}) {
     std::vector<uint8_t> bytes = written(f);
     flatbuffers::Verifier v(bytes.data(), bytes.size());
-    REQUIRE(fb::VerifyAdrenoKernelBuffer(v));
-    const fb::AdrenoKernel *k = fb::GetAdrenoKernel(bytes.data());
+    REQUIRE(v.VerifyBuffer<fb::AdrenoKernel>(nullptr));
+    const fb::AdrenoKernel *k = flatbuffers::GetRoot<fb::AdrenoKernel>(bytes.data());
     CHECK(k->gpu_id() == 630);
     CHECK(k->chip_id() == 0x06030001u);
     facts_equal(adreno_kernel_read(*k, "test"), f);
@@ -127,7 +127,7 @@ TEST_CASE("the reader refuses facts the a6xx registers cannot hold, naming the k
     c.spoil(f);
     std::vector<uint8_t> bytes = written(f);
     try {
-      adreno_kernel_read(*fb::GetAdrenoKernel(bytes.data()), "kernel conv_7");
+      adreno_kernel_read(*flatbuffers::GetRoot<fb::AdrenoKernel>(bytes.data()), "kernel conv_7");
       FAIL("accepted");
     } catch (const Error &e) {
       std::string m = e.what();

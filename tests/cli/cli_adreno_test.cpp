@@ -1,0 +1,136 @@
+// `capgraph compile --target adreno-a630` and `capgraph inspect` on its capture, through the real
+// command line (issue 12's capture side). A generated model is compiled for the a630; the
+// capture's AdrenoKernel facts are read from the file itself and must be what `inspect --json`
+// and `inspect` show, and must hold together (parameters = 8 bytes per launch buffer, the
+// instructions inside their program, the grid covering the launch's work). The runtime has no
+// Adreno device yet: running the capture must fail naming the target. Built without Mesa's ir3,
+// the compile itself must fail saying so and how to get it.
+#include <doctest/doctest.h>
+#include <flatbuffers/flatbuffers.h>
+
+#include <cstdlib>
+#include <string>
+
+#include "capgraph/capture_generated.h"
+#include "cli_harness.h"
+
+using namespace capgraph;
+using namespace capgraph::cli_test;
+
+namespace {
+
+// The unsigned number after `"key": ` inside `object` (a JSON object's text), or -1.
+long long json_number(const std::string &object, const std::string &key) {
+  const std::string k = "\"" + key + "\": ";
+  const size_t at = object.find(k);
+  if (at == std::string::npos) return -1;
+  return std::strtoll(object.c_str() + at + k.size(), nullptr, 10);
+}
+
+// The text of the adreno_kernels entry whose name is `name` (up to its closing brace), or "".
+std::string json_kernel(const std::string &json, const std::string &name) {
+  const size_t list = json.find("\"adreno_kernels\": [");
+  if (list == std::string::npos) return "";
+  const size_t at = json.find("{\"name\": \"" + name + "\"", list);
+  if (at == std::string::npos) return "";
+  return json.substr(at, json.find('}', at) - at);
+}
+
+}  // namespace
+
+TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows its kernel facts") {
+  const std::string cap = scratch_path("conv_relu_adreno.cap");
+  const cli_result compiled = cli_run({"compile", model_conv_relu(), "-o", cap, "--target", "adreno-a630"}, 120000);
+#if !CAPGRAPH_TEST_HAVE_ADRENO
+  check_clean_failure(compiled, {"adreno-a630", "without Mesa's ir3", "scripts/mesa_ir3.sh"});
+  CHECK_FALSE(file_exists(cap));
+  return;
+#endif
+  check_success(compiled);
+  INFO(compiled.output);
+  const std::vector<uint8_t> bytes = file_read(cap);
+  flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 1u << 24);
+  REQUIRE(fb::VerifyCaptureBuffer(v));
+  const fb::Capture *c = fb::GetCapture(bytes.data());
+  CHECK(c->target()->name()->str() == "adreno-a630");
+  CHECK(c->version_major() == 2);
+  CHECK(c->version_minor() == 1);  // AdrenoKernel joined the KernelFacts union in 2.1
+  REQUIRE(c->kernels());
+  REQUIRE(c->kernels()->size() > 0);
+
+  const cli_result json = cli_run({"inspect", "--json", cap});
+  check_success(json);
+  CHECK(json.output.find("\"version\": \"2.1\"") != std::string::npos);
+  const cli_result text = cli_run({"inspect", cap});
+  check_success(text);
+  CHECK(text.output.find("Adreno kernels:") != std::string::npos);
+
+  for (uint32_t i = 0; i < c->kernels()->size(); i++) {
+    const fb::Kernel *k = c->kernels()->Get(i);
+    INFO("kernel " << k->name()->str());
+    const fb::AdrenoKernel *a = k->facts_as_AdrenoKernel();
+    REQUIRE(a);
+    REQUIRE(k->program() < c->programs()->size());
+    const fb::Program *p = c->programs()->Get(k->program());
+    CHECK(p->format() == fb::ProgramFormat::adreno_ir3);
+    CHECK(a->gpu_id() == 630);
+    CHECK(a->chip_id() == 0x06030001ull);
+    CHECK(a->instr_dwords() > 0);
+    CHECK(uint64_t(a->instr_dwords()) * 4 <= p->binary()->size());
+    CHECK(a->full_regs() > 0);
+    CHECK(a->params_offset_vec4() * 16 + a->params_bytes() <= a->constlen_vec4() * 16);
+    // The host twin runs on the CPU fakes and --check: every GPU kernel has one.
+    CHECK(k->twin_program() >= 0);
+    CHECK(c->programs()->Get(uint32_t(k->twin_program()))->format() == fb::ProgramFormat::elf_relocatable);
+
+    // inspect --json shows exactly the file's facts.
+    const std::string o = json_kernel(json.output, k->name()->str());
+    REQUIRE_MESSAGE(!o.empty(), json.output);
+    CHECK(json_number(o, "gpu_id") == a->gpu_id());
+    CHECK(json_number(o, "chip_id") == (long long)a->chip_id());
+    CHECK(json_number(o, "instr_dwords") == a->instr_dwords());
+    CHECK(json_number(o, "instr_count") == a->instr_count());
+    CHECK(json_number(o, "full_regs") == a->full_regs());
+    CHECK(json_number(o, "half_regs") == a->half_regs());
+    CHECK(json_number(o, "constlen_vec4") == a->constlen_vec4());
+    CHECK(json_number(o, "params_offset_vec4") == a->params_offset_vec4());
+    CHECK(json_number(o, "params_bytes") == a->params_bytes());
+    CHECK(json_number(o, "shared_memory_bytes") == a->shared_memory_bytes());
+    CHECK(json_number(o, "private_memory_bytes") == a->private_memory_bytes());
+    CHECK(json_number(o, "lanes") == a->lanes());
+    CHECK(o.find("\"grid\": [" + std::to_string(a->grid_x()) + ", ") != std::string::npos);
+    CHECK(o.find("\"workgroup_size\": [" + std::to_string(a->workgroup_size_x()) + ", ") != std::string::npos);
+    // The text table has a row for it.
+    CHECK(text.output.find(k->name()->str().substr(0, 40)) != std::string::npos);
+  }
+
+  // Every launch: one 8-byte parameter per buffer, and the grid covers its work.
+  int launches = 0;
+  for (const fb::Step *s : *c->steps()) {
+    if (s->kind() != fb::StepKind::launch) continue;
+    const fb::Launch *l = s->launch();
+    const fb::Kernel *k = c->kernels()->Get(l->kernel());
+    const fb::AdrenoKernel *a = k->facts_as_AdrenoKernel();
+    INFO("launch of " << k->name()->str());
+    CHECK(a->params_bytes() == 8 * l->buffers()->size());
+    const uint64_t items = uint64_t(a->grid_x()) * a->grid_y() * a->grid_z() * a->workgroup_size_x() *
+                           a->workgroup_size_y() * a->workgroup_size_z();
+    CHECK(items * a->lanes() >= l->work_size());
+    launches++;
+  }
+  CHECK(launches > 0);
+
+  // No Adreno device in this runtime yet: a run is refused naming the target, never attempted.
+  check_clean_failure(cli_run({"run", cap, "--random-inputs", "1", "--output-dir", scratch_path("adreno_out_cpu")}),
+                      {"adreno-a630"});
+  check_clean_failure(cli_run({"run", cap, "--device", "null", "--random-inputs", "1", "--output-dir",
+                               scratch_path("adreno_out_null")}),
+                      {"adreno-a630"});
+}
+
+TEST_CASE("adreno: an Adreno chip capgraph does not know is refused naming the known ones") {
+  const std::string dir = scratch_path("adreno_unknown.cap");
+  const cli_result r = cli_run({"compile", model_conv_relu(), "-o", dir, "--target", "adreno-a999"});
+  check_clean_failure(r, {"adreno-a999", "adreno-a630"});
+  CHECK_FALSE(file_exists(dir));
+}
