@@ -13,6 +13,7 @@
 #     which cannot fuse): tests/tools/replay_overhead's replay time minus the same kernels called
 #     directly in a tight loop, medians of 5 rounds, for captures made for 1 thread (split by the
 #     runtime) and for the thread count itself (the compiler's partition).
+# TARGET=NAME compiles for that CPU target (default cpu: this machine; cpu-x86_64 is AVX2 only).
 # Needs a build (scripts/setup.sh) and onnxruntime-node (scripts/fetch_test_deps.sh).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -36,9 +37,10 @@ json() { node -e "const o=JSON.parse(require('fs').readFileSync(0,'utf8')); cons
 # whatever else runs on the other cores at that instant; the models are timed over many runs).
 "$build/tests/tools/fma_peak" 1 >"$work/peak.json"  # to a file first: node must not start while it measures
 core_peak=$(json .gflops <"$work/peak.json")
+vector=$(json .vector <"$work/peak.json")
 declare -A peak
 for t in "${threads[@]}"; do peak[$t]=$(awk -v p="$core_peak" -v t="$t" 'BEGIN { print p * t }'); done
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak: $core_peak GFLOP/s per core (measured) x threads"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak: $core_peak GFLOP/s per core (measured on $vector vectors) x threads; capgraph target: ${TARGET:-cpu}"
 echo "date: $(date -u +%Y-%m-%d), runs per timing: $runs, capgraph $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -55,7 +57,7 @@ for dir in "$zoo"/*/; do
   for l in "${ins[@]}"; do shapes+=(--input-shape "${l##* }"); feeds+=("${l%% *}"); inputs+=(--input "${l%% *}"); done
   compile_s=$(for i in 1 2 3; do
     start=$(date +%s%N)
-    "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" "${shapes[@]}" >/dev/null
+    "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" --target "${TARGET:-cpu}" "${shapes[@]}" >/dev/null
     awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { print (b - a) / 1e9 }'
   done | median)
   "$capgraph" inspect "$work/$name.cap" --json >"$work/$name.json"

@@ -669,3 +669,33 @@ TEST_CASE("an Error thrown from a -fno-rtti file (cpu_target.cpp) keeps its type
   }
   CHECK(caught);
 }
+
+TEST_CASE("CPU targets carry their vector facts: blocks of 16 on AVX-512, 8 on AVX2 and NEON") {
+  CpuTarget avx2 = cpu_target_named("cpu-x86_64");
+  CHECK(avx2.name == "cpu-x86_64");
+  CHECK(avx2.features.find("avx512") == std::string::npos);  // runs on any AVX2 machine
+  CHECK(avx2.f32_lanes == 8);
+  CHECK(avx2.vector_registers == 16);
+  CHECK(avx2.channel_block == 8);
+  CHECK(cpu_target_block_registers(avx2, 8) == 16);
+
+  CpuTarget avx512 = cpu_target_named("cpu-x86_64-avx512");
+  CHECK(avx512.name == "cpu-x86_64");  // the runtime's architecture name; the features say AVX-512
+  CHECK(avx512.features.find("+avx512f") != std::string::npos);
+  CHECK(avx512.f32_lanes == 16);
+  CHECK(avx512.vector_registers == 32);
+  CHECK(avx512.channel_block == 16);
+  CHECK(cpu_target_block_registers(avx512, 16) == 32);
+  CHECK(cpu_target_block_registers(avx512, 8) == 32);  // a ymm each
+
+  CpuTarget neon = cpu_target_named("cpu-aarch64");
+  CHECK(neon.f32_lanes == 4);
+  CHECK(neon.vector_registers == 32);
+  CHECK(neon.channel_block == 8);
+  CHECK(cpu_target_block_registers(neon, 8) == 16);  // a block is two q registers
+
+  // The host target follows the host's features.
+  CpuTarget host = cpu_target_named("cpu");
+  const bool host_avx512 = host.features.find("+avx512f") != std::string::npos;
+  if (host.name == "cpu-x86_64") CHECK(host.channel_block == (host_avx512 ? 16 : 8));
+}
