@@ -14,24 +14,39 @@
 #     directly in a tight loop, medians of 5 rounds, for captures made for 1 thread (split by the
 #     runtime) and for the thread count itself (the compiler's partition).
 # TARGET=NAME compiles for that CPU target (default cpu: this machine; cpu-x86_64 is AVX2 only).
-# Needs a build (scripts/setup.sh) and onnxruntime-node (scripts/fetch_test_deps.sh).
+# Needs a build (scripts/setup.sh) and onnxruntime-node and the OCR models
+# (scripts/fetch_test_deps.sh; in $CAPGRAPH_TEST_DEPS or build/deps).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$repo/build}
 zoo=${1:-$repo/../shared/zoo}; shift || true
 threads=("$@"); ((${#threads[@]})) || threads=(1 2)
-export ORT_DIR=${ORT_DIR:-$build/deps/ort}
+deps=${CAPGRAPH_TEST_DEPS:-$build/deps}
+export ORT_DIR=${ORT_DIR:-$deps/ort}
 runs=${RUNS:-20}
 overhead_runs=${OVERHEAD_RUNS:-2000}
 capgraph=$build/cli/capgraph
 replay_rss=$build/tests/tools/replay_rss
-for tool in "$capgraph" "$replay_rss" "$build/tests/tools/replay_overhead" "$build/tests/tools/tiny_chain_gen"; do
+for tool in "$capgraph" "$replay_rss" "$build/tests/tools/replay_overhead" "$build/tests/tools/tiny_chain_gen" "$build/tests/tools/npy_random"; do
   [[ -x $tool ]] || { echo "bench: $tool is missing: build first (scripts/setup.sh)" >&2; exit 1; }
 done
 [[ -d $zoo ]] || { echo "bench: no zoo at $zoo" >&2; exit 1; }
 work=$(mktemp -d /tmp/capgraph-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 json() { node -e "const o=JSON.parse(require('fs').readFileSync(0,'utf8')); console.log(o$1)"; }
+
+# PP-OCRv4 rec (the SVTR transformer: 3-D activations, attention MatMuls) is not in the zoo; it is
+# in the OCR models the tests fetch. It is timed beside the zoo from a zoo-like folder made here
+# (seeded random input: speed only, the OCR conformance test checks its outputs).
+rec=$deps/ocr-models/package/assets/ch_PP-OCRv4_rec_infer.onnx
+if [[ -f $rec ]]; then
+  mkdir -p "$work/extra/ch_PP-OCRv4_rec_infer"
+  ln -s "$rec" "$work/extra/ch_PP-OCRv4_rec_infer/model.onnx"
+  "$build/tests/tools/npy_random" "$work/extra/ch_PP-OCRv4_rec_infer/input_0.npy" 1x3x48x320 1 >/dev/null
+  echo '{"inputs": [{"name": "x", "file": "input_0.npy", "dims": [1, 3, 48, 320]}]}' >"$work/extra/ch_PP-OCRv4_rec_infer/meta.json"
+else
+  echo "bench: no PP-OCRv4 rec at $rec (scripts/fetch_test_deps.sh): timing the zoo only" >&2
+fi
 
 # Peak: one core measured, times the thread count (a multi-thread measurement is at the mercy of
 # whatever else runs on the other cores at that instant; the models are timed over many runs).
@@ -49,7 +64,7 @@ declare -a memory_rows
 : >"$work/rss_node"
 echo "| model | GFLOP | threads | capgraph ms | ORT ms | ratio | % of peak |"
 echo "|---|---|---|---|---|---|---|"
-for dir in "$zoo"/*/; do
+for dir in "$zoo"/*/ "$work"/extra/*/; do
   name=$(basename "$dir")
   [[ -f $dir/meta.json ]] || continue
   readarray -t ins < <(node -e "const m=require('$dir/meta.json'); for (const i of m.inputs) console.log(i.name+'='+'$dir'+i.file+' '+i.name+'='+i.dims.join('x'))")
