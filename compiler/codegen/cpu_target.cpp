@@ -4,6 +4,8 @@
 #include <llvm/TargetParser/Host.h>
 #include <llvm/TargetParser/Triple.h>
 
+#include <algorithm>
+
 #include "codegen/amd_target.h"
 #include "error.h"
 
