@@ -424,14 +424,19 @@ TEST_CASE("models: the zoo compiles for nv-sm90 and nv-sm86") {
   for (const auto &e : fs::directory_iterator(zoo)) {
     if (!fs::exists(e.path() / "model.onnx")) continue;
     for (const char *name : {"nv-sm90", "nv-sm86"}) {
-      INFO(e.path().filename().string() << " " << name);
+      INFO(e.path().filename().string() << " " << std::string(name));
       NvTarget t = nv_target_named(name);
       auto t0 = std::chrono::steady_clock::now();
       NvCodegenResult r = compile_nv(e.path() / "model.onnx", t, zoo_input_shapes(e.path() / "meta.json"));
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       int n = kernels_check(ptxas, r, t);
-      MESSAGE(e.path().filename().string() << " " << name << ": " << r.code.kernels.size() << " launches, " << n << " kernels, compiled in "
-                                           << s << " s");
+      uint32_t regs = 0, local = 0;
+      for (const NvKernelFacts &f : r.facts) regs = std::max(regs, f.registers), local = std::max(local, f.frame_bytes);
+      MESSAGE(e.path().filename().string() << " " << std::string(name) << ": " << r.code.kernels.size() << " launches, " << n
+                                           << " kernels, compiled in " << s << " s; at most " << regs << " registers and " << local
+                                           << " bytes of local memory per thread");
+      // No kernel of ours spills or keeps an array in local memory: the accumulator is a register.
+      CHECK(local == 0);
       CHECK(n == r.code.unique_kernels);
     }
     models++;
