@@ -381,6 +381,10 @@ TEST_CASE("a generated model compiles for sm_86, sm_89 and sm_90 and every kerne
     CHECK(n == r.code.unique_kernels);
     CHECK(n >= 8);
     for (size_t i = 0; i < r.facts.size(); i++) CHECK(r.facts[i].param_bytes == 8 * r.code.kernels[i].slots.size());
+    // Captures are byte-for-byte reproducible: the same model gives the same PTX and cubins.
+    NvCodegenResult again = compile_nv(model, t);
+    CHECK(again.ptx == r.ptx);
+    CHECK(again.code.objects == r.code.objects);
   }
 }
 
