@@ -150,6 +150,7 @@ std::vector<uint8_t> ptxas_assemble(const std::string &ptxas, const std::string 
 
 std::string ptxas_find() {
   if (const char *forced = getenv("CAPGRAPH_PTXAS")) {
+    if (std::string(forced) == "none") return "";  // as on a machine without the CUDA toolkit
     if (!executable(forced)) throw Error(std::string("CAPGRAPH_PTXAS=") + forced + " is not an executable file");
     return forced;
   }

@@ -25,7 +25,8 @@ struct NvCodegenResult {
   std::string ptxas, ptxas_version;    // which ptxas made the cubins ("release 13.0, V13.0.88")
 };
 
-// The ptxas to use: $CAPGRAPH_PTXAS if set (an error if it is not an executable file), else the
+// The ptxas to use: $CAPGRAPH_PTXAS if set (an error if it is not an executable file; "none" means
+// no ptxas, as on a machine without the toolkit), else the
 // first executable of: every directory of $PATH, $CUDA_PATH/bin, /usr/local/cuda/bin, /usr/bin.
 // Empty when there is none.
 std::string ptxas_find();

@@ -310,6 +310,27 @@ TEST_CASE("a ptxas that is named but not there is an error naming it") {
   unsetenv("CAPGRAPH_PTXAS");
 }
 
+TEST_CASE("without ptxas an NVIDIA compile is an error that says how to get one") {
+  const char *was = getenv("CAPGRAPH_PTXAS");
+  std::string saved = was ? was : "";
+  setenv("CAPGRAPH_PTXAS", "none", 1);
+  CHECK(ptxas_find().empty());
+  TempDir dir;
+  fs::path model = model_mixed(dir.path);
+  CompileOptions opt;
+  opt.target = "nv-sm90";
+  Program p = compile_schedule(model.string(), opt, nullptr);
+  try {
+    nvptx_codegen(p, nv_target_named("nv-sm90"), 1);
+    FAIL("compiled without ptxas");
+  } catch (const Error &e) {
+    CHECK(std::string(e.what()).find("nv-sm90 needs ptxas") != std::string::npos);
+    CHECK(std::string(e.what()).find("nvidia-cuda-toolkit") != std::string::npos);
+  }
+  if (was) setenv("CAPGRAPH_PTXAS", saved.c_str(), 1);
+  else unsetenv("CAPGRAPH_PTXAS");
+}
+
 TEST_CASE("the cubin reader refuses what is not a well-formed cubin, naming it") {
   refused({}, 90, "not an ELF file");
   refused({'h', 'e', 'l', 'l', 'o'}, 90, "not an ELF file");
