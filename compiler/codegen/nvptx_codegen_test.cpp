@@ -57,6 +57,23 @@ std::string run(const std::string &cmd, int *rc) {
   return out;
 }
 
+// Sets CAPGRAPH_PTXAS for one test and puts back what was there (a run with CAPGRAPH_PTXAS=none
+// checks the skips).
+struct PtxasOverride {
+  bool had;
+  std::string was;
+  explicit PtxasOverride(const char *value) {
+    const char *v = getenv("CAPGRAPH_PTXAS");
+    had = v != nullptr;
+    was = v ? v : "";
+    setenv("CAPGRAPH_PTXAS", value, 1);
+  }
+  ~PtxasOverride() {
+    if (had) setenv("CAPGRAPH_PTXAS", was.c_str(), 1);
+    else unsetenv("CAPGRAPH_PTXAS");
+  }
+};
+
 // The ptxas these tests use, or "" after saying why they skip.
 std::string ptxas_or_skip() {
   std::string p = ptxas_find();
@@ -300,20 +317,17 @@ TEST_CASE("NVIDIA targets are known by name; others are refused naming the known
 }
 
 TEST_CASE("a ptxas that is named but not there is an error naming it") {
-  setenv("CAPGRAPH_PTXAS", "/nonexistent/ptxas", 1);
+  PtxasOverride missing("/nonexistent/ptxas");
   try {
     ptxas_find();
     FAIL("accepted");
   } catch (const Error &e) {
     CHECK(std::string(e.what()).find("/nonexistent/ptxas") != std::string::npos);
   }
-  unsetenv("CAPGRAPH_PTXAS");
 }
 
 TEST_CASE("without ptxas an NVIDIA compile is an error that says how to get one") {
-  const char *was = getenv("CAPGRAPH_PTXAS");
-  std::string saved = was ? was : "";
-  setenv("CAPGRAPH_PTXAS", "none", 1);
+  PtxasOverride none("none");
   CHECK(ptxas_find().empty());
   TempDir dir;
   fs::path model = model_mixed(dir.path);
@@ -327,8 +341,6 @@ TEST_CASE("without ptxas an NVIDIA compile is an error that says how to get one"
     CHECK(std::string(e.what()).find("nv-sm90 needs ptxas") != std::string::npos);
     CHECK(std::string(e.what()).find("nvidia-cuda-toolkit") != std::string::npos);
   }
-  if (was) setenv("CAPGRAPH_PTXAS", saved.c_str(), 1);
-  else unsetenv("CAPGRAPH_PTXAS");
 }
 
 TEST_CASE("the cubin reader refuses what is not a well-formed cubin, naming it") {
