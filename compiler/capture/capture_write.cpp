@@ -44,6 +44,71 @@ static fb::DType fb_dtype(DType t) { return (fb::DType)(uint8_t)t; }
 
 namespace {
 
+// An index table (capture.fbs IndexTable): a weight whose entries a kernel adds, unchecked, to an
+// index of another access (a dimension with an `expr` and Bound::none: Gather with constant
+// indices, Resize). The entry plus the dimension's affine part must stay in [0, extent).
+struct IndexTableFact {
+  uint32_t slot;
+  DType dtype;
+  int64_t low, high;
+};
+
+std::vector<IndexTableFact> index_tables_find(const Kernel &k, const Program &p, const std::vector<int> &slots) {
+  std::vector<IndexTableFact> out;
+  auto scan = [&](const Access &a) {
+    for (const DimIndex &d : a.dims) {
+      if (d.expr < 0 || d.bound != Bound::none) continue;
+      int e = d.expr;
+      while (k.exprs[e].op == Op::cast) e = k.exprs[e].a;
+      const Expr &load = k.exprs[e];
+      const int buf = load.op == Op::load ? k.loads[load.access].buffer : -1;
+      if (buf < 0 || p.buffers[buf].kind != Buffer::Kind::constant ||
+          (p.buffers[buf].dtype != DType::i32 && p.buffers[buf].dtype != DType::i64) || d.divisor != 1)
+        throw Error("internal: kernel " + k.name + " indexes by a value that is not a constant integer table; replay could not check it");
+      // The affine part's range over the iteration space; the entry must keep the sum in [0, extent).
+      int64_t lo = d.shift, hi = d.shift;
+      for (const AxisTerm &t : d.terms) {
+        const int64_t span = t.coef * (k.axes[t.axis] - 1);
+        (span < 0 ? lo : hi) += span;
+      }
+      uint32_t slot = 0;
+      while (slot < slots.size() && slots[slot] != buf) slot++;
+      if (slot == slots.size()) throw Error("internal: kernel " + k.name + " reads an index table it does not bind");
+      out.push_back({slot, p.buffers[buf].dtype, -lo, d.extent - hi});
+    }
+  };
+  for (const Access &a : k.loads) scan(a);
+  scan(k.store);
+  return out;
+}
+
+// KernelBounds (capture.fbs): what the code of kernel `k` may be asked to do, and its hash.
+flatbuffers::Offset<fb::KernelBounds> kernel_bounds_build(flatbuffers::FlatBufferBuilder &fbb, const Kernel &k, const Program &p,
+                                                          const CodegenKernel &ck, uint64_t program_hash, const CodegenKernel *twin) {
+  std::vector<uint64_t> sizes;
+  for (int buf : ck.slots) sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
+  const std::vector<IndexTableFact> tables = index_tables_find(k, p, ck.slots);
+  capture_bounds_hash h(program_hash);
+  h.str(ck.symbol.data(), ck.symbol.size());
+  h.str(twin ? twin->symbol.data() : "", twin ? twin->symbol.size() : 0);
+  h.u64(twin ? (uint64_t)twin->work_size : 0);
+  h.u64((uint64_t)ck.work_size);
+  h.u64(sizes.size());
+  for (uint64_t v : sizes) h.u64(v);
+  h.u64(0);  // no scalars
+  h.u64(tables.size());
+  std::vector<flatbuffers::Offset<fb::IndexTable>> fb_tables;
+  for (const IndexTableFact &t : tables) {
+    h.u64(t.slot);
+    h.u64((uint64_t)fb_dtype(t.dtype));
+    h.u64((uint64_t)t.low);
+    h.u64((uint64_t)t.high);
+    fb_tables.push_back(fb::CreateIndexTable(fbb, t.slot, fb_dtype(t.dtype), t.low, t.high));
+  }
+  return fb::CreateKernelBounds(fbb, (uint64_t)ck.work_size, fbb.CreateVector(sizes), 0, tables.empty() ? 0 : fbb.CreateVector(fb_tables),
+                                h.value());
+}
+
 // What the serialiser needs besides the program: its code and what it was built for. `amd` is set
 // for GPU captures.
 std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &code, const CpuTarget &t, const AmdCaptureCode *amd,
@@ -68,7 +133,9 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
     weights.push_back(fb::CreateWeight(fbb, fbb.CreateString(b.name), data));
   }
   std::vector<flatbuffers::Offset<fb::Program>> programs;
+  std::vector<uint64_t> program_hashes;
   for (const auto &obj : code.objects) {
+    program_hashes.push_back(capture_hash(obj.data(), obj.size()));
     fbb.ForceVectorAlignment(obj.size(), 1, 16);
     auto bin = fbb.CreateVector(obj.data(), obj.size());
     programs.push_back(fb::CreateProgram(fbb, amd ? fb::ProgramFormat::amdgpu_code_object : fb::ProgramFormat::elf_relocatable, bin, 0,
@@ -103,9 +170,10 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
                                     f.workgroup_size);
       }
       const CodegenKernel *twin = twins ? &amd->twins.kernels[i] : nullptr;
+      auto bounds = kernel_bounds_build(fbb, p.kernels[i], p, ck, program_hashes.at(ck.object), twin);
       kernels.push_back(fb::CreateKernelDirect(fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0, facts,
                                                twin ? (int32_t)(twin_base + twin->object) : -1, twin ? twin->symbol.c_str() : nullptr,
-                                               twin ? (uint64_t)twin->work_size : 0));
+                                               twin ? (uint64_t)twin->work_size : 0, bounds));
       if (twin) twin_symbol.push_back(twin->symbol);
     } else if (twins && twin_symbol[it->second] != amd->twins.kernels[i].symbol) {
       // Equal GPU kernels must have equal twins: both come from the same kernel deduplication.
@@ -173,8 +241,8 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
     const CpuTarget &tt = amd->twin_target;
     twin_target = fb::CreateTargetDirect(fbb, tt.name.c_str(), tt.triple.c_str(), tt.cpu.c_str(), tt.features.c_str());
   }
-  // Minor version 1 marks GPU programs; CPU captures use nothing newer than 1.0.
-  auto cap = fb::CreateCapture(fbb, 1, amd ? 1 : 0, fbb.CreateString("capgraph 0.1.0"), fbb.CreateString(info.model_name), target, inputs,
+  // Minor version 2: every kernel carries its KernelBounds.
+  auto cap = fb::CreateCapture(fbb, 1, 2, fbb.CreateString("capgraph 0.1.0"), fbb.CreateString(info.model_name), target, inputs,
                                outputs, fbb.CreateVector(weights), plan.size, plan.naive_size, fbb.CreateVector(planned),
                                fbb.CreateVector(programs), fbb.CreateVector(kernels), fbb.CreateVector(steps), (uint32_t)info.threads,
                                samples.empty() ? 0 : fbb.CreateVector(samples), twin_target);

@@ -34,7 +34,7 @@ struct AmdCaptureCode {
 
 // The same for an AMD GPU: programs are amdgpu_code_objects, each kernel carries its AmdKernel
 // facts and (when present) its twin; launches run one work item per output element on one queue
-// (threads = 1, partition [0, work_size]); version 1.1.
+// (threads = 1, partition [0, work_size]). Every capture is version 1.2 (KernelBounds).
 std::vector<uint8_t> capture_build_amd(const Program &p, const AmdCaptureCode &code, const CaptureInfo &info,
                                        ArenaPlan *plan_out = nullptr);
 
