@@ -2,6 +2,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include <algorithm>
 #include <map>
 
 #include "capgraph/capture_generated.h"
@@ -83,10 +84,12 @@ std::vector<IndexTableFact> index_tables_find(const Kernel &k, const Program &p,
 }
 
 // KernelBounds (capture.fbs): what the code of kernel `k` may be asked to do, and its hash.
+// `sizes`: the bytes of each binding, the smallest over every launch of this code (launches of
+// one deduplicated kernel may bind buffers of different sizes; the code reaches no further than
+// the smallest).
 flatbuffers::Offset<fb::KernelBounds> kernel_bounds_build(flatbuffers::FlatBufferBuilder &fbb, const Kernel &k, const Program &p,
-                                                          const CodegenKernel &ck, uint64_t program_hash, const CodegenKernel *twin) {
-  std::vector<uint64_t> sizes;
-  for (int buf : ck.slots) sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
+                                                          const CodegenKernel &ck, const std::vector<uint64_t> &sizes,
+                                                          uint64_t program_hash, const CodegenKernel *twin) {
   const std::vector<IndexTableFact> tables = index_tables_find(k, p, ck.slots);
   capture_bounds_hash h(program_hash);
   h.str(ck.symbol.data(), ck.symbol.size());
@@ -152,6 +155,24 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
       programs.push_back(fb::CreateProgram(fbb, fb::ProgramFormat::elf_relocatable, bin, 0, capture_hash(obj.data(), obj.size())));
     }
   }
+  // Each binding's bytes per launch, and per distinct symbol the smallest (kernel_bounds_build).
+  auto launch_sizes = [&](const CodegenKernel &ck) {
+    std::vector<uint64_t> sizes;
+    for (int buf : ck.slots) sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
+    return sizes;
+  };
+  std::map<std::string, std::vector<uint64_t>> symbol_sizes;
+  std::map<std::string, int64_t> symbol_work;
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const CodegenKernel &ck = code.kernels[i];
+    const std::vector<uint64_t> sizes = launch_sizes(ck);
+    auto [it, fresh] = symbol_sizes.emplace(ck.symbol, sizes);
+    if (!fresh)
+      for (size_t j = 0; j < sizes.size() && j < it->second.size(); j++) it->second[j] = std::min(it->second[j], sizes[j]);
+    auto [w, first] = symbol_work.emplace(ck.symbol, ck.work_size);
+    if (!first && w->second != ck.work_size)
+      throw Error("internal: kernel " + p.kernels[i].name + " shares its code with a kernel of another work size");
+  }
   // Kernels: one per distinct symbol.
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   std::map<std::string, uint32_t> kernel_of_symbol;
@@ -170,7 +191,7 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
                                     f.workgroup_size);
       }
       const CodegenKernel *twin = twins ? &amd->twins.kernels[i] : nullptr;
-      auto bounds = kernel_bounds_build(fbb, p.kernels[i], p, ck, program_hashes.at(ck.object), twin);
+      auto bounds = kernel_bounds_build(fbb, p.kernels[i], p, ck, symbol_sizes.at(ck.symbol), program_hashes.at(ck.object), twin);
       kernels.push_back(fb::CreateKernelDirect(fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0, facts,
                                                twin ? (int32_t)(twin_base + twin->object) : -1, twin ? twin->symbol.c_str() : nullptr,
                                                twin ? (uint64_t)twin->work_size : 0, bounds));
@@ -188,8 +209,8 @@ std::vector<uint8_t> capture_serialize(const Program &p, const CodegenResult &co
     std::vector<fb::BufferRef> refs;
     std::vector<uint64_t> sizes;
     uint64_t bytes_read = 0;
+    sizes = launch_sizes(ck);
     for (int buf : ck.slots) {
-      sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
       if (weight_index[buf] >= 0) refs.emplace_back(fb::Space::weight, (uint32_t)weight_index[buf], 0);
       else refs.emplace_back(fb::Space::arena, 0, (uint64_t)arena_offset[buf]);
     }

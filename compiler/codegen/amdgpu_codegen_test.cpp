@@ -137,7 +137,7 @@ int capture_check(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
   REQUIRE(fb::VerifyCaptureBuffer(v));
   const fb::Capture *c = fb::GetCapture(bytes.data());
   CHECK(c->version_major() == 1);
-  CHECK(c->version_minor() == 1);
+  CHECK(c->version_minor() == 2);  // 1.1: GPU programs; 1.2: KernelBounds
   CHECK(c->target()->name()->str() == t.name);
   CHECK(c->target()->triple()->str() == "amdgcn-amd-amdhsa");
   CHECK(c->target()->cpu()->str() == t.cpu);

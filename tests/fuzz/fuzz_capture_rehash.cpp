@@ -12,6 +12,8 @@
 
 namespace {
 
+namespace fb = capgraph::fb;
+
 // Overwrites the 8-byte scalar field `vt` of `table` (inside `bytes`) if the file stores it.
 void u64_store(std::vector<uint8_t> &bytes, const void *table, uint16_t vt, uint64_t v) {
   const uint8_t *p = reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(vt);

@@ -140,7 +140,7 @@ int main(int argc, char **argv) {
     for (capgraph_dtype t : dtypes) {
       const int64_t shape[] = {2, 3};
       std::vector<uint8_t> data(6 * npy_dtype_size(t), 1);
-      bytes_write(dir + "/npy/" + npy_descr(t) + 1 + std::string("_2x3.npy"),
+      bytes_write(dir + "/npy/" + std::string(npy_descr(t) + 1) + "_2x3.npy",
                   npy_format(t, shape, 2, data.data(), data.size()));
     }
     const int64_t scalar_shape[] = {0};
