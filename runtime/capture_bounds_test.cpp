@@ -167,6 +167,16 @@ TEST_CASE("index tables: in-range tables run, any entry out of range is refused 
                    "index table in buffer 1 (weight 0) holds " + std::to_string(bad) +
                        " at element 11; its kernel reads out of bounds outside [0, 8)");
   }
+  // The output bound to a weight: the code would store into read-only memory.
+  capture_spec w = gather_spec(good);
+  w.kernels[0].written = {2};
+  CHECK(load(test::capture_build(w)).status == CAPGRAPH_OK);
+  w.weights.push_back({"out", std::vector<uint8_t>(good.size() * 4)});
+  w.steps[0].launch.buffers[2] = test::weight_ref(1);
+  expect_refused(w, CAPGRAPH_ERR_FORMAT,
+                 "buffer 2 is written by its kernel but is a weight, not in the arena");
+  w.kernels[0].written = {3};
+  expect_refused(w, CAPGRAPH_ERR_FORMAT, "its bounds say it writes binding 3, the kernel takes 3");
   // A table the code reads from the arena cannot be checked at load.
   capture_spec s = gather_spec(good);
   s.arena_size += 64;

@@ -223,6 +223,14 @@ class semantic_check {
       h.u64(uint64_t(t->low()));
       h.u64(uint64_t(t->high()));
     }
+    const uint32_t written = b->written() ? b->written()->size() : 0;
+    h.u64(written);
+    for (uint32_t j = 0; j < written; ++j) {
+      if (b->written()->Get(j) >= k->num_buffers())
+        return fail("kernel %u '%s': its bounds say it writes binding %u, the kernel takes %u", i,
+                    name, b->written()->Get(j), k->num_buffers());
+      h.u64(b->written()->Get(j));
+    }
     if (h.value() != b->hash())
       return fail("kernel %u '%s': its bounds do not match their checksum", i, name);
     return true;
@@ -389,6 +397,12 @@ class semantic_check {
     if (b->index_tables())
       for (const fb::IndexTable *t : *b->index_tables())
         if (!index_table_check(where, l, *t, b->buffer_sizes()->Get(t->buffer()))) return false;
+    // Weights are read-only (mapped from the file): a store there would fault.
+    if (b->written())
+      for (uint32_t w : *b->written())
+        if (l->buffers()->Get(w)->space() != fb::Space::arena)
+          return fail("%s: buffer %u is written by its kernel but is a weight, not in the arena",
+                      where.c_str(), w);
     return true;
   }
 

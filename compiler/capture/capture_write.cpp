@@ -108,8 +108,13 @@ flatbuffers::Offset<fb::KernelBounds> kernel_bounds_build(flatbuffers::FlatBuffe
     h.u64((uint64_t)t.high);
     fb_tables.push_back(fb::CreateIndexTable(fbb, t.slot, fb_dtype(t.dtype), t.low, t.high));
   }
+  std::vector<uint32_t> written;
+  for (uint32_t s = 0; s < ck.slots.size(); s++)
+    if (ck.slots[s] == k.store.buffer) written.push_back(s);
+  h.u64(written.size());
+  for (uint32_t s : written) h.u64(s);
   return fb::CreateKernelBounds(fbb, (uint64_t)ck.work_size, fbb.CreateVector(sizes), 0, tables.empty() ? 0 : fbb.CreateVector(fb_tables),
-                                h.value());
+                                fbb.CreateVector(written), h.value());
 }
 
 // What the serialiser needs besides the program: its code and what it was built for. `amd` is set

@@ -167,8 +167,11 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
         h.u64(uint64_t(t.high));
         tables.push_back(fb::CreateIndexTable(b, t.buffer, t.dtype, t.low, t.high));
       }
+      h.u64(k.written.size());
+      for (uint32_t w : k.written) h.u64(w);
       bounds = fb::CreateKernelBoundsDirect(b, work, &sizes, scalars.empty() ? nullptr : &scalars,
                                             tables.empty() ? nullptr : &tables,
+                                            k.written.empty() ? nullptr : &k.written,
                                             h.value() ^ (k.bounds_hash_wrong ? 1 : 0));
     }
     kernels.push_back(fb::CreateKernelDirect(

@@ -61,6 +61,7 @@ struct kernel_spec {
   std::vector<uint64_t> bounds_sizes = {};  // empty: derived
   std::optional<std::vector<int64_t>> bounds_scalars = std::nullopt;  // none: derived
   std::vector<index_table_spec> index_tables = {};
+  std::vector<uint32_t> written = {};  // KernelBounds.written
 };
 // A GPU kernel's extra facts: AmdKernel (capture.fbs) and its host twin.
 struct amd_kernel_spec {

@@ -57,6 +57,9 @@ void checksums_recompute(std::vector<uint8_t> &bytes) {
       h.u64(uint64_t(t->low()));
       h.u64(uint64_t(t->high()));
     }
+    const uint32_t written = b->written() ? b->written()->size() : 0;
+    h.u64(written);
+    for (uint32_t i = 0; i < written; ++i) h.u64(b->written()->Get(i));
     u64_store(bytes, b, fb::KernelBounds::VT_HASH, h.value());
   }
 }
