@@ -113,6 +113,9 @@ bool thread_pool::barrier_wait(uint64_t timeout_ns) noexcept {
   const uint64_t deadline = timeout_ns ? now_ns() + timeout_ns : 0;
   for (int i = 0; i < k_yield; ++i) {
     if (generation_.load(std::memory_order_acquire) != gen) return !broken();
+    // A worker started or arriving just as the pool is destroyed: on a loaded machine 4096 yields
+    // can take minutes, so stopping is noticed here too.
+    if (stop_.load(std::memory_order_relaxed)) return false;
     if (deadline && i % 64 == 63 && now_ns() >= deadline) break;
     sched_yield();
   }
