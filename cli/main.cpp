@@ -62,7 +62,7 @@ namespace {
 int usage() {
   std::fprintf(stderr,
                "usage:\n"
-               "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942|null|adreno-a630] [--input-shape NAME=1x3x640x640]...\n"
+               "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-x86_64-avx512|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942|null|adreno-a630] [--input-shape NAME=1x3x640x640]...\n"
                "                   [--threads T]\n"
                "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
                "               [--device cpu|amd|amd:N|fake-amd]\n"

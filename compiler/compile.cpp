@@ -81,12 +81,13 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   Program p = graph_lower(g);
   int before = (int)p.kernels.size();
   r.fused = program_fuse(p);
-  // The target's layouts: channel-blocked activations and packed weights (CAPGRAPH_NO_BLOCK=1
-  // turns them off, for experiments).
+  // The target's layouts: channel-blocked activations and packed weights, in blocks of the
+  // target's vector width (CAPGRAPH_NO_BLOCK=1 turns them off, for experiments).
   if (target_find(opt.target).blocked_layouts && !getenv("CAPGRAPH_NO_BLOCK")) {
-    r.blocked_buffers = program_block_channels(p);
-    program_block_products(p);
-    program_pack_weights(p);
+    const int64_t block = cpu_target_named(opt.target).channel_block;
+    r.blocked_buffers = program_block_channels(p, block);
+    program_block_products(p, block);
+    program_pack_weights(p, block);
   }
   program_merge_axes(p);
   program_prune_buffers(p);

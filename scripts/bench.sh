@@ -13,18 +13,21 @@
 #     which cannot fuse): tests/tools/replay_overhead's replay time minus the same kernels called
 #     directly in a tight loop, medians of 5 rounds, for captures made for 1 thread (split by the
 #     runtime) and for the thread count itself (the compiler's partition).
-# Needs a build (scripts/setup.sh) and onnxruntime-node (scripts/fetch_test_deps.sh).
+# TARGET=NAME compiles for that CPU target (default cpu: this machine; cpu-x86_64 is AVX2 only).
+# Needs a build (scripts/setup.sh) and onnxruntime-node and the OCR models
+# (scripts/fetch_test_deps.sh; in $CAPGRAPH_TEST_DEPS or build/deps).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$repo/build}
 zoo=${1:-$repo/../shared/zoo}; shift || true
 threads=("$@"); ((${#threads[@]})) || threads=(1 2)
-export ORT_DIR=${ORT_DIR:-$build/deps/ort}
+deps=${CAPGRAPH_TEST_DEPS:-$build/deps}
+export ORT_DIR=${ORT_DIR:-$deps/ort}
 runs=${RUNS:-20}
 overhead_runs=${OVERHEAD_RUNS:-2000}
 capgraph=$build/cli/capgraph
 replay_rss=$build/tests/tools/replay_rss
-for tool in "$capgraph" "$replay_rss" "$build/tests/tools/replay_overhead" "$build/tests/tools/tiny_chain_gen"; do
+for tool in "$capgraph" "$replay_rss" "$build/tests/tools/replay_overhead" "$build/tests/tools/tiny_chain_gen" "$build/tests/tools/npy_random"; do
   [[ -x $tool ]] || { echo "bench: $tool is missing: build first (scripts/setup.sh)" >&2; exit 1; }
 done
 [[ -d $zoo ]] || { echo "bench: no zoo at $zoo" >&2; exit 1; }
@@ -32,13 +35,27 @@ work=$(mktemp -d /tmp/capgraph-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 json() { node -e "const o=JSON.parse(require('fs').readFileSync(0,'utf8')); console.log(o$1)"; }
 
+# PP-OCRv4 rec (the SVTR transformer: 3-D activations, attention MatMuls) is not in the zoo; it is
+# in the OCR models the tests fetch. It is timed beside the zoo from a zoo-like folder made here
+# (seeded random input: speed only, the OCR conformance test checks its outputs).
+rec=$deps/ocr-models/package/assets/ch_PP-OCRv4_rec_infer.onnx
+if [[ -f $rec ]]; then
+  mkdir -p "$work/extra/ch_PP-OCRv4_rec_infer"
+  ln -s "$rec" "$work/extra/ch_PP-OCRv4_rec_infer/model.onnx"
+  "$build/tests/tools/npy_random" "$work/extra/ch_PP-OCRv4_rec_infer/input_0.npy" 1x3x48x320 1 >/dev/null
+  echo '{"inputs": [{"name": "x", "file": "input_0.npy", "dims": [1, 3, 48, 320]}]}' >"$work/extra/ch_PP-OCRv4_rec_infer/meta.json"
+else
+  echo "bench: no PP-OCRv4 rec at $rec (scripts/fetch_test_deps.sh): timing the zoo only" >&2
+fi
+
 # Peak: one core measured, times the thread count (a multi-thread measurement is at the mercy of
 # whatever else runs on the other cores at that instant; the models are timed over many runs).
 "$build/tests/tools/fma_peak" 1 >"$work/peak.json"  # to a file first: node must not start while it measures
 core_peak=$(json .gflops <"$work/peak.json")
+vector=$(json .vector <"$work/peak.json")
 declare -A peak
 for t in "${threads[@]}"; do peak[$t]=$(awk -v p="$core_peak" -v t="$t" 'BEGIN { print p * t }'); done
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak: $core_peak GFLOP/s per core (measured) x threads"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak: $core_peak GFLOP/s per core (measured on $vector vectors) x threads; capgraph target: ${TARGET:-cpu}"
 echo "date: $(date -u +%Y-%m-%d), runs per timing: $runs, capgraph $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -47,7 +64,7 @@ declare -a memory_rows
 : >"$work/rss_node"
 echo "| model | GFLOP | threads | capgraph ms | ORT ms | ratio | % of peak |"
 echo "|---|---|---|---|---|---|---|"
-for dir in "$zoo"/*/; do
+for dir in "$zoo"/*/ "$work"/extra/*/; do
   name=$(basename "$dir")
   [[ -f $dir/meta.json ]] || continue
   readarray -t ins < <(node -e "const m=require('$dir/meta.json'); for (const i of m.inputs) console.log(i.name+'='+'$dir'+i.file+' '+i.name+'='+i.dims.join('x'))")
@@ -55,7 +72,7 @@ for dir in "$zoo"/*/; do
   for l in "${ins[@]}"; do shapes+=(--input-shape "${l##* }"); feeds+=("${l%% *}"); inputs+=(--input "${l%% *}"); done
   compile_s=$(for i in 1 2 3; do
     start=$(date +%s%N)
-    "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" "${shapes[@]}" >/dev/null
+    "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" --target "${TARGET:-cpu}" "${shapes[@]}" >/dev/null
     awk -v a="$start" -v b="$(date +%s%N)" 'BEGIN { print (b - a) / 1e9 }'
   done | median)
   "$capgraph" inspect "$work/$name.cap" --json >"$work/$name.json"

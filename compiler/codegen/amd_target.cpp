@@ -42,7 +42,7 @@ std::string amd_target_names() {
 AmdTarget amd_target_named(const std::string &name) {
   for (const AmdTarget &t : kTargets)
     if (t.name == name) return t;
-  throw Error("unknown target '" + name + "': known targets are cpu (this machine), cpu-x86_64, cpu-aarch64, " + amd_target_names());
+  throw Error("unknown target '" + name + "': known targets are cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, cpu-aarch64, " + amd_target_names());
 }
 
 }  // namespace capgraph

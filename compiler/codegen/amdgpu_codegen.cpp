@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "codegen/gpu_work_item.h"
 #include "codegen/kernel_emit.h"
 #include "error.h"
 
@@ -18,13 +19,6 @@ using llvm::Value;
 
 // Address spaces of the AMDGPU backend. Source: LLVM AMDGPUUsage "Address Spaces".
 constexpr unsigned kGlobal = 1;
-
-// Work items of the GPU launch: every point of the parallel space.
-int64_t gpu_work_size(const Kernel &k) {
-  int64_t n = 1;
-  for (int a = 0; a < k.n_parallel; a++) n *= k.axes[a];
-  return n;
-}
 
 // Attributes that keep the kernel free of hidden arguments and unused inputs: the capture's ABI
 // is the slots alone (schema/capture.fbs, AmdKernel). amdgpu_code_object_read() checks the
@@ -50,41 +44,6 @@ void kernel_attrs(llvm::Function *f, const AmdTarget &t) {
                                          llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, 1))}));
 }
 
-// Work items run concurrently, so two must never store the same element: on the CPU such a kernel
-// would merely be ordered, here it would race. Checked as: the store moves with every parallel
-// axis of extent > 1 (the scheduler's stores are row-major views of their outputs).
-bool store_moves_with_every_item(const Kernel &k) {
-  for (int a = 0; a < k.n_parallel; a++) {
-    bool moves = k.axes[a] == 1;
-    for (const DimIndex &dim : k.store.dims)
-      for (const AxisTerm &term : dim.terms) moves |= term.axis == a && term.coef != 0;
-    if (!moves) return false;
-  }
-  return true;
-}
-
-// Work item `gid` (i64): the output element it owns, if any. `acc` is the reduction's accumulator
-// (an alloca of the entry block), unused without a reduction.
-void work_item_emit(KernelEmitter &e, Value *gid, Value *acc) {
-  llvm::IRBuilder<> &b = e.b;
-  const Kernel &k = e.k;
-  e.iv.assign(k.axes.size(), nullptr);
-  e.guarded(b.CreateICmpULT(gid, e.i64(gpu_work_size(k))), [&] {
-    Value *rem = gid;
-    for (int a = k.n_parallel - 1; a >= 0; a--) {  // innermost fastest: neighbouring lanes store neighbours
-      if (k.axes[a] == 1) {
-        e.iv[a] = e.i64(0);
-        continue;
-      }
-      e.iv[a] = a == 0 ? rem : b.CreateURem(rem, e.i64(k.axes[a]));
-      if (a > 0) rem = b.CreateUDiv(rem, e.i64(k.axes[a]));
-    }
-    e.emit_point(acc);
-  });
-}
-
-Value *acc_alloca(KernelEmitter &e) { return e.k.reduce != Reduce::none ? e.b.CreateAlloca(e.ir_type(e.k.acc_dtype)) : nullptr; }
-
 void amd_kernel_emit(KernelEmitter &e, const std::string &symbol, const AmdTarget &t) {
   llvm::IRBuilder<> &b = e.b;
   e.slots = kernel_slots(e.k);
@@ -100,10 +59,10 @@ void amd_kernel_emit(KernelEmitter &e, const std::string &symbol, const AmdTarge
     // into global ones.
     e.slot_ptr[e.slots[i]] = b.CreateAddrSpaceCast(e.fn->getArg(i), b.getPtrTy(0));
   }
-  Value *acc = acc_alloca(e);
+  Value *acc = gpu_acc_alloca(e);
   Value *group = b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::amdgcn_workgroup_id_x, {}, {}), b.getInt64Ty());
   Value *local = b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {}), b.getInt64Ty());
-  work_item_emit(e, b.CreateAdd(b.CreateMul(group, e.i64(t.workgroup_size)), local), acc);
+  gpu_work_item_emit(e, b.CreateAdd(b.CreateMul(group, e.i64(t.workgroup_size)), local), acc);
   b.CreateRetVoid();
 }
 
@@ -121,8 +80,8 @@ void host_kernel_emit(KernelEmitter &e, const std::string &symbol, const CpuTarg
   b.SetInsertPoint(llvm::BasicBlock::Create(e.ctx, "entry", e.fn));
   for (size_t i = 0; i < e.slots.size(); i++)
     e.slot_ptr[e.slots[i]] = b.CreateLoad(ptr, b.CreateConstInBoundsGEP1_64(ptr, e.fn->getArg(0), i));
-  Value *acc = acc_alloca(e);
-  e.loop(e.fn->getArg(2), e.fn->getArg(3), [&](Value *gid) { work_item_emit(e, gid, acc); });
+  Value *acc = gpu_acc_alloca(e);
+  e.loop(e.fn->getArg(2), e.fn->getArg(3), [&](Value *gid) { gpu_work_item_emit(e, gid, acc); });
   b.CreateRetVoid();
 }
 

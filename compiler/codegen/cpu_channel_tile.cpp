@@ -27,7 +27,8 @@ int64_t mem_coef(const Access &a, int axis, bool *plain) {
 // Flat tiles (positions over two axes) for maps of at most this many positions, and at most this
 // many copies of the innermost loop for the tiles whose positions are fixed at compile time.
 constexpr int64_t kFlatPositions = 64, kFixedCopies = 128;
-// Innermost reduction axes this short are unrolled by the emitter.
+// Innermost reduction axes this short (the lanes of an 8-blocked input) are unrolled by the
+// emitter; 16 lanes stay a loop (unrolled, the 7x7 maps of resnet18 took 4x the compile time).
 constexpr int64_t kUnrolledLanes = 8;
 // Elements between an unblocked input's channels from which the window loops go inside.
 constexpr int64_t kPlaneStride = 1024;
@@ -37,11 +38,17 @@ bool skip_dim(const DimIndex &d) { return d.bound == Bound::skip; }
 
 }  // namespace
 
-ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
+ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTarget &t) {
   ChannelTilePlan cp;
   if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2) return cp;
   int v = k.n_parallel - 1;
-  if (k.axes[v] != kChannelBlock || k.body < 0) return cp;
+  if ((k.axes[v] != kChannelBlock && k.axes[v] != t.channel_block) || k.body < 0) return cp;
+  cp.L = k.axes[v];
+  cp.regs = cpu_target_block_registers(t, cp.L);
+  // Sources: Intel Optimization Reference Manual (FMA latency 4 cycles on Skylake-SP and later, 2
+  // ports) and Cortex-A75 Software Optimization Guide (FMLA latency 4-5, 2 pipes): about 4 x units
+  // independent accumulators keep the FMA units busy.
+  cp.chains = 4 * t.fma_units;
   const Expr &body = k.exprs[k.body];
   if (body.op != Op::mul) return cp;
   const Expr &ea = k.exprs[body.a], &eb = k.exprs[body.b];
@@ -121,8 +128,9 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
   const int64_t P2 = cp.pos2 >= 0 ? k.axes[cp.pos2] : 1;
   flat_ok = flat_ok && P1 * P2 <= kFlatPositions && combos(unrolled_flat) <= 64;
   // The tile with the most multiply-adds per loaded vector (the weight vectors and one broadcast
-  // per position: FMA-bound from about 1.4 on) that fits the 16 vector registers (accumulators,
-  // weight vectors, one broadcast).
+  // per position: FMA-bound from about 1.4 on) that fits the target's vector registers
+  // (accumulators, weight vectors, one broadcast): 16 on AVX2, 32 on AVX-512 and NEON (16 of 8
+  // lanes there).
   double best = -1;
   bool best_flat = false;
   for (int mode = 0; mode < 3; mode++) {  // split, fixed along pos, flat
@@ -136,7 +144,7 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
       // 78 GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E.
       double o_used = double(E) / double((E + VB - 1) / VB * VB);
       if (E % VB && (E % 2 == 0 || E % 3 == 0)) o_used = 0;
-      for (int64_t R = 1; R <= P && R * VB + VB + 1 <= 16; R++) {
+      for (int64_t R = 1; R <= P && R * VB + VB + 1 <= cp.regs; R++) {
         double fmas = 0, loads = 0;
         int64_t tiles = 0, t_lo = 0, t_hi = 0;
         if (mode == 0) {
@@ -167,8 +175,8 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p) {
   if (!best_flat) cp.pos2 = -1;
   cp.ok = true;
   if (getenv("CAPGRAPH_DEBUG_TILE"))
-    fprintf(stderr, "tile %s: %s P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld o=%lld x_vector=%d\n", k.name.c_str(),
-            cp.mode == ChannelTilePlan::Mode::split ? "split" : cp.pos2 >= 0 ? "flat" : "fixed", (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
+    fprintf(stderr, "tile %s: %s L=%lld P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld o=%lld x_vector=%d\n", k.name.c_str(),
+            cp.mode == ChannelTilePlan::Mode::split ? "split" : cp.pos2 >= 0 ? "flat" : "fixed", (long long)cp.L, (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
             (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R, (long long)cp.VB,
             (long long)(cp.o >= 0 ? k.axes[cp.o] : 0), cp.x_vector);
   return cp;
@@ -203,12 +211,12 @@ struct TileEmitter {
   std::vector<int> window, rest;    // reduction axes moving X's checked dims, and the others
   std::vector<size_t> checked_dims; // X's dims with skip bounds
   llvm::FixedVectorType *vt;
-  bool vector_epilogue = false;     // the result can be evaluated and stored 8 channels at once
+  bool vector_epilogue = false;     // the result can be evaluated and stored L channels at once
   bool window_inside = false;       // window loops inside the rest (see emit)
 
   TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c)
       : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v),
-        vt(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)kChannelBlock)) {
+        vt(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)c.L)) {
     for (size_t di = 0; di < X.dims.size(); di++)
       if (skip_dim(X.dims[di])) checked_dims.push_back(di);
     for (int a = k.n_parallel; a < (int)k.axes.size(); a++) {
@@ -260,7 +268,7 @@ struct TileEmitter {
 
   // fixed_at >= 0: a fixed tile whose first position is fixed_at (p0 is that constant).
   void emit(int64_t Rt, Value *p0, Value *o0, int64_t end, int64_t fixed_at = -1) {
-    const int64_t VB = cp.VB, L = kChannelBlock;
+    const int64_t VB = cp.VB, L = cp.L;
     const bool fixed = fixed_at >= 0;
     const int64_t q0 = fixed ? fixed_at : 0;
     std::vector<Value *> pos(Rt);
@@ -269,12 +277,12 @@ struct TileEmitter {
       pos[r] = r == 0 || end < 0 ? q : b.CreateSelect(b.CreateICmpSLT(q, i64(end)), q, i64(end - 1));
     }
     // Small tiles (border positions, matrix-vector products) have too few accumulators to hide the
-    // FMA latency (about 8 chains are needed at 2 FMAs per cycle): the innermost reduction loop
-    // then cycles through S sets of accumulators, summed at the end.
+    // FMA latency (cp.chains are needed): the innermost reduction loop then cycles through S sets
+    // of accumulators, summed at the end.
     int64_t S = 1;
     if (!rest.empty())
       for (int64_t d = 2; d <= k.axes[rest.back()]; d++)
-        if (k.axes[rest.back()] % d == 0 && d * Rt * VB <= 8 && d * Rt * VB + VB + 1 <= 16) S = d;
+        if (k.axes[rest.back()] % d == 0 && d * Rt * VB <= cp.chains && d * Rt * VB + VB + 1 <= cp.regs) S = d;
     llvm::IRBuilder<> entry(&e.fn->getEntryBlock(), e.fn->getEntryBlock().begin());
     std::vector<std::vector<llvm::AllocaInst *>> sets(S, std::vector<llvm::AllocaInst *>(VB * Rt));
     for (auto &set : sets)
@@ -401,7 +409,7 @@ struct TileEmitter {
         b.CreateStore(b.CreateFAdd(b.CreateLoad(vt, acc[i]), b.CreateLoad(vt, sets[si][i])), acc[i]);
 
     if (vector_epilogue) {
-      // Epilogue in vectors: each accumulator through the result expression, 8 channels at once.
+      // Epilogue in vectors: each accumulator through the result expression, L channels at once.
       for (int64_t vb = 0; vb < VB; vb++)
         for (int64_t r = 0; r < Rt; r++) {
           auto store = [&] {

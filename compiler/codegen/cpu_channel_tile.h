@@ -1,7 +1,8 @@
 // The CPU register tile for channel-blocked products (schedule/layout.h): convolutions, depthwise
-// convolutions and matrix products whose output's innermost axis is a block of 8 channels.
+// convolutions and matrix products whose output's innermost axis is a block of L channels (8, or
+// 16 on AVX-512 targets).
 //
-// One work item computes R output positions x VB channel blocks, each an 8-lane vector
+// One work item computes R output positions x VB channel blocks, each an L-lane vector
 // accumulator held in a register across all reduction loops. Per reduction point it loads VB
 // weight vectors (contiguous: the weights are packed in loop order) and, per position, one input
 // value broadcast to all lanes (or, for depthwise, the input's own 8-channel vector), then does
@@ -11,6 +12,7 @@
 #pragma once
 #include <cstdint>
 
+#include "codegen/cpu_target.h"
 #include "codegen/kernel_emit.h"
 
 namespace capgraph {
@@ -19,7 +21,10 @@ struct ChannelTilePlan {
   bool ok = false;
   int x = -1, w = -1;    // loads: X varies with the position, W is contiguous along the block
   bool x_vector = false; // X is contiguous along the block too (depthwise): vector, not broadcast
-  int v = -1;            // the channel-block axis (innermost parallel, extent 8)
+  int v = -1;            // the channel-block axis (innermost parallel, extent L)
+  int64_t L = 8;         // channels per block: 8, or the target's wider block (16 on AVX-512)
+  int regs = 16;         // <L x float> registers a tile may hold (the target's, per block)
+  int chains = 8;        // independent FMA chains that hide the FMA latency
   int pos = -1;          // the position axis, R per tile
   int pos2 = -1;         // flat tiles: the next position axis, walked together with pos as one
   int o = -1;            // the axis W depends on and X does not, VB per tile (or -1)
@@ -38,8 +43,9 @@ struct ChannelTilePlan {
   int64_t tiles = 1, t_lo = 0, t_hi = 1;
 };
 
-// The plan for kernel k, or one with ok == false. CAPGRAPH_NO_TILE=1 disables it.
-ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p);
+// The plan for kernel k on target t (its vector registers size the tile), or one with ok ==
+// false. CAPGRAPH_NO_TILE=1 disables it.
+ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTarget &t);
 // Work items of a kernel laid out by the plan (positions and o counted in tiles).
 int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp);
 // Emits one work item `w` (the caller loops over its range).

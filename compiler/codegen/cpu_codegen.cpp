@@ -84,9 +84,7 @@ TilePlan tile_plan(const Kernel &k, const Program &p) {
   return tp;
 }
 
-int vector_lanes(const CpuTarget &t) {
-  return t.features.find("+avx2") != std::string::npos || t.features.find("+avx,") != std::string::npos ? 8 : 4;
-}
+int vector_lanes(const CpuTarget &t) { return t.f32_lanes; }
 
 // How a reduction kernel is laid out in loops.
 enum class Strategy {
@@ -375,7 +373,7 @@ struct CpuKernelEmitter : KernelEmitter {
     llvm::BasicBlock *entry = llvm::BasicBlock::Create(ctx, "entry", fn);
     b.SetInsertPoint(entry);
     iv.assign(k.axes.size(), nullptr);
-    ChannelTilePlan cp = channel_tile_plan(k, p);
+    ChannelTilePlan cp = channel_tile_plan(k, p, t);
     TilePlan tp = cp.ok ? TilePlan{} : tile_plan(k, p);
     Strategy s = cp.ok ? Strategy::ctile : tp.ok ? Strategy::tile : choose();
     int64_t tile = std::min<int64_t>(k.axes[inner_axis()], 256);
@@ -441,6 +439,13 @@ struct CpuKernelEmitter : KernelEmitter {
     f->addFnAttr("no-builtins");
     f->addFnAttr(llvm::Attribute::NoUnwind);
     f->addFnAttr("frame-pointer", "none");
+    // LLVM splits 512-bit vectors into 256-bit halves unless told the function wants them (its
+    // default for server cores, to avoid the AVX-512 frequency drop); the channel tiles are built
+    // around whole registers.
+    if (t.f32_lanes >= 16) {
+      f->addFnAttr("prefer-vector-width", "512");
+      f->addFnAttr("min-legal-vector-width", "512");
+    }
   }
 };
 
@@ -456,7 +461,7 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
     int u = d.unique_of[i];
     r.kernels[i].slots = kernel_slots(p.kernels[i]);
     r.kernels[i].work_size = kernel_work_size(p.kernels[i]);
-    ChannelTilePlan cp = channel_tile_plan(p.kernels[i], p);
+    ChannelTilePlan cp = channel_tile_plan(p.kernels[i], p, t);
     TilePlan tp = cp.ok ? TilePlan{} : tile_plan(p.kernels[i], p);
     if (cp.ok) r.kernels[i].work_size = channel_tile_work_size(p.kernels[i], cp);
     if (tp.ok && tp.o >= 0) r.kernels[i].work_size /= tp.block;

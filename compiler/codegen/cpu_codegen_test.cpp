@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <typeinfo>
 
@@ -668,4 +669,74 @@ TEST_CASE("an Error thrown from a -fno-rtti file (cpu_target.cpp) keeps its type
     CHECK(std::string(e.what()).find("no-such-target") != std::string::npos);
   }
   CHECK(caught);
+}
+
+TEST_CASE("CPU targets carry their vector facts: blocks of 16 on AVX-512, 8 on AVX2 and NEON") {
+  CpuTarget avx2 = cpu_target_named("cpu-x86_64");
+  CHECK(avx2.name == "cpu-x86_64");
+  CHECK(avx2.features.find("avx512") == std::string::npos);  // runs on any AVX2 machine
+  CHECK(avx2.f32_lanes == 8);
+  CHECK(avx2.vector_registers == 16);
+  CHECK(avx2.channel_block == 8);
+  CHECK(cpu_target_block_registers(avx2, 8) == 16);
+
+  CpuTarget avx512 = cpu_target_named("cpu-x86_64-avx512");
+  CHECK(avx512.name == "cpu-x86_64");  // the runtime's architecture name; the features say AVX-512
+  CHECK(avx512.features.find("+avx512f") != std::string::npos);
+  CHECK(avx512.f32_lanes == 16);
+  CHECK(avx512.vector_registers == 32);
+  CHECK(avx512.channel_block == 16);
+  CHECK(cpu_target_block_registers(avx512, 16) == 32);
+  CHECK(cpu_target_block_registers(avx512, 8) == 32);  // a ymm each
+
+  CpuTarget neon = cpu_target_named("cpu-aarch64");
+  CHECK(neon.f32_lanes == 4);
+  CHECK(neon.vector_registers == 32);
+  CHECK(neon.channel_block == 8);
+  CHECK(cpu_target_block_registers(neon, 8) == 16);  // a block is two q registers
+
+  // The host target follows the host's features.
+  CpuTarget host = cpu_target_named("cpu");
+  const bool host_avx512 = host.features.find("+avx512f") != std::string::npos;
+  if (host.name == "cpu-x86_64") CHECK(host.channel_block == (host_avx512 ? 16 : 8));
+}
+
+TEST_CASE("AVX-512 schedules block by 16 where channels allow and by 8 elsewhere, in one program") {
+  // 48 and 32 channels divide by 16; 24 only by 8. The 1x1 conv 48 -> 24 reads 16-blocks and
+  // writes 8-blocks; the one 24 -> 32 the other way round.
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 8, 6, 5});
+  b.initializer("w1", ramp(48 * 8 * 9, 0.02f), {48, 8, 3, 3});
+  b.initializer("w2", ramp(24 * 48, 0.03f), {24, 48, 1, 1});
+  b.initializer("w3", ramp(32 * 24, 0.03f), {32, 24, 1, 1});
+  b.initializer("w4", ramp(3 * 32, 0.05f), {3, 32, 1, 1});
+  b.node("Conv", {"x", "w1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "conv48";
+  b.node("Relu", {"c1"}, {"a"}).name = "relu48";
+  b.node("Conv", {"a", "w2"}, {"c2"}).name = "conv24";
+  b.node("Relu", {"c2"}, {"r2"}).name = "relu24";
+  b.node("Conv", {"r2", "w3"}, {"c3"}).name = "conv32";
+  b.node("Relu", {"c3"}, {"r3"}).name = "relu32";
+  b.node("Conv", {"r3", "w4"}, {"y"}).name = "conv3";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/mixed_blocks.onnx";
+  b.save(path);
+  CompileOptions opt;
+  opt.target = "cpu-x86_64-avx512";
+  CompileReport r;
+  Program p = compile_schedule(path, opt, &r);
+  CHECK(r.blocked_buffers >= 3);
+  std::map<std::string, int64_t> inner;  // first ONNX node -> innermost parallel extent
+  for (const Kernel &k : p.kernels)
+    if (!k.source_nodes.empty()) inner[k.source_nodes[0]] = k.axes[k.n_parallel - 1];
+  CHECK(inner["conv48"] == 16);
+  CHECK(inner["conv24"] == 8);
+  CHECK(inner["conv32"] == 16);
+  // On an AVX2 target the same model blocks by 8 only.
+  opt.target = "cpu-x86_64";
+  Program p8 = compile_schedule(path, opt, nullptr);
+  for (const Kernel &k : p8.kernels)
+    if (!k.source_nodes.empty() && k.source_nodes[0] == "conv48") CHECK(k.axes[k.n_parallel - 1] == 8);
+  // Either way the code computes what the interpreter does (on this machine's CPU target).
+  check_program(p);
+  check_program(p8);
 }

@@ -483,7 +483,7 @@ std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &tr
   return tm;
 }
 
-std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm) {
+std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm, llvm::CodeGenFileType type) {
   const std::string triple = tm.getTargetTriple().str();
   m.setTargetTriple(triple);
   m.setDataLayout(tm.createDataLayout());
@@ -514,7 +514,7 @@ std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm) {
   llvm::SmallVector<char, 0> buf;
   llvm::raw_svector_ostream os(buf);
   llvm::legacy::PassManager cg;
-  if (tm.addPassesToEmitFile(cg, os, nullptr, llvm::CodeGenFileType::ObjectFile))
+  if (tm.addPassesToEmitFile(cg, os, nullptr, type))
     throw Error("internal: LLVM cannot emit objects for " + triple);
   cg.run(m);
   return std::vector<uint8_t>(buf.begin(), buf.end());

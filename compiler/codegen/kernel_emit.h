@@ -104,8 +104,9 @@ void llvm_init_once();
 std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &triple, const std::string &cpu,
                                                            const std::string &features);
 // Verifies, optimises (O2 with the vectorizers) and compiles the module to an ELF relocatable
-// object for the target machine.
-std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm);
+// object for the target machine (or to its assembly text: NVPTX's output is PTX).
+std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm,
+                                    llvm::CodeGenFileType type = llvm::CodeGenFileType::ObjectFile);
 // Runs build(0) .. build(n-1) on n threads; rethrows the first failure as an Error.
 void parallel_run(int n, const std::function<void(int)> &build);
 

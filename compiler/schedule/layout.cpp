@@ -13,8 +13,6 @@ namespace capgraph {
 
 namespace {
 
-constexpr int64_t CB = kChannelBlock;
-
 struct Use {
   int kernel;
   Access *access;
@@ -22,7 +20,7 @@ struct Use {
 
 // The one axis (of extent > 1) that indexes dimension `d` of `a` with coefficient 1, usable for
 // a split into (outer, inner CB); -1 if there is none or the index is anything else.
-int channel_axis(const Kernel &k, const Access &a, size_t d) {
+int channel_axis(const Kernel &k, const Access &a, size_t d, int64_t CB) {
   const DimIndex &di = a.dims[d];
   if (di.expr >= 0 || di.divisor != 1 || (di.bound != Bound::none && di.bound != Bound::skip)) return -1;
   if (di.shift % CB != 0) return -1;
@@ -44,7 +42,7 @@ int channel_axis(const Kernel &k, const Access &a, size_t d) {
 // C % CB == 0 and some spatial extent, or as a slice of it along C starting and ending on a
 // multiple of CB (Concat's parts), and indexes C through one splittable axis. Such a slice's
 // element offset c0 * H * W is the same number in the blocked layout.
-const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> &uses) {
+const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> &uses, int64_t CB) {
   const Buffer &B = p.buffers[buf];
   if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || uses.empty()) return "not an f32 intermediate";
   const Access &first = *uses[0].access;
@@ -54,7 +52,7 @@ const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> 
   if (N * H * W == 0 || B.numel % (N * H * W) != 0) return "not a contiguous 4-D view";
   const int64_t C = B.numel / (N * H * W);
   const Shape st = {C * H * W, H * W, W, 1};
-  if (C % CB != 0) return "channels not a multiple of 8";
+  if (C % CB != 0) return CB == 8 ? "channels not a multiple of 8" : "channels not a multiple of the block";
   if (H * W < 2) return "no spatial extent";
   for (const Use &u : uses) {
     const Access &a = *u.access;
@@ -63,44 +61,48 @@ const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> 
     for (int d = 0; d < 4; d++)
       if ((a.dims[d].extent > 1 && a.dims[d].stride != st[d]) || (d != 1 && a.dims[d].extent != first.dims[d].extent))
         return "views with different strides or extents";
-    if (c0 % CB != 0 || a.dims[1].extent % CB != 0 || c0 + a.dims[1].extent > C) return "a channel slice not on 8-channel boundaries";
-    if (channel_axis(p.kernels[u.kernel], a, 1) < 0) return "channels not indexed by one splittable axis";
+    if (c0 % CB != 0 || a.dims[1].extent % CB != 0 || c0 + a.dims[1].extent > C) return "a channel slice not on block boundaries";
+    if (channel_axis(p.kernels[u.kernel], a, 1, CB) < 0) return "channels not indexed by one splittable axis";
   }
   return nullptr;
 }
 
-// Splits the axes in `split` of kernel k into (outer, inner CB) and rewrites the accesses of the
-// blocked buffers into [N, C/CB, H, W, CB]. Parallel inner axes go innermost among the parallel
-// axes; reduction axes are reordered (unsplit ones first, then split outers, then inners) so a
-// convolution reduces over its window outside and over channels inside.
-void kernel_split(Kernel &k, const std::set<int> &split, const std::vector<char> &blocked) {
+// Splits the axes in `split` of kernel k into (outer, inner block) (each axis its own block) and
+// rewrites the accesses of the blocked buffers (block[buffer] > 0) into [N, C/CB, H, W, CB].
+// Parallel inner axes go innermost among the parallel axes; reduction axes are reordered (unsplit
+// ones first, then split outers, then inners) so a convolution reduces over its window outside
+// and over channels inside.
+void kernel_split(Kernel &k, const std::map<int, int64_t> &split, const std::vector<int64_t> &block) {
   int na = (int)k.axes.size(), np = k.n_parallel;
   std::vector<int> outer(na, -1), inner(na, -1);
   Shape axes;
   int par_split = -1;
   for (int a = 0; a < np; a++) {
     outer[a] = (int)axes.size();
-    axes.push_back(split.count(a) ? k.axes[a] / CB : k.axes[a]);
+    axes.push_back(split.count(a) ? k.axes[a] / split.at(a) : k.axes[a]);
     if (split.count(a)) par_split = a;
   }
   if (par_split >= 0) {
     inner[par_split] = (int)axes.size();
-    axes.push_back(CB);
+    axes.push_back(split.at(par_split));
   }
   int new_np = (int)axes.size();
   for (int a = np; a < na; a++)
     if (!split.count(a)) outer[a] = (int)axes.size(), axes.push_back(k.axes[a]);
   for (int a = np; a < na; a++)
-    if (split.count(a)) outer[a] = (int)axes.size(), axes.push_back(k.axes[a] / CB);
+    if (split.count(a)) outer[a] = (int)axes.size(), axes.push_back(k.axes[a] / split.at(a));
   for (int a = np; a < na; a++)
-    if (split.count(a)) inner[a] = (int)axes.size(), axes.push_back(CB);
+    if (split.count(a)) inner[a] = (int)axes.size(), axes.push_back(split.at(a));
+  std::vector<char> is_inner(axes.size(), 0);
+  for (int a = 0; a < na; a++)
+    if (inner[a] >= 0) is_inner[inner[a]] = 1;
 
   auto rewrite = [&](Access &acc) {
     for (DimIndex &d : acc.dims) {
       std::vector<AxisTerm> terms;
       for (const AxisTerm &t : d.terms) {
         if (inner[t.axis] >= 0) {
-          terms.push_back({outer[t.axis], t.coef * CB});
+          terms.push_back({outer[t.axis], t.coef * split.at(t.axis)});
           terms.push_back({inner[t.axis], t.coef});
         } else {
           terms.push_back({outer[t.axis], t.coef});
@@ -108,12 +110,14 @@ void kernel_split(Kernel &k, const std::set<int> &split, const std::vector<char>
       }
       d.terms = terms;
     }
-    if (!blocked[acc.buffer]) return;
+    const int64_t CB = block[acc.buffer];
+    if (!CB) return;
+    // The channel index is (outer axis) * CB + (inner axis): the outer indexes blocks.
     DimIndex c = acc.dims[1], cb, ci;
     for (const AxisTerm &t : c.terms) {
       if (axes[t.axis] == 1) continue;
-      if (t.coef == CB) cb.terms.push_back({t.axis, 1});
-      else ci.terms.push_back({t.axis, 1});
+      if (is_inner[t.axis]) ci.terms.push_back({t.axis, 1});
+      else cb.terms.push_back({t.axis, 1});
     }
     cb.shift = c.shift / CB;
     cb.extent = c.extent / CB;
@@ -136,57 +140,74 @@ void kernel_split(Kernel &k, const std::set<int> &split, const std::vector<char>
 
 }  // namespace
 
-int program_block_channels(Program &p) {
+int program_block_channels(Program &p, int64_t widest) {
   std::vector<std::vector<Use>> uses(p.buffers.size());
   for (size_t ki = 0; ki < p.kernels.size(); ki++) {
     Kernel &k = p.kernels[ki];
     uses[k.store.buffer].push_back({(int)ki, &k.store});
     for (Access &a : k.loads) uses[a.buffer].push_back({(int)ki, &a});
   }
-  std::vector<char> blocked(p.buffers.size(), 0);
-  for (size_t b = 0; b < p.buffers.size(); b++) blocked[b] = !why_not_blockable(p, (int)b, uses[b]);
+  // Each buffer's block: the widest that fits it (its channels, its slices), else the narrow one.
+  std::vector<int64_t> block(p.buffers.size(), 0);
+  for (size_t b = 0; b < p.buffers.size(); b++)
+    for (int64_t cb : {widest, kChannelBlock})
+      if (!block[b] && cb >= kChannelBlock && !why_not_blockable(p, (int)b, uses[b], cb)) block[b] = cb;
   if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
     for (size_t b = 0; b < p.buffers.size(); b++)
       if (p.buffers[b].kind == Buffer::Kind::intermediate && !uses[b].empty())
         for (const Use &u : uses[b]) {
           std::string dims;
           for (const DimIndex &d : u.access->dims) dims += " " + std::to_string(d.extent) + "/" + std::to_string(d.stride);
-          fprintf(stderr, "layout: %s %s (%lld elements) in %s:%s: %s\n", blocked[b] ? "blocked" : "not blocked", p.buffers[b].name.c_str(),
-                  (long long)p.buffers[b].numel, p.kernels[u.kernel].name.c_str(), dims.c_str(), blocked[b] ? "" : why_not_blockable(p, (int)b, uses[b]));
+          fprintf(stderr, "layout: %s %s (%lld elements, block %lld) in %s:%s: %s\n", block[b] ? "blocked" : "not blocked",
+                  p.buffers[b].name.c_str(), (long long)p.buffers[b].numel, (long long)block[b], p.kernels[u.kernel].name.c_str(), dims.c_str(),
+                  block[b] ? "" : why_not_blockable(p, (int)b, uses[b], kChannelBlock));
         }
 
   // A kernel can move only one parallel axis innermost: where blocked buffers would need two,
-  // unblock those and look again.
-  std::vector<std::set<int>> split(p.kernels.size());
+  // unblock those and look again. An axis indexing buffers of different blocks is split once:
+  // the wide ones fall back to the narrow block (every wide block is a multiple of it).
+  std::vector<std::map<int, int64_t>> split(p.kernels.size());
   for (bool changed = true; changed;) {
     changed = false;
-    for (size_t ki = 0; ki < p.kernels.size(); ki++) {
+    for (size_t ki = 0; ki < p.kernels.size() && !changed; ki++) {
       Kernel &k = p.kernels[ki];
       std::map<int, std::vector<int>> par;  // parallel channel axis -> buffers
+      std::map<int, std::vector<int>> on;   // channel axis -> buffers
       split[ki].clear();
       auto note = [&](const Access &a) {
-        if (!blocked[a.buffer]) return;
-        int ax = channel_axis(k, a, 1);
-        split[ki].insert(ax);
+        if (!block[a.buffer]) return;
+        int ax = channel_axis(k, a, 1, block[a.buffer]);
+        on[ax].push_back(a.buffer);
         if (ax < k.n_parallel) par[ax].push_back(a.buffer);
       };
       note(k.store);
       for (const Access &a : k.loads) note(a);
       if (par.size() > 1) {
         for (auto &[ax, bufs] : par)
-          for (int b : bufs) blocked[b] = 0;
+          for (int b : bufs) block[b] = 0;
         changed = true;
+        continue;
+      }
+      for (auto &[ax, bufs] : on) {
+        int64_t lo = block[bufs[0]], hi = lo;
+        for (int b : bufs) lo = std::min(lo, block[b]), hi = std::max(hi, block[b]);
+        if (lo != hi) {
+          for (int b : bufs)
+            if (block[b] != lo) block[b] = why_not_blockable(p, b, uses[b], lo) ? 0 : lo;
+          changed = true;
+        }
+        split[ki][ax] = lo;
       }
     }
   }
   int n = 0;
-  for (char c : blocked) n += c;
+  for (int64_t c : block) n += c != 0;
   if (!n) return 0;
   for (size_t ki = 0; ki < p.kernels.size(); ki++) {
     if (split[ki].empty()) continue;
     Kernel &k = p.kernels[ki];
-    bool par = *split[ki].begin() < k.n_parallel;
-    kernel_split(k, split[ki], blocked);
+    bool par = split[ki].begin()->first < k.n_parallel;
+    kernel_split(k, split[ki], block);
     // Positions walked contiguously by every access (a 1x1 convolution's (h, w)) become one axis.
     for (bool merged = par; merged;) {
       merged = false;
@@ -200,12 +221,15 @@ int program_block_channels(Program &p) {
   return n;
 }
 
-int program_block_products(Program &p) {
+int program_block_products(Program &p, int64_t widest) {
   int n = 0;
-  std::vector<char> none(p.buffers.size(), 0);
+  std::vector<int64_t> none(p.buffers.size(), 0);
   for (Kernel &k : p.kernels) {
     int v = k.n_parallel - 1;
-    if (v < 0 || k.reduce != Reduce::sum || k.body < 0 || k.axes[v] <= CB || k.axes[v] % CB != 0) continue;
+    if (v < 0) continue;
+    // A row of at most `widest` is one block already (a channel-blocked kernel's inner axis).
+    const int64_t CB = k.axes[v] % widest == 0 ? widest : kChannelBlock;
+    if (k.reduce != Reduce::sum || k.body < 0 || k.axes[v] <= widest || k.axes[v] % CB != 0) continue;
     const Expr &body = k.exprs[k.body];
     if (body.op != Op::mul || k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load) continue;
     // The store walks the row contiguously; one operand is a weight strided along it, the other
@@ -222,20 +246,20 @@ int program_block_products(Program &p) {
     bool iota = false;
     for (const Expr &e : k.exprs) iota |= e.op == Op::iota && e.access == v;
     if (iota) continue;
-    kernel_split(k, {v}, none);
+    kernel_split(k, {{v, CB}}, none);
     n++;
   }
   return n;
 }
 
-int program_pack_weights(Program &p) {
+int program_pack_weights(Program &p, int64_t widest) {
   std::vector<int> reads(p.buffers.size(), 0);
   for (const Kernel &k : p.kernels)
     for (const Access &a : k.loads) reads[a.buffer]++;
   int packed = 0;
   for (Kernel &k : p.kernels) {
     int np = k.n_parallel;
-    if (np < 2 || k.axes[np - 1] != CB || k.reduce == Reduce::none) continue;
+    if (np < 2 || (k.axes[np - 1] != kChannelBlock && k.axes[np - 1] != widest) || k.reduce == Reduce::none) continue;
     int v = np - 1;
     for (Access &a : k.loads) {
       Buffer &B = p.buffers[a.buffer];

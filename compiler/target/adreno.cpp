@@ -46,9 +46,9 @@ TargetCode adreno_codegen_target(const Program &p, const std::string &name, int 
     const AdrenoKernelFacts &f = facts->unique[facts->unique_of[i]];
     return std::make_pair(fb::KernelFacts::AdrenoKernel, adreno_kernel_write(fbb, f, t).Union());
   };
-  // 2.1: AdrenoKernel and ProgramFormat.adreno_ir3 are 2.0's union and enum grown by one member.
+  // 2.2: AdrenoKernel and ProgramFormat.adreno_ir3 are 2.1's union and enum grown by one member.
   c.version_major = 2;
-  c.version_minor = 1;
+  c.version_minor = 2;
   return c;
 }
 

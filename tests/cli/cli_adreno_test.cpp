@@ -54,13 +54,13 @@ TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows 
   const fb::Capture *c = fb::GetCapture(bytes.data());
   CHECK(c->target()->name()->str() == "adreno-a630");
   CHECK(c->version_major() == 2);
-  CHECK(c->version_minor() == 1);  // AdrenoKernel joined the KernelFacts union in 2.1
+  CHECK(c->version_minor() == 2);  // AdrenoKernel joined the KernelFacts union in 2.2
   REQUIRE(c->kernels());
   REQUIRE(c->kernels()->size() > 0);
 
   const cli_result json = cli_run({"inspect", "--json", cap});
   check_success(json);
-  CHECK(json.output.find("\"version\": \"2.1\"") != std::string::npos);
+  CHECK(json.output.find("\"version\": \"2.2\"") != std::string::npos);
   const cli_result text = cli_run({"inspect", cap});
   check_success(text);
   CHECK(text.output.find("Adreno kernels:") != std::string::npos);

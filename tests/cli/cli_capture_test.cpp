@@ -179,6 +179,31 @@ TEST_CASE("capture: a capture for another CPU architecture is refused by run, de
   CHECK(r.output.find(other) != std::string::npos);
 }
 
+TEST_CASE("capture: an AVX-512 capture runs where the CPU has AVX-512 and is refused naming it elsewhere") {
+#if defined(__x86_64__)
+  const std::string cap = scratch_path("avx512.cap");
+  check_success(cli_run({"compile", model_conv_relu(), "-o", cap, "--target", "cpu-x86_64-avx512"}));
+  const cli_result r = cli_run({"inspect", cap});
+  check_success(r);
+  CHECK(r.output.find("x86-64-v4") != std::string::npos);  // AVX-512 F/BW/CD/DQ/VL
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx512f")) {
+    check_success(cli_run(run_args(cap)));
+  } else {
+    check_clean_failure(cli_run(run_args(cap)), {cap, "+avx512f"});
+    check_clean_failure(cli_run({"bench", cap}), {cap, "+avx512f"});
+  }
+  // The AVX2 target's captures need no AVX-512 (they run on any AVX2 machine).
+  const std::string avx2 = scratch_path("avx2.cap");
+  check_success(cli_run({"compile", model_conv_relu(), "-o", avx2, "--target", "cpu-x86_64"}));
+  const cli_result r2 = cli_run({"inspect", avx2});
+  check_success(r2);
+  CHECK(r2.output.find("x86-64-v3") != std::string::npos);  // AVX2 + FMA
+#else
+  MESSAGE("not an x86-64 machine: the AVX-512 target is not exercised here");
+#endif
+}
+
 TEST_CASE("inspect: garbage with a CAPG identifier, and usage mistakes") {
   std::mt19937 rng(3);
   for (int i = 0; i < 8; i++) {

@@ -245,6 +245,24 @@ std::vector<OpCase> op_cases() {
          std::string c = t.op("Concat", {l, r}, {attr_int("axis", 1)});
          return t.out(t.conv(c, 24, 4, 3));
        }, -2, 2, blocked_at_least(2)},
+      {"blocked_mixed_block_widths", [] {  // 48/32 channels take the wide block (16 on AVX-512), 24/72 the narrow one
+         Net t;
+         t.b.input("x", F, {1, 8, 10, 9});
+         std::string a = t.op("Relu", {t.conv("x", 8, 48, 3, {pads({1, 1, 1, 1})})});
+         std::string b = t.op("Relu", {t.conv(a, 48, 24, 1)});
+         std::string c = t.conv(b, 24, 48, 3, {pads({1, 1, 1, 1})});
+         std::string r = t.op("Relu", {t.op("Add", {c, a})});
+         std::string d = t.op("Concat", {r, b}, {attr_int("axis", 1)});
+         std::string e = t.op("Relu", {t.conv(d, 72, 32, 3, {pads({1, 1, 1, 1}), strides({2, 2})})});
+         return t.out(t.conv(e, 32, 5, 1));
+       }, -2, 2, blocked_at_least(3)},
+      {"blocked_wide_register_tiles", [] {  // 4 blocks of 16 (or 8 of 8): tiles of 4 blocks x 6 positions on AVX-512
+         Net t;
+         t.b.input("x", F, {1, 16, 9, 14});
+         std::string a = t.op("Relu", {t.conv("x", 16, 64, 3, {pads({1, 1, 1, 1})})});
+         std::string c = t.op("Relu", {t.conv(a, 64, 64, 3, {pads({1, 1, 1, 1})})});
+         return t.out(t.conv(c, 64, 3, 1));
+       }, -2, 2, blocked_at_least(2)},
       {"blocked_conv_transpose_exact", [] {
          Net t;
          t.b.input("x", F, {1, 4, 5, 6});

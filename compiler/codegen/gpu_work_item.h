@@ -1,0 +1,25 @@
+// What one GPU work item computes, shared by every GPU code generator (amdgpu_codegen,
+// nvptx_codegen) and their host twins: global id i is the flat index of a point of the kernel's
+// parallel space, innermost axis fastest; the item returns at once for i >= the element count
+// (grids are rounded up to whole workgroups / thread blocks). One definition, so the AMD and
+// NVIDIA kernels and the host-run work items compute the same kernel IR the same way.
+#pragma once
+#include <llvm/IR/Value.h>
+
+#include "codegen/kernel_emit.h"
+
+namespace capgraph {
+
+// Work items of the GPU launch: every point of the parallel space.
+int64_t gpu_work_size(const Kernel &k);
+// Work items run concurrently, so two must never store the same element: on the CPU such a kernel
+// would merely be ordered, here it would race. True if the store moves with every parallel axis of
+// extent > 1 (the scheduler's stores are row-major views of their outputs).
+bool store_moves_with_every_item(const Kernel &k);
+// Work item `gid` (i64): the output element it owns, if any. `acc` is the reduction's accumulator
+// (gpu_acc_alloca), unused without a reduction.
+void gpu_work_item_emit(KernelEmitter &e, llvm::Value *gid, llvm::Value *acc);
+// The reduction accumulator, allocated in the entry block; nullptr without a reduction.
+llvm::Value *gpu_acc_alloca(KernelEmitter &e);
+
+}  // namespace capgraph
