@@ -4,12 +4,14 @@
 // and `inspect` show, and must hold together (parameters = 8 bytes per launch buffer, the
 // instructions inside their program, the grid covering the launch's work). The runtime has no
 // Adreno device yet: running the capture must fail naming the target. Built without Mesa's ir3,
-// the compile itself must fail saying so and how to get it.
+// the compile itself must fail saying so and how to get it. Under the models label
+// (cli_adreno_models) every zoo model is compiled for the a630 and inspected the same way.
 #include <doctest/doctest.h>
 #include <flatbuffers/flatbuffers.h>
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "capgraph/capture_generated.h"
 #include "cli_harness.h"
@@ -133,4 +135,75 @@ TEST_CASE("adreno: an Adreno chip capgraph does not know is refused naming the k
   const cli_result r = cli_run({"compile", model_conv_relu(), "-o", dir, "--target", "adreno-a999"});
   check_clean_failure(r, {"adreno-a999", "adreno-a630"});
   CHECK_FALSE(file_exists(dir));
+}
+
+namespace {
+// `--input-shape NAME=DxDx...` arguments for a zoo model's meta.json
+// ("inputs": [{"name": ..., "dims": [...]}, ...]).
+std::vector<std::string> zoo_shape_args(const std::string &meta) {
+  const std::vector<uint8_t> bytes = file_read(meta);
+  const std::string j(bytes.begin(), bytes.end());
+  std::vector<std::string> args;
+  size_t at = j.find("\"inputs\""), end = j.find("\"outputs\"");
+  while ((at = j.find("\"name\"", at)) != std::string::npos && at < end) {
+    const size_t q0 = j.find('"', j.find(':', at)) + 1, q1 = j.find('"', q0);
+    const size_t d0 = j.find('[', j.find("\"dims\"", q1)) + 1, d1 = j.find(']', d0);
+    std::string dims = j.substr(d0, d1 - d0), shape;
+    for (char ch : dims)
+      if (ch == ',') shape += 'x';
+      else if (ch != ' ') shape += ch;
+    args.push_back("--input-shape");
+    args.push_back(j.substr(q0, q1 - q0) + "=" + shape);
+    at = d1;
+  }
+  return args;
+}
+}  // namespace
+
+// Issue 12's acceptance through the command line: every zoo model compiles to an Adreno capture
+// whose every kernel inspect --json shows with its facts. ctest runs it as cli_adreno_models.
+TEST_CASE("models: every zoo model compiles for adreno-a630 and inspect shows every kernel's facts") {
+  if (!std::getenv("CAPGRAPH_ADRENO_MODELS")) {
+    MESSAGE("not run here: ctest runs it as cli_adreno_models (CAPGRAPH_ADRENO_MODELS=1)");
+    return;
+  }
+#if !CAPGRAPH_TEST_HAVE_ADRENO
+  MESSAGE("SKIPPED: capgraph was built without Mesa's ir3 (run scripts/mesa_ir3.sh, then configure)");
+  return;
+#endif
+  const std::string zoo = std::string(CAPGRAPH_REPO_DIR) + "/../shared/zoo";
+  if (!file_exists(zoo)) {
+    MESSAGE("SKIPPED: no model zoo at " << zoo << " (it is optional)");
+    return;
+  }
+  int models = 0;
+  for (const std::string &name : dir_list(zoo)) {
+    const std::string dir = zoo + "/" + name;
+    if (!file_exists(dir + "/model.onnx") || !file_exists(dir + "/meta.json")) continue;
+    INFO(name);
+    const std::string cap = scratch_path(name + ".adreno.cap");
+    std::vector<std::string> args = {"compile", dir + "/model.onnx", "-o", cap, "--target", "adreno-a630"};
+    for (const std::string &a : zoo_shape_args(dir + "/meta.json")) args.push_back(a);
+    const cli_result compiled = cli_run(args, 600000);
+    check_success(compiled);
+    if (compiled.exit_code != 0) continue;
+    const std::vector<uint8_t> bytes = file_read(cap);
+    flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 1u << 24);
+    REQUIRE(fb::VerifyCaptureBuffer(v));
+    const fb::Capture *c = fb::GetCapture(bytes.data());
+    const cli_result json = cli_run({"inspect", "--json", cap}, 120000);
+    check_success(json);
+    for (const fb::Kernel *k : *c->kernels()) {
+      const fb::AdrenoKernel *a = k->facts_as_AdrenoKernel();
+      REQUIRE(a);
+      const std::string o = json_kernel(json.output, k->name()->str());
+      CHECK_MESSAGE(!o.empty(), "inspect --json lacks kernel " << k->name()->str());
+      CHECK(json_number(o, "instr_dwords") == a->instr_dwords());
+      CHECK(json_number(o, "full_regs") == a->full_regs());
+      CHECK(json_number(o, "constlen_vec4") == a->constlen_vec4());
+    }
+    MESSAGE(name << ": " << c->kernels()->size() << " Adreno kernels, " << bytes.size() << " bytes");
+    models++;
+  }
+  CHECK(models >= 1);
 }
