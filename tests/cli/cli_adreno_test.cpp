@@ -151,7 +151,7 @@ std::vector<std::string> zoo_shape_args(const std::string &meta) {
     std::string dims = j.substr(d0, d1 - d0), shape;
     for (char ch : dims)
       if (ch == ',') shape += 'x';
-      else if (ch != ' ') shape += ch;
+      else if ((ch >= '0' && ch <= '9') || ch == '-') shape += ch;  // not the JSON's whitespace
     args.push_back("--input-shape");
     args.push_back(j.substr(q0, q1 - q0) + "=" + shape);
     at = d1;
