@@ -33,8 +33,9 @@ Tensor loc_materialize(const Program &p, const std::vector<std::vector<uint8_t>>
   return Tensor::from_bytes(l.dtype, l.shape, std::move(out));
 }
 
-void node_fold(Graph &g, Node &n) {
+void node_fold(Graph &g, Node &n, FoldBudget &budget) {
   Lowering L(g);
+  L.fold_budget = &budget;
   L.node = &n;  // errors binding the inputs name the node too
   bool all_const = true;
   for (Value *in : n.inputs) {
@@ -54,6 +55,11 @@ void node_fold(Graph &g, Node &n) {
   // float32 and stores float16).
   for (const Kernel &k : L.prog.kernels)
     if (L.prog.buffers[k.store.buffer].dtype == DType::f16) return;
+  // The interpreter's scratch and the materialized outputs are charged before they exist.
+  int64_t scratch = 0;
+  for (const Buffer &b : L.prog.buffers)
+    if (b.kind != Buffer::Kind::constant) scratch += b.numel * (int64_t)dtype_size(b.dtype);
+  L.fold_reserve(scratch + total * 8);
   std::vector<std::vector<uint8_t>> host(L.prog.buffers.size());
   std::vector<uint8_t *> ptrs(host.size());
   for (size_t i = 0; i < host.size(); i++) {
@@ -75,9 +81,10 @@ bool single_consumer(const Graph &g, const Value *v, const Node *who) {
 
 }  // namespace
 
-void graph_infer_fold(Graph &g) {
+void graph_infer_fold(Graph &g, int64_t limit_bytes) {
+  FoldBudget budget{limit_bytes, 0};
   for (auto &n : g.nodes)
-    if (!n->removed) node_fold(g, *n);
+    if (!n->removed) node_fold(g, *n, budget);
 }
 
 int graph_fold_batchnorm(Graph &g) {

@@ -33,9 +33,17 @@ const char *dtype_name(DType t) {
 
 bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::f64; }
 
+// Shapes come from model files: every count is checked, never wrapped (signed overflow is UB, and a
+// wrapped count would size a buffer smaller than what its kernels touch).
 int64_t shape_numel(const Shape &s) {
+  for (int64_t d : s)
+    if (d < 0) throw Error("shape " + shape_str(s) + " has a negative dimension");
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      throw Error("shape " + shape_str(s) + " has too many elements (more than 2^48)");
   return n;
 }
 
@@ -47,11 +55,15 @@ std::string shape_str(const Shape &s) {
 }
 
 Shape shape_strides(const Shape &s) {
+  // An empty shape's strides are never used to address anything; its other dimensions may
+  // still be huge, so the running product saturates instead of overflowing.
+  bool empty = shape_numel(s) == 0;
   Shape st(s.size());
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= s[i];
+    if (empty && s[i] != 0 && acc > kMaxElements / s[i]) acc = kMaxElements;
+    else acc *= s[i];
   }
   return st;
 }

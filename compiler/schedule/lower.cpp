@@ -73,6 +73,15 @@ void Lowering::output_view(Value *out, const Loc &l) {
   bind(out, l);
 }
 
+void Lowering::fold_reserve(int64_t bytes) {
+  if (!fold_budget) return;
+  auto mib = [](int64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+  if (bytes < 0 || bytes > fold_budget->limit - fold_budget->used)
+    fail("constant folding would allocate " + mib(bytes) + " more, past its limit of " + mib(fold_budget->limit) + " (" +
+         mib(fold_budget->used) + " used; raise it with --fold-limit-mb)");
+  fold_budget->used += bytes;
+}
+
 Kernel &Lowering::kernel_new(const std::string &name) {
   prog.kernels.emplace_back();
   Kernel &k = prog.kernels.back();
@@ -158,6 +167,13 @@ static void lower_table_fill() {
   lower_register_reduce();
 }
 
+std::vector<std::string> lower_ops() {
+  lower_table_fill();
+  std::vector<std::string> r;
+  for (const auto &[op, fn] : lower_table()) r.push_back(op);
+  return r;
+}
+
 void lower_node(Lowering &L, Node &n) {
   lower_table_fill();
   L.node = &n;
@@ -166,7 +182,19 @@ void lower_node(Lowering &L, Node &n) {
     L.fail("operator " + n.op + " is not supported by capgraph (opset " + std::to_string(L.graph.opset) + ")");
   for (size_t i = 0; i < n.inputs.size(); i++)
     if (n.inputs[i] && !n.inputs[i]->typed) L.fail("input " + std::to_string(i) + " ('" + n.inputs[i]->name + "') has no type");
-  it->second(L, n);
+  const size_t first_kernel = L.prog.kernels.size();
+  try {
+    it->second(L, n);
+  } catch (const Error &e) {
+    // Shape arithmetic (tensor.h) throws without knowing the node; name it here.
+    std::string m = e.what();
+    if (m.rfind(L.graph.origin + ": ", 0) == 0) throw;
+    L.fail(m);
+  }
+  for (size_t i = first_kernel; i < L.prog.kernels.size(); i++)
+    if (L.prog.kernels[i].exprs.size() > kKernelMaxExprs)
+      L.fail("needs " + std::to_string(L.prog.kernels[i].exprs.size()) + " expressions in one kernel, more than capgraph's limit of " +
+             std::to_string(kKernelMaxExprs) + " (too many inputs?)");
   for (Value *o : n.outputs)
     if (!o->name.empty() && !o->typed) L.fail("output '" + o->name + "' is not supported (optional output)");
   L.node = nullptr;

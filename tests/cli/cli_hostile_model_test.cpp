@@ -1,0 +1,159 @@
+// `capgraph compile` on small hostile models (issue 16, findings 4 to 8): a node without inputs or
+// outputs, shapes whose counts overflow, constant folding asked for gigabytes, elementwise chains
+// deep enough to overflow a recursive code generator or slow enough to expose quadratic passes.
+// Each must end in a clean error naming the node (or compile), within bounded time and memory.
+#include <doctest/doctest.h>
+
+#include <sys/resource.h>
+
+#include <chrono>
+
+#include "cli_harness.h"
+#include "onnx_writer.h"
+
+using namespace capgraph::cli_test;
+using namespace capgraph::model_gen;
+
+namespace {
+
+std::string model_save(const ModelBuilder &b, const std::string &name) {
+  const std::string path = scratch_path(name);
+  b.save(path);
+  return path;
+}
+
+// The largest peak resident size of any child this process has waited for, in MiB.
+long children_peak_mib() {
+  rusage ru{};
+  getrusage(RUSAGE_CHILDREN, &ru);
+  return ru.ru_maxrss / 1024;
+}
+
+// A chain of `n` elementwise nodes on x f32 1x64: Add, Mul, Relu in turn, with constant operands.
+ModelBuilder chain_model(int n) {
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 64});
+  b.initializer("k", std::vector<float>{1.0009765625f}, {1});
+  std::string prev = "x";
+  const char *ops[] = {"Add", "Mul", "Relu"};
+  for (int i = 0; i < n; i++) {
+    const std::string op = ops[i % 3], out = "v" + std::to_string(i);
+    if (op == "Relu") b.node(op, {prev}, {out});
+    else b.node(op, {prev, "k"}, {out});
+    prev = out;
+  }
+  b.node("Identity", {prev}, {"y"});
+  b.output("y", DataType::float32);
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("hostile model: a Relu without its input (a 58-byte model) is refused naming the node") {
+  ModelBuilder b(13);
+  b.node("Relu", {}, {"y"}).name = "r";
+  b.output("y", DataType::float32);
+  const std::string path = model_save(b, "relu_no_input.onnx");
+  CHECK(file_read(path).size() < 80);
+  check_clean_failure(cli_run({"compile", path, "-o", scratch_path("relu_no_input.cap")}),
+                      {"relu_no_input.onnx", "Relu node 'r'", "input 0 is missing"});
+  // and the same with no outputs: the graph's output is its input
+  ModelBuilder c(13);
+  c.input("x", DataType::float32, {2});
+  c.node("Gather", {"x"}, {}).name = "g";
+  c.output("x", DataType::float32);
+  check_clean_failure(cli_run({"compile", model_save(c, "gather_no_output.onnx"), "-o", scratch_path("g.cap")}),
+                      {"Gather node 'g'", "input 1 is missing"});
+  ModelBuilder d(13);
+  d.input("x", DataType::float32, {2});
+  d.node("Neg", {"x"}, {}).name = "n";
+  d.output("x", DataType::float32);
+  check_clean_failure(cli_run({"compile", model_save(d, "neg_no_output.onnx"), "-o", scratch_path("n.cap")}),
+                      {"Neg node 'n'", "output 0 is missing"});
+}
+
+TEST_CASE("hostile model: dimensions that overflow when multiplied or added are refused, never wrapped") {
+  // 23 dimensions of 8: 8^23 = 2^69 elements wrapped to a small count and compiled to a rank-23
+  // output the runtime then refused.
+  ModelBuilder e(13);
+  e.input("x", DataType::float32, {1});
+  e.initializer(tensor_make<int64_t>("s", DataType::int64, std::vector<int64_t>(23, 8), {23}));
+  e.node("Expand", {"x", "s"}, {"y"}).name = "expand_23";
+  e.output("y", DataType::float32);
+  check_clean_failure(cli_run({"compile", model_save(e, "expand_23.onnx"), "-o", scratch_path("e.cap")}),
+                      {"expand_23", "too many elements"});
+  // a model input declaring 2^62 x 4
+  ModelBuilder i(13);
+  i.input("x", DataType::float32, {int64_t(1) << 62, 4});
+  i.node("Relu", {"x"}, {"y"}).name = "relu_big";
+  i.output("y", DataType::float32);
+  check_clean_failure(cli_run({"compile", model_save(i, "input_huge.onnx"), "-o", scratch_path("i.cap")}),
+                      {"input_huge.onnx", "too many elements"});
+  // Pad adding 2^62 on both sides of a dimension
+  ModelBuilder p(13);
+  p.input("x", DataType::float32, {1, 4});
+  p.initializer(tensor_make<int64_t>("pads", DataType::int64, {0, int64_t(1) << 62, 0, int64_t(1) << 62}, {4}));
+  p.node("Pad", {"x", "pads"}, {"y"}).name = "pad_big";
+  p.output("y", DataType::float32);
+  check_clean_failure(cli_run({"compile", model_save(p, "pad_big.onnx"), "-o", scratch_path("p.cap")}),
+                      {"Pad node 'pad_big'", "too large"});
+  // an initializer declaring a negative dimension
+  ModelBuilder n(13);
+  n.input("x", DataType::float32, {2});
+  n.initializer(tensor_make<float>("w", DataType::float32, {1.0f, 2.0f}, {-1, -2}));
+  n.node("Add", {"x", "w"}, {"y"}).name = "add_neg";
+  n.output("y", DataType::float32);
+  check_clean_failure(cli_run({"compile", model_save(n, "init_negative.onnx"), "-o", scratch_path("n.cap")}),
+                      {"init_negative.onnx", "'w'", "negative dimension"});
+}
+
+TEST_CASE("hostile model: dead constants cost nothing, live ones stop at the fold limit naming the node") {
+  // A dead ConstantOfShape of 2^29 int64 (4 GiB) beside a Relu: it took 16 s and 4.2 GB.
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {4});
+  b.initializer(tensor_make<int64_t>("s", DataType::int64, {int64_t(1) << 14, int64_t(1) << 14, 2}, {3}));
+  onnx::Tensor one = tensor_make<int64_t>("v", DataType::int64, {7}, {1});
+  b.node("ConstantOfShape", {"s"}, {"dead"}, {attr_tensor("value", one)}).name = "bomb";
+  b.node("Relu", {"x"}, {"y"});
+  b.output("y", DataType::float32);
+  const auto t0 = std::chrono::steady_clock::now();
+  check_success(cli_run({"compile", model_save(b, "dead_bomb.onnx"), "-o", scratch_path("dead_bomb.cap")}, 60000));
+  const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  CHECK_MESSAGE(s < 20, "compile took " << s << " s");
+  CHECK_MESSAGE(children_peak_mib() < 1024, "a compile peaked at " << children_peak_mib() << " MiB");
+
+  // Live: three ConstantOfShape of 2^27 int64 (1 GiB each) added together. The first fits the
+  // default 1 GiB limit, the second does not and is named.
+  ModelBuilder l(13);
+  l.input("x", DataType::int64, {1});
+  l.initializer(tensor_make<int64_t>("s", DataType::int64, {int64_t(1) << 27}, {1}));
+  l.node("ConstantOfShape", {"s"}, {"c1"}, {attr_tensor("value", one)}).name = "cos1";
+  l.node("ConstantOfShape", {"s"}, {"c2"}, {attr_tensor("value", one)}).name = "cos2";
+  l.node("Add", {"c1", "c2"}, {"c3"}).name = "add12";
+  l.node("Add", {"c3", "x"}, {"y"}).name = "addx";
+  l.output("y", DataType::int64);
+  check_clean_failure(cli_run({"compile", model_save(l, "live_bomb.onnx"), "-o", scratch_path("live_bomb.cap")}, 60000),
+                      {"ConstantOfShape node 'cos2'", "constant folding", "limit of 1024 MiB", "--fold-limit-mb"});
+  CHECK_MESSAGE(children_peak_mib() < 2048, "a compile peaked at " << children_peak_mib() << " MiB");
+
+  // The limit is configurable: 1 MiB refuses a 4 MiB constant, 8 MiB allows it.
+  ModelBuilder m(13);
+  m.input("x", DataType::float32, {1});
+  m.initializer(tensor_make<int64_t>("s", DataType::int64, {1 << 20}, {1}));
+  m.node("ConstantOfShape", {"s"}, {"c"}, {attr_tensor("value", tensor_make<float>("v", DataType::float32, {2.0f}, {1}))})
+      .name = "cos_4mib";
+  m.node("Add", {"c", "x"}, {"y"}).name = "add";
+  m.output("y", DataType::float32);
+  const std::string small = model_save(m, "cos_4mib.onnx");
+  check_clean_failure(cli_run({"compile", small, "-o", scratch_path("c.cap"), "--fold-limit-mb", "1"}),
+                      {"ConstantOfShape node 'cos_4mib'", "limit of 1 MiB"});
+  check_success(cli_run({"compile", small, "-o", scratch_path("c.cap"), "--fold-limit-mb", "8"}));
+  check_clean_failure(cli_run({"compile", small, "-o", scratch_path("c.cap"), "--fold-limit-mb", "0"}), {"--fold-limit-mb"});
+}
+
+TEST_CASE("hostile model: a chain of 30k elementwise nodes compiles (it overflowed the code generator's stack)") {
+  const std::string path = model_save(chain_model(30000), "chain_30k.onnx");
+  const cli_result r = cli_run({"compile", path, "-o", scratch_path("chain_30k.cap")}, 240000);
+  check_success(r);
+  CHECK(r.output.find("30001 ONNX nodes") != std::string::npos);
+}
