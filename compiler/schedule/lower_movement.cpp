@@ -353,6 +353,7 @@ void lower_pad(Lowering &L, Node &n) {
       L.fail("pads " + std::to_string(begin[d]) + " and " + std::to_string(end[d]) + " make dimension " + std::to_string(d) + " too large");
   // Negative pads crop: a view first, then pad what remains.
   for (size_t d = 0; d < r; d++) {
+    if (begin[d] < -l.shape[d] || end[d] < -l.shape[d]) L.fail("pads crop more than the input has");
     if (begin[d] < 0) { l.offset += -begin[d] * l.strides[d]; l.shape[d] += begin[d]; begin[d] = 0; }
     if (end[d] < 0) { l.shape[d] += end[d]; end[d] = 0; }
     if (l.shape[d] < 0) L.fail("pads crop more than the input has");
@@ -610,7 +611,7 @@ void lower_range(Lowering &L, Node &n) {
   if (std::isnan(steps) || steps > (double)((int64_t)1 << 28))
     L.fail("start " + std::to_string(start) + ", limit " + std::to_string(limit) + ", delta " + std::to_string(delta) +
            " make too many elements");
-  int64_t count = std::max<int64_t>(0, (int64_t)steps);
+  int64_t count = steps > 0 ? (int64_t)steps : 0;
   L.fold_reserve(count * (int64_t)(sizeof(double) + dtype_size(s.dtype)));
   std::vector<double> v(count);
   for (int64_t i = 0; i < count; i++) v[i] = start + i * delta;
