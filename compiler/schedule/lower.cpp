@@ -67,6 +67,13 @@ Loc Lowering::output_new(Value *out, DType t, const Shape &s) {
 }
 
 void Lowering::output_view(Value *out, const Loc &l) {
+  // A view allocates nothing, but what reads it counts its elements: a view of 8^23 elements
+  // (Expand) is refused here, naming its node, rather than wrapping later.
+  try {
+    shape_numel(l.shape);
+  } catch (const Error &e) {
+    fail("output '" + out->name + "': " + e.what());
+  }
   out->dtype = l.dtype;
   out->shape = l.shape;
   out->typed = true;
