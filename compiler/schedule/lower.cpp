@@ -154,7 +154,9 @@ bool shape_broadcast(const Shape &a, const Shape &b, Shape &out) {
 
 int axis_normalize(const Lowering &L, int64_t axis, size_t r) {
   int64_t a = axis < 0 ? axis + (int64_t)r : axis;
-  if (a < 0 || a >= (int64_t)std::max<size_t>(r, 1) + (r == 0 ? 0 : 0))
+  // Every caller indexes a rank-r array with the result: a scalar has no axis (found by fuzzing:
+  // Gather on a scalar read shape[0] of an empty shape).
+  if (a < 0 || a >= (int64_t)r)
     L.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
   return (int)a;
 }

@@ -140,6 +140,18 @@ TEST_CASE("hostile model: values a model supplies are converted and indexed safe
   e.output("y", DataType::float32);
   check_clean_failure(cli_run({"compile", model_save(e, "range_empty.onnx"), "-o", scratch_path("re.cap")}),
                       {"Range node 'range_empty'", "has no element 0"});
+  // Gather, Concat, Softmax and ArgMax on a scalar: there is no axis 0 (Gather read past an empty
+  // shape).
+  for (const char *op : {"Gather", "Concat", "Softmax", "ArgMax", "Split"}) {
+    ModelBuilder g(13);
+    g.input("x", DataType::float32, {});
+    g.initializer(tensor_make<int64_t>("i", DataType::int64, {0}, {1}));
+    if (std::string(op) == "Gather") g.node(op, {"x", "i"}, {"y"}).name = "scalar_op";
+    else g.node(op, {"x"}, {"y"}, {attr_int("axis", 0)}).name = "scalar_op";
+    g.output("y", DataType::float32);
+    check_clean_failure(cli_run({"compile", model_save(g, std::string("scalar_") + op + ".onnx"), "-o", scratch_path("s.cap")}),
+                        {std::string(op) + " node 'scalar_op'", "out of range for rank 0"});
+  }
   ModelBuilder p(13);
   p.input("x", DataType::float32, {1, 4});
   p.initializer(tensor_make<int64_t>("pads", DataType::int64, {0, 1, 0, 1}, {4}));
