@@ -157,6 +157,9 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
         }
       }
     }
+    if (v->shape.size() > kMaxPortRank)
+      throw Error(origin + ": input '" + vi.name + "' has " + std::to_string(v->shape.size()) + " dimensions; at most " +
+                  std::to_string(kMaxPortRank) + " are supported");
     v->typed = true;
     by_name[vi.name] = v;
     g.inputs.push_back(v);

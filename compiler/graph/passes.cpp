@@ -85,6 +85,10 @@ void graph_infer_fold(Graph &g, int64_t limit_bytes) {
   FoldBudget budget{limit_bytes, 0};
   for (auto &n : g.nodes)
     if (!n->removed) node_fold(g, *n, budget);
+  for (const Value *o : g.outputs)
+    if (o->shape.size() > kMaxPortRank)
+      throw Error(g.origin + ": output '" + o->name + "' has " + std::to_string(o->shape.size()) + " dimensions; at most " +
+                  std::to_string(kMaxPortRank) + " are supported");
 }
 
 int graph_fold_batchnorm(Graph &g) {

@@ -22,6 +22,7 @@ void Lowering::bind(Value *v, const Loc &l) { locs[v] = l; }
 Loc Lowering::buffer_new(DType t, const Shape &s, Buffer::Kind kind, const std::string &name) {
   // Element counts are int64 from here on (arena plan, capture sizes): a shape whose count would
   // overflow (bound by --input-shape, or computed by Expand/Tile/...) is an error, not a wrap.
+  if (s.size() > kMaxRank) fail("value '" + name + "' has " + std::to_string(s.size()) + " dimensions, more than " + std::to_string(kMaxRank));
   int64_t numel = 1;
   bool zero = false;
   for (int64_t d : s) zero = zero || d == 0;
@@ -69,6 +70,7 @@ Loc Lowering::output_new(Value *out, DType t, const Shape &s) {
 void Lowering::output_view(Value *out, const Loc &l) {
   // A view allocates nothing, but what reads it counts its elements: a view of 8^23 elements
   // (Expand) is refused here, naming its node, rather than wrapping later.
+  if (l.shape.size() > kMaxRank) fail("output '" + out->name + "' has " + std::to_string(l.shape.size()) + " dimensions, more than " + std::to_string(kMaxRank));
   try {
     shape_numel(l.shape);
   } catch (const Error &e) {
@@ -81,8 +83,12 @@ void Lowering::output_view(Value *out, const Loc &l) {
 }
 
 void Lowering::fold_reserve(int64_t bytes) {
-  if (!fold_budget) return;
   auto mib = [](int64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+  // Outside folding (a Dropout mask made while scheduling) one constant may not pass 1 GiB either.
+  if (!fold_budget) {
+    if (bytes < 0 || bytes > (int64_t(1) << 30)) fail("a compile-time constant of " + mib(bytes) + " is larger than 1 GiB");
+    return;
+  }
   if (bytes < 0 || bytes > fold_budget->limit - fold_budget->used)
     fail("constant folding would allocate " + mib(bytes) + " more, past its limit of " + mib(fold_budget->limit) + " (" +
          mib(fold_budget->used) + " used; raise it with --fold-limit-mb)");

@@ -39,7 +39,7 @@ class Lowering {
   FoldBudget *fold_budget = nullptr;  // set while folding: compile-time values are charged to it
 
   // Charges `bytes` of compile-time data to the fold budget before it is allocated, or fails
-  // naming the node and the limit. No-op outside folding.
+  // naming the node and the limit. Outside folding, one constant may not pass 1 GiB.
   void fold_reserve(int64_t bytes);
 
   // The value's location; constants get a constant buffer the first time they are used.

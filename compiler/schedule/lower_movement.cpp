@@ -480,9 +480,9 @@ void lower_resize(Lowering &L, Node &n) {
     }
   }
   // Each resized axis gets index and weight tables built here, one entry per output index.
-  constexpr int64_t kMaxResizedAxis = int64_t(1) << 24;
+  constexpr int64_t kMaxResizedAxis = int64_t(1) << 20;
   for (size_t d = 0; d < r; d++) {
-    if (out[d] != x->shape[d] && out[d] > kMaxResizedAxis) L.fail("resized dimension " + std::to_string(d) + " of size " + std::to_string(out[d]) + " is larger than 2^24");
+    if (out[d] != x->shape[d] && out[d] > kMaxResizedAxis) L.fail("resized dimension " + std::to_string(d) + " of size " + std::to_string(out[d]) + " is larger than 2^20");
     if (!(scales[d] > 0 && std::isfinite(scales[d])) && out[d] > 0) L.fail("scale " + std::to_string(scales[d]) + " for dimension " + std::to_string(d) + " is not a positive number");
   }
   std::string mode = n.attr_string("mode", "nearest");

@@ -82,6 +82,20 @@ TEST_CASE("hostile model: dimensions that overflow when multiplied or added are 
   e.output("y", DataType::float32);
   check_clean_failure(cli_run({"compile", model_save(e, "expand_23.onnx"), "-o", scratch_path("e.cap")}),
                       {"expand_23", "too many elements"});
+  // 23 dimensions of 1: the count fits, but the runtime takes at most 8 per input or output
+  ModelBuilder e1(13);
+  e1.input("x", DataType::float32, {1});
+  e1.initializer(tensor_make<int64_t>("s", DataType::int64, std::vector<int64_t>(23, 1), {23}));
+  e1.node("Expand", {"x", "s"}, {"y"}).name = "expand_r23";
+  e1.output("y", DataType::float32);
+  check_clean_failure(cli_run({"compile", model_save(e1, "expand_r23.onnx"), "-o", scratch_path("e1.cap")}),
+                      {"output 'y' has 23 dimensions", "at most 8"});
+  ModelBuilder i9(13);
+  i9.input("x", DataType::float32, std::vector<int64_t>(9, 1));
+  i9.node("Relu", {"x"}, {"y"});
+  i9.output("y", DataType::float32);
+  check_clean_failure(cli_run({"compile", model_save(i9, "input_r9.onnx"), "-o", scratch_path("i9.cap")}),
+                      {"input 'x' has 9 dimensions", "at most 8"});
   // a model input declaring 2^62 x 4
   ModelBuilder i(13);
   i.input("x", DataType::float32, {int64_t(1) << 62, 4});
