@@ -111,8 +111,12 @@ int graph_fold_batchnorm(Graph &g) {
     std::vector<float> mean = bn->input(3)->constant->to_f32(), var = bn->input(4)->constant->to_f32();
     double eps = bn->attr_float("epsilon", 1e-5f);
     int64_t OC = w->shape[0];
-    if ((int64_t)scale.size() != OC) continue;
+    // Sizes come from the file: every table must have one entry per output channel (an empty
+    // weight would divide by zero below).
+    if (OC <= 0 || (int64_t)scale.size() != OC || (int64_t)shift.size() != OC || (int64_t)mean.size() != OC || (int64_t)var.size() != OC)
+      continue;
     std::vector<float> wv = w->constant->to_f32(), bv = b ? b->constant->to_f32() : std::vector<float>(OC, 0.0f);
+    if ((int64_t)bv.size() != OC || wv.size() % OC != 0) continue;
     int64_t per = (int64_t)wv.size() / OC;
     for (int64_t c = 0; c < OC; c++) {
       double a = scale[c] / std::sqrt((double)var[c] + eps);

@@ -176,6 +176,20 @@ TEST_CASE("hostile model: values a model supplies are converted and indexed safe
                       {"Pad node 'pad_empty_value'", "has no element 0"});
 }
 
+TEST_CASE("hostile model: a Conv with no output channels before a BatchNormalization is not folded by dividing by zero") {
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 3, 4, 4});
+  b.initializer("w", std::vector<float>{}, {0, 3, 3, 3});
+  for (const char *t : {"scale", "bias", "mean", "var"}) b.initializer(t, std::vector<float>{}, {0});
+  b.node("Conv", {"x", "w"}, {"c"}).name = "conv_empty";
+  b.node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"y"}).name = "bn_empty";
+  b.output("y", DataType::float32);
+  const cli_result r = cli_run({"compile", model_save(b, "conv_bn_empty.onnx"), "-o", scratch_path("cbe.cap")});
+  CHECK_MESSAGE(crash_sign(r).empty(), crash_sign(r));
+  CHECK(r.signal == 0);
+  CHECK_FALSE(r.timed_out);
+}
+
 TEST_CASE("hostile model: dead constants cost nothing, live ones stop at the fold limit naming the node") {
   // A dead ConstantOfShape of 2^29 int64 (4 GiB) beside a Relu: it took 16 s and 4.2 GB.
   ModelBuilder b(13);
