@@ -1,5 +1,7 @@
 #include "schedule/lower.h"
 
+#include <algorithm>
+
 #include "error.h"
 
 namespace capgraph {
@@ -206,6 +208,16 @@ void lower_node(Lowering &L, Node &n) {
     if (m.rfind(L.graph.origin + ": ", 0) == 0) throw;
     L.fail(m);
   }
+  // A kernel with no output element does nothing (a Conv with no output channels): dropped here
+  // rather than refused later as an internal error.
+  auto &ks = L.prog.kernels;
+  ks.erase(std::remove_if(ks.begin() + (long)first_kernel, ks.end(),
+                          [](const Kernel &k) {
+                            for (int a = 0; a < k.n_parallel && a < (int)k.axes.size(); a++)
+                              if (k.axes[a] == 0) return true;
+                            return false;
+                          }),
+           ks.end());
   for (size_t i = first_kernel; i < L.prog.kernels.size(); i++)
     if (L.prog.kernels[i].exprs.size() > kKernelMaxExprs)
       L.fail("needs " + std::to_string(L.prog.kernels[i].exprs.size()) + " expressions in one kernel, more than capgraph's limit of " +

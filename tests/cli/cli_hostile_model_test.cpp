@@ -184,10 +184,8 @@ TEST_CASE("hostile model: a Conv with no output channels before a BatchNormaliza
   b.node("Conv", {"x", "w"}, {"c"}).name = "conv_empty";
   b.node("BatchNormalization", {"c", "scale", "bias", "mean", "var"}, {"y"}).name = "bn_empty";
   b.output("y", DataType::float32);
-  const cli_result r = cli_run({"compile", model_save(b, "conv_bn_empty.onnx"), "-o", scratch_path("cbe.cap")});
-  CHECK_MESSAGE(crash_sign(r).empty(), crash_sign(r));
-  CHECK(r.signal == 0);
-  CHECK_FALSE(r.timed_out);
+  // It was refused as "internal: kernel 'conv3x3': empty axis"; an empty output is legal.
+  check_success(cli_run({"compile", model_save(b, "conv_bn_empty.onnx"), "-o", scratch_path("cbe.cap")}));
 }
 
 TEST_CASE("hostile model: dead constants cost nothing, live ones stop at the fold limit naming the node") {
