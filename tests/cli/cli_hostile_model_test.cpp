@@ -7,6 +7,7 @@
 #include <sys/resource.h>
 
 #include <chrono>
+#include <cmath>
 
 #include "cli_harness.h"
 #include "onnx_writer.h"
@@ -154,6 +155,19 @@ TEST_CASE("hostile model: values a model supplies are converted and indexed safe
   e.output("y", DataType::float32);
   check_clean_failure(cli_run({"compile", model_save(e, "range_empty.onnx"), "-o", scratch_path("re.cap")}),
                       {"Range node 'range_empty'", "has no element 0"});
+  // Resize to an axis of 4.5M: its index tables are built at compile time (found by fuzzing: it
+  // took minutes under the sanitizers and made an 840 MiB arena). A NaN scale is refused; a scale
+  // of 0 makes an empty output, which is legal.
+  for (float scale : {1146880.0f, NAN, 0.0f}) {
+    ModelBuilder z(13);
+    z.input("x", DataType::float32, {1, 1, 1, 4});
+    z.initializer("scales", std::vector<float>{1, 1, 1, scale}, {4});
+    z.node("Resize", {"x", "", "scales"}, {"y"}).name = "resize_far";
+    z.output("y", DataType::float32);
+    const cli_result rz = cli_run({"compile", model_save(z, "resize_far.onnx"), "-o", scratch_path("rz.cap")}, 20000);
+    if (scale == 0.0f) check_success(rz);
+    else check_clean_failure(rz, {"Resize node 'resize_far'", "dimension 3"});
+  }
   // Gather, Concat, Softmax and ArgMax on a scalar: there is no axis 0 (Gather read past an empty
   // shape).
   for (const char *op : {"Gather", "Concat", "Softmax", "ArgMax", "Split"}) {
