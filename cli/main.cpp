@@ -291,7 +291,7 @@ int cmd_devices() {
   std::string amd = kfd::kfd_devices_describe();
   if (amd.rfind("amd:", 0) != 0) amd = "amd: " + amd;
   std::printf("%s", amd.c_str());
-  std::printf("fake-amd: a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs captures' host twins, measures nothing\n");
+  std::printf("fake-amd: a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs gfx11 kernels in an RDNA3 emulator (fake-amd:check compares each with its host twin, fake-amd:twin runs the twins, fake-amd:profile prints counts), measures no time\n");
   std::printf("adreno: %s\n", stat("/dev/kgsl-3d0", &st) == 0 ? "/dev/kgsl-3d0 present (Adreno replay is not built yet)" : "no Adreno GPU: /dev/kgsl-3d0 is absent");
   std::printf("nvidia: %s\n", stat("/dev/nvidiactl", &st) == 0 ? "/dev/nvidiactl present (NVIDIA replay is not built yet)" : "no NVIDIA GPU: /dev/nvidiactl is absent");
 #ifdef CAPGRAPH_HAVE_FLASH
