@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <thread>
 
 namespace capgraph::amd {
 namespace {
@@ -1331,52 +1332,75 @@ bool rdna3_dispatch_run(const rdna3_dispatch &d, const rdna3_program &p, const r
     *err = what + "enables the private segment (scratch), which is not emulated";
     return false;
   }
-  rdna3_counts n;
-  run_state st{d, p, find, n, *err, {}, 0, {}, 0};
-  st.lds_size = ((r2 >> 15) & 0x1ff) * 512;
-  st.lds.assign(st.lds_size, 0);
-  const uint32_t waves = (d.workgroup_size + 31) / 32;
-  std::vector<wave> ws(waves);
-  std::vector<uint32_t> vgpr_file(size_t(waves) * p.vgprs * 32);
-  for (uint32_t g = 0; g < d.groups; g++) {
-    std::fill(vgpr_file.begin(), vgpr_file.end(), 0);
-    if (st.lds_size) std::fill(st.lds.begin(), st.lds.end(), 0);
-    for (uint32_t i = 0; i < waves; i++) {
-      wave &w = ws[i];
-      w = wave{};
-      w.v = vgpr_file.data() + size_t(i) * p.vgprs * 32;
-      // Initial state (ch. 3.3, AMDGPUUsage "Initial Kernel Execution State"): user SGPRs from
-      // COMPUTE_USER_DATA, then the enabled system SGPRs in order; v0 holds the work-item ids,
-      // packed X | Y << 10 | Z << 20 on gfx11 (Y and Z are 0 in a 1-D workgroup).
-      uint32_t s = 0;
-      for (; s < user; s++) w.s[s] = d.user_data[s];
-      if (r2 & (1u << 7)) w.s[s++] = g;
-      if (r2 & (1u << 8)) w.s[s++] = 0;
-      if (r2 & (1u << 9)) w.s[s++] = 0;
-      if (r2 & (1u << 10)) w.s[s++] = 0;  // workgroup info: not modelled; capgraph does not enable it
-      const uint32_t first = i * 32, live = std::min(32u, d.workgroup_size - first);
-      w.s[kExec] = live == 32 ? 0xffffffffu : (1u << live) - 1;
-      for (uint32_t l = 0; l < 32; l++) w.v[l] = first + l;
+  // Workgroups are independent (capgraph's kernels store each element from one work-item and use
+  // no global atomics), so contiguous ranges of them run on host threads; results do not depend
+  // on the thread count.
+  const uint32_t threads = std::max(1u, std::min(d.threads, (d.groups + 15) / 16));
+  std::vector<rdna3_counts> part(threads);
+  std::vector<std::string> errs(threads);
+  auto groups_run = [&](uint32_t t) {
+    const uint32_t g0 = uint32_t(uint64_t(d.groups) * t / threads), g1 = uint32_t(uint64_t(d.groups) * (t + 1) / threads);
+    rdna3_counts &n = part[t];
+    run_state st{d, p, find, n, errs[t], {}, 0, {}, 0};
+    st.lds_size = ((r2 >> 15) & 0x1ff) * 512;
+    st.lds.assign(st.lds_size, 0);
+    const uint32_t waves = (d.workgroup_size + 31) / 32;
+    std::vector<wave> ws(waves);
+    std::vector<uint32_t> vgpr_file(size_t(waves) * p.vgprs * 32);
+    for (uint32_t g = g0; g < g1; g++) {
+      std::fill(vgpr_file.begin(), vgpr_file.end(), 0);
+      if (st.lds_size) std::fill(st.lds.begin(), st.lds.end(), 0);
+      for (uint32_t i = 0; i < waves; i++) {
+        wave &w = ws[i];
+        w = wave{};
+        w.v = vgpr_file.data() + size_t(i) * p.vgprs * 32;
+        // Initial state (ch. 3.3, AMDGPUUsage "Initial Kernel Execution State"): user SGPRs from
+        // COMPUTE_USER_DATA, then the enabled system SGPRs in order; v0 holds the work-item ids,
+        // packed X | Y << 10 | Z << 20 on gfx11 (Y and Z are 0 in a 1-D workgroup).
+        uint32_t s = 0;
+        for (; s < user; s++) w.s[s] = d.user_data[s];
+        if (r2 & (1u << 7)) w.s[s++] = g;
+        if (r2 & (1u << 8)) w.s[s++] = 0;
+        if (r2 & (1u << 9)) w.s[s++] = 0;
+        if (r2 & (1u << 10)) w.s[s++] = 0;  // workgroup info: not modelled; capgraph does not enable it
+        const uint32_t first = i * 32, live = std::min(32u, d.workgroup_size - first);
+        w.s[kExec] = live == 32 ? 0xffffffffu : (1u << live) - 1;
+        for (uint32_t l = 0; l < 32; l++) w.v[l] = first + l;
+      }
+      // Waves take turns, each running to its end or the next barrier; a barrier opens when every
+      // wave still running has reached it (ch. 4.5 "Workgroup barrier").
+      uint64_t steps = 0;
+      for (;;) {
+        bool any = false;
+        for (wave &w : ws)
+          if (!w.done && !w.at_barrier) {
+            if (!wave_step(st, w, &steps)) return;
+            any = true;
+          }
+        bool waiting = false;
+        for (wave &w : ws) waiting |= w.at_barrier;
+        if (!waiting && !any) break;
+        if (!waiting) continue;
+        for (wave &w : ws) w.at_barrier = false;
+        steps = 0;
+      }
+      n.waves += waves;
     }
-    // Waves take turns, each running to its end or the next barrier; a barrier opens when every
-    // wave still running has reached it (ch. 4.5 "Workgroup barrier").
-    uint64_t steps = 0;
-    for (;;) {
-      bool any = false;
-      for (wave &w : ws)
-        if (!w.done && !w.at_barrier) {
-          if (!wave_step(st, w, &steps)) return false;
-          any = true;
-        }
-      bool waiting = false;
-      for (wave &w : ws) waiting |= w.at_barrier;
-      if (!waiting && !any) break;
-      if (!waiting) continue;
-      for (wave &w : ws) w.at_barrier = false;
-      steps = 0;
-    }
-    n.waves += waves;
+  };
+  if (threads == 1) {
+    groups_run(0);
+  } else {
+    std::vector<std::thread> pool;
+    for (uint32_t t = 0; t < threads; t++) pool.emplace_back(groups_run, t);
+    for (std::thread &th : pool) th.join();
   }
+  for (uint32_t t = 0; t < threads; t++)
+    if (!errs[t].empty()) {
+      *err = errs[t];
+      return false;
+    }
+  rdna3_counts n;
+  for (const rdna3_counts &c : part) n.add(c);
   if (counts) counts->add(n);
   return true;
 }

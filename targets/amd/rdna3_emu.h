@@ -84,6 +84,7 @@ struct rdna3_dispatch {
   uint32_t groups = 0;           // workgroups along X
   uint32_t workgroup_size = 0;   // work-items per workgroup (X)
   bool wave32 = true;
+  uint32_t threads = 1;          // host threads sharing the workgroups
 };
 
 // Decodes the kernel at `d.code` (reached through `find`). false: *err says what and where.

@@ -87,6 +87,22 @@ TEST_CASE("rdna3: scalar loads, workgroup ids, global loads and stores, VOP3 wit
   CHECK(n.smem == 4);
 }
 
+TEST_CASE("rdna3: workgroups shared by host threads give the same results and counts") {
+  gpu_memory m;
+  m.code(scale_code);
+  m.arg(0, gpu_memory::buf0);
+  m.arg(1, gpu_memory::buf1);
+  float *in = m.at<float>(gpu_memory::buf0), *out = m.at<float>(gpu_memory::buf1);
+  for (int i = 0; i < 64 * 64; i++) in[i] = float(i % 97) * 0.5f;
+  rdna3_dispatch d = dispatch_of(64, 64);
+  d.threads = 4;
+  rdna3_counts n;
+  REQUIRE(run(m, d, &n) == "");
+  for (int i = 0; i < 64 * 64; i++) CHECK(out[i] == in[i] * 2.0f + 1.0f);
+  CHECK(n.waves == 128);
+  CHECK(n.vmem_store_bytes == 64 * 64 * 4);
+}
+
 TEST_CASE("rdna3: a partial last wave runs only its live lanes") {
   gpu_memory m;
   m.code(scale_code);
