@@ -634,28 +634,38 @@ uint32_t cvt_u32(float x) {
 }
 
 // v_div_scale_f32, v_div_fmas_f32 and v_div_fixup_f32: the three steps of IEEE division
-// (ch. 16 pseudocode). Scaling only matters near the ends of the exponent range.
+// (ch. 16 pseudocode). div_scale scales the denominator or the numerator by 2^64 where the
+// quotient or an intermediate would leave the normal range, and sets VCC when the result must be
+// scaled back, which div_fmas does (by 2^64 if its S2, the scaled quotient, is >= 2, else 2^-64).
+// The pseudocode tests 1/S1 for a denormal in double precision, where no float's reciprocal is one.
 float div_scale(float s0, float s1, float s2, bool *vcc) {
   *vcc = false;
   if (s2 == 0 || s1 == 0) return std::nanf("");
-  if (exponent(s2) - exponent(s1) >= 96) {
+  if (exponent(s2) - exponent(s1) >= 96) {  // N/D near the largest float: scale the denominator
     *vcc = true;
     return s0 == s1 ? std::ldexp(s0, 64) : s0;
   }
   if (std::fpclassify(s1) == FP_SUBNORMAL) return std::ldexp(s0, 64);
-  const bool rcp_den = std::fpclassify(1.0f / s1) == FP_SUBNORMAL, q_den = std::fpclassify(s2 / s1) == FP_SUBNORMAL;
+  const bool rcp_den = std::fpclassify(1.0 / double(s1)) == FP_SUBNORMAL, q_den = std::fpclassify(s2 / s1) == FP_SUBNORMAL;
   if (rcp_den && q_den) {
     *vcc = true;
     return s0 == s1 ? std::ldexp(s0, 64) : s0;
   }
   if (rcp_den) return std::ldexp(s0, -64);
-  if (q_den) {
+  if (q_den) {  // a denormal quotient: scale the numerator
     *vcc = true;
     return s0 == s2 ? std::ldexp(s0, 64) : s0;
   }
-  if (exponent(s2) <= 23) return std::ldexp(s0, 64);
+  if (exponent(s2) <= 23) return std::ldexp(s0, 64);  // a tiny numerator: scale both
   return s0;
 }
+// The fused multiply-add and the scaling back round once, as the hardware's single operation.
+float div_fmas(float a, float b, float c, bool vcc) {
+  if (!vcc) return std::fma(a, b, c);
+  const double r = std::fma(double(a), double(b), double(c));
+  return float(std::ldexp(r, exponent(c) > 127 ? 64 : -64));
+}
+// A NaN quotient here comes from an intermediate that overflowed: the result is the overflow.
 float div_fixup(float q, float den, float num) {
   const bool sign = (u(den) ^ u(num)) >> 31;
   if (std::isnan(num)) return num;
@@ -664,7 +674,8 @@ float div_fixup(float q, float den, float num) {
   if (std::isinf(den) && std::isinf(num)) return std::nanf("");
   if (den == 0 || std::isinf(num)) return sign ? -INFINITY : INFINITY;
   if (std::isinf(den) || num == 0) return sign ? -0.0f : 0.0f;
-  if (std::isnan(q)) return q;
+  if (exponent(num) - exponent(den) < -150) return sign ? -0.0f : 0.0f;  // underflow
+  if (std::isnan(q)) return sign ? -INFINITY : INFINITY;                  // overflow
   return sign ? -std::fabs(q) : std::fabs(q);
 }
 
@@ -955,11 +966,7 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
     U3(v_xad_u32, (x ^ y) + z)
     case op::v_div_fmas_f32: {
       const uint32_t vcc = w.s[kVcc];
-      LANES {
-        float r0 = std::fma(f(a[l]), f(b[l]), f(c[l]));
-        if ((vcc >> l) & 1) r0 = std::ldexp(r0, exponent(f(c[l])) > 127 ? 64 : -64);
-        r[l] = u(r0);
-      }
+      LANES r[l] = u(div_fmas(f(a[l]), f(b[l]), f(c[l]), (vcc >> l) & 1));
       break;
     }
     case op::v_fmamk_f32: LANES r[l] = u(std::fma(f(a[l]), f(in.lit), f(b[l]))); break;

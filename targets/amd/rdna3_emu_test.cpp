@@ -3,6 +3,7 @@
 // assembly is beside each word.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -189,6 +190,60 @@ TEST_CASE("rdna3: LDS is shared by the waves of a workgroup and s_barrier orders
   // LDS is bounded by what RSRC2 allocates.
   m.code(lds_code(true));
   CHECK(run(m, dispatch_of(1, 64, 0)).find("past the 0 bytes the dispatch allocated") != std::string::npos);
+}
+
+TEST_CASE("rdna3: LLVM's fdiv sequence (div_scale, rcp, fma, div_fmas, div_fixup) is IEEE division") {
+  gpu_memory m;
+  m.code({
+      0xF4080100, 0xF8000000,  // s_load_b128 s[4:7], s[0:1], 0x0     (a, b)
+      0xF4040200, 0xF8000010,  // s_load_b64 s[8:9], s[0:1], 0x10     (a / b)
+      0xD6460000, 0x04010A02,  // v_lshl_add_u32 v0, s2, 5, v0
+      0x30000082,              // v_lshlrev_b32_e32 v0, 2, v0
+      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0xDC520000, 0x01040000,  // global_load_b32 v1, v0, s[4:5]
+      0xDC520000, 0x02060000,  // global_load_b32 v2, v0, s[6:7]
+      0xBF8903F7,              // s_waitcnt vmcnt(0)
+      0xD6FC7C03, 0x04060502,  // v_div_scale_f32 v3, null, v2, v2, v1
+      0x7E085503,              // v_rcp_f32_e32 v4, v3
+      0xD6130005, 0x23CA0903,  // v_fma_f32 v5, -v3, v4, 1.0
+      0x56080905,              // v_fmac_f32_e32 v4, v5, v4
+      0xD6FC6A05, 0x04060501,  // v_div_scale_f32 v5, vcc_lo, v1, v2, v1
+      0x100C0905,              // v_mul_f32_e32 v6, v5, v4
+      0xD6130007, 0x24160D03,  // v_fma_f32 v7, -v3, v6, v5
+      0x560C0907,              // v_fmac_f32_e32 v6, v7, v4
+      0xD6130003, 0x24160D03,  // v_fma_f32 v3, -v3, v6, v5
+      0xD6370003, 0x041A0903,  // v_div_fmas_f32 v3, v3, v4, v6
+      0xD6270001, 0x04060503,  // v_div_fixup_f32 v1, v3, v2, v1
+      0xDC6A0000, 0x00080100,  // global_store_b32 v0, v1, s[8:9]
+      0xBFB00000,              // s_endpgm
+  });
+  // Ordinary quotients and the ends of the range, where the scaling steps matter (a huge
+  // denominator such as 1 + exp(80) in a sigmoid, tiny ones, denormals, zeros, infinities, NaN).
+  const float special[] = {1.0f, -3.5f, 7.0f, 1e-3f, 3e38f, 1.5e38f, 9e37f, 1e30f, 1e-30f, 1e-38f, 1e-40f,
+                           0.0f, -0.0f, INFINITY, -INFINITY, NAN, 2.5e-45f, 6e37f, 1.7e38f, 123456.0f};
+  const int n = int(sizeof special / sizeof special[0]);
+  std::vector<float> a, b;
+  for (int i = 0; i < n; i++)
+    for (int j = 0; j < n; j++) a.push_back(special[i]), b.push_back(special[j]);
+  for (int i = 0; i < 200; i++) a.push_back(float(i) * 0.37f - 20.0f), b.push_back(float(i % 13) * 1.3f - 7.7f);
+  const size_t count = a.size(), groups = (count + 31) / 32;
+  REQUIRE(count * 4 <= 0x1000);
+  uint64_t pa = gpu_memory::base + 0x2000, pb = pa + 0x1000, pc = pb + 0x1000;
+  std::memcpy(m.at<float>(pa), a.data(), 4 * count);
+  std::memcpy(m.at<float>(pb), b.data(), 4 * count);
+  m.arg(0, pa);
+  m.arg(1, pb);
+  m.arg(2, pc);
+  REQUIRE(run(m, dispatch_of(uint32_t(groups), 32)) == "");
+  const float *q = m.at<float>(pc);
+  for (size_t i = 0; i < count; i++) {
+    const float want = a[i] / b[i];
+    if (std::isnan(want)) {
+      CHECK_MESSAGE(std::isnan(q[i]), a[i], " / ", b[i], " gave ", q[i]);
+    } else {
+      CHECK_MESSAGE(std::memcmp(&q[i], &want, 4) == 0, a[i], " / ", b[i], " gave ", q[i], ", not ", want);
+    }
+  }
 }
 
 TEST_CASE("rdna3: what the emulator does not know is an error naming the kernel and the instruction") {
