@@ -487,31 +487,37 @@ bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
                ") differs from its host twin: " + b);
 }
 
+// The emulator's counts per kernel, and an estimate of the time on a Radeon RX 7900 XTX (gfx1100)
+// from them: max(VALU instructions at one wave32 instruction per SIMD per clock, VMEM bytes at
+// the DRAM bandwidth). It is a roofline ESTIMATE (no caches, no latency, no dual issue), for
+// comparing lowerings, not a measurement. Sources: AMD Radeon RX 7900 XTX specifications (96
+// compute units, 2.5 GHz boost, 960 GB/s); RDNA3 ISA guide ch. 1 (two SIMD32 per compute unit).
 std::string fake_gpu::profile_text() const {
-  // Objective counts of what the emulator executed (wave instructions; bytes over active lanes).
-  std::string s = "fake-amd emulator counts per kernel (wave instructions; bytes over active lanes)\n";
+  constexpr double valu_per_s = 96 * 2 * 2.5e9, bytes_per_s = 960e9;
+  auto est_us = [&](const rdna3_counts &c) {
+    return 1e6 * std::max(double(c.valu) / valu_per_s, double(c.vmem_load_bytes + c.vmem_store_bytes) / bytes_per_s);
+  };
+  std::string s = "fake-amd emulator counts per kernel (wave instructions; bytes over active lanes; "
+                  "est_us: roofline estimate for a 7900 XTX, not a measurement)\n";
   char b[512];
-  snprintf(b, sizeof b, "%-40s %8s %12s %12s %10s %14s %14s %12s %10s\n", "kernel", "waves", "VALU", "VALU_FMA",
-           "SALU", "VMEM_load_B", "VMEM_store_B", "LDS_B", "waits");
+  snprintf(b, sizeof b, "%-36s %8s %12s %6s %10s %14s %12s %9s %10s %10s\n", "kernel", "waves", "VALU", "FMA%",
+           "SALU", "VMEM_load_B", "VMEM_store_B", "load_B/FMA", "LDS_B", "est_us");
   s += b;
+  auto row = [&](const char *name, const rdna3_counts &c) {
+    snprintf(b, sizeof b, "%-36.36s %8llu %12llu %6.1f %10llu %14llu %12llu %9.2f %10llu %10.1f\n", name,
+             (unsigned long long)c.waves, (unsigned long long)c.valu, c.valu ? 100.0 * double(c.valu_fma) / double(c.valu) : 0.0,
+             (unsigned long long)c.salu, (unsigned long long)c.vmem_load_bytes, (unsigned long long)c.vmem_store_bytes,
+             c.fma_lanes ? double(c.vmem_load_bytes) / double(c.fma_lanes) : 0.0, (unsigned long long)c.lds_bytes, est_us(c));
+    s += b;
+  };
   rdna3_counts total;
   for (size_t k = 0; k < counts_.size(); ++k) {
-    const rdna3_counts &c = counts_[k];
-    if (!c.waves) continue;
-    total.add(c);
-    snprintf(b, sizeof b, "%-40.40s %8llu %12llu %12llu %10llu %14llu %14llu %12llu %10llu\n",
-             capture_->kernels()->Get(uint32_t(k))->name()->c_str(), (unsigned long long)c.waves,
-             (unsigned long long)c.valu, (unsigned long long)c.valu_fma, (unsigned long long)c.salu,
-             (unsigned long long)c.vmem_load_bytes, (unsigned long long)c.vmem_store_bytes,
-             (unsigned long long)c.lds_bytes, (unsigned long long)c.waits);
-    s += b;
+    if (!counts_[k].waves) continue;
+    total.add(counts_[k]);
+    row(capture_->kernels()->Get(uint32_t(k))->name()->c_str(), counts_[k]);
   }
-  snprintf(b, sizeof b, "%-40s %8llu %12llu %12llu %10llu %14llu %14llu %12llu %10llu\n", "total",
-           (unsigned long long)total.waves, (unsigned long long)total.valu, (unsigned long long)total.valu_fma,
-           (unsigned long long)total.salu, (unsigned long long)total.vmem_load_bytes,
-           (unsigned long long)total.vmem_store_bytes, (unsigned long long)total.lds_bytes,
-           (unsigned long long)total.waits);
-  return s + b;
+  row("total", total);
+  return s;
 }
 
 capgraph_status fake_gpu::capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,

@@ -32,8 +32,11 @@ check() {
   local compile_ms; compile_ms=$(ms "$t")
   "$capgraph" compile "$model" -o "$d/cpu.cap" $shapes > /dev/null 2>&1 || {
     echo "FAIL $name: compile for cpu"; failures=$((failures+1)); return; }
-  if ! "$capgraph" run "$d/amd.cap" --device fake-amd $inputs --output-dir "$d/fake" > "$d/log" 2>&1; then
+  t=$(date +%s%N)
+  if ! "$capgraph" run "$d/amd.cap" --device fake-amd:profile $inputs --output-dir "$d/fake" > "$d/log" 2>&1; then
     echo "FAIL $name: replay on fake-amd"; cat "$d/log"; failures=$((failures+1)); return; fi
+  local emulate_ms; emulate_ms=$(ms "$t")
+  grep -E '^(kernel|total) ' "$d/log" | sed 's/^/  emulator counts: /'  # fake-amd:profile's table
   local kernels; kernels=$("$capgraph" inspect "$d/amd.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
   "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null || {
     echo "FAIL $name: replay on cpu"; failures=$((failures+1)); return; }
@@ -52,7 +55,7 @@ check() {
       echo "  fake-amd:check: every kernel matches its host twin"
     fi
   fi
-  if ((ok)); then echo "PASS $name ($kernels launches; amd-gfx1100 compile ${compile_ms} ms)"; passed=$((passed+1))
+  if ((ok)); then echo "PASS $name ($kernels launches; amd-gfx1100 compile ${compile_ms} ms; emulated replay ${emulate_ms} ms)"; passed=$((passed+1))
   else echo "FAIL $name"; failures=$((failures+1)); fi
 }
 

@@ -350,7 +350,7 @@ const char *rdna3_op_name(rdna3_op o) { return o < op::count ? op_names[size_t(o
 
 void rdna3_counts::add(const rdna3_counts &o) {
   waves += o.waves, salu += o.salu, smem += o.smem, branches += o.branches, waits += o.waits;
-  valu += o.valu, valu_fma += o.valu_fma;
+  valu += o.valu, valu_fma += o.valu_fma, fma_lanes += o.fma_lanes;
   vmem_load_bytes += o.vmem_load_bytes, vmem_store_bytes += o.vmem_store_bytes, lds_bytes += o.lds_bytes;
   smem_bytes += o.smem_bytes;
 }
@@ -710,12 +710,12 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
   uint32_t t0[32], t1[32], t2[32];
   const op o = in.op;
   st.n.valu++;
-  if (is_fma(o)) st.n.valu_fma++;
+  if (is_fma(o)) st.n.valu_fma++, st.n.fma_lanes += uint64_t(std::popcount(exec));
 #define LANES for (int l = 0; l < 32; l++) if ((exec >> l) & 1)
   if (in.enc == VOPD) {
     // Both halves read their sources before either writes (ch. 6.5).
     st.n.valu++;
-    if (is_fma(in.op_y)) st.n.valu_fma++;
+    if (is_fma(in.op_y)) st.n.valu_fma++, st.n.fma_lanes += uint64_t(std::popcount(exec));
     uint32_t ty0[32], ty1[32], rx[32], ry[32];
     const uint32_t *ax = lanes_read(w, in, in.src[0], 3, t0), *bx = lanes_read(w, in, in.src[1], 3, t1);
     const uint32_t *ay = lanes_read(w, in, in.src_y[0], 3, ty0), *by = lanes_read(w, in, in.src_y[1], 3, ty1);

@@ -71,6 +71,7 @@ struct rdna3_program {
 struct rdna3_counts {
   uint64_t waves = 0, salu = 0, smem = 0, branches = 0, waits = 0;
   uint64_t valu = 0, valu_fma = 0;   // VOPD counts as two
+  uint64_t fma_lanes = 0;            // fused multiply-adds over active lanes
   uint64_t vmem_load_bytes = 0, vmem_store_bytes = 0, lds_bytes = 0;  // over active lanes
   uint64_t smem_bytes = 0;
   void add(const rdna3_counts &o);

@@ -1168,7 +1168,7 @@ std::map<std::string, npy_array> capgraph_run_model(const std::string &model_pat
   opt.threads = 2;  // so the static thread partition is exercised too
   if (const char *t = std::getenv("CAPGRAPH_OP_THREADS")) opt.threads = std::atoi(t);
   const char *target = std::getenv("CAPGRAPH_OP_TARGET");
-  if (target) opt.target = target;
+  if (target) opt.target = target, opt.threads = 1;  // a GPU capture replays on one queue
   std::vector<uint8_t> cap = compile_model(model_path, opt, report);
   capgraph_model *m = nullptr;
   char msg[512] = "";
