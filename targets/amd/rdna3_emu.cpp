@@ -14,9 +14,9 @@
 namespace capgraph::amd {
 namespace {
 
-enum rdna3_enc : uint8_t { SOP2, SOPK, SOP1, SOPC, SOPP, SMEM, VOP1, VOP2, VOPC, VOP3, VOP3SD, FLAT, GLOBAL, DS, VOPD, enc_count };
+enum rdna3_enc : uint8_t { SOP2, SOPK, SOP1, SOPC, SOPP, SMEM, VOP1, VOP2, VOPC, VOP3, VOP3SD, FLAT, GLOBAL, DS, VOPD, VOP3P, enc_count };
 const char *const enc_names[] = {"SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP1", "VOP2",
-                                 "VOPC", "VOP3", "VOP3SD", "FLAT", "GLOBAL", "DS", "VOPD"};
+                                 "VOPC", "VOP3", "VOP3SD", "FLAT", "GLOBAL", "DS", "VOPD", "VOP3P"};
 
 using op = rdna3_op;
 
@@ -262,6 +262,29 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
       }
     }
     in->dwords = 2;
+  } else if ((w0 >> 24) == 0xcc) {  // VOP3P (ch. 15.3.4): only the mixed-precision FMAs
+    if (!need(2)) return false;
+    const uint32_t w1 = w[1];
+    in->enc = VOP3P;
+    in->op = tb.t[VOP3P][(w0 >> 16) & 0x7f];
+    if (in->op == op::count) return unknown(VOP3P, (w0 >> 16) & 0x7f);
+    in->dst = 256 + (w0 & 0xff);
+    in->abs = (w0 >> 8) & 7;  // NEG_HI is abs for v_fma_mix*
+    in->opsel = (w0 >> 11) & 7;
+    in->opsel_hi = uint8_t(((w1 >> 27) & 3) | (((w0 >> 14) & 1) << 2));
+    in->clamp = (w0 >> 15) & 1;
+    in->neg = (w1 >> 29) & 7;
+    in->src[0] = w1 & 0x1ff;
+    in->src[1] = (w1 >> 9) & 0x1ff;
+    in->src[2] = (w1 >> 18) & 0x1ff;
+    for (int i = 0; i < 3; i++) {
+      has_lit |= in->src[i] == 255;
+      if (in->src[i] < 256 && !scalar_code_known(in->src[i])) {
+        *why = "operand code " + std::to_string(in->src[i]) + " is not emulated";
+        return false;
+      }
+    }
+    in->dwords = 2;
   } else if (top6 == 0x32) {  // VOPD (ch. 6.5)
     if (!need(2)) return false;
     const uint32_t w1 = w[1];
@@ -330,7 +353,7 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
     in->dwords = 2;
   } else {
     static const std::map<uint32_t, const char *> other = {
-        {0x33, "VOP3P"}, {0x38, "MUBUF"}, {0x3a, "MTBUF"}, {0x3c, "MIMG"}, {0x3e, "EXP"}, {0x34, "VINTERP"}};
+        {0x38, "MUBUF"}, {0x3a, "MTBUF"}, {0x3c, "MIMG"}, {0x3e, "EXP"}, {0x34, "VINTERP"}};
     auto it = other.find(top6);
     *why = std::string(it != other.end() ? it->second : "unknown") + " instruction (word " + hex(w0) +
            ") is not emulated";
@@ -621,6 +644,12 @@ float float_med3(float a, float b, float c) {
 template <typename T>
 T med3(T a, T b, T c) { return std::max(std::min(a, b), std::min(std::max(a, b), c)); }
 
+// V_CLS_I32 / S_CLS_I32: how many leading bits equal the sign bit (counting it); -1 when all do.
+uint32_t sign_bits(uint32_t x) {
+  const uint32_t y = (x >> 31) ? ~x : x;
+  return y ? uint32_t(std::countl_zero(y)) : uint32_t(-1);
+}
+
 int32_t cvt_i32(float x) {  // saturating, NaN -> 0 (ch. 16, V_CVT_I32_F32)
   if (std::isnan(x)) return 0;
   if (x >= 2147483648.0f) return INT32_MAX;
@@ -835,6 +864,31 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       scalar_write(w, in.sdst, carry);
       return true;
     }
+    case op::v_fma_mix_f32: case op::v_fma_mixlo_f16: case op::v_fma_mixhi_f16: {
+      // Each source is f32, or the f16 half OP_SEL picks where OP_SEL_HI says f16; abs (NEG_HI)
+      // and neg apply to the converted value (ch. 16, V_FMA_MIX_F32).
+      const uint32_t *src[3];
+      for (int i = 0; i < 3; i++) src[i] = in.src[i] >= 256 ? w.v + size_t(in.src[i] - 256) * 32 : nullptr;
+      uint32_t k[3];
+      for (int i = 0; i < 3; i++) k[i] = src[i] ? 0 : scalar_read(w, in.src[i], in.lit);
+      uint32_t r[32];
+      LANES {
+        float x[3];
+        for (int i = 0; i < 3; i++) {
+          const uint32_t bits = src[i] ? src[i][l] : k[i];
+          x[i] = ((in.opsel_hi >> i) & 1) ? f16_to_f32(((in.opsel >> i) & 1) ? bits >> 16 : bits & 0xffff) : f(bits);
+          if ((in.abs >> i) & 1) x[i] = std::fabs(x[i]);
+          if ((in.neg >> i) & 1) x[i] = -x[i];
+        }
+        float y = std::fma(x[0], x[1], x[2]);
+        if (in.clamp) y = std::isnan(y) ? 0.0f : std::fmin(std::fmax(y, 0.0f), 1.0f);
+        r[l] = o == op::v_fma_mix_f32 ? u(y)
+               : o == op::v_fma_mixlo_f16 ? (d[l] & 0xffff0000u) | f32_to_f16(y)
+                                          : (d[l] & 0xffffu) | (f32_to_f16(y) << 16);
+      }
+      LANES d[l] = r[l];
+      return true;
+    }
     case op::v_div_scale_f32: {
       const uint32_t *c = c_read();
       uint32_t vcc = 0;
@@ -877,8 +931,8 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
 #define U3(name, expr) case op::name: LANES { const uint32_t x = a[l], y = b[l], z = c[l]; r[l] = uint32_t(expr); } break;
 #define F3(name, expr) case op::name: LANES { const float x = f(a[l]), y = f(b[l]), z = f(c[l]); r[l] = u(expr); } break;
     U1(v_mov_b32, x)
-    F1(v_cvt_f32_i32, float(int32_t(x)))
-    F1(v_cvt_f32_u32, float(x))
+    F1(v_cvt_f32_i32, float(int32_t(a[l])))
+    F1(v_cvt_f32_u32, float(a[l]))
     U1(v_cvt_u32_f32, cvt_u32(f(x)))
     U1(v_cvt_i32_f32, cvt_i32(f(x)))
     U1(v_cvt_floor_i32_f32, cvt_i32(std::floor(f(x))))
@@ -900,6 +954,7 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
     F1(v_sin_f32, float(std::sin(double(x) * 6.283185307179586)))
     F1(v_cos_f32, float(std::cos(double(x) * 6.283185307179586)))
     U1(v_not_b32, ~x)
+    U1(v_cls_i32, sign_bits(x))
     U1(v_bfrev_b32, [](uint32_t v) { uint32_t t = 0; for (int i = 0; i < 32; i++) t |= ((v >> i) & 1) << (31 - i); return t; }(x))
     U1(v_clz_i32_u32, x ? std::countl_zero(x) : -1)
     U1(v_ctz_i32_b32, x ? std::countr_zero(x) : -1)
@@ -957,6 +1012,12 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
     U3(v_max3_u32, std::max(std::max(x, y), z))
     U3(v_med3_u32, med3(x, y, z))
     U3(v_and_or_b32, (x & y) | z)
+    F3(v_maxmin_f32, float_min(float_max(x, y), z))
+    F3(v_minmax_f32, float_max(float_min(x, y), z))
+    U3(v_maxmin_i32, std::min(std::max(int32_t(x), int32_t(y)), int32_t(z)))
+    U3(v_minmax_i32, std::max(std::min(int32_t(x), int32_t(y)), int32_t(z)))
+    U3(v_maxmin_u32, std::min(std::max(x, y), z))
+    U3(v_minmax_u32, std::max(std::min(x, y), z))
     U3(v_or3_b32, x | y | z)
     U3(v_xor3_b32, x ^ y ^ z)
     U3(v_lshl_add_u32, (x << (y & 31)) + z)
@@ -1105,6 +1166,7 @@ bool salu_run(run_state &st, wave &w, const rdna3_inst &in) {
     case op::s_ctz_i32_b32: put(a ? std::countr_zero(a) : uint32_t(-1)); break;
     case op::s_clz_i32_u32: put(a ? std::countl_zero(a) : uint32_t(-1)); break;
     case op::s_bcnt1_i32_b32: put_scc(std::popcount(a)); break;
+    case op::s_cls_i32: put(sign_bits(a)); break;
     case op::s_bcnt1_i32_b64: put_scc(std::popcount(a64)); break;
     // Save EXEC to the destination, then combine the source into EXEC (ch. 5.4 "EXEC mask").
     case op::s_and_saveexec_b32: case op::s_or_saveexec_b32: case op::s_xor_saveexec_b32:

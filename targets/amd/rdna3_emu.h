@@ -6,9 +6,9 @@
 // What it models: wave32 (wave64 is refused: capgraph's gfx11 code is wave32), 106 SGPRs + VCC,
 // M0, EXEC, SCC, up to 256 VGPRs; SALU (SOP1/SOP2/SOPC/SOPK), branches and the no-op scheduling
 // hints (SOPP), scalar loads (SMEM), VALU (VOP1/VOP2/VOPC/VOP3/VOP3SD/VOPD with abs/neg/clamp/omod
-// and literals), global and flat loads and stores, LDS (DS) and s_barrier, and the registers the
+// and literals; of VOP3P the mixed-precision v_fma_mix*), global and flat loads and stores, LDS (DS) and s_barrier, and the registers the
 // hardware sets at wave launch from COMPUTE_PGM_RSRC2 and the user SGPRs. Not modelled: wave64,
-// DPP, scratch, buffer (MUBUF) instructions, atomics on global memory, timing, caches. An
+// DPP, packed math (VOP3P other than v_fma_mix*), scratch, buffer (MUBUF) instructions, atomics on global memory, timing, caches. An
 // instruction outside rdna3_ops.txt is an error naming its encoding, opcode and offset.
 //
 // Decoding happens once per kernel (rdna3_program_decode), following control flow from the
@@ -52,6 +52,7 @@ struct rdna3_inst {
   uint8_t enc = 0;                  // rdna3_enc
   uint8_t dwords = 1;
   uint8_t abs = 0, neg = 0, opsel = 0, omod = 0;
+  uint8_t opsel_hi = 0;             // VOP3P: which sources are f16 (v_fma_mix*)
   bool clamp = false;
   uint16_t src[3] = {0, 0, 0}, dst = 0, sdst = 0;  // VOP3SD / VOPC: the SGPR written
   uint16_t src_y[2] = {0, 0}, dst_y = 0;          // VOPD Y
