@@ -811,7 +811,7 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       return true;
     }
     case op::v_fmac_f32: {
-      const uint32_t *c = in.enc == VOP2 ? d : c_read();
+      const uint32_t *c = d;  // the accumulator is the destination in every encoding (VOP3 too)
       uint32_t r[32];
       LANES r[l] = u(out_mod(in, std::fma(f(a[l]), f(b[l]), f(c[l]))));
       LANES d[l] = r[l];

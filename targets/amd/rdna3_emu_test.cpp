@@ -192,6 +192,28 @@ TEST_CASE("rdna3: LDS is shared by the waves of a workgroup and s_barrier orders
   CHECK(run(m, dispatch_of(1, 64, 0)).find("past the 0 bytes the dispatch allocated") != std::string::npos);
 }
 
+TEST_CASE("rdna3: integer to float conversions and v_fmac_f32's VOP3 form (its accumulator is the destination)") {
+  gpu_memory m;
+  m.code({
+      0xF4040100, 0xF8000000,  // s_load_b64 s[4:5], s[0:1], 0x0
+      0x30020082,              // v_lshlrev_b32_e32 v1, 2, v0
+      0x7E040B00,              // v_cvt_f32_i32_e32 v2, v0          lane
+      0x4C060080,              // v_sub_nc_u32_e32 v3, 0, v0
+      0x7E060B03,              // v_cvt_f32_i32_e32 v3, v3          -lane
+      0x7E0A0D00,              // v_cvt_f32_u32_e32 v5, v0          lane
+      0x7E0802F2,              // v_mov_b32_e32 v4, 1.0
+      0xD52B0004, 0x00020702,  // v_fmac_f32_e64 v4, v2, v3         1 - lane^2
+      0x06080B04,              // v_add_f32_e32 v4, v4, v5          1 - lane^2 + lane
+      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0xDC6A0000, 0x00040401,  // global_store_b32 v1, v4, s[4:5]
+      0xBFB00000,              // s_endpgm
+  });
+  m.arg(0, gpu_memory::buf0);
+  REQUIRE(run(m, dispatch_of(1, 32)) == "");
+  const float *out = m.at<float>(gpu_memory::buf0);
+  for (int l = 0; l < 32; l++) CHECK(out[l] == 1.0f - float(l * l) + float(l));
+}
+
 TEST_CASE("rdna3: LLVM's fdiv sequence (div_scale, rcp, fma, div_fmas, div_fixup) is IEEE division") {
   gpu_memory m;
   m.code({
