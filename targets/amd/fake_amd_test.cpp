@@ -382,3 +382,19 @@ TEST_CASE("the command streams of a small capture match their golden text") {
   golden << f.rdbuf();
   CHECK(text == golden.str());
 }
+
+TEST_CASE("fake-amd runs the machine code: code it cannot decode is a device error naming the kernel") {
+  // The fixture's code objects hold a gfx10 s_endpgm (SOPP opcode 1), no gfx11 instruction: the
+  // default mode must refuse it rather than fall back to the host twin.
+  api_model m(test::amd_spec(test::scale_chain_spec(1)), "fake-amd");
+  REQUIRE_MESSAGE(m.st == CAPGRAPH_OK, m.err);
+  m.input_set("x", std::vector<float>(64, 1.0f));
+  CHECK(capgraph_run(m.m) == CAPGRAPH_ERR_DEVICE);
+  const std::string msg = capgraph_error(m.m);
+  CHECK(msg.find("RDNA3 emulator: kernel '") != std::string::npos);
+  CHECK(msg.find("unknown SOPP opcode 0x1") != std::string::npos);
+  // Device words: a chip and a mode in any order; anything else is refused by name.
+  api_model bad(test::amd_spec(test::scale_chain_spec(1)), "fake-amd:check:gfx9999");
+  CHECK(bad.st == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(bad.err.find("'gfx9999' is neither a chip nor one of check, twin, profile") != std::string::npos);
+}
