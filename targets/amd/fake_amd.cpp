@@ -529,6 +529,7 @@ capgraph_status fake_gpu::capture_attach(const fb::Capture *c, const std::vector
   twins_.assign(c->kernels() ? c->kernels()->size() : 0, twin{});
   twin_images_.clear();
   std::vector<int64_t> linked(program_gpu.size(), -1);  // program -> twin_images_ index
+  if (mode_ == fake_mode::emulate) return CAPGRAPH_OK;  // the machine code runs; twins are not needed
   bool any = false;
   for (uint32_t k = 0; k < twins_.size(); ++k) any |= c->kernels()->Get(k)->twin_program() >= 0;
   if (!any) return CAPGRAPH_OK;
