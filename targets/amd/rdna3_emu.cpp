@@ -1,6 +1,7 @@
 // RDNA3 emulator, execution: runs a decoded kernel's workgroups wave by wave. See rdna3_emu.h for
 // what is modelled and the sources; section numbers refer to AMD's "RDNA3 Instruction Set
 // Architecture Reference Guide".
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -798,29 +799,41 @@ bool vmem_run(run_state &st, wave &w, const rdna3_inst &in) {
   const uint32_t *va = w.v + size_t(in.src[0] - 256) * 32;
   const bool saddr = in.enc == GLOBAL && in.src[2] != kNull;
   const uint64_t sbase = saddr ? (w.s[in.src[2]] | uint64_t(w.s[in.src[2] + 1]) << 32) : 0;
-  uint32_t buf[4];
+  uint64_t addr[32], lo = UINT64_MAX, hi = 0;
   for (int l = 0; l < 32; l++) {
     if (!((exec >> l) & 1)) continue;
-    const uint64_t addr = (saddr ? sbase + va[l] : (va[l] | uint64_t(va[32 + l]) << 32)) + int64_t(in.imm);
-    uint8_t *h = st.mem(addr, bytes);
+    addr[l] = (saddr ? sbase + va[l] : (va[l] | uint64_t(va[32 + l]) << 32)) + uint64_t(int64_t(in.imm));
+    lo = std::min(lo, addr[l]);
+    hi = std::max(hi, addr[l]);
+  }
+  if (!exec) return true;
+  // Usually every lane falls in one allocation: look it up once for the wave.
+  uint8_t *base = hi - lo < (1ull << 32) ? st.mem(lo, uint32_t(hi - lo) + bytes) : nullptr;
+  uint32_t buf[4];
+  const uint32_t *data = w.v + size_t(in.src[1] - 256) * 32;
+  uint32_t *dst = w.v + size_t(in.dst - 256) * 32;
+  for (int l = 0; l < 32; l++) {
+    if (!((exec >> l) & 1)) continue;
+    uint8_t *h = base ? base + (addr[l] - lo) : st.mem(addr[l], bytes);
     if (!h)
       return st.fail(in, "lane " + std::to_string(l) + " " + (store ? "writes " : "reads ") + std::to_string(bytes) +
-                             " bytes at " + hex(addr) + ", which is not GPU memory");
-    if (store) {
-      const uint32_t *data = w.v + size_t(in.src[1] - 256) * 32;
-      for (uint32_t i = 0; i < dwords; i++) buf[i] = data[i * 32 + l];
+                             " bytes at " + hex(addr[l]) + ", which is not GPU memory");
+    if (bytes == 4) {
+      if (store) std::memcpy(h, &data[l], 4);
+      else std::memcpy(&dst[l], h, 4);
+    } else if (bytes > 4) {  // whole dwords, copied as such (a variable-length memcpy is slow here)
+      if (store)
+        for (uint32_t i = 0; i < dwords; i++) std::memcpy(h + 4 * i, &data[i * 32 + l], 4);
+      else
+        for (uint32_t i = 0; i < dwords; i++) std::memcpy(&dst[i * 32 + l], h + 4 * i, 4);
+    } else if (store) {
+      std::memcpy(buf, &data[l], 4);
       std::memcpy(h, buf, bytes);
     } else {
-      uint32_t *dst = w.v + size_t(in.dst - 256) * 32;
-      if (bytes >= 4) {
-        std::memcpy(buf, h, bytes);
-        for (uint32_t i = 0; i < dwords; i++) dst[i * 32 + l] = buf[i];
-      } else {
-        uint32_t x = 0;
-        std::memcpy(&x, h, bytes);
-        if (sign) x = bytes == 1 ? uint32_t(int32_t(int8_t(x))) : uint32_t(int32_t(int16_t(x)));
-        dst[l] = x;
-      }
+      uint32_t x = 0;
+      std::memcpy(&x, h, bytes);
+      if (sign) x = bytes == 1 ? uint32_t(int32_t(int8_t(x))) : uint32_t(int32_t(int16_t(x)));
+      dst[l] = x;
     }
   }
   (store ? st.n.vmem_store_bytes : st.n.vmem_load_bytes) += uint64_t(std::popcount(exec)) * bytes;
