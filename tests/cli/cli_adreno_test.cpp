@@ -29,11 +29,12 @@ long long json_number(const std::string &object, const std::string &key) {
   return std::strtoll(object.c_str() + at + k.size(), nullptr, 10);
 }
 
-// The text of the adreno_kernels entry whose name is `name` (up to its closing brace), or "".
-std::string json_kernel(const std::string &json, const std::string &name) {
+// The text of the adreno_kernels entry whose entry point is `entry` (unique, unlike kernel names,
+// which repeat in real models), from there up to its closing brace, or "".
+std::string json_kernel(const std::string &json, const std::string &entry) {
   const size_t list = json.find("\"adreno_kernels\": [");
   if (list == std::string::npos) return "";
-  const size_t at = json.find("{\"name\": \"" + name + "\"", list);
+  const size_t at = json.find("\"entry\": \"" + entry + "\"", list);
   if (at == std::string::npos) return "";
   return json.substr(at, json.find('}', at) - at);
 }
@@ -86,7 +87,7 @@ TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows 
     CHECK(c->programs()->Get(uint32_t(k->twin_program()))->format() == fb::ProgramFormat::elf_relocatable);
 
     // inspect --json shows exactly the file's facts.
-    const std::string o = json_kernel(json.output, k->name()->str());
+    const std::string o = json_kernel(json.output, k->entry()->str());
     REQUIRE_MESSAGE(!o.empty(), json.output);
     CHECK(json_number(o, "gpu_id") == a->gpu_id());
     CHECK(json_number(o, "chip_id") == (long long)a->chip_id());
@@ -196,7 +197,7 @@ TEST_CASE("models: every zoo model compiles for adreno-a630 and inspect shows ev
     for (const fb::Kernel *k : *c->kernels()) {
       const fb::AdrenoKernel *a = k->facts_as_AdrenoKernel();
       REQUIRE(a);
-      const std::string o = json_kernel(json.output, k->name()->str());
+      const std::string o = json_kernel(json.output, k->entry()->str());
       CHECK_MESSAGE(!o.empty(), "inspect --json lacks kernel " << k->name()->str());
       CHECK(json_number(o, "instr_dwords") == a->instr_dwords());
       CHECK(json_number(o, "full_regs") == a->full_regs());
