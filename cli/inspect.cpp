@@ -15,6 +15,7 @@
 #include "cli/buffer_users.h"
 #include "cli/commands.h"
 #include "cli/inspect_amd.h"
+#include "cli/inspect_nv.h"
 #include "codegen/cpu_target.h"
 #include "error.h"
 #include "graph/tensor.h"
@@ -194,7 +195,7 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
     appendf(o, "  {\"name\": %s, \"bytes\": %llu, \"readers\": %s}%s\n", json_quote(w->name() ? w->name()->str() : "").c_str(),
             (unsigned long long)w->data()->size(), steps_list(weight_readers[i]).c_str(), i + 1 < weight_readers.size() ? "," : "");
   }
-  o += " ]" + inspect_amd_json(c) + "}\n";
+  o += " ]" + inspect_amd_json(c) + inspect_nv_json(c) + "}\n";
   return o;
 }
 
@@ -236,6 +237,7 @@ int cmd_inspect(int argc, char **argv) {
                 l->flops() / 1e6);
   }
   std::fputs(inspect_amd_text(c).c_str(), stdout);
+  std::fputs(inspect_nv_text(c).c_str(), stdout);
   return 0;
 }
 
