@@ -52,8 +52,13 @@ capgraph_status model_build_hcq(capgraph_model *m, const char *device, std::stri
     return st;
   }
   const fb::Capture *c = nullptr;
+  load_limits limits;
+  if ((st = load_limits_from_env(&limits, &why)) != CAPGRAPH_OK) {
+    *err = label + ": " + why;
+    return st;
+  }
   if ((st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err,
-                           t)) != CAPGRAPH_OK)
+                           t, &limits)) != CAPGRAPH_OK)
     return st;
   // A replay's bound: 10 s unless CAPGRAPH_TIMEOUT_MS says otherwise (1 ms to 1 hour).
   hcq::graph_options opt;
@@ -84,7 +89,17 @@ capgraph_status model_build(capgraph_model *m, int32_t threads, const char *devi
   if (!device_is_cpu(device)) return model_build_hcq(m, device, err);
   const std::string &label = m->label;
   const fb::Capture *c = nullptr;
-  capgraph_status st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err);
+  load_limits limits;
+  uint64_t timeout_ns = 0;
+  std::string why;
+  capgraph_status st = load_limits_from_env(&limits, &why);
+  if (st == CAPGRAPH_OK) st = replay_timeout_from_env(&timeout_ns, &why);
+  if (st != CAPGRAPH_OK) {
+    *err = label + ": " + why;
+    return st;
+  }
+  st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err, nullptr,
+                      &limits);
   if (st != CAPGRAPH_OK) return st;
   if (threads == 0) threads = int32_t(c->threads());
 
@@ -147,7 +162,7 @@ capgraph_status model_build(capgraph_model *m, int32_t threads, const char *devi
   replay_plan_build(c, m->arena.get(), m->weights, kernels, threads, &m->plan);
   if (threads > 1) {
     try {
-      m->pool = std::make_unique<thread_pool>(threads);
+      m->pool = std::make_unique<thread_pool>(threads, timeout_ns);
     } catch (const std::system_error &e) {
       *err =
           label + ": cannot start " + std::to_string(threads - 1) + " worker threads: " + e.what();
@@ -225,6 +240,20 @@ int32_t tensor_find(const capgraph_model *m, const std::vector<model_tensor> &li
   for (size_t i = 0; i < list.size(); ++i)
     if (list[i].name == name) return int32_t(i);
   return -1;
+}
+
+// A CPU replay's result: a thread that did not reach a barrier in time leaves the pool broken (it
+// may still be running a kernel in the arena), so the failure sticks.
+capgraph_status cpu_replay_status(capgraph_model *m, bool finished) {
+  if (finished) return CAPGRAPH_OK;
+  m->sticky = CAPGRAPH_ERR_TIMEOUT;
+  try {
+    m->error = m->label + ": a replay thread did not finish its step within " +
+               std::to_string(m->pool ? m->pool->timeout_ns() / 1000000 : 0) +
+               " ms (CAPGRAPH_TIMEOUT_MS); the model cannot run again";
+  } catch (...) {  // no memory for the message: the status still says what happened
+  }
+  return CAPGRAPH_ERR_TIMEOUT;
 }
 
 // One GPU replay. A device that timed out or faulted is in an unknown state: the failure sticks,
@@ -306,18 +335,17 @@ capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t 
     if (st == CAPGRAPH_OK) m->graph->step_times(step_ns);  // the engines' timestamps after each step
     return st;
   }
-  replay_run_timed(m->plan, m->pool.get(), step_ns);
-  return CAPGRAPH_OK;
+  return cpu_replay_status(m, replay_run_timed(m->plan, m->pool.get(), step_ns));
 }
 
 capgraph_status capgraph_run(capgraph_model *m) {
   if (!m) return CAPGRAPH_ERR_ARGUMENT;
-  // CPU replay has no failure of its own; a backend that can fail (device lost, timeout) sets
-  // `sticky`, and every later run reports it instead of replaying on a broken device.
+  // A replay that failed (device lost, timeout; on the CPU a thread that never reached a
+  // barrier) sets `sticky`, and every later run reports it instead of replaying on a broken
+  // device or pool.
   if (m->sticky != CAPGRAPH_OK) return m->sticky;
   if (m->graph) return graph_replay(m);
-  replay_run(m->plan, m->pool.get());
-  return CAPGRAPH_OK;
+  return cpu_replay_status(m, replay_run(m->plan, m->pool.get()));
 }
 
 const char *capgraph_error(const capgraph_model *m) { return m ? m->error.c_str() : ""; }
@@ -337,6 +365,13 @@ const char *capgraph_status_name(capgraph_status s) {
   return "unknown status";
 }
 
-void capgraph_free(capgraph_model *m) { delete m; }
+void capgraph_free(capgraph_model *m) {
+  // A pool that timed out may have a thread still inside a kernel, writing the arena and reading
+  // the code: freeing them under it would turn a hang into memory corruption. Such a model is
+  // freed once its threads have stopped (waiting a second for them), else left allocated (and its
+  // threads running) for the life of the process.
+  if (m && m->pool && m->pool->broken() && !m->pool->workers_stopped_wait(1'000'000'000ull)) return;
+  delete m;
+}
 
 }  // extern "C"

@@ -2,8 +2,12 @@
 
 #include "capture_hash.h"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <set>
 
@@ -37,14 +41,19 @@ bool in_range(uint64_t offset, uint64_t len, uint64_t size) {
 class semantic_check {
  public:
   semantic_check(const fb::Capture *c, const char *label, std::string *err,
-                 const hcq::target *device)
-      : c_(c), label_(label), err_(err), device_(device) {}
+                 const hcq::target *device, const load_limits &limits)
+      : c_(c), label_(label), err_(err), device_(device), limits_(limits) {}
 
   bool run() {
+    if (!vectors_aligned_check()) return false;
     threads_ = c_->threads();
     if (threads_ < 1 || threads_ > k_max_threads)
       return fail("threads is %u; it must be 1 to %u", threads_, k_max_threads);
     arena_ = c_->arena_size();
+    if (arena_ > limits_.max_arena_bytes)
+      return fail("the arena is %llu bytes, more than the %llu this runtime allows "
+                  "(CAPGRAPH_MAX_ARENA_BYTES)",
+                  (unsigned long long)arena_, (unsigned long long)limits_.max_arena_bytes);
     if (c_->buffers())
       for (uint32_t i = 0; i < c_->buffers()->size(); ++i) {
         const fb::PlannedBuffer *b = c_->buffers()->Get(i);
@@ -68,6 +77,40 @@ class semantic_check {
     va_end(ap);
     *err_ = std::string(label_) + ": " + buf;
     return false;
+  }
+
+  // flatbuffers 2.0.8's Verifier checks a vector's alignment only for its 4-byte length, and its
+  // readers dereference elements in place: a vector of 8-byte elements 4 bytes off would be read
+  // misaligned (UB, a fault on some CPUs). The compiler's builder always aligns them; refuse the
+  // rest. `data` is 8-byte aligned (capture_verify's contract), so an address's alignment is its
+  // offset's.
+  template <class T>
+  bool aligned(const flatbuffers::Vector<T> *v, const char *what, uint32_t i) {
+    // An empty vector is never read (and flatbuffers does not align one: a scalar's shape).
+    if (!v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->Data()) % 8 == 0) return true;
+    return fail("%s %u is not 8-byte aligned in the file", what, i);
+  }
+
+  bool vectors_aligned_check() {
+    for (const auto *list : {c_->inputs(), c_->outputs()})
+      for (uint32_t i = 0; i < list->size(); ++i)
+        if (!aligned(list->Get(i)->shape(), "the shape of tensor", i)) return false;
+    if (c_->kernels())
+      for (uint32_t i = 0; i < c_->kernels()->size(); ++i) {
+        const fb::KernelBounds *b = c_->kernels()->Get(i)->bounds();
+        if (b && (!aligned(b->buffer_sizes(), "the bounds' buffer_sizes of kernel", i) ||
+                  !aligned(b->scalars(), "the bounds' scalars of kernel", i)))
+          return false;
+      }
+    for (uint32_t i = 0; i < c_->steps()->size(); ++i) {
+      const fb::Launch *l = c_->steps()->Get(i)->launch();
+      if (l && (!aligned(l->buffers(), "the buffers of step", i) ||
+                !aligned(l->scalars(), "the scalars of step", i) ||
+                !aligned(l->partition(), "the partition of step", i) ||
+                !aligned(l->buffer_sizes(), "the buffer_sizes of step", i)))
+        return false;
+    }
+    return true;
   }
 
   bool tensors_check(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *list,
@@ -137,8 +180,62 @@ class semantic_check {
       if (k->program() >= programs)
         return fail("kernel %u '%s' uses program %u, but the capture has %u programs", i,
                     k->name()->c_str(), k->program(), programs);
+      if (!kernel_bounds_check(i, k)) return false;
       if (device_ && !gpu_kernel_check(i, k)) return false;
     }
+    return true;
+  }
+
+  // KernelBounds (capture.fbs): present, consistent with the kernel, and matching its hash.
+  bool kernel_bounds_check(uint32_t i, const fb::Kernel *k) {
+    const char *name = k->name()->c_str();
+    const fb::KernelBounds *b = k->bounds();
+    if (!b)
+      return fail("kernel %u '%s' has no bounds (KernelBounds, capture format 1.2): the file was "
+                  "written by an older compiler; compile the model again",
+                  i, name);
+    if (b->buffer_sizes()->size() != k->num_buffers())
+      return fail("kernel %u '%s': its bounds give %u buffer sizes for %u buffers", i, name,
+                  b->buffer_sizes()->size(), k->num_buffers());
+    const uint32_t scalars = b->scalars() ? b->scalars()->size() : 0;
+    if (scalars != k->num_scalars())
+      return fail("kernel %u '%s': its bounds give %u scalars, the kernel takes %u", i, name,
+                  scalars, k->num_scalars());
+    capture_bounds_hash h(c_->programs()->Get(k->program())->hash());
+    h.str(k->entry()->c_str(), k->entry()->size());
+    h.str(k->twin_entry() ? k->twin_entry()->c_str() : "",
+          k->twin_entry() ? k->twin_entry()->size() : 0);
+    h.u64(k->twin_work_size());
+    h.u64(b->work_size());
+    h.u64(b->buffer_sizes()->size());
+    for (uint64_t v : *b->buffer_sizes()) h.u64(v);
+    h.u64(scalars);
+    for (uint32_t j = 0; j < scalars; ++j) h.u64(uint64_t(b->scalars()->Get(j)));
+    const uint32_t tables = b->index_tables() ? b->index_tables()->size() : 0;
+    h.u64(tables);
+    for (uint32_t j = 0; j < tables; ++j) {
+      const fb::IndexTable *t = b->index_tables()->Get(j);
+      if (t->buffer() >= k->num_buffers())
+        return fail("kernel %u '%s': index table %u is binding %u, the kernel takes %u", i, name,
+                    j, t->buffer(), k->num_buffers());
+      if (t->dtype() != fb::DType::i32 && t->dtype() != fb::DType::i64)
+        return fail("kernel %u '%s': index table %u has dtype %u, not i32 or i64", i, name, j,
+                    unsigned(t->dtype()));
+      h.u64(t->buffer());
+      h.u64(uint64_t(t->dtype()));
+      h.u64(uint64_t(t->low()));
+      h.u64(uint64_t(t->high()));
+    }
+    const uint32_t written = b->written() ? b->written()->size() : 0;
+    h.u64(written);
+    for (uint32_t j = 0; j < written; ++j) {
+      if (b->written()->Get(j) >= k->num_buffers())
+        return fail("kernel %u '%s': its bounds say it writes binding %u, the kernel takes %u", i,
+                    name, b->written()->Get(j), k->num_buffers());
+      h.u64(b->written()->Get(j));
+    }
+    if (h.value() != b->hash())
+      return fail("kernel %u '%s': its bounds do not match their checksum", i, name);
     return true;
   }
 
@@ -242,6 +339,81 @@ class semantic_check {
     if (part->Get(threads_) != l->work_size())
       return fail("%s: partition ends at %llu, not at work_size %llu", where.c_str(),
                   (unsigned long long)part->Get(threads_), (unsigned long long)l->work_size());
+    return launch_bounds_check(where, l, k);
+  }
+
+  // What makes replay safe by construction: a launch asks its kernel's code for no more than the
+  // compiler made it for (KernelBounds, checked against its hash in kernel_bounds_check), and each
+  // binding's region holds the bytes the code touches (launch_check checked offset + the launch's
+  // size inside the region; here the launch's size covers the code's). Index tables are checked
+  // entry by entry, since the code uses them unchecked.
+  bool launch_bounds_check(const std::string &where, const fb::Launch *l, const fb::Kernel *k) {
+    const fb::KernelBounds *b = k->bounds();
+    if (l->work_size() > b->work_size())
+      return fail("%s: work_size %llu is more than the %llu its kernel was compiled for",
+                  where.c_str(), (unsigned long long)l->work_size(),
+                  (unsigned long long)b->work_size());
+    if (l->work_size() > limits_.max_work_size)
+      return fail("%s: work_size %llu is more than the %llu this runtime allows "
+                  "(CAPGRAPH_MAX_WORK_SIZE)",
+                  where.c_str(), (unsigned long long)l->work_size(),
+                  (unsigned long long)limits_.max_work_size);
+    // Every work item stores at least one byte of its own, so a kernel's work cannot exceed the
+    // bytes it touches: a bound on replay time that no checksum can fake.
+    unsigned __int128 touched = 0;
+    for (uint32_t i = 0; i < l->buffers()->size(); ++i) {
+      const uint64_t need = b->buffer_sizes()->Get(i), given = l->buffer_sizes()->Get(i);
+      touched += need;
+      if (given < need)
+        return fail("%s: buffer %u is given %llu bytes, but its kernel's code touches %llu",
+                    where.c_str(), i, (unsigned long long)given, (unsigned long long)need);
+    }
+    if (l->work_size() > 1 && l->work_size() > touched)
+      return fail("%s: work_size %llu is more than the %llu bytes its buffers hold", where.c_str(),
+                  (unsigned long long)l->work_size(), (unsigned long long)touched);
+    const uint32_t scalars = b->scalars() ? b->scalars()->size() : 0;
+    for (uint32_t i = 0; i < scalars; ++i)
+      if (l->scalars()->Get(i) != b->scalars()->Get(i))
+        return fail("%s: scalar %u is %lld, but its kernel's code was compiled for %lld",
+                    where.c_str(), i, (long long)l->scalars()->Get(i),
+                    (long long)b->scalars()->Get(i));
+    if (b->index_tables())
+      for (const fb::IndexTable *t : *b->index_tables())
+        if (!index_table_check(where, l, *t, b->buffer_sizes()->Get(t->buffer()))) return false;
+    // Weights are read-only (mapped from the file): a store there would fault.
+    if (b->written())
+      for (uint32_t w : *b->written())
+        if (l->buffers()->Get(w)->space() != fb::Space::arena)
+          return fail("%s: buffer %u is written by its kernel but is a weight, not in the arena",
+                      where.c_str(), w);
+    return true;
+  }
+
+  // Every entry of an index table within the bytes its kernel reads is in [low, high).
+  bool index_table_check(const std::string &where, const fb::Launch *l, const fb::IndexTable &t,
+                         uint64_t bytes) {
+    const fb::BufferRef *r = l->buffers()->Get(t.buffer());
+    if (r->space() != fb::Space::weight)
+      return fail("%s: buffer %u holds an index table but is not a weight", where.c_str(),
+                  t.buffer());
+    // launch_check put [offset, offset + bytes) inside the weight.
+    const uint8_t *data = c_->weights()->Get(r->index())->data()->data() + r->offset();
+    const size_t elem = t.dtype() == fb::DType::i64 ? 8 : 4;
+    for (uint64_t at = 0; at + elem <= bytes; at += elem) {
+      int64_t v;
+      if (elem == 8) {
+        memcpy(&v, data + at, 8);
+      } else {
+        int32_t v32;
+        memcpy(&v32, data + at, 4);
+        v = v32;
+      }
+      if (v < t.low() || v >= t.high())
+        return fail("%s: index table in buffer %u (weight %u) holds %lld at element %llu; its "
+                    "kernel reads out of bounds outside [%lld, %lld)",
+                    where.c_str(), t.buffer(), r->index(), (long long)v,
+                    (unsigned long long)(at / elem), (long long)t.low(), (long long)t.high());
+    }
     return true;
   }
 
@@ -293,6 +465,7 @@ class semantic_check {
   const char *label_;
   std::string *err_;
   const hcq::target *device_;
+  load_limits limits_;
   uint32_t threads_ = 1;
   uint64_t arena_ = 0;
 };
@@ -335,9 +508,39 @@ capgraph_status target_check(const fb::Target *t, const hcq::target *device, std
 
 }  // namespace
 
+load_limits load_limits_default() {
+  load_limits l;
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  l.max_arena_bytes = pages > 0 && page > 0 ? uint64_t(pages) * uint64_t(page) : uint64_t(1) << 36;
+  l.max_work_size = uint64_t(1) << 31;
+  return l;
+}
+
+capgraph_status load_limits_from_env(load_limits *out, std::string *err) {
+  *out = load_limits_default();
+  const struct {
+    const char *name;
+    uint64_t *value;
+  } vars[] = {{"CAPGRAPH_MAX_ARENA_BYTES", &out->max_arena_bytes},
+              {"CAPGRAPH_MAX_WORK_SIZE", &out->max_work_size}};
+  for (const auto &v : vars) {
+    const char *s = getenv(v.name);
+    if (!s) continue;
+    char *end = nullptr;
+    errno = 0;
+    const unsigned long long n = strtoull(s, &end, 10);
+    if (!*s || *end || errno || s[0] == '-' || n == 0) {
+      *err = std::string(v.name) + " must be a positive whole number, not '" + s + "'";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+    *v.value = n;
+  }
+  return CAPGRAPH_OK;
+}
+
 capgraph_status capture_verify(const uint8_t *data, size_t size, const char *label,
                                const fb::Capture **out, std::string *err,
-                               const hcq::target *device) {
+                               const hcq::target *device, const load_limits *limits) {
   *out = nullptr;
   const std::string prefix = std::string(label) + ": ";
   if (size < 8 || !fb::CaptureBufferHasIdentifier(data)) {
@@ -394,7 +597,7 @@ capgraph_status capture_verify(const uint8_t *data, size_t size, const char *lab
            "kernel launch facts predate version 2.0); compile the model again";
     return CAPGRAPH_ERR_VERSION;
   }
-  semantic_check check(c, label, err, device);
+  semantic_check check(c, label, err, device, limits ? *limits : load_limits_default());
   if (!check.run()) return CAPGRAPH_ERR_FORMAT;
   *out = c;
   return CAPGRAPH_OK;

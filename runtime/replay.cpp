@@ -1,6 +1,7 @@
 #include "replay.h"
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 
 namespace capgraph {
@@ -126,7 +127,7 @@ uint64_t now_ns() noexcept {
 
 // step_end_ns (profiling only, thread 0): when each step finished on every thread. The last step's
 // end is taken by the caller, after the pool's final barrier.
-void replay_slice(const replay_plan &p, int t, thread_pool *pool, uint64_t *step_end_ns) noexcept {
+bool replay_slice(const replay_plan &p, int t, thread_pool *pool, uint64_t *step_end_ns) noexcept {
   const size_t n = p.steps.size();
   for (size_t i = 0; i < n; ++i) {
     const replay_step &s = p.steps[i];
@@ -140,9 +141,10 @@ void replay_slice(const replay_plan &p, int t, thread_pool *pool, uint64_t *step
     // pool's end-of-run barrier covers the last step. A timed replay meets after every step, so
     // that each step's time is its own.
     const bool meet = step_end_ns ? i + 1 < n : s.barrier_after;
-    if (pool && meet) pool->barrier();
+    if (pool && meet && !pool->barrier()) return false;
     if (step_end_ns && t == 0) step_end_ns[i] = now_ns();
   }
+  return true;
 }
 
 struct replay_job {
@@ -158,30 +160,42 @@ void replay_job_run(void *ctx, int thread) {
 
 }  // namespace
 
-void replay_run(const replay_plan &plan, thread_pool *pool) noexcept {
+bool replay_run(const replay_plan &plan, thread_pool *pool) noexcept {
   // Waking workers that have nothing to do would only make the caller wait for them.
-  if (!pool || plan.workers_idle) {
-    replay_slice(plan, 0, nullptr, nullptr);
-    return;
-  }
+  if (!pool || plan.workers_idle) return replay_slice(plan, 0, nullptr, nullptr);
   replay_job job{&plan, pool, nullptr};
-  pool->run(&replay_job_run, &job);
+  return pool->run(&replay_job_run, &job);
 }
 
-void replay_run_timed(const replay_plan &plan, thread_pool *pool, uint64_t *step_ns) noexcept {
+bool replay_run_timed(const replay_plan &plan, thread_pool *pool, uint64_t *step_ns) noexcept {
   const size_t n = plan.steps.size();
-  if (n == 0) return;
+  if (n == 0) return true;
   const uint64_t start = now_ns();
   if (!pool) {
     replay_slice(plan, 0, nullptr, step_ns);
   } else {
     replay_job job{&plan, pool, step_ns};
-    pool->run(&replay_job_run, &job);
+    if (!pool->run(&replay_job_run, &job)) return false;
     step_ns[n - 1] = now_ns();  // after the final barrier: every thread is done
   }
   // end times -> durations
   for (size_t i = n; i-- > 1;) step_ns[i] -= step_ns[i - 1];
   step_ns[0] -= start;
+  return true;
+}
+
+capgraph_status replay_timeout_from_env(uint64_t *timeout_ns, std::string *err) {
+  *timeout_ns = 60'000'000'000ull;
+  const char *ms = getenv("CAPGRAPH_TIMEOUT_MS");
+  if (!ms) return CAPGRAPH_OK;
+  char *end = nullptr;
+  const unsigned long long v = strtoull(ms, &end, 10);
+  if (!*ms || *end || v < 1 || v > 3600000) {
+    *err = std::string("CAPGRAPH_TIMEOUT_MS must be 1 to 3600000 milliseconds, not '") + ms + "'";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  *timeout_ns = v * 1000000ull;
+  return CAPGRAPH_OK;
 }
 
 }  // namespace capgraph

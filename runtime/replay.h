@@ -2,9 +2,11 @@
 // this list: no allocation, no exceptions, no decisions.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "capgraph/capture_generated.h"
+#include "capgraph_runtime.h"
 #include "thread_pool.h"
 
 namespace capgraph {
@@ -58,11 +60,19 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
 // calls it.
 void replay_plan_barriers(replay_plan *plan);
 
-// Replays the plan once. `pool` is nullptr for one thread (then nothing synchronises).
-void replay_run(const replay_plan &plan, thread_pool *pool) noexcept;
+// Replays the plan once. `pool` is nullptr for one thread (then nothing synchronises). Returns
+// false when a thread did not reach a barrier within the pool's timeout (the pool is then broken
+// and the replay incomplete).
+bool replay_run(const replay_plan &plan, thread_pool *pool) noexcept;
 // The same replay, also writing each step's wall time in nanoseconds (this replay puts a barrier
 // after every step, so a step's time is from the end of the previous one until every thread
 // finished it).
-void replay_run_timed(const replay_plan &plan, thread_pool *pool, uint64_t *step_ns) noexcept;
+bool replay_run_timed(const replay_plan &plan, thread_pool *pool, uint64_t *step_ns) noexcept;
+
+// How long a replay thread waits at a barrier for the others: 60 s, or CAPGRAPH_TIMEOUT_MS (1 ms
+// to 1 hour). A step of a CPU replay is one launch, milliseconds even for large models, so the
+// default only ever fires for a thread that is stuck. CAPGRAPH_ERR_ARGUMENT and *err for a value
+// out of range.
+capgraph_status replay_timeout_from_env(uint64_t *timeout_ns, std::string *err);
 
 }  // namespace capgraph

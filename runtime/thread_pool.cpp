@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <climits>
+#include <ctime>
 
 namespace capgraph {
 
@@ -36,10 +37,18 @@ inline void cpu_relax() {
 }
 
 // futex(2) on the 32-bit word of a std::atomic<uint32_t> (lock-free, same size and
-// representation on Linux, as libstdc++'s own atomic wait relies on).
-void futex_wait(std::atomic<uint32_t> *word, uint32_t expected) {
-  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT_PRIVATE, expected, nullptr,
-          nullptr, 0);
+// representation on Linux, as libstdc++'s own atomic wait relies on). Sleeps at most wait_ns
+// (0: no bound).
+void futex_wait(std::atomic<uint32_t> *word, uint32_t expected, uint64_t wait_ns) {
+  struct timespec ts = {time_t(wait_ns / 1000000000u), long(wait_ns % 1000000000u)};
+  syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT_PRIVATE, expected,
+          wait_ns ? &ts : nullptr, nullptr, 0);
+}
+
+uint64_t now_ns() noexcept {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
 
 void futex_wake_all(std::atomic<uint32_t> *word) {
@@ -49,12 +58,21 @@ void futex_wake_all(std::atomic<uint32_t> *word) {
 
 }  // namespace
 
-thread_pool::thread_pool(int threads) : threads_(threads) {
+thread_pool::thread_pool(int threads, uint64_t timeout_ns)
+    : threads_(threads), timeout_ns_(timeout_ns) {
   static_assert(sizeof(std::atomic<uint32_t>) == sizeof(uint32_t));
   static_assert(std::atomic<uint32_t>::is_always_lock_free);
   workers_.reserve(size_t(threads - 1));
   try {
-    for (int t = 1; t < threads; ++t) workers_.emplace_back(&thread_pool::worker_main, this, t);
+    for (int t = 1; t < threads; ++t) {
+      workers_running_.fetch_add(1, std::memory_order_relaxed);
+      try {
+        workers_.emplace_back(&thread_pool::worker_main, this, t);
+      } catch (...) {
+        workers_running_.fetch_sub(1, std::memory_order_relaxed);
+        throw;
+      }
+    }
   } catch (...) {
     release_all();
     for (std::thread &w : workers_) w.join();
@@ -74,7 +92,8 @@ void thread_pool::release_all() noexcept {
   futex_wake_all(&generation_);
 }
 
-void thread_pool::barrier() noexcept {
+bool thread_pool::barrier_wait(uint64_t timeout_ns) noexcept {
+  if (broken_.load(std::memory_order_acquire)) return false;
   // Read the generation before arriving: the last arrival bumps it only after every arrival.
   const uint32_t gen = generation_.load(std::memory_order_acquire);
   if (arrived_.fetch_add(1, std::memory_order_acq_rel) + 1 == uint32_t(threads_)) {
@@ -83,39 +102,73 @@ void thread_pool::barrier() noexcept {
     // Dekker pairing with the sleeper's increment below: either we see it and wake, or the
     // sleeper sees the new generation and the futex returns at once.
     if (sleepers_.load(std::memory_order_seq_cst)) futex_wake_all(&generation_);
-    return;
+    return !broken_.load(std::memory_order_acquire);
   }
   for (int i = 0; i < k_spin; ++i) {
-    if (generation_.load(std::memory_order_acquire) != gen) return;
+    if (generation_.load(std::memory_order_acquire) != gen) return !broken();
     cpu_relax();
   }
+  // The clock starts after the spin (a barrier that gets this far is already slow). A yield can
+  // take milliseconds on a loaded machine, so the yield stage watches the deadline too.
+  const uint64_t deadline = timeout_ns ? now_ns() + timeout_ns : 0;
   for (int i = 0; i < k_yield; ++i) {
-    if (generation_.load(std::memory_order_acquire) != gen) return;
+    if (generation_.load(std::memory_order_acquire) != gen) return !broken();
+    // A worker started or arriving just as the pool is destroyed: on a loaded machine 4096 yields
+    // can take minutes, so stopping is noticed here too.
+    if (stop_.load(std::memory_order_relaxed)) return false;
+    if (deadline && i % 64 == 63 && now_ns() >= deadline) break;
     sched_yield();
   }
   while (generation_.load(std::memory_order_acquire) == gen) {
-    if (stop_.load(std::memory_order_acquire)) return;
+    if (stop_.load(std::memory_order_acquire)) return false;
+    uint64_t left = 0;
+    if (deadline) {
+      const uint64_t now = now_ns();
+      if (now >= deadline) {
+        // Whoever is missing may never come: break the pool and release everyone waiting. The
+        // late thread finds the pool broken at its next barrier and returns from its job.
+        broken_.store(true, std::memory_order_seq_cst);
+        generation_.fetch_add(1, std::memory_order_seq_cst);
+        futex_wake_all(&generation_);
+        return false;
+      }
+      left = deadline - now;
+    }
     sleepers_.fetch_add(1, std::memory_order_seq_cst);
-    if (generation_.load(std::memory_order_seq_cst) == gen) futex_wait(&generation_, gen);
+    if (generation_.load(std::memory_order_seq_cst) == gen) futex_wait(&generation_, gen, left);
     sleepers_.fetch_sub(1, std::memory_order_relaxed);
   }
+  return !broken();
 }
 
-void thread_pool::run(job_fn job, void *ctx) noexcept {
+bool thread_pool::run(job_fn job, void *ctx) noexcept {
+  if (broken()) return false;
   job_ = job;
   ctx_ = ctx;
-  barrier();  // start: publishes job_/ctx_ to the workers (release/acquire on generation_)
+  // start: publishes job_/ctx_ to the workers (release/acquire on generation_)
+  if (!barrier()) return false;
   job(ctx, 0);
-  barrier();  // end: every worker finished the job
+  return barrier();  // end: every worker finished the job
 }
 
 void thread_pool::worker_main(int thread) noexcept {
   for (;;) {
-    barrier();
-    if (stop_.load(std::memory_order_acquire)) return;
+    barrier_wait(0);  // the next run may be a long time coming
+    if (stop_.load(std::memory_order_acquire) || broken()) break;
     job_(ctx_, thread);
-    barrier();
+    if (!barrier()) break;
   }
+  workers_running_.fetch_sub(1, std::memory_order_acq_rel);
+}
+
+bool thread_pool::workers_stopped_wait(uint64_t wait_ns) noexcept {
+  const uint64_t deadline = now_ns() + wait_ns;
+  while (workers_running_.load(std::memory_order_acquire) > 0) {
+    if (now_ns() >= deadline) return false;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, nullptr);
+  }
+  return true;
 }
 
 }  // namespace capgraph

@@ -2,6 +2,7 @@
 
 #include <flatbuffers/flatbuffers.h>
 
+#include <algorithm>
 #include <map>
 
 #include "capgraph/capture_generated.h"
@@ -44,6 +45,82 @@ std::vector<ArenaRequest> capture_arena_requests(const Program &p, std::vector<i
 
 static fb::DType fb_dtype(DType t) { return (fb::DType)(uint8_t)t; }
 
+namespace {
+
+// An index table (capture.fbs IndexTable): a weight whose entries a kernel adds, unchecked, to an
+// index of another access (a dimension with an `expr` and Bound::none: Gather with constant
+// indices, Resize). The entry plus the dimension's affine part must stay in [0, extent).
+struct IndexTableFact {
+  uint32_t slot;
+  DType dtype;
+  int64_t low, high;
+};
+
+std::vector<IndexTableFact> index_tables_find(const Kernel &k, const Program &p, const std::vector<int> &slots) {
+  std::vector<IndexTableFact> out;
+  auto scan = [&](const Access &a) {
+    for (const DimIndex &d : a.dims) {
+      if (d.expr < 0 || d.bound != Bound::none) continue;
+      int e = d.expr;
+      while (k.exprs[e].op == Op::cast) e = k.exprs[e].a;
+      const Expr &load = k.exprs[e];
+      const int buf = load.op == Op::load ? k.loads[load.access].buffer : -1;
+      if (buf < 0 || p.buffers[buf].kind != Buffer::Kind::constant ||
+          (p.buffers[buf].dtype != DType::i32 && p.buffers[buf].dtype != DType::i64) || d.divisor != 1)
+        throw Error("internal: kernel " + k.name + " indexes by a value that is not a constant integer table; replay could not check it");
+      // The affine part's range over the iteration space; the entry must keep the sum in [0, extent).
+      int64_t lo = d.shift, hi = d.shift;
+      for (const AxisTerm &t : d.terms) {
+        const int64_t span = t.coef * (k.axes[t.axis] - 1);
+        (span < 0 ? lo : hi) += span;
+      }
+      uint32_t slot = 0;
+      while (slot < slots.size() && slots[slot] != buf) slot++;
+      if (slot == slots.size()) throw Error("internal: kernel " + k.name + " reads an index table it does not bind");
+      out.push_back({slot, p.buffers[buf].dtype, -lo, d.extent - hi});
+    }
+  };
+  for (const Access &a : k.loads) scan(a);
+  scan(k.store);
+  return out;
+}
+
+// KernelBounds (capture.fbs): what the code of kernel `k` may be asked to do, and its hash.
+// `sizes`: the bytes of each binding, the smallest over every launch of this code (launches of
+// one deduplicated kernel may bind buffers of different sizes; the code reaches no further than
+// the smallest).
+flatbuffers::Offset<fb::KernelBounds> kernel_bounds_build(flatbuffers::FlatBufferBuilder &fbb, const Kernel &k, const Program &p,
+                                                          const CodegenKernel &ck, const std::vector<uint64_t> &sizes,
+                                                          uint64_t program_hash, const CodegenKernel *twin) {
+  const std::vector<IndexTableFact> tables = index_tables_find(k, p, ck.slots);
+  capture_bounds_hash h(program_hash);
+  h.str(ck.symbol.data(), ck.symbol.size());
+  h.str(twin ? twin->symbol.data() : "", twin ? twin->symbol.size() : 0);
+  h.u64(twin ? (uint64_t)twin->work_size : 0);
+  h.u64((uint64_t)ck.work_size);
+  h.u64(sizes.size());
+  for (uint64_t v : sizes) h.u64(v);
+  h.u64(0);  // no scalars
+  h.u64(tables.size());
+  std::vector<flatbuffers::Offset<fb::IndexTable>> fb_tables;
+  for (const IndexTableFact &t : tables) {
+    h.u64(t.slot);
+    h.u64((uint64_t)fb_dtype(t.dtype));
+    h.u64((uint64_t)t.low);
+    h.u64((uint64_t)t.high);
+    fb_tables.push_back(fb::CreateIndexTable(fbb, t.slot, fb_dtype(t.dtype), t.low, t.high));
+  }
+  std::vector<uint32_t> written;
+  for (uint32_t s = 0; s < ck.slots.size(); s++)
+    if (ck.slots[s] == k.store.buffer) written.push_back(s);
+  h.u64(written.size());
+  for (uint32_t s : written) h.u64(s);
+  return fb::CreateKernelBounds(fbb, (uint64_t)ck.work_size, fbb.CreateVector(sizes), 0, tables.empty() ? 0 : fbb.CreateVector(fb_tables),
+                                fbb.CreateVector(written), h.value());
+}
+
+}  // namespace
+
 std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const CaptureInfo &info, ArenaPlan *plan_out) {
   const CodegenResult &code = tc.code;
   const CpuTarget &t = tc.target;
@@ -67,7 +144,9 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
     weights.push_back(fb::CreateWeight(fbb, fbb.CreateString(b.name), data));
   }
   std::vector<flatbuffers::Offset<fb::Program>> programs;
+  std::vector<uint64_t> program_hashes;
   for (const auto &obj : code.objects) {
+    program_hashes.push_back(capture_hash(obj.data(), obj.size()));
     fbb.ForceVectorAlignment(obj.size(), 1, 16);
     auto bin = fbb.CreateVector(obj.data(), obj.size());
     programs.push_back(fb::CreateProgram(fbb, tc.format, bin, 0,
@@ -84,6 +163,24 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
       programs.push_back(fb::CreateProgram(fbb, fb::ProgramFormat::elf_relocatable, bin, 0, capture_hash(obj.data(), obj.size())));
     }
   }
+  // Each binding's bytes per launch, and per distinct symbol the smallest (kernel_bounds_build).
+  auto launch_sizes = [&](const CodegenKernel &ck) {
+    std::vector<uint64_t> sizes;
+    for (int buf : ck.slots) sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
+    return sizes;
+  };
+  std::map<std::string, std::vector<uint64_t>> symbol_sizes;
+  std::map<std::string, int64_t> symbol_work;
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const CodegenKernel &ck = code.kernels[i];
+    const std::vector<uint64_t> sizes = launch_sizes(ck);
+    auto [it, fresh] = symbol_sizes.emplace(ck.symbol, sizes);
+    if (!fresh)
+      for (size_t j = 0; j < sizes.size() && j < it->second.size(); j++) it->second[j] = std::min(it->second[j], sizes[j]);
+    auto [w, first] = symbol_work.emplace(ck.symbol, ck.work_size);
+    if (!first && w->second != ck.work_size)
+      throw Error("internal: kernel " + p.kernels[i].name + " shares its code with a kernel of another work size");
+  }
   // Kernels: one per distinct symbol.
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   std::map<std::string, uint32_t> kernel_of_symbol;
@@ -97,9 +194,10 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
       std::pair<fb::KernelFacts, flatbuffers::Offset<void>> facts{fb::KernelFacts::NONE, 0};
       if (tc.facts) facts = tc.facts(fbb, i);
       const CodegenKernel *twin = twins ? &tc.twins.kernels[i] : nullptr;
+      auto bounds = kernel_bounds_build(fbb, p.kernels[i], p, ck, symbol_sizes.at(ck.symbol), program_hashes.at(ck.object), twin);
       kernels.push_back(fb::CreateKernelDirect(fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0,
                                                twin ? (int32_t)(twin_base + twin->object) : -1, twin ? twin->symbol.c_str() : nullptr,
-                                               twin ? (uint64_t)twin->work_size : 0, facts.first, facts.second));
+                                               twin ? (uint64_t)twin->work_size : 0, facts.first, facts.second, bounds));
       if (twin) twin_symbol.push_back(twin->symbol);
     } else if (twins && twin_symbol[it->second] != tc.twins.kernels[i].symbol) {
       // Equal GPU kernels must have equal twins: both come from the same kernel deduplication.
@@ -114,8 +212,8 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
     std::vector<fb::BufferRef> refs;
     std::vector<uint64_t> sizes;
     uint64_t bytes_read = 0;
+    sizes = launch_sizes(ck);
     for (int buf : ck.slots) {
-      sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
       if (weight_index[buf] >= 0) refs.emplace_back(fb::Space::weight, (uint32_t)weight_index[buf], 0);
       else refs.emplace_back(fb::Space::arena, 0, (uint64_t)arena_offset[buf]);
     }
@@ -167,8 +265,10 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
     const CpuTarget &tt = tc.twin_target;
     twin_target = fb::CreateTargetDirect(fbb, tt.name.c_str(), tt.triple.c_str(), tt.cpu.c_str(), tt.features.c_str());
   }
-  // CPU captures use nothing newer than 1.0; targets with kernel facts need 2.0 (capture.fbs).
-  auto cap = fb::CreateCapture(fbb, tc.version_major, tc.version_minor, fbb.CreateString("capgraph 0.1.0"), fbb.CreateString(info.model_name), target, inputs,
+  // Every capture carries KernelBounds: 1.2 for CPU targets (format 1), 2.1 for targets with kernel
+  // facts (format 2, the KernelFacts union; capture.fbs), or the target's own when newer (2.2: NvKernel).
+  const uint16_t minor = std::max<uint16_t>(tc.version_minor, tc.version_major == 1 ? 2 : 1);
+  auto cap = fb::CreateCapture(fbb, tc.version_major, minor, fbb.CreateString("capgraph 0.1.0"), fbb.CreateString(info.model_name), target, inputs,
                                outputs, fbb.CreateVector(weights), plan.size, plan.naive_size, fbb.CreateVector(planned),
                                fbb.CreateVector(programs), fbb.CreateVector(kernels), fbb.CreateVector(steps), (uint32_t)info.threads,
                                samples.empty() ? 0 : fbb.CreateVector(samples), twin_target,

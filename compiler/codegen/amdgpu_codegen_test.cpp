@@ -137,7 +137,7 @@ int capture_check(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
   REQUIRE(fb::VerifyCaptureBuffer(v));
   const fb::Capture *c = fb::GetCapture(bytes.data());
   CHECK(c->version_major() == 2);  // launch facts in the KernelFacts union
-  CHECK(c->version_minor() == 0);
+  CHECK(c->version_minor() == 1);  // and KernelBounds
   CHECK(c->target()->name()->str() == t.name);
   CHECK(c->target()->triple()->str() == "amdgcn-amd-amdhsa");
   CHECK(c->target()->cpu()->str() == t.cpu);

@@ -32,10 +32,10 @@ TargetCode nv_codegen_target(const Program &p, const std::string &name, int jobs
   c.facts = [facts, t, version](flatbuffers::FlatBufferBuilder &fbb, size_t i) {
     return std::make_pair(fb::KernelFacts::NvKernel, nv_kernel_write(fbb, (*facts)[i], t, version).Union());
   };
-  // NvKernel joined the KernelFacts union in 2.1: a 2.0 runtime reads the file and finds no
-  // facts it knows, rather than misreading any.
+  // NvKernel joined the KernelFacts union in 2.2: an older 2.x runtime reads the file and finds
+  // no facts it knows, rather than misreading any.
   c.version_major = 2;
-  c.version_minor = 1;
+  c.version_minor = 2;
   return c;
 }
 

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -101,6 +102,17 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
     uint64_t hash = capture_hash(p.binary.data(), p.binary.size()) ^ (p.hash_wrong ? 1 : 0);
     programs.push_back(fb::CreateProgramDirect(b, p.format, &p.binary, &imports, hash));
   }
+  // Each launch's bytes per binding, as written below (explicit, or to the end of the region).
+  const auto launch_sizes = [&](const launch_spec &l) {
+    std::vector<uint64_t> sizes = l.buffer_sizes;
+    if (sizes.empty())
+      for (const fb::BufferRef &r : l.buffers) {
+        uint64_t region = r.space() == fb::Space::arena ? s.arena_size
+                          : r.index() < s.weights.size() ? s.weights[r.index()].data.size() : 0;
+        sizes.push_back(region > r.offset() ? region - r.offset() : 0);
+      }
+    return sizes;
+  };
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
   for (size_t i = 0; i < s.kernels.size(); ++i) {
     const kernel_spec &k = s.kernels[i];
@@ -112,10 +124,61 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
                                   a.private_segment_size, 0, 0, a.rsrc1, a.rsrc2, a.rsrc3,
                                   a.kernel_code_properties, a.wavefront_size, a.workgroup_size)
                   .Union();
+    flatbuffers::Offset<fb::KernelBounds> bounds;
+    if (k.bounds) {
+      uint64_t work = k.bounds_work_size;
+      std::vector<uint64_t> sizes = k.bounds_sizes;
+      std::vector<int64_t> scalars;
+      bool first = true;
+      for (const step_spec &st : s.steps) {
+        if (!st.with_launch || st.launch.kernel != i) continue;
+        if (!k.bounds_work_size) work = std::max(work, st.launch.work_size);
+        const std::vector<uint64_t> ls = launch_sizes(st.launch);
+        if (k.bounds_sizes.empty()) {
+          if (first) sizes = ls;
+          for (size_t j = 0; j < sizes.size() && j < ls.size(); ++j)
+            sizes[j] = std::min(sizes[j], ls[j]);
+        }
+        if (first) scalars = st.launch.scalars;
+        first = false;
+      }
+      if (k.bounds_scalars) scalars = *k.bounds_scalars;
+      // Consistent with the kernel even where a test makes its launches disagree with it.
+      if (k.bounds_sizes.empty()) sizes.resize(k.num_buffers, 0);
+      if (!k.bounds_scalars) scalars.resize(k.num_scalars, 0);
+      const uint64_t program_hash =
+          k.program < s.programs.size()
+              ? capture_hash(s.programs[k.program].binary.data(), s.programs[k.program].binary.size())
+              : 0;
+      capture_bounds_hash h(program_hash);
+      h.str(k.entry.data(), k.entry.size());
+      h.str(a.twin_entry.data(), a.twin_entry.size());
+      h.u64(a.twin_work_size);
+      h.u64(work);
+      h.u64(sizes.size());
+      for (uint64_t v : sizes) h.u64(v);
+      h.u64(scalars.size());
+      for (int64_t v : scalars) h.u64(uint64_t(v));
+      h.u64(k.index_tables.size());
+      std::vector<flatbuffers::Offset<fb::IndexTable>> tables;
+      for (const index_table_spec &t : k.index_tables) {
+        h.u64(t.buffer);
+        h.u64(uint64_t(t.dtype));
+        h.u64(uint64_t(t.low));
+        h.u64(uint64_t(t.high));
+        tables.push_back(fb::CreateIndexTable(b, t.buffer, t.dtype, t.low, t.high));
+      }
+      h.u64(k.written.size());
+      for (uint32_t w : k.written) h.u64(w);
+      bounds = fb::CreateKernelBoundsDirect(b, work, &sizes, scalars.empty() ? nullptr : &scalars,
+                                            tables.empty() ? nullptr : &tables,
+                                            k.written.empty() ? nullptr : &k.written,
+                                            h.value() ^ (k.bounds_hash_wrong ? 1 : 0));
+    }
     kernels.push_back(fb::CreateKernelDirect(
         b, k.name.c_str(), k.program, k.entry.c_str(), k.num_buffers, k.num_scalars,
         a.twin_program, a.twin_entry.empty() ? nullptr : a.twin_entry.c_str(), a.twin_work_size,
-        i < s.amd.size() ? fb::KernelFacts::AmdKernel : fb::KernelFacts::NONE, facts));
+        i < s.amd.size() ? fb::KernelFacts::AmdKernel : fb::KernelFacts::NONE, facts, bounds));
   }
   std::vector<flatbuffers::Offset<fb::Step>> steps;
   for (const step_spec &st : s.steps) {
@@ -125,16 +188,23 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
       const launch_spec &l = st.launch;
       std::vector<flatbuffers::Offset<flatbuffers::String>> nodes;
       for (const std::string &n : l.nodes) nodes.push_back(b.CreateString(n));
-      std::vector<uint64_t> sizes = l.buffer_sizes;
-      if (sizes.empty())
-        for (const fb::BufferRef &r : l.buffers) {
-          uint64_t region = r.space() == fb::Space::arena ? s.arena_size
-                            : r.index() < s.weights.size() ? s.weights[r.index()].data.size() : 0;
-          sizes.push_back(region > r.offset() ? region - r.offset() : 0);
-        }
-      launch =
-          fb::CreateLaunchDirect(b, l.kernel, &l.buffers, l.scalars.empty() ? nullptr : &l.scalars,
-                                 l.work_size, &l.partition, &nodes, 0, 0, 0, &sizes);
+      std::vector<uint64_t> sizes = launch_sizes(l);
+      flatbuffers::Offset<flatbuffers::Vector<uint64_t>> partition;
+      if (l.partition_misaligned) {
+        // Written byte by byte, aligned as if it were 4 bytes longer: its data then starts 4
+        // bytes before an 8-byte boundary (a flatbuffers writer would never do this).
+        const size_t bytes = l.partition.size() * 8;
+        b.ForceVectorAlignment(bytes + 4, 1, 8);
+        b.StartVector(bytes, 1);
+        b.PushBytes(reinterpret_cast<const uint8_t *>(l.partition.data()), bytes);
+        partition = flatbuffers::Offset<flatbuffers::Vector<uint64_t>>(
+            b.EndVector(l.partition.size()));
+      } else {
+        partition = b.CreateVector(l.partition);
+      }
+      launch = fb::CreateLaunch(b, l.kernel, b.CreateVectorOfStructs(l.buffers),
+                                l.scalars.empty() ? 0 : b.CreateVector(l.scalars), l.work_size,
+                                partition, b.CreateVector(nodes), 0, 0, 0, b.CreateVector(sizes));
     }
     if (st.with_copy) copy = fb::CreateCopy(b, &st.copy.src, &st.copy.dst, st.copy.size);
     steps.push_back(fb::CreateStep(b, st.kind, launch, copy));

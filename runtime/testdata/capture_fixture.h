@@ -3,6 +3,7 @@
 // kernels.ll with llc, relocs_<arch>.s with llvm-mc) and read from CAPGRAPH_TEST_KERNELS_DIR.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,12 +42,26 @@ struct program_spec {
   fb::ProgramFormat format = fb::ProgramFormat::elf_relocatable;
   bool hash_wrong = false;  // store a hash that does not match the binary
 };
+struct index_table_spec {
+  uint32_t buffer = 0;
+  fb::DType dtype = fb::DType::i32;
+  int64_t low = 0, high = 0;
+};
 struct kernel_spec {
   std::string name;
   uint32_t program = 0;
   std::string entry;
   uint32_t num_buffers = 0;
   uint32_t num_scalars = 0;
+  // KernelBounds (capture.fbs). By default derived from the launches of this kernel: the largest
+  // work size, the smallest bytes each binding is given, the first launch's scalars.
+  bool bounds = true;                 // false: none (a capture from before version 1.2)
+  bool bounds_hash_wrong = false;     // store a hash that does not match the facts
+  uint64_t bounds_work_size = 0;      // 0: derived
+  std::vector<uint64_t> bounds_sizes = {};  // empty: derived
+  std::optional<std::vector<int64_t>> bounds_scalars = std::nullopt;  // none: derived
+  std::vector<index_table_spec> index_tables = {};
+  std::vector<uint32_t> written = {};  // KernelBounds.written
 };
 // A GPU kernel's extra facts: AmdKernel (capture.fbs, a KernelFacts member) and its host twin.
 struct amd_kernel_spec {
@@ -73,6 +88,7 @@ struct launch_spec {
   std::vector<std::string> nodes;
   // Bytes per binding; empty: each binding reaches to the end of its arena or weight.
   std::vector<uint64_t> buffer_sizes;
+  bool partition_misaligned = false;  // place the partition's data 4 bytes off an 8-byte boundary
 };
 struct copy_spec {
   fb::BufferRef src, dst;
@@ -85,7 +101,7 @@ struct step_spec {
   bool with_launch = true, with_copy = false;  // which tables are written (kind may disagree)
 };
 struct capture_spec {
-  uint16_t version_major = 1, version_minor = 0;
+  uint16_t version_major = 1, version_minor = 2;
   std::string target = host_target_name();
   std::string features;
   std::vector<tensor_spec> inputs, outputs;

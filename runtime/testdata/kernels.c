@@ -54,3 +54,21 @@ void c_mark(void *const *buffers, const int64_t *scalars, int64_t begin, int64_t
   float *y = buffers[0];
   for (int64_t i = begin; i < end; ++i) y[i] = (float)begin;
 }
+
+/* y[i] = x[idx[i]]: an index table (a weight of int32) used unchecked, as compiled Gather and
+ * Resize kernels do; the capture's KernelBounds.index_tables must say so. */
+void c_gather(void *const *buffers, const int64_t *scalars, int64_t begin, int64_t end) {
+  const float *x = buffers[0];
+  const int32_t *idx = buffers[1];
+  float *y = buffers[2];
+  for (int64_t i = begin; i < end; ++i) y[i] = x[idx[i]];
+}
+
+/* A kernel that may never finish: the thread running item 1 waits until flag[0] becomes nonzero
+ * (a test sets it through the arena once the replay has timed out). */
+void c_spin(void *const *buffers, const int64_t *scalars, int64_t begin, int64_t end) {
+  volatile const int32_t *flag = buffers[0];
+  if (begin <= 1 && 1 < end)
+    while (!flag[0]) {
+    }
+}

@@ -57,8 +57,8 @@ FIELDS(f_sdma_poll_regmem) = {
     {"interval", 5, 0, 15},   {"retry_count", 5, 16, 27}};
 FIELDS(f_sdma_timestamp) = {{"addr", 1, 0, 63}};
 
-const char *const k_nvd = "Linux amdgpu nvd.h / soc15d.h, Mesa sid.h";
-const char *const k_sdma = "Linux amdgpu sdma_v6_0_0_pkt_open.h, sdma_v6_0.c";
+constexpr const char *k_nvd = "Linux amdgpu nvd.h / soc15d.h, Mesa sid.h";
+constexpr const char *k_sdma = "Linux amdgpu sdma_v6_0_0_pkt_open.h, sdma_v6_0.c";
 
 // Order must follow enum class packet.
 constexpr packet_desc k_table[] = {

@@ -53,7 +53,7 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
 
   const cli_result js = cli_run({"inspect", cap, "--json"});
   check_success(js);
-  CHECK(js.output.find("\"version\": \"2.1\"") != std::string::npos);
+  CHECK(js.output.find("\"version\": \"2.2\"") != std::string::npos);
   CHECK(js.output.find("\"target\": \"" + target + "\"") != std::string::npos);
   CHECK(js.output.find("\"amd_kernels\"") == std::string::npos);
   size_t objects = 0;
@@ -82,7 +82,7 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
 
   const cli_result text = cli_run({"inspect", cap});
   check_success(text);
-  CHECK(text.output.find("capture v2.1 for " + target + " (nvptx64-nvidia-cuda " + t.cpu + ")") != std::string::npos);
+  CHECK(text.output.find("capture v2.2 for " + target + " (nvptx64-nvidia-cuda " + t.cpu + ")") != std::string::npos);
   CHECK(text.output.find("NVIDIA kernels:") != std::string::npos);
   CHECK(text.output.find("cubins by ptxas " + gen.ptxas_version) != std::string::npos);
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# sanitize.sh [CTEST_ARGS...]: the sanitizer job. Builds the whole tree with clang 19 under
+# ASan+UBSan (and libFuzzer's coverage instrumentation: the same build directory, build-fuzz/, is
+# then the one scripts/fuzz.sh runs, so CI compiles the tree once for both), then runs the whole
+# ctest suite there. Also the check that the tree builds with clang as well as with g++. The test
+# dependencies are taken from build/deps (scripts/test.sh fetches them) unless
+# CAPGRAPH_TEST_DEPS says otherwise.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${FUZZ_BUILD:-$repo/build-fuzz}
+jobs=${FUZZ_JOBS:-$(nproc)}
+deps=${CAPGRAPH_TEST_DEPS:-$repo/build/deps}
+for tool in clang-19 clang++-19; do
+  command -v $tool >/dev/null || { echo "sanitize: error: $tool is needed (apt-get install clang-19 libclang-rt-19-dev)" >&2; exit 1; }
+done
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+start=$SECONDS
+mkdir -p "$build"
+log=$build/build.log
+echo "sanitize: building in $build with clang-19, ASan+UBSan ($jobs jobs; log in $log)"
+# The aarch64 cross-build runs under qemu-user, where ASan's shadow memory does not work: the
+# release build (scripts/test.sh) tests it.
+if ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAPGRAPH_FUZZ=ON \
+         -DCAPGRAPH_AARCH64_TEST=OFF -DCAPGRAPH_TEST_DEPS="$deps" \
+         -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 "${launcher[@]}" &&
+       cmake --build "$build" -j "$jobs"; } >"$log" 2>&1; then
+  grep -E "error" "$log" | head -20 >&2
+  echo "sanitize: error: the build failed; the whole log is $log" >&2
+  exit 1
+fi
+echo "sanitize: built in $((SECONDS - start)) s"
+t0=$SECONDS
+cd "$build"
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+status=0
+ctest --output-on-failure -j "$jobs" "$@" || status=$?
+echo "sanitize: ctest took $((SECONDS - t0)) s (exit $status)"
+exit $status
