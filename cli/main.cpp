@@ -63,7 +63,7 @@ int usage() {
   std::fprintf(stderr,
                "usage:\n"
                "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-x86_64-avx512|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942] [--input-shape NAME=1x3x640x640]...\n"
-               "                   [--threads T]\n"
+               "                   [--threads T] [--fold-limit-mb MB]\n"
                "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
                "               [--device cpu|amd|amd:N|fake-amd]\n"
                "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device cpu|amd|amd:N|fake-amd]\n"
@@ -91,6 +91,7 @@ int cmd_compile(int argc, char **argv) {
     if (a == "-o" || a == "--output") out = arg_value(i, argc, argv);
     else if (a == "--target") opt.target = arg_value(i, argc, argv);
     else if (a == "--threads") opt.threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (a == "--fold-limit-mb") opt.fold_limit_bytes = (int64_t)int_arg(a, arg_value(i, argc, argv), 1, 1 << 20) << 20;
     else if (a == "--input-shape") {
       std::string v = arg_value(i, argc, argv);
       size_t eq = v.find('=');

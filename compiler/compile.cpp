@@ -71,8 +71,11 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   std::string origin = onnx_path.substr(onnx_path.find_last_of('/') + 1);
   Graph g = graph_import(m, origin, opt.input_shapes);
   r.onnx_nodes = (int)g.nodes.size();
-  graph_infer_fold(g);
+  // Dead nodes go before folding: a dead ConstantOfShape or Expand must cost nothing (a tiny model
+  // could otherwise make folding allocate gigabytes for values nothing reads).
   r.removed_nodes = graph_remove_dead(g);
+  graph_infer_fold(g, opt.fold_limit_bytes);
+  r.removed_nodes += graph_remove_dead(g);
   r.folded_batchnorms = graph_fold_batchnorm(g);
   r.folded_pads = graph_fold_pad(g);
   r.removed_nodes += graph_remove_dead(g);

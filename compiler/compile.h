@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "graph/graph.h"
+#include "graph/passes.h"
 #include "schedule/kernel.h"
 
 namespace capgraph {
@@ -14,6 +15,7 @@ struct CompileOptions {
   InputShapes input_shapes;
   int threads = 1;    // thread count the static partition is made for
   int jobs = 2;       // parallel code generation
+  int64_t fold_limit_bytes = kFoldLimitBytes;  // memory constant folding may allocate (graph/passes.h)
 };
 
 // The environment knobs that change compiled output (experiments: layouts, tiling, strategy).

@@ -3,6 +3,7 @@
 #include <unordered_map>
 
 #include "error.h"
+#include "graph/op_arity.h"
 
 namespace capgraph {
 
@@ -77,6 +78,16 @@ DType dtype_from_onnx(onnx::DataType t, const std::string &what) {
 Tensor tensor_from_onnx(const onnx::Tensor &t, const std::string &what) {
   if (t.external) throw Error(what + ": tensor '" + t.name + "' uses external data, which is not supported");
   DType dt = dtype_from_onnx(t.dtype, what + " tensor '" + t.name + "'");
+  // The dims and the data both come from the file: check they agree before trusting either.
+  int64_t numel = 0;
+  try {
+    numel = shape_numel(t.dims);
+  } catch (const Error &e) {
+    throw Error(what + " tensor '" + t.name + "': " + e.what());
+  }
+  if ((uint64_t)numel * dtype_size(dt) != t.data.size())
+    throw Error(what + " tensor '" + t.name + "': shape " + shape_str(t.dims) + " needs " + std::to_string(numel * (int64_t)dtype_size(dt)) +
+                " bytes of " + dtype_name(dt) + " but the file holds " + std::to_string(t.data.size()));
   return Tensor::from_bytes(dt, t.dims, t.data);
 }
 
@@ -146,6 +157,9 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
         }
       }
     }
+    if (v->shape.size() > kMaxPortRank)
+      throw Error(origin + ": input '" + vi.name + "' has " + std::to_string(v->shape.size()) + " dimensions; at most " +
+                  std::to_string(kMaxPortRank) + " are supported");
     v->typed = true;
     by_name[vi.name] = v;
     g.inputs.push_back(v);
@@ -182,6 +196,7 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
       if (!out.empty()) by_name[out] = v;
       n->outputs.push_back(v);
     }
+    node_arity_check(*n, g.opset, origin);
     g.nodes.push_back(std::move(n));
   }
 

@@ -15,6 +15,12 @@ namespace capgraph {
 
 struct Node;
 
+// The most dimensions a model input or output may have: the runtime's CAPGRAPH_MAX_RANK
+// (runtime/capgraph_runtime.h), which refuses captures with more. Intermediates may have up to
+// kMaxRank (each dimension can become a loop of a kernel).
+constexpr size_t kMaxPortRank = 8;
+constexpr size_t kMaxRank = 32;
+
 struct Value {
   std::string name;
   DType dtype = DType::f32;

@@ -33,8 +33,9 @@ Tensor loc_materialize(const Program &p, const std::vector<std::vector<uint8_t>>
   return Tensor::from_bytes(l.dtype, l.shape, std::move(out));
 }
 
-void node_fold(Graph &g, Node &n) {
+void node_fold(Graph &g, Node &n, FoldBudget &budget) {
   Lowering L(g);
+  L.fold_budget = &budget;
   L.node = &n;  // errors binding the inputs name the node too
   bool all_const = true;
   for (Value *in : n.inputs) {
@@ -54,6 +55,11 @@ void node_fold(Graph &g, Node &n) {
   // float32 and stores float16).
   for (const Kernel &k : L.prog.kernels)
     if (L.prog.buffers[k.store.buffer].dtype == DType::f16) return;
+  // The interpreter's scratch and the materialized outputs are charged before they exist.
+  int64_t scratch = 0;
+  for (const Buffer &b : L.prog.buffers)
+    if (b.kind != Buffer::Kind::constant) scratch += b.numel * (int64_t)dtype_size(b.dtype);
+  L.fold_reserve(scratch + total * 8);
   std::vector<std::vector<uint8_t>> host(L.prog.buffers.size());
   std::vector<uint8_t *> ptrs(host.size());
   for (size_t i = 0; i < host.size(); i++) {
@@ -75,9 +81,14 @@ bool single_consumer(const Graph &g, const Value *v, const Node *who) {
 
 }  // namespace
 
-void graph_infer_fold(Graph &g) {
+void graph_infer_fold(Graph &g, int64_t limit_bytes) {
+  FoldBudget budget{limit_bytes, 0};
   for (auto &n : g.nodes)
-    if (!n->removed) node_fold(g, *n);
+    if (!n->removed) node_fold(g, *n, budget);
+  for (const Value *o : g.outputs)
+    if (o->shape.size() > kMaxPortRank)
+      throw Error(g.origin + ": output '" + o->name + "' has " + std::to_string(o->shape.size()) + " dimensions; at most " +
+                  std::to_string(kMaxPortRank) + " are supported");
 }
 
 int graph_fold_batchnorm(Graph &g) {
@@ -100,8 +111,12 @@ int graph_fold_batchnorm(Graph &g) {
     std::vector<float> mean = bn->input(3)->constant->to_f32(), var = bn->input(4)->constant->to_f32();
     double eps = bn->attr_float("epsilon", 1e-5f);
     int64_t OC = w->shape[0];
-    if ((int64_t)scale.size() != OC) continue;
+    // Sizes come from the file: every table must have one entry per output channel (an empty
+    // weight would divide by zero below).
+    if (OC <= 0 || (int64_t)scale.size() != OC || (int64_t)shift.size() != OC || (int64_t)mean.size() != OC || (int64_t)var.size() != OC)
+      continue;
     std::vector<float> wv = w->constant->to_f32(), bv = b ? b->constant->to_f32() : std::vector<float>(OC, 0.0f);
+    if ((int64_t)bv.size() != OC || wv.size() % OC != 0) continue;
     int64_t per = (int64_t)wv.size() / OC;
     for (int64_t c = 0; c < OC; c++) {
       double a = scale[c] / std::sqrt((double)var[c] + eps);

@@ -1,5 +1,6 @@
 #include "graph/tensor.h"
 
+#include <cmath>
 #include <cstring>
 
 #include "error.h"
@@ -33,9 +34,24 @@ const char *dtype_name(DType t) {
 
 bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::f64; }
 
+int64_t int64_saturate(double v) {
+  if (std::isnan(v)) return 0;
+  if (v >= 9223372036854775807.0) return INT64_MAX;
+  if (v <= -9223372036854775808.0) return INT64_MIN;
+  return (int64_t)v;
+}
+
+// Shapes come from model files: every count is checked, never wrapped (signed overflow is UB, and a
+// wrapped count would size a buffer smaller than what its kernels touch).
 int64_t shape_numel(const Shape &s) {
+  for (int64_t d : s)
+    if (d < 0) throw Error("shape " + shape_str(s) + " has a negative dimension");
+  for (int64_t d : s)
+    if (d == 0) return 0;
   int64_t n = 1;
-  for (int64_t d : s) n *= d;
+  for (int64_t d : s)
+    if (__builtin_mul_overflow(n, d, &n) || n > kMaxElements)
+      throw Error("shape " + shape_str(s) + " has too many elements (more than 2^48)");
   return n;
 }
 
@@ -47,11 +63,15 @@ std::string shape_str(const Shape &s) {
 }
 
 Shape shape_strides(const Shape &s) {
+  // An empty shape's strides are never used to address anything; its other dimensions may
+  // still be huge, so the running product saturates instead of overflowing.
+  bool empty = shape_numel(s) == 0;
   Shape st(s.size());
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    acc *= s[i];
+    if (empty && s[i] != 0 && acc > kMaxElements / s[i]) acc = kMaxElements;
+    else acc *= s[i];
   }
   return st;
 }
@@ -84,6 +104,9 @@ static T load_as(const uint8_t *p) {
 }
 
 double Tensor::at_f64(int64_t i) const {
+  // Scalars a model supplies (a Pad value, a Range start) may come as empty tensors.
+  if (i < 0 || (uint64_t)(i + 1) * dtype_size(dtype) > bytes->size())
+    throw Error("a tensor of shape " + shape_str(shape) + " has no element " + std::to_string(i));
   const uint8_t *p = data() + i * dtype_size(dtype);
   switch (dtype) {
     case DType::f32: return load_as<float>(p);
@@ -100,6 +123,9 @@ double Tensor::at_f64(int64_t i) const {
 }
 
 int64_t Tensor::at_i64(int64_t i) const {
+  // Scalars a model supplies (a Pad value, a Range start) may come as empty tensors.
+  if (i < 0 || (uint64_t)(i + 1) * dtype_size(dtype) > bytes->size())
+    throw Error("a tensor of shape " + shape_str(shape) + " has no element " + std::to_string(i));
   const uint8_t *p = data() + i * dtype_size(dtype);
   switch (dtype) {
     case DType::i64: return load_as<int64_t>(p);
@@ -108,7 +134,7 @@ int64_t Tensor::at_i64(int64_t i) const {
     case DType::i8: return load_as<int8_t>(p);
     case DType::u8: return load_as<uint8_t>(p);
     case DType::boolean: return load_as<uint8_t>(p) ? 1 : 0;
-    default: return (int64_t)at_f64(i);
+    default: return int64_saturate(at_f64(i));
   }
 }
 
@@ -148,11 +174,11 @@ static void store_f64(DType t, uint8_t *p, double v) {
   switch (t) {
     case DType::f32: store_as<float>(p, (float)v); break;
     case DType::f64: store_as<double>(p, v); break;
-    case DType::i8: store_as<int8_t>(p, (int8_t)v); break;
-    case DType::u8: store_as<uint8_t>(p, (uint8_t)v); break;
-    case DType::i16: store_as<int16_t>(p, (int16_t)v); break;
-    case DType::i32: store_as<int32_t>(p, (int32_t)v); break;
-    case DType::i64: store_as<int64_t>(p, (int64_t)v); break;
+    case DType::i8: store_as<int8_t>(p, (int8_t)int64_saturate(v)); break;
+    case DType::u8: store_as<uint8_t>(p, (uint8_t)int64_saturate(v)); break;
+    case DType::i16: store_as<int16_t>(p, (int16_t)int64_saturate(v)); break;
+    case DType::i32: store_as<int32_t>(p, (int32_t)int64_saturate(v)); break;
+    case DType::i64: store_as<int64_t>(p, int64_saturate(v)); break;
     case DType::boolean: store_as<uint8_t>(p, v != 0); break;
     case DType::f16: throw Error("internal: float16 constants are not produced by folding");
   }

@@ -16,6 +16,12 @@ const char *dtype_name(DType t);
 bool dtype_is_float(DType t);
 
 using Shape = std::vector<int64_t>;
+// The most elements one tensor may have: counts and byte sizes (x8) stay far inside int64.
+constexpr int64_t kMaxElements = int64_t(1) << 48;
+// A double as int64, truncated toward zero, saturating at the int64 limits (NaN gives 0): folding
+// converts values a model file chose, and an out-of-range float-to-int cast is undefined behaviour.
+int64_t int64_saturate(double v);
+// Element count; throws Error for a negative dimension or more than kMaxElements elements.
 int64_t shape_numel(const Shape &s);
 std::string shape_str(const Shape &s);          // "1x3x224x224"
 Shape shape_strides(const Shape &s);            // row-major strides in elements

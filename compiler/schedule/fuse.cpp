@@ -100,26 +100,37 @@ int expr_splice(Kernel &p, const Kernel &c, int buffer, const std::vector<int> &
 }  // namespace
 
 int program_fuse(Program &p) {
+  // One forward pass. Fusing w into c never makes an earlier kernel fusable (w's loads move into
+  // c's slot, every other buffer keeps its writers and readers), so this merges exactly what
+  // restarting from the first kernel after every merge would, in linear time: writers and
+  // readers are counted once and kept up to date, and a merged-away producer is moved, not
+  // copied (a 100k-node chain used to take minutes here).
+  const size_t K = p.kernels.size();
+  std::vector<int> writers(p.buffers.size(), 0), writer_at(p.buffers.size(), -1), reads(p.buffers.size(), 0);
+  for (size_t j = 0; j < K; j++) {
+    writers[p.kernels[j].store.buffer]++;
+    writer_at[p.kernels[j].store.buffer] = (int)j;
+    for (const Access &a : p.kernels[j].loads) reads[a.buffer]++;
+  }
+  std::vector<char> gone(K, 0);
   int merged = 0;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (size_t ci = 0; ci < p.kernels.size() && !changed; ci++) {
+  for (size_t ci = 0; ci < K; ci++) {
+    bool changed = true;
+    while (changed && p.kernels[ci].reduce == Reduce::none) {
+      changed = false;
       Kernel &c = p.kernels[ci];
-      if (c.reduce != Reduce::none) continue;
       for (const Access &la : c.loads) {
         int buf = la.buffer;
         if (p.buffers[buf].kind != Buffer::Kind::intermediate) continue;
         // exactly one writer, before c; no reader other than c
-        int writer = -1, writers = 0, readers = 0;
-        for (size_t j = 0; j < p.kernels.size(); j++) {
-          if (p.kernels[j].store.buffer == buf) { writer = (int)j; writers++; }
-          for (const Access &a : p.kernels[j].loads)
-            if (a.buffer == buf && j != ci) readers++;
-        }
-        if (writers != 1 || readers != 0 || writer >= (int)ci) continue;
+        int own = 0;
+        for (const Access &a : c.loads) own += a.buffer == buf;
+        if (writers[buf] != 1 || reads[buf] != own || writer_at[buf] >= (int)ci) continue;
+        const int writer = writer_at[buf];
         Kernel &w = p.kernels[writer];
         if (w.store_dtype != p.buffers[buf].dtype) continue;
+        // A fused kernel stays small enough for the code generators' recursion (kernel.h).
+        if (w.exprs.size() + c.exprs.size() > kKernelMaxExprs) continue;
         Shape wpar(w.axes.begin(), w.axes.begin() + w.n_parallel);
         std::vector<int> axis_map;
         if (!axes_pair(wpar, c.axes, axis_map)) continue;
@@ -130,22 +141,31 @@ int program_fuse(Program &p) {
         // and w must write each element once (its store covers the buffer)
         if (shape_numel(wpar) != p.buffers[buf].numel) ok = false;
         if (!ok) continue;
-        Kernel fused = w;
+        Kernel fused = std::move(w);
+        gone[writer] = 1;
+        writers[buf]--;
+        reads[buf] -= own;
         fused.result = expr_splice(fused, c, buf, axis_map);
         fused.store = access_remap(c.store, axis_map);
         fused.store_dtype = c.store_dtype;
-        fused.name = w.name + "+" + c.name;
+        fused.name += "+" + c.name;
         fused.flops += c.flops;
         for (const std::string &s : c.source_nodes) fused.source_nodes.push_back(s);
         // The fused kernel runs where the consumer ran: everything the consumer reads exists then.
         p.kernels[ci] = std::move(fused);
-        p.kernels.erase(p.kernels.begin() + writer);
         merged++;
         changed = true;
         break;
       }
     }
   }
+  size_t kept = 0;
+  for (size_t j = 0; j < K; j++)
+    if (!gone[j]) {
+      if (kept != j) p.kernels[kept] = std::move(p.kernels[j]);
+      kept++;
+    }
+  p.kernels.resize(kept);
   return merged;
 }
 

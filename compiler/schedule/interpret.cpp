@@ -45,11 +45,11 @@ void element_store(DType t, uint8_t *base, int64_t i, double v) {
   switch (t) {
     case DType::f32: { float f = (float)v; std::memcpy(p, &f, 4); break; }
     case DType::f64: std::memcpy(p, &v, 8); break;
-    case DType::i64: { int64_t x = (int64_t)v; std::memcpy(p, &x, 8); break; }
-    case DType::i32: { int32_t x = (int32_t)(int64_t)v; std::memcpy(p, &x, 4); break; }
-    case DType::i16: { int16_t x = (int16_t)(int64_t)v; std::memcpy(p, &x, 2); break; }
-    case DType::i8: *p = (uint8_t)(int8_t)(int64_t)v; break;
-    case DType::u8: *p = (uint8_t)(int64_t)v; break;
+    case DType::i64: { int64_t x = int64_saturate(v); std::memcpy(p, &x, 8); break; }
+    case DType::i32: { int32_t x = (int32_t)int64_saturate(v); std::memcpy(p, &x, 4); break; }
+    case DType::i16: { int16_t x = (int16_t)int64_saturate(v); std::memcpy(p, &x, 2); break; }
+    case DType::i8: *p = (uint8_t)(int8_t)int64_saturate(v); break;
+    case DType::u8: *p = (uint8_t)int64_saturate(v); break;
     case DType::boolean: *p = v != 0; break;
     case DType::f16: throw Error("internal: float16 results are not supported");
   }
@@ -73,7 +73,8 @@ struct Interpreter {
     for (const DimIndex &d : a.dims) {
       int64_t i = d.shift;
       for (const AxisTerm &t : d.terms) i += t.coef * iter[t.axis];
-      if (d.expr >= 0) i += (int64_t)vals[d.expr];
+      // A data-dependent index (gather) is whatever the model's data says: far out is out of range.
+      if (d.expr >= 0 && __builtin_add_overflow(i, int64_saturate(vals[d.expr]), &i)) i = -1;
       if (d.divisor != 1) {
         if (i % d.divisor != 0) {
           if (d.bound != Bound::skip) throw Error("internal: kernel '" + k.name + "' has a divisor without skip bound");

@@ -121,6 +121,7 @@ static void check_access(const Kernel &k, const Program &p, const Access &a, int
 void kernel_check(const Kernel &k, const Program &p) {
   auto fail = [&](const std::string &m) { throw Error("internal: kernel '" + k.name + "': " + m); };
   if (k.n_parallel < 0 || k.n_parallel > (int)k.axes.size()) fail("bad n_parallel");
+  if (k.exprs.size() > kKernelMaxExprs) fail(std::to_string(k.exprs.size()) + " expressions, more than " + std::to_string(kKernelMaxExprs));
   for (int64_t n : k.axes)
     if (n <= 0) fail("empty axis");
   bool has_reduce = k.n_parallel < (int)k.axes.size();

@@ -78,6 +78,12 @@ struct Expr {
 
 enum class Reduce : uint8_t { none, sum, max, min, prod };
 
+// The most expressions one kernel may hold. The code generators and the interpreter walk
+// expressions recursively (KernelEmitter::eval), one frame per level: fusion stops growing a kernel
+// here and kernel_check refuses a bigger one, so a chain of 25k+ elementwise nodes becomes several
+// kernels instead of a stack overflow. Real epilogues (GELU, LayerNorm, Mish) stay far below it.
+constexpr size_t kKernelMaxExprs = 2048;
+
 struct Kernel {
   std::string name;                       // readable, e.g. "conv3x3_s2+relu"
   std::vector<std::string> source_nodes;  // ONNX nodes this kernel implements

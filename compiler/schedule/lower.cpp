@@ -1,5 +1,7 @@
 #include "schedule/lower.h"
 
+#include <algorithm>
+
 #include "error.h"
 
 namespace capgraph {
@@ -22,6 +24,7 @@ void Lowering::bind(Value *v, const Loc &l) { locs[v] = l; }
 Loc Lowering::buffer_new(DType t, const Shape &s, Buffer::Kind kind, const std::string &name) {
   // Element counts are int64 from here on (arena plan, capture sizes): a shape whose count would
   // overflow (bound by --input-shape, or computed by Expand/Tile/...) is an error, not a wrap.
+  if (s.size() > kMaxRank) fail("value '" + name + "' has " + std::to_string(s.size()) + " dimensions, more than " + std::to_string(kMaxRank));
   int64_t numel = 1;
   bool zero = false;
   for (int64_t d : s) zero = zero || d == 0;
@@ -67,10 +70,31 @@ Loc Lowering::output_new(Value *out, DType t, const Shape &s) {
 }
 
 void Lowering::output_view(Value *out, const Loc &l) {
+  // A view allocates nothing, but what reads it counts its elements: a view of 8^23 elements
+  // (Expand) is refused here, naming its node, rather than wrapping later.
+  if (l.shape.size() > kMaxRank) fail("output '" + out->name + "' has " + std::to_string(l.shape.size()) + " dimensions, more than " + std::to_string(kMaxRank));
+  try {
+    shape_numel(l.shape);
+  } catch (const Error &e) {
+    fail("output '" + out->name + "': " + e.what());
+  }
   out->dtype = l.dtype;
   out->shape = l.shape;
   out->typed = true;
   bind(out, l);
+}
+
+void Lowering::fold_reserve(int64_t bytes) {
+  auto mib = [](int64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
+  // Outside folding (a Dropout mask made while scheduling) one constant may not pass 1 GiB either.
+  if (!fold_budget) {
+    if (bytes < 0 || bytes > (int64_t(1) << 30)) fail("a compile-time constant of " + mib(bytes) + " is larger than 1 GiB");
+    return;
+  }
+  if (bytes < 0 || bytes > fold_budget->limit - fold_budget->used)
+    fail("constant folding would allocate " + mib(bytes) + " more, past its limit of " + mib(fold_budget->limit) + " (" +
+         mib(fold_budget->used) + " used; raise it with --fold-limit-mb)");
+  fold_budget->used += bytes;
 }
 
 Kernel &Lowering::kernel_new(const std::string &name) {
@@ -138,7 +162,9 @@ bool shape_broadcast(const Shape &a, const Shape &b, Shape &out) {
 
 int axis_normalize(const Lowering &L, int64_t axis, size_t r) {
   int64_t a = axis < 0 ? axis + (int64_t)r : axis;
-  if (a < 0 || a >= (int64_t)std::max<size_t>(r, 1) + (r == 0 ? 0 : 0))
+  // Every caller indexes a rank-r array with the result: a scalar has no axis (found by fuzzing:
+  // Gather on a scalar read shape[0] of an empty shape).
+  if (a < 0 || a >= (int64_t)r)
     L.fail("axis " + std::to_string(axis) + " is out of range for rank " + std::to_string(r));
   return (int)a;
 }
@@ -158,6 +184,13 @@ static void lower_table_fill() {
   lower_register_reduce();
 }
 
+std::vector<std::string> lower_ops() {
+  lower_table_fill();
+  std::vector<std::string> r;
+  for (const auto &[op, fn] : lower_table()) r.push_back(op);
+  return r;
+}
+
 void lower_node(Lowering &L, Node &n) {
   lower_table_fill();
   L.node = &n;
@@ -166,7 +199,29 @@ void lower_node(Lowering &L, Node &n) {
     L.fail("operator " + n.op + " is not supported by capgraph (opset " + std::to_string(L.graph.opset) + ")");
   for (size_t i = 0; i < n.inputs.size(); i++)
     if (n.inputs[i] && !n.inputs[i]->typed) L.fail("input " + std::to_string(i) + " ('" + n.inputs[i]->name + "') has no type");
-  it->second(L, n);
+  const size_t first_kernel = L.prog.kernels.size();
+  try {
+    it->second(L, n);
+  } catch (const Error &e) {
+    // Shape arithmetic (tensor.h) throws without knowing the node; name it here.
+    std::string m = e.what();
+    if (m.rfind(L.graph.origin + ": ", 0) == 0) throw;
+    L.fail(m);
+  }
+  // A kernel with no output element does nothing (a Conv with no output channels): dropped here
+  // rather than refused later as an internal error.
+  auto &ks = L.prog.kernels;
+  ks.erase(std::remove_if(ks.begin() + (long)first_kernel, ks.end(),
+                          [](const Kernel &k) {
+                            for (int a = 0; a < k.n_parallel && a < (int)k.axes.size(); a++)
+                              if (k.axes[a] == 0) return true;
+                            return false;
+                          }),
+           ks.end());
+  for (size_t i = first_kernel; i < L.prog.kernels.size(); i++)
+    if (L.prog.kernels[i].exprs.size() > kKernelMaxExprs)
+      L.fail("needs " + std::to_string(L.prog.kernels[i].exprs.size()) + " expressions in one kernel, more than capgraph's limit of " +
+             std::to_string(kKernelMaxExprs) + " (too many inputs?)");
   for (Value *o : n.outputs)
     if (!o->name.empty() && !o->typed) L.fail("output '" + o->name + "' is not supported (optional output)");
   L.node = nullptr;

@@ -23,6 +23,12 @@ struct Loc {
   bool contiguous() const;
 };
 
+// What constant folding may still allocate (graph/passes.h), shared by every node's Lowering.
+struct FoldBudget {
+  int64_t limit = 0;
+  int64_t used = 0;
+};
+
 class Lowering {
  public:
   explicit Lowering(const Graph &g) : graph(g) {}
@@ -30,6 +36,11 @@ class Lowering {
   const Graph &graph;
   Program prog;
   const Node *node = nullptr;   // the node being lowered (for errors and kernel provenance)
+  FoldBudget *fold_budget = nullptr;  // set while folding: compile-time values are charged to it
+
+  // Charges `bytes` of compile-time data to the fold budget before it is allocated, or fails
+  // naming the node and the limit. Outside folding, one constant may not pass 1 GiB.
+  void fold_reserve(int64_t bytes);
 
   // The value's location; constants get a constant buffer the first time they are used.
   Loc loc(const Value *v);
@@ -77,6 +88,8 @@ void lower_register_nn();
 void lower_register_movement();
 void lower_register_reduce();
 
+// The names of every supported op.
+std::vector<std::string> lower_ops();
 // Lowers one node (types its outputs). Unsupported ops fail naming the node and the op.
 void lower_node(Lowering &L, Node &n);
 

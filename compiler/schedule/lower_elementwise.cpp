@@ -211,6 +211,7 @@ void lower_register_elementwise() {
       L.output_view(n.outputs[0], L.loc(x));
     }
     if (n.outputs.size() > 1 && !n.outputs[1]->name.empty()) {  // Dropout's mask: all true
+      L.fold_reserve(shape_numel(x->shape));
       std::vector<uint8_t> ones(shape_numel(x->shape), 1);
       L.output_constant(n.outputs[1], Tensor::from_bytes(DType::boolean, x->shape, ones));
     }

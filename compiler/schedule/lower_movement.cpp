@@ -54,7 +54,8 @@ void lower_reshape(Lowering &L, Node &n) {
     } else {
       s[i] = want[i];
     }
-    known *= s[i];
+    if (__builtin_mul_overflow(known, s[i], &known) || known > kMaxElements)
+      L.fail("target shape has too many elements (more than 2^48)");
   }
   if (infer >= 0) {
     if (known == 0 || shape_numel(x->shape) % known != 0)
@@ -164,6 +165,9 @@ void lower_slice(Lowering &L, Node &n) {
     int ax = axis_normalize(L, axes[i], l.shape.size());
     int64_t dim = l.shape[ax], step = steps[i];
     if (step == 0) L.fail("step 0");
+    // Past the largest dimension a step selects one element either way; bounded, the arithmetic
+    // below cannot overflow.
+    step = std::clamp<int64_t>(step, -kMaxElements - 1, kMaxElements + 1);
     int64_t s = starts[i], e = ends[i];
     if (s < 0) s += dim;
     if (e < 0) e += dim;
@@ -178,7 +182,8 @@ void lower_slice(Lowering &L, Node &n) {
     count = std::max<int64_t>(count, 0);
     out.offset += s * l.strides[ax];
     out.shape[ax] = count;
-    out.strides[ax] = l.strides[ax] * step;
+    // A step past the end leaves one element whose stride is never used; keep it from overflowing.
+    if (__builtin_mul_overflow(l.strides[ax], step, &out.strides[ax])) out.strides[ax] = l.strides[ax];
   }
   if (shape_numel(out.shape) == 0) out.offset = l.offset;
   L.output_view(n.outputs[0], out);
@@ -211,7 +216,7 @@ void lower_concat(Lowering &L, Node &n) {
     if (v->shape.size() != s.size() || v->dtype != ins[0]->dtype) L.fail("inputs differ in rank or type");
     for (size_t d = 0; d < s.size(); d++)
       if ((int)d != ax && v->shape[d] != s[d]) L.fail("input '" + v->name + "' of shape " + shape_str(v->shape) + " does not match " + shape_str(ins[0]->shape) + " outside axis " + std::to_string(ax));
-    s[ax] += v->shape[ax];
+    if (__builtin_add_overflow(s[ax], v->shape[ax], &s[ax]) || s[ax] > kMaxElements) L.fail("the concatenated axis is too large");
   }
   Loc out = L.output_new(n.outputs[0], ins[0]->dtype, s);
   int64_t at = 0;
@@ -236,6 +241,8 @@ void lower_split(Lowering &L, Node &n) {
     for (size_t i = 0; i < outs; i++) split.push_back(std::min<int64_t>(each, dim - each * (int64_t)i));
   }
   if (split.size() != outs) L.fail("split has " + std::to_string(split.size()) + " entries for " + std::to_string(outs) + " outputs");
+  for (int64_t s : split)
+    if (s < 0 || s > dim) L.fail("split size " + std::to_string(s) + " is outside 0.." + std::to_string(dim));
   int64_t at = 0;
   Loc l = L.loc(x);
   for (size_t i = 0; i < outs; i++) {
@@ -341,9 +348,12 @@ void lower_pad(Lowering &L, Node &n) {
   if (b == Bound::none) L.fail("mode '" + mode + "' is not supported");
   Loc l = L.loc(x);
   Shape s(r);
-  for (size_t d = 0; d < r; d++) s[d] = l.shape[d] + begin[d] + end[d];
+  for (size_t d = 0; d < r; d++)
+    if (__builtin_add_overflow(l.shape[d], begin[d], &s[d]) || __builtin_add_overflow(s[d], end[d], &s[d]) || s[d] > kMaxElements)
+      L.fail("pads " + std::to_string(begin[d]) + " and " + std::to_string(end[d]) + " make dimension " + std::to_string(d) + " too large");
   // Negative pads crop: a view first, then pad what remains.
   for (size_t d = 0; d < r; d++) {
+    if (begin[d] < -l.shape[d] || end[d] < -l.shape[d]) L.fail("pads crop more than the input has");
     if (begin[d] < 0) { l.offset += -begin[d] * l.strides[d]; l.shape[d] += begin[d]; begin[d] = 0; }
     if (end[d] < 0) { l.shape[d] += end[d]; end[d] = 0; }
     if (l.shape[d] < 0) L.fail("pads crop more than the input has");
@@ -371,7 +381,9 @@ void lower_tile(Lowering &L, Node &n) {
   std::vector<int64_t> reps = L.const_input(1, "repeats").to_i64();
   if (reps.size() != x->shape.size()) L.fail("repeats must have one entry per dimension");
   Shape s = x->shape;
-  for (size_t d = 0; d < s.size(); d++) s[d] *= reps[d];
+  for (size_t d = 0; d < s.size(); d++)
+    if (reps[d] < 0 || __builtin_mul_overflow(s[d], reps[d], &s[d]) || s[d] > kMaxElements)
+      L.fail("repeats " + std::to_string(reps[d]) + " for dimension " + std::to_string(d) + " is negative or too large");
   Loc y = L.output_new(n.outputs[0], x->dtype, s);
   if (shape_numel(s) == 0) return;
   Kernel &k = L.kernel_new("tile");
@@ -392,13 +404,14 @@ void lower_depth_space(Lowering &L, Node &n, bool to_space) {
   const Value *x = n.input(0);
   if (x->shape.size() != 4) L.fail("expects a 4-D input");
   int64_t b = n.attr_int("blocksize", 0);
-  if (b <= 0) L.fail("blocksize must be positive");
+  if (b <= 0 || b > (int64_t(1) << 20)) L.fail("blocksize must be between 1 and 2^20");
   bool crd = n.attr_string("mode", "DCR") == "CRD";
   int64_t N = x->shape[0], C = x->shape[1], H = x->shape[2], W = x->shape[3];
   Loc xl = L.loc(x);
   // axes: n, c_small, h_small, bh, w_small, bw
   int64_t Cs = to_space ? C / (b * b) : C, Hs = to_space ? H : H / b, Ws = to_space ? W : W / b;
   if (to_space ? C % (b * b) : (H % b || W % b)) L.fail("dimensions are not divisible by the block size");
+  if (C > kMaxElements / (b * b) || H > kMaxElements / b || W > kMaxElements / b) L.fail("blocksize makes the output too large");
   Shape s = to_space ? Shape{N, Cs, H * b, W * b} : Shape{N, C * b * b, Hs, Ws};
   Loc y = L.output_new(n.outputs[0], x->dtype, s);
   Kernel &k = L.kernel_new(to_space ? "depth_to_space" : "space_to_depth");
@@ -460,7 +473,17 @@ void lower_resize(Lowering &L, Node &n) {
     }
   } else {
     if (scales.size() != r) L.fail("scales must have one entry per dimension (" + std::to_string(r) + ")");
-    for (size_t d = 0; d < r; d++) out[d] = (int64_t)std::floor(x->shape[d] * scales[d]);
+    for (size_t d = 0; d < r; d++) {
+      double o = std::floor(x->shape[d] * scales[d]);
+      if (!(o >= 0 && o <= (double)kMaxElements)) L.fail("scale " + std::to_string(scales[d]) + " gives no valid size for dimension " + std::to_string(d));
+      out[d] = (int64_t)o;
+    }
+  }
+  // Each resized axis gets index and weight tables built here, one entry per output index.
+  constexpr int64_t kMaxResizedAxis = int64_t(1) << 20;
+  for (size_t d = 0; d < r; d++) {
+    if (out[d] != x->shape[d] && out[d] > kMaxResizedAxis) L.fail("resized dimension " + std::to_string(d) + " of size " + std::to_string(out[d]) + " is larger than 2^20");
+    if (!(scales[d] > 0 && std::isfinite(scales[d])) && out[d] > 0) L.fail("scale " + std::to_string(scales[d]) + " for dimension " + std::to_string(d) + " is not a positive number");
   }
   std::string mode = n.attr_string("mode", "nearest");
   if (mode != "nearest" && mode != "linear" && mode != "bilinear") L.fail("mode '" + mode + "' is not supported");
@@ -504,7 +527,7 @@ void lower_resize(Lowering &L, Node &n) {
         else if (nearest == "ceil") f = std::ceil(s);
         else if (nearest == "round_prefer_ceil") f = std::floor(s + 0.5);
         else f = (s - std::floor(s) == 0.5) ? std::floor(s) : std::round(s);
-        lo[o] = std::clamp<int64_t>((int64_t)f, 0, x->shape[d] - 1);
+        lo[o] = (int64_t)std::clamp(f, 0.0, (double)(x->shape[d] - 1));  // clamped before the cast: a far index is not UB
       } else {
         s = std::clamp(s, 0.0, (double)x->shape[d] - 1);
         int64_t i0 = (int64_t)std::floor(s);
@@ -574,9 +597,10 @@ void lower_constant_of_shape(Lowering &L, Node &n) {
   size_t es = dtype_size(v.dtype);
   int64_t count = shape_numel(s);
   if (count < 0 || count > (int64_t)1 << 28) L.fail("shape " + shape_str(s) + " is too large");
+  L.fold_reserve(count * (int64_t)es);
   std::vector<uint8_t> bytes(count * es);
   for (int64_t i = 0; i < count; i++) std::copy(v.data(), v.data() + es, bytes.begin() + i * es);
-  L.output_constant(n.outputs[0], Tensor::from_bytes(v.dtype, s, bytes));
+  L.output_constant(n.outputs[0], Tensor::from_bytes(v.dtype, s, std::move(bytes)));
 }
 
 void lower_range(Lowering &L, Node &n) {
@@ -587,7 +611,8 @@ void lower_range(Lowering &L, Node &n) {
   if (std::isnan(steps) || steps > (double)((int64_t)1 << 28))
     L.fail("start " + std::to_string(start) + ", limit " + std::to_string(limit) + ", delta " + std::to_string(delta) +
            " make too many elements");
-  int64_t count = std::max<int64_t>(0, (int64_t)steps);
+  int64_t count = steps > 0 ? (int64_t)steps : 0;
+  L.fold_reserve(count * (int64_t)(sizeof(double) + dtype_size(s.dtype)));
   std::vector<double> v(count);
   for (int64_t i = 0; i < count; i++) v[i] = start + i * delta;
   L.output_constant(n.outputs[0], Tensor::from_f64(s.dtype, {count}, v));

@@ -27,8 +27,15 @@ Window window_make(const Lowering &L, const Node &n, const Shape &in, const Shap
   Shape pads = n.attr_ints("pads", Shape(2 * S, 0));
   if (w.strides.size() != S || w.dilations.size() != S || pads.size() != 2 * S || kernel.size() != S)
     L.fail("strides/dilations/pads/kernel_shape do not match " + std::to_string(S) + " spatial dimensions");
+  // Bounded so that the window arithmetic below cannot overflow (each product stays under 2^62).
+  constexpr int64_t kMaxWindow = int64_t(1) << 30;
   for (size_t i = 0; i < S; i++)
     if (w.strides[i] <= 0 || w.dilations[i] <= 0 || kernel[i] <= 0) L.fail("strides, dilations and kernel sizes must be positive");
+  for (size_t i = 0; i < S; i++)
+    if (w.strides[i] > kMaxWindow || w.dilations[i] > kMaxWindow || kernel[i] > kMaxWindow)
+      L.fail("strides, dilations and kernel sizes must be at most 2^30");
+  for (int64_t p : pads)
+    if (p < 0 || p > kMaxWindow) L.fail("pads must be between 0 and 2^30, got " + std::to_string(p));
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   w.pad_begin.assign(pads.begin(), pads.begin() + S);
   w.pad_end.assign(pads.begin() + S, pads.end());
@@ -194,8 +201,9 @@ void lower_conv_transpose(Lowering &L, Node &n) {
   if (!xv || !wv) L.fail("needs inputs X and W");
   if (xv->dtype != DType::f32) L.fail("only float32 is supported");
   Loc x = L.loc(xv), w = L.loc(wv);
-  size_t rank = x.shape.size(), S = rank - 2;
+  size_t rank = x.shape.size();
   if (rank < 3 || w.shape.size() != rank) L.fail("expects X and W of the same rank >= 3");
+  size_t S = rank - 2;
   int64_t N = x.shape[0], C = x.shape[1], G = n.attr_int("group", 1);
   if (G <= 0 || C % G != 0 || w.shape[0] != C) L.fail("W's first dimension must equal X's channels, divisible by group");
   int64_t ICG = C / G, OCG = w.shape[1], OC = OCG * G;
@@ -205,6 +213,18 @@ void lower_conv_transpose(Lowering &L, Node &n) {
   Shape out_given = n.attr_ints("output_shape", {});
   std::string auto_pad = n.attr_string("auto_pad", "NOTSET");
   if (strides.size() != S || dil.size() != S || pads.size() != 2 * S || out_pad.size() != S) L.fail("attribute sizes do not match the spatial rank");
+  // Bounded so that the output size arithmetic below cannot overflow.
+  constexpr int64_t kMaxWindow = int64_t(1) << 30;
+  if (G > kMaxWindow || OCG > kMaxWindow) L.fail("group and output channels must be at most 2^30");
+  for (size_t i = 0; i < S; i++)
+    if (strides[i] <= 0 || dil[i] <= 0 || strides[i] > kMaxWindow || dil[i] > kMaxWindow || out_pad[i] < 0 || out_pad[i] > kMaxWindow ||
+        k_sp[i] > kMaxWindow || x.shape[2 + i] > kMaxWindow)
+      L.fail("strides and dilations must be between 1 and 2^30, output_padding between 0 and 2^30, spatial sizes at most 2^30");
+  for (int64_t p : pads)
+    if (p < 0 || p > kMaxWindow) L.fail("pads must be between 0 and 2^30, got " + std::to_string(p));
+  for (int64_t o : out_given)
+    if (o < 0 || o > kMaxWindow) L.fail("output_shape must be between 0 and 2^30, got " + std::to_string(o));
+  if (!out_given.empty() && out_given.size() < S) L.fail("output_shape has fewer entries than spatial dimensions");
   Shape out_sp(S);
   for (size_t i = 0; i < S; i++) {
     int64_t in = x.shape[2 + i];

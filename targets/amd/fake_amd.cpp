@@ -1,6 +1,8 @@
 #include "fake_amd.h"
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,14 +42,24 @@ bool compare(uint32_t func, uint32_t v, uint32_t ref) {
 
 }  // namespace
 
-fake_gpu::fake_gpu(const chip &c) : chip_(c) {}
+fake_gpu::fake_gpu(const chip &c, fake_mode mode, bool profile) : chip_(c), mode_(mode), profile_(profile) {}
 
 fake_gpu::~fake_gpu() {
+  if (profile_ && capture_) fprintf(stderr, "%s", profile_text().c_str());
   for (region &r : regions_) std::free(r.cpu);
 }
 
 std::string fake_gpu::name() const {
-  return std::string("fake-amd (") + chip_.name + ", a fake GPU: kernels run as their host twins)";
+  const char *how = mode_ == fake_mode::twin    ? "kernels run as their host twins"
+                    : mode_ == fake_mode::check ? "kernels run in an RDNA3 emulator, checked against their host twins"
+                                                : "kernels run in an RDNA3 emulator";
+  return std::string("fake-amd (") + chip_.name + ", a fake GPU: " + how + ")";
+}
+
+rdna3_region fake_gpu::region_find(uint64_t gpu) const {
+  for (const region &r : regions_)
+    if (gpu >= r.gpu && gpu - r.gpu < r.size) return {r.gpu, r.size, r.cpu};
+  return {};
 }
 
 uint64_t fake_gpu::clock() const { return now_ns(); }
@@ -358,26 +370,162 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   if (kernargs % (a->kernarg_align() ? a->kernarg_align() : 1))
     return raise(what + "its kernarg pointer " + hex(kernargs) + " is not " +
                  std::to_string(a->kernarg_align()) + "-byte aligned");
-  if (!twins_.has(uint32_t(found)))
-    return raise(what + "the kernel has no host twin, so the fake cannot run it");
+  if (mode_ != fake_mode::emulate && !twins_.has(uint32_t(found)))
+    return raise(what + "the kernel has no host twin, so the fake cannot " +
+                 (mode_ == fake_mode::twin ? "run" : "check") + " it");
   std::vector<void *> bufs(nb);
+  std::vector<size_t> touched;  // regions the buffers live in (check mode copies them)
   for (uint32_t b = 0; b < nb; ++b) {
     uint64_t gpu;
     memcpy(&gpu, args + 8 * b, 8);
     bufs[b] = host(gpu, 0);
     if (!bufs[b]) return raise(what + "buffer " + std::to_string(b) + " at " + hex(gpu) + " is not in GPU memory");
+    for (size_t r = 0; r < regions_.size(); ++r)
+      if (gpu >= regions_[r].gpu && gpu - regions_[r].gpu <= regions_[r].size &&
+          std::find(touched.begin(), touched.end(), r) == touched.end())
+        touched.push_back(r);
   }
   std::vector<int64_t> scalars(ns);
   if (ns) memcpy(scalars.data(), args + 8 * nb, 8ull * ns);
-  twins_.run(uint32_t(found), bufs.data(), ns ? scalars.data() : nullptr);
+  if (mode_ == fake_mode::twin) {
+    twins_.run(uint32_t(found), bufs.data(), ns ? scalars.data() : nullptr);
+  } else {
+    std::vector<std::vector<uint8_t>> before;
+    if (mode_ == fake_mode::check)
+      for (size_t r : touched) before.emplace_back(regions_[r].cpu, regions_[r].cpu + regions_[r].size);
+    if (!kernel_emulate(uint32_t(found), dim_x)) return false;
+    if (mode_ == fake_mode::check && !kernel_check(uint32_t(found), touched, before, bufs.data(), scalars.data()))
+      return false;
+  }
   ++dispatches_;
   return true;
+}
+
+bool fake_gpu::kernel_emulate(uint32_t k, uint32_t groups) {
+  const auto sh = [&](uint32_t reg) { return sh_[reg - sh_reg_base]; };
+  const fb::Kernel *kern = capture_->kernels()->Get(k);
+  rdna3_dispatch d;
+  d.kernel = kern->name()->str();
+  d.code = (uint64_t(sh(reg::COMPUTE_PGM_LO)) << 8) | (uint64_t(sh(reg::COMPUTE_PGM_HI)) << 40);
+  d.rsrc1 = sh(reg::COMPUTE_PGM_RSRC1);
+  d.rsrc2 = sh(reg::COMPUTE_PGM_RSRC2);
+  for (uint32_t i = 0; i < 32; ++i) d.user_data[i] = sh(reg::COMPUTE_USER_DATA_0 + i);
+  d.groups = groups;
+  d.workgroup_size = sh(reg::COMPUTE_NUM_THREAD_X);
+  d.wave32 = kern->amd()->wavefront_size() == 32;
+  d.threads = std::max(1u, std::thread::hardware_concurrency());
+  if (strncmp(chip_.name, "gfx11", 5) != 0)
+    return raise("kernel '" + d.kernel + "': the emulator decodes RDNA3 (gfx11) code, not " + chip_.name +
+                 "'s; run it with fake-amd:" + chip_.name + ":twin");
+  const rdna3_region_find find = [this](uint64_t gpu) { return region_find(gpu); };
+  auto it = programs_.find(d.code);
+  std::string err;
+  if (it == programs_.end()) {
+    rdna3_program p;
+    if (!rdna3_program_decode(d, find, &p, &err)) return raise("RDNA3 emulator: " + err);
+    it = programs_.emplace(d.code, std::move(p)).first;
+  }
+  if (counts_.size() <= k) counts_.resize(capture_->kernels()->size());
+  if (!rdna3_dispatch_run(d, it->second, find, &counts_[k], &err)) return raise("RDNA3 emulator: " + err);
+  return true;
+}
+
+bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
+                            const std::vector<std::vector<uint8_t>> &before, void **bufs, int64_t *scalars) {
+  // The emulator's results stay in GPU memory (they are the replay's); the twin runs on the
+  // memory as it was before the dispatch, and the words either of them changed are compared as
+  // float32 with npy_compare's tolerance (max |a-b| <= 1e-3 * max |twin| + 1e-5). Words that are
+  // not finite normal floats in either result (integers, NaN) must match bit for bit.
+  const fb::Kernel *kern = capture_->kernels()->Get(k);
+  std::vector<std::vector<uint8_t>> emulated;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    region &r = regions_[touched[i]];
+    emulated.emplace_back(r.cpu, r.cpu + r.size);
+    memcpy(r.cpu, before[i].data(), r.size);
+  }
+  twins_.run(k, bufs, scalars);
+  double max_diff = 0, max_ref = 0;
+  uint64_t differ = 0, worst_at = 0;
+  bool exact_mismatch = false;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    region &r = regions_[touched[i]];
+    const uint8_t *e = emulated[i].data(), *tw = r.cpu, *b0 = before[i].data();
+    for (uint64_t o = 0; o + 4 <= r.size; o += 4) {
+      uint32_t ew, tw32, bw;
+      memcpy(&ew, e + o, 4);
+      memcpy(&tw32, tw + o, 4);
+      memcpy(&bw, b0 + o, 4);
+      if (tw32 != bw) {
+        float ft;
+        memcpy(&ft, &tw32, 4);
+        if (std::isfinite(ft)) max_ref = std::max(max_ref, double(std::fabs(ft)));
+      }
+      if (ew == tw32) continue;
+      ++differ;
+      float fe, ft;
+      memcpy(&fe, &ew, 4);
+      memcpy(&ft, &tw32, 4);
+      const bool normal = (std::isnormal(fe) || fe == 0) && (std::isnormal(ft) || ft == 0);
+      const double diff = normal ? std::fabs(double(fe) - double(ft)) : INFINITY;
+      if (std::isnan(fe) && std::isnan(ft)) continue;
+      if (!normal) exact_mismatch = true;
+      if (diff > max_diff || (!normal && !max_diff)) {
+        max_diff = diff;
+        worst_at = r.gpu + o;
+      }
+    }
+  }
+  for (size_t i = 0; i < touched.size(); ++i) memcpy(regions_[touched[i]].cpu, emulated[i].data(), regions_[touched[i]].size);
+  const double tol = 1e-3 * max_ref + 1e-5;
+  if (!exact_mismatch && max_diff <= tol) return true;
+  char b[160];
+  snprintf(b, sizeof b, "max |emulator - twin| = %g at %s (tolerance %g), %llu words differ", max_diff,
+           hex(worst_at).c_str(), tol, (unsigned long long)differ);
+  return raise("check: kernel '" + kern->name()->str() + "' (kernel " + std::to_string(k) +
+               ") differs from its host twin: " + b);
+}
+
+// The emulator's counts per kernel, and an estimate of the time on a Radeon RX 7900 XTX (gfx1100)
+// from them: max(VALU instructions at one wave32 instruction per SIMD per clock, VMEM bytes at
+// the DRAM bandwidth). It is a roofline ESTIMATE (no caches, no latency, no dual issue), for
+// comparing lowerings, not a measurement. Sources: AMD Radeon RX 7900 XTX specifications (96
+// compute units, 2.5 GHz boost, 960 GB/s); RDNA3 ISA guide ch. 1 (two SIMD32 per compute unit).
+std::string fake_gpu::profile_text() const {
+  constexpr double valu_per_s = 96 * 2 * 2.5e9, bytes_per_s = 960e9;
+  auto est_us = [&](const rdna3_counts &c) {
+    return 1e6 * std::max(double(c.valu) / valu_per_s, double(c.vmem_load_bytes + c.vmem_store_bytes) / bytes_per_s);
+  };
+  std::string s = "fake-amd emulator counts per kernel (wave instructions; bytes over active lanes; "
+                  "est_us: roofline estimate for a 7900 XTX, not a measurement)\n";
+  char b[512];
+  snprintf(b, sizeof b, "%-36s %8s %12s %6s %10s %14s %12s %9s %10s %10s\n", "kernel", "waves", "VALU", "FMA%",
+           "SALU", "VMEM_load_B", "VMEM_store_B", "load_B/FMA", "LDS_B", "est_us");
+  s += b;
+  auto row = [&](const char *name, const rdna3_counts &c) {
+    snprintf(b, sizeof b, "%-36.36s %8llu %12llu %6.1f %10llu %14llu %12llu %9.2f %10llu %10.1f\n", name,
+             (unsigned long long)c.waves, (unsigned long long)c.valu, c.valu ? 100.0 * double(c.valu_fma) / double(c.valu) : 0.0,
+             (unsigned long long)c.salu, (unsigned long long)c.vmem_load_bytes, (unsigned long long)c.vmem_store_bytes,
+             c.fma_lanes ? double(c.vmem_load_bytes) / double(c.fma_lanes) : 0.0, (unsigned long long)c.lds_bytes, est_us(c));
+    s += b;
+  };
+  rdna3_counts total;
+  for (size_t k = 0; k < counts_.size(); ++k) {
+    if (!counts_[k].waves) continue;
+    total.add(counts_[k]);
+    row(capture_->kernels()->Get(uint32_t(k))->name()->c_str(), counts_[k]);
+  }
+  row("total", total);
+  return s;
 }
 
 capgraph_status fake_gpu::capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
                                          std::string *err) {
   capture_ = c;
   program_gpu_ = program_gpu;
+  programs_.clear();
+  counts_.assign(c->kernels() ? c->kernels()->size() : 0, rdna3_counts{});
+  twins_ = hcq::host_twins();
+  if (mode_ == fake_mode::emulate) return CAPGRAPH_OK;  // the machine code runs; twins are not needed
   return twins_.link(c, "fake-amd", err);
 }
 
@@ -414,14 +562,23 @@ capgraph_status fake_gpu::wait(const volatile uint64_t *value, uint64_t target, 
 
 namespace {
 
+// "fake-amd[:CHIP][:check|:twin][:profile]", in any order after the name.
 capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err) {
-  const char *colon = strchr(device, ':');
-  const chip *c = chip_find(colon ? colon + 1 : "gfx1100");
-  if (!c) {
-    *err = std::string("fake-amd: unknown chip '") + (colon ? colon + 1 : "") + "'";
-    return CAPGRAPH_ERR_ARGUMENT;
+  const chip *c = chip_find("gfx1100");
+  fake_mode mode = fake_mode::emulate;
+  bool profile = false;
+  for (const char *p = strchr(device, ':'); p; p = strchr(p + 1, ':')) {
+    const char *end = strchr(p + 1, ':');
+    const std::string word(p + 1, end ? size_t(end - p - 1) : strlen(p + 1));
+    if (word == "check") mode = fake_mode::check;
+    else if (word == "twin") mode = fake_mode::twin;
+    else if (word == "profile") profile = true;
+    else if (!(c = chip_find(word.c_str()))) {
+      *err = "fake-amd: '" + word + "' is neither a chip nor one of check, twin, profile";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
   }
-  *out = std::make_unique<fake_gpu>(*c);
+  *out = std::make_unique<fake_gpu>(*c, mode, profile);
   return CAPGRAPH_OK;
 }
 
@@ -429,8 +586,10 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
 
 void fake_amd_register() {
   hcq::target_register("fake-amd", &fake_open, &hcq::amd_target, [] {
-    return std::string("a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs captures' "
-                       "host twins, measures nothing\n");
+    return std::string("a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs gfx11 "
+                       "kernels in an RDNA3 emulator (fake-amd:check compares each with its host "
+                       "twin, fake-amd:twin runs the twins, fake-amd:profile prints counts), "
+                       "measures no time\n");
   });
 }
 

@@ -2,9 +2,16 @@
 // memory and interprets the PM4 and SDMA packets the runtime writes, decoded with the same
 // packet table (amd_packets_table.cpp). It honours signals and waits, checks what a dispatch
 // sets (program address, RSRC registers, workgroup size, kernarg pointer) against the capture,
-// and runs each dispatch as the kernel's host twin (Kernel.twin_program) on the host memory
-// behind the GPU addresses. Anything it does not know (an opcode, a register range, an address
-// outside every allocation) is a device error naming it. It measures nothing about a real GPU.
+// and runs each dispatch's own machine code in the RDNA3 emulator (rdna3_emu.h) on the host memory
+// behind the GPU addresses. Modes (device "fake-amd[:CHIP][:check|:twin][:profile]"):
+//   emulate (default)  the emulator runs every dispatch; no host twin is needed
+//   check              the emulator runs each dispatch, then the kernel's host twin
+//                      (Kernel.twin_program) runs on a copy of the same memory; the first kernel
+//                      whose results differ is a device error naming it and the max difference
+//   twin               the host twin runs instead of the machine code (the fake's old behaviour)
+//   profile            with any mode: per-kernel emulator counts are printed to stderr at the end
+// Anything it does not know (an opcode, an instruction, a register range, an address outside
+// every allocation) is a device error naming it. It measures nothing about a real GPU's time.
 //
 // Execution is synchronous: a doorbell runs every queue until each is idle or blocked on a wait.
 #pragma once
@@ -16,6 +23,7 @@
 
 #include "amd_chips.h"
 #include "amd_packets.h"
+#include "rdna3_emu.h"
 #include "elf_link.h"
 #include "replay.h"
 #include "hcq/host_twins.h"
@@ -23,9 +31,11 @@
 
 namespace capgraph::amd {
 
+enum class fake_mode { emulate, check, twin };
+
 class fake_gpu final : public hcq::transport {
  public:
-  explicit fake_gpu(const chip &c);
+  explicit fake_gpu(const chip &c, fake_mode mode = fake_mode::emulate, bool profile = false);
   ~fake_gpu() override;
 
   std::string name() const override;
@@ -54,6 +64,9 @@ class fake_gpu final : public hcq::transport {
   const std::string &fault() const { return fault_; }
   // Host pointer behind [gpu, gpu + size), or nullptr.
   uint8_t *host(uint64_t gpu, uint64_t size) const;
+  // What the emulator executed, per kernel of the attached capture (summed over dispatches).
+  const std::vector<rdna3_counts> &kernel_counts() const { return counts_; }
+  std::string profile_text() const;  // those counts as a table
 
  private:
   struct region {
@@ -77,6 +90,12 @@ class fake_gpu final : public hcq::transport {
   bool pm4(queue_state &q, const decoded &p);
   bool sdma(queue_state &q, const decoded &p);
   bool dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t initiator);
+  bool kernel_emulate(uint32_t k, uint32_t groups);  // the machine code, in the emulator
+  // The host twin on a copy of the memory the buffers live in, compared with what the emulator
+  // wrote there; `emulated` holds those regions after the emulator ran.
+  bool kernel_check(uint32_t k, const std::vector<size_t> &regions,
+                    const std::vector<std::vector<uint8_t>> &before, void **bufs, int64_t *scalars);
+  rdna3_region region_find(uint64_t gpu) const;
   bool mem_compare(uint64_t addr, uint32_t mask, uint32_t ref, uint32_t func, const char *what,
                    queue_state &q);
   bool write32(uint64_t addr, uint32_t v);
@@ -85,6 +104,8 @@ class fake_gpu final : public hcq::transport {
   uint64_t clock() const;
 
   const chip &chip_;
+  fake_mode mode_;
+  bool profile_;
   std::vector<region> regions_;
   uint64_t next_gpu_ = 0x100000000ull;  // a GPU address space distinct from host pointers
   std::map<uint64_t, queue_state> queues_;
@@ -93,7 +114,9 @@ class fake_gpu final : public hcq::transport {
   // Attached capture
   const fb::Capture *capture_ = nullptr;
   std::vector<uint64_t> program_gpu_;
-  hcq::host_twins twins_;
+  hcq::host_twins twins_;                         // the reference (check and twin modes)
+  std::map<uint64_t, rdna3_program> programs_;  // decoded once per code address
+  std::vector<rdna3_counts> counts_;            // per kernel
   bool wedged_ = false;
   uint64_t dispatches_ = 0, packets_ = 0, interrupts_ = 0;
   uint32_t last_interrupt_id_ = 0;

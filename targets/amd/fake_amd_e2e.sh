@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # End to end on the fake AMD GPU: ONNX -> `capgraph compile --target amd-gfx1100` -> `capgraph run
 # --device fake-amd`, against the same model compiled for and run on this CPU, and against an
-# independent reference. The fake runs each kernel's host twin, so this checks the whole GPU path
-# (code objects, kernel descriptors, kernel arguments, packets, queues, signals) but not the GPU
-# code itself.
+# independent reference. The fake runs every kernel's own gfx1100 machine code in its RDNA3
+# emulator (rdna3_emu.h), so this checks the whole GPU path: the compiled code, code objects,
+# kernel descriptors, kernel arguments, packets, queues, signals.
 #   fake_amd_e2e.sh small BUILD_DIR   a small generated CNN (testdata/amd_model_gen.cpp: conv,
 #                                     residual add, pools, gemm, softmax, an input passed through),
-#                                     vs the CPU
+#                                     vs the CPU; also kernel by kernel against the host twins
+#                                     (fake-amd:check), and a planted miscompile
+#                                     (testdata/amd_miscompile_plant.cpp) that check mode must catch
 #   fake_amd_e2e.sh zoo BUILD_DIR     every model of ../shared/zoo (skips, exit 77, without it), vs
 #                                     its committed ONNX Runtime output and the CPU
 # Tolerance: tests/tools/npy_compare (max |a-b| <= 1e-3 * max |ref| + 1e-5).
@@ -16,7 +18,7 @@ mode=${1:-}; build=${2:-}
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-failures=0; passed=0
+failures=0; passed=0; check_kernels=0
 
 ms() { echo "$(( ($(date +%s%N) - $1) / 1000000 ))"; }
 
@@ -30,8 +32,11 @@ check() {
   local compile_ms; compile_ms=$(ms "$t")
   "$capgraph" compile "$model" -o "$d/cpu.cap" $shapes > /dev/null 2>&1 || {
     echo "FAIL $name: compile for cpu"; failures=$((failures+1)); return; }
-  if ! "$capgraph" run "$d/amd.cap" --device fake-amd $inputs --output-dir "$d/fake" > "$d/log" 2>&1; then
+  t=$(date +%s%N)
+  if ! "$capgraph" run "$d/amd.cap" --device fake-amd:profile $inputs --output-dir "$d/fake" > "$d/log" 2>&1; then
     echo "FAIL $name: replay on fake-amd"; cat "$d/log"; failures=$((failures+1)); return; fi
+  local emulate_ms; emulate_ms=$(ms "$t")
+  grep -E '^(kernel|total) ' "$d/log" | sed 's/^/  emulator counts: /'  # fake-amd:profile's table
   local kernels; kernels=$("$capgraph" inspect "$d/amd.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
   "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null || {
     echo "FAIL $name: replay on cpu"; failures=$((failures+1)); return; }
@@ -43,7 +48,14 @@ check() {
     fi
     "$compare" "$d/fake/$out.npy" "$d/cpu/$out.npy" | sed "s/^/  vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
   done
-  if ((ok)); then echo "PASS $name ($kernels launches; amd-gfx1100 compile ${compile_ms} ms)"; passed=$((passed+1))
+  if ((check_kernels)); then
+    if ! "$capgraph" run "$d/amd.cap" --device fake-amd:check $inputs --output-dir "$d/check" > "$d/log" 2>&1; then
+      echo "  kernel by kernel against the host twins (fake-amd:check):"; cat "$d/log"; ok=0
+    else
+      echo "  fake-amd:check: every kernel matches its host twin"
+    fi
+  fi
+  if ((ok)); then echo "PASS $name ($kernels launches; amd-gfx1100 compile ${compile_ms} ms; emulated replay ${emulate_ms} ms)"; passed=$((passed+1))
   else echo "FAIL $name"; failures=$((failures+1)); fi
 }
 
@@ -59,7 +71,25 @@ case $mode in
     fi
     mkdir -p "$work/gen"
     "$build/targets/amd/amd_model_gen" "$work/gen" || { echo "FAIL: amd_model_gen"; exit 1; }
+    check_kernels=1
     check small_cnn "$work/gen/small_cnn.onnx" "--input x=$work/gen/input.npy" "" "probs=cpu p=cpu x_out=cpu"
+    # A planted miscompile: one VGPR operand changed in the first launch's kernel (checksum fixed).
+    # The emulator runs the wrong code, and check mode names the kernel.
+    d=$work/small_cnn
+    if ! planted=$("$build/targets/amd/amd_miscompile_plant" "$d/amd.cap" "$d/planted.cap"); then
+      echo "FAIL: amd_miscompile_plant"; failures=$((failures+1))
+    else
+      kernel=${planted%% offset *}
+      if "$capgraph" run "$d/planted.cap" --device fake-amd:check --input x="$work/gen/input.npy" \
+           --output-dir "$d/planted" > "$d/log" 2>&1; then
+        echo "FAIL: the planted miscompile ($planted) ran without an error"; failures=$((failures+1))
+      elif ! grep -q "check: kernel '$kernel' (kernel [0-9]*) differs from its host twin" "$d/log"; then
+        echo "FAIL: the planted miscompile ($planted) was not named:"; cat "$d/log"; failures=$((failures+1))
+      else
+        echo "PASS planted miscompile ($planted): $(grep -o "check: kernel.*" "$d/log" | head -1)"
+        passed=$((passed+1))
+      fi
+    fi
     ;;
   zoo)
     zoo=$repo/../shared/zoo

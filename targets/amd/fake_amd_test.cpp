@@ -31,7 +31,7 @@ struct registered {
 // A graph on its own fake GPU, built from a spec (bytes kept alive and verified for AMD).
 struct fake_run {
   std::vector<uint8_t> bytes;
-  amd::fake_gpu gpu{*amd::chip_find("gfx1100")};
+  amd::fake_gpu gpu{*amd::chip_find("gfx1100"), amd::fake_mode::twin};
   std::unique_ptr<hcq::graph> g;
   const fb::Capture *c = nullptr;
 
@@ -86,7 +86,7 @@ struct api_model {
 
 TEST_CASE("a capture replayed on the fake AMD GPU gives the CPU's outputs") {
   const capture_spec cpu = test::reference_spec(1);
-  api_model on_cpu(cpu, "cpu"), on_fake(test::amd_spec(cpu), "fake-amd");
+  api_model on_cpu(cpu, "cpu"), on_fake(test::amd_spec(cpu), "fake-amd:twin");
   INFO(on_fake.err);
   REQUIRE(on_cpu.st == CAPGRAPH_OK);
   REQUIRE(on_fake.st == CAPGRAPH_OK);
@@ -121,7 +121,7 @@ TEST_CASE("a capture replayed on the fake AMD GPU gives the CPU's outputs") {
 }
 
 TEST_CASE("per-step times come from the engines' timestamps") {
-  api_model m(test::amd_spec(test::reference_spec(1)), "fake-amd");
+  api_model m(test::amd_spec(test::reference_spec(1)), "fake-amd:twin");
   REQUIRE(m.st == CAPGRAPH_OK);
   uint64_t ns[5] = {};
   CHECK(capgraph_run_timed(m.m, ns, 4) == CAPGRAPH_ERR_ARGUMENT);  // room for 5 is needed
@@ -150,7 +150,7 @@ TEST_CASE("every chip replays the capture with its own packet flavours") {
   REQUIRE(capgraph_run(on_cpu.m) == CAPGRAPH_OK);
   for (const char *chip : {"gfx1100", "gfx1200", "gfx1201", "gfx942"}) {
     CAPTURE(chip);
-    api_model m(test::amd_spec(cpu, chip), ("fake-amd:" + std::string(chip)).c_str());
+    api_model m(test::amd_spec(cpu, chip), ("fake-amd:twin:" + std::string(chip)).c_str());
     REQUIRE_MESSAGE(m.st == CAPGRAPH_OK, m.err);
     m.input_set("a", a);
     m.input_set("b", b);
@@ -172,7 +172,7 @@ TEST_CASE("every chip replays the capture with its own packet flavours") {
     k.kernel_code_properties |= 1u << 10;
     k.wavefront_size = 32;
   }
-  api_model refused(wave32, "fake-amd:gfx942");
+  api_model refused(wave32, "fake-amd:twin:gfx942");
   CHECK(refused.st == CAPGRAPH_ERR_FORMAT);
   CHECK(refused.err.find("kernel 0 'add_table' is wave32, which gfx942 does not run") != std::string::npos);
 }
@@ -259,7 +259,7 @@ TEST_CASE("through the C API a timeout is reported and sticks") {
   // A device whose waits are never satisfied, and a 100 ms bound from the environment.
   hcq::target_register("fake-amd-wedged", [](const char *, std::unique_ptr<hcq::transport> *out,
                                              std::string *) {
-    auto g = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"));
+    auto g = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"), amd::fake_mode::twin);
     g->wedge(true);
     *out = std::move(g);
     return CAPGRAPH_OK;
@@ -277,7 +277,7 @@ TEST_CASE("through the C API a timeout is reported and sticks") {
   CHECK(msg.find("m.cap: fake-amd: timed out after 100 ms") != std::string::npos);
   CHECK(capgraph_run(m.m) == CAPGRAPH_ERR_TIMEOUT);  // sticky: the device state is unknown
   setenv("CAPGRAPH_TIMEOUT_MS", "0", 1);
-  api_model bad(test::amd_spec(test::scale_chain_spec(2)), "fake-amd");
+  api_model bad(test::amd_spec(test::scale_chain_spec(2)), "fake-amd:twin");
   unsetenv("CAPGRAPH_TIMEOUT_MS");
   CHECK(bad.st == CAPGRAPH_ERR_ARGUMENT);
   CHECK(bad.err.find("CAPGRAPH_TIMEOUT_MS must be") != std::string::npos);
@@ -297,7 +297,7 @@ TEST_CASE("the timeline runs through 2^64") {
 }
 
 TEST_CASE("the fake GPU fails loudly on a packet it does not know") {
-  amd::fake_gpu gpu(*amd::chip_find("gfx1100"));
+  amd::fake_gpu gpu(*amd::chip_find("gfx1100"), amd::fake_mode::twin);
   hcq::queue q;
   hcq::memory sig;
   std::string err;
@@ -320,13 +320,13 @@ TEST_CASE("captures for the other kind of device are refused, naming the device 
   CHECK(amd_on_cpu.err.find("compiled for amd-gfx1100; run it with --device amd") !=
         std::string::npos);
   CHECK(amd_on_cpu.err.find("fake-amd") != std::string::npos);
-  api_model cpu_on_fake(test::reference_spec(1), "fake-amd");
+  api_model cpu_on_fake(test::reference_spec(1), "fake-amd:twin");
   CHECK(cpu_on_fake.st == CAPGRAPH_ERR_TARGET);
   CHECK(cpu_on_fake.err.find("run it with --device cpu") != std::string::npos);
-  api_model other_chip(test::amd_spec(test::reference_spec(1), "gfx1200"), "fake-amd");
+  api_model other_chip(test::amd_spec(test::reference_spec(1), "gfx1200"), "fake-amd:twin");
   CHECK(other_chip.st == CAPGRAPH_ERR_TARGET);
   CHECK(other_chip.err.find("compiled for gfx1200, but the device fake-amd") != std::string::npos);
-  api_model same_chip(test::amd_spec(test::reference_spec(1), "gfx1200"), "fake-amd:gfx1200");
+  api_model same_chip(test::amd_spec(test::reference_spec(1), "gfx1200"), "fake-amd:twin:gfx1200");
   CHECK_MESSAGE(same_chip.st == CAPGRAPH_OK, same_chip.err);
   api_model unknown(test::reference_spec(1), "tpu");
   CHECK(unknown.st == CAPGRAPH_ERR_ARGUMENT);
@@ -337,7 +337,7 @@ TEST_CASE("kernels whose facts disagree with their code object are refused at lo
   SUBCASE("RSRC1 in AmdKernel differs from the descriptor") {
     capture_spec s = test::amd_spec(test::reference_spec(1));
     s.amd[1].rsrc1 ^= 1;
-    api_model m(s, "fake-amd");
+    api_model m(s, "fake-amd:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("kernel 1 'scale': AmdKernel's rsrc1") != std::string::npos);
   }
@@ -346,28 +346,28 @@ TEST_CASE("kernels whose facts disagree with their code object are refused at lo
     const uint16_t props = s.amd[0].kernel_code_properties | 2;
     s.amd[0].kernel_code_properties = props;
     s.programs.back().binary[test::amd_descriptor_offset(0) + 56] = uint8_t(props);
-    api_model m(s, "fake-amd");
+    api_model m(s, "fake-amd:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("enables user SGPRs this runtime does not provide") != std::string::npos);
   }
   SUBCASE("a kernel needs scratch") {
     capture_spec s = test::amd_spec(test::reference_spec(1));
     s.amd[2].private_segment_size = 16;
-    api_model m(s, "fake-amd");
+    api_model m(s, "fake-amd:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("bytes of scratch") != std::string::npos);
   }
   SUBCASE("a kernarg block smaller than its arguments") {
     capture_spec s = test::amd_spec(test::reference_spec(1));
     s.amd[3].kernarg_size = 8;
-    api_model m(s, "fake-amd");
+    api_model m(s, "fake-amd:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("kernarg_size 8 is less than the 24 bytes") != std::string::npos);
   }
   SUBCASE("no host twin: the fake says it cannot run the kernel") {
     capture_spec s = test::amd_spec(test::reference_spec(1));
     s.amd[0].twin_program = -1;
-    api_model m(s, "fake-amd");
+    api_model m(s, "fake-amd:twin");
     REQUIRE(m.st == CAPGRAPH_OK);
     CHECK(capgraph_run(m.m) == CAPGRAPH_ERR_DEVICE);
     CHECK(std::string(capgraph_error(m.m)).find("has no host twin") != std::string::npos);
@@ -400,4 +400,20 @@ TEST_CASE("the command streams of a small capture match their golden text") {
   std::stringstream golden;
   golden << f.rdbuf();
   CHECK(text == golden.str());
+}
+
+TEST_CASE("fake-amd runs the machine code: code it cannot decode is a device error naming the kernel") {
+  // The fixture's code objects hold a gfx10 s_endpgm (SOPP opcode 1), no gfx11 instruction: the
+  // default mode must refuse it rather than fall back to the host twin.
+  api_model m(test::amd_spec(test::scale_chain_spec(1)), "fake-amd");
+  REQUIRE_MESSAGE(m.st == CAPGRAPH_OK, m.err);
+  m.input_set("x", std::vector<float>(64, 1.0f));
+  CHECK(capgraph_run(m.m) == CAPGRAPH_ERR_DEVICE);
+  const std::string msg = capgraph_error(m.m);
+  CHECK(msg.find("RDNA3 emulator: kernel '") != std::string::npos);
+  CHECK(msg.find("unknown SOPP opcode 0x1") != std::string::npos);
+  // Device words: a chip and a mode in any order; anything else is refused by name.
+  api_model bad(test::amd_spec(test::scale_chain_spec(1)), "fake-amd:check:gfx9999");
+  CHECK(bad.st == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(bad.err.find("'gfx9999' is neither a chip nor one of check, twin, profile") != std::string::npos);
 }

@@ -8,7 +8,9 @@
 // (scripts/fetch_test_deps.sh installs them; $ORT_DIR, else $CAPGRAPH_TEST_DEPS/ort, else
 // build/deps/ort). CAPGRAPH_OP_CASE=SUBSTRING runs only the cases whose name contains it;
 // CAPGRAPH_OP_KEEP=1 keeps the models, inputs and reference outputs in /tmp;
-// CAPGRAPH_OP_THREADS=N compiles for N threads instead of 2.
+// CAPGRAPH_OP_THREADS=N compiles for N threads instead of 2; CAPGRAPH_OP_TARGET=amd-gfx1100 compiles
+// every case for that GPU instead and runs it on CAPGRAPH_OP_DEVICE (default fake-amd:check: the
+// fake AMD GPU's RDNA3 emulator, each kernel also compared with its host twin).
 //
 // Starting node and loading onnxruntime costs about half a second, more than most cases take, so
 // all models go to one node process that imports ort_run.mjs once per model (see ort_batch_js),
@@ -31,6 +33,7 @@
 #include "capgraph_runtime.h"
 #include "compile.h"
 #include "error.h"
+#include "fake_amd.h"
 #include "npy.h"
 #include "onnx_writer.h"
 
@@ -1182,11 +1185,24 @@ std::map<std::string, npy_array> capgraph_run_model(const std::string &model_pat
   opt.jobs = 1;     // node runs beside us on a 2-core budget
   opt.threads = 2;  // so the static thread partition is exercised too
   if (const char *t = std::getenv("CAPGRAPH_OP_THREADS")) opt.threads = std::atoi(t);
+  const char *target = std::getenv("CAPGRAPH_OP_TARGET");
+  if (target) opt.target = target, opt.threads = 1;  // a GPU capture replays on one queue
   std::vector<uint8_t> cap = compile_model(model_path, opt, report);
   capgraph_model *m = nullptr;
   char msg[512] = "";
   std::map<std::string, npy_array> outs;
-  if (capgraph_load_memory(cap.data(), cap.size(), nullptr, &m, msg, sizeof msg) != CAPGRAPH_OK) {
+  capgraph_status loaded;
+  if (target) {  // a GPU capture: loaded from a file for its device
+    static const bool registered = (amd::fake_amd_register(), true);
+    (void)registered;
+    const std::string cap_path = model_path + ".cap";
+    std::ofstream(cap_path, std::ios::binary).write((const char *)cap.data(), (std::streamsize)cap.size());
+    const char *device = std::getenv("CAPGRAPH_OP_DEVICE");
+    loaded = capgraph_load_device(cap_path.c_str(), device ? device : "fake-amd:check", nullptr, &m, msg, sizeof msg);
+  } else {
+    loaded = capgraph_load_memory(cap.data(), cap.size(), nullptr, &m, msg, sizeof msg);
+  }
+  if (loaded != CAPGRAPH_OK) {
     *err = std::string("load: ") + msg;
     return outs;
   }
@@ -1262,6 +1278,7 @@ TEST_CASE("every op case matches ONNX Runtime") {
     for (bool fold : {false, true}) {
       OpCase run = c;
       if (fold) run.name += ".folded", run.report_check = nullptr;
+      if (std::getenv("CAPGRAPH_OP_TARGET")) run.report_check = nullptr;  // those describe CPU schedules
       if (only && run.name.find(only) == std::string::npos) continue;
       cases.push_back(std::move(run));
       folded.push_back(fold);
