@@ -412,7 +412,7 @@ bool fake_gpu::kernel_emulate(uint32_t k, uint32_t groups) {
   for (uint32_t i = 0; i < 32; ++i) d.user_data[i] = sh(reg::COMPUTE_USER_DATA_0 + i);
   d.groups = groups;
   d.workgroup_size = sh(reg::COMPUTE_NUM_THREAD_X);
-  d.wave32 = kern->amd()->wavefront_size() == 32;
+  d.wave32 = kern->facts_as_AmdKernel()->wavefront_size() == 32;
   d.threads = std::max(1u, std::thread::hardware_concurrency());
   if (strncmp(chip_.name, "gfx11", 5) != 0)
     return raise("kernel '" + d.kernel + "': the emulator decodes RDNA3 (gfx11) code, not " + chip_.name +

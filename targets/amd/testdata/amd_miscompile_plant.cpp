@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "capture_hash.h"
+#include "capture_rehash.h"
 #include "rdna3_emu.h"
 #include "replay.h"
 
@@ -32,7 +33,7 @@ int main(int argc, char **argv) {
   const fb::Kernel *k = nullptr;
   for (uint32_t i = 0; c->steps() && i < c->steps()->size() && !k; ++i)
     if (const fb::Launch *l = c->steps()->Get(i)->launch()) k = c->kernels()->Get(l->kernel());
-  if (!k || !k->amd()) {
+  if (!k || !k->facts_as_AmdKernel()) {
     std::fprintf(stderr, "amd_miscompile_plant: %s has no AMD kernel launch\n", argv[1]);
     return 1;
   }
@@ -49,10 +50,10 @@ int main(int argc, char **argv) {
   amd::rdna3_dispatch d;
   d.kernel = k->name()->str();
   int64_t entry;
-  std::memcpy(&entry, code + k->amd()->descriptor_offset() + 16, 8);  // kernel_code_entry_byte_offset
-  d.code = base + k->amd()->descriptor_offset() + uint64_t(entry);
-  d.rsrc1 = k->amd()->rsrc1();
-  d.rsrc2 = k->amd()->rsrc2();
+  std::memcpy(&entry, code + k->facts_as_AmdKernel()->descriptor_offset() + 16, 8);  // kernel_code_entry_byte_offset
+  d.code = base + k->facts_as_AmdKernel()->descriptor_offset() + uint64_t(entry);
+  d.rsrc1 = k->facts_as_AmdKernel()->rsrc1();
+  d.rsrc2 = k->facts_as_AmdKernel()->rsrc2();
   amd::rdna3_program p;
   std::string err;
   if (!amd::rdna3_program_decode(d, find, &p, &err)) {
@@ -71,17 +72,9 @@ int main(int argc, char **argv) {
     const uint32_t old_reg = (word >> 9) & 0xff, new_reg = old_reg ? old_reg - 1 : 1;
     word = (word & ~(0xffu << 9)) | (new_reg << 9);  // VOP2 VSRC1 is bits 16:9
     std::memcpy(code + at, &word, 4);
-    // The stored hash is the one 8-byte field holding the old value (flatbuffers keeps the
-    // table's field access private).
-    const uint64_t old_hash = prog->hash(), hash = capture_hash(code, size);
-    size_t found = 0, hash_at = 0;
-    for (size_t o = 0; o + 8 <= bytes.size(); o += 4)  // scalars are aligned to their size, >= 4
-      if (std::memcmp(bytes.data() + o, &old_hash, 8) == 0) ++found, hash_at = o;
-    if (found != 1) {
-      std::fprintf(stderr, "amd_miscompile_plant: the program's hash occurs %zu times in the file\n", found);
-      return 1;
-    }
-    std::memcpy(bytes.data() + hash_at, &hash, 8);
+    // The program's hash and the kernels' KernelBounds hashes over it, recomputed as an
+    // attacker would: the change must get past every checksum and be caught by running it.
+    test::capture_checksums_recompute(bytes);
     std::ofstream out(argv[2], std::ios::binary);
     out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
     if (!out) {

@@ -1,0 +1,64 @@
+// Recomputes a capture's checksums in place, as an attacker (or a test planting a change) would:
+// every program's hash, then every kernel's KernelBounds hash over it (schema/capture_hash.h).
+// For tests and fuzzing only; header-only so any test can use it.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "capgraph/capture_generated.h"
+#include "capture_hash.h"
+
+namespace capgraph::test {
+
+// Overwrites the 8-byte scalar field `vt` of `table` (inside `bytes`) if the file stores it.
+inline void u64_store(std::vector<uint8_t> &bytes, const void *table, uint16_t vt, uint64_t v) {
+  const uint8_t *p = reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(vt);
+  if (p) memcpy(bytes.data() + (p - bytes.data()), &v, 8);
+}
+
+// The checksums of every program and kernel bound recomputed in place.
+inline void capture_checksums_recompute(std::vector<uint8_t> &bytes) {
+  const capgraph::fb::Capture *c = capgraph::fb::GetCapture(bytes.data());
+  if (!c->programs()) return;
+  for (const capgraph::fb::Program *p : *c->programs())
+    u64_store(bytes, p, capgraph::fb::Program::VT_HASH, capture_hash(p->binary()->data(), p->binary()->size()));
+  if (!c->kernels()) return;
+  for (const capgraph::fb::Kernel *k : *c->kernels()) {
+    const capgraph::fb::KernelBounds *b = k->bounds();
+    if (!b || k->program() >= c->programs()->size()) continue;
+    capture_bounds_hash h(c->programs()->Get(k->program())->hash());
+    h.str(k->entry()->c_str(), k->entry()->size());
+    h.str(k->twin_entry() ? k->twin_entry()->c_str() : "", k->twin_entry() ? k->twin_entry()->size() : 0);
+    h.u64(k->twin_work_size());
+    h.u64(b->work_size());
+    h.u64(b->buffer_sizes()->size());
+    for (uint32_t i = 0; i < b->buffer_sizes()->size(); ++i) {
+      uint64_t v;
+      memcpy(&v, b->buffer_sizes()->Data() + 8 * i, 8);  // the vector may be misaligned
+      h.u64(v);
+    }
+    const uint32_t scalars = b->scalars() ? b->scalars()->size() : 0;
+    h.u64(scalars);
+    for (uint32_t i = 0; i < scalars; ++i) {
+      uint64_t v;
+      memcpy(&v, b->scalars()->Data() + 8 * i, 8);
+      h.u64(v);
+    }
+    const uint32_t tables = b->index_tables() ? b->index_tables()->size() : 0;
+    h.u64(tables);
+    for (uint32_t i = 0; i < tables; ++i) {
+      const capgraph::fb::IndexTable *t = b->index_tables()->Get(i);
+      h.u64(t->buffer());
+      h.u64(uint64_t(t->dtype()));
+      h.u64(uint64_t(t->low()));
+      h.u64(uint64_t(t->high()));
+    }
+    const uint32_t written = b->written() ? b->written()->size() : 0;
+    h.u64(written);
+    for (uint32_t i = 0; i < written; ++i) h.u64(b->written()->Get(i));
+    u64_store(bytes, b, capgraph::fb::KernelBounds::VT_HASH, h.value());
+  }
+}
+
+}  // namespace capgraph::test
