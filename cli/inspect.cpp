@@ -16,6 +16,7 @@
 #include "cli/commands.h"
 #include "cli/inspect_adreno.h"
 #include "cli/inspect_amd.h"
+#include "cli/inspect_nv.h"
 #include "codegen/cpu_target.h"
 #include "error.h"
 #include "graph/tensor.h"
@@ -195,7 +196,7 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
     appendf(o, "  {\"name\": %s, \"bytes\": %llu, \"readers\": %s}%s\n", json_quote(w->name() ? w->name()->str() : "").c_str(),
             (unsigned long long)w->data()->size(), steps_list(weight_readers[i]).c_str(), i + 1 < weight_readers.size() ? "," : "");
   }
-  o += " ]" + inspect_amd_json(c) + inspect_adreno_json(c) + "}\n";
+  o += " ]" + inspect_amd_json(c) + inspect_adreno_json(c) + inspect_nv_json(c) + "}\n";
   return o;
 }
 
@@ -238,6 +239,7 @@ int cmd_inspect(int argc, char **argv) {
   }
   std::fputs(inspect_amd_text(c).c_str(), stdout);
   std::fputs(inspect_adreno_text(c).c_str(), stdout);
+  std::fputs(inspect_nv_text(c).c_str(), stdout);
   return 0;
 }
 

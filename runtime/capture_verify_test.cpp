@@ -73,6 +73,12 @@ TEST_CASE("file identity and version") {
   CHECK(load(test::capture_build(s)).status == CAPGRAPH_OK);
 }
 
+TEST_CASE("an NVIDIA capture is refused naming the target: this runtime has no NVIDIA device yet") {
+  expect_refused([](capture_spec &s) { s.target = "nv-sm90", s.version_major = 2, s.version_minor = 2; },
+                 CAPGRAPH_ERR_TARGET, "compiled for nv-sm90, an NVIDIA GPU target, and this build's runtime has no NVIDIA device yet");
+  expect_refused([](capture_spec &s) { s.target = "nv-sm86"; }, CAPGRAPH_ERR_TARGET, "nv-sm86");
+}
+
 TEST_CASE("target architecture and CPU features") {
 #if defined(__x86_64__)
   const char *other = "cpu-aarch64";

@@ -267,7 +267,7 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
   }
   // Every capture carries KernelBounds: 1.2 for CPU targets (format 1), 2.1 for targets with kernel
   // facts (format 2, the KernelFacts union; capture.fbs), or the newer minor version a target's
-  // facts need (Adreno: 2.2).
+  // facts need (Adreno, NVIDIA: 2.2).
   const uint16_t minor = std::max<uint16_t>(tc.version_major == 1 ? 2 : 1, tc.version_minor);
   auto cap = fb::CreateCapture(fbb, tc.version_major, minor, fbb.CreateString("capgraph 0.1.0"), fbb.CreateString(info.model_name), target, inputs,
                                outputs, fbb.CreateVector(weights), plan.size, plan.naive_size, fbb.CreateVector(planned),
