@@ -9,9 +9,12 @@ build=${1:-$repo/build}
 # Debian packages: the toolchain, LLVM 19 (the compiler's only big dependency), flatbuffers,
 # doctest, libusb and SDCC (bridge firmware), qemu-user and the aarch64 cross compiler (aarch64
 # captures are tested under emulation), Node.js/npm (ONNX Runtime, the reference in the tests),
-# chromium (the `capgraph view` test opens the page headless and screenshots it).
+# chromium (the `capgraph view` test opens the page headless and screenshots it), clang 19 with
+# its sanitizer and libFuzzer runtimes (scripts/sanitize.sh and scripts/fuzz.sh; g++ builds the
+# rest), ccache (used when present: rebuilds, the Mesa build and the sanitizer build share it).
 packages=(cmake ninja-build g++ pkg-config llvm-19-dev libflatbuffers-dev flatbuffers-compiler doctest-dev
-          libusb-1.0-0-dev sdcc qemu-user g++-aarch64-linux-gnu zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev chromium)
+          libusb-1.0-0-dev sdcc qemu-user g++-aarch64-linux-gnu zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev chromium
+          clang-19 libclang-rt-19-dev ccache)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -37,7 +40,10 @@ if [[ $adreno != OFF ]]; then
 fi
 log=$build/build.log
 echo "setup: building in $build ($jobs jobs; log in $log)"
-if ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPGRAPH_ADRENO="$adreno" && cmake --build "$build" -j "$jobs"; } >"$log" 2>&1; then
+launcher=()
+command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
+if ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCAPGRAPH_ADRENO="$adreno" "${launcher[@]}" &&
+       cmake --build "$build" -j "$jobs"; } >"$log" 2>&1; then
   grep -E "error|Error" "$log" | head -20 >&2
   echo "setup: error: the build failed; the whole log is $log" >&2
   exit 1
