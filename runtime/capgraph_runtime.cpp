@@ -351,7 +351,12 @@ capgraph_status capgraph_run(capgraph_model *m) {
 const char *capgraph_error(const capgraph_model *m) { return m ? m->error.c_str() : ""; }
 
 const char *capgraph_status_name(capgraph_status s) {
-  switch (s) {
+  // A C caller may pass any int; in C++ a value outside the enumerators' range is not a valid
+  // capgraph_status, and loading it as one is undefined (UBSan -fsanitize=enum). Read it as an int.
+  static_assert(sizeof(capgraph_status) == sizeof(int));
+  int code;
+  std::memcpy(&code, &s, sizeof code);
+  switch (code) {
     case CAPGRAPH_OK: return "ok";
     case CAPGRAPH_ERR_IO: return "io error";
     case CAPGRAPH_ERR_FORMAT: return "format error";

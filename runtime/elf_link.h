@@ -19,6 +19,18 @@
 
 namespace capgraph {
 
+// Marks a function that calls code elf_link mapped. Clang's -fsanitize=undefined includes
+// -fsanitize=function, which checks every indirect call by reading a signature word and a type
+// hash in the 8 bytes before the callee's entry. Linked kernels are not compiled with it (and need
+// not be compiled by clang), and a kernel at the start of the image has an unmapped page there: the
+// check itself faults (SEGV at the caller, on the load from entry - 8). Sources: clang
+// UndefinedBehaviorSanitizer docs, -fsanitize=function; clang CodeGen "prologue" 0xc105cafe.
+#if defined(__clang__)
+#define CAPGRAPH_CALLS_LINKED_CODE __attribute__((no_sanitize("function")))
+#else
+#define CAPGRAPH_CALLS_LINKED_CODE
+#endif
+
 // A function the runtime provides to kernels, by name.
 struct elf_import {
   const char *name;

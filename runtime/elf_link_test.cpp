@@ -43,11 +43,20 @@ std::string link_error(const std::vector<uint8_t> &obj, capgraph_status expected
   return err;
 }
 
-kernel_fn kernel(const elf_image &image, const char *name) {
+// A linked kernel, called without clang's function-type check (see CAPGRAPH_CALLS_LINKED_CODE).
+struct linked_kernel {
+  kernel_fn fn;
+  CAPGRAPH_CALLS_LINKED_CODE void operator()(void *const *buffers, const int64_t *scalars,
+                                             int64_t begin, int64_t end) const {
+    fn(buffers, scalars, begin, end);
+  }
+};
+
+linked_kernel kernel(const elf_image &image, const char *name) {
   void *p = image.symbol_address(name);
   INFO(name);
   REQUIRE(p != nullptr);
-  return reinterpret_cast<kernel_fn>(p);
+  return {reinterpret_cast<kernel_fn>(p)};
 }
 
 // Permissions of the mapping that holds `address`, from /proc/self/maps ("r-xp").

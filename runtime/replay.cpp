@@ -133,7 +133,7 @@ bool replay_slice(const replay_plan &p, int t, thread_pool *pool, uint64_t *step
     const replay_step &s = p.steps[i];
     if (s.entry) {
       const int64_t begin = s.bounds[t], end = s.bounds[t + 1];
-      if (begin < end) s.entry(s.buffers, s.scalars, begin, end);
+      if (begin < end) kernel_call(s.entry, s.buffers, s.scalars, begin, end);
     } else if (t == 0 && s.size) {
       memcpy(s.dst, s.src, s.size);
     }

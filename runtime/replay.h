@@ -7,6 +7,7 @@
 
 #include "capgraph/capture_generated.h"
 #include "capgraph_runtime.h"
+#include "elf_link.h"
 #include "thread_pool.h"
 
 namespace capgraph {
@@ -14,6 +15,13 @@ namespace capgraph {
 // The CPU kernel ABI (capture.fbs, table Kernel).
 using kernel_entry = void (*)(void *const *buffers, const int64_t *scalars, int64_t begin,
                               int64_t end);
+
+// Every call into a linked kernel goes through here (see CAPGRAPH_CALLS_LINKED_CODE).
+CAPGRAPH_CALLS_LINKED_CODE inline void kernel_call(kernel_entry entry, void *const *buffers,
+                                                   const int64_t *scalars, int64_t begin,
+                                                   int64_t end) {
+  entry(buffers, scalars, begin, end);
+}
 
 struct replay_step {
   kernel_entry entry;      // a launch, or nullptr for a copy

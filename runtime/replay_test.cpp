@@ -130,7 +130,7 @@ void replay_serial(const replay_plan &p) {
       continue;
     }
     for (int t = 0; t < p.threads; ++t)
-      if (s.bounds[t] < s.bounds[t + 1]) s.entry(s.buffers, s.scalars, s.bounds[t], s.bounds[t + 1]);
+      if (s.bounds[t] < s.bounds[t + 1]) kernel_call(s.entry, s.buffers, s.scalars, s.bounds[t], s.bounds[t + 1]);
   }
 }
 

@@ -34,6 +34,11 @@ t0=$SECONDS
 cd "$build"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# Without arguments: every test but targets_amd_fake_e2e_zoo, which replays the whole zoo through
+# the RDNA3 emulator and under ASan did not finish within its 900 s limit on 2 cores (measured
+# 2026-11-24); its small mode (targets_amd_fake_e2e_small) and op_conformance_amd_test run the same
+# emulator here, and the release job runs the zoo mode. Pass CTEST_ARGS to choose otherwise.
+[ $# -gt 0 ] || set -- -E '^targets_amd_fake_e2e_zoo$'
 status=0
 ctest --output-on-failure -j "$jobs" "$@" || status=$?
 echo "sanitize: ctest took $((SECONDS - t0)) s (exit $status)"

@@ -154,7 +154,7 @@ struct NirKernelEmitter {
     switch (value_bits(t)) {
       case 32: return nir_imm_float(&b, (float)v);
       case 1: return nir_imm_bool(&b, v != 0);
-      default: return nir_imm_int64(&b, (int64_t)v);
+      default: return nir_imm_int64(&b, int64_saturate(v));  // +-inf reduce identities: no UB cast
     }
   }
 

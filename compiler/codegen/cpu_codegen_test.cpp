@@ -507,6 +507,39 @@ TEST_CASE("hand-built: iota, f64 and integer reductions, a transposed strided st
   check_program(b.p, 1e-12);
 }
 
+// The max/min identities are -inf/+inf; for an integer accumulator they must become the type's
+// minimum/maximum. (They were cast to int64 unchecked: undefined behaviour, and on x86 INT64_MIN for
+// both, i.e. 0 once truncated to 32 bits or less: the max of negative values came out 0 and most
+// mins came out 0 or the type's minimum.) All-negative maxima and all-positive minima catch it.
+TEST_CASE("integer max/min reductions start from the type's limits, for every integer type") {
+  for (DType t : {DType::i8, DType::u8, DType::i16, DType::i32, DType::i64}) {
+    CAPTURE(dtype_name(t));
+    builder b;
+    int x = b.buffer(Buffer::Kind::input, t, "x", {4, 6}), ymax = b.buffer(Buffer::Kind::output, t, "ymax", {6}),
+        ymin = b.buffer(Buffer::Kind::output, t, "ymin", {6});
+    // x is in [-20, 20] (u8: [0, 255]); max over x - 50 < 0, min over x + 50 > 0 (u8: min over x).
+    const bool is_unsigned = t == DType::u8;
+    for (auto [name, r, out, shift] : {std::tuple{"max_negative", Reduce::max, ymax, is_unsigned ? 0.0 : -50.0},
+                                       std::tuple{"min_positive", Reduce::min, ymin, is_unsigned ? 0.0 : 50.0}}) {
+      Kernel k;
+      k.name = name;
+      k.axes = {6, 4};
+      k.n_parallel = 1;
+      Access a;
+      a.buffer = x;
+      a.dims = {dim({{1, 1}}, 4, 6), dim({{0, 1}}, 6, 1)};
+      k.body = k.expr_binary(Op::add, k.expr_load(a, t), k.expr_const(shift, t), t);
+      k.reduce = r;
+      k.acc_dtype = t;
+      k.result = k.expr_unary(Op::acc, -1, t);
+      k.store = contiguous(out, {6});
+      k.store_dtype = t;
+      b.p.kernels.push_back(k);
+    }
+    check_program(b.p, 0);
+  }
+}
+
 TEST_CASE("NaN through max/min reductions and elementwise max/min agrees with the interpreter") {
   builder b;
   int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {4, 3}), ymax = b.buffer(Buffer::Kind::output, DType::f32, "ymax", {4}),

@@ -209,7 +209,24 @@ Value *KernelEmitter::constant(double v, DType t) {
   llvm::Type *ty = ir_type(t);
   if (ty->isFloatingPointTy()) return llvm::ConstantFP::get(lanes ? llvm::FixedVectorType::get(ty, lanes) : ty, v);
   if (ty->isIntegerTy(1)) return b.getInt1(v != 0);
-  return llvm::ConstantInt::get(ty, (uint64_t)(int64_t)v, true);
+  return llvm::ConstantInt::get(ty, (uint64_t)int_constant_saturate(v, t), true);
+}
+
+// An integer constant of dtype t from a double: truncated toward zero, saturated at t's limits, NaN
+// gives 0. The max/min reduction identities are -inf/+inf (reduce_identity), which must become t's
+// minimum/maximum. A plain (int64_t) cast of an infinity is undefined behaviour (UBSan flags it);
+// on x86 it gives INT64_MIN for both signs, so an int32 max started from 0 (wrong on all-negative
+// data) and every integer min started from the type's minimum or 0.
+int64_t int_constant_saturate(double v, DType t) {
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  switch (t) {
+    case DType::i8: lo = INT8_MIN, hi = INT8_MAX; break;
+    case DType::u8: lo = 0, hi = UINT8_MAX; break;
+    case DType::i16: lo = INT16_MIN, hi = INT16_MAX; break;
+    case DType::i32: lo = INT32_MIN, hi = INT32_MAX; break;
+    default: break;
+  }
+  return std::clamp(int64_saturate(v), lo, hi);
 }
 
 bool KernelEmitter::vector_evaluable(int root, int axis) const {

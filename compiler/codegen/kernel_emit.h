@@ -20,6 +20,10 @@
 
 namespace capgraph {
 
+// An integer constant of dtype t from a double (a reduce identity of +-inf included): truncated
+// toward zero, saturated at t's limits, NaN gives 0.
+int64_t int_constant_saturate(double v, DType t);
+
 struct KernelEmitter {
   llvm::LLVMContext &ctx;
   llvm::Module &mod;

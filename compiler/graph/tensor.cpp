@@ -213,7 +213,9 @@ Tensor Tensor::from_i64(DType t, Shape shape, const std::vector<int64_t> &v) {
 
 Tensor Tensor::from_f32(Shape shape, const std::vector<float> &v) {
   std::vector<uint8_t> data(v.size() * 4);
-  std::memcpy(data.data(), v.data(), data.size());
+  // An empty vector's data() may be null, and memcpy from null is UB even for 0 bytes (UBSan, on
+  // a Conv with no output channels folded into a BatchNormalization).
+  if (!data.empty()) std::memcpy(data.data(), v.data(), data.size());
   return from_bytes(DType::f32, std::move(shape), std::move(data));
 }
 

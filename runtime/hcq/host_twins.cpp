@@ -59,7 +59,7 @@ capgraph_status host_twins::link(const fb::Capture *c, const char *who, std::str
 
 void host_twins::run(uint32_t kernel, void *const *buffers, const int64_t *scalars) const {
   const twin &t = twins_[kernel];
-  if (t.work_size) t.entry(buffers, scalars, 0, int64_t(t.work_size));
+  if (t.work_size) kernel_call(t.entry, buffers, scalars, 0, int64_t(t.work_size));
 }
 
 }  // namespace capgraph::hcq

@@ -19,9 +19,12 @@ namespace {
 
 // One region of "GPU memory": code at +0, kernel arguments at +0x1000, buffers from +0x2000.
 struct gpu_memory {
+  // buf0 and buf1 hold 4096 floats each (the 64 x 64 dispatch below) without overlapping: when
+  // buf1 began 8 KiB after buf0, that test's stores overwrote inputs other host threads had yet to
+  // read, and it failed about one run in five depending on the threads' order.
   static constexpr uint64_t base = 0x7f0000000ull, args = base + 0x1000, buf0 = base + 0x2000,
-                            buf1 = base + 0x4000;
-  std::vector<uint8_t> bytes = std::vector<uint8_t>(0x8000, 0);
+                            buf1 = base + 0x6000;
+  std::vector<uint8_t> bytes = std::vector<uint8_t>(0xA000, 0);
   rdna3_region_find find = [this](uint64_t a) {
     return a >= base && a < base + bytes.size() ? rdna3_region{base, bytes.size(), bytes.data()} : rdna3_region{};
   };
@@ -94,6 +97,8 @@ TEST_CASE("rdna3: workgroups shared by host threads give the same results and co
   m.arg(0, gpu_memory::buf0);
   m.arg(1, gpu_memory::buf1);
   float *in = m.at<float>(gpu_memory::buf0), *out = m.at<float>(gpu_memory::buf1);
+  REQUIRE(gpu_memory::buf0 + 64 * 64 * 4 <= gpu_memory::buf1);
+  REQUIRE(gpu_memory::buf1 - gpu_memory::base + 64 * 64 * 4 <= m.bytes.size());
   for (int i = 0; i < 64 * 64; i++) in[i] = float(i % 97) * 0.5f;
   rdna3_dispatch d = dispatch_of(64, 64);
   d.threads = 4;

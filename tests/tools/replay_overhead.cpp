@@ -90,7 +90,7 @@ double kernels_ns(const replay_plan &plan, int calls) {
       for (int t = 0; t < plan.threads; ++t) {
         const int64_t begin = s.bounds[t], end = s.bounds[t + 1];
         if (begin < end)
-          step = std::max(step, call_ns(calls, [&] { s.entry(s.buffers, s.scalars, begin, end); }));
+          step = std::max(step, call_ns(calls, [&] { kernel_call(s.entry, s.buffers, s.scalars, begin, end); }));
       }
     } else if (s.size) {
       step = call_ns(calls, [&] { std::memcpy(s.dst, s.src, s.size); });
