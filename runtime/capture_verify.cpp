@@ -477,18 +477,8 @@ namespace {
 bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
 
 // Whether a capture for `name` runs on `device`; *why says which device it needs.
-// Captures of a GPU family the compiler writes but no runtime has a device for yet (its
-// targets/<name>/ has no runtime.cmake): refused by name, rather than as "not this CPU".
-bool target_unbuilt(const char *name, std::string *why) {
-  if (!starts_with(name, "nv-") || !hcq::devices_for_capture(name).empty()) return false;
-  *why = std::string("compiled for ") + name + ", an NVIDIA GPU target, and this build's runtime has no " +
-         "NVIDIA device yet (issue 15); `capgraph inspect` reads the capture";
-  return true;
-}
-
 capgraph_status target_check(const fb::Target *t, const hcq::target *device, std::string *why) {
   const char *name = t->name()->c_str();
-  if (target_unbuilt(name, why)) return CAPGRAPH_ERR_TARGET;
   if (!device) {
     if (!starts_with(name, "cpu-")) {
       const std::string devices = hcq::devices_for_capture(name);
@@ -496,7 +486,8 @@ capgraph_status target_check(const fb::Target *t, const hcq::target *device, std
         *why = std::string("compiled for ") + name + "; run it with --device " + devices;
         return CAPGRAPH_ERR_TARGET;
       }
-      // A GPU target this build does not carry (adreno-a630 before its runtime side exists).
+      // A GPU target no device of this build replays (adreno-a630 and nv-sm* before their runtime
+      // sides exist): the compiler writes such captures, the runtime names the target.
       *why = std::string("compiled for target '") + name + "', which no device of this runtime runs (it replays '" +
              cpu_target_name() + "' captures on the CPU and GPU captures of the targets it was built with)";
       return CAPGRAPH_ERR_TARGET;

@@ -17,8 +17,6 @@ namespace {
 
 using llvm::Value;
 
-// Address spaces of the AMDGPU backend. Source: LLVM AMDGPUUsage "Address Spaces".
-constexpr unsigned kGlobal = 1;
 
 // Attributes that keep the kernel free of hidden arguments and unused inputs: the capture's ABI
 // is the slots alone (schema/capture.fbs, AmdKernel). amdgpu_code_object_read() checks the
@@ -45,25 +43,13 @@ void kernel_attrs(llvm::Function *f, const AmdTarget &t) {
 }
 
 void amd_kernel_emit(KernelEmitter &e, const std::string &symbol, const AmdTarget &t) {
-  llvm::IRBuilder<> &b = e.b;
-  e.slots = kernel_slots(e.k);
-  std::vector<llvm::Type *> params(e.slots.size(), b.getPtrTy(kGlobal));
-  auto *fty = llvm::FunctionType::get(b.getVoidTy(), params, false);
-  e.fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, symbol, e.mod);
-  e.fn->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
-  kernel_attrs(e.fn, t);
-  b.SetInsertPoint(llvm::BasicBlock::Create(e.ctx, "entry", e.fn));
-  for (size_t i = 0; i < e.slots.size(); i++) {
-    e.fn->addParamAttr(i, llvm::Attribute::NoAlias);
-    // The shared emitter addresses generic pointers; InferAddressSpaces turns the accesses back
-    // into global ones.
-    e.slot_ptr[e.slots[i]] = b.CreateAddrSpaceCast(e.fn->getArg(i), b.getPtrTy(0));
-  }
-  Value *acc = gpu_acc_alloca(e);
-  Value *group = b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::amdgcn_workgroup_id_x, {}, {}), b.getInt64Ty());
-  Value *local = b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::amdgcn_workitem_id_x, {}, {}), b.getInt64Ty());
-  gpu_work_item_emit(e, b.CreateAdd(b.CreateMul(group, e.i64(t.workgroup_size)), local), acc);
-  b.CreateRetVoid();
+  gpu_kernel_emit(
+      e, symbol,
+      [&](llvm::Function *fn) {
+        fn->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
+        kernel_attrs(fn, t);
+      },
+      llvm::Intrinsic::amdgcn_workgroup_id_x, llvm::Intrinsic::amdgcn_workitem_id_x, t.workgroup_size);
 }
 
 // The same work items behind the CPU kernel ABI: for (gid = begin; gid < end; gid++).

@@ -1,5 +1,7 @@
 #include "codegen/gpu_work_item.h"
 
+#include "codegen/cpu_codegen.h"  // kernel_slots
+
 namespace capgraph {
 
 using llvm::Value;
@@ -39,5 +41,29 @@ void gpu_work_item_emit(KernelEmitter &e, Value *gid, Value *acc) {
 }
 
 Value *gpu_acc_alloca(KernelEmitter &e) { return e.k.reduce != Reduce::none ? e.b.CreateAlloca(e.ir_type(e.k.acc_dtype)) : nullptr; }
+
+void gpu_kernel_emit(KernelEmitter &e, const std::string &symbol, const std::function<void(llvm::Function *)> &attrs,
+                     llvm::Intrinsic::ID group_id, llvm::Intrinsic::ID local_id, int64_t group_size) {
+  llvm::IRBuilder<> &b = e.b;
+  e.slots = kernel_slots(e.k);
+  std::vector<llvm::Type *> params(e.slots.size(), b.getPtrTy(1));
+  // Address space 1 is global memory in both backends. Sources: LLVM AMDGPUUsage and NVPTXUsage,
+  // "Address Spaces".
+  auto *fty = llvm::FunctionType::get(b.getVoidTy(), params, false);
+  e.fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, symbol, e.mod);
+  attrs(e.fn);
+  b.SetInsertPoint(llvm::BasicBlock::Create(e.ctx, "entry", e.fn));
+  for (size_t i = 0; i < e.slots.size(); i++) {
+    e.fn->addParamAttr(i, llvm::Attribute::NoAlias);
+    // The shared emitter addresses generic pointers; InferAddressSpaces turns the accesses back
+    // into global ones (no generic-to-global conversion left in the loop).
+    e.slot_ptr[e.slots[i]] = b.CreateAddrSpaceCast(e.fn->getArg(i), b.getPtrTy(0));
+  }
+  Value *acc = gpu_acc_alloca(e);
+  Value *group = b.CreateZExt(b.CreateIntrinsic(group_id, {}, {}), b.getInt64Ty());
+  Value *local = b.CreateZExt(b.CreateIntrinsic(local_id, {}, {}), b.getInt64Ty());
+  gpu_work_item_emit(e, b.CreateAdd(b.CreateMul(group, e.i64(group_size)), local), acc);
+  b.CreateRetVoid();
+}
 
 }  // namespace capgraph

@@ -4,7 +4,12 @@
 // (grids are rounded up to whole workgroups / thread blocks). One definition, so the AMD and
 // NVIDIA kernels and the host-run work items compute the same kernel IR the same way.
 #pragma once
+#include <llvm/IR/Function.h>
+#include <llvm/IR/Intrinsics.h>
 #include <llvm/IR/Value.h>
+
+#include <functional>
+#include <string>
 
 #include "codegen/kernel_emit.h"
 
@@ -21,5 +26,11 @@ bool store_moves_with_every_item(const Kernel &k);
 void gpu_work_item_emit(KernelEmitter &e, llvm::Value *gid, llvm::Value *acc);
 // The reduction accumulator, allocated in the entry block; nullptr without a reduction.
 llvm::Value *gpu_acc_alloca(KernelEmitter &e);
+// The kernel function every GPU code generator emits: one global pointer (address space 1) per
+// slot, no alias between them, and one work item at global id group * group_size + local, from
+// the target's two id intrinsics. `attrs` sets the target's calling convention and attributes.
+void gpu_kernel_emit(KernelEmitter &e, const std::string &symbol,
+                     const std::function<void(llvm::Function *)> &attrs, llvm::Intrinsic::ID group_id,
+                     llvm::Intrinsic::ID local_id, int64_t group_size);
 
 }  // namespace capgraph

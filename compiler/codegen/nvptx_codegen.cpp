@@ -30,8 +30,6 @@ namespace {
 
 using llvm::Value;
 
-// NVPTX address spaces. Source: LLVM NVPTXUsage "Address Spaces" (1 = global).
-constexpr unsigned kGlobal = 1;
 // ptxas takes milliseconds per kernel (nv_plan.md §3); a minute means it hangs.
 constexpr int kPtxasTimeoutS = 120;
 
@@ -107,27 +105,15 @@ void kernel_annotate(llvm::Function *f, const NvTarget &t) {
 }
 
 void nv_kernel_emit(KernelEmitter &e, const std::string &symbol, const NvTarget &t) {
-  llvm::IRBuilder<> &b = e.b;
-  e.slots = kernel_slots(e.k);
-  std::vector<llvm::Type *> params(e.slots.size(), b.getPtrTy(kGlobal));
-  auto *fty = llvm::FunctionType::get(b.getVoidTy(), params, false);
-  e.fn = llvm::Function::Create(fty, llvm::GlobalValue::ExternalLinkage, symbol, e.mod);
-  e.fn->addFnAttr("target-cpu", t.cpu);
-  e.fn->addFnAttr("no-builtins");  // NVPTX has no libcalls (no libm): everything is inline
-  e.fn->addFnAttr(llvm::Attribute::NoUnwind);
-  kernel_annotate(e.fn, t);
-  b.SetInsertPoint(llvm::BasicBlock::Create(e.ctx, "entry", e.fn));
-  for (size_t i = 0; i < e.slots.size(); i++) {
-    e.fn->addParamAttr(i, llvm::Attribute::NoAlias);
-    // The shared emitter addresses generic pointers; InferAddressSpaces turns the accesses back
-    // into global ones (ld.global / st.global, no cvta in the loop).
-    e.slot_ptr[e.slots[i]] = b.CreateAddrSpaceCast(e.fn->getArg(i), b.getPtrTy(0));
-  }
-  Value *acc = gpu_acc_alloca(e);
-  Value *block = b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, {}, {}), b.getInt64Ty());
-  Value *thread = b.CreateZExt(b.CreateIntrinsic(llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, {}, {}), b.getInt64Ty());
-  gpu_work_item_emit(e, b.CreateAdd(b.CreateMul(block, e.i64(t.block_size)), thread), acc);
-  b.CreateRetVoid();
+  gpu_kernel_emit(
+      e, symbol,
+      [&](llvm::Function *fn) {
+        fn->addFnAttr("target-cpu", t.cpu);
+        fn->addFnAttr("no-builtins");  // NVPTX has no libcalls (no libm): everything is inline
+        fn->addFnAttr(llvm::Attribute::NoUnwind);
+        kernel_annotate(fn, t);
+      },
+      llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, t.block_size);
 }
 
 // PTX text -> cubin through ptxas.

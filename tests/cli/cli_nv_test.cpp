@@ -86,12 +86,12 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
   CHECK(text.output.find("NVIDIA kernels:") != std::string::npos);
   CHECK(text.output.find("cubins by ptxas " + gen.ptxas_version) != std::string::npos);
 
-  // No device of this build replays it: each refuses it naming the target and NVIDIA.
+  // No device of this build replays it: each refuses it naming the target.
   for (const std::vector<std::string> &device : {std::vector<std::string>{}, {"--device", "cpu"}, {"--device", "null"},
                                                  {"--device", "fake-amd"}}) {
     std::vector<std::string> args = {"run", cap};
     args.insert(args.end(), device.begin(), device.end());
-    check_clean_failure(cli_run(args), {cap, target, "no NVIDIA device yet"});
+    check_clean_failure(cli_run(args), {cap, "compiled for", target});
   }
 }
 
