@@ -65,7 +65,9 @@ int usage() {
                "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-x86_64-avx512|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942|null|adreno-a630] [--input-shape NAME=1x3x640x640]...\n"
                "                   [--threads T] [--fold-limit-mb MB]\n"
                "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
-               "               [--device cpu|amd|amd:N|fake-amd]\n"
+               "               [--device cpu|amd|amd:N|fake-amd|null] [--check]\n"
+               "      --check: on a GPU device, replay kernel by kernel against the host twins the capture\n"
+               "               carries and name the first kernel whose result differs\n"
                "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device cpu|amd|amd:N|fake-amd]\n"
                "  capgraph inspect MODEL.cap [--json]\n"
                "  capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json]\n"
@@ -141,6 +143,13 @@ struct Model {
     capgraph_status s = capgraph_run(m);
     if (s != CAPGRAPH_OK) throw Error(std::string("replay failed: ") + capgraph_error(m));
   }
+  // A replay kernel by kernel against the host twins; the summary line.
+  std::string run_check() {
+    char report[256] = {0};
+    capgraph_status s = capgraph_run_check(m, report, sizeof report);
+    if (s != CAPGRAPH_OK) throw Error(capgraph_error(m));
+    return report;
+  }
 };
 
 std::string shape_text(const capgraph_tensor &t) { return capgraph::shape_text(t.shape, t.rank); }
@@ -168,9 +177,11 @@ int cmd_run(int argc, char **argv) {
   std::string device = "cpu";
   int threads = 0;
   long seed = -1;
+  bool check = false;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "--input") {
+    if (a == "--check") check = true;
+    else if (a == "--input") {
       std::string v = arg_value(i, argc, argv);
       size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0) throw Error("--input expects NAME=FILE.npy, got '" + v + "'");
@@ -193,9 +204,13 @@ int cmd_run(int argc, char **argv) {
   if (!inputs_bind(m.m, path, inputs, seed >= 0, &err)) throw Error(err);
   if (!outdir.empty() && !output_dir_create(outdir, &err)) throw Error(err);
   t0 = std::chrono::steady_clock::now();
-  m.run();
+  std::string checked;
+  if (check) checked = m.run_check();
+  else m.run();
   double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("%s: loaded in %.1f ms, replayed in %.2f ms\n", path.c_str(), load_ms, run_ms);
+  std::printf("%s: loaded in %.1f ms, replayed in %.2f ms%s\n", path.c_str(), load_ms, run_ms,
+              check ? " (kernel by kernel, --check)" : "");
+  if (check) std::printf("check: %s\n", checked.c_str());
   for (int i = 0; i < capgraph_num_outputs(m.m); i++) {
     capgraph_tensor t = m.output(i);
     std::string line = std::string("  output '") + t.name + "' " + npy_descr(t.dtype) + " " + shape_text(t);

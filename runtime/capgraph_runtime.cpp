@@ -348,6 +348,64 @@ capgraph_status capgraph_run(capgraph_model *m) {
   return cpu_replay_status(m, replay_run(m->plan, m->pool.get()));
 }
 
+capgraph_status capgraph_run_check(capgraph_model *m, char *report, size_t report_len) {
+  if (!m) return CAPGRAPH_ERR_ARGUMENT;
+  if (m->sticky != CAPGRAPH_OK) return m->sticky;
+  if (!m->graph) {
+    m->error = m->label + ": --check compares a GPU's kernels with their host twins; on the CPU the "
+                          "capture's kernels are what runs";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  try {
+    const fb::Capture *c = fb::GetCapture(m->file.data());
+    if (!m->twins) {
+      auto twins = std::make_unique<hcq::host_twins>();
+      std::string why;
+      const capgraph_status st = twins->link(c, m->label.c_str(), &why);
+      if (st != CAPGRAPH_OK) {
+        m->error = why;
+        return st;
+      }
+      m->twins = std::move(twins);
+    }
+    hcq::check_result r;
+    std::string why;
+    const capgraph_status st = m->graph->check(c, *m->twins, &r, &why);
+    if (st != CAPGRAPH_OK) {
+      m->sticky = st;  // a device that timed out or faulted is in an unknown state
+      m->error = m->label + ": " + why;
+      return st;
+    }
+    char figures[160];
+    if (r.differs) {
+      const fb::Kernel *k = c->kernels()->Get(r.kernel);
+      const fb::Launch *l = c->steps()->Get(r.step)->launch();
+      std::string nodes;
+      if (l->source_nodes())
+        for (const auto *n : *l->source_nodes()) nodes += (nodes.empty() ? "" : ", ") + n->str();
+      snprintf(figures, sizeof figures, "%llu words differ, max |device - twin| %.6g, tolerance %.3g",
+               (unsigned long long)r.words_differ, r.max_diff, r.tolerance);
+      m->error = m->label + ": check: kernel '" + k->name()->str() + "' (kernel " +
+                 std::to_string(r.kernel) + ", step " + std::to_string(r.step) +
+                 (nodes.empty() ? "" : ", ONNX nodes " + nodes) +
+                 ") differs from its host twin: " + figures +
+                 (r.outside_outputs ? "; it changed memory outside its outputs (first at arena byte " +
+                                          std::to_string(r.first_offset) + ")"
+                                    : ", first at arena byte " + std::to_string(r.first_offset));
+      return CAPGRAPH_ERR_MISMATCH;
+    }
+    snprintf(figures, sizeof figures, "%u launches match their host twins", r.launches_checked);
+    std::string line = figures;
+    if (r.launches_unchecked)
+      line += " (" + std::to_string(r.launches_unchecked) + " launches have no twin: not compared)";
+    error_copy(line, report, report_len);
+    return CAPGRAPH_OK;
+  } catch (const std::bad_alloc &) {
+    m->error = m->label + ": out of memory for --check (it keeps a host copy of the arena)";
+    return CAPGRAPH_ERR_MEMORY;
+  }
+}
+
 const char *capgraph_error(const capgraph_model *m) { return m ? m->error.c_str() : ""; }
 
 const char *capgraph_status_name(capgraph_status s) {
@@ -366,6 +424,7 @@ const char *capgraph_status_name(capgraph_status s) {
     case CAPGRAPH_ERR_DEVICE: return "device error";
     case CAPGRAPH_ERR_TIMEOUT: return "timeout";
     case CAPGRAPH_ERR_MEMORY: return "out of memory";
+    case CAPGRAPH_ERR_MISMATCH: return "mismatch";
   }
   return "unknown status";
 }

@@ -26,7 +26,8 @@ typedef enum capgraph_status {
   CAPGRAPH_ERR_ARGUMENT = 5,    /* bad index, name, or option */
   CAPGRAPH_ERR_DEVICE = 6,      /* the device failed */
   CAPGRAPH_ERR_TIMEOUT = 7,     /* the device did not finish in time */
-  CAPGRAPH_ERR_MEMORY = 8       /* out of memory at load */
+  CAPGRAPH_ERR_MEMORY = 8,      /* out of memory at load */
+  CAPGRAPH_ERR_MISMATCH = 9     /* capgraph_run_check: a kernel's result differs from its host twin */
 } capgraph_status;
 
 /* Element types; values match schema/capture.fbs DType. */
@@ -87,6 +88,16 @@ int32_t capgraph_num_steps(const capgraph_model *m);
  * clock read per step. On a GPU the times come from timestamps the engines write after each
  * step. */
 capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t count);
+
+/* Replays once step by step on a GPU device, comparing each kernel launch's result with the
+ * kernel's host twin (the same computation compiled for this CPU, carried in the capture) run on
+ * the arena as it was before the launch. CAPGRAPH_ERR_MISMATCH at the first launch that differs,
+ * with capgraph_error naming the kernel, its ONNX nodes and the difference; the arena then holds
+ * what the device computed up to there. On success the outputs are the device's, as after
+ * capgraph_run, and `report` (optional) says how many launches were compared. Slow: for finding
+ * a wrong kernel, not for production. CAPGRAPH_ERR_ARGUMENT on the CPU (it runs no other code
+ * than the twins). */
+capgraph_status capgraph_run_check(capgraph_model *m, char *report, size_t report_len);
 
 /* The last error message for this model ("" if none). */
 const char *capgraph_error(const capgraph_model *m);

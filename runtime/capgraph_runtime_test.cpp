@@ -253,8 +253,18 @@ TEST_CASE("a model that hit an error keeps returning it from capgraph_run") {
   CHECK(capgraph_run(mdl.m) == CAPGRAPH_ERR_DEVICE);
 }
 
+TEST_CASE("--check is refused on the CPU, naming why") {
+  model mdl(test::reference_spec(1), 0);
+  char report[64] = "untouched";
+  CHECK(capgraph_run_check(mdl.m, report, sizeof report) == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(std::string(capgraph_error(mdl.m)).find("host twins") != std::string::npos);
+  CHECK(std::string(report) == "untouched");
+}
+
 TEST_CASE("NULL arguments and status names") {
   CHECK(capgraph_run(nullptr) == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(capgraph_run_check(nullptr, nullptr, 0) == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(std::string(capgraph_status_name(CAPGRAPH_ERR_MISMATCH)) == "mismatch");
   CHECK(capgraph_num_inputs(nullptr) == 0);
   CHECK(capgraph_input_index(nullptr, "a") == -1);
   CHECK(std::string(capgraph_error(nullptr)).empty());

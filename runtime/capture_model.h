@@ -12,6 +12,7 @@
 #include "capture_file.h"
 #include "elf_link.h"
 #include "hcq/graph.h"
+#include "hcq/host_twins.h"
 #include "hcq/target.h"
 #include "hcq/transport.h"
 #include "replay.h"
@@ -57,5 +58,6 @@ struct capgraph_model {
   // declared after the device so it goes first.
   std::unique_ptr<capgraph::hcq::transport> device;
   std::unique_ptr<capgraph::hcq::graph> graph;
+  std::unique_ptr<capgraph::hcq::host_twins> twins;  // linked at the first capgraph_run_check
   std::unique_ptr<capgraph::thread_pool> pool;  // declared last: stops before the rest goes
 };

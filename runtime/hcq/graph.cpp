@@ -134,6 +134,8 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     return st;
   memset(g->stamps_.cpu, 0, g->stamps_.size);
   const uint64_t stamps = g->stamps_.gpu;
+  g->launch_dispatch_.resize(g->steps_);
+  g->weight_at_ = weight_at;
 
   // Record. Launches go to the compute queue, with a barrier between them (each may read what
   // the one before wrote). A run of copies goes to the copy queue: compute signals the sync
@@ -185,6 +187,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
                                            std::to_string(groups) + " workgroups do not fit one dispatch");
     d.groups = uint32_t(groups);
     if (d.groups) run->exec(d);
+    g->launch_dispatch_[i] = d;
     run->timestamp(stamps + 8ull * (i + 1));  // when this dispatch has finished
   }
   if (in_copies) {

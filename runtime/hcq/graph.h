@@ -16,6 +16,7 @@
 #include "capgraph/capture_generated.h"
 #include "capgraph_runtime.h"
 #include "encoder.h"
+#include "host_twins.h"
 #include "target.h"
 #include "transport.h"
 
@@ -24,6 +25,19 @@ namespace capgraph::hcq {
 struct graph_options {
   uint64_t timeout_ns = 10'000'000'000ull;  // one replay's bound
   uint64_t timeline_start = 0;              // first timeline value (tests start near 2^64)
+};
+
+// What graph::check found: the first launch whose device result differs from its host twin.
+struct check_result {
+  uint32_t launches_checked = 0;  // launches compared with their twins
+  uint32_t launches_unchecked = 0;  // launches of kernels that carry no twin (not compared)
+  bool differs = false;           // the rest is set only when true
+  uint32_t step = 0, kernel = 0;
+  uint64_t words_differ = 0;      // 32-bit words that differ
+  double max_diff = 0;            // largest |device - twin| over the differing float words
+  double tolerance = 0;           // what was allowed: 1e-3 * max |twin output| + 1e-5
+  bool outside_outputs = false;   // a differing word lies outside the kernel's written bindings
+  uint64_t first_offset = 0;      // arena byte offset of the first differing word
 };
 
 class graph {
@@ -41,6 +55,14 @@ class graph {
 
   // One replay. No allocation, no exceptions on success.
   capgraph_status replay(std::string *err) noexcept;
+
+  // One replay, step by step, for `--check`: each launch alone on the compute queue, waited for,
+  // then its host twin run on a host copy of the arena as it was before the launch; the two
+  // arenas are compared word by word (graph_check.cpp). Copies are done by the CPU. Stops at the
+  // first launch that differs (*out says which and by how much; the status stays OK). The arena
+  // then holds the device's results. Allocates; not for the hot path.
+  capgraph_status check(const fb::Capture *c, const host_twins &twins, check_result *out,
+                        std::string *err);
 
   uint8_t *arena() const { return arena_.cpu; }
   // 32-bit words the CPU wrote to device-visible memory (rings, write pointers, doorbells,
@@ -67,6 +89,8 @@ class graph {
   queue compute_, copy_;
   bool has_copy_queue_ = false;
   std::vector<uint32_t> ib_words_, copy_words_, ring_words_;
+  std::vector<dispatch> launch_dispatch_;  // per step, as recorded (for check)
+  std::vector<uint64_t> weight_at_;        // each weight's offset in weights_
   std::unique_ptr<encoder> ring_encoder_;
   uint64_t timeline_ = 0;      // value of the last submitted replay
   uint64_t words_written_ = 0;

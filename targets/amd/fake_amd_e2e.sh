@@ -54,6 +54,13 @@ check() {
     else
       echo "  fake-amd:check: every kernel matches its host twin"
     fi
+    # The same through the runtime's own --check (runtime/hcq/graph_check.cpp, any GPU device):
+    # each launch alone on the fake (real machine code in the emulator), then its twin.
+    if ! "$capgraph" run "$d/amd.cap" --device fake-amd --check $inputs --output-dir "$d/check2" > "$d/log" 2>&1; then
+      echo "  run --check:"; cat "$d/log"; ok=0
+    else
+      echo "  run --device fake-amd --check: $(grep '^check: ' "$d/log")"
+    fi
   fi
   if ((ok)); then echo "PASS $name ($kernels launches; amd-gfx1100 compile ${compile_ms} ms; emulated replay ${emulate_ms} ms)"; passed=$((passed+1))
   else echo "FAIL $name"; failures=$((failures+1)); fi
@@ -87,6 +94,16 @@ case $mode in
         echo "FAIL: the planted miscompile ($planted) was not named:"; cat "$d/log"; failures=$((failures+1))
       else
         echo "PASS planted miscompile ($planted): $(grep -o "check: kernel.*" "$d/log" | head -1)"
+        passed=$((passed+1))
+      fi
+      # And by the runtime's --check on the plain fake (emulator, no twin on the replay path).
+      if "$capgraph" run "$d/planted.cap" --device fake-amd --check --input x="$work/gen/input.npy" \
+           > "$d/log" 2>&1; then
+        echo "FAIL: run --check passed the planted miscompile ($planted)"; failures=$((failures+1))
+      elif ! grep -q "check: kernel '$kernel' (kernel [0-9]*, step [0-9]*.*) differs from its host twin" "$d/log"; then
+        echo "FAIL: run --check did not name the planted miscompile ($planted):"; cat "$d/log"; failures=$((failures+1))
+      else
+        echo "PASS run --check names the planted miscompile: $(grep -o "check: kernel.*" "$d/log" | head -1)"
         passed=$((passed+1))
       fi
     fi

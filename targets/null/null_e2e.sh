@@ -38,6 +38,12 @@ check() {
     fi
     "$compare" "$d/null/$out.npy" "$d/cpu/$out.npy" | sed "s/^/  vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
   done
+  # --check (any GPU device): each launch against its host twin. The null device runs the twins
+  # themselves, so every launch must match exactly.
+  if ! "$capgraph" run "$d/null.cap" --device null --check $inputs > "$d/log" 2>&1 ||
+     ! grep -q "^check: $kernels launches match their host twins" "$d/log"; then
+    echo "  run --device null --check:"; cat "$d/log"; ok=0
+  fi
   # A null capture run on the CPU is refused, naming the device that runs it.
   if "$capgraph" run "$d/null.cap" $inputs --output-dir "$d/x" > "$d/log" 2>&1 ||
      ! grep -q "compiled for null; run it with --device null" "$d/log"; then

@@ -1,0 +1,160 @@
+// graph::check: `capgraph run --check` on any GPU device. Each launch runs alone on the device;
+// then its host twin (the same computation compiled for this CPU, carried in the capture) runs on
+// a host copy of the arena as it was before the launch, and the two arenas are compared. The
+// first launch that differs is reported with the kernel and how much it differs by, so a wrong
+// register, a bad address or a miscompiled wave is named where it happens rather than seen as a
+// wrong output many kernels later. It works the same on a real GPU and on a fake one, because it
+// only uses the transport and the encoder verbs.
+#include <cmath>
+#include <cstring>
+
+#include "graph.h"
+#include "signal.h"
+
+namespace capgraph::hcq {
+namespace {
+
+// Whether arena byte offset `at` lies in a binding the kernel declares it writes.
+bool written_by(const fb::Kernel *kern, const fb::Launch *l, uint64_t at) {
+  const fb::KernelBounds *b = kern->bounds();
+  if (!b || !b->written()) return false;
+  for (uint32_t w : *b->written()) {
+    if (w >= l->buffers()->size() || w >= l->buffer_sizes()->size()) continue;
+    const fb::BufferRef *ref = l->buffers()->Get(w);
+    if (ref->space() != fb::Space::arena) continue;
+    if (at >= ref->offset() && at - ref->offset() < l->buffer_sizes()->Get(w)) return true;
+  }
+  return false;
+}
+
+// The largest finite |value| of the twin's result over the kernel's written bindings, read as
+// float32: the scale the tolerance is relative to (tests/tools/npy_compare uses the same rule).
+double written_max(const fb::Kernel *kern, const fb::Launch *l, const uint8_t *arena,
+                   uint64_t arena_size) {
+  double max_ref = 0;
+  const fb::KernelBounds *b = kern->bounds();
+  if (!b || !b->written()) return 0;
+  for (uint32_t w : *b->written()) {
+    if (w >= l->buffers()->size() || w >= l->buffer_sizes()->size()) continue;
+    const fb::BufferRef *ref = l->buffers()->Get(w);
+    if (ref->space() != fb::Space::arena || ref->offset() > arena_size) continue;
+    const uint64_t end = std::min<uint64_t>(arena_size, ref->offset() + l->buffer_sizes()->Get(w));
+    for (uint64_t o = ref->offset(); o + 4 <= end; o += 4) {
+      float f;
+      memcpy(&f, arena + o, 4);
+      if (std::isfinite(f)) max_ref = std::max(max_ref, double(std::fabs(f)));
+    }
+  }
+  return max_ref;
+}
+
+}  // namespace
+
+capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, check_result *out,
+                             std::string *err) {
+  *out = check_result{};
+  auto *timeline = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
+  if (submitted_) {
+    capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
+    if (st != CAPGRAPH_OK) return st;
+  }
+  const uint64_t size = c->arena_size();
+  std::vector<uint8_t> host(arena_.cpu, arena_.cpu + size);  // the twins' arena
+  const auto resolve = [&](const fb::BufferRef &b, bool device) -> uint8_t * {
+    if (b.space() == fb::Space::arena) return (device ? arena_.cpu : host.data()) + b.offset();
+    return weights_.cpu + weight_at_[b.index()] + b.offset();  // weights are read-only
+  };
+  std::vector<uint32_t> words;
+  std::unique_ptr<encoder> enc = target_->encoder_create(c, queue_kind::compute, &words);
+  for (uint32_t i = 0; i < steps_; ++i) {
+    const fb::Step *s = c->steps()->Get(i);
+    if (s->kind() == fb::StepKind::copy) {
+      const fb::Copy *cp = s->copy();
+      if (!cp->size()) continue;
+      memmove(resolve(*cp->dst(), true), resolve(*cp->src(), true), cp->size());
+      memmove(resolve(*cp->dst(), false), resolve(*cp->src(), false), cp->size());
+      continue;
+    }
+    const fb::Launch *l = s->launch();
+    const fb::Kernel *kern = c->kernels()->Get(l->kernel());
+    // The device: this launch alone, after a barrier (the CPU's copies and the previous
+    // launch's writes visible), then the timeline raised.
+    const dispatch &d = launch_dispatch_[i];
+    if (d.groups) {
+      words.clear();
+      enc->barrier();
+      enc->exec(d);
+      enc->signal(signals_.gpu + slot_timeline, timeline_ + 1);
+      if (interrupt_) enc->interrupt(interrupt_mailbox_, interrupt_id_);
+      if (!enc->error().empty()) {
+        *err = "check: step " + std::to_string(i) + ": encoding: " + enc->error();
+        return CAPGRAPH_ERR_FORMAT;
+      }
+      dev_->submit(compute_, words.data(), words.size());
+      submitted_ = true;
+      ++timeline_;
+      capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
+      if (st != CAPGRAPH_OK) {
+        *err = "check: kernel '" + kern->name()->str() + "' (step " + std::to_string(i) +
+               "): " + *err;
+        return st;
+      }
+    }
+    if (!twins.has(l->kernel())) {
+      ++out->launches_unchecked;
+      memcpy(host.data(), arena_.cpu, size);  // nothing to compare with: take the device's
+      continue;
+    }
+    // The twin, on the arena as it was before the launch.
+    std::vector<void *> bufs;
+    for (const fb::BufferRef *b : *l->buffers()) bufs.push_back(resolve(*b, false));
+    std::vector<int64_t> scalars;
+    if (l->scalars()) scalars.assign(l->scalars()->begin(), l->scalars()->end());
+    twins.run(l->kernel(), bufs.data(), scalars.empty() ? nullptr : scalars.data());
+    ++out->launches_checked;
+
+    // Compare word by word (equal 4 KiB blocks skipped with memcmp). Float words within
+    // 1e-3 * max |twin output| + 1e-5 of each other match; words that are not finite normal
+    // floats on either side (integers, NaN bit patterns) must be equal. The device's words are
+    // then taken, so the next launch starts from what the device computed, as in a replay.
+    const double tolerance = 1e-3 * written_max(kern, l, host.data(), size) + 1e-5;
+    check_result r;
+    for (uint64_t block = 0; block < size; block += 4096) {
+      const uint64_t n = std::min<uint64_t>(4096, size - block);
+      if (memcmp(arena_.cpu + block, host.data() + block, n) == 0) continue;
+      for (uint64_t o = block; o < block + n; o += 4) {
+        const uint64_t len = std::min<uint64_t>(4, block + n - o);
+        if (memcmp(arena_.cpu + o, host.data() + o, len) == 0) continue;
+        uint32_t dw = 0, tw = 0;
+        memcpy(&dw, arena_.cpu + o, len);
+        memcpy(&tw, host.data() + o, len);
+        memcpy(host.data() + o, arena_.cpu + o, len);
+        float fd, ft;
+        memcpy(&fd, &dw, 4);
+        memcpy(&ft, &tw, 4);
+        if (std::isnan(fd) && std::isnan(ft)) continue;
+        const bool normal = (std::isnormal(fd) || fd == 0) && (std::isnormal(ft) || ft == 0);
+        const double diff = normal ? std::fabs(double(fd) - double(ft)) : INFINITY;
+        const bool outside = !written_by(kern, l, o);
+        if (diff <= tolerance && !outside) continue;
+        if (!r.words_differ) r.first_offset = o;
+        ++r.words_differ;
+        r.max_diff = std::max(r.max_diff, diff);
+        r.outside_outputs |= outside;
+      }
+    }
+    if (r.words_differ) {
+      r.launches_checked = out->launches_checked;
+      r.launches_unchecked = out->launches_unchecked;
+      r.differs = true;
+      r.step = i;
+      r.kernel = l->kernel();
+      r.tolerance = tolerance;
+      *out = r;
+      return CAPGRAPH_OK;
+    }
+  }
+  return CAPGRAPH_OK;
+}
+
+}  // namespace capgraph::hcq
