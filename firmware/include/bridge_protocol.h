@@ -103,6 +103,34 @@
 #define BRIDGE_SRAM_SIZE 0x80000ul
 #define BRIDGE_SRAM_BUS_ADDR 0x200000ul /* where PCIe devices see the SRAM */
 
+/* SRAM -> host (wValue bit 15) is gated: after the arm, the bulk IN starts
+ * only once something on the PCIe side (the GPU) writes into the "completion
+ * queue" window at BRIDGE_CQ_BUS_ADDR; the hardware behaves as if finishing
+ * an NVMe read. tinygrad's SDMA writes a zero dword at 0x82200C; the
+ * asm2464pd-firmware test writes a 16-byte CQE there. So: arm, let the GPU
+ * write the trigger, then read (Bridge::sram_read_arm / sram_read_collect).
+ * Sources: tinygrad/asm2464pd-firmware pcie/test_sram_verify.py (read-back
+ * needs the CQ write), tinygrad ops_amd.py `_copyout` (cq_buf + 12). */
+#define BRIDGE_CQ_TRIGGER_BUS_ADDR 0x82200Cul
+
+/* Small bridge-memory windows a PCIe device can read and write by bus
+ * mastering, each also visible to the 8051 (and to REG_READ/REG_WRITE) in
+ * XDATA. Sources: tinygrad/asm2464pd-firmware src/include/registers.h
+ * (XDATA map: 0xA000-0xAFFF window onto PCIe 0x820000, 0xB000-0xB1FF NVMe
+ * admin queues, 0xB800-0xB8FF window onto PCIe 0x822000), tinygrad
+ * ops_amd.py USBIface (sys_buf 0xA000 <-> 0x820000 with its fence at
+ * +0x800, cq_buf 0xB800 <-> 0x822000), test/mockgpu/usb.py (0xB000 <->
+ * 0x800000). Sizes are the XDATA ranges the register map gives. */
+#define BRIDGE_SYS_WINDOW_BUS_ADDR 0x820000ul
+#define BRIDGE_SYS_WINDOW_XDATA 0xA000u
+#define BRIDGE_SYS_WINDOW_SIZE 0x1000u
+#define BRIDGE_CQ_WINDOW_BUS_ADDR 0x822000ul
+#define BRIDGE_CQ_WINDOW_XDATA 0xB800u
+#define BRIDGE_CQ_WINDOW_SIZE 0x100u
+#define BRIDGE_ADMIN_WINDOW_BUS_ADDR 0x800000ul
+#define BRIDGE_ADMIN_WINDOW_XDATA 0xB000u
+#define BRIDGE_ADMIN_WINDOW_SIZE 0x200u
+
 /* ---- INFO reply (BRIDGE_INFO_SIZE bytes) --------------------------------- */
 #define BRIDGE_INFO_SIZE 24u
 #define BRIDGE_INFO_MAGIC0 'C' /* bytes 0..3 = "CGBR" */

@@ -15,7 +15,6 @@
  */
 #include "regs.h"
 #include "bridge_protocol.h"
-#include "deadline.h"
 #include "ep0.h"
 #include "pcie.h"
 #include "serial.h"

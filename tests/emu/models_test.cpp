@@ -52,7 +52,7 @@ TEST_CASE("SPI flash: page program wraps inside its page") {
 
 TEST_CASE("PCIe endpoint: config space, BAR sizing and decode, UR") {
   PcieEndpoint ep;
-  CHECK(ep.config_read(0) == 0x74801002u);
+  CHECK(ep.config_read(0) == 0x744C1002u);
   ep.config_write(0x10, 0xFFFFFFFFu, 0xF);
   ep.config_write(0x14, 0xFFFFFFFFu, 0xF);
   CHECK(ep.config_read(0x10) == 0xF000000Cu);  // 256 MiB, 64-bit, prefetchable
