@@ -175,10 +175,11 @@ BridgeStatus Bridge::reg_write(uint16_t addr, const uint8_t* data, size_t n, uin
 }
 
 BridgeStatus Bridge::tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t byte_en,
-                         TlpResult* result) {
+                         TlpResult* result, uint8_t flags) {
   uint8_t req[BRIDGE_TLP_SIZE] = {};
   req[BRIDGE_TLP_OFF_FMT_TYPE] = fmt_type;
   req[BRIDGE_TLP_OFF_BYTE_EN] = byte_en;
+  req[BRIDGE_TLP_OFF_FLAGS] = flags;
   put_le32(req + BRIDGE_TLP_OFF_ADDR_LO, uint32_t(addr));
   put_le32(req + BRIDGE_TLP_OFF_ADDR_HI, uint32_t(addr >> 32));
   put_le32(req + BRIDGE_TLP_OFF_DATA, data);
@@ -201,7 +202,7 @@ BridgeStatus Bridge::tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t
     st.transfer = TransferStatus::timeout;
     st.device_error = BRIDGE_ERR_TLP_TIMEOUT;
     st.message = t_.describe() + ": " + buf;
-  } else if (out.status != BRIDGE_TLP_STATUS_OK) {
+  } else if (out.status != BRIDGE_TLP_STATUS_OK && out.status != BRIDGE_TLP_STATUS_POSTED) {
     std::snprintf(buf, sizeof buf, "PCIe TLP %02X to 0x%llx failed in the bridge's TLP engine "
                   "(PCIe link down? try PCIe power on)", fmt_type, (unsigned long long)addr);
     st.transfer = TransferStatus::error;
@@ -230,7 +231,7 @@ static BridgeStatus completion_error(const std::string& who, const char* op, uin
 BridgeStatus Bridge::config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t* v) {
   TlpResult r;
   uint32_t a = cfg_addr(bus, dev, fn, reg);
-  BridgeStatus st = tlp(BRIDGE_TLP_CFGRD0, a, 0, 0x0F, &r);
+  BridgeStatus st = tlp(bus ? BRIDGE_TLP_CFGRD1 : BRIDGE_TLP_CFGRD0, a, 0, 0x0F, &r);
   if (!st.ok()) return st;
   if (r.completion != BRIDGE_CPL_SC) {
     *v = 0xFFFFFFFFu;
@@ -243,7 +244,7 @@ BridgeStatus Bridge::config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_
 BridgeStatus Bridge::config_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t v) {
   TlpResult r;
   uint32_t a = cfg_addr(bus, dev, fn, reg);
-  BridgeStatus st = tlp(BRIDGE_TLP_CFGWR0, a, v, 0x0F, &r);
+  BridgeStatus st = tlp(bus ? BRIDGE_TLP_CFGWR1 : BRIDGE_TLP_CFGWR0, a, v, 0x0F, &r);
   if (!st.ok()) return st;
   if (r.completion != BRIDGE_CPL_SC) return completion_error(t_.describe(), "config write", a, r.completion);
   return st;
@@ -263,16 +264,20 @@ BridgeStatus Bridge::mem_read32(uint64_t addr, uint32_t* v) {
 
 BridgeStatus Bridge::mem_write32(uint64_t addr, uint32_t v) {
   TlpResult r;
-  return tlp(addr >> 32 ? BRIDGE_TLP_MWR64 : BRIDGE_TLP_MWR32, addr, v, 0x0F, &r);
+  return tlp(addr >> 32 ? BRIDGE_TLP_MWR64 : BRIDGE_TLP_MWR32, addr, v, 0x0F, &r,
+             posted_writes_wait() ? 0 : BRIDGE_TLP_FLAG_POSTED);
 }
 
-// ---- streamed memory TLPs (protocol >= 1.1) ----
+// ---- streamed memory TLPs (protocol >= 1.1), posted flag (>= 1.2) ----
 
-bool Bridge::has_streams() const {
+bool Bridge::proto_at_least(uint8_t minor) const {
   // open() not called: assume a current firmware; the STALL would say so.
   if (info_.proto_major == 0) return true;
-  return info_.proto_major == 1 && info_.proto_minor >= 1;
+  return info_.proto_major == 1 && info_.proto_minor >= minor;
 }
+
+bool Bridge::has_streams() const { return proto_at_least(1); }
+bool Bridge::has_posted_flag() const { return proto_at_least(2); }
 
 static const char* completion_name(uint8_t cpl) {
   return cpl == BRIDGE_CPL_UR ? "Unsupported Request" : cpl == BRIDGE_CPL_CRS ? "Configuration Retry"
@@ -286,6 +291,7 @@ BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t* words, ui
   const uint16_t tag = ++stream_tag_;
   uint8_t hdr[BRIDGE_STREAM_SIZE] = {};
   hdr[BRIDGE_STREAM_OFF_OP] = write ? BRIDGE_STREAM_WRITE : BRIDGE_STREAM_READ;
+  hdr[BRIDGE_STREAM_OFF_FLAGS] = write && !posted_writes_wait() ? BRIDGE_STREAM_FLAG_POSTED : 0;
   hdr[BRIDGE_STREAM_OFF_COUNT] = uint8_t(n);
   hdr[BRIDGE_STREAM_OFF_COUNT + 1] = uint8_t(n >> 8);
   put_le32(hdr + BRIDGE_STREAM_OFF_ADDR_LO, uint32_t(addr));
@@ -416,7 +422,7 @@ BridgeStatus Bridge::pcie_power(bool on) {
   return st;
 }
 
-BridgeStatus Bridge::sram_dma(uint32_t offset, uint8_t* data, size_t n, bool to_sram) {
+BridgeStatus Bridge::sram_dma_arm(uint32_t offset, size_t n, bool to_sram) {
   const char* what = to_sram ? "SRAM write" : "SRAM read";
   if (offset % BRIDGE_SLOT_SIZE || n == 0 || n % BRIDGE_SECTOR_SIZE || offset + n > BRIDGE_SRAM_SIZE)
     return bad_call(t_.describe(), std::string(what) +
@@ -426,26 +432,55 @@ BridgeStatus Bridge::sram_dma(uint32_t offset, uint8_t* data, size_t n, bool to_
   uint8_t first = uint8_t(offset / BRIDGE_SLOT_SIZE);
   uint8_t slots = uint8_t((n + BRIDGE_SLOT_SIZE - 1) / BRIDGE_SLOT_SIZE);
   uint16_t value = uint16_t(sectors | (to_sram ? 0 : BRIDGE_DMA_DIR_IN));
-  BridgeStatus st = control_out(BRIDGE_REQ_DMA, value, uint16_t(first | slots << 8), nullptr, 0, "DMA");
+  return control_out(BRIDGE_REQ_DMA, value, uint16_t(first | slots << 8), nullptr, 0, "DMA");
+}
+
+// ~100 MB/s worst case plus a second of slack.
+static unsigned sram_timeout_ms(size_t n) { return unsigned(1000 + n / 100000); }
+
+BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t* data, size_t n) {
+  BridgeStatus st = sram_dma_arm(offset, n, true);
   if (!st.ok()) return st;
+  sram_read_armed_ = 0;  // a new DMA replaces an armed read
+  std::vector<uint8_t> copy(data, data + n);
   size_t got = 0;
-  // ~100 MB/s worst case plus a second of slack.
-  unsigned timeout = unsigned(1000 + n / 100000);
-  TransferStatus s = t_.bulk(to_sram ? BRIDGE_EP_BULK_OUT : BRIDGE_EP_BULK_IN, data, n, &got, timeout);
-  if (s != TransferStatus::ok) return fail(s, what);
-  if (got != n) {
-    return bad_call(t_.describe(), std::string(what) + " moved " + std::to_string(got) + " of " +
-                                       std::to_string(n) + " bytes");
-  }
+  TransferStatus s = t_.bulk(BRIDGE_EP_BULK_OUT, copy.data(), n, &got, sram_timeout_ms(n));
+  if (s != TransferStatus::ok) return fail(s, "SRAM write");
+  if (got != n)
+    return bad_call(t_.describe(), "SRAM write moved " + std::to_string(got) + " of " + std::to_string(n) + " bytes");
   return st;
 }
 
-BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t* data, size_t n) {
-  return sram_dma(offset, const_cast<uint8_t*>(data), n, true);  // bulk OUT only reads it
+BridgeStatus Bridge::sram_read_arm(uint32_t offset, size_t n) {
+  sram_read_armed_ = 0;
+  BridgeStatus st = sram_dma_arm(offset, n, false);
+  if (st.ok()) sram_read_armed_ = n;
+  return st;
 }
 
-BridgeStatus Bridge::sram_read(uint32_t offset, uint8_t* out, size_t n) {
-  return sram_dma(offset, out, n, false);
+BridgeStatus Bridge::sram_read_collect(uint8_t* out, size_t n, unsigned timeout_ms) {
+  if (sram_read_armed_ == 0)
+    return bad_call(t_.describe(), "SRAM read: nothing armed (call sram_read_arm first)");
+  if (n != sram_read_armed_)
+    return bad_call(t_.describe(), "SRAM read: collecting " + std::to_string(n) + " bytes but " +
+                                       std::to_string(sram_read_armed_) + " were armed");
+  sram_read_armed_ = 0;
+  size_t got = 0;
+  TransferStatus s = t_.bulk(BRIDGE_EP_BULK_IN, out, n, &got, timeout_ms ? timeout_ms : sram_timeout_ms(n));
+  if (s == TransferStatus::timeout) {
+    char buf[200];
+    std::snprintf(buf, sizeof buf, ": SRAM read of %zu bytes got no data: the bridge sends only after "
+                  "a PCIe write to its CQ window (0x%lx); did the GPU write the trigger?", n,
+                  (unsigned long)BRIDGE_CQ_TRIGGER_BUS_ADDR);
+    BridgeStatus st;
+    st.transfer = s;
+    st.message = t_.describe() + buf;
+    return st;
+  }
+  if (s != TransferStatus::ok) return fail(s, "SRAM read");
+  if (got != n)
+    return bad_call(t_.describe(), "SRAM read moved " + std::to_string(got) + " of " + std::to_string(n) + " bytes");
+  return {};
 }
 
 BridgeStatus Bridge::spi_read(uint32_t addr, uint8_t* out, size_t n) {

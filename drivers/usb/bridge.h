@@ -59,14 +59,29 @@ class Bridge {
   BridgeStatus reg_write(uint16_t addr, const uint8_t* data, size_t n, uint8_t bank = 0);
 
   // One TLP. Fails only when the request could not be carried out; a PCIe
-  // error completion (e.g. UR) is reported in result->completion.
-  BridgeStatus tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t byte_en, TlpResult* result);
-  // Config space of bus/dev/fn (type 0). A UR completion reads 0xFFFFFFFF
+  // error completion (e.g. UR) is reported in result->completion. flags:
+  // BRIDGE_TLP_FLAG_POSTED (MWr only, protocol >= 1.2) sends without waiting.
+  BridgeStatus tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t byte_en, TlpResult* result,
+                   uint8_t flags = 0);
+  // Config space of bus/dev/fn: type 0 on bus 0 (the function on the link),
+  // type 1 beyond it (forwarded by the bridges; the GPU behind the ASM2464's
+  // switch and its own ports is at bus 4). A UR completion reads 0xFFFFFFFF
   // and is an error, as a missing function is.
   BridgeStatus config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t* value);
   BridgeStatus config_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t value);
   BridgeStatus mem_read32(uint64_t addr, uint32_t* value);
   BridgeStatus mem_write32(uint64_t addr, uint32_t value);
+
+  // Memory writes (mem_write32, mem_write_block) are posted: by default the
+  // firmware sends them without waiting for the TLP engine's COMPLETE bit
+  // (BRIDGE_TLP_FLAG_POSTED), because whether the real engine ever sets it
+  // for a posted write is not known; a write then only fails when the
+  // engine refuses to send it (link down). true: wait for COMPLETE (10 ms
+  // per dword), which reports a hung device but times out on every write if
+  // the engine never flags posted writes; the hardware test `posted` tells
+  // which. Firmware older than protocol 1.2 always waits.
+  void set_posted_writes_wait(bool wait) { posted_wait_ = wait; }
+  bool posted_writes_wait() const { return posted_wait_ || !has_posted_flag(); }
 
   // Many dwords at addr, addr+4, ... (BAR/MMIO access). Uses streamed TLPs
   // (BRIDGE_REQ_MEM_STREAM, up to BRIDGE_STREAM_MAX_DWORDS per request;
@@ -84,7 +99,13 @@ class Bridge {
   // SRAM through the DMA windows: offset a multiple of the 16 KiB slot,
   // n a multiple of 512, offset + n <= 512 KiB.
   BridgeStatus sram_write(uint32_t offset, const uint8_t* data, size_t n);
-  BridgeStatus sram_read(uint32_t offset, uint8_t* out, size_t n);
+  // SRAM -> host is two steps because the hardware starts the bulk IN only
+  // after a PCIe write to the CQ window (BRIDGE_CQ_TRIGGER_BUS_ADDR), which
+  // the GPU does after its copy into SRAM: arm first, have the GPU write the
+  // trigger, then collect exactly the armed n bytes (waits up to
+  // timeout_ms, default 1 s + n/100 kB; a missing trigger is named).
+  BridgeStatus sram_read_arm(uint32_t offset, size_t n);
+  BridgeStatus sram_read_collect(uint8_t* out, size_t n, unsigned timeout_ms = 0);
 
   // SPI flash (self-update). Erase works on 4 KiB sectors; program splits
   // at 256-byte pages and waits for each page to finish.
@@ -101,10 +122,14 @@ class Bridge {
   BridgeStatus control_out(uint8_t req, uint16_t value, uint16_t index, const uint8_t* data,
                            uint16_t n, const char* what, unsigned timeout_ms = 0);
   BridgeStatus fail(TransferStatus s, const char* what);
-  BridgeStatus sram_dma(uint32_t offset, uint8_t* data, size_t n, bool to_sram);
+  BridgeStatus sram_dma_arm(uint32_t offset, size_t n, bool to_sram);
+  size_t sram_read_armed_ = 0;  // bytes armed by sram_read_arm, not yet collected
+  bool posted_wait_ = false;
+  bool has_posted_flag() const;
   BridgeStatus spi_program_page(uint32_t addr, const uint8_t* data, size_t n);
   bool has_streams() const;
   BridgeStatus stream_chunk(bool write, uint64_t addr, uint32_t* words, uint16_t n, size_t* done);
+  bool proto_at_least(uint8_t minor) const;
   uint16_t stream_tag_ = 0;
 };
 

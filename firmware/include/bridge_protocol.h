@@ -37,9 +37,9 @@
 
 /* ---- identity ------------------------------------------------------------ */
 #define BRIDGE_PROTOCOL_MAJOR 1
-#define BRIDGE_PROTOCOL_MINOR 1 /* 1.1: MEM_STREAM */
+#define BRIDGE_PROTOCOL_MINOR 2 /* 1.1: MEM_STREAM; 1.2: POSTED flags */
 #define BRIDGE_FW_VERSION_MAJOR 0
-#define BRIDGE_FW_VERSION_MINOR 2
+#define BRIDGE_FW_VERSION_MINOR 3
 #define BRIDGE_FW_VERSION_PATCH 0
 #define BRIDGE_CHIP_ID 0x2464u
 
@@ -103,6 +103,34 @@
 #define BRIDGE_SRAM_SIZE 0x80000ul
 #define BRIDGE_SRAM_BUS_ADDR 0x200000ul /* where PCIe devices see the SRAM */
 
+/* SRAM -> host (wValue bit 15) is gated: after the arm, the bulk IN starts
+ * only once something on the PCIe side (the GPU) writes into the "completion
+ * queue" window at BRIDGE_CQ_BUS_ADDR; the hardware behaves as if finishing
+ * an NVMe read. tinygrad's SDMA writes a zero dword at 0x82200C; the
+ * asm2464pd-firmware test writes a 16-byte CQE there. So: arm, let the GPU
+ * write the trigger, then read (Bridge::sram_read_arm / sram_read_collect).
+ * Sources: tinygrad/asm2464pd-firmware pcie/test_sram_verify.py (read-back
+ * needs the CQ write), tinygrad ops_amd.py `_copyout` (cq_buf + 12). */
+#define BRIDGE_CQ_TRIGGER_BUS_ADDR 0x82200Cul
+
+/* Small bridge-memory windows a PCIe device can read and write by bus
+ * mastering, each also visible to the 8051 (and to REG_READ/REG_WRITE) in
+ * XDATA. Sources: tinygrad/asm2464pd-firmware src/include/registers.h
+ * (XDATA map: 0xA000-0xAFFF window onto PCIe 0x820000, 0xB000-0xB1FF NVMe
+ * admin queues, 0xB800-0xB8FF window onto PCIe 0x822000), tinygrad
+ * ops_amd.py USBIface (sys_buf 0xA000 <-> 0x820000 with its fence at
+ * +0x800, cq_buf 0xB800 <-> 0x822000), test/mockgpu/usb.py (0xB000 <->
+ * 0x800000). Sizes are the XDATA ranges the register map gives. */
+#define BRIDGE_SYS_WINDOW_BUS_ADDR 0x820000ul
+#define BRIDGE_SYS_WINDOW_XDATA 0xA000u
+#define BRIDGE_SYS_WINDOW_SIZE 0x1000u
+#define BRIDGE_CQ_WINDOW_BUS_ADDR 0x822000ul
+#define BRIDGE_CQ_WINDOW_XDATA 0xB800u
+#define BRIDGE_CQ_WINDOW_SIZE 0x100u
+#define BRIDGE_ADMIN_WINDOW_BUS_ADDR 0x800000ul
+#define BRIDGE_ADMIN_WINDOW_XDATA 0xB000u
+#define BRIDGE_ADMIN_WINDOW_SIZE 0x200u
+
 /* ---- INFO reply (BRIDGE_INFO_SIZE bytes) --------------------------------- */
 #define BRIDGE_INFO_SIZE 24u
 #define BRIDGE_INFO_MAGIC0 'C' /* bytes 0..3 = "CGBR" */
@@ -130,11 +158,18 @@
 #define BRIDGE_TLP_SIZE 16u
 #define BRIDGE_TLP_OFF_FMT_TYPE 0 /* PCIe Fmt[7:5] Type[4:0]                 */
 #define BRIDGE_TLP_OFF_BYTE_EN 1  /* first-DW byte enables, 0x0F = all       */
-#define BRIDGE_TLP_OFF_FLAGS 2    /* must be 0                               */
+#define BRIDGE_TLP_OFF_FLAGS 2    /* 0, or BRIDGE_TLP_FLAG_POSTED on a MWr   */
 #define BRIDGE_TLP_OFF_RSVD 3     /* must be 0                               */
 #define BRIDGE_TLP_OFF_ADDR_LO 4  /* LE32; for config: bus/dev/fn/reg        */
 #define BRIDGE_TLP_OFF_ADDR_HI 8  /* LE32; 0 unless a 4DW memory TLP         */
 #define BRIDGE_TLP_OFF_DATA 12    /* LE32 write payload                      */
+/* Protocol >= 1.2, MWr32/MWr64 only: send the write and do not wait for the
+ * engine's COMPLETE bit (posted writes get no completion on the link, and
+ * whether the ASM2464's engine flags them done is not public; tinygrad's
+ * handmade pcie_pio.h never waits for writes). The result then has status
+ * BRIDGE_TLP_STATUS_POSTED, or ENGINE_ERROR when the engine refused to send
+ * it (link down). Without the flag the firmware waits up to 10 ms. */
+#define BRIDGE_TLP_FLAG_POSTED 0x01u
 
 /* PCIe Fmt/Type values the firmware accepts (PCIe Base Spec, TLP header). */
 #define BRIDGE_TLP_MRD32 0x00u
@@ -157,6 +192,7 @@
 #define BRIDGE_TLP_STATUS_ENGINE_ERROR 1u
 #define BRIDGE_TLP_STATUS_TIMEOUT 2u
 #define BRIDGE_TLP_STATUS_NONE 3u /* no TLP has run since boot             */
+#define BRIDGE_TLP_STATUS_POSTED 4u /* sent with FLAG_POSTED, not waited for  */
 #define BRIDGE_CPL_SC 0u
 #define BRIDGE_CPL_UR 1u
 #define BRIDGE_CPL_CRS 2u
@@ -188,12 +224,16 @@
  * 0x9007/0x9008); header, result and limits are our own. */
 #define BRIDGE_STREAM_SIZE 16u
 #define BRIDGE_STREAM_OFF_OP 0      /* BRIDGE_STREAM_READ / _WRITE           */
-#define BRIDGE_STREAM_OFF_FLAGS 1   /* must be 0                             */
+#define BRIDGE_STREAM_OFF_FLAGS 1   /* 0, or BRIDGE_STREAM_FLAG_POSTED (write) */
 #define BRIDGE_STREAM_OFF_COUNT 2   /* LE16 dwords, 1..BRIDGE_STREAM_MAX_DWORDS */
 #define BRIDGE_STREAM_OFF_ADDR_LO 4 /* LE32, dword aligned                   */
 #define BRIDGE_STREAM_OFF_ADDR_HI 8 /* LE32; non-zero selects 4DW TLPs       */
 #define BRIDGE_STREAM_OFF_TAG 12    /* LE16, echoed in the result            */
 #define BRIDGE_STREAM_OFF_RSVD 14   /* 2 bytes, must be 0                    */
+/* Protocol >= 1.2, writes only: no dword waits for COMPLETE (see
+ * BRIDGE_TLP_FLAG_POSTED); the stream stops only when the engine refuses to
+ * send (ERROR). Refused (BAD_ARGUMENT) on a read. */
+#define BRIDGE_STREAM_FLAG_POSTED 0x01u
 #define BRIDGE_STREAM_READ 0x01u
 #define BRIDGE_STREAM_WRITE 0x02u
 /* 4 KiB buffers: data + result of a read fill the 0x8000 bulk-IN buffer. */

@@ -3,16 +3,24 @@
  * the vendor requests of bridge_protocol.h.
  *
  * Structure: main() initialises the chip and enables INT0; everything else
- * happens in the USB interrupt, one event at a time. Every wait is bounded
+ * happens in the USB interrupt, one event at a time. This file is the top of
+ * the program: it calls into ep0, deadline, usb, stream, pcie, spi and
+ * serial, and nothing calls back into it. Every wait is bounded
  * (hardware timer 0 deadline plus an iteration cap). Requests that are
  * unknown or malformed are STALLed before any state changes.
  *
  * Sources: tinygrad/asm2464pd-firmware handmade/src/main.c (INT0 carries USB
- * events; 0x9101 says which; setup packet at 0x9104; EP0 replies from 0x9E00
- * with length in 0x9003/4 and 0x9092 = 0x04 to send, 0x01 to stall; timer 0
- * at 0xCC10-0xCC13 in 0.5 ms ticks), src/include/registers.h.
+ * events; 0x9101 says which; SRAM DMA register sequence of request 0xF2),
+ * src/include/registers.h.
  */
-#include "fw.h"
+#include "regs.h"
+#include "bridge_protocol.h"
+#include "ep0.h"
+#include "pcie.h"
+#include "serial.h"
+#include "spi.h"
+#include "stream.h"
+#include "usb.h"
 
 /* Identity block at a fixed CODE address: lets the flasher recognise our
  * image for this chip (bridge_protocol.h, BRIDGE_FW_IDENT_*). */
@@ -23,63 +31,11 @@ __code __at(BRIDGE_FW_IDENT_ADDR) const uint8_t fw_ident[BRIDGE_FW_IDENT_SIZE] =
   BRIDGE_FW_VERSION_MAJOR, BRIDGE_FW_VERSION_MINOR, BRIDGE_FW_VERSION_PATCH, 0
 };
 
-__xdata uint8_t setup_bm, setup_req, setup_val_l, setup_val_h;
-__xdata uint8_t setup_idx_l, setup_idx_h;
-__xdata uint16_t setup_len;
-__xdata uint8_t is_usb2;
-__xdata uint8_t pcie_link_up;
-__xdata uint8_t serial[4], serial_ok;
-
-static __xdata uint8_t last_error, last_request;
 static __xdata uint16_t requests_served;
 /* SPI program waiting for its bulk OUT data. */
 static __xdata uint8_t op_busy;
 static __xdata uint32_t op_addr;
 static __xdata uint16_t op_len;
-
-/* MEM_STREAM between its control request and the end of its bulk stage. */
-#define STREAM_IDLE 0
-#define STREAM_WAIT_OUT 1 /* write: waiting for count*4 bytes of bulk OUT */
-#define STREAM_WAIT_IN 2  /* the result (and read data) is armed on bulk IN */
-static __xdata uint8_t stream_state;
-static __xdata uint8_t stream_hdr[BRIDGE_STREAM_SIZE];
-static __xdata uint16_t stream_count;
-
-/* ---- timer 0 deadlines ---- */
-#define TIMER0_MODE_HALF_MS 0x04
-void deadline_start(uint16_t half_ms) {
-  REG_TIMER0_CSR = TIMER_CSR_CLEAR;
-  REG_TIMER0_CSR = TIMER_CSR_EXPIRED;
-  REG_TIMER0_DIV = (REG_TIMER0_DIV & 0xF8) | TIMER0_MODE_HALF_MS;
-  REG_TIMER0_THRESHOLD_HI = (uint8_t)(half_ms >> 8);
-  REG_TIMER0_THRESHOLD_LO = (uint8_t)half_ms;
-  REG_TIMER0_CSR = TIMER_CSR_ENABLE;
-}
-uint8_t deadline_passed(void) { return (REG_TIMER0_CSR & TIMER_CSR_EXPIRED) != 0; }
-void sleep_ms(uint16_t ms) {
-  uint16_t cap = 0;
-  deadline_start(ms * 2);
-  /* Cap: if the timer never fires we still return (about 64k reads). */
-  while (!deadline_passed() && --cap) {}
-}
-
-/* ---- ep0 ---- */
-void ep0_send(uint16_t len) {
-  REG_USB_EP0_LEN_H = (uint8_t)(len >> 8);
-  REG_USB_EP0_LEN_L = (uint8_t)len;
-  REG_USB_DMA_TRIGGER = USB_DMA_SEND;
-}
-void ep0_receive(void) { REG_USB_DMA_TRIGGER = USB_DMA_RECV; }
-void ep0_stall(uint8_t err) {
-  last_error = err;
-  last_request = setup_req;
-  REG_USB_DMA_TRIGGER = USB_DMA_STALL;
-}
-static void ep0_done(uint16_t len) {
-  last_error = BRIDGE_ERR_NONE;
-  last_request = setup_req;
-  ep0_send(len);
-}
 
 static uint16_t ctrl_max(void) { return is_usb2 ? 64 : 512; }
 
@@ -112,9 +68,6 @@ static void info_reply(void) {
   /* INFO reports the previous request's error, so it must not reset it. */
   ep0_send(setup_len < BRIDGE_INFO_SIZE ? setup_len : BRIDGE_INFO_SIZE);
 }
-
-static uint16_t setup_val(void) { return ((uint16_t)setup_val_h << 8) | setup_val_l; }
-static uint16_t setup_idx(void) { return ((uint16_t)setup_idx_h << 8) | setup_idx_l; }
 
 /* XDATA access window for REG_READ/REG_WRITE: bank 0 or 1, no wrap. */
 static uint8_t reg_range_ok(uint8_t max) {
@@ -212,107 +165,22 @@ static void spi_program_req(void) {
   ep0_done(0);
 }
 
-/* ---- MEM_STREAM ---- */
-static uint32_t le32_at(__xdata uint8_t *p) {
-  return ((uint32_t)p[3] << 24) | ((uint32_t)p[2] << 16) | ((uint16_t)p[1] << 8) | p[0];
-}
-
-void stream_cancel(void) {
-  if (stream_state == STREAM_IDLE) return;
-  REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_IN;
-  REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_OUT;
-  stream_state = STREAM_IDLE;
-}
-
-/* Result at r (BRIDGE_STREAM_RESULT layout), then send `len` bytes of the
- * bulk-IN buffer; the host's bulk IN collects them. */
-static void stream_finish(__xdata uint8_t *r, uint16_t done, uint16_t len) {
-  r[BRIDGE_STREAM_RESULT_OFF_TAG] = stream_hdr[BRIDGE_STREAM_OFF_TAG];
-  r[BRIDGE_STREAM_RESULT_OFF_TAG + 1] = stream_hdr[BRIDGE_STREAM_OFF_TAG + 1];
-  put_le16(r + BRIDGE_STREAM_RESULT_OFF_DONE, done);
-  r[BRIDGE_STREAM_RESULT_OFF_ERR] = stream_err;
-  r[BRIDGE_STREAM_RESULT_OFF_CPL] = stream_cpl;
-  r[BRIDGE_STREAM_RESULT_OFF_OP] = stream_hdr[BRIDGE_STREAM_OFF_OP];
-  r[BRIDGE_STREAM_RESULT_OFF_MAGIC] = BRIDGE_STREAM_RESULT_MAGIC;
-  last_error = stream_err;
-  last_request = BRIDGE_REQ_MEM_STREAM;
-  REG_USB_BULK_IN_LEN_H = (uint8_t)(len >> 8);
-  REG_USB_BULK_IN_LEN_L = (uint8_t)len;
-  REG_USB_EP_CFG2 = USB_EP_CFG2_ARM_IN;
-  stream_state = STREAM_WAIT_IN;
-}
-
-static uint16_t stream_run(__xdata uint8_t *buf) {
-  __xdata uint8_t *h = stream_hdr;
-  return pcie_stream_run(h[BRIDGE_STREAM_OFF_OP] == BRIDGE_STREAM_WRITE,
-                         le32_at(h + BRIDGE_STREAM_OFF_ADDR_LO), le32_at(h + BRIDGE_STREAM_OFF_ADDR_HI),
-                         stream_count, buf);
-}
-
-/* The header arrived (data stage of MEM_STREAM): check it all, then a read
- * runs now and a write waits for its bulk OUT. */
-static void stream_request(void) {
-  __xdata uint8_t *h = stream_hdr;
-  uint8_t i, op;
-  uint32_t lo;
-  for (i = 0; i < BRIDGE_STREAM_SIZE; i++) h[i] = USB_CTRL_BUF[i];
-  op = h[BRIDGE_STREAM_OFF_OP];
-  stream_count = ((uint16_t)h[BRIDGE_STREAM_OFF_COUNT + 1] << 8) | h[BRIDGE_STREAM_OFF_COUNT];
-  lo = le32_at(h + BRIDGE_STREAM_OFF_ADDR_LO);
-  if (stream_count == 0 || stream_count > BRIDGE_STREAM_MAX_DWORDS) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
-  if ((op != BRIDGE_STREAM_READ && op != BRIDGE_STREAM_WRITE) || h[BRIDGE_STREAM_OFF_FLAGS] ||
-      h[BRIDGE_STREAM_OFF_RSVD] || h[BRIDGE_STREAM_OFF_RSVD + 1] || (lo & 3) ||
-      lo > 0xFFFFFFFFul - ((uint32_t)stream_count * 4 - 1)) {
-    ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); /* not dword aligned, or crosses 4 GiB */
-    return;
-  }
-  stream_cancel();
-  if (op == BRIDGE_STREAM_READ) {
-    uint16_t done = stream_run((__xdata uint8_t *)USB_BULK_IN_BUF);
-    stream_finish((__xdata uint8_t *)USB_BULK_IN_BUF + stream_count * 4, done,
-                  stream_count * 4 + BRIDGE_STREAM_RESULT_SIZE);
-    ep0_send(0);
-    return;
-  }
-  stream_state = STREAM_WAIT_OUT;
-  REG_USB_EP_CFG2 = USB_EP_CFG2_ARM_OUT; /* lands at FLASH_BUF, like SPI_PROGRAM */
-  ep0_done(0);
-}
-
-/* Bulk OUT of a stream write arrived at FLASH_BUF: exactly count*4 bytes
- * or nothing is written. */
-static void stream_write_data(uint16_t bytes) {
-  uint16_t done = 0;
-  if (bytes != stream_count * 4) {
-    stream_err = BRIDGE_ERR_BULK_LENGTH;
-    stream_cpl = BRIDGE_CPL_SC;
-  } else {
-    done = stream_run((__xdata uint8_t *)FLASH_BUF);
-  }
-  stream_finish((__xdata uint8_t *)USB_BULK_IN_BUF, done, BRIDGE_STREAM_RESULT_SIZE);
-}
-
 /* Bulk OUT finished (data at FLASH_BUF): complete a pending SPI program or
  * stream write. Bulk IN finished: the stream result was collected. */
 static void bulk_event(void) {
   uint16_t count;
   uint8_t cfg1 = REG_USB_EP_CFG1;
   REG_USB_EP_CFG1 = cfg1; /* write-1-to-clear */
-  if ((cfg1 & USB_EP_CFG1_BULK_IN_COMPLETE) && stream_state == STREAM_WAIT_IN)
-    stream_state = STREAM_IDLE;
+  if (cfg1 & USB_EP_CFG1_BULK_IN_COMPLETE) stream_bulk_in_done();
   if (!(cfg1 & USB_EP_CFG1_BULK_OUT_COMPLETE)) return;
   count = ((uint16_t)REG_USB_BULK_OUT_BC_H << 8) | REG_USB_BULK_OUT_BC_L;
-  if (stream_state == STREAM_WAIT_OUT && !op_busy) {
-    stream_write_data(count);
+  if (!op_busy) {
+    stream_bulk_out(count);
     return;
   }
-  if (!op_busy) return;
-  if (count != op_len) {
-    last_error = BRIDGE_ERR_BULK_LENGTH;
-  } else {
-    last_error = spi_program(op_addr, op_len) ? BRIDGE_ERR_NONE : BRIDGE_ERR_FLASH_TIMEOUT;
-  }
-  last_request = BRIDGE_REQ_SPI_PROGRAM;
+  ep0_result(BRIDGE_REQ_SPI_PROGRAM, count != op_len ? BRIDGE_ERR_BULK_LENGTH
+                                     : spi_program(op_addr, op_len) ? BRIDGE_ERR_NONE
+                                     : BRIDGE_ERR_FLASH_TIMEOUT);
   op_busy = 0;
 }
 
@@ -357,7 +225,7 @@ static void vendor_setup(void) {
       if (setup_len != 0) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
       if (setup_idx() != 0 || setup_val() > 1) { ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); return; }
       if (setup_val_l) pcie_power_on(); else pcie_power_off();
-      if (setup_val_l && !pcie_link_up) { last_error = BRIDGE_ERR_LINK_DOWN; last_request = setup_req; ep0_send(0); return; }
+      if (setup_val_l && !pcie_link_up) { ep0_result(setup_req, BRIDGE_ERR_LINK_DOWN); ep0_send(0); return; }
       ep0_done(0);
       return;
     case BRIDGE_REQ_SPI_READ:
@@ -394,7 +262,11 @@ static uint8_t tlp_request_ok(__xdata uint8_t *t) {
         ft == BRIDGE_TLP_CFGWR0 || ft == BRIDGE_TLP_CFGRD1 || ft == BRIDGE_TLP_CFGWR1))
     return 0;
   if (be == 0 || be > 0x0F) return 0;
-  if (t[BRIDGE_TLP_OFF_FLAGS] || t[BRIDGE_TLP_OFF_RSVD]) return 0;
+  /* POSTED only makes sense for a memory write: everything else completes. */
+  if (t[BRIDGE_TLP_OFF_FLAGS] &&
+      (t[BRIDGE_TLP_OFF_FLAGS] != BRIDGE_TLP_FLAG_POSTED || !(ft == BRIDGE_TLP_MWR32 || ft == BRIDGE_TLP_MWR64)))
+    return 0;
+  if (t[BRIDGE_TLP_OFF_RSVD]) return 0;
   if (t[BRIDGE_TLP_OFF_ADDR_LO] & 0x03) return 0;
   if (!is64 && (t[8] | t[9] | t[10] | t[11])) return 0;
   return 1;
@@ -412,9 +284,9 @@ static void vendor_data_out(void) {
       if (!tlp_request_ok(tlp_req)) { ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); return; }
       pcie_tlp_run(tlp_req);
       i = tlp_result[BRIDGE_TLP_RESULT_OFF_STATUS];
-      last_error = i == BRIDGE_TLP_STATUS_OK ? BRIDGE_ERR_NONE
-                 : i == BRIDGE_TLP_STATUS_TIMEOUT ? BRIDGE_ERR_TLP_TIMEOUT : BRIDGE_ERR_TLP_ENGINE;
-      last_request = setup_req;
+      ep0_result(setup_req, i == BRIDGE_TLP_STATUS_OK || i == BRIDGE_TLP_STATUS_POSTED ? BRIDGE_ERR_NONE
+                            : i == BRIDGE_TLP_STATUS_TIMEOUT ? BRIDGE_ERR_TLP_TIMEOUT
+                            : BRIDGE_ERR_TLP_ENGINE);
       ep0_send(0); /* the outcome is in TLP_RESULT */
       return;
     case BRIDGE_REQ_MEM_STREAM:
@@ -429,13 +301,7 @@ static void control_event(void) {
   uint8_t phase = REG_USB_CTRL_PHASE;
   if (phase & USB_CTRL_PHASE_SETUP) {
     REG_USB_CTRL_PHASE = USB_CTRL_PHASE_SETUP;
-    setup_bm = REG_USB_SETUP_BMREQ;
-    setup_req = REG_USB_SETUP_BREQ;
-    setup_val_l = REG_USB_SETUP_WVAL_L;
-    setup_val_h = REG_USB_SETUP_WVAL_H;
-    setup_idx_l = REG_USB_SETUP_WIDX_L;
-    setup_idx_h = REG_USB_SETUP_WIDX_H;
-    setup_len = ((uint16_t)REG_USB_SETUP_WLEN_H << 8) | REG_USB_SETUP_WLEN_L;
+    ep0_setup_load();
     if ((setup_bm & 0x60) == 0x00) usb_std_request();
     else if ((setup_bm & 0x60) == 0x40) vendor_setup();
     else ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
@@ -446,19 +312,6 @@ static void control_event(void) {
   } else {
     REG_USB_CTRL_PHASE = phase; /* status stages need nothing from us */
   }
-}
-
-static void link_event(void) {
-  uint8_t v = REG_BUF_CFG_9300;
-  if (v & BUF_CFG_9300_SS_FAIL) {
-    /* SuperSpeed failed: run as USB 2 high speed (handmade/src/main.c). */
-    is_usb2 = 1;
-    REG_CPU_MODE = 0x00;
-    REG_USB_PHY_CTRL_91C0 = 0x10;
-  } else if (v & BUF_CFG_9300_SS_OK) {
-    is_usb2 = 0;
-  }
-  REG_BUF_CFG_9300 = v;
 }
 
 static void bus_reset(void) {
@@ -480,7 +333,7 @@ void usb_isr(void) __interrupt(0) {
     /* Bulk data before control: it completes a request already accepted
      * (SPI program), and the host polls INFO until it is done. */
     if (st & USB_PERIPH_BUS_RESET) bus_reset();
-    else if (st & USB_PERIPH_LINK_EVENT) link_event();
+    else if (st & USB_PERIPH_LINK_EVENT) usb_link_event();
     else if (st & USB_PERIPH_BULK_DATA) bulk_event();
     else if (st & USB_PERIPH_CONTROL) control_event();
     else break;
@@ -491,7 +344,7 @@ void main(void) {
   REG_UART_LCR &= (uint8_t)~0x38; /* no parity (handmade main.c) */
   is_usb2 = 0;
   spi_init();
-  serial_ok = spi_read_otp_serial();
+  serial_load();
   pcie_init();
   pcie_power_off();
   usb_init_controller();

@@ -11,9 +11,20 @@
  * src/include/registers.h (B22A[7:5] completion status, B284 bit 0 CplD,
  * bank-1 0x6025 bit 7 TLP routing), handmade/src/pcie_tuning.h (RX PHY
  * tuning, data in regs.h).
+ *
+ * Posted writes: whether the engine ever sets COMPLETE (0xB296 bit 1) for a
+ * MWr is not public; handmade's pcie_pio.h fires stream writes without
+ * waiting ("fire-and-forget"). With BRIDGE_TLP_FLAG_POSTED /
+ * BRIDGE_STREAM_FLAG_POSTED we do the same and only look once at the ERROR
+ * bit the engine raises when it cannot send (link down); without the flag a
+ * MWr waits for COMPLETE as before, which is how a hardware run answers the
+ * question (drivers/usb/bridge_hw_test.cpp `posted`).
  */
-#include "fw.h"
+#include "pcie.h"
+#include "regs.h"
+#include "deadline.h"
 
+__xdata uint8_t pcie_link_up;
 __xdata uint8_t tlp_result[BRIDGE_TLP_RESULT_SIZE];
 static __xdata uint8_t tlp_seq;
 
@@ -91,6 +102,12 @@ void pcie_power_on(void) {
 
 static uint8_t tlp_wait(void);
 
+/* A posted write was triggered and is not waited for: only an engine that
+ * refused to send it (ERROR at once) is a failure. */
+static uint8_t tlp_sent(void) {
+  return (REG_PCIE_STATUS & PCIE_STATUS_ERROR) ? BRIDGE_ERR_TLP_ENGINE : BRIDGE_ERR_NONE;
+}
+
 void pcie_tlp_run(__xdata uint8_t *t) {
   uint8_t ft = t[BRIDGE_TLP_OFF_FMT_TYPE], status, i;
   tlp_seq++;
@@ -107,9 +124,13 @@ void pcie_tlp_run(__xdata uint8_t *t) {
   REG_PCIE_STATUS = PCIE_STATUS_KICK;
   REG_PCIE_TRIGGER = PCIE_TRIGGER_EXEC;
 
-  i = tlp_wait();
-  status = i == BRIDGE_ERR_NONE ? BRIDGE_TLP_STATUS_OK
-         : i == BRIDGE_ERR_TLP_ENGINE ? BRIDGE_TLP_STATUS_ENGINE_ERROR : BRIDGE_TLP_STATUS_TIMEOUT;
+  if (t[BRIDGE_TLP_OFF_FLAGS] & BRIDGE_TLP_FLAG_POSTED) {
+    status = tlp_sent() == BRIDGE_ERR_NONE ? BRIDGE_TLP_STATUS_POSTED : BRIDGE_TLP_STATUS_ENGINE_ERROR;
+  } else {
+    i = tlp_wait();
+    status = i == BRIDGE_ERR_NONE ? BRIDGE_TLP_STATUS_OK
+           : i == BRIDGE_ERR_TLP_ENGINE ? BRIDGE_TLP_STATUS_ENGINE_ERROR : BRIDGE_TLP_STATUS_TIMEOUT;
+  }
   /* Leave the engine idle whatever happened, so the next TLP starts clean. */
   REG_PCIE_STATUS = PCIE_STATUS_ERROR | PCIE_STATUS_COMPLETE;
 
@@ -139,10 +160,10 @@ static uint8_t tlp_wait(void) {
 
 __xdata uint8_t stream_err, stream_cpl;
 
-uint16_t pcie_stream_run(uint8_t write, uint32_t addr_lo, uint32_t addr_hi, uint16_t count,
-                         __xdata uint8_t *buf) {
+uint16_t pcie_stream_run(uint8_t write, uint8_t flags, uint32_t addr_lo, uint32_t addr_hi,
+                         uint16_t count, __xdata uint8_t *buf) {
   uint16_t done;
-  uint8_t i, low;
+  uint8_t i, low, posted = write && (flags & BRIDGE_STREAM_FLAG_POSTED);
   stream_err = BRIDGE_ERR_NONE;
   stream_cpl = BRIDGE_CPL_SC;
   REG_PCIE_FMT_TYPE = addr_hi ? (write ? BRIDGE_TLP_MWR64 : BRIDGE_TLP_MRD64)
@@ -162,7 +183,7 @@ uint16_t pcie_stream_run(uint8_t write, uint32_t addr_lo, uint32_t addr_hi, uint
     /* Clear error/complete/kick in one write, then fire (pcie_pio.h). */
     REG_PCIE_STATUS = PCIE_STATUS_ERROR | PCIE_STATUS_COMPLETE | PCIE_STATUS_KICK;
     REG_PCIE_TRIGGER = PCIE_TRIGGER_EXEC;
-    stream_err = tlp_wait();
+    stream_err = posted ? tlp_sent() : tlp_wait();
     if (stream_err) break;
     if (!write) {
       stream_cpl = REG_PCIE_CPL_HDR_HI >> 5;

@@ -1,17 +1,19 @@
 /*
  * spi.c — the SPI flash controller: reads, 4 KiB erase, page program, and
- * the OTP serial number.
+ * raw OTP reads (serial.c interprets them).
  *
  * Sources: tinygrad/asm2464pd-firmware handmade/src/flash.h and
  * handmade/e4_flash.py (controller init CC33/CA81/C805/C8A6; transaction =
  * mode C8AD, buffer offset C8AE/AF, command C8AA, address-length C8AC
  * (0x04 none, 0x07 three bytes), address C8A1/C8A2/C8AB, big-endian byte
  * count C8A3/C8A4, start C8A9 = 1 and poll bit 0; data in/out through the
- * 0x7000 buffer; mode 1 for commands that send buffer data; OTP layout:
- * 4 serial bytes + XOR checksum read between ENSO 0xB1 and EXSO 0xC1),
+ * 0x7000 buffer; mode 1 for commands that send buffer data; OTP bytes are
+ * read between ENSO 0xB1 and EXSO 0xC1),
  * Macronix MX25 datasheet (WREN 0x06, RDSR 0x05 bit 0 WIP, SE 0x20, PP 0x02).
  */
-#include "fw.h"
+#include "spi.h"
+#include "deadline.h"
+#include "regs.h"
 
 void spi_init(void) {
   REG_CPU_EXEC_STATUS_2 = 0x04;
@@ -70,19 +72,10 @@ uint8_t spi_program(uint32_t addr, uint16_t len) {
   return spi_wait_ready(2 * 10);
 }
 
-uint8_t spi_read_otp_serial(void) {
-  uint8_t i, csum = 0, ok;
-  for (i = 0; i < 4; i++) serial[i] = 0xFF;
+uint8_t spi_read_otp(uint16_t len) {
+  uint8_t ok;
   if (!spi_cmd(SPI_CMD_ENTER_OTP, 0, FLASH_ADDR_LEN_NOADDR, 0, 0)) return 0;
-  ok = spi_cmd(SPI_CMD_READ, 0, FLASH_ADDR_LEN_3BYTE, 5, 0);
-  if (ok) {
-    for (i = 0; i < 4; i++) {
-      serial[i] = FLASH_BUF[i];
-      csum ^= serial[i];
-    }
-    ok = (FLASH_BUF[4] == csum);
-  }
+  ok = spi_cmd(SPI_CMD_READ, 0, FLASH_ADDR_LEN_3BYTE, len, 0);
   spi_cmd(SPI_CMD_EXIT_OTP, 0, FLASH_ADDR_LEN_NOADDR, 0, 0);
-  /* A blank OTP (all FF) has checksum 0x00 != 0xFF, so it reads as not ok. */
   return ok;
 }

@@ -7,12 +7,19 @@
  *
  * Sources: USB 2.0 spec ch. 9 and USB 3.2 spec ch. 9 (descriptor layouts,
  * BOS, SuperSpeed endpoint companion, SET_SEL/SET_ISOCH_DELAY);
- * tinygrad/asm2464pd-firmware handmade/src/usb.h (SET_ADDRESS writes
+ * tinygrad/asm2464pd-firmware handmade/src/main.c (link event: 0x9300
+ * bit 1 SuperSpeed up, bit 2 SuperSpeed failed -> run at high speed with
+ * 0xCC30 = 0, 0x91C0 = 0x10), handmade/src/usb.h (SET_ADDRESS writes
  * 0x9090 = 0x80 | address and 0x91D0 = 0x02; controller start sequence;
  * SerDes lane tuning values at 0xC280/0xC300 without which the controller
  * raises no events), src/include/registers.h.
  */
-#include "fw.h"
+#include "usb.h"
+#include "regs.h"
+#include "bridge_protocol.h"
+#include "ep0.h"
+#include "serial.h"
+#include "stream.h"
 
 #define U16(v) (uint8_t)((v) & 0xFF), (uint8_t)(((v) >> 8) & 0xFF)
 
@@ -55,6 +62,7 @@ static __code const uint8_t bos_desc[22] = {
 static __code const char str_mfg[] = "capgraph";
 static __code const char str_product[] = "capgraph ASM2464PD bridge";
 
+__xdata uint8_t is_usb2;
 static __xdata uint8_t configuration;
 
 static void ep0_reply(__code const uint8_t *src, uint8_t len) {
@@ -233,4 +241,16 @@ void usb_init_controller(void) {
   XREG(0x9010) = 0x00; /* REG_USB_DATA_L */
   XREG(0x905E) = 0x00; /* REG_USB_EP_MGMT */
   XREG(0x9303) = 0x33; /* REG_BUF_CFG_9303 */
+}
+
+void usb_link_event(void) {
+  uint8_t v = REG_BUF_CFG_9300;
+  if (v & BUF_CFG_9300_SS_FAIL) {
+    is_usb2 = 1;
+    REG_CPU_MODE = 0x00;
+    REG_USB_PHY_CTRL_91C0 = 0x10;
+  } else if (v & BUF_CFG_9300_SS_OK) {
+    is_usb2 = 0;
+  }
+  REG_BUF_CFG_9300 = v;
 }

@@ -23,6 +23,7 @@
 
 #include "cpu8051.h"
 #include "pcie_endpoint.h"
+#include "pcie_fabric.h"
 
 namespace capgraph::emu {
 
@@ -74,6 +75,15 @@ class Asm2464 : public Cpu8051::Bus {
   struct Options {
     bool usb3 = true;
     bool endpoint_present = true;
+    // Type 1 bridges between the root port and the endpoint (pcie_fabric.h):
+    // 4 as in front of an RX 7900 XTX (GPU at bus 4); 0 puts it at bus 0.
+    int pcie_bridges = 4;
+    // Whether the TLP engine sets COMPLETE (0xB296 bit 1) after a MWr. A
+    // posted write gets no completion on the link and the sources do not say
+    // whether the engine flags it anyway (research R1; tinygrad's handmade
+    // firmware never waits for writes), so the model assumes the worse case:
+    // a firmware that waits for it times out.
+    bool posted_write_completes = false;
   };
 
   Asm2464();
@@ -118,9 +128,19 @@ class Asm2464 : public Cpu8051::Bus {
   }
   bool phy_tuning_broken() const { return phy_tuning_broken_; }
 
+  // What a PCIe device reaches by bus mastering into the bridge: the 512 KiB
+  // SRAM at 0x200000 and the XDATA windows at 0x820000 / 0x822000 /
+  // 0x800000 (bridge_protocol.h BRIDGE_*_WINDOW_*, sources there). Needs the
+  // link up and Bus Master Enable on the whole path (pcie_fabric.h). A write
+  // into the CQ window releases an armed SRAM->host DMA (the real gate).
+  bool bus_master_read(uint64_t addr, uint8_t* dst, size_t n);
+  bool bus_master_write(uint64_t addr, const uint8_t* src, size_t n);
+  uint32_t cq_triggers = 0;  // bus-master writes into the CQ window
+
   Cpu8051 cpu;
   SpiFlash flash;
   PcieEndpoint endpoint;
+  PcieFabric fabric;
   std::vector<uint8_t> sram;  // 512 KiB, bus address 0x200000
   WireStats stats;
   std::string uart;
@@ -165,9 +185,11 @@ class Asm2464 : public Cpu8051::Bus {
   // SRAM DMA engine (0xC412...)
   struct Dma {
     bool armed = false, to_sram = false;
+    bool gated = false;  // SRAM->host waits for a write into the CQ window
     uint32_t offset = 0, remaining = 0;
   } dma_;
   void dma_start(uint8_t ctrl);
+  uint8_t* bus_window(uint64_t addr, size_t n);
 
   // PCIe TLP engine and link
   uint8_t pcie_status_ = 0;

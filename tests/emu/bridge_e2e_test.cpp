@@ -102,47 +102,6 @@ TEST_CASE("register read and write, both banks") {
   CHECK(r.dev.protocol_violations == 0);
 }
 
-TEST_CASE("PCIe: power, config space, BARs and memory TLPs on the simulated device") {
-  if (!have_image()) return;
-  Rig r;
-  REQUIRE(r.boot());
-  CHECK_FALSE(r.bridge.info().pcie_link);
-  CHECK(r.dev.phy_tuning_applied());  // at boot, before any link training
-  auto st = r.bridge.pcie_power(true);
-  REQUIRE_MESSAGE(st.ok(), st.message);
-  uint32_t v = 0;
-  REQUIRE(r.bridge.config_read32(0, 0, 0, 0x00, &v).ok());
-  CHECK(v == 0x74801002u);
-  REQUIRE(r.bridge.config_read32(0, 0, 0, 0x08, &v).ok());
-  CHECK((v >> 24) == 0x03);  // display controller
-  REQUIRE(r.bridge.config_write32(0, 0, 0, 0x10, 0xFFFFFFFFu).ok());
-  REQUIRE(r.bridge.config_read32(0, 0, 0, 0x10, &v).ok());
-  CHECK(v == 0xF000000Cu);
-  // BAR0 above 4 GiB (64-bit TLPs), BAR5 below (32-bit TLPs), memory on.
-  REQUIRE(r.bridge.config_write32(0, 0, 0, 0x10, 0x00000000u).ok());
-  REQUIRE(r.bridge.config_write32(0, 0, 0, 0x14, 0x00000008u).ok());
-  REQUIRE(r.bridge.config_write32(0, 0, 0, 0x24, 0xD0000000u).ok());
-  REQUIRE(r.bridge.config_write32(0, 0, 0, 0x04, 0x00000006u).ok());
-  REQUIRE(r.bridge.mem_write32(0x800000100ull, 0x12345678u).ok());
-  REQUIRE(r.bridge.mem_read32(0x800000100ull, &v).ok());
-  CHECK(v == 0x12345678u);
-  REQUIRE(r.bridge.mem_write32(0xD0000040u, 0xCAFEF00Du).ok());
-  REQUIRE(r.bridge.mem_read32(0xD0000040u, &v).ok());
-  CHECK(v == 0xCAFEF00Du);
-  // Nothing at device 1: UR, reported as such.
-  st = r.bridge.config_read32(0, 1, 0, 0, &v);
-  CHECK_FALSE(st.ok());
-  CHECK(st.message.find("Unsupported Request") != std::string::npos);
-  CHECK(v == 0xFFFFFFFFu);
-  st = r.bridge.mem_read32(0xC0000000u, &v);
-  CHECK(st.message.find("Unsupported Request") != std::string::npos);
-  REQUIRE(r.bridge.pcie_power(false).ok());
-  usb::BridgeInfo info;
-  REQUIRE(r.bridge.read_info(&info).ok());
-  CHECK_FALSE(info.pcie_link);
-  CHECK(r.dev.protocol_violations == 0);
-}
-
 TEST_CASE("faults: a TLP that never completes, and TLPs with the link down") {
   if (!have_image()) return;
   Rig r;
@@ -151,15 +110,15 @@ TEST_CASE("faults: a TLP that never completes, and TLPs with the link down") {
   auto st = r.bridge.config_read32(0, 0, 0, 0, &v);
   CHECK_FALSE(st.ok());
   CHECK(st.message.find("link down") != std::string::npos);
-  REQUIRE(r.bridge.pcie_power(true).ok());
+  const uint8_t gpu = pcie_bring_up(r).endpoint_bus;
   r.dev.endpoint.hang = true;
-  st = r.bridge.config_read32(0, 0, 0, 0, &v);
+  st = r.bridge.config_read32(gpu, 0, 0, 0, &v);
   CHECK_FALSE(st.ok());
   CHECK(st.transfer == usb::TransferStatus::timeout);
   CHECK(st.message.find("no completion") != std::string::npos);
   r.dev.endpoint.hang = false;
-  REQUIRE(r.bridge.config_read32(0, 0, 0, 0, &v).ok());  // the engine recovered
-  CHECK(v == 0x74801002u);
+  REQUIRE(r.bridge.config_read32(gpu, 0, 0, 0, &v).ok());  // the engine recovered
+  CHECK(v == 0x744C1002u);
 }
 
 TEST_CASE("faults: malformed requests STALL and change nothing") {
@@ -210,6 +169,14 @@ TEST_CASE("faults: malformed requests STALL and change nothing") {
   CHECK(r.raw(0x40, BRIDGE_REQ_TLP, 0, 0, BRIDGE_TLP_SIZE, tlp3) == TS::stall);
   uint8_t tlp4[BRIDGE_TLP_SIZE] = {BRIDGE_TLP_MRD32, 0x00};
   CHECK(r.raw(0x40, BRIDGE_REQ_TLP, 0, 0, BRIDGE_TLP_SIZE, tlp4) == TS::stall);
+  // POSTED only on a memory write, and no other flag bit.
+  uint8_t tlp5[BRIDGE_TLP_SIZE] = {BRIDGE_TLP_MRD32, 0x0F, BRIDGE_TLP_FLAG_POSTED};
+  CHECK(r.raw(0x40, BRIDGE_REQ_TLP, 0, 0, BRIDGE_TLP_SIZE, tlp5) == TS::stall);
+  CHECK(r.last_error() == BRIDGE_ERR_BAD_ARGUMENT);
+  uint8_t tlp6[BRIDGE_TLP_SIZE] = {BRIDGE_TLP_CFGWR1, 0x0F, BRIDGE_TLP_FLAG_POSTED};
+  CHECK(r.raw(0x40, BRIDGE_REQ_TLP, 0, 0, BRIDGE_TLP_SIZE, tlp6) == TS::stall);
+  uint8_t tlp7[BRIDGE_TLP_SIZE] = {BRIDGE_TLP_MWR32, 0x0F, 0x02};
+  CHECK(r.raw(0x40, BRIDGE_REQ_TLP, 0, 0, BRIDGE_TLP_SIZE, tlp7) == TS::stall);
   // Nothing changed: the canary, no DMA armed, TLP result untouched.
   uint8_t got = 0;
   REQUIRE(r.bridge.reg_read(0x5100, &got, 1).ok());
@@ -235,7 +202,9 @@ TEST_CASE("1 MiB through the SRAM DMA windows, both directions, bit-exact; proto
   std::vector<uint8_t> src(total), back(total);
   std::mt19937 rng(42);
   for (auto& b : src) b = uint8_t(rng());
+  pcie_bring_up(r);  // the GPU side needs the link and bus mastering
   r.dev.stats = {};
+  const uint8_t trigger[4] = {};
   for (size_t off = 0; off < total; off += half) {
     auto st = r.bridge.sram_write(0, src.data() + off, half);
     REQUIRE_MESSAGE(st.ok(), st.message);
@@ -243,7 +212,10 @@ TEST_CASE("1 MiB through the SRAM DMA windows, both directions, bit-exact; proto
     std::vector<uint8_t> seen(4096);
     REQUIRE(r.dev.endpoint.dma_read(BRIDGE_SRAM_BUS_ADDR + 0x1000, seen.data(), seen.size()));
     CHECK(std::equal(seen.begin(), seen.end(), src.begin() + off + 0x1000));
-    st = r.bridge.sram_read(0, back.data() + off, half);
+    // Back to the host: arm, the GPU writes the trigger, collect.
+    REQUIRE(r.bridge.sram_read_arm(0, half).ok());
+    REQUIRE(r.dev.endpoint.dma_write(BRIDGE_CQ_TRIGGER_BUS_ADDR, trigger, 4));
+    st = r.bridge.sram_read_collect(back.data() + off, half);
     REQUIRE_MESSAGE(st.ok(), st.message);
   }
   CHECK(back == src);

@@ -15,6 +15,7 @@
 #include "bridge.h"
 #include "bridge_protocol.h"
 #include "emu_transport.h"
+#include "usb_pci.h"
 
 namespace capgraph::emu_test {
 
@@ -79,6 +80,20 @@ struct Rig {
     return i.last_error;
   }
 };
+
+// PCIe power on, then the switch chain and the endpoint's BARs as the host
+// library programs them (drivers/usb/usb_pci.h): GPU at bus 4 by default,
+// BAR0 at 32 GiB, BAR2 at 0x1000_0000, BAR5 at 0x1020_0000.
+inline usb::PciChain pcie_bring_up(Rig& r) {
+  usb::PciChain chain;
+  auto st = r.bridge.pcie_power(true);
+  REQUIRE_MESSAGE(st.ok(), st.message);
+  st = usb::pci_chain_setup(r.bridge, &chain);
+  REQUIRE_MESSAGE(st.ok(), st.message);
+  st = usb::pci_bars_assign(r.bridge, &chain);
+  REQUIRE_MESSAGE(st.ok(), st.message);
+  return chain;
+}
 
 inline std::string temp_path(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / "capgraph_bridge_e2e";

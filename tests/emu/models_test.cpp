@@ -5,6 +5,7 @@
 
 #include "asm2464_model.h"
 #include "pcie_endpoint.h"
+#include "pcie_fabric.h"
 
 using namespace capgraph::emu;
 
@@ -52,7 +53,7 @@ TEST_CASE("SPI flash: page program wraps inside its page") {
 
 TEST_CASE("PCIe endpoint: config space, BAR sizing and decode, UR") {
   PcieEndpoint ep;
-  CHECK(ep.config_read(0) == 0x74801002u);
+  CHECK(ep.config_read(0) == 0x744C1002u);
   ep.config_write(0x10, 0xFFFFFFFFu, 0xF);
   ep.config_write(0x14, 0xFFFFFFFFu, 0xF);
   CHECK(ep.config_read(0x10) == 0xF000000Cu);  // 256 MiB, 64-bit, prefetchable
@@ -161,4 +162,45 @@ TEST_CASE("PCIe model: TLPs reach the device only with bank-1 0x6025 bit 7 set")
   CHECK(config_read() == 0x00);  // lost: no completion ever
   dev.xdata_write(0x6025, 1, 0x41 | 0x80);
   CHECK(config_read() == 0x02);  // completes
+}
+
+TEST_CASE("PCIe fabric: type 0 reaches only bus 0; type 1 follows the bus numbers; windows gate memory") {
+  PcieEndpoint ep;
+  PcieFabric f(ep, 4);
+  auto cfg = [&](uint8_t fmt, uint8_t bus, uint16_t reg, uint32_t data = 0) {
+    TlpRequest r;
+    r.fmt_type = fmt;
+    r.addr = uint32_t(bus) << 24 | reg;
+    r.data = data;
+    return f.handle(r);
+  };
+  CHECK(cfg(0x04, 4, 0).status == 1);               // type 0 to bus 4: UR
+  CHECK(cfg(0x05, 4, 0).status == 1);               // type 1 before any bus numbers: UR
+  CHECK(cfg(0x04, 0, 0).data == 0x01001B21u);       // the first bridge
+  for (uint8_t b = 0; b < 4; ++b) {
+    const uint8_t fmt = b ? 0x45 : 0x44;
+    CHECK(cfg(fmt, b, 0x18, uint32_t(b) | uint32_t(b + 1) << 8 | 4u << 16).status == 0);
+  }
+  CHECK(cfg(0x05, 4, 0).data == 0x744C1002u);       // the GPU, reached as type 0
+  CHECK(cfg(0x05, 5, 0).status == 1);               // past the subordinate bus
+  CHECK(f.bridges[2].secondary() == 3);
+  // Memory: open the windows and enable decoding on every bridge, place BAR5.
+  for (uint8_t b = 0; b < 4; ++b) {
+    cfg(b ? 0x45 : 0x44, b, 0x20, 0xFFF01000u);
+    cfg(b ? 0x45 : 0x44, b, 0x04, 0x6);
+  }
+  cfg(0x45, 4, 0x24, 0x10200000u);
+  cfg(0x45, 4, 0x04, 0x6);
+  TlpRequest w;
+  w.fmt_type = 0x40;
+  w.addr = 0x10200010u;
+  w.data = 0xABCD1234u;
+  f.handle(w);
+  TlpRequest rd;
+  rd.addr = 0x10200010u;
+  CHECK(f.handle(rd).data == 0xABCD1234u);
+  rd.addr = 0x0FF00000u;  // below the windows
+  CHECK(f.handle(rd).status == 1);
+  CHECK(f.upstream_reaches_root(0x200000));
+  CHECK_FALSE(f.upstream_reaches_root(0x10200000u));  // inside a window: stays downstream
 }

@@ -13,7 +13,7 @@ PcieEndpoint::PcieEndpoint() {
   // BAR0/1 64-bit prefetchable VRAM aperture, BAR2/3 64-bit doorbells,
   // BAR5 32-bit registers.
   put16(&cfg_[0x00], 0x1002);
-  put16(&cfg_[0x02], 0x7480);
+  put16(&cfg_[0x02], 0x744C);  // Navi31 (RX 7900 XTX), the card behind a 4-deep chain
   cfg_[0x08] = 0x00;          // revision
   cfg_[0x09] = 0x00;          // prog-if
   cfg_[0x0A] = 0x00;          // subclass: VGA
@@ -107,9 +107,11 @@ TlpCompletion PcieEndpoint::handle(const TlpRequest& t) {
   bool write = t.fmt_type & 0x40;
   if (type == 0x04 || type == 0x05) {
     uint32_t a = uint32_t(t.addr);
-    unsigned bus = a >> 24, dev = (a >> 19) & 31, fn = (a >> 16) & 7;
+    unsigned dev = (a >> 19) & 31, fn = (a >> 16) & 7;
     uint16_t reg = uint16_t(a & 0xFFC);
-    if (type != 0x04 || bus != 0 || dev != 0 || fn != 0) {
+    // Routing to this function (bus number, type 1 -> 0) is the fabric's job
+    // (pcie_fabric.h); here only device 0 function 0 exists.
+    if (type != 0x04 || dev != 0 || fn != 0) {
       c.status = 1;  // UR: nothing at that function
       c.has_data = false;
       return c;

@@ -1,7 +1,8 @@
 // pcie_endpoint — a simulated PCIe device behind the bridge: a type 0
 // config space with BARs that size and decode like real hardware, sparse
 // memory behind the BARs, fault switches, and bus-master reads back into
-// the bridge (how a GPU fetches from the bridge SRAM at 0x200000).
+// the bridge (how a GPU fetches from the bridge SRAM at 0x200000) and
+// bus-master writes into it (copy-out, fences, the SRAM-read trigger).
 //
 // Sources: PCI Local Bus Spec 3.0 / PCIe Base Spec (config header layout,
 // BAR sizing by writing all-ones, command register bit 1 = memory space,
@@ -50,8 +51,12 @@ class PcieEndpoint {
   uint32_t mem_read32(uint64_t bus_addr, bool* claimed);
   void mem_write32(uint64_t bus_addr, uint32_t v, uint8_t byte_en);
 
-  // Bus-master read: the device fetching host/bridge memory.
+  // Bus-master read / write: the device reaching memory upstream (the
+  // bridge's SRAM and windows). False: nobody upstream claimed it (UR), e.g.
+  // Bus Master Enable off somewhere on the path or an address the bridge
+  // does not decode.
   std::function<bool(uint64_t addr, uint8_t* dst, size_t n)> dma_read;
+  std::function<bool(uint64_t addr, const uint8_t* src, size_t n)> dma_write;
 
   bool hang = false;  // drop every request (a TLP that never completes)
   // Drop the request with this number (1-based, counting `requests`) and

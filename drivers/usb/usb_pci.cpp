@@ -1,0 +1,94 @@
+#include "usb_pci.h"
+
+#include <cstdio>
+#include <string>
+
+namespace capgraph::usb {
+
+static BridgeStatus chain_error(const std::string& why) {
+  BridgeStatus st;
+  st.transfer = TransferStatus::error;
+  st.message = "PCIe chain: " + why;
+  return st;
+}
+
+BridgeStatus pci_chain_setup(Bridge& b, PciChain* chain) {
+  *chain = PciChain{};
+  for (int bus = 0; bus <= kPciMaxBridges; ++bus) {
+    uint32_t id = 0, hdr = 0;
+    BridgeStatus st = b.config_read32(uint8_t(bus), 0, 0, 0x00, &id);
+    if (!st.ok()) return chain_error("nothing answers at " + std::to_string(bus) + ":00.0: " + st.message);
+    if (!(st = b.config_read32(uint8_t(bus), 0, 0, 0x0C, &hdr)).ok()) return st;
+    const uint8_t type = (hdr >> 16) & 0x7F;
+    if (type == 0) {
+      chain->endpoint_bus = uint8_t(bus);
+      chain->vendor = uint16_t(id);
+      chain->device = uint16_t(id >> 16);
+      // Narrow every bridge's subordinate bus to the endpoint's.
+      for (int p = 0; p < bus; ++p)
+        if (!(st = b.config_write32(uint8_t(p), 0, 0, 0x18,
+                                    uint32_t(p) | uint32_t(p + 1) << 8 | uint32_t(bus) << 16)).ok())
+          return st;
+      return {};
+    }
+    if (type != 1 || bus == kPciMaxBridges) {
+      char buf[120];
+      std::snprintf(buf, sizeof buf, "%02x:00.0 (%04x:%04x) has header type %u; expected a bridge or "
+                    "an endpoint within %d buses", bus, id & 0xFFFF, id >> 16, type, kPciMaxBridges);
+      return chain_error(buf);
+    }
+    chain->bridge_ids.push_back(uint16_t(id));
+    const uint8_t p = uint8_t(bus);
+    // Bus numbers: primary, secondary = next, subordinate open until the end is known.
+    if (!(st = b.config_write32(p, 0, 0, 0x18, uint32_t(p) | uint32_t(p + 1) << 8 | 0xFFu << 16)).ok()) return st;
+    // Memory window 0x1000_0000..0xFFFF_FFFF: base/limit [15:4] = address [31:20].
+    if (!(st = b.config_write32(p, 0, 0, 0x20, 0xFFF0u << 16 | uint32_t(kPciMemWindowBase >> 16))).ok()) return st;
+    // Prefetchable window 32 GiB..2^64-1 (64-bit): low base 0, upper base/limit.
+    if (!(st = b.config_write32(p, 0, 0, 0x24, 0xFFF0u << 16 | uint32_t(kPciPrefWindowBase >> 16 & 0xFFF0))).ok()) return st;
+    if (!(st = b.config_write32(p, 0, 0, 0x28, uint32_t(kPciPrefWindowBase >> 32))).ok()) return st;
+    if (!(st = b.config_write32(p, 0, 0, 0x2C, 0xFFFFFFFFu)).ok()) return st;
+    // Memory space and bus master: requests down, the GPU's DMA up.
+    if (!(st = b.config_write32(p, 0, 0, 0x04, 0x0006)).ok()) return st;
+  }
+  return chain_error("no endpoint found");
+}
+
+BridgeStatus pci_bars_assign(Bridge& b, PciChain* chain) {
+  const uint8_t bus = chain->endpoint_bus;
+  uint64_t mem = kPciMemWindowBase, pref = kPciPrefWindowBase;
+  chain->bars.clear();
+  BridgeStatus st;
+  // Decoding off while the BARs move.
+  if (!(st = b.config_write32(bus, 0, 0, 0x04, 0)).ok()) return st;
+  for (int i = 0; i < 6; ++i) {
+    const uint16_t reg = uint16_t(0x10 + 4 * i);
+    uint32_t lo = 0, hi = 0xFFFFFFFFu;
+    if (!(st = b.config_write32(bus, 0, 0, reg, 0xFFFFFFFFu)).ok()) return st;
+    if (!(st = b.config_read32(bus, 0, 0, reg, &lo)).ok()) return st;
+    if (lo == 0 || (lo & 1)) continue;  // absent, or I/O space (not used over USB)
+    PciBar bar;
+    bar.index = i;
+    bar.is64 = (lo & 0x6) == 0x4;
+    bar.prefetch = lo & 0x8;
+    if (bar.is64) {
+      if (i == 5) return chain_error("BAR5 claims to be 64-bit");
+      if (!(st = b.config_write32(bus, 0, 0, uint16_t(reg + 4), 0xFFFFFFFFu)).ok()) return st;
+      if (!(st = b.config_read32(bus, 0, 0, uint16_t(reg + 4), &hi)).ok()) return st;
+    } else {
+      hi = 0xFFFFFFFFu;
+    }
+    const uint64_t mask = (uint64_t(hi) << 32) | (lo & ~0xFull);
+    bar.size = ~mask + 1;
+    uint64_t& cursor = bar.is64 && bar.prefetch ? pref : mem;
+    bar.base = (cursor + bar.size - 1) & ~(bar.size - 1);
+    cursor = bar.base + bar.size;
+    if (&cursor == &mem && cursor > 0x100000000ull) return chain_error("BARs do not fit below 4 GiB");
+    if (!(st = b.config_write32(bus, 0, 0, reg, uint32_t(bar.base) | (lo & 0xF))).ok()) return st;
+    if (bar.is64 && !(st = b.config_write32(bus, 0, 0, uint16_t(reg + 4), uint32_t(bar.base >> 32))).ok()) return st;
+    chain->bars.push_back(bar);
+    if (bar.is64) ++i;
+  }
+  return b.config_write32(bus, 0, 0, 0x04, 0x0006);
+}
+
+}  // namespace capgraph::usb

@@ -1,0 +1,47 @@
+// usb_pci — PCIe behind the bridge: walk the chain of PCI-to-PCI bridges
+// from bus 0 to the first endpoint (on an RX 7900 XTX: the ASM2464's switch
+// on buses 0-1, the GPU's own ports on 2-3, the GPU at bus 4), give every
+// bridge its bus numbers and forwarding windows, then size and place the
+// endpoint's BARs. No ReBAR yet (issue 14, Build).
+//
+// Layout (as tinygrad's pci_setup_usb_bars does it; see
+// shared/research/usbgpu_am_plan.md §3.1): non-prefetchable window from
+// 0x1000_0000 to 4 GiB, prefetchable window from 32 GiB up; 64-bit
+// prefetchable BARs (VRAM) go above 4 GiB (4DW TLPs), the rest below.
+// Sources: PCI-to-PCI Bridge Architecture Spec 1.2 (type 1 header layout),
+// PCI Local Bus Spec 3.0 (BAR sizing by writing all-ones, command bits).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "bridge.h"
+
+namespace capgraph::usb {
+
+constexpr uint64_t kPciMemWindowBase = 0x10000000ull;
+constexpr uint64_t kPciPrefWindowBase = 0x800000000ull;  // 32 GiB
+constexpr int kPciMaxBridges = 8;
+
+struct PciBar {
+  int index = 0;  // BAR register number 0..5 (a 64-bit BAR also uses index+1)
+  uint64_t base = 0, size = 0;
+  bool is64 = false, prefetch = false;
+};
+
+struct PciChain {
+  uint8_t endpoint_bus = 0;
+  uint16_t vendor = 0, device = 0;
+  std::vector<uint16_t> bridge_ids;  // vendor of each bridge, bus 0 first
+  std::vector<PciBar> bars;          // filled by pci_bars_assign
+};
+
+// Programs every type 1 bridge from bus 0 down and stops at the first
+// type 0 function; fails naming the bus when nothing answers or the chain
+// is deeper than kPciMaxBridges.
+BridgeStatus pci_chain_setup(Bridge& b, PciChain* chain);
+// Sizes the endpoint's memory BARs, places them in the windows, and turns on
+// memory decoding and bus mastering.
+BridgeStatus pci_bars_assign(Bridge& b, PciChain* chain);
+
+}  // namespace capgraph::usb
