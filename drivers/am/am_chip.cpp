@@ -54,38 +54,43 @@ bool chip_select(const discovery_table &t, chip *out, std::string *err) {
     const char *block = rows[i].block;
     std::string accepted;
     for (size_t r = i; r < end; ++r)
-      accepted += (r > i ? ", " : "") + version_text(rows[r].major, rows[r].minor, rows[r].revision);
+      accepted +=
+          (r > i ? ", " : "") + version_text(rows[r].major, rows[r].minor, rows[r].revision);
     // Every instance of the block (SDMA has two on gfx1100) must agree.
     const ip_block *first = nullptr;
     for (const ip_block &ip : t.ips) {
       if (ip.hw_id != hw) continue;
       if (!first) {
         first = &ip;
-      } else if (ip.major != first->major || ip.minor != first->minor || ip.revision != first->revision) {
-        *err = std::string("AMD GPU: ") + block + " instances disagree: instance " + std::to_string(first->instance) +
-               " is " + version_text(first->major, first->minor, first->revision) + ", instance " +
+      } else if (ip.major != first->major || ip.minor != first->minor ||
+                 ip.revision != first->revision) {
+        *err = std::string("AMD GPU: ") + block + " instances disagree: instance " +
+               std::to_string(first->instance) + " is " +
+               version_text(first->major, first->minor, first->revision) + ", instance " +
                std::to_string(ip.instance) + " is " + version_text(ip.major, ip.minor, ip.revision);
         return false;
       }
     }
     if (!first) {
-      *err = std::string("AMD GPU: the IP discovery table has no ") + block + " block (hw id " + std::to_string(hw) +
-             "); the driver needs " + block + " " + accepted;
+      *err = std::string("AMD GPU: the IP discovery table has no ") + block + " block (hw id " +
+             std::to_string(hw) + "); the driver needs " + block + " " + accepted;
       return false;
     }
     const chip_ip_row *match = nullptr;
     for (size_t r = i; r < end; ++r)
-      if (rows[r].major == first->major && rows[r].minor == first->minor && rows[r].revision == first->revision)
+      if (rows[r].major == first->major && rows[r].minor == first->minor &&
+          rows[r].revision == first->revision)
         match = &rows[r];
     if (!match) {
       *err = std::string("AMD GPU: unsupported IP version ") + block + " " +
-             version_text(first->major, first->minor, first->revision) + " (this driver knows " + block + " " +
-             accepted + ", i.e. gfx1100 / RX 7900 XTX)";
+             version_text(first->major, first->minor, first->revision) + " (this driver knows " +
+             block + " " + accepted + ", i.e. gfx1100 / RX 7900 XTX)";
       return false;
     }
     c.ips.push_back(match);
     for (const char *f : match->firmware)
-      if (std::find(c.firmware.begin(), c.firmware.end(), f) == c.firmware.end()) c.firmware.push_back(f);
+      if (std::find(c.firmware.begin(), c.firmware.end(), f) == c.firmware.end())
+        c.firmware.push_back(f);
     i = end;
   }
   c.name = gfx_name(*c.find(hw_id_gc));

@@ -42,9 +42,9 @@ const std::vector<chip_ip_row> &chip_ip_rows();
 
 // The chip the discovery table describes, once every block's version is known.
 struct chip {
-  std::string name;                   // "gfx1100"
+  std::string name;                      // "gfx1100"
   std::vector<const chip_ip_row *> ips;  // one per block, in chip_ip_rows() order
-  std::vector<std::string> firmware;  // every file the boot loads, no repeats
+  std::vector<std::string> firmware;     // every file the boot loads, no repeats
   // The row for a block (nullptr when the chip has none): GC, MP0, ...
   const chip_ip_row *find(uint16_t hw_id) const;
 };

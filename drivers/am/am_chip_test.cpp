@@ -1,9 +1,9 @@
 // am_chip: chip selection from discovery tables built here (the gfx1100
 // versions listed in am_chip.h, made-up base addresses), and every way a
 // table can fail it.
-#include <doctest/doctest.h>
-
 #include "am_chip.h"
+
+#include <doctest/doctest.h>
 
 using namespace capgraph::am;
 
@@ -22,10 +22,11 @@ ip_block ip(uint16_t hw, uint8_t major, uint8_t minor, uint8_t rev, uint8_t inst
 
 discovery_table gfx1100_table() {
   discovery_table t;
-  t.ips = {ip(hw_id_gc, 11, 0, 0),    ip(hw_id_mp0, 13, 0, 0),   ip(hw_id_mp1, 13, 0, 0),
-           ip(hw_id_sdma0, 6, 0, 0),  ip(hw_id_sdma0, 6, 0, 0, 1), ip(hw_id_mmhub, 3, 0, 0),
-           ip(hw_id_nbif, 4, 3, 0),   ip(hw_id_hdp, 6, 0, 0),    ip(hw_id_osssys, 6, 0, 0),
-           ip(12 /* VCN: not used by the boot */, 4, 0, 0)};
+  t.ips = {ip(hw_id_gc, 11, 0, 0),      ip(hw_id_mp0, 13, 0, 0),
+           ip(hw_id_mp1, 13, 0, 0),     ip(hw_id_sdma0, 6, 0, 0),
+           ip(hw_id_sdma0, 6, 0, 0, 1), ip(hw_id_mmhub, 3, 0, 0),
+           ip(hw_id_nbif, 4, 3, 0),     ip(hw_id_hdp, 6, 0, 0),
+           ip(hw_id_osssys, 6, 0, 0),   ip(12 /* VCN: not used by the boot */, 4, 0, 0)};
   return t;
 }
 
@@ -51,8 +52,9 @@ TEST_CASE("chip: a gfx1100 table selects gfx1100 and its six firmware files") {
   REQUIRE_MESSAGE(chip_select(gfx1100_table(), &c, &err), err);
   CHECK(c.name == "gfx1100");
   CHECK(c.ips.size() == 8);
-  CHECK(c.firmware == std::vector<std::string>{"gc_11_0_0_imu.bin", "gc_11_0_0_rlc.bin", "gc_11_0_0_mec.bin",
-                                               "psp_13_0_0_sos.bin", "smu_13_0_0.bin", "sdma_6_0_0.bin"});
+  CHECK(c.firmware == std::vector<std::string>{"gc_11_0_0_imu.bin", "gc_11_0_0_rlc.bin",
+                                               "gc_11_0_0_mec.bin", "psp_13_0_0_sos.bin",
+                                               "smu_13_0_0.bin", "sdma_6_0_0.bin"});
   REQUIRE(c.find(hw_id_mp0));
   CHECK(std::string(c.find(hw_id_mp0)->block) == "MP0");
   CHECK(c.find(12) == nullptr);
@@ -71,8 +73,8 @@ TEST_CASE("chip: every firmware file is named after its block's version, as Linu
       continue;
     }
     CHECK_FALSE(r.firmware.empty());
-    const std::string stem = prefix + "_" + std::to_string(r.major) + "_" + std::to_string(r.minor) + "_" +
-                             std::to_string(r.revision);
+    const std::string stem = prefix + "_" + std::to_string(r.major) + "_" +
+                             std::to_string(r.minor) + "_" + std::to_string(r.revision);
     for (const char *f : r.firmware) {
       const std::string name = f;
       CHECK_MESSAGE(name.compare(0, stem.size(), stem) == 0, name);

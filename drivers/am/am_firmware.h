@@ -34,7 +34,7 @@ constexpr const char *kFirmwareDirDefault = "/lib/firmware/amdgpu";
 constexpr const char *kFirmwareDirEnv = "CAPGRAPH_AMD_FIRMWARE";  // overrides the default folder
 constexpr const char *kFirmwarePackage = "firmware-amd-graphics";
 constexpr uint32_t kFirmwareCommonHeaderBytes = 32;
-constexpr uint32_t kFirmwarePspMaxBins = 26;        // UCODE_MAX_PSP_PACKAGING: count must be below
+constexpr uint32_t kFirmwarePspMaxBins = 26;  // UCODE_MAX_PSP_PACKAGING: count must be below
 constexpr uint64_t kFirmwareMaxFileBytes = 16u << 20;  // the largest amdgpu file is < 1 MiB
 
 enum psp_fw_type : uint32_t {
@@ -86,14 +86,16 @@ std::string firmware_dir();
 // "_sos.bin" must carry a PSP v2 header with its SOS and SYS_DRV bins (the
 // two the bootloader cannot start without). False with a message naming the
 // file, the field and its byte offset; *out is then empty.
-bool firmware_parse(const std::string &name, std::vector<uint8_t> bytes, firmware_file *out, std::string *err);
+bool firmware_parse(const std::string &name, std::vector<uint8_t> bytes, firmware_file *out,
+                    std::string *err);
 
 // Reads dir/name and parses it. A missing file is an error naming the file,
 // the folder, the Debian package and the override variable.
-bool firmware_read(const std::string &dir, const std::string &name, firmware_file *out, std::string *err);
+bool firmware_read(const std::string &dir, const std::string &name, firmware_file *out,
+                   std::string *err);
 
 // Reads every file of a chip (am_chip.h chip::firmware), stopping at the first error.
-bool firmware_read_all(const std::string &dir, const std::vector<std::string> &names, std::vector<firmware_file> *out,
-                       std::string *err);
+bool firmware_read_all(const std::string &dir, const std::vector<std::string> &names,
+                       std::vector<firmware_file> *out, std::string *err);
 
 }  // namespace capgraph::am

@@ -3,13 +3,13 @@
 // v2.0 sOS container with six bins shaped like MP0 13.0.0's (SYS_DRV, SOS,
 // TOC, KDB, SPL, RL; the sizes are scaled down), a plain v1-style file, and
 // every way they can be missing, cut or damaged.
+#include "am_firmware.h"
+
 #include <doctest/doctest.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-
-#include "am_firmware.h"
 
 using namespace capgraph::am;
 namespace fs = std::filesystem;
@@ -30,8 +30,8 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
   return v;
 }
 
-void common_put(std::vector<uint8_t> &b, uint32_t header_bytes, uint16_t major, uint16_t minor, uint32_t ucode_off,
-                uint32_t ucode_size) {
+void common_put(std::vector<uint8_t> &b, uint32_t header_bytes, uint16_t major, uint16_t minor,
+                uint32_t ucode_off, uint32_t ucode_size) {
   put32(b, 0, uint32_t(b.size()));
   put32(b, 4, header_bytes);
   put16(b, 8, major);
@@ -48,8 +48,9 @@ struct bin_spec {
   uint32_t type;
   size_t size;
 };
-const std::vector<bin_spec> sos_bins = {{psp_fw_sys_drv, 1584}, {psp_fw_sos, 992}, {psp_fw_toc, 230},
-                                        {psp_fw_kdb, 588},      {psp_fw_spl, 67},  {psp_fw_rl, 240}};
+const std::vector<bin_spec> sos_bins = {{psp_fw_sys_drv, 1584}, {psp_fw_sos, 992},
+                                        {psp_fw_toc, 230},      {psp_fw_kdb, 588},
+                                        {psp_fw_spl, 67},       {psp_fw_rl, 240}};
 constexpr uint32_t kSosHeaderBytes = 256;
 
 // A psp_firmware_header_v2.x file; bin i's payload is pattern(size, i + 1).
@@ -129,7 +130,8 @@ TEST_CASE("firmware: a PSP v2.0 sOS file gives every bin at the right bytes") {
       REQUIRE(bin);
       CHECK(bin->fw_version == 0x100 + i);
       REQUIRE(bin->size == sos_bins[i].size);
-      CHECK(std::vector<uint8_t>(f.bytes.begin() + bin->offset, f.bytes.begin() + bin->offset + bin->size) ==
+      CHECK(std::vector<uint8_t>(f.bytes.begin() + bin->offset,
+                                 f.bytes.begin() + bin->offset + bin->size) ==
             pattern(sos_bins[i].size, uint8_t(i + 1)));
     }
     CHECK(f.psp_find(psp_fw_sos)->offset == kSosHeaderBytes + 1584);
@@ -178,8 +180,10 @@ TEST_CASE("firmware: damaged headers are refused, naming the field") {
   CHECK(has(edit([](auto &b) { put32(b, 32, 0); }), "psp_fw_bin_count (byte 32) is 0"));
   CHECK(has(edit([](auto &b) { put32(b, 32, 26); }), "psp_fw_bin_count (byte 32) is 26"));
   CHECK(has(edit([](auto &b) { put32(b, 32, 15); }), "overlap the payload"));
-  CHECK(has(edit([](auto &b) { put32(b, 36 + 16 + 8, 0xFFFFFFF0u); }), "psp_fw_bin[1] (SOS, byte 52) runs past"));
-  CHECK(has(edit([](auto &b) { put32(b, 36 + 12, 0); }), "psp_fw_bin[0] (SYS_DRV, byte 36) has size_bytes 0"));
+  CHECK(has(edit([](auto &b) { put32(b, 36 + 16 + 8, 0xFFFFFFF0u); }),
+            "psp_fw_bin[1] (SOS, byte 52) runs past"));
+  CHECK(has(edit([](auto &b) { put32(b, 36 + 12, 0); }),
+            "psp_fw_bin[0] (SYS_DRV, byte 36) has size_bytes 0"));
   CHECK(has(edit([](auto &b) { put32(b, 36 + 32, psp_fw_sos); }), "repeats a type"));
   CHECK(has(edit([](auto &b) { put32(b, 36 + 16, psp_fw_ras_drv); }), "has no SOS bin"));
   // A plain file is not held to the PSP layout, but to the common header.
@@ -188,19 +192,23 @@ TEST_CASE("firmware: damaged headers are refused, naming the field") {
   CHECK(has(parse_error("sdma_6_0_0.bin", p), "size_bytes (byte 0) says 7"));
 }
 
-TEST_CASE("firmware: files are read from the folder; a missing one names the file and the package") {
+TEST_CASE(
+    "firmware: files are read from the folder; a missing one names the file and the package") {
   temp_dir dir;
   dir.write("psp_13_0_0_sos.bin", sos_build());
   dir.write("smu_13_0_0.bin", plain_build());
   std::vector<firmware_file> files;
   std::string err;
-  REQUIRE_MESSAGE(firmware_read_all(dir.path.string(), {"psp_13_0_0_sos.bin", "smu_13_0_0.bin"}, &files, &err), err);
+  REQUIRE_MESSAGE(
+      firmware_read_all(dir.path.string(), {"psp_13_0_0_sos.bin", "smu_13_0_0.bin"}, &files, &err),
+      err);
   REQUIRE(files.size() == 2);
   CHECK(files[0].name == "psp_13_0_0_sos.bin");
   CHECK(files[0].psp_bins.size() == 6);
   CHECK(files[1].header.ucode_size_bytes == 500);
 
-  CHECK_FALSE(firmware_read_all(dir.path.string(), {"smu_13_0_0.bin", "sdma_6_0_0.bin"}, &files, &err));
+  CHECK_FALSE(
+      firmware_read_all(dir.path.string(), {"smu_13_0_0.bin", "sdma_6_0_0.bin"}, &files, &err));
   CHECK(files.empty());
   CHECK(has(err, "sdma_6_0_0.bin is missing"));
   CHECK(has(err, "firmware-amd-graphics"));
@@ -224,7 +232,9 @@ TEST_CASE("firmware: files are read from the folder; a missing one names the fil
   CHECK(has(err, "size_bytes (byte 0)"));
 }
 
-TEST_CASE("firmware: the folder defaults to /lib/firmware/amdgpu and CAPGRAPH_AMD_FIRMWARE overrides it") {
+TEST_CASE(
+    "firmware: the folder defaults to /lib/firmware/amdgpu and CAPGRAPH_AMD_FIRMWARE overrides "
+    "it") {
   const char *saved = std::getenv(kFirmwareDirEnv);
   const std::string keep = saved ? saved : "";
   unsetenv(kFirmwareDirEnv);
@@ -233,6 +243,8 @@ TEST_CASE("firmware: the folder defaults to /lib/firmware/amdgpu and CAPGRAPH_AM
   CHECK(firmware_dir() == "/lib/firmware/amdgpu");
   setenv(kFirmwareDirEnv, "/tmp/fw", 1);
   CHECK(firmware_dir() == "/tmp/fw");
-  if (saved) setenv(kFirmwareDirEnv, keep.c_str(), 1);
-  else unsetenv(kFirmwareDirEnv);
+  if (saved)
+    setenv(kFirmwareDirEnv, keep.c_str(), 1);
+  else
+    unsetenv(kFirmwareDirEnv);
 }

@@ -72,6 +72,6 @@ struct ucode_file_pieces {
 // with a message naming the file, the header version or the field when the
 // header is not the expected one, a piece is empty, or a piece runs past the
 // end of the file.
-bool ucode_pieces(const firmware_file &f, ucode_file_pieces *out, std::string *err);
+bool ucode_locate(const firmware_file &f, ucode_file_pieces *out, std::string *err);
 
 }  // namespace capgraph::am

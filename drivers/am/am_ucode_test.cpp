@@ -2,11 +2,11 @@
 // with the header layouts of Linux's amdgpu_ucode.h (see am_ucode.h) around
 // our own payload bytes, each piece filled with its own pattern so a wrong
 // offset or size shows; then damaged headers.
+#include "am_ucode.h"
+
 #include <doctest/doctest.h>
 
 #include <map>
-
-#include "am_ucode.h"
 
 using namespace capgraph::am;
 
@@ -33,7 +33,8 @@ struct region {
 // A file of `total` bytes: the common header (payload = [256, 256 + ucode_size)),
 // extra header words, and regions filled with pattern(size, seed).
 std::vector<uint8_t> file_build(uint32_t total, uint16_t major, uint16_t minor, uint32_t ucode_size,
-                                const std::map<size_t, uint32_t> &words, const std::vector<region> &regions) {
+                                const std::map<size_t, uint32_t> &words,
+                                const std::vector<region> &regions) {
   std::vector<uint8_t> b(total, 0);
   put32(b, 0, total);
   put32(b, 4, 256);
@@ -51,16 +52,19 @@ std::vector<uint8_t> file_build(uint32_t total, uint16_t major, uint16_t minor, 
 }
 
 // gfx1100-shaped files, sizes scaled down (real ones: usbgpu_am_plan.md §1.9).
-std::vector<uint8_t> smu_build() { return file_build(256 + 2000, 2, 1, 2000, {}, {{256, 2000, 1}}); }
+std::vector<uint8_t> smu_build() {
+  return file_build(256 + 2000, 2, 1, 2000, {}, {{256, 2000, 1}});
+}
 std::vector<uint8_t> sdma_build() {
   // ctx at the payload start, ctl after it.
   return file_build(256 + 1700 + 1650, 2, 0, 3350, {{36, 1700}, {48, 256 + 1700}, {52, 1650}},
                     {{256, 1700, 2}, {256 + 1700, 1650, 3}});
 }
 std::vector<uint8_t> mec_build() {
-  return file_build(256 + 2600 + 1400, 2, 0, 4000,
-                    {{36, 2600}, {40, 0}, {44, 1400}, {48, 256 + 2600}, {52, 0x3000}, {56, 0x70000}},
-                    {{256, 2600, 4}, {256 + 2600, 1400, 5}});
+  return file_build(
+      256 + 2600 + 1400, 2, 0, 4000,
+      {{36, 2600}, {40, 0}, {44, 1400}, {48, 256 + 2600}, {52, 0x3000}, {56, 0x70000}},
+      {{256, 2600, 4}, {256 + 2600, 1400, 5}});
 }
 std::vector<uint8_t> imu_build() {
   return file_build(256 + 660 + 640, 1, 0, 1300, {{32, 660}, {36, 0}, {40, 640}, {44, 660}},
@@ -70,19 +74,27 @@ std::vector<uint8_t> rlc_build(uint16_t minor = 3) {
   // G first (the common payload), then IRAM, DRAM, P, V.
   const uint32_t g = 250, iram = 660, dram = 330, p = 87, v = 128;
   uint32_t at = 256;
-  const uint32_t g_at = at, iram_at = (at += g), dram_at = (at += iram), p_at = (at += dram), v_at = (at += p);
+  const uint32_t g_at = at, iram_at = (at += g), dram_at = (at += iram), p_at = (at += dram),
+                 v_at = (at += p);
   at += v;
-  return file_build(at, 2, minor, g,
-                    {{156, iram}, {160, iram_at}, {164, dram}, {168, dram_at}, {180, p}, {184, p_at}, {196, v},
-                     {200, v_at}},
-                    {{g_at, g, 8}, {iram_at, iram, 9}, {dram_at, dram, 10}, {p_at, p, 11}, {v_at, v, 12}});
+  return file_build(
+      at, 2, minor, g,
+      {{156, iram},
+       {160, iram_at},
+       {164, dram},
+       {168, dram_at},
+       {180, p},
+       {184, p_at},
+       {196, v},
+       {200, v_at}},
+      {{g_at, g, 8}, {iram_at, iram, 9}, {dram_at, dram, 10}, {p_at, p, 11}, {v_at, v, 12}});
 }
 
 ucode_file_pieces pieces_of(const std::string &name, std::vector<uint8_t> b, firmware_file *keep) {
   std::string err;
   REQUIRE_MESSAGE(firmware_parse(name, std::move(b), keep, &err), err);
   ucode_file_pieces p;
-  REQUIRE_MESSAGE(ucode_pieces(*keep, &p, &err), err);
+  REQUIRE_MESSAGE(ucode_locate(*keep, &p, &err), err);
   return p;
 }
 
@@ -93,7 +105,8 @@ struct expect {
   uint8_t seed;
 };
 
-void pieces_check(const std::string &file, std::vector<uint8_t> b, const std::vector<expect> &want) {
+void pieces_check(const std::string &file, std::vector<uint8_t> b,
+                  const std::vector<expect> &want) {
   firmware_file f;
   const ucode_file_pieces p = pieces_of(file, std::move(b), &f);
   REQUIRE(p.pieces.size() == want.size());
@@ -102,9 +115,10 @@ void pieces_check(const std::string &file, std::vector<uint8_t> b, const std::ve
     CHECK(pc.fw_type == want[i].type);
     CHECK(std::string(pc.name) == want[i].name);
     REQUIRE(pc.size == want[i].size);
-    CHECK_MESSAGE(std::vector<uint8_t>(f.bytes.begin() + pc.offset, f.bytes.begin() + pc.offset + pc.size) ==
-                      pattern(want[i].size, want[i].seed),
-                  pc.name);
+    CHECK_MESSAGE(
+        std::vector<uint8_t>(f.bytes.begin() + pc.offset, f.bytes.begin() + pc.offset + pc.size) ==
+            pattern(want[i].size, want[i].seed),
+        pc.name);
   }
 }
 
@@ -113,7 +127,7 @@ std::string pieces_error(const std::string &name, std::vector<uint8_t> b) {
   std::string err;
   REQUIRE_MESSAGE(firmware_parse(name, std::move(b), &f, &err), err);
   ucode_file_pieces p;
-  CHECK_FALSE(ucode_pieces(f, &p, &err));
+  CHECK_FALSE(ucode_locate(f, &p, &err));
   CHECK(p.pieces.empty());
   CHECK(err.find(name) != std::string::npos);
   return err;
@@ -126,10 +140,13 @@ bool has(const std::string &s, const char *part) { return s.find(part) != std::s
 TEST_CASE("ucode: each gfx11 file gives its LOAD_IP_FW pieces at the right bytes") {
   pieces_check("smu_13_0_0.bin", smu_build(), {{gfx_fw_smu, "SMU", 2000, 1}});
   pieces_check("sdma_6_0_0.bin", sdma_build(),
-               {{gfx_fw_sdma_ucode_th1, "SDMA_UCODE_TH1", 1650, 3}, {gfx_fw_sdma_ucode_th0, "SDMA_UCODE_TH0", 1700, 2}});
+               {{gfx_fw_sdma_ucode_th1, "SDMA_UCODE_TH1", 1650, 3},
+                {gfx_fw_sdma_ucode_th0, "SDMA_UCODE_TH0", 1700, 2}});
   pieces_check("gc_11_0_0_mec.bin", mec_build(),
-               {{gfx_fw_rs64_mec, "RS64_MEC", 2600, 4}, {gfx_fw_rs64_mec_p0_stack, "RS64_MEC_P0_STACK", 1400, 5}});
-  pieces_check("gc_11_0_0_imu.bin", imu_build(), {{gfx_fw_imu_i, "IMU_I", 660, 6}, {gfx_fw_imu_d, "IMU_D", 640, 7}});
+               {{gfx_fw_rs64_mec, "RS64_MEC", 2600, 4},
+                {gfx_fw_rs64_mec_p0_stack, "RS64_MEC_P0_STACK", 1400, 5}});
+  pieces_check("gc_11_0_0_imu.bin", imu_build(),
+               {{gfx_fw_imu_i, "IMU_I", 660, 6}, {gfx_fw_imu_d, "IMU_D", 640, 7}});
   pieces_check("gc_11_0_0_rlc.bin", rlc_build(),
                {{gfx_fw_rlc_iram, "RLC_IRAM", 660, 9},
                 {gfx_fw_rlc_dram_boot, "RLC_DRAM_BOOT", 330, 10},
@@ -144,8 +161,10 @@ TEST_CASE("ucode: each gfx11 file gives its LOAD_IP_FW pieces at the right bytes
 TEST_CASE("ucode: wrong header versions and unknown files are refused by name") {
   auto b = sdma_build();
   put16(b, 8, 1);
-  CHECK(has(pieces_error("sdma_6_0_0.bin", b), "header_version (byte 8) is 1.0; expected sdma_firmware_header_v2.0"));
-  CHECK(has(pieces_error("gc_11_0_0_rlc.bin", rlc_build(2)), "is 2.2; expected rlc_firmware_header_v2.3"));
+  CHECK(has(pieces_error("sdma_6_0_0.bin", b),
+            "header_version (byte 8) is 1.0; expected sdma_firmware_header_v2.0"));
+  CHECK(has(pieces_error("gc_11_0_0_rlc.bin", rlc_build(2)),
+            "is 2.2; expected rlc_firmware_header_v2.3"));
   b = imu_build();
   put16(b, 8, 2);
   CHECK(has(pieces_error("gc_11_0_0_imu.bin", b), "imu_firmware_header_v1.0"));

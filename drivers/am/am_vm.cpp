@@ -18,7 +18,9 @@ std::string hex(uint64_t v) {
 }
 
 uint64_t level_bytes(int l) { return 1ull << kVmLevelShift[l]; }
-uint32_t level_index(int l, uint64_t va) { return uint32_t(va >> kVmLevelShift[l]) & (kVmTableEntries - 1); }
+uint32_t level_index(int l, uint64_t va) {
+  return uint32_t(va >> kVmLevelShift[l]) & (kVmTableEntries - 1);
+}
 
 // The largest fragment f <= max whose aligned block of 4 KiB << f pages,
 // holding va, lies inside the mapping with its physical side aligned alike.
@@ -53,8 +55,8 @@ struct builder {
   }
 
   bool fail(size_t i, const vm_mapping &m, const std::string &what) {
-    *err = "GPU page tables: mapping " + std::to_string(i) + " (VA " + hex(m.va) + ", PA " + hex(m.pa) + ", " +
-           hex(m.size) + " bytes): " + what;
+    *err = "GPU page tables: mapping " + std::to_string(i) + " (VA " + hex(m.va) + ", PA " +
+           hex(m.pa) + ", " + hex(m.size) + " bytes): " + what;
     return false;
   }
 
@@ -75,12 +77,16 @@ struct builder {
         if (e == 0) {
           const int nt = table_alloc(vm_level(l + 1));
           if (nt < 0)
-            return fail(i, m, "the page-table pool at " + hex(pool_pa) + " (" + hex(pool_bytes) + " bytes, " +
-                                  std::to_string(pool_bytes / kVmTableBytes) + " tables) is too small");
+            return fail(i, m,
+                        "the page-table pool at " + hex(pool_pa) + " (" + hex(pool_bytes) +
+                            " bytes, " + std::to_string(pool_bytes / kVmTableBytes) +
+                            " tables) is too small");
           t.tables[ti].entries[level_index(l, va)] = t.tables[size_t(nt)].pa | kPteValid;
           ti = size_t(nt);
         } else if (e & kPdePte) {
-          return fail(i, m, "VA " + hex(va) + " overlaps an earlier mapping (a " + level_name(l) + " page)");
+          return fail(
+              i, m,
+              "VA " + hex(va) + " overlaps an earlier mapping (a " + level_name(l) + " page)");
         } else {
           ti = size_t(((e & kPteAddressMask) - pool_pa) / kVmTableBytes);
         }
@@ -88,7 +94,8 @@ struct builder {
       uint64_t &e = t.tables[ti].entries[level_index(leaf, va)];
       if (e != 0) return fail(i, m, "VA " + hex(va) + " overlaps an earlier mapping");
       e = (pa & kPteAddressMask) | m.flags | kPteValid |
-          uint64_t(fragment_pick(m, va, opt.max_fragment)) << kPteFragmentShift | (leaf != vm_ptb ? kPdePte : 0);
+          uint64_t(fragment_pick(m, va, opt.max_fragment)) << kPteFragmentShift |
+          (leaf != vm_ptb ? kPdePte : 0);
       off += level_bytes(leaf);
     }
     return true;
@@ -133,14 +140,17 @@ bool vm_tables_build(const std::vector<vm_mapping> &maps, uint64_t pool_pa, uint
     if (m.pa >= kVmSpanBytes || m.size > kVmSpanBytes - m.pa)
       return b.fail(i, m, "runs past the 48-bit address field of an entry");
     if (m.flags & owned)
-      return b.fail(i, m, "flags " + hex(m.flags) + " carry bits the builder sets (" + hex(m.flags & owned) + ")");
+      return b.fail(
+          i, m,
+          "flags " + hex(m.flags) + " carry bits the builder sets (" + hex(m.flags & owned) + ")");
     if (!b.map(i, m)) return false;
   }
   *out = std::move(b.t);
   return true;
 }
 
-bool vm_translate(const vm_read64 &read, uint64_t root_pa, uint64_t va, vm_walk *out, std::string *err) {
+bool vm_translate(const vm_read64 &read, uint64_t root_pa, uint64_t va, vm_walk *out,
+                  std::string *err) {
   *out = vm_walk{};
   auto fault = [&](const std::string &what) {
     *err = "GPU page fault at VA " + hex(va) + ": " + what;
@@ -149,26 +159,30 @@ bool vm_translate(const vm_read64 &read, uint64_t root_pa, uint64_t va, vm_walk 
   if (va >= kVmSpanBytes) return fault("past the 48-bit span of the page tables");
   uint64_t table = root_pa;
   for (int l = vm_pdb2; l <= vm_ptb; ++l) {
-    if (table % kVmTableBytes) return fault(std::string(level_name(l)) + " table at " + hex(table) + " is not 4 KiB aligned");
+    if (table % kVmTableBytes)
+      return fault(std::string(level_name(l)) + " table at " + hex(table) +
+                   " is not 4 KiB aligned");
     const uint32_t idx = level_index(l, va);
     uint64_t e = 0;
     if (!read(table + 8ull * idx, &e))
-      return fault(std::string(level_name(l)) + " entry " + std::to_string(idx) + " at " + hex(table + 8ull * idx) +
-                   " cannot be read");
-    const std::string where =
-        std::string(level_name(l)) + " entry " + std::to_string(idx) + " of the table at " + hex(table);
+      return fault(std::string(level_name(l)) + " entry " + std::to_string(idx) + " at " +
+                   hex(table + 8ull * idx) + " cannot be read");
+    const std::string where = std::string(level_name(l)) + " entry " + std::to_string(idx) +
+                              " of the table at " + hex(table);
     if (!(e & kPteValid)) return fault(where + " is not valid (" + hex(e) + ")");
     if (l == vm_ptb || (e & kPdePte)) {
       const uint64_t ps = level_bytes(l);
       const uint64_t base = e & kPteAddressMask;
-      if (base & (ps - 1)) return fault(where + " maps a " + hex(ps) + "-byte page at unaligned " + hex(base));
+      if (base & (ps - 1))
+        return fault(where + " maps a " + hex(ps) + "-byte page at unaligned " + hex(base));
       out->pa = base + (va & (ps - 1));
       out->pte = e;
       out->level = vm_level(l);
       out->fragment = uint32_t((e & kPteFragmentMask) >> kPteFragmentShift);
       return true;
     }
-    if (e & kPteSystem) return fault(where + " points to a table in system memory, which this walker does not read");
+    if (e & kPteSystem)
+      return fault(where + " points to a table in system memory, which this walker does not read");
     table = e & kPteAddressMask;
   }
   return fault("no leaf");  // unreachable: PTB entries are leaves

@@ -68,7 +68,8 @@ enum vm_mtype : uint64_t { mtype_nc = 0, mtype_wc = 1, mtype_cc = 2, mtype_uc = 
 constexpr uint64_t pte_mtype(vm_mtype m) { return uint64_t(m) << kPteMtypeShift; }
 
 // Read/write/execute VRAM, uncached: what the GMMU=0 VRAM mapping uses.
-constexpr uint64_t kPteVramDefault = kPteReadable | kPteWriteable | kPteExecutable | (uint64_t(mtype_uc) << 48);
+constexpr uint64_t kPteVramDefault =
+    kPteReadable | kPteWriteable | kPteExecutable | (uint64_t(mtype_uc) << 48);
 
 // One contiguous mapping: [va, va + size) -> [pa, pa + size). va is an offset
 // from the context's PAGE_TABLE_START; pa a VRAM offset, or a bus address
@@ -114,8 +115,8 @@ bool vm_tables_build(const std::vector<vm_mapping> &maps, uint64_t pool_pa, uint
 using vm_read64 = std::function<bool(uint64_t pa, uint64_t *value)>;
 
 struct vm_walk {
-  uint64_t pa = 0;     // the translated address (bus address when kPteSystem)
-  uint64_t pte = 0;    // the entry that mapped it
+  uint64_t pa = 0;   // the translated address (bus address when kPteSystem)
+  uint64_t pte = 0;  // the entry that mapped it
   vm_level level = vm_ptb;
   uint32_t fragment = 0;
 };
@@ -124,6 +125,7 @@ struct vm_walk {
 // False (a page fault) with a message naming the VA, the level, the table
 // and the entry when an entry is invalid, a table address is misaligned or
 // unreadable, or the VA is past the 48-bit span.
-bool vm_translate(const vm_read64 &read, uint64_t root_pa, uint64_t va, vm_walk *out, std::string *err);
+bool vm_translate(const vm_read64 &read, uint64_t root_pa, uint64_t va, vm_walk *out,
+                  std::string *err);
 
 }  // namespace capgraph::am

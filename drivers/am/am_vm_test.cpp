@@ -2,18 +2,19 @@
 // 24 GiB VRAM less the reserved top, at one VA base; a bridge SRAM window as
 // SYSTEM pages), written into a VRAM model, then every checked address
 // translated back through them as the GPU walker would.
+#include "am_vm.h"
+
 #include <doctest/doctest.h>
 
 #include <map>
-
-#include "am_vm.h"
 
 using namespace capgraph::am;
 
 namespace {
 
 constexpr uint64_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB;
-constexpr uint64_t kPool = 16 * MiB;  // page-table pool in VRAM (tinygrad keeps boot memory in the first 32 MiB)
+constexpr uint64_t kPool =
+    16 * MiB;  // page-table pool in VRAM (tinygrad keeps boot memory in the first 32 MiB)
 
 // VRAM as the fake GPU will see it: only what the driver wrote.
 struct vram_model {
@@ -32,15 +33,16 @@ struct vram_model {
   }
 };
 
-vm_tables build(const std::vector<vm_mapping> &maps, vm_options opt = {}, uint64_t pool_bytes = 1 * MiB) {
+vm_tables build(const std::vector<vm_mapping> &maps, vm_options opt = {},
+                uint64_t pool_bytes = 1 * MiB) {
   vm_tables t;
   std::string err;
   REQUIRE_MESSAGE(vm_tables_build(maps, kPool, pool_bytes, opt, &t, &err), err);
   return t;
 }
 
-std::string build_error(const std::vector<vm_mapping> &maps, vm_options opt = {}, uint64_t pool_bytes = 1 * MiB,
-                        uint64_t pool = kPool) {
+std::string build_error(const std::vector<vm_mapping> &maps, vm_options opt = {},
+                        uint64_t pool_bytes = 1 * MiB, uint64_t pool = kPool) {
   vm_tables t;
   std::string err;
   CHECK_FALSE(vm_tables_build(maps, pool, pool_bytes, opt, &t, &err));
@@ -53,7 +55,8 @@ bool has(const std::string &s, const char *part) { return s.find(part) != std::s
 // Every VA of the list translates to its mapping's PA with its flags, and
 // each page's fragment block is inside the mapping, aligned, contiguous and
 // carries the same fragment throughout.
-void round_trip(const vm_tables &t, const std::vector<vm_mapping> &maps, const std::vector<uint64_t> &offsets) {
+void round_trip(const vm_tables &t, const std::vector<vm_mapping> &maps,
+                const std::vector<uint64_t> &offsets) {
   vram_model vram;
   vram.write(t);
   for (const vm_mapping &m : maps) {
@@ -144,7 +147,8 @@ TEST_CASE("vm: with 2 MiB pages at most (Linux's choice) the same VRAM takes 26 
 TEST_CASE("vm: unaligned edges take 4 KiB pages; fragments stay inside the mapping") {
   // Starts 4 KiB past a 2 MiB boundary and ends 12 KiB past one: 4 KiB pages
   // up to the first boundary, 2 MiB pages, a 4 KiB tail. Every page checked.
-  const vm_mapping m{1 * GiB + 4 * KiB, 256 * MiB + 4 * KiB, 10 * MiB - 4 * KiB + 12 * KiB, kPteVramDefault};
+  const vm_mapping m{1 * GiB + 4 * KiB, 256 * MiB + 4 * KiB, 10 * MiB - 4 * KiB + 12 * KiB,
+                     kPteVramDefault};
   const vm_tables t = build({m});
   CHECK(t.leaf_count() == 511 + 4 + 3);
   std::vector<uint64_t> every;
@@ -172,8 +176,9 @@ TEST_CASE("vm: unaligned edges take 4 KiB pages; fragments stay inside the mappi
 TEST_CASE("vm: VRAM and a bridge SRAM window as SYSTEM pages share the tables") {
   const vm_mapping vram{0, 0, 2 * GiB, kPteVramDefault};
   // The bridge's 512 KiB SRAM at bus address 0x200000 (usbgpu_am_plan.md §3.2).
-  const vm_mapping sram{4 * GiB, 0x200000, 512 * KiB,
-                        kPteReadable | kPteWriteable | kPteSystem | kPteSnooped | pte_mtype(mtype_uc)};
+  const vm_mapping sram{
+      4 * GiB, 0x200000, 512 * KiB,
+      kPteReadable | kPteWriteable | kPteSystem | kPteSnooped | pte_mtype(mtype_uc)};
   const vm_tables t = build({vram, sram});
   round_trip(t, {vram, sram}, offsets_spread(512 * KiB, 100));
   vram_model m;
@@ -201,7 +206,8 @@ TEST_CASE("vm: bad mappings are refused, naming the mapping and what is wrong") 
   std::string err = build_error({{0, 0, 1 * GiB, f}, {512 * MiB, 0, 4 * KiB, f}});
   CHECK(has(err, "mapping 1"));
   CHECK(has(err, "overlaps an earlier mapping (a PDB1 page)"));
-  CHECK(has(build_error({{4 * KiB, 0, 4 * KiB, f}, {0, 0, 1 * GiB, f}}), "overlaps an earlier mapping"));
+  CHECK(has(build_error({{4 * KiB, 0, 4 * KiB, f}, {0, 0, 1 * GiB, f}}),
+            "overlaps an earlier mapping"));
   CHECK(has(build_error({{0, 0, 8 * KiB, f}, {4 * KiB, 0, 4 * KiB, f}}), "VA 0x1000 overlaps"));
   // The pool: too small for the PDB0 table the tail needs; misaligned.
   err = build_error({{0, 0, 1 * GiB + 2 * MiB, f}}, {}, 2 * kVmTableBytes);
