@@ -56,10 +56,12 @@ bool chip_select(const discovery_table &t, chip *out, std::string *err) {
     for (size_t r = i; r < end; ++r)
       accepted +=
           (r > i ? ", " : "") + version_text(rows[r].major, rows[r].minor, rows[r].revision);
-    // Every instance of the block (SDMA has two on gfx1100) must agree.
+    // Every instance of the block (SDMA has two on gfx1100) must agree. A
+    // table may list the second SDMA engine under SDMA1's own hw id
+    // (soc15_hw_ip.h SDMA1_HWID) rather than as instance 1 of SDMA0.
     const ip_block *first = nullptr;
     for (const ip_block &ip : t.ips) {
-      if (ip.hw_id != hw) continue;
+      if (ip.hw_id != hw && !(hw == hw_id_sdma0 && ip.hw_id == hw_id_sdma1)) continue;
       if (!first) {
         first = &ip;
       } else if (ip.major != first->major || ip.minor != first->minor ||

@@ -112,5 +112,14 @@ TEST_CASE("chip: a missing block and disagreeing instances are refused by name")
   CHECK(err.find("SDMA instances disagree") != std::string::npos);
   CHECK(err.find("6.2.0") != std::string::npos);
 
+  t = gfx1100_table();
+  t.ips[4].hw_id = hw_id_sdma1;  // the second engine under SDMA1's hw id
+  t.ips[4].instance = 0;
+  chip c;
+  std::string ok_err;
+  CHECK_MESSAGE(chip_select(t, &c, &ok_err), ok_err);
+  t.ips[4].revision = 3;
+  CHECK(select_error(t).find("6.0.3") != std::string::npos);
+
   CHECK(select_error(discovery_table{}).find("no GC block") != std::string::npos);
 }
