@@ -527,6 +527,8 @@ const target nv_target = {"nv",
 // Called by the runtime's generated targets_builtin_register (CAPGRAPH_TARGETS holds "nv").
 void target_nv_register() {
   target_register("nv", &nv::nv_open, &nv_target, [] { return nv::nv_devices_describe(); });
+  // "nvidia" names the same devices (issue 15 spells it so); described once, under "nv".
+  target_register("nvidia", &nv::nv_open, &nv_target);
 }
 
 }  // namespace capgraph::hcq
