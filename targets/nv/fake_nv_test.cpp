@@ -128,6 +128,7 @@ TEST_CASE("kernels chain, and words written per replay do not grow with the numb
     std::vector<uint64_t> ns(r.g->steps());
     r.g->step_times(ns.data());  // from the QMD release reports and the copy engine's
   }
+  MESSAGE("words written per replay: " << words[0]);
   CHECK(words[0] == words[1]);
   CHECK(words[0] > 0);
   CHECK(words[0] < 64);
