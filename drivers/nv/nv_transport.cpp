@@ -417,7 +417,9 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   if ((ctl_ = sys_->open(paths_.ctl.c_str(), O_RDWR | O_CLOEXEC)) < 0)
     return fail(CAPGRAPH_ERR_DEVICE, errno == ENOENT ? paths_.ctl + " is missing: no NVIDIA kernel driver is loaded"
                                                      : "open " + paths_.ctl + ": " + strerror(errno));
-  // The driver's version first: every layout below belongs to one branch.
+  // The driver's version first: every layout below belongs to one branch. CMD_QUERY makes the
+  // driver copy its NV_VERSION_STRING into versionString (src/nvidia/arch/nvalloc/unix/src/
+  // osapi.c RmPerformVersionCheck; kernel-open/nvidia/nv.c takes it on the control device only).
   nv_ioctl_rm_api_version_t v{};
   v.cmd = NV_RM_API_VERSION_CMD_QUERY;
   if (sys_->ioctl(ctl_, nv_ioctl(NV_ESC_CHECK_VERSION_STR, sizeof v), &v) < 0)

@@ -263,3 +263,40 @@ TEST_CASE("the push buffers and QMDs of a small capture match their golden text"
     CHECK(text == golden.str());
   }
 }
+
+TEST_CASE("GPFIFO submission: method runs go to the push ring, calls become GP entries, bad streams submit nothing") {
+  std::vector<uint32_t> entries(16, 0), push(64, 0);
+  uint32_t gp_put = 0;
+  nv::gpfifo f;
+  f.entries = entries.data();
+  f.count = 8;
+  f.gp_put = &gp_put;
+  f.push = push.data();
+  f.push_gpu = 0x10000000;
+  f.push_dwords = push.size();
+  std::string err;
+  const uint32_t call[3] = {nv::kCallToken, 0x20000000, 0x10 | 1u << 9 | 100u << 10};
+  std::vector<uint32_t> words = {nv::method_header(0, 0x78, 1), 0};  // WFI
+  words.insert(words.end(), call, call + 3);
+  words.insert(words.end(), {nv::method_header(0, 0x5c, 2), 0x1000, 0});
+  CHECK(nv::nv_gpfifo_submit(f, words.data(), words.size(), &err) == 2 + 2 + 2 + 3 + 2 + 1);
+  CHECK(err == "");
+  CHECK(gp_put == 3);
+  // Entry 0: the WFI run, at the push ring's start, 2 words, subroutine level.
+  CHECK(entries[0] == 0x10000000);
+  CHECK(entries[1] == (1u << 9 | 2u << 10));
+  CHECK(entries[2] == 0x20000000);  // the call, as written
+  CHECK(entries[3] == call[2]);
+  CHECK(entries[4] == 0x10000000 + 8);  // the next run follows in the push ring
+  CHECK(entries[5] == (1u << 9 | 3u << 10));
+  CHECK(push[2] == nv::method_header(0, 0x5c, 2));
+  // A word that is no method header this runtime writes, or a stream longer than the push ring.
+  const uint32_t bad[] = {0x12345678};
+  CHECK(nv::nv_gpfifo_submit(f, bad, 1, &err) == 0);
+  CHECK(err.find("0x12345678) is not a method header") != std::string::npos);
+  std::vector<uint32_t> big(65, 0);
+  err.clear();
+  CHECK(nv::nv_gpfifo_submit(f, big.data(), big.size(), &err) == 0);
+  CHECK(err.find("does not fit the 64-word push ring") != std::string::npos);
+  CHECK(gp_put == 3);
+}

@@ -52,7 +52,12 @@ uint32_t push_words(uint32_t header) {
 }
 
 uint64_t nv_gpfifo_submit(gpfifo &f, const uint32_t *words, uint64_t count, std::string *error) {
-  // Check first, so a bad stream submits nothing.
+  // Check first, so a bad stream submits nothing. One submission must fit the push ring whole:
+  // a wrap inside it would overwrite its own first words before the GPU read them.
+  if (count > f.push_dwords) {
+    *error = "a submission of " + std::to_string(count) + " words does not fit the " + std::to_string(f.push_dwords) + "-word push ring";
+    return 0;
+  }
   for (uint64_t i = 0; i < count;) {
     const uint32_t n = push_words(words[i]);
     if (!n || i + n > count) {

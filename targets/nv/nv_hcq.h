@@ -65,7 +65,7 @@ uint32_t push_words(uint32_t header);
 // Puts a word stream on an NV queue: each run of methods is copied into the queue's push ring
 // and gets a GP entry, each call token becomes one; then GPPut moves and `ring` rings the
 // doorbell. Returns the 32-bit words written to device-visible memory; *error is set (and nothing
-// submitted) when a run does not fit the push ring.
+// submitted) when the words are not a method stream or do not fit the push ring.
 struct gpfifo {
   volatile uint32_t *entries = nullptr;  // the GPFIFO ring, two words per entry
   uint32_t count = 0;                    // entries
