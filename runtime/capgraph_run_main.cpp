@@ -2,6 +2,7 @@
 // .npy files, replays it N times, writes every output as a .npy file and prints the timing.
 //
 //   capgraph-run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--threads T] [--runs N]
+//                          [--device DEV]   (cpu, or a GPU this runtime was built for: amd, nv, ...)
 //
 // Exit status: 0 on success, 1 on any error (the message names the file, input or option),
 // 2 for a usage error.
@@ -25,7 +26,7 @@ int usage(const char *why) {
   fprintf(stderr,
           "capgraph-run: %s\n"
           "usage: capgraph-run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] "
-          "[--threads T] [--runs N]\n",
+          "[--threads T] [--runs N] [--device DEV]\n",
           why);
   return 2;
 }
@@ -46,6 +47,7 @@ int main(int argc, char **argv) {
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string output_dir = ".";
   int threads = 0, runs = 1;
+  std::string device = "cpu";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const bool has_value = i + 1 < argc;
@@ -59,6 +61,8 @@ int main(int argc, char **argv) {
       output_dir = argv[++i];
     } else if (a == "--threads" && has_value) {
       if (!int_parse(argv[++i], 1, 1024, &threads)) return usage("--threads needs 1 to 1024");
+    } else if (a == "--device" && has_value) {
+      device = argv[++i];
     } else if (a == "--runs" && has_value) {
       if (!int_parse(argv[++i], 1, 1000000, &runs)) return usage("--runs needs a positive count");
     } else if (a == "-h" || a == "--help") {
@@ -77,7 +81,7 @@ int main(int argc, char **argv) {
   capgraph_options opts{threads};
   capgraph_model *m = nullptr;
   const auto load_start = std::chrono::steady_clock::now();
-  capgraph_status st = capgraph_load(model_path, &opts, &m, err, sizeof err);
+  capgraph_status st = capgraph_load_device(model_path, device.c_str(), &opts, &m, err, sizeof err);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
           .count();

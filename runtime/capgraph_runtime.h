@@ -62,8 +62,9 @@ capgraph_status capgraph_load_memory(const void *data, size_t size, const capgra
                                      capgraph_model **out, char *err, size_t err_len);
 /* Loads a capture for a device: NULL or "cpu" (this CPU, as capgraph_load), a device of a target
  * this runtime was built with (CAPGRAPH_TARGETS: "amd" or "amd:N", an AMD GPU through the amdgpu
- * driver's /dev/kfd; "null", the null device of targets/null), or a device the program
- * registered (the capgraph CLI and the tests add "fake-amd", a fake GPU for tests). Inputs and outputs still
+ * driver's /dev/kfd; "nv" or "nv:N" (also spelled "nvidia"), an NVIDIA GPU through the RM/UVM
+ * driver; "null", the null device of targets/null), or a device the program
+ * registered (the capgraph CLI and the tests add "fake-amd" and "fake-nv", fake GPUs for tests). Inputs and outputs still
  * live in the model's arena (CPU-visible device memory on a GPU). A capture compiled for
  * another kind of device is CAPGRAPH_ERR_TARGET, saying which device runs it. */
 capgraph_status capgraph_load_device(const char *path, const char *device,

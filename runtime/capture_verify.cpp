@@ -486,7 +486,7 @@ capgraph_status target_check(const fb::Target *t, const hcq::target *device, std
         *why = std::string("compiled for ") + name + "; run it with --device " + devices;
         return CAPGRAPH_ERR_TARGET;
       }
-      // A GPU target no device of this build replays (adreno-a630 and nv-sm* before their runtime
+      // A GPU target no device of this build replays (adreno-a630 before its runtime
       // sides exist): the compiler writes such captures, the runtime names the target.
       *why = std::string("compiled for target '") + name + "', which no device of this runtime runs (it replays '" +
              cpu_target_name() + "' captures on the CPU and GPU captures of the targets it was built with)";

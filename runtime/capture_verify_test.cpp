@@ -73,9 +73,9 @@ TEST_CASE("file identity and version") {
   CHECK(load(test::capture_build(s)).status == CAPGRAPH_OK);
 }
 
-TEST_CASE("an NVIDIA capture is refused naming the target: this runtime has no NVIDIA device yet") {
+TEST_CASE("an NVIDIA capture loaded for the CPU is refused naming the NVIDIA devices") {
   expect_refused([](capture_spec &s) { s.target = "nv-sm90", s.version_major = 2, s.version_minor = 2; },
-                 CAPGRAPH_ERR_TARGET, "compiled for target 'nv-sm90', which no device of this runtime runs");
+                 CAPGRAPH_ERR_TARGET, "compiled for nv-sm90; run it with --device nv");
   expect_refused([](capture_spec &s) { s.target = "nv-sm86"; }, CAPGRAPH_ERR_TARGET, "nv-sm86");
 }
 

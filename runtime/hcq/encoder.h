@@ -17,6 +17,12 @@ struct dispatch {
   uint32_t workgroup_size = 1;  // work-items per workgroup (x)
   uint32_t kernarg_size = 0;    // bytes of the kernel-argument block
   uint32_t kernarg_align = 16;  // its alignment (at least 16)
+  // Where in the block the core writes the buffer addresses and scalars (NVIDIA: the parameters'
+  // offset in constant bank 0; the target's encoder owns the bytes before and after them).
+  uint32_t kernarg_offset = 0;
+  // The block's CPU mapping while recording (per launch), for targets whose launch descriptor
+  // lives in memory beside the arguments (NVIDIA's QMD); encoders of others ignore it.
+  uint8_t *kernargs_cpu = nullptr;
   alignas(8) uint8_t facts[64] = {};
 
   template <class T>

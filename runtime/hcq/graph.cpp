@@ -130,10 +130,11 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
   memset(g->signals_.cpu, 0, g->signals_.size);
   reinterpret_cast<signal *>(g->signals_.cpu + slot_timeline)->value = g->timeline_;
   g->steps_ = c->steps()->size();
-  if ((st = alloc(8ull * (g->steps_ + 1), memory_kind::host, &g->stamps_, "timestamps")) != CAPGRAPH_OK)
+  const uint64_t stride = t->stamp_bytes;
+  if ((st = alloc(stride * (g->steps_ + 1), memory_kind::host, &g->stamps_, "timestamps")) != CAPGRAPH_OK)
     return st;
   memset(g->stamps_.cpu, 0, g->stamps_.size);
-  const uint64_t stamps = g->stamps_.gpu;
+  const uint64_t stamps = g->stamps_.gpu + stride - 8;  // the clock of slot i is at stamps + stride * i
   g->launch_dispatch_.resize(g->steps_);
   g->weight_at_ = weight_at;
 
@@ -156,7 +157,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
       }
       const fb::Copy *cp = s->copy();
       if (cp->size()) copies->copy(address(*cp->dst()), address(*cp->src()), cp->size());
-      copies->timestamp(stamps + 8ull * (i + 1));
+      copies->timestamp(stamps + stride * (i + 1));
       continue;
     }
     if (in_copies) {
@@ -170,7 +171,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     first = false;
     const fb::Launch *l = s->launch();
     dispatch d = kernels[l->kernel()];
-    uint8_t *args = g->kernargs_.cpu + kernarg_at[i];
+    uint8_t *args = g->kernargs_.cpu + kernarg_at[i] + kernels[l->kernel()].kernarg_offset;
     for (uint32_t b = 0; b < l->buffers()->size(); ++b) {
       const uint64_t a = address(*l->buffers()->Get(b));
       memcpy(args + 8 * b, &a, 8);
@@ -181,6 +182,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
         memcpy(args + 8 * (l->buffers()->size() + v), &x, 8);
       }
     d.kernargs = g->kernargs_.gpu + kernarg_at[i];
+    d.kernargs_cpu = g->kernargs_.cpu + kernarg_at[i];
     const uint64_t groups = (l->work_size() + d.workgroup_size - 1) / d.workgroup_size;
     if (groups > 0xffffffffull)
       return fail(CAPGRAPH_ERR_FORMAT, "step " + std::to_string(i) + ": " +
@@ -188,7 +190,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     d.groups = uint32_t(groups);
     if (d.groups) run->exec(d);
     g->launch_dispatch_[i] = d;
-    run->timestamp(stamps + 8ull * (i + 1));  // when this dispatch has finished
+    run->timestamp(stamps + stride * (i + 1));  // when this dispatch has finished
   }
   if (in_copies) {
     copies->signal(sig + slot_sync, ++sync);
@@ -244,11 +246,12 @@ capgraph_status graph::replay(std::string *err) noexcept {
 
 void graph::step_times(uint64_t *step_ns) const noexcept {
   const double ns_per_tick = 1e9 / double(dev_->clock_hz());
+  const uint64_t stride = target_->stamp_bytes;
   uint64_t prev;
-  memcpy(&prev, stamps_.cpu, 8);
+  memcpy(&prev, stamps_.cpu + stride - 8, 8);
   for (uint32_t i = 0; i < steps_; ++i) {
     uint64_t t;
-    memcpy(&t, stamps_.cpu + 8ull * (i + 1), 8);
+    memcpy(&t, stamps_.cpu + stride * (i + 1) + stride - 8, 8);
     step_ns[i] = t >= prev ? uint64_t(double(t - prev) * ns_per_tick) : 0;
     prev = t;
   }

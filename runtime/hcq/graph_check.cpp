@@ -65,7 +65,6 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
     return weights_.cpu + weight_at_[b.index()] + b.offset();  // weights are read-only
   };
   std::vector<uint32_t> words;
-  std::unique_ptr<encoder> enc = target_->encoder_create(c, queue_kind::compute, &words);
   for (uint32_t i = 0; i < steps_; ++i) {
     const fb::Step *s = c->steps()->Get(i);
     if (s->kind() == fb::StepKind::copy) {
@@ -81,7 +80,10 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
     // launch's writes visible), then the timeline raised.
     const dispatch &d = launch_dispatch_[i];
     if (d.groups) {
+      // A fresh encoder each time: an encoder may link consecutive launches (NVIDIA chains
+      // QMDs), and here each launch must start on its own.
       words.clear();
+      std::unique_ptr<encoder> enc = target_->encoder_create(c, queue_kind::compute, &words);
       enc->barrier();
       enc->exec(d);
       enc->signal(signals_.gpu + slot_timeline, timeline_ + 1);

@@ -37,6 +37,10 @@ struct target {
   // The encoder of a queue kind for the capture's chip.
   std::unique_ptr<encoder> (*encoder_create)(const fb::Capture *c, queue_kind kind,
                                              std::vector<uint32_t> *out);
+  // Bytes per step timestamp slot. 8: the clock alone. 16 where the engines write a report
+  // (payload, then the clock, as NVIDIA semaphores do): the graph asks for the clock at slot + 8
+  // and the encoder may write the slot's first 8 bytes.
+  uint32_t stamp_bytes = 8;
 };
 
 // Opens a transport by device name ("null", "<family>:1" for the second device, ...).

@@ -119,7 +119,24 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
     const amd_kernel_spec none;
     const amd_kernel_spec &a = i < s.amd.size() ? s.amd[i] : none;
     flatbuffers::Offset<void> facts;
-    if (i < s.amd.size())
+    if (i < s.nv.size()) {
+      const nv_kernel_spec &n = s.nv[i];
+      fb::NvKernelBuilder nb(b);
+      nb.add_sm(n.sm);
+      nb.add_qmd_version(n.qmd_version);
+      nb.add_text_offset(n.text_offset);
+      nb.add_text_size(n.text_size);
+      nb.add_text_align(n.text_align);
+      nb.add_registers(n.registers);
+      nb.add_barriers(n.barriers);
+      nb.add_shared_bytes(n.shared_bytes);
+      nb.add_frame_bytes(n.frame_bytes);
+      nb.add_cbank0_bytes(n.cbank0_bytes);
+      nb.add_param_offset(n.param_offset);
+      nb.add_param_bytes(n.param_bytes);
+      nb.add_block_x(n.block_x);
+      facts = nb.Finish().Union();
+    } else if (i < s.amd.size())
       facts = fb::CreateAmdKernel(b, a.descriptor_offset, a.kernarg_size, a.kernarg_align, 0,
                                   a.private_segment_size, 0, 0, a.rsrc1, a.rsrc2, a.rsrc3,
                                   a.kernel_code_properties, a.wavefront_size, a.workgroup_size)
@@ -178,7 +195,10 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
     kernels.push_back(fb::CreateKernelDirect(
         b, k.name.c_str(), k.program, k.entry.c_str(), k.num_buffers, k.num_scalars,
         a.twin_program, a.twin_entry.empty() ? nullptr : a.twin_entry.c_str(), a.twin_work_size,
-        i < s.amd.size() ? fb::KernelFacts::AmdKernel : fb::KernelFacts::NONE, facts, bounds));
+        i < s.nv.size()    ? fb::KernelFacts::NvKernel
+        : i < s.amd.size() ? fb::KernelFacts::AmdKernel
+                           : fb::KernelFacts::NONE,
+        facts, bounds));
   }
   std::vector<flatbuffers::Offset<fb::Step>> steps;
   for (const step_spec &st : s.steps) {

@@ -75,6 +75,14 @@ struct amd_kernel_spec {
   std::string twin_entry;
   uint64_t twin_work_size = 0;
 };
+// An NVIDIA kernel's NvKernel facts (schema/nv_kernel.fbs); its twin comes from amd_kernel_spec's
+// twin fields (capture_spec::amd), whose AmdKernel facts are then not written.
+struct nv_kernel_spec {
+  uint32_t sm = 90, qmd_version = 4;
+  uint64_t text_offset = 0, text_size = 128;
+  uint32_t text_align = 128, registers = 16, barriers = 0, shared_bytes = 0, frame_bytes = 0;
+  uint32_t cbank0_bytes = 0x230, param_offset = 0x210, param_bytes = 0, block_x = 256;
+};
 struct planned_spec {
   std::string name;
   uint64_t offset = 0, size = 0;
@@ -114,6 +122,7 @@ struct capture_spec {
   uint32_t threads = 1;
   std::string twin_target;  // Capture.twin_target.name; empty: none
   std::vector<amd_kernel_spec> amd;  // GPU captures: one per kernel (Kernel.amd and twin)
+  std::vector<nv_kernel_spec> nv;    // NVIDIA captures: one per kernel (NvKernel instead of AmdKernel)
 };
 
 std::vector<uint8_t> capture_build(const capture_spec &spec);
