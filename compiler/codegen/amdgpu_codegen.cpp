@@ -42,6 +42,8 @@ void kernel_attrs(llvm::Function *f, const AmdTarget &t) {
                                          llvm::ConstantAsMetadata::get(llvm::ConstantInt::get(i32, 1))}));
 }
 
+GpuFacts amd_gpu_facts(const AmdTarget &t) { return {t.workgroup_size, t.wavefront_size, t.lds_bytes, t.vgprs}; }
+
 void amd_kernel_emit(KernelEmitter &e, const std::string &symbol, const AmdTarget &t) {
   gpu_kernel_emit(
       e, symbol,
@@ -49,7 +51,10 @@ void amd_kernel_emit(KernelEmitter &e, const std::string &symbol, const AmdTarge
         fn->setCallingConv(llvm::CallingConv::AMDGPU_KERNEL);
         kernel_attrs(fn, t);
       },
-      llvm::Intrinsic::amdgcn_workgroup_id_x, llvm::Intrinsic::amdgcn_workitem_id_x, t.workgroup_size);
+      // s_barrier waits for the waves but orders no memory: HIP's __syncthreads fences LDS around
+      // it the same way. Source: LLVM AMDGPUUsage "Memory Model GFX10-GFX11" (fence workgroup).
+      {llvm::Intrinsic::amdgcn_workgroup_id_x, llvm::Intrinsic::amdgcn_workitem_id_x, llvm::Intrinsic::amdgcn_s_barrier, true},
+      amd_gpu_facts(t));
 }
 
 // The same work items behind the CPU kernel ABI: for (gid = begin; gid < end; gid++).
@@ -82,7 +87,7 @@ AmdCodegenResult amdgpu_codegen(const Program &p, const AmdTarget &t, int jobs) 
   for (size_t i = 0; i < p.kernels.size(); i++) {
     int u = d.unique_of[i];
     c.kernels[i].slots = kernel_slots(p.kernels[i]);
-    c.kernels[i].work_size = gpu_work_size(p.kernels[i]);
+    c.kernels[i].work_size = gpu_launch_size(p.kernels[i], p, amd_gpu_facts(t));
     c.kernels[i].symbol = kernel_symbol(p.kernels[d.reps[u]], u);
     c.kernels[i].object = u % n_obj;
     if (!store_moves_with_every_item(p.kernels[i]))

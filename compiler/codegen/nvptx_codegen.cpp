@@ -104,6 +104,8 @@ void kernel_annotate(llvm::Function *f, const NvTarget &t) {
   entry("reqntidx", t.block_size);
 }
 
+GpuFacts nv_gpu_facts(const NvTarget &t) { return {t.block_size, 32, t.shared_bytes, t.registers}; }
+
 void nv_kernel_emit(KernelEmitter &e, const std::string &symbol, const NvTarget &t) {
   gpu_kernel_emit(
       e, symbol,
@@ -113,7 +115,9 @@ void nv_kernel_emit(KernelEmitter &e, const std::string &symbol, const NvTarget 
         fn->addFnAttr(llvm::Attribute::NoUnwind);
         kernel_annotate(fn, t);
       },
-      llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, t.block_size);
+      // bar.sync also orders the block's shared-memory accesses. Source: PTX ISA "bar, barrier".
+      {llvm::Intrinsic::nvvm_read_ptx_sreg_ctaid_x, llvm::Intrinsic::nvvm_read_ptx_sreg_tid_x, llvm::Intrinsic::nvvm_barrier0, false},
+      nv_gpu_facts(t));
 }
 
 // PTX text -> cubin through ptxas.
@@ -181,7 +185,7 @@ NvCodegenResult nvptx_codegen(const Program &p, const NvTarget &t, int jobs) {
   for (size_t i = 0; i < p.kernels.size(); i++) {
     int u = d.unique_of[i];
     c.kernels[i].slots = kernel_slots(p.kernels[i]);
-    c.kernels[i].work_size = gpu_work_size(p.kernels[i]);
+    c.kernels[i].work_size = gpu_launch_size(p.kernels[i], p, nv_gpu_facts(t));
     c.kernels[i].symbol = kernel_symbol(p.kernels[d.reps[u]], u);
     c.kernels[i].object = u % n_obj;
     if (!store_moves_with_every_item(p.kernels[i]))

@@ -346,7 +346,10 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   const fb::Kernel *k = capture_->kernels()->Get(uint32_t(found));
   const fb::AmdKernel *a = k->facts_as_AmdKernel();
   const std::string what = "DISPATCH_DIRECT of kernel '" + k->name()->str() + "': ";
-  if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != a->rsrc2() ||
+  uint32_t rsrc2 = 0;
+  if (!hcq::amd_rsrc2_with_lds(a->rsrc2(), a->group_segment_size(), &rsrc2))
+    return raise(what + "its group segment does not fit the LDS");
+  if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != rsrc2 ||
       (chip_.has_pgm_rsrc3 && sh(reg::COMPUTE_PGM_RSRC3) != a->rsrc3()))
     return raise(what + "COMPUTE_PGM_RSRC1/2/3 differ from its descriptor");
   if (sh(reg::COMPUTE_NUM_THREAD_X) != a->workgroup_size() || sh(reg::COMPUTE_NUM_THREAD_X + 1) != 1 ||
