@@ -1,8 +1,11 @@
 #include "codegen/gpu_tile.h"
 
+#include "codegen/gpu_work_item.h"
+
 #include <llvm/IR/GlobalVariable.h>
 
 #include <algorithm>
+#include <functional>
 #include <cstdlib>
 
 namespace capgraph {

@@ -6,8 +6,9 @@
 //
 // The kernel's parallel axes split three ways by the body's two loads `a * b`:
 //   batch axes: both loads move with them (a batched product); one per workgroup;
-//   m axes: only `a` moves with them (a convolution's output channels, a product's rows);
-//   n axes: only `b` moves with them (a convolution's batch and pixels, a product's columns).
+//   m axes: only `a` moves with them (a convolution's batch and pixels: its body is x * w; a
+//     product's rows);
+//   n axes: only `b` moves with them (a convolution's output channels, a product's columns).
 // Flattened, m and n make an M x N output per batch point, tiled by TM x TN per workgroup: lane
 // (lm, ln) of the lanes_m x lanes_n lane grid owns the micro tile rows [lm*tm, lm*tm+tm) and
 // columns [ln*tn, ln*tn+tn), tm*tn accumulators in registers. The reduction walks its `outer`
@@ -20,15 +21,14 @@
 // Global bytes loaded per multiply-add: 4 * (TM + TN) / (TM * TN), 0.125 for 64 x 64 tiles
 // against the 8 of one work item per output (two floats per multiply-add).
 //
-// The plan is plain data, decided from the kernel and the target's facts only, so every GPU code
-// generator can follow it: LLVM's (AMDGPU, NVPTX: gpu_tile_emit) today, Adreno's NIR later.
+// The plan is plain data without LLVM types, decided from the kernel and the target's facts only,
+// so every GPU code generator can follow it: LLVM's (AMDGPU, NVPTX: gpu_tile_emit in
+// gpu_work_item.h) today, Adreno's NIR later.
 #pragma once
-#include <llvm/IR/Intrinsics.h>
-
 #include <cstdint>
 #include <vector>
 
-#include "codegen/kernel_emit.h"
+#include "schedule/kernel.h"
 
 namespace capgraph {
 
@@ -61,15 +61,5 @@ struct GpuTilePlan {
 // work item per output element). CAPGRAPH_GPU_NO_TILE=1 disables it (the naive lowering, for
 // comparisons).
 GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f);
-
-// How the target's LLVM kernel reaches its ids and its workgroup barrier.
-struct GpuIntrinsics {
-  llvm::Intrinsic::ID group_id, local_id, barrier;
-  bool barrier_fences = false;  // AMDGPU: s_barrier orders no memory; fence around it
-};
-
-// Emits the body of a planned kernel at the current insertion point (entry block of e.fn, slot
-// pointers bound).
-void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &plan, const GpuFacts &f, const GpuIntrinsics &ids);
 
 }  // namespace capgraph

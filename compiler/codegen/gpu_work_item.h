@@ -16,6 +16,16 @@
 
 namespace capgraph {
 
+// How the target's LLVM kernel reaches its ids and its workgroup barrier.
+struct GpuIntrinsics {
+  llvm::Intrinsic::ID group_id, local_id, barrier;
+  bool barrier_fences = false;  // AMDGPU: s_barrier orders no memory; fence around it
+};
+
+// Emits the body of a planned kernel at the current insertion point (entry block of e.fn, slot
+// pointers bound).
+void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &plan, const GpuFacts &f, const GpuIntrinsics &ids);
+
 // Work items of the GPU launch: every point of the parallel space.
 int64_t gpu_work_size(const Kernel &k);
 // Work items the GPU kernel is launched with: gpu_work_size, or whole workgroups of a tiled

@@ -503,13 +503,13 @@ std::string fake_gpu::profile_text() const {
   std::string s = "fake-amd emulator counts per kernel (wave instructions; bytes over active lanes; "
                   "est_us: roofline estimate for a 7900 XTX, not a measurement)\n";
   char b[512];
-  snprintf(b, sizeof b, "%-36s %8s %12s %6s %10s %8s %14s %12s %9s %12s %10s\n", "kernel", "waves", "VALU", "FMA%",
-           "SALU", "waits", "VMEM_load_B", "VMEM_store_B", "load_B/FMA", "LDS_B", "est_us");
+  snprintf(b, sizeof b, "%-36s %8s %12s %6s %13s %10s %8s %14s %12s %9s %12s %10s\n", "kernel", "waves", "VALU", "FMA%",
+           "FMA_lanes", "SALU", "waits", "VMEM_load_B", "VMEM_store_B", "load_B/FMA", "LDS_B", "est_us");
   s += b;
   auto row = [&](const char *name, const rdna3_counts &c, double us) {
-    snprintf(b, sizeof b, "%-36.36s %8llu %12llu %6.1f %10llu %8llu %14llu %12llu %9.2f %12llu %10.1f\n", name,
+    snprintf(b, sizeof b, "%-36.36s %8llu %12llu %6.1f %13llu %10llu %8llu %14llu %12llu %9.2f %12llu %10.1f\n", name,
              (unsigned long long)c.waves, (unsigned long long)c.valu, c.valu ? 100.0 * double(c.valu_fma) / double(c.valu) : 0.0,
-             (unsigned long long)c.salu, (unsigned long long)c.waits, (unsigned long long)c.vmem_load_bytes,
+             (unsigned long long)c.fma_lanes, (unsigned long long)c.salu, (unsigned long long)c.waits, (unsigned long long)c.vmem_load_bytes,
              (unsigned long long)c.vmem_store_bytes, c.fma_lanes ? double(c.vmem_load_bytes) / double(c.fma_lanes) : 0.0,
              (unsigned long long)c.lds_bytes, us);
     s += b;
