@@ -48,7 +48,7 @@ for dir in "$zoo"/*/; do
     if ! "$capgraph" profile "$work/$name.$mode.cap" --device fake-amd > "$work/$name.$mode.txt" 2>&1; then
       echo "| $name | replay failed ($mode) |"; cat "$work/$name.$mode.txt" >&2; continue 2
     fi
-    secs=$(( ($(date +%s%N) - t) / 1000000000 ))
+    secs=$(awk -v ns=$(( $(date +%s%N) - t )) 'BEGIN { printf "%.1f", ns / 1e9 }')
     row+=("$(summary "$work/$name.$mode.txt") $secs")
     rm -f "$work/$name.$mode.cap"
   done
