@@ -523,7 +523,7 @@ std::string fake_gpu::profile_text() const {
     row(capture_->kernels()->Get(uint32_t(k))->name()->c_str(), counts_[k], est_us(counts_[k]));
   }
   row("total", total, sum_us);
-  snprintf(b, sizeof b, "estimate for a 7900 XTX (61.4 TFLOP/s FP32 dual-issue, 960 GB/s; not a measurement): %.3f ms\n",
+  snprintf(b, sizeof b, "estimate for a 7900 XTX (61.4 TFLOP/s FP32 dual-issue, 960 GB/s; not a measurement): %.4f ms\n",
            sum_us / 1000);
   s += b;
   return s;
