@@ -242,7 +242,8 @@ int capture_check(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
     CHECK(k->twin_work_size() >= 1);
     checked++;
   }
-  // Launches: one work item per output element, one queue.
+  // Launches: one work item per output element, or whole workgroups of a tiled kernel (LDS
+  // slabs, gpu_tile.h) whose work items own up to 4 x 4 outputs each; one queue.
   for (const fb::Step *st : *c->steps()) {
     if (st->kind() != fb::StepKind::launch) continue;
     const fb::Launch *l = st->launch();
@@ -251,6 +252,13 @@ int capture_check(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
     REQUIRE(l->partition()->size() == 2);
     CHECK(l->partition()->Get(0) == 0);
     CHECK(l->partition()->Get(1) == l->work_size());
+    const fb::AmdKernel *a = c->kernels()->Get(l->kernel())->facts_as_AmdKernel();
+    if (a && a->group_segment_size() > 0) {
+      CHECK(l->work_size() % a->workgroup_size() == 0);
+      CHECK(l->bytes_written() <= l->work_size() * 16 * 8);
+      CHECK(c->kernels()->Get(l->kernel())->twin_work_size() * 4 <= l->bytes_written());  // the twin: one per output
+      continue;
+    }
     uint64_t per_item = l->bytes_written() / l->work_size();
     CHECK(l->bytes_written() % l->work_size() == 0);
     CHECK((per_item == 1 || per_item == 2 || per_item == 4 || per_item == 8));
