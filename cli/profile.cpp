@@ -2,12 +2,20 @@
 // Per-kernel times from timed replays (the median of N runs per step), printed as a table with
 // each step's share and GFLOP/s, and optionally written as a Chrome trace (opens in Perfetto or
 // chrome://tracing). Inputs are seeded random values: kernel time does not depend on them.
+//
+// capgraph profile MODEL.cap --device fake-amd[:CHIP]
+// One replay on the fake AMD GPU, whose RDNA3 emulator counts what each kernel's machine code
+// executed (VALU, FMA share, SALU, waits, VMEM and LDS bytes) and prints them with a roofline
+// estimate for a 7900 XTX (targets/amd/fake_amd.cpp, profile_text): objective counts, and an
+// estimate labelled as one; no time is measured.
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
 #include "capgraph/capture_generated.h"
+#include "capgraph_runtime.h"
 #include "cli/commands.h"
 #include "cli/step_times.h"
 #include "error.h"
@@ -41,21 +49,57 @@ std::vector<StepInfo> steps_describe(const fb::Capture *c) {
   return v;
 }
 
+// The emulator's counts: the fake prints them (on stderr) when the model is freed.
+int device_profile(const std::string &path, const std::string &device) {
+  if (device.rfind("fake-amd", 0) != 0)
+    throw Error("profile --device " + device + ": only fake-amd[:CHIP] counts instructions; timed profiles run on the CPU "
+                "(no --device)");
+  std::string dev = device;
+  if (dev.find(":profile") == std::string::npos) dev += ":profile";
+  capgraph_options o{1};
+  capgraph_model *m = nullptr;
+  char err[1024] = {0};
+  if (capgraph_load_device(path.c_str(), dev.c_str(), &o, &m, err, sizeof err) != CAPGRAPH_OK) throw Error(err);
+  // Seeded values in [-1, 1) for float inputs, zeros otherwise (counts depend on shapes only,
+  // except data-dependent gathers).
+  uint32_t x = 1;
+  for (int i = 0; i < capgraph_num_inputs(m); i++) {
+    capgraph_tensor t;
+    capgraph_input(m, i, &t);
+    std::memset(t.data, 0, t.size_bytes);
+    if (t.dtype == CAPGRAPH_F32)
+      for (size_t j = 0; j < t.size_bytes / 4; j++) {
+        x = x * 1664525u + 1013904223u;
+        ((float *)t.data)[j] = float(x >> 8) / float(1 << 23) - 1.0f;
+      }
+  }
+  std::printf("%s on %s: one replay, counted by the emulator\n", path.c_str(), dev.c_str());
+  std::fflush(stdout);
+  const capgraph_status st = capgraph_run(m);
+  const std::string why = st == CAPGRAPH_OK ? "" : capgraph_error(m);
+  capgraph_free(m);  // prints the counts
+  if (st != CAPGRAPH_OK) throw Error("replay failed: " + why);
+  return 0;
+}
+
 }  // namespace
 
 int cmd_profile(int argc, char **argv) {
-  std::string path, trace;
+  std::string path, trace, device;
   int runs = 20, threads = 0;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
     if (a == "--runs") runs = int_arg(a, arg_value(i, argc, argv), 1, 100000);
     else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
     else if (a == "--trace") trace = arg_value(i, argc, argv);
+    else if (a == "--device") device = arg_value(i, argc, argv);
     else if (!a.empty() && a[0] == '-') throw Error("profile: unknown option " + a);
     else if (path.empty()) path = a;
     else throw Error("profile: unexpected argument " + a);
   }
-  if (path.empty()) throw Error("usage: capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json]");
+  if (path.empty())
+    throw Error("usage: capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] | MODEL.cap --device fake-amd[:CHIP]");
+  if (!device.empty() && device != "cpu") return device_profile(path, device);
   std::vector<uint8_t> bytes = capture_read_verified(path);
   std::vector<StepInfo> info = steps_describe(fb::GetCapture(bytes.data()));
 

@@ -17,6 +17,13 @@ struct AmdTarget {
   // GFX10-GFX12 granule 8 in wave32 and 4 in wave64.
   unsigned vgpr_granule = 8;
   unsigned workgroup_size = 256;  // work-items per workgroup of every kernel (1-D)
+  // LDS one workgroup may allocate: 64 KiB on GFX9 (CDNA) through GFX12 (RDNA3 has 128 KiB per
+  // WGP, 64 KiB addressable by one workgroup). Sources: LLVM AMDGPUUsage "Memory Spaces" (LDS
+  // "up to 64KiB per work-group"); RDNA3 ISA guide ch. 11 "Local Data Share".
+  unsigned lds_bytes = 65536;
+  // VGPRs one work item may use: 256 (wave32 on GFX11/12 and wave64 on GFX9 without AGPRs).
+  // Source: LLVM AMDGPUUsage "compute_pgm_rsrc1" (GRANULATED_WORKITEM_VGPR_COUNT range).
+  unsigned vgprs = 256;
 };
 
 // True if `name` names an AMD target ("amd-..."), known or not.

@@ -30,6 +30,7 @@
 #include "codegen/amdgpu_codegen.h"
 #include "capture_hash.h"
 #include "codegen/amd_target.h"
+#include "codegen/gpu_tile.h"
 #include "compile.h"
 #include "error.h"
 #include "onnx_writer.h"
@@ -241,7 +242,8 @@ int capture_check(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
     CHECK(k->twin_work_size() >= 1);
     checked++;
   }
-  // Launches: one work item per output element, one queue.
+  // Launches: one work item per output element, or whole workgroups of a tiled kernel (LDS
+  // slabs, gpu_tile.h) whose work items own up to 4 x 4 outputs each; one queue.
   for (const fb::Step *st : *c->steps()) {
     if (st->kind() != fb::StepKind::launch) continue;
     const fb::Launch *l = st->launch();
@@ -250,6 +252,13 @@ int capture_check(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
     REQUIRE(l->partition()->size() == 2);
     CHECK(l->partition()->Get(0) == 0);
     CHECK(l->partition()->Get(1) == l->work_size());
+    const fb::AmdKernel *a = c->kernels()->Get(l->kernel())->facts_as_AmdKernel();
+    if (a && a->group_segment_size() > 0) {
+      CHECK(l->work_size() % a->workgroup_size() == 0);
+      CHECK(l->bytes_written() <= l->work_size() * 16 * 8);
+      CHECK(c->kernels()->Get(l->kernel())->twin_work_size() * 4 <= l->bytes_written());  // the twin: one per output
+      continue;
+    }
     uint64_t per_item = l->bytes_written() / l->work_size();
     CHECK(l->bytes_written() % l->work_size() == 0);
     CHECK((per_item == 1 || per_item == 2 || per_item == 4 || per_item == 8));
@@ -390,6 +399,70 @@ TEST_CASE("the GPU work items, run on the host, compute what the host twins comp
       }
     }
   }
+}
+
+// Product kernels take the tiled schedule (gpu_tile.h): the plan's decisions for a convolution
+// and a matrix product, and what the capture then says (LDS, whole workgroups). What the tiled
+// kernels compute is checked by running their machine code in the RDNA3 emulator
+// (targets_amd_fake_e2e_*, op_conformance_amd_test, with fake-amd:check against the twins).
+TEST_CASE("convolutions and matrix products are tiled through LDS; the rest keep one work item per output") {
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 16, 10, 10});
+  b.initializer("w", random_floats(24 * 16 * 3 * 3, 1), {24, 16, 3, 3});
+  b.initializer("m", random_floats(100 * 40, 2), {100, 40});
+  b.node("Conv", {"x", "w"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.node("Relu", {"c"}, {"r"});
+  b.node("Reshape", {"r", "shape"}, {"rs"});
+  b.initializer("shape", std::vector<int64_t>{24, 100}, {2});
+  b.node("MatMul", {"rs", "m"}, {"y"});
+  b.node("ReduceSum", {"y"}, {"z"}, {attr_ints("axes", {1}), attr_int("keepdims", 0)});
+  b.output("y", DataType::float32);
+  b.output("z", DataType::float32);
+  fs::path model = dir.path / "products.onnx";
+  b.save(model.string());
+  CompileOptions opt;
+  opt.target = "amd-gfx1100";
+  Program p = compile_schedule(model.string(), opt, nullptr);
+  const GpuFacts f{256, 32, 65536, 256};
+  std::map<std::string, GpuTilePlan> plans;
+  for (const Kernel &k : p.kernels) plans[k.name] = gpu_tile_plan(k, p, f);
+  REQUIRE(plans.count("conv3x3+Relu"));
+  const GpuTilePlan &conv = plans["conv3x3+Relu"];
+  CHECK(conv.ok);
+  CHECK(conv.M == 100);      // pixels: the input (the body's first operand) moves with them
+  CHECK(conv.N == 24);       // output channels: the weights move with them
+  CHECK(conv.kc == 16);      // the 16 input channels are the chunked axis, the 3x3 window outer
+  CHECK(conv.outer.size() == 2);
+  CHECK(conv.lanes_m * conv.lanes_n == 256);
+  CHECK(conv.TM() * conv.tiles_m >= conv.M);
+  CHECK(conv.TN() * conv.tiles_n >= conv.N);
+  bool matmul = false, reduce = false;
+  for (const auto &[name, pl] : plans) {
+    if (name.find("matmul") != std::string::npos) matmul = pl.ok && pl.M * pl.N == 24 * 40 && pl.kc > 0;
+    if (name.find("reduce") != std::string::npos) reduce = !pl.ok;  // a plain sum: no product
+  }
+  CHECK(matmul);
+  CHECK(reduce);
+  // The capture: the conv's launch is whole workgroups of the plan, its LDS the plan's slabs.
+  std::vector<uint8_t> cap = compile_for(model, "amd-gfx1100");
+  const fb::Capture *c = fb::GetCapture(cap.data());
+  bool seen = false;
+  for (const auto *st : *c->steps()) {
+    if (!st->launch()) continue;
+    const fb::Kernel *k = c->kernels()->Get(st->launch()->kernel());
+    if (k->name()->str() != "conv3x3+Relu") continue;
+    seen = true;
+    CHECK(st->launch()->work_size() == uint64_t(conv.groups() * 256));
+    CHECK(k->facts_as_AmdKernel()->group_segment_size() >= conv.shared_bytes());
+    CHECK(k->facts_as_AmdKernel()->private_segment_size() == 0);  // no spills
+    CHECK(k->twin_work_size() > 0);
+  }
+  CHECK(seen);
+  // CAPGRAPH_GPU_NO_TILE=1: the naive lowering, for before/after counts.
+  setenv("CAPGRAPH_GPU_NO_TILE", "1", 1);
+  CHECK_FALSE(gpu_tile_plan(p.kernels[0], p, f).ok);
+  unsetenv("CAPGRAPH_GPU_NO_TILE");
 }
 
 TEST_CASE("a generated model compiles for every AMD target into code objects LLVM's tools accept") {

@@ -12,6 +12,11 @@ int64_t gpu_work_size(const Kernel &k) {
   return n;
 }
 
+int64_t gpu_launch_size(const Kernel &k, const Program &p, const GpuFacts &f) {
+  GpuTilePlan pl = gpu_tile_plan(k, p, f);
+  return pl.ok ? pl.groups() * f.group_size : gpu_work_size(k);
+}
+
 bool store_moves_with_every_item(const Kernel &k) {
   for (int a = 0; a < k.n_parallel; a++) {
     bool moves = k.axes[a] == 1;
@@ -43,7 +48,7 @@ void gpu_work_item_emit(KernelEmitter &e, Value *gid, Value *acc) {
 Value *gpu_acc_alloca(KernelEmitter &e) { return e.k.reduce != Reduce::none ? e.b.CreateAlloca(e.ir_type(e.k.acc_dtype)) : nullptr; }
 
 void gpu_kernel_emit(KernelEmitter &e, const std::string &symbol, const std::function<void(llvm::Function *)> &attrs,
-                     llvm::Intrinsic::ID group_id, llvm::Intrinsic::ID local_id, int64_t group_size) {
+                     const GpuIntrinsics &ids, const GpuFacts &f) {
   llvm::IRBuilder<> &b = e.b;
   e.slots = kernel_slots(e.k);
   std::vector<llvm::Type *> params(e.slots.size(), b.getPtrTy(1));
@@ -59,10 +64,16 @@ void gpu_kernel_emit(KernelEmitter &e, const std::string &symbol, const std::fun
     // into global ones (no generic-to-global conversion left in the loop).
     e.slot_ptr[e.slots[i]] = b.CreateAddrSpaceCast(e.fn->getArg(i), b.getPtrTy(0));
   }
+  GpuTilePlan plan = gpu_tile_plan(e.k, e.p, f);
+  if (plan.ok) {
+    gpu_tile_emit(e, plan, f, ids);
+    b.CreateRetVoid();
+    return;
+  }
   Value *acc = gpu_acc_alloca(e);
-  Value *group = b.CreateZExt(b.CreateIntrinsic(group_id, {}, {}), b.getInt64Ty());
-  Value *local = b.CreateZExt(b.CreateIntrinsic(local_id, {}, {}), b.getInt64Ty());
-  gpu_work_item_emit(e, b.CreateAdd(b.CreateMul(group, e.i64(group_size)), local), acc);
+  Value *group = b.CreateZExt(b.CreateIntrinsic(ids.group_id, {}, {}), b.getInt64Ty());
+  Value *local = b.CreateZExt(b.CreateIntrinsic(ids.local_id, {}, {}), b.getInt64Ty());
+  gpu_work_item_emit(e, b.CreateAdd(b.CreateMul(group, e.i64(f.group_size)), local), acc);
   b.CreateRetVoid();
 }
 

@@ -17,6 +17,11 @@ struct NvTarget {
   // Mesa NVK nak/qmd.rs selects Qmd4_0 for HOPPER_COMPUTE_A and later).
   uint32_t qmd_version = 0;
   uint32_t block_size = 256;  // threads per block of every kernel (1-D, .reqntid in the PTX)
+  // Static shared memory one block may declare (larger needs the dynamic opt-in), and registers
+  // per thread. Sources: CUDA C++ Programming Guide, "Technical Specifications per Compute
+  // Capability" (48 KB static shared memory per block, 255 32-bit registers per thread).
+  uint32_t shared_bytes = 48 * 1024;
+  uint32_t registers = 255;
 };
 
 // True if `name` names an NVIDIA target ("nv-..."), known or not.

@@ -5,6 +5,7 @@
 // (emit_copy_buffer: count = bytes - 1; emit_fence; emit_pipeline_sync: POLL_REGMEM).
 #include "amd_hcq.h"
 
+#include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
@@ -188,6 +189,13 @@ kernel_descriptor kernel_descriptor_decode(const uint8_t *kd) {
           load_le<uint16_t>(kd + kd_kernel_code_properties)};
 }
 
+bool amd_rsrc2_with_lds(uint32_t rsrc2, uint32_t group_segment_size, uint32_t *out) {
+  const uint32_t blocks = (group_segment_size + 511) / 512;
+  if (group_segment_size > 65536 || blocks > 0x1ff) return false;
+  *out = (rsrc2 & ~(0x1ffu << 15)) | std::max(blocks, (rsrc2 >> 15) & 0x1ff) << 15;
+  return true;
+}
+
 uint32_t amd_kernarg_sgpr(uint16_t p) {
   return (p & kcp_private_segment_buffer ? 4 : 0) + (p & kcp_dispatch_ptr ? 2 : 0) +
          (p & kcp_queue_ptr ? 2 : 0);
@@ -259,7 +267,11 @@ capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_
   d.code = program_gpu + code;
   d.kernarg_sgpr = amd_kernarg_sgpr(props);
   d.rsrc1 = rsrc1;
-  d.rsrc2 = rsrc2;
+  if (!amd_rsrc2_with_lds(rsrc2, a->group_segment_size(), &d.rsrc2)) {
+    *err = what + ": needs " + std::to_string(a->group_segment_size()) +
+           " bytes of LDS, more than the 64 KiB one workgroup may have";
+    return CAPGRAPH_ERR_FORMAT;
+  }
   d.rsrc3 = rsrc3;
   d.wave32 = a->wavefront_size() == 32;
   out->workgroup_size = a->workgroup_size();

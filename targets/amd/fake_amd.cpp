@@ -346,7 +346,10 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   const fb::Kernel *k = capture_->kernels()->Get(uint32_t(found));
   const fb::AmdKernel *a = k->facts_as_AmdKernel();
   const std::string what = "DISPATCH_DIRECT of kernel '" + k->name()->str() + "': ";
-  if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != a->rsrc2() ||
+  uint32_t rsrc2 = 0;
+  if (!hcq::amd_rsrc2_with_lds(a->rsrc2(), a->group_segment_size(), &rsrc2))
+    return raise(what + "its group segment does not fit the LDS");
+  if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != rsrc2 ||
       (chip_.has_pgm_rsrc3 && sh(reg::COMPUTE_PGM_RSRC3) != a->rsrc3()))
     return raise(what + "COMPUTE_PGM_RSRC1/2/3 differ from its descriptor");
   if (sh(reg::COMPUTE_NUM_THREAD_X) != a->workgroup_size() || sh(reg::COMPUTE_NUM_THREAD_X + 1) != 1 ||
@@ -486,35 +489,43 @@ bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
 }
 
 // The emulator's counts per kernel, and an estimate of the time on a Radeon RX 7900 XTX (gfx1100)
-// from them: max(VALU instructions at one wave32 instruction per SIMD per clock, VMEM bytes at
-// the DRAM bandwidth). It is a roofline ESTIMATE (no caches, no latency, no dual issue), for
-// comparing lowerings, not a measurement. Sources: AMD Radeon RX 7900 XTX specifications (96
-// compute units, 2.5 GHz boost, 960 GB/s); RDNA3 ISA guide ch. 1 (two SIMD32 per compute unit).
+// from them: max(VALU wave instructions at the dual-issue peak, VMEM bytes at the DRAM bandwidth).
+// 96 CUs x 2 SIMD32 x 2 (VOPD dual issue) x 2.5 GHz = 960 G wave instructions/s, i.e. 61.4
+// TFLOP/s when every one is an FMA. It is a roofline ESTIMATE (no caches, no latency, no LDS or
+// issue limits, no occupancy), for comparing lowerings, not a measurement. Sources: AMD Radeon RX
+// 7900 XTX specifications (96 compute units, 2.5 GHz boost, 61.4 TFLOP/s FP32, 960 GB/s); RDNA3
+// ISA guide ch. 1 (two SIMD32 per compute unit) and 6.5 (VOPD dual issue).
 std::string fake_gpu::profile_text() const {
-  constexpr double valu_per_s = 96 * 2 * 2.5e9, bytes_per_s = 960e9;
+  constexpr double valu_per_s = 96 * 2 * 2 * 2.5e9, bytes_per_s = 960e9;
   auto est_us = [&](const rdna3_counts &c) {
     return 1e6 * std::max(double(c.valu) / valu_per_s, double(c.vmem_load_bytes + c.vmem_store_bytes) / bytes_per_s);
   };
   std::string s = "fake-amd emulator counts per kernel (wave instructions; bytes over active lanes; "
                   "est_us: roofline estimate for a 7900 XTX, not a measurement)\n";
   char b[512];
-  snprintf(b, sizeof b, "%-36s %8s %12s %6s %10s %14s %12s %9s %10s %10s\n", "kernel", "waves", "VALU", "FMA%",
-           "SALU", "VMEM_load_B", "VMEM_store_B", "load_B/FMA", "LDS_B", "est_us");
+  snprintf(b, sizeof b, "%-36s %8s %12s %6s %13s %10s %8s %14s %12s %9s %12s %10s\n", "kernel", "waves", "VALU", "FMA%",
+           "FMA_lanes", "SALU", "waits", "VMEM_load_B", "VMEM_store_B", "load_B/FMA", "LDS_B", "est_us");
   s += b;
-  auto row = [&](const char *name, const rdna3_counts &c) {
-    snprintf(b, sizeof b, "%-36.36s %8llu %12llu %6.1f %10llu %14llu %12llu %9.2f %10llu %10.1f\n", name,
+  auto row = [&](const char *name, const rdna3_counts &c, double us) {
+    snprintf(b, sizeof b, "%-36.36s %8llu %12llu %6.1f %13llu %10llu %8llu %14llu %12llu %9.2f %12llu %10.1f\n", name,
              (unsigned long long)c.waves, (unsigned long long)c.valu, c.valu ? 100.0 * double(c.valu_fma) / double(c.valu) : 0.0,
-             (unsigned long long)c.salu, (unsigned long long)c.vmem_load_bytes, (unsigned long long)c.vmem_store_bytes,
-             c.fma_lanes ? double(c.vmem_load_bytes) / double(c.fma_lanes) : 0.0, (unsigned long long)c.lds_bytes, est_us(c));
+             (unsigned long long)c.fma_lanes, (unsigned long long)c.salu, (unsigned long long)c.waits, (unsigned long long)c.vmem_load_bytes,
+             (unsigned long long)c.vmem_store_bytes, c.fma_lanes ? double(c.vmem_load_bytes) / double(c.fma_lanes) : 0.0,
+             (unsigned long long)c.lds_bytes, us);
     s += b;
   };
   rdna3_counts total;
+  double sum_us = 0;  // kernels run one after another: their estimates add
   for (size_t k = 0; k < counts_.size(); ++k) {
     if (!counts_[k].waves) continue;
     total.add(counts_[k]);
-    row(capture_->kernels()->Get(uint32_t(k))->name()->c_str(), counts_[k]);
+    sum_us += est_us(counts_[k]);
+    row(capture_->kernels()->Get(uint32_t(k))->name()->c_str(), counts_[k], est_us(counts_[k]));
   }
-  row("total", total);
+  row("total", total, sum_us);
+  snprintf(b, sizeof b, "estimate for a 7900 XTX (61.4 TFLOP/s FP32 dual-issue, 960 GB/s; not a measurement): %.4f ms\n",
+           sum_us / 1000);
+  s += b;
   return s;
 }
 

@@ -107,6 +107,19 @@ case $mode in
         passed=$((passed+1))
       fi
     fi
+    # capgraph profile --device fake-amd: the emulator's counts per kernel and the labelled
+    # estimate; the convolutions are tiled (LDS bytes > 0, under 0.5 global bytes per FMA).
+    if ! prof=$("$capgraph" profile "$d/amd.cap" --device fake-amd 2>&1); then
+      echo "FAIL: capgraph profile --device fake-amd:"; echo "$prof"; failures=$((failures+1))
+    elif ! grep -q '^estimate for a 7900 XTX (.*not a measurement): [0-9.]* ms$' <<< "$prof" ||
+         ! awk '$1 ~ /^conv/ { n++; if ($(NF-1) == 0 || $(NF-2) >= 0.5) bad++ } END { exit !(n >= 2 && !bad) }' <<< "$prof"; then
+      echo "FAIL: capgraph profile --device fake-amd does not show tiled convolutions:"; echo "$prof"; failures=$((failures+1))
+    else
+      echo "PASS capgraph profile --device fake-amd:"; grep -E '^(conv|total|estimate)' <<< "$prof" | sed 's/^/  /'
+      passed=$((passed+1))
+    fi
+    "$capgraph" profile "$d/amd.cap" --device amd-nonsense > /dev/null 2>&1 &&
+      { echo "FAIL: profile --device accepted a device that counts nothing"; failures=$((failures+1)); }
     ;;
   zoo)
     zoo=$repo/../shared/zoo

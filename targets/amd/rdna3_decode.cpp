@@ -12,7 +12,7 @@ namespace capgraph::amd {
 namespace {
 
 const char *const enc_names[] = {"SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP1", "VOP2",
-                                 "VOPC", "VOP3", "VOP3SD", "FLAT", "GLOBAL", "DS", "VOPD", "VOP3P"};
+                                 "VOPC", "VOP3", "VOP3SD", "FLAT", "GLOBAL", "DS", "VOPD", "VOP3P", "MUBUF"};
 
 using op = rdna3_op;
 
@@ -337,9 +337,15 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
     in->src[2] = 256 + ((w1 >> 16) & 0xff);
     in->dst = 256 + (w1 >> 24);
     in->dwords = 2;
+  } else if (top6 == 0x38) {  // MUBUF: of it only the cache invalidations (no operands)
+    if (!need(2)) return false;
+    in->enc = MUBUF;
+    in->op = tb.t[MUBUF][(w0 >> 18) & 0xff];
+    if (in->op == op::count) return unknown(MUBUF, (w0 >> 18) & 0xff);
+    in->dwords = 2;
   } else {
     static const std::map<uint32_t, const char *> other = {
-        {0x38, "MUBUF"}, {0x3a, "MTBUF"}, {0x3c, "MIMG"}, {0x3e, "EXP"}, {0x34, "VINTERP"}};
+        {0x3a, "MTBUF"}, {0x3c, "MIMG"}, {0x3e, "EXP"}, {0x34, "VINTERP"}};
     auto it = other.find(top6);
     *why = std::string(it != other.end() ? it->second : "unknown") + " instruction (word " + hex(w0) +
            ") is not emulated";

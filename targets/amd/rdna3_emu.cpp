@@ -727,6 +727,20 @@ bool salu_run(run_state &st, wave &w, const rdna3_inst &in) {
       break;
     }
     case op::s_mulk_i32: put(w.s[in.dst] * uint32_t(k)); break;
+    // SCC = S0 compared with SIMM16, sign-extended for _i32 and zero-extended for _u32 (ISA guide
+    // ch. 16, SOPK S_CMPK_*). The compared register is the SDST field.
+    case op::s_cmpk_eq_i32: scc = int32_t(w.s[in.dst]) == k; break;
+    case op::s_cmpk_lg_i32: scc = int32_t(w.s[in.dst]) != k; break;
+    case op::s_cmpk_gt_i32: scc = int32_t(w.s[in.dst]) > k; break;
+    case op::s_cmpk_ge_i32: scc = int32_t(w.s[in.dst]) >= k; break;
+    case op::s_cmpk_lt_i32: scc = int32_t(w.s[in.dst]) < k; break;
+    case op::s_cmpk_le_i32: scc = int32_t(w.s[in.dst]) <= k; break;
+    case op::s_cmpk_eq_u32: scc = w.s[in.dst] == uint32_t(k & 0xffff); break;
+    case op::s_cmpk_lg_u32: scc = w.s[in.dst] != uint32_t(k & 0xffff); break;
+    case op::s_cmpk_gt_u32: scc = w.s[in.dst] > uint32_t(k & 0xffff); break;
+    case op::s_cmpk_ge_u32: scc = w.s[in.dst] >= uint32_t(k & 0xffff); break;
+    case op::s_cmpk_lt_u32: scc = w.s[in.dst] < uint32_t(k & 0xffff); break;
+    case op::s_cmpk_le_u32: scc = w.s[in.dst] <= uint32_t(k & 0xffff); break;
     case op::s_waitcnt_vscnt: case op::s_waitcnt_vmcnt: case op::s_waitcnt_lgkmcnt: case op::s_waitcnt_expcnt:
       st.n.waits++;
       st.n.salu--;
@@ -957,6 +971,7 @@ bool wave_step(run_state &st, wave &w, uint64_t *steps) {
       case SMEM: ok = smem_run(st, w, in); break;
       case FLAT: case GLOBAL: ok = vmem_run(st, w, in); break;
       case DS: ok = ds_run(st, w, in); break;
+      case MUBUF: break;  // buffer_gl0_inv / buffer_gl1_inv: no caches are modelled (rdna3_ops.txt)
       default: ok = valu_run(st, w, in); break;
     }
     if (!ok) return false;

@@ -8,7 +8,7 @@
 // hints (SOPP), scalar loads (SMEM), VALU (VOP1/VOP2/VOPC/VOP3/VOP3SD/VOPD with abs/neg/clamp/omod
 // and literals; of VOP3P the mixed-precision v_fma_mix*), global and flat loads and stores, LDS (DS) and s_barrier, and the registers the
 // hardware sets at wave launch from COMPUTE_PGM_RSRC2 and the user SGPRs. Not modelled: wave64,
-// DPP, packed math (VOP3P other than v_fma_mix*), scratch, buffer (MUBUF) instructions, atomics on global memory, timing, caches. An
+// DPP, packed math (VOP3P other than v_fma_mix*), scratch, buffer (MUBUF) instructions other than the cache invalidations buffer_gl0_inv / buffer_gl1_inv (no-ops: no caches), atomics on global memory, timing, caches. An
 // instruction outside rdna3_ops.txt is an error naming its encoding, opcode and offset.
 //
 // Decoding happens once per kernel (rdna3_program_decode), following control flow from the

@@ -197,6 +197,45 @@ TEST_CASE("rdna3: LDS is shared by the waves of a workgroup and s_barrier orders
   CHECK(run(m, dispatch_of(1, 64, 0)).find("past the 0 bytes the dispatch allocated") != std::string::npos);
 }
 
+TEST_CASE("rdna3: SOPK compares (SIMM16 sign-extended for _i32, zero-extended for _u32) and cache invalidations") {
+  // LLVM compares against 16-bit constants with s_cmpk_* and fences a workgroup barrier with
+  // buffer_gl0_inv / buffer_gl1_inv (gpu_tile.h's kernels); the emulator has no caches, so the
+  // invalidations must run and change nothing.
+  const std::vector<uint32_t> code = {
+      0xF4040100, 0xF8000000,  // s_load_b64 s[4:5], s[0:1], 0x0
+      0xB003FFFB,              // s_movk_i32 s3, 0xfffb             s3 = -5
+      0xB3830000,              // s_cmpk_lt_i32 s3, 0x0              -5 < 0: 1
+      0x98068081,              // s_cselect_b32 s6, 1, 0
+      0xB6830010,              // s_cmpk_lt_u32 s3, 0x10             0xfffffffb < 16: 0
+      0x98078081,              // s_cselect_b32 s7, 1, 0
+      0xB0088000,              // s_movk_i32 s8, 0x8000
+      0x8B08FF08, 0x0000FFFF,  // s_and_b32 s8, s8, 0xffff           s8 = 0x8000
+      0xB4888000,              // s_cmpk_eq_u32 s8, 0x8000           zero-extended: 1
+      0x98098081,              // s_cselect_b32 s9, 1, 0
+      0xB303FFFB,              // s_cmpk_ge_i32 s3, 0xfffb           -5 >= -5: 1
+      0x980A8081,              // s_cselect_b32 s10, 1, 0
+      0xE0AC0000, 0x00000000,  // buffer_gl0_inv
+      0xE0B00000, 0x00000000,  // buffer_gl1_inv
+      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0x7E020206,              // v_mov_b32_e32 v1, s6
+      0x7E040207,              // v_mov_b32_e32 v2, s7
+      0x7E060209,              // v_mov_b32_e32 v3, s9
+      0x7E08020A,              // v_mov_b32_e32 v4, s10
+      0x7E000280,              // v_mov_b32_e32 v0, 0
+      0xDC760000, 0x00040100,  // global_store_b128 v0, v[1:4], s[4:5]
+      0xBFB00000,              // s_endpgm
+  };
+  gpu_memory m;
+  m.code(code);
+  m.arg(0, gpu_memory::buf0);
+  uint32_t *out = m.at<uint32_t>(gpu_memory::buf0);
+  REQUIRE(run(m, dispatch_of(1, 32)) == "");
+  CHECK(out[0] == 1);
+  CHECK(out[1] == 0);
+  CHECK(out[2] == 1);
+  CHECK(out[3] == 1);
+}
+
 TEST_CASE("rdna3: integer to float conversions and v_fmac_f32's VOP3 form (its accumulator is the destination)") {
   gpu_memory m;
   m.code({

@@ -9,7 +9,7 @@
 namespace capgraph::amd {
 
 // Microcode formats (ISA guide ch. 15). VOP3SD is VOP3 with a scalar destination.
-enum rdna3_enc : uint8_t { SOP2, SOPK, SOP1, SOPC, SOPP, SMEM, VOP1, VOP2, VOPC, VOP3, VOP3SD, FLAT, GLOBAL, DS, VOPD, VOP3P, enc_count };
+enum rdna3_enc : uint8_t { SOP2, SOPK, SOP1, SOPC, SOPP, SMEM, VOP1, VOP2, VOPC, VOP3, VOP3SD, FLAT, GLOBAL, DS, VOPD, VOP3P, MUBUF, enc_count };
 const char *rdna3_enc_name(rdna3_enc e);
 
 // What execution needs to know about an op, worked out once from its name.

@@ -32,10 +32,12 @@ int main(int argc, char **argv) {
   std::mt19937 rng(7);
   ModelBuilder b(13);
   b.input("x", DataType::float32, {1, 3, 16, 16});
-  b.initializer("w1", values(8 * 3 * 9, rng, 0.3f), {8, 3, 3, 3});
-  b.initializer("b1", values(8, rng, 0.1f), {8});
-  b.initializer("w2", values(8 * 8 * 9, rng, 0.2f), {8, 8, 3, 3});
-  b.initializer("w3", values(10 * 8, rng, 0.3f), {10, 8});
+  // 16 channels: both convolutions take the tiled GPU schedule (compiler/codegen/gpu_tile.h, which
+  // wants 16 rows and columns), so the planted miscompile below lands in a tiled kernel.
+  b.initializer("w1", values(16 * 3 * 9, rng, 0.3f), {16, 3, 3, 3});
+  b.initializer("b1", values(16, rng, 0.1f), {16});
+  b.initializer("w2", values(16 * 16 * 9, rng, 0.15f), {16, 16, 3, 3});
+  b.initializer("w3", values(10 * 16, rng, 0.3f), {10, 16});
   b.initializer("b3", values(10, rng, 0.1f), {10});
   b.node("Conv", {"x", "w1", "b1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1})});
   b.node("Relu", {"c1"}, {"r1"});
@@ -49,7 +51,7 @@ int main(int argc, char **argv) {
   b.node("Softmax", {"logits"}, {"probs"}, {attr_int("axis", 1)});
   b.node("Identity", {"x"}, {"x_out"});
   b.output("probs", DataType::float32, {1, 10});
-  b.output("p", DataType::float32, {1, 8, 8, 8});
+  b.output("p", DataType::float32, {1, 16, 8, 8});
   b.output("x_out", DataType::float32, {1, 3, 16, 16});
   b.save(dir + "/small_cnn.onnx");
   const std::vector<float> x = values(3 * 16 * 16, rng, 1.0f);

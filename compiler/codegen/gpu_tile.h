@@ -1,0 +1,65 @@
+// The GPU schedule for product kernels (convolutions, matrix products): a workgroup computes a
+// tile of the output held in registers, and the reduction is staged through workgroup-shared
+// memory (AMD LDS, NVIDIA shared memory) in chunks, so each global value loaded feeds many
+// multiply-adds. Kernels it does not cover keep one work item per output element
+// (gpu_work_item.h).
+//
+// The kernel's parallel axes split three ways by the body's two loads `a * b`:
+//   batch axes: both loads move with them (a batched product); one per workgroup;
+//   m axes: only `a` moves with them (a convolution's batch and pixels: its body is x * w; a
+//     product's rows);
+//   n axes: only `b` moves with them (a convolution's output channels, a product's columns).
+// Flattened, m and n make an M x N output per batch point, tiled by TM x TN per workgroup: lane
+// (lm, ln) of the lanes_m x lanes_n lane grid owns the micro tile rows [lm*tm, lm*tm+tm) and
+// columns [ln*tn, ln*tn+tn), tm*tn accumulators in registers. The reduction walks its `outer`
+// axes one point at a time (uniform across the workgroup) and its `chunk` axis kc at a time:
+// each chunk the workgroup stages a [kc][TM] slab of `a` and a [kc][TN] slab of `b` in shared
+// memory (zero where the point is outside the tile, the reduction, or a padded border), waits
+// at a barrier, and every lane does kc * tm * tn fused multiply-adds from it. The epilogue
+// (bias, activations, residual adds: the kernel's `result`) runs per accumulator as elsewhere.
+//
+// Global bytes loaded per multiply-add: 4 * (TM + TN) / (TM * TN), 0.125 for 64 x 64 tiles
+// against the 8 of one work item per output (two floats per multiply-add).
+//
+// The plan is plain data without LLVM types, decided from the kernel and the target's facts only,
+// so every GPU code generator can follow it: LLVM's (AMDGPU, NVPTX: gpu_tile_emit in
+// gpu_work_item.h) today, Adreno's NIR later.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include "schedule/kernel.h"
+
+namespace capgraph {
+
+// What a GPU target tells the schedule (amd_target.h, nv_target.h hold the values and sources).
+struct GpuFacts {
+  unsigned group_size = 256;      // work items per workgroup / thread block (1-D)
+  unsigned wave_size = 32;        // lanes that execute together
+  unsigned shared_bytes = 65536;  // LDS / shared memory one workgroup may use
+  unsigned registers = 256;       // 32-bit vector registers one work item may use
+};
+
+struct GpuTilePlan {
+  bool ok = false;
+  int a = -1, b = -1;                        // the body's loads (indices into Kernel::loads)
+  std::vector<int> batch, m, n;              // parallel axes of extent > 1, outermost first
+  int chunk = -1;                            // the reduction axis staged kc at a time
+  std::vector<int> outer;                    // the other reduction axes of extent > 1
+  int64_t batches = 1, M = 1, N = 1;         // flattened extents
+  int64_t lanes_m = 16, lanes_n = 16;        // lane grid, lanes_m * lanes_n == group_size
+  int64_t tm = 4, tn = 4;                    // accumulators per lane along m and n
+  int64_t kc = 16;                           // reduction points per chunk
+  int64_t tiles_m = 1, tiles_n = 1;
+  int64_t TM() const { return lanes_m * tm; }
+  int64_t TN() const { return lanes_n * tn; }
+  int64_t groups() const { return batches * tiles_m * tiles_n; }
+  int64_t shared_bytes() const { return 4 * kc * (TM() + TN()); }
+};
+
+// The plan for kernel k on a target with facts f, or one with ok == false (the kernel keeps one
+// work item per output element). CAPGRAPH_GPU_NO_TILE=1 disables it (the naive lowering, for
+// comparisons).
+GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f);
+
+}  // namespace capgraph
