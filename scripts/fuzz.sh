@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # fuzz.sh [SECONDS] [HARNESS...]: builds the libFuzzer harnesses of tests/fuzz with clang 19
-# (ASan+UBSan, in build-fuzz/, a build directory of their own), makes fresh seed corpora with
-# fuzz_seeds, and runs each harness for SECONDS (default 60) on one core. Exit status 1 if any
-# harness found a crash, a sanitizer report, a leak, a timeout (-timeout, seconds per input) or an
-# out-of-memory (-rss_limit_mb); the reproducer is left in build-fuzz/findings/HARNESS/.
-#   scripts/fuzz.sh              # the CI smoke: 60 s each
-#   scripts/fuzz.sh 3600 fuzz_capture   # a campaign: one harness for an hour
+# (ASan+UBSan, in build-fuzz/, the build directory scripts/sanitize.sh uses too), makes fresh seed
+# corpora with fuzz_seeds, and runs each harness in turn for SECONDS (default 60) on one core.
+# At the end it prints one line per harness: exit status, executions, coverage (libFuzzer's cov:
+# edges and ft: features), corpus size and peak RSS. Exit status 1 if any harness found a crash, a
+# sanitizer report, a leak, a timeout (-timeout, seconds per input) or an out-of-memory
+# (-rss_limit_mb); the reproducer is left in build-fuzz/findings/HARNESS/.
+#   scripts/fuzz.sh 30                  # the CI smoke (.ci/run): 30 s each
+#   scripts/fuzz.sh 1800                # the campaign of issue 16: 30 minutes each
+#   scripts/fuzz.sh 3600 fuzz_capture   # one harness for an hour
 # Corpora grow in build-fuzz/corpus/HARNESS/ and are reused by the next run. Environment:
 # FUZZ_BUILD (build directory), FUZZ_JOBS (build jobs), FUZZ_TIMEOUT (seconds per input, 10),
 # FUZZ_RSS_MB (memory limit, 2048).
@@ -55,7 +58,21 @@ dict_of() {
   esac
 }
 
-failed=()
+# fuzz_stats LOG: executions, coverage and corpus from libFuzzer's log: its final stat:: lines
+# (-print_final_stats) and the last status line ("#N ... cov: C ft: F corp: K/SIZE ... rss: R").
+fuzz_stats() {
+  awk '
+    / cov: / { for (i = 1; i < NF; i++) { if ($i == "cov:") cov = $(i + 1); if ($i == "ft:") ft = $(i + 1)
+                                          if ($i == "corp:") corp = $(i + 1) } }
+    /^stat::number_of_executed_units:/ { execs = $2 }
+    /^stat::average_exec_per_sec:/ { rate = $2 }
+    /^stat::peak_rss_mb:/ { rss = $2 }
+    END { printf "execs %s exec/s %s cov %s ft %s corpus %s rss_mb %s\n",
+                 execs ? execs : "?", rate ? rate : "?", cov ? cov : "?", ft ? ft : "?",
+                 corp ? corp : "?", rss ? rss : "?" }' "$1"
+}
+
+failed=() summary=()
 for h in "${harnesses[@]}"; do
   corpus=$build/corpus/$h findings=$build/findings/$h
   mkdir -p "$corpus" "$findings"
@@ -71,7 +88,8 @@ for h in "${harnesses[@]}"; do
     -artifact_prefix="$findings/" >"$build/$h.log" 2>&1
   rc=$?
   set -e
-  stats=$(grep -E "^stat::(number_of_executed_units|peak_rss_mb)|cov: " "$build/$h.log" | tail -3 | tr '\n' ' ')
+  stats=$(fuzz_stats "$build/$h.log")
+  summary+=("$(printf '%-20s %4s %6s %s' "$h" "$rc" "$((SECONDS - t0))" "$stats")")
   echo "fuzz: $h exit $rc in $((SECONDS - t0)) s: $stats"
   if ((rc != 0)); then
     failed+=("$h")
@@ -79,7 +97,9 @@ for h in "${harnesses[@]}"; do
     echo "fuzz: $h found something: log $build/$h.log, reproducer in $findings/" >&2
   fi
 done
-echo "fuzz: done in $((SECONDS - start)) s"
+echo "fuzz: done in $((SECONDS - start)) s; $seconds s per harness:"
+printf 'fuzz: %-20s %4s %6s %s\n' harness exit secs "executions, coverage (edges, features), corpus (inputs/bytes), peak RSS"
+for line in "${summary[@]}"; do echo "fuzz: $line"; done
 if ((${#failed[@]})); then
   echo "fuzz: findings in ${failed[*]}" >&2
   exit 1

@@ -10,7 +10,9 @@
 #                                     (fake-amd:check), and a planted miscompile
 #                                     (testdata/amd_miscompile_plant.cpp) that check mode must catch
 #   fake_amd_e2e.sh zoo BUILD_DIR     every model of ../shared/zoo (skips, exit 77, without it), vs
-#                                     its committed ONNX Runtime output and the CPU
+#                                     its committed ONNX Runtime output and the CPU; only the models
+#                                     named in CAPGRAPH_ZOO_MODELS (space-separated) when it is set
+#                                     (the sanitizer build's subset, see CMakeLists.txt)
 # Tolerance: tests/tools/npy_compare (max |a-b| <= 1e-3 * max |ref| + 1e-5).
 set -uo pipefail
 mode=${1:-}; build=${2:-}
@@ -125,7 +127,16 @@ case $mode in
     zoo=$repo/../shared/zoo
     [[ -d $zoo ]] || { echo "SKIPPED: no model zoo at $zoo (it is optional)"; exit 77; }
     command -v node > /dev/null || { echo "SKIPPED: node is needed to read the zoo's meta.json"; exit 77; }
-    for dir in "$zoo"/*/; do
+    dirs=("$zoo"/*/)
+    if [[ -n ${CAPGRAPH_ZOO_MODELS:-} ]]; then
+      dirs=()
+      for name in $CAPGRAPH_ZOO_MODELS; do
+        [[ -f $zoo/$name/meta.json ]] || { echo "FAIL: CAPGRAPH_ZOO_MODELS names $name, which $zoo lacks"; exit 1; }
+        dirs+=("$zoo/$name/")
+      done
+      echo "only the models named in CAPGRAPH_ZOO_MODELS: $CAPGRAPH_ZOO_MODELS"
+    fi
+    for dir in "${dirs[@]}"; do
       name=$(basename "$dir")
       ins=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '))")
       shapes=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))")
