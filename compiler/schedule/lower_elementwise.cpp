@@ -217,7 +217,29 @@ void lower_register_elementwise() {
     }
   };
   lower_table()["Identity"] = pass_through;
-  lower_table()["Dropout"] = pass_through;
+  lower_table()["Dropout"] = [pass_through](Lowering &L, Node &n) {
+    // Training mode (opset 12+: the third input) zeroes random elements and scales the rest by
+    // 1/(1-ratio). ONNX's tests draw the mask from NumPy's generator with a seed; a capture cannot
+    // reproduce that stream, and any other mask is a different answer, so it is refused rather
+    // than approximated (treating it as identity was a silent wrong answer). ratio 0 keeps every
+    // element (ONNX spec), so that case is the identity.
+    if (L.graph.opset >= 12 && L.has_input(2)) {
+      const Tensor &tm = L.const_input(2, "training_mode");
+      if (tm.numel() != 1) L.fail("training_mode must hold one value");
+      bool training = tm.at_f64(0) != 0;
+      double ratio = 0.5;
+      if (L.has_input(1)) {
+        const Tensor &r = L.const_input(1, "ratio");
+        if (r.numel() != 1) L.fail("ratio must hold one value");
+        ratio = r.at_f64(0);
+      }
+      if (training && ratio != 0)
+        L.fail("training_mode is true with ratio " + std::to_string(ratio) +
+               ": random dropout is not supported (capgraph has no random generator that matches ONNX's seeded one); "
+               "export the model for inference");
+    }
+    pass_through(L, n);
+  };
 
   binary("Add", Op::add);
   binary("Sub", Op::sub);

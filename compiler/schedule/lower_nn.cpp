@@ -231,12 +231,22 @@ void lower_conv_transpose(Lowering &L, Node &n) {
     int64_t full = strides[i] * (in - 1) + out_pad[i] + (k_sp[i] - 1) * dil[i] + 1;
     if (!out_given.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t o = out_given.empty() ? in * strides[i] : out_given[out_given.size() - S + i];
-      int64_t total = std::max<int64_t>(0, full - o);
-      pads[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
-      pads[S + i] = total - pads[i];
-      if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && out_given.size()) {
-        pads[i] = total - total / 2;  // output_shape given, NOTSET: the odd pad goes at the start (ONNX spec; ONNX Runtime agrees)
+      int64_t total = full - o;
+      if (total < 0) {
+        // The output is larger than the full transposed convolution: the extra rows are implicit
+        // output padding at the end (nothing reads an input there: only the bias). Clamping the
+        // total at 0 silently gave the full size instead (test_convtranspose_output_shape:
+        // 1x2x9x7 for output_shape 10x8). Sources: ONNX ConvTranspose spec (output_shape,
+        // output_padding); the node test's reference output.
+        pads[i] = 0;
+        pads[S + i] = total;
+      } else {
+        pads[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
         pads[S + i] = total - pads[i];
+        if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && out_given.size()) {
+          pads[i] = total - total / 2;  // output_shape given, NOTSET: the odd pad goes at the start (ONNX spec; ONNX Runtime agrees)
+          pads[S + i] = total - pads[i];
+        }
       }
     }
     out_sp[i] = full - pads[i] - pads[S + i];
