@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <set>
 #include <unordered_map>
 
 #include "error.h"
@@ -113,8 +114,8 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
   g.origin = origin;
   g.opset = m.default_opset();
   if (g.opset == 0) g.opset = 9;  // no default-domain import: oldest opset we read
-  if (g.opset < 7 || g.opset > 21)
-    throw Error(origin + ": opset " + std::to_string(g.opset) + " is not supported (7 to 21 are)");
+  if (g.opset < 1 || g.opset > 21)
+    throw Error(origin + ": opset " + std::to_string(g.opset) + " is not supported (1 to 21 are)");
   std::unordered_map<std::string, Value *> by_name;
 
   for (const onnx::Tensor &t : m.graph.initializers) {
@@ -222,6 +223,17 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
       if (!out.empty()) by_name[out] = v;
       n->outputs.push_back(v);
     }
+    // Before opset 7 most binary ops broadcast only with a `broadcast` attribute, Reshape and Pad
+    // take attributes, BatchNormalization has `spatial`...: those old forms are not read. The ops
+    // below mean the same at opsets 1-6 as at 7 (their only extra attribute, consumed_inputs, was a
+    // memory hint), so a model made of them is accepted.
+    static const std::set<std::string> same_before_7 = {
+        "Abs", "Ceil", "Elu", "Exp", "Floor", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "Identity",
+        "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Selu", "Sigmoid",
+        "Softplus", "Softsign", "Sqrt", "Tanh"};
+    if (g.opset < 7 && !same_before_7.count(n->op))
+      throw Error(origin + ": " + n->label() + ": opset " + std::to_string(g.opset) + " is not supported for " + n->op +
+                  " (its definition before opset 7 differs; opsets 7 to 21 are)");
     node_arity_check(*n, g.opset, origin);
     g.nodes.push_back(std::move(n));
   }

@@ -164,6 +164,13 @@ void lower_register_elementwise() {
     int y = positive_or(k, x, k.expr_binary(Op::mul, em1, k.expr_const(alpha, t), t), t);
     return k.expr_binary(Op::mul, y, k.expr_const(gamma, t), t);
   });
+  unary("Celu", [](Kernel &k, int x, DType t, const Node &n) {
+    // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
+    double alpha = n.attr_float("alpha", 1.0f);
+    int e = k.expr_unary(Op::exp, k.expr_binary(Op::mul, x, k.expr_const(1.0 / alpha, t), t), t);
+    int neg = k.expr_binary(Op::mul, k.expr_binary(Op::sub, e, k.expr_const(1, t), t), k.expr_const(alpha, t), t);
+    return k.expr_binary(Op::add, relu(k, x, t), k.expr_binary(Op::min, neg, k.expr_const(0, t), t), t);
+  });
   unary("LeakyRelu", [](Kernel &k, int x, DType t, const Node &n) {
     return positive_or(k, x, k.expr_binary(Op::mul, x, k.expr_const(n.attr_float("alpha", 0.01f), t), t), t);
   });
@@ -253,6 +260,27 @@ void lower_register_elementwise() {
   binary("GreaterOrEqual", Op::ge, true);
   binary("And", Op::logical_and, true);
   binary("Or", Op::logical_or, true);
+  binary("Xor", Op::ne, true);  // on booleans, exclusive or is inequality
+  lower_table()["IsNaN"] = [](Lowering &L, Node &n) {
+    const Value *x = n.input(0);
+    DType ct = float_type(L, x->dtype);
+    lower_map(L, n, {x}, ct, DType::boolean, [&](Kernel &k, const std::vector<int> &a) {
+      return k.expr_binary(Op::ne, a[0], a[0], DType::boolean);  // unordered: true only for NaN
+    });
+  };
+  lower_table()["IsInf"] = [](Lowering &L, Node &n) {
+    const Value *x = n.input(0);
+    DType ct = float_type(L, x->dtype);
+    bool pos = n.attr_int("detect_positive", 1) != 0, neg = n.attr_int("detect_negative", 1) != 0;
+    lower_map(L, n, {x}, ct, DType::boolean, [&](Kernel &k, const std::vector<int> &a) {
+      int p = k.expr_binary(Op::eq, a[0], k.expr_const(INFINITY, ct), DType::boolean);
+      int m = k.expr_binary(Op::eq, a[0], k.expr_const(-INFINITY, ct), DType::boolean);
+      if (pos && neg) return k.expr_binary(Op::logical_or, p, m, DType::boolean);
+      if (pos) return p;
+      if (neg) return m;
+      return k.expr_binary(Op::ne, p, p, DType::boolean);  // neither: all false
+    });
+  };
   lower_table()["Mod"] = [](Lowering &L, Node &n) {
     const Value *a = n.input(0), *b = n.input(1);
     bool c_style = n.attr_int("fmod", 0) != 0;
@@ -293,6 +321,32 @@ void lower_register_elementwise() {
     lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
       if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
       return k.expr_cast(a[0], to);
+    });
+  };
+  lower_table()["CastLike"] = [](Lowering &L, Node &n) {
+    const Value *x = n.input(0), *like = n.input(1);
+    DType to = like->dtype;
+    if (to == DType::f16) L.fail("casting to float16 is not supported");
+    DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+    lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
+      if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
+      return k.expr_cast(a[0], to);
+    });
+  };
+  lower_table()["Shrink"] = [](Lowering &L, Node &n) {
+    // x < -lambd: x + bias; x > lambd: x - bias; else 0. Any numeric type.
+    const Value *x = n.input(0);
+    DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+    double lambd = n.attr_float("lambd", 0.5f), bias = n.attr_float("bias", 0.0f);
+    lower_map(L, n, {x}, ct, x->dtype, [&](Kernel &k, const std::vector<int> &a) {
+      // An integer input is compared in float32, so it meets a fractional lambd as a number.
+      DType ft = dtype_is_float(ct) ? ct : DType::f32;
+      int xf = k.expr_cast(a[0], ft);
+      int lo = k.expr_binary(Op::lt, xf, k.expr_const(-lambd, ft), DType::boolean);
+      int hi = k.expr_binary(Op::gt, xf, k.expr_const(lambd, ft), DType::boolean);
+      int up = k.expr_cast(k.expr_binary(Op::add, xf, k.expr_const(bias, ft), ft), ct);
+      int down = k.expr_cast(k.expr_binary(Op::sub, xf, k.expr_const(bias, ft), ft), ct);
+      return k.expr_select(lo, up, k.expr_select(hi, down, k.expr_const(0, ct), ct), ct);
     });
   };
   lower_table()["Clip"] = [](Lowering &L, Node &n) {
