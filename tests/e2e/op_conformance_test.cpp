@@ -1049,6 +1049,46 @@ std::vector<OpCase> op_cases() {
          b.output("t", F);
          return b;
        }},
+      // Issue 18: ops and forms the ONNX node tests needed (tests/onnx_node).
+      {"gather_elements_runtime_axis1", [] { return one(13, "GatherElements", {in("x", {3, 4, 5}), in("i", {3, 2, 5}, I64)}, {attr_int("axis", 1)}); }, -4, 3},
+      {"gather_elements_const_neg_axis", [] { return one(13, "GatherElements", {in("x", {4, 3}), ci("i", {2, -1, 0, 1, 1, -3}, {2, 3})}, {attr_int("axis", -2)}); }},
+      {"trilu_upper_k1", [] { return one(14, "Trilu", {in("x", {2, 4, 5}), ci("k", {1}, {})}); }},
+      {"trilu_lower_int64", [] { return one(14, "Trilu", {in("x", {5, 3}, I64), ci("k", {-1}, {})}, {attr_int("upper", 0)}, {I64}); }, -9, 9},
+      {"cumsum_axis1", [] { return one(14, "CumSum", {in("x", {2, 5, 3}), ci("axis", {1}, {})}); }},
+      {"cumsum_exclusive_reverse_int64", [] { return one(14, "CumSum", {in("x", {4, 6}, I64), ci("axis", {-1}, {})}, {attr_int("exclusive", 1), attr_int("reverse", 1)}, {I64}); }, -9, 9},
+      {"one_hot_axis1", [] { return one(11, "OneHot", {in("i", {2, 3}, I64), ci("depth", {5}, {}), cf("values", {-1, 2}, {2})}, {attr_int("axis", 1)}); }, -5, 4},
+      {"eye_like_k1", [] { return one(9, "EyeLike", {in("x", {3, 5})}, {attr_int("k", 1)}); }},
+      {"hardmax_axis1", [] { return one(13, "Hardmax", {in("x", {2, 3, 4})}, {attr_int("axis", 1)}); }},
+      {"reduce_log_sum", [] { return reduce("ReduceLogSum", 13, {1}, 1); }, 0.1, 2},
+      {"xor_broadcast", [] { return one(7, "Xor", {in("a", {2, 3}, BOOL), in("b", {3}, BOOL)}, {}, {BOOL}); }},
+      {"is_inf_is_nan", [] {  // x / {0, 1, 0, 2}: infinities where x != 0; sqrt of negatives: NaN
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         b.initializer(cf("z", {0, 1, 0, 2}, {4}).tensor);
+         b.node("Div", {"x", "z"}, {"d"});
+         b.node("IsInf", {"d"}, {"inf"});
+         b.node("IsInf", {"d"}, {"pos"}, {attr_int("detect_negative", 0)});
+         b.node("Sqrt", {"x"}, {"s"});
+         b.node("IsNaN", {"s"}, {"nan"});
+         for (const char *o : {"inf", "pos", "nan"}) b.output(o, BOOL);
+         return b;
+       }},
+      {"celu", [] { return unary("Celu", {2, 3, 4, 5}, {attr_float("alpha", 1.5f)}, 12); }},
+      {"shrink", [] { return unary("Shrink", {2, 3, 4}, {attr_float("lambd", 0.7f), attr_float("bias", 0.2f)}, 9); }},
+      {"cast_like_int64", [] { return one(15, "CastLike", {in("x", {2, 3}), ci("like", {0}, {1})}, {}, {I64}); }, -50, 50},
+      {"layer_norm_mean_inv_std_dev", [] { return one(17, "LayerNormalization", {in("x", {2, 3, 4}), w("s", {3, 4}), w("b", {3, 4})}, {attr_int("axis", 1)}, {F, F, F}); }},
+      {"conv_transpose_output_shape_larger", [] { return conv("ConvTranspose", {1, 1, 3, 3}, {1, 2, 3, 3}, {strides({3, 2}), attr_ints("output_shape", {10, 8})}); }},
+      {"elu_opset6", [] { return unary("Elu", {2, 3, 4}, {attr_float("alpha", 2.0f)}, 6); }},
+      {"dropout_training_zero_ratio", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         b.initializer(cf("r", {0}, {}).tensor);
+         b.initializer(init(tensor_make("t", BOOL, std::vector<uint8_t>{1}, {})).tensor);
+         b.node("Dropout", {"x", "r", "t"}, {"y", "mask"});
+         b.output("y", F);
+         b.output("mask", BOOL);
+         return b;
+       }},
       {"same_output_twice_via_identity", [] {
          ModelBuilder b(13);
          b.input("x", F, {2, 3});
@@ -1428,6 +1468,25 @@ TEST_CASE("unsupported ops and attributes give an Error naming the node and the 
          b.input("a", F, {2, 3});
          b.input("b", F, {4});
          b.node("Add", {"a", "b"}, {"y"}).name = "bad_broadcast";
+         b.output("y", F);
+         return b;
+       }},
+      // Random dropout cannot match ONNX's seeded mask: refused, never treated as identity.
+      {"dropout_train", "Dropout", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         b.initializer(cf("r", {0.5f}, {}).tensor);
+         b.initializer(init(tensor_make("t", BOOL, std::vector<uint8_t>{1}, {})).tensor);
+         b.node("Dropout", {"x", "r", "t"}, {"y"}).name = "dropout_train";
+         b.output("y", F);
+         return b;
+       }},
+      // Before opset 7 Add broadcast only with its `broadcast` attribute: that old form is refused.
+      {"add_opset6", "Add", [] {
+         ModelBuilder b(6);
+         b.input("a", F, {2, 3});
+         b.input("b", F, {2, 3});
+         b.node("Add", {"a", "b"}, {"y"}).name = "add_opset6";
          b.output("y", F);
          return b;
        }},
