@@ -41,7 +41,11 @@ const std::vector<OpArity> &op_arity_table() {
       {"ReduceProd", 1, 2, 1}, {"ReduceSumSquare", 1, 2, 1}, {"ReduceL1", 1, 2, 1}, {"ReduceL2", 1, 2, 1},
       {"ReduceLogSumExp", 1, 2, 1}, {"Softmax", 1, 1, 1}, {"LogSoftmax", 1, 1, 1},
       {"InstanceNormalization", 3, 3, 1}, {"LayerNormalization", 2, 3, 3}, {"ArgMax", 1, 1, 1},
-      {"ArgMin", 1, 1, 1},
+      {"ArgMin", 1, 1, 1}, {"ReduceLogSum", 1, 2, 1}, {"Hardmax", 1, 1, 1},
+      // Issue 18 (ONNX node tests): positions, indices and a few more elementwise ops.
+      {"GatherElements", 2, 2, 1}, {"Trilu", 1, 2, 1}, {"CumSum", 2, 2, 1}, {"OneHot", 3, 3, 1},
+      {"EyeLike", 1, 1, 1}, {"Xor", 2, 2, 1}, {"IsNaN", 1, 1, 1}, {"IsInf", 1, 1, 1}, {"Celu", 1, 1, 1},
+      {"Shrink", 1, 1, 1}, {"CastLike", 2, 2, 1},
   };
   return table;
 }
