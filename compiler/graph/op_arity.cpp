@@ -45,7 +45,9 @@ const std::vector<OpArity> &op_arity_table() {
       // Issue 18 (ONNX node tests): positions, indices and a few more elementwise ops.
       {"GatherElements", 2, 2, 1}, {"Trilu", 1, 2, 1}, {"CumSum", 2, 2, 1}, {"OneHot", 3, 3, 1},
       {"EyeLike", 1, 1, 1}, {"Xor", 2, 2, 1}, {"IsNaN", 1, 1, 1}, {"IsInf", 1, 1, 1}, {"Celu", 1, 1, 1},
-      {"Shrink", 1, 1, 1}, {"CastLike", 2, 2, 1},
+      {"Shrink", 1, 1, 1}, {"CastLike", 2, 2, 1}, {"Sin", 1, 1, 1}, {"Cos", 1, 1, 1}, {"Tan", 1, 1, 1},
+      {"Asin", 1, 1, 1}, {"Acos", 1, 1, 1}, {"Atan", 1, 1, 1}, {"Sinh", 1, 1, 1}, {"Cosh", 1, 1, 1},
+      {"Asinh", 1, 1, 1}, {"Acosh", 1, 1, 1}, {"Atanh", 1, 1, 1},
   };
   return table;
 }

@@ -1079,6 +1079,26 @@ std::vector<OpCase> op_cases() {
       {"layer_norm_mean_inv_std_dev", [] { return one(17, "LayerNormalization", {in("x", {2, 3, 4}), w("s", {3, 4}), w("b", {3, 4})}, {attr_int("axis", 1)}, {F, F, F}); }},
       {"conv_transpose_output_shape_larger", [] { return conv("ConvTranspose", {1, 1, 3, 3}, {1, 2, 3, 3}, {strides({3, 2}), attr_ints("output_shape", {10, 8})}); }},
       {"elu_opset6", [] { return unary("Elu", {2, 3, 4}, {attr_float("alpha", 2.0f)}, 6); }},
+      // Trigonometric and hyperbolic ops (composed polynomials): over wide ranges, not just [-2, 2].
+      {"trig_wide", [] {
+         ModelBuilder b(9);
+         b.input("x", F, {4, 50});
+         for (const char *op : {"Sin", "Cos", "Atan", "Asinh"}) {
+           b.node(op, {"x"}, {std::string("y_") + op});
+           b.output(std::string("y_") + op, F);
+         }
+         return b;
+       }, -60, 60},
+      {"trig_unit", [] {
+         ModelBuilder b(9);
+         b.input("x", F, {4, 50});
+         for (const char *op : {"Asin", "Acos", "Atanh", "Tan", "Sinh", "Cosh"}) {
+           b.node(op, {"x"}, {std::string("y_") + op});
+           b.output(std::string("y_") + op, F);
+         }
+         return b;
+       }, -0.99, 0.99},
+      {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
          ModelBuilder b(13);
          b.input("x", F, {3, 4});
