@@ -47,7 +47,8 @@ const std::vector<OpArity> &op_arity_table() {
       {"EyeLike", 1, 1, 1}, {"Xor", 2, 2, 1}, {"IsNaN", 1, 1, 1}, {"IsInf", 1, 1, 1}, {"Celu", 1, 1, 1},
       {"Shrink", 1, 1, 1}, {"CastLike", 2, 2, 1}, {"Sin", 1, 1, 1}, {"Cos", 1, 1, 1}, {"Tan", 1, 1, 1},
       {"Asin", 1, 1, 1}, {"Acos", 1, 1, 1}, {"Atan", 1, 1, 1}, {"Sinh", 1, 1, 1}, {"Cosh", 1, 1, 1},
-      {"Asinh", 1, 1, 1}, {"Acosh", 1, 1, 1}, {"Atanh", 1, 1, 1},
+      {"Asinh", 1, 1, 1}, {"Acosh", 1, 1, 1}, {"Atanh", 1, 1, 1}, {"LRN", 1, 1, 1},
+      {"GatherND", 2, 2, 1}, {"ScatterND", 3, 3, 1}, {"ScatterElements", 3, 3, 1}, {"Scatter", 3, 3, 1},
   };
   return table;
 }

@@ -1,6 +1,8 @@
 // Ops defined by comparing element positions: GatherElements (a data-dependent index on one
 // axis), Trilu, CumSum (a masked sum over the axis), OneHot and EyeLike. Each is one kernel over
 // the output (or a compile-time constant), so every code generator takes them as they are.
+#include <functional>
+
 #include "error.h"
 #include "schedule/lower.h"
 
@@ -165,6 +167,246 @@ void lower_eye_like(Lowering &L, Node &n) {
   L.output_constant(n.outputs[0], Tensor::from_f64(t, x->shape, v));
 }
 
+// An index loaded at run time, made non-negative (counted from `dim` when negative); the access
+// using it clamps, so a bad index never reads outside.
+int index_normalize(Kernel &k, int ie, int64_t dim) {
+  ie = k.expr_cast(ie, DType::i64);
+  int neg = k.expr_binary(Op::lt, ie, k.expr_const(0, DType::i64), DType::boolean);
+  return k.expr_select(neg, k.expr_binary(Op::add, ie, k.expr_const((double)dim, DType::i64), DType::i64), ie, DType::i64);
+}
+
+// A contiguous Loc seen with another shape of the same element count (a reshape view).
+Loc loc_reshaped(Lowering &L, const Loc &l, const Shape &s) {
+  if (!l.contiguous()) L.fail("expects a contiguous input");
+  Loc r = l;
+  r.shape = s;
+  r.strides = shape_strides(s);
+  return r;
+}
+
+// GatherND: y[b..., i..., rest...] = data[b..., indices[b..., i..., 0..m-1], rest...], with the
+// first batch_dims dimensions shared by data and indices.
+void lower_gather_nd(Lowering &L, Node &n) {
+  const Value *x = n.input(0), *iv = n.input(1);
+  if (iv->dtype != DType::i64) L.fail("indices must be int64");
+  const int64_t b = n.attr_int("batch_dims", 0);
+  const size_t r = x->shape.size(), q = iv->shape.size();
+  if (q < 1 || r < 1) L.fail("data and indices must have rank >= 1");
+  const int64_t m = iv->shape.back();
+  if (b < 0 || b >= (int64_t)std::min(r, q) || m < 1 || b + m > (int64_t)r)
+    L.fail("batch_dims " + std::to_string(b) + " and the indices' last dimension " + std::to_string(m) + " do not fit data of rank " + std::to_string(r));
+  for (int64_t d = 0; d < b; d++)
+    if (x->shape[d] != iv->shape[d]) L.fail("the batch dimensions of data and indices differ");
+  Shape out(iv->shape.begin(), iv->shape.end() - 1);
+  out.insert(out.end(), x->shape.begin() + b + m, x->shape.end());
+  Loc xl = L.loc(x), il = L.loc(iv);
+  Loc y = L.output_new(n.outputs[0], x->dtype, out);
+  if (shape_numel(out) == 0) return;
+  Kernel &k = L.kernel_new("gather_nd");
+  k.axes = out.empty() ? Shape{1} : out;
+  k.n_parallel = (int)k.axes.size();
+  const int qi = (int)q - 1;  // output axes 0..qi-1 index the indices' leading dims
+  Access a;
+  a.buffer = xl.buffer;
+  a.offset = xl.offset;
+  for (size_t d = 0; d < r; d++) {
+    DimIndex di;
+    di.extent = xl.shape[d];
+    di.stride = xl.strides[d];
+    if ((int64_t)d < b) {
+      di.terms.push_back({(int)d, 1});
+    } else if ((int64_t)d < b + m) {
+      Access ia;
+      ia.buffer = il.buffer;
+      ia.offset = il.offset;
+      for (int e = 0; e < (int)q; e++) {
+        DimIndex id;
+        id.extent = il.shape[e];
+        id.stride = il.strides[e];
+        if (e < qi) id.terms.push_back({e, 1});
+        else id.shift = (int64_t)d - b;
+        ia.dims.push_back(id);
+      }
+      di.expr = index_normalize(k, k.expr_load(ia, DType::i64), xl.shape[d]);
+      di.bound = Bound::clamp;
+    } else {
+      di.terms.push_back({qi + (int)(d - b - m), 1});
+    }
+    a.dims.push_back(di);
+  }
+  k.result = k.expr_load(a, x->dtype);
+  k.store = access_store(y);
+  k.store_dtype = x->dtype;
+}
+
+// How a scatter combines an update with what is there (ONNX `reduction`, opset 16/18).
+Reduce scatter_reduction(Lowering &L, const Node &n) {
+  std::string red = n.attr_string("reduction", "none");
+  if (red == "none") return Reduce::none;
+  if (red == "add") return Reduce::sum;
+  if (red == "mul") return Reduce::prod;
+  if (red == "max") return Reduce::max;
+  if (red == "min") return Reduce::min;
+  L.fail("reduction '" + red + "' is not supported");
+}
+
+// The scatters as gathers: for each output element, a reduction over the updates that could land
+// there. With reduction none the last matching update wins (ONNX leaves duplicates undefined;
+// ONNX Runtime's loop makes the last one win): one kernel finds its index (or -1), a second
+// reads it. With add/mul/max/min the matching updates fold into the data element. Cost: output
+// elements x candidate updates, meant for the small index tensors of detection heads.
+//   axes: the output's dims, then the candidate axis `u` (extent U).
+//   match(k): whether candidate u lands on this output element; update(k, u_expr): its value.
+void scatter_lower(Lowering &L, Node &n, const Loc &data, const Loc &y, int64_t U, Reduce red,
+                   const std::function<int(Kernel &)> &match, const std::function<Access(Kernel &, int)> &update_at) {
+  const int r = (int)data.shape.size();
+  const DType t = data.dtype;
+  auto kernel_begin = [&](const std::string &name) -> Kernel & {
+    Kernel &k = L.kernel_new(name);
+    k.axes = data.shape;
+    k.axes.push_back(U);
+    k.n_parallel = r;
+    return k;
+  };
+  if (red != Reduce::none) {
+    if (t == DType::boolean) L.fail("a reduction over booleans is not supported");
+    Kernel &k = kernel_begin("scatter_reduce");
+    int u = k.expr_iota(r, DType::i64);
+    int v = k.expr_load(update_at(k, u), t);
+    k.body = k.expr_select(match(k), v, k.expr_const(reduce_identity(red), t), t);
+    k.reduce = red;
+    k.acc_dtype = t;
+    int acc = k.expr_unary(Op::acc, -1, t), d = k.expr_load(access_broadcast(data, r), t);
+    Op combine = red == Reduce::sum ? Op::add : red == Reduce::prod ? Op::mul : red == Reduce::max ? Op::max : Op::min;
+    k.result = k.expr_binary(combine, d, acc, t);
+    k.store = access_store(y);
+    k.store_dtype = t;
+    return;
+  }
+  Loc which = L.buffer_new(DType::i64, data.shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_which");
+  {
+    Kernel &k = kernel_begin("scatter_which");
+    int u = k.expr_iota(r, DType::i64);
+    k.body = k.expr_select(match(k), u, k.expr_const(-1, DType::i64), DType::i64);
+    k.reduce = Reduce::max;
+    k.acc_dtype = DType::i64;
+    k.result = k.expr_unary(Op::acc, -1, DType::i64);
+    k.store = access_store(which);
+    k.store_dtype = DType::i64;
+  }
+  Kernel &k = L.kernel_new("scatter");
+  k.axes = data.shape;
+  k.n_parallel = r;
+  int w = k.expr_load(access_broadcast(which, r), DType::i64);
+  int hit = k.expr_binary(Op::ge, w, k.expr_const(0, DType::i64), DType::boolean);
+  k.result = k.expr_select(hit, k.expr_load(update_at(k, w), t), k.expr_load(access_broadcast(data, r), t), t);
+  k.store = access_store(y);
+  k.store_dtype = t;
+}
+
+// ScatterND: indices [..., m] pick data[i_0..i_{m-1}, :]; updates [..., data.shape[m:]].
+void lower_scatter_nd(Lowering &L, Node &n) {
+  const Value *x = n.input(0), *iv = n.input(1), *uv = n.input(2);
+  if (iv->dtype != DType::i64) L.fail("indices must be int64");
+  if (uv->dtype != x->dtype) L.fail("updates must have data's element type");
+  const size_t r = x->shape.size(), q = iv->shape.size();
+  if (r < 1 || q < 1) L.fail("data and indices must have rank >= 1");
+  const int64_t m = iv->shape.back();
+  if (m < 1 || m > (int64_t)r) L.fail("the indices' last dimension must be between 1 and data's rank");
+  Shape want(iv->shape.begin(), iv->shape.end() - 1);
+  want.insert(want.end(), x->shape.begin() + m, x->shape.end());
+  if (uv->shape != want) L.fail("updates must have shape " + shape_str(want) + ", got " + shape_str(uv->shape));
+  const int64_t U = shape_numel(Shape(iv->shape.begin(), iv->shape.end() - 1));
+  Loc data = L.loc(x);
+  Loc il = loc_reshaped(L, L.loc(iv), {U, m});
+  Shape ushape = {U};
+  ushape.insert(ushape.end(), x->shape.begin() + m, x->shape.end());
+  Loc ul = loc_reshaped(L, L.loc(uv), ushape);
+  Loc y = L.output_new(n.outputs[0], x->dtype, x->shape);
+  if (shape_numel(x->shape) == 0 || U == 0) {
+    if (shape_numel(x->shape)) kernel_copy(L, data, y, "scatter_nd_copy");
+    return;
+  }
+  const int rr = (int)r;
+  auto match = [&](Kernel &k) {
+    int all = -1;
+    for (int64_t j = 0; j < m; j++) {
+      Access ia = access_axes(il, {rr, -1});
+      ia.dims[1].shift = j;
+      int e = index_normalize(k, k.expr_load(ia, DType::i64), x->shape[j]);
+      int eq = k.expr_binary(Op::eq, e, k.expr_iota((int)j, DType::i64), DType::boolean);
+      all = all < 0 ? eq : k.expr_binary(Op::logical_and, all, eq, DType::boolean);
+    }
+    return all;
+  };
+  auto update_at = [&](Kernel &k, int u) {
+    std::vector<int> axes = {-1};
+    for (size_t d = m; d < r; d++) axes.push_back((int)d);
+    Access a = access_axes(ul, axes);
+    a.dims[0].expr = u;
+    a.dims[0].bound = Bound::clamp;
+    (void)k;
+    return a;
+  };
+  scatter_lower(L, n, data, y, U, scatter_reduction(L, n), match, update_at);
+}
+
+// ScatterElements (and Scatter, its opset 9-10 name): update u lands at its own position with the
+// axis coordinate replaced by indices[u].
+void lower_scatter_elements(Lowering &L, Node &n) {
+  const Value *x = n.input(0), *iv = n.input(1), *uv = n.input(2);
+  if (iv->dtype != DType::i64 && iv->dtype != DType::i32) L.fail("indices must be int32 or int64");
+  if (uv->dtype != x->dtype) L.fail("updates must have data's element type");
+  const size_t r = x->shape.size();
+  if (iv->shape != uv->shape || iv->shape.size() != r) L.fail("indices and updates must have one shape, of data's rank");
+  const int ax = axis_normalize(L, n.attr_int("axis", 0), r);
+  for (size_t d = 0; d < r; d++)
+    if ((int)d != ax && iv->shape[d] > x->shape[d]) L.fail("updates are larger than data in dimension " + std::to_string(d));
+  Loc data = L.loc(x), il = L.loc(iv), ul = L.loc(uv);
+  Loc y = L.output_new(n.outputs[0], x->dtype, x->shape);
+  const int64_t U = iv->shape[ax];
+  if (shape_numel(x->shape) == 0) return;
+  if (shape_numel(iv->shape) == 0) return kernel_copy(L, data, y, "scatter_copy");
+  const int rr = (int)r;
+  // Candidates: the updates sharing this element's other coordinates (skipped where the
+  // element lies beyond the updates' extent), u running over the axis.
+  auto candidate = [&](const Loc &l, int u_expr) {
+    Access a;
+    a.buffer = l.buffer;
+    a.offset = l.offset;
+    for (int d = 0; d < rr; d++) {
+      DimIndex di;
+      di.extent = l.shape[d];
+      di.stride = l.strides[d];
+      if (d == ax) {
+        if (u_expr >= 0) {
+          di.expr = u_expr;
+          di.bound = Bound::clamp;
+        } else {
+          di.terms.push_back({rr, 1});
+        }
+      } else {
+        di.terms.push_back({d, 1});
+        if (l.shape[d] < x->shape[d]) di.bound = Bound::skip;
+      }
+      a.dims.push_back(di);
+    }
+    return a;
+  };
+  auto match = [&](Kernel &k) {
+    int e = index_normalize(k, k.expr_load(candidate(il, -1), il.dtype), x->shape[ax]);
+    return k.expr_binary(Op::eq, e, k.expr_iota(ax, DType::i64), DType::boolean);
+  };
+  auto update_at = [&](Kernel &, int u) { return candidate(ul, u); };
+  Reduce red = L.graph.opset >= 16 ? scatter_reduction(L, n) : Reduce::none;
+  // Outside the updates' extent no candidate exists; a skipped read outside a reduction reads 0,
+  // so "which" must not be trusted there: such elements can only match when inside.
+  for (size_t d = 0; d < r; d++)
+    if ((int)d != ax && iv->shape[d] < x->shape[d] && red == Reduce::none)
+      L.fail("updates smaller than data outside the axis are not supported with reduction none");
+  scatter_lower(L, n, data, y, U, red, match, update_at);
+}
+
 }  // namespace
 
 void lower_register_index() {
@@ -174,6 +416,10 @@ void lower_register_index() {
   t["CumSum"] = lower_cumsum;
   t["OneHot"] = lower_one_hot;
   t["EyeLike"] = lower_eye_like;
+  t["GatherND"] = lower_gather_nd;
+  t["ScatterND"] = lower_scatter_nd;
+  t["ScatterElements"] = lower_scatter_elements;
+  t["Scatter"] = lower_scatter_elements;
 }
 
 }  // namespace capgraph

@@ -1098,6 +1098,14 @@ std::vector<OpCase> op_cases() {
          }
          return b;
        }, -0.99, 0.99},
+      {"lrn_size5", [] { return one(13, "LRN", {in("x", {2, 7, 3, 4})}, {attr_int("size", 5), attr_float("alpha", 0.02f), attr_float("beta", 0.6f), attr_float("bias", 2.0f)}); }},
+      {"lrn_size3_defaults", [] { return one(13, "LRN", {in("x", {1, 4, 5, 2})}, {attr_int("size", 3)}); }},
+      {"gather_nd_batch1", [] { return one(13, "GatherND", {in("x", {2, 3, 4, 5}), ci("i", {2, -1, 0, 3, 1, 0, 2, 3}, {2, 2, 2})}, {attr_int("batch_dims", 1)}); }},
+      {"gather_nd_runtime", [] { return one(13, "GatherND", {in("x", {3, 4}), in("i", {5, 2}, I64)}); }, -3, 2},
+      {"scatter_nd_none", [] { return one(16, "ScatterND", {in("x", {4, 3, 2}), ci("i", {2, 0, -1}, {3, 1}), in("u", {3, 3, 2})}); }},
+      {"scatter_nd_add_dup", [] { return one(16, "ScatterND", {in("x", {4, 3}), ci("i", {1, 2, 1, 2, 3, 0}, {3, 2}), in("u", {3})}, {attr_string("reduction", "add")}); }},
+      {"scatter_elements_axis1", [] { return one(16, "ScatterElements", {in("x", {3, 5}), ci("i", {4, 0, 1, -1, 2, 0}, {3, 2}), in("u", {3, 2})}, {attr_int("axis", 1)}); }},
+      {"scatter_elements_mul_runtime", [] { return one(16, "ScatterElements", {in("x", {4, 3}), in("i", {2, 3}, I64), in("u", {2, 3})}, {attr_int("axis", 0), attr_string("reduction", "mul")}); }, -4, 3},
       {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
          ModelBuilder b(13);
