@@ -49,6 +49,8 @@ const std::vector<OpArity> &op_arity_table() {
       {"Asin", 1, 1, 1}, {"Acos", 1, 1, 1}, {"Atan", 1, 1, 1}, {"Sinh", 1, 1, 1}, {"Cosh", 1, 1, 1},
       {"Asinh", 1, 1, 1}, {"Acosh", 1, 1, 1}, {"Atanh", 1, 1, 1}, {"LRN", 1, 1, 1},
       {"GatherND", 2, 2, 1}, {"ScatterND", 3, 3, 1}, {"ScatterElements", 3, 3, 1}, {"Scatter", 3, 3, 1},
+      {"TopK", 1, 2, 2, 10, 2},  // K is an input since opset 10
+      {"QuantizeLinear", 2, 3, 1}, {"DequantizeLinear", 2, 3, 1}, {"MeanVarianceNormalization", 1, 1, 1},
   };
   return table;
 }

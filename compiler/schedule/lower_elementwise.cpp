@@ -171,6 +171,58 @@ int asin_of(Kernel &k, int x, DType t) {
   return atan_of(k, k.expr_binary(Op::div, x, d, t), t);
 }
 
+// QuantizeLinear / DequantizeLinear (QDQ models): x with a scale and zero point that are scalars
+// (per tensor) or 1-D along `axis` (per axis, opset 13). One kernel each:
+//   quantize:   y = saturate(round_half_even(x / scale) + zero_point)   (uint8 or int8)
+//   dequantize: y = (x - zero_point) * scale                           (float32)
+// Sources: ONNX operator spec (QuantizeLinear-10/13, DequantizeLinear-10/13).
+void lower_quantize(Lowering &L, Node &n, bool quantize) {
+  const Value *x = n.input(0), *sv = n.input(1), *zv = n.input(2);
+  const size_t r = x->shape.size();
+  if (sv->dtype != DType::f32) L.fail("the scale must be float32");
+  DType q = quantize ? (zv ? zv->dtype : DType::u8) : x->dtype;
+  if (q != DType::u8 && q != DType::i8 && !(q == DType::i32 && !quantize))
+    L.fail(std::string("element type ") + dtype_name(q) + " is not supported (uint8 and int8 are" + (quantize ? "" : ", and int32 for dequantizing") + ")");
+  if (zv && zv->dtype != q) L.fail("the zero point must have the quantized type");
+  if (!quantize && x->dtype == DType::i32 && zv) L.fail("an int32 input takes no zero point");
+  // Per axis: a 1-D scale of x.shape[axis] elements; otherwise one element.
+  const bool per_axis = shape_numel(sv->shape) != 1;  // a 1-element scale is per tensor whatever its rank
+  int ax = 0;
+  if (per_axis) {
+    if (L.graph.opset < 13) L.fail("a per-axis scale needs opset 13");
+    ax = axis_normalize(L, n.attr_int("axis", 1), r);
+    if (sv->shape != Shape{x->shape[ax]}) L.fail("the scale must have one element or " + std::to_string(x->shape[ax]) + " (axis " + std::to_string(ax) + ")");
+  }
+  if (zv && zv->shape != sv->shape && shape_numel(zv->shape) != shape_numel(sv->shape)) L.fail("the zero point must have the scale's shape");
+  Loc xl = L.loc(x), sl = L.loc(sv);
+  Loc y = L.output_new(n.outputs[0], quantize ? q : DType::f32, x->shape);
+  if (shape_numel(x->shape) == 0) return;
+  Kernel &k = L.kernel_new(quantize ? "quantize_linear" : "dequantize_linear");
+  k.axes = r ? x->shape : Shape{1};
+  k.n_parallel = (int)k.axes.size();
+  auto param = [&](const Value *v) {
+    Loc l = L.loc(v);
+    if (!l.contiguous()) L.fail("expects a contiguous scale and zero point");
+    l.shape = {shape_numel(v->shape)};
+    l.strides = {1};
+    return k.expr_load(access_axes(l, {per_axis ? ax : -1}), v->dtype);
+  };
+  int xe = k.expr_cast(k.expr_load(access_broadcast(xl, (int)r), x->dtype), DType::f32);
+  int se = param(sv);
+  int ze = zv ? k.expr_cast(param(zv), DType::f32) : k.expr_const(0, DType::f32);
+  if (quantize) {
+    int v = k.expr_unary(Op::round, k.expr_binary(Op::div, xe, se, DType::f32), DType::f32);
+    v = k.expr_binary(Op::add, v, ze, DType::f32);
+    double lo = q == DType::u8 ? 0 : -128, hi = q == DType::u8 ? 255 : 127;
+    v = k.expr_binary(Op::min, k.expr_binary(Op::max, v, k.expr_const(lo, DType::f32), DType::f32), k.expr_const(hi, DType::f32), DType::f32);
+    k.result = k.expr_cast(v, q);
+  } else {
+    k.result = k.expr_binary(Op::mul, k.expr_binary(Op::sub, xe, ze, DType::f32), se, DType::f32);
+  }
+  k.store = access_store(y);
+  k.store_dtype = quantize ? q : DType::f32;
+}
+
 }  // namespace
 
 DType dtype_from_onnx_int(const Lowering &L, int64_t v) {
@@ -428,6 +480,8 @@ void lower_register_elementwise() {
       return k.expr_select(lo, up, k.expr_select(hi, down, k.expr_const(0, ct), ct), ct);
     });
   };
+  lower_table()["QuantizeLinear"] = [](Lowering &L, Node &n) { lower_quantize(L, n, true); };
+  lower_table()["DequantizeLinear"] = [](Lowering &L, Node &n) { lower_quantize(L, n, false); };
   lower_table()["Clip"] = [](Lowering &L, Node &n) {
     const Value *x = n.input(0);
     DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;

@@ -407,6 +407,77 @@ void lower_scatter_elements(Lowering &L, Node &n) {
   scatter_lower(L, n, data, y, U, red, match, update_at);
 }
 
+// TopK by ranking: each element's rank is how many elements along the axis beat it (larger, or
+// equal and earlier: ties keep the lower index first, as ONNX asks); the r-th output is the element
+// of rank r. Three kernels (rank, index of rank r, gather), quadratic in the axis length: meant for
+// the few hundred or thousand scores of a detection head, not for sorting big tensors. The output
+// is always sorted (allowed when sorted=0).
+void lower_topk(Lowering &L, Node &n) {
+  const Value *x = n.input(0);
+  const size_t r = x->shape.size();
+  if (r == 0) L.fail("expects an input of rank >= 1");
+  if (x->dtype == DType::boolean) L.fail("boolean input is not supported");
+  const int ax = axis_normalize(L, n.attr_int("axis", -1), r);
+  int64_t kk = L.graph.opset >= 10 ? (int64_t)scalar_input(L, 1, "K") : n.attr_int("k", 0);
+  const int64_t len = x->shape[ax];
+  if (kk < 0 || kk > len) L.fail("K = " + std::to_string(kk) + " is outside [0, " + std::to_string(len) + "]");
+  const bool largest = n.attr_int("largest", 1) != 0;
+  Shape out = x->shape;
+  out[ax] = kk;
+  Loc xl = L.loc(x);
+  Loc values = L.output_new(n.outputs[0], x->dtype, out);
+  Loc indices = n.outputs.size() > 1 && !n.outputs[1]->name.empty()
+                    ? L.output_new(n.outputs[1], DType::i64, out)
+                    : L.buffer_new(DType::i64, out, Buffer::Kind::intermediate, n.outputs[0]->name + "_indices");
+  if (shape_numel(out) == 0) return;
+  const int ri = (int)r;  // the reduction axis j runs along the TopK axis
+  std::vector<int> along_j;
+  for (int d = 0; d < ri; d++) along_j.push_back(d == ax ? ri : d);
+  Loc rank = L.buffer_new(DType::i64, x->shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_rank");
+  {
+    Kernel &k = L.kernel_new("topk_rank");
+    k.axes = x->shape;
+    k.axes.push_back(len);
+    k.n_parallel = ri;
+    int xi = k.expr_load(access_broadcast(xl, ri), x->dtype), xj = k.expr_load(access_axes(xl, along_j), x->dtype);
+    int ii = k.expr_iota(ax, DType::i64), jj = k.expr_iota(ri, DType::i64);
+    int better = k.expr_binary(largest ? Op::gt : Op::lt, xj, xi, DType::boolean);
+    int tie = k.expr_binary(Op::logical_and, k.expr_binary(Op::eq, xj, xi, DType::boolean),
+                            k.expr_binary(Op::lt, jj, ii, DType::boolean), DType::boolean);
+    k.body = k.expr_cast(k.expr_binary(Op::logical_or, better, tie, DType::boolean), DType::i64);
+    k.reduce = Reduce::sum;
+    k.acc_dtype = DType::i64;
+    k.result = k.expr_unary(Op::acc, -1, DType::i64);
+    k.store = access_store(rank);
+    k.store_dtype = DType::i64;
+    k.flops = shape_numel(x->shape) * len;
+  }
+  {
+    Kernel &k = L.kernel_new("topk_index");
+    k.axes = out;
+    k.axes.push_back(len);
+    k.n_parallel = ri;
+    int rj = k.expr_load(access_axes(rank, along_j), DType::i64);
+    int hit = k.expr_binary(Op::eq, rj, k.expr_iota(ax, DType::i64), DType::boolean);
+    k.body = k.expr_select(hit, k.expr_iota(ri, DType::i64), k.expr_const(-1, DType::i64), DType::i64);
+    k.reduce = Reduce::max;
+    k.acc_dtype = DType::i64;
+    k.result = k.expr_unary(Op::acc, -1, DType::i64);
+    k.store = access_store(indices);
+    k.store_dtype = DType::i64;
+  }
+  Kernel &k = L.kernel_new("topk_values");
+  k.axes = out;
+  k.n_parallel = ri;
+  Access a = access_broadcast(xl, ri);
+  a.dims[ax].terms.clear();
+  a.dims[ax].expr = k.expr_load(access_broadcast(indices, ri), DType::i64);
+  a.dims[ax].bound = Bound::clamp;
+  k.result = k.expr_load(a, x->dtype);
+  k.store = access_store(values);
+  k.store_dtype = x->dtype;
+}
+
 }  // namespace
 
 void lower_register_index() {
@@ -420,6 +491,7 @@ void lower_register_index() {
   t["ScatterND"] = lower_scatter_nd;
   t["ScatterElements"] = lower_scatter_elements;
   t["Scatter"] = lower_scatter_elements;
+  t["TopK"] = lower_topk;
 }
 
 }  // namespace capgraph

@@ -288,6 +288,17 @@ void lower_layer_norm(Lowering &L, Node &n) {
   }
 }
 
+// MeanVarianceNormalization: (x - mean) / sqrt(variance) over `axes` (default N, H, W). ONNX's
+// function body adds 1e-9 to the square root; here 1e-18 goes under it, the same to float32.
+void lower_mvn(Lowering &L, Node &n) {
+  const Value *x = n.input(0);
+  size_t r = x->shape.size();
+  std::vector<int64_t> axes = n.attr_ints("axes", {0, 2, 3});
+  std::vector<bool> red(r, false);
+  for (int64_t a : axes) red[axis_normalize(L, a, r)] = true;
+  lower_normalize(L, n, red, Loc{}, Loc{}, {}, 1e-18);
+}
+
 // ArgMax/ArgMin: the max, then the first (or last) index where x equals it.
 void lower_arg(Lowering &L, Node &n, bool is_max) {
   const Value *x = n.input(0);
@@ -372,6 +383,7 @@ void lower_register_reduce() {
   t["ReduceL2"] = [](Lowering &L, Node &n) { lower_reduce(L, n, Reduce::sum, "l2"); };
   t["ReduceLogSum"] = [](Lowering &L, Node &n) { lower_reduce(L, n, Reduce::sum, "logsum"); };
   t["Hardmax"] = lower_hardmax;
+  t["MeanVarianceNormalization"] = lower_mvn;
   t["ReduceLogSumExp"] = [](Lowering &L, Node &n) { lower_reduce(L, n, Reduce::sum, "logsumexp"); };
   t["Softmax"] = [](Lowering &L, Node &n) { lower_softmax(L, n, false); };
   t["LogSoftmax"] = [](Lowering &L, Node &n) { lower_softmax(L, n, true); };
