@@ -63,7 +63,7 @@ int usage() {
   std::fprintf(stderr,
                "usage:\n"
                "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-x86_64-avx512|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942|null|adreno-a630] [--input-shape NAME=1x3x640x640]...\n"
-               "                   [--threads T] [--fold-limit-mb MB]\n"
+               "                   [--threads T] [--fold-limit-mb MB] [--bind NAME=FILE.npy]...\n"
                "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
                "               [--device cpu|amd|amd:N|fake-amd|null] [--check]\n"
                "      --check: on a GPU device, replay kernel by kernel against the host twins the capture\n"
@@ -99,6 +99,19 @@ int cmd_compile(int argc, char **argv) {
       size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) throw Error("--input-shape expects NAME=DxDx..., got '" + v + "'");
       opt.input_shapes[v.substr(0, eq)] = shape_parse(v.substr(eq + 1));
+    } else if (a == "--bind") {
+      // A graph input made a compile-time constant (shapes, scales, axes given as inputs).
+      std::string v = arg_value(i, argc, argv);
+      size_t eq = v.find('=');
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) throw Error("--bind expects NAME=FILE.npy, got '" + v + "'");
+      std::string name = v.substr(0, eq);
+      if (opt.bound_inputs.count(name)) throw Error("--bind names '" + name + "' twice");
+      npy_array arr;
+      std::string err;
+      if (!npy_read(v.substr(eq + 1), &arr, &err)) throw Error("--bind " + name + ": " + err);
+      // capgraph_dtype and DType share their numbering (both are the capture schema's DType).
+      static_assert((int)CAPGRAPH_BOOL == (int)DType::boolean && (int)CAPGRAPH_F16 == (int)DType::f16);
+      opt.bound_inputs.emplace(name, Tensor::from_bytes((DType)arr.dtype, arr.shape, std::move(arr.data)));
     } else if (!a.empty() && a[0] == '-') throw Error("compile: unknown option " + a);
     else if (in.empty()) in = a;
     else throw Error("compile: unexpected argument " + a);

@@ -69,7 +69,7 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   r.ms_read = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
   std::string origin = onnx_path.substr(onnx_path.find_last_of('/') + 1);
-  Graph g = graph_import(m, origin, opt.input_shapes);
+  Graph g = graph_import(m, origin, opt.input_shapes, opt.bound_inputs);
   r.onnx_nodes = (int)g.nodes.size();
   // Dead nodes go before folding: a dead ConstantOfShape or Expand must cost nothing (a tiny model
   // could otherwise make folding allocate gigabytes for values nothing reads).
@@ -119,6 +119,9 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   info.threads = opt.threads;
   for (const char *knob : k_output_knobs)
     if (const char *v = getenv(knob)) info.compile_options.push_back(std::string(knob) + "=" + v);
+  // A bound input changes what the capture computes and removes an input: the capture says so.
+  for (const auto &[name, t] : opt.bound_inputs)
+    info.compile_options.push_back("bind " + name + "=" + dtype_name(t.dtype) + shape_str(t.shape));
   ArenaPlan plan;
   std::vector<uint8_t> bytes = capture_build(p, code, info, &plan);
   r.arena_bytes = plan.size;

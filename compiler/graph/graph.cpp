@@ -1,5 +1,6 @@
 #include "graph/graph.h"
 
+#include <set>
 #include <unordered_map>
 
 #include "error.h"
@@ -108,13 +109,13 @@ Shape shape_parse(const std::string &s) {
   return r;
 }
 
-Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes) {
+Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes, const InputBindings &bound) {
   Graph g;
   g.origin = origin;
   g.opset = m.default_opset();
   if (g.opset == 0) g.opset = 9;  // no default-domain import: oldest opset we read
-  if (g.opset < 7 || g.opset > 21)
-    throw Error(origin + ": opset " + std::to_string(g.opset) + " is not supported (7 to 21 are)");
+  if (g.opset < 1 || g.opset > 21)
+    throw Error(origin + ": opset " + std::to_string(g.opset) + " is not supported (1 to 21 are)");
   std::unordered_map<std::string, Value *> by_name;
 
   for (const onnx::Tensor &t : m.graph.initializers) {
@@ -128,8 +129,32 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
 
   std::vector<std::string> unbound;
   std::map<std::string, bool> used_shapes;
+  std::map<std::string, bool> used_bindings;
   for (const onnx::ValueInfo &vi : m.graph.inputs) {
     if (by_name.count(vi.name)) continue;  // an initializer listed as input (old exporters)
+    auto b = bound.find(vi.name);
+    if (b != bound.end()) {
+      used_bindings[vi.name] = true;
+      const std::string what = origin + ": --bind " + vi.name;
+      if (shapes.count(vi.name)) throw Error(what + ": the input is also given --input-shape; a bound input's shape is its file's");
+      DType want = dtype_from_onnx(vi.dtype, origin + ": input '" + vi.name + "'");
+      if (b->second.dtype != want)
+        throw Error(what + ": the file holds " + dtype_name(b->second.dtype) + " but the model's input is " + dtype_name(want));
+      if (vi.has_shape && vi.dims.size() != b->second.shape.size())
+        throw Error(what + ": the file's shape " + shape_str(b->second.shape) + " has rank " + std::to_string(b->second.shape.size()) +
+                    " but the model's input has rank " + std::to_string(vi.dims.size()));
+      for (size_t i = 0; vi.has_shape && i < vi.dims.size(); i++)
+        if (vi.dims[i].value >= 0 && vi.dims[i].value != b->second.shape[i])
+          throw Error(what + ": the file's shape " + shape_str(b->second.shape) + " disagrees with the model's fixed dimension " +
+                      std::to_string(i) + " = " + std::to_string(vi.dims[i].value));
+      Value *v = g.value_new(vi.name);
+      v->constant = b->second;
+      v->dtype = want;
+      v->shape = b->second.shape;
+      v->typed = true;
+      by_name[vi.name] = v;
+      continue;
+    }
     Value *v = g.value_new(vi.name);
     v->is_input = true;
     v->dtype = dtype_from_onnx(vi.dtype, origin + ": input '" + vi.name + "'");
@@ -166,6 +191,8 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
   }
   for (const auto &[name, s] : shapes)
     if (!used_shapes.count(name)) throw Error(origin + ": --input-shape names '" + name + "', which is not a model input");
+  for (const auto &[name, t] : bound)
+    if (!used_bindings.count(name)) throw Error(origin + ": --bind names '" + name + "', which is not a model input");
   if (!unbound.empty()) {
     std::string msg = origin + ": the model has dynamic input dimensions that must be bound with --input-shape NAME=DxDx...:";
     for (const auto &u : unbound) msg += "\n  " + u;
@@ -196,6 +223,17 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
       if (!out.empty()) by_name[out] = v;
       n->outputs.push_back(v);
     }
+    // Before opset 7 most binary ops broadcast only with a `broadcast` attribute, Reshape and Pad
+    // take attributes, BatchNormalization has `spatial`...: those old forms are not read. The ops
+    // below mean the same at opsets 1-6 as at 7 (their only extra attribute, consumed_inputs, was a
+    // memory hint), so a model made of them is accepted.
+    static const std::set<std::string> same_before_7 = {
+        "Abs", "Ceil", "Elu", "Exp", "Floor", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "Identity",
+        "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Selu", "Sigmoid",
+        "Softplus", "Softsign", "Sqrt", "Tanh"};
+    if (g.opset < 7 && !same_before_7.count(n->op))
+      throw Error(origin + ": " + n->label() + ": opset " + std::to_string(g.opset) + " is not supported for " + n->op +
+                  " (its definition before opset 7 differs; opsets 7 to 21 are)");
     node_arity_check(*n, g.opset, origin);
     g.nodes.push_back(std::move(n));
   }

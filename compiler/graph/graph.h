@@ -67,7 +67,11 @@ struct Graph {
 using InputShapes = std::map<std::string, Shape>;
 
 // Builds the graph. Unbound dynamic input dimensions are an error listing all of them.
-Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes);
+// Graph inputs given as compile-time constants (`capgraph compile --bind NAME=FILE.npy`): each
+// becomes a constant, folded like an initializer, and is no longer an input of the capture.
+using InputBindings = std::map<std::string, Tensor>;
+Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes,
+                   const InputBindings &bound = {});
 
 // Converts an ONNX data type; throws Error naming `what` for types capgraph does not handle.
 DType dtype_from_onnx(onnx::DataType t, const std::string &what);

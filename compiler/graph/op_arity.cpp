@@ -41,7 +41,16 @@ const std::vector<OpArity> &op_arity_table() {
       {"ReduceProd", 1, 2, 1}, {"ReduceSumSquare", 1, 2, 1}, {"ReduceL1", 1, 2, 1}, {"ReduceL2", 1, 2, 1},
       {"ReduceLogSumExp", 1, 2, 1}, {"Softmax", 1, 1, 1}, {"LogSoftmax", 1, 1, 1},
       {"InstanceNormalization", 3, 3, 1}, {"LayerNormalization", 2, 3, 3}, {"ArgMax", 1, 1, 1},
-      {"ArgMin", 1, 1, 1},
+      {"ArgMin", 1, 1, 1}, {"ReduceLogSum", 1, 2, 1}, {"Hardmax", 1, 1, 1},
+      // Issue 18 (ONNX node tests): positions, indices and a few more elementwise ops.
+      {"GatherElements", 2, 2, 1}, {"Trilu", 1, 2, 1}, {"CumSum", 2, 2, 1}, {"OneHot", 3, 3, 1},
+      {"EyeLike", 1, 1, 1}, {"Xor", 2, 2, 1}, {"IsNaN", 1, 1, 1}, {"IsInf", 1, 1, 1}, {"Celu", 1, 1, 1},
+      {"Shrink", 1, 1, 1}, {"CastLike", 2, 2, 1}, {"Sin", 1, 1, 1}, {"Cos", 1, 1, 1}, {"Tan", 1, 1, 1},
+      {"Asin", 1, 1, 1}, {"Acos", 1, 1, 1}, {"Atan", 1, 1, 1}, {"Sinh", 1, 1, 1}, {"Cosh", 1, 1, 1},
+      {"Asinh", 1, 1, 1}, {"Acosh", 1, 1, 1}, {"Atanh", 1, 1, 1}, {"LRN", 1, 1, 1},
+      {"GatherND", 2, 2, 1}, {"ScatterND", 3, 3, 1}, {"ScatterElements", 3, 3, 1}, {"Scatter", 3, 3, 1},
+      {"TopK", 1, 2, 2, 10, 2},  // K is an input since opset 10
+      {"QuantizeLinear", 2, 3, 1}, {"DequantizeLinear", 2, 3, 1}, {"MeanVarianceNormalization", 1, 1, 1},
   };
   return table;
 }

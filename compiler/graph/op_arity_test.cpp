@@ -7,6 +7,9 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <set>
+
 #include <cstdio>
 #include <unistd.h>
 
@@ -103,4 +106,62 @@ TEST_CASE("op_arity: too many inputs or outputs are refused naming the node") {
   msg = compile_one(13, "Slice", {"x"}, {"y"}, "y");
   CHECK(msg.find("input 1 is missing (Slice needs 3 inputs at opset 13)") != std::string::npos);
   std::remove(model_path().c_str());
+}
+
+// The README's "What is supported" op list is the compiler's op table (issue 18): an op added
+// without the README, or listed without being supported, fails here naming it.
+TEST_CASE("README: the supported-op list names exactly the ops the lowering supports") {
+  std::ifstream f(std::string(CAPGRAPH_REPO_DIR) + "/README.md");
+  REQUIRE(f);
+  std::string text((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  size_t section = text.find("## What is supported");
+  REQUIRE(section != std::string::npos);
+  size_t begin = text.find("Ops: ", section), end = text.find("Anything else", section);
+  REQUIRE(begin != std::string::npos);
+  REQUIRE(end != std::string::npos);
+  std::string list = text.substr(begin + 5, end - begin - 5);
+  // Parenthesised notes go; "A and B" and "ReduceMean/Sum/..." expand to their op names.
+  std::string flat;
+  int depth = 0;
+  for (char c : list) {
+    if (c == '(') depth++;
+    else if (c == ')') depth--;
+    else if (depth == 0) flat += c == '\n' ? ' ' : c;
+  }
+  std::set<std::string> listed;
+  std::string token;
+  auto token_end = [&] {
+    std::string t = token;
+    token.clear();
+    while (!t.empty() && (t.back() == ' ' || t.back() == '.')) t.pop_back();
+    while (!t.empty() && t.front() == ' ') t.erase(t.begin());
+    for (size_t at; (at = t.find(" and ")) != std::string::npos;) {
+      listed.insert(t.substr(0, at));
+      t = t.substr(at + 5);
+    }
+    if (t.empty()) return;
+    size_t slash = t.find('/');
+    if (slash == std::string::npos) {
+      listed.insert(t);
+      return;
+    }
+    // ReduceMean/Sum/Max: the first names the prefix ("Reduce") the others share.
+    std::string first = t.substr(0, slash), prefix = first.substr(0, first.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ", 1));
+    listed.insert(first);
+    for (size_t from = slash + 1; from <= t.size();) {
+      size_t next = t.find('/', from);
+      if (next == std::string::npos) next = t.size();
+      listed.insert(prefix + t.substr(from, next - from));
+      from = next + 1;
+    }
+  };
+  for (char c : flat) {
+    if (c == ',') token_end();
+    else token += c;
+  }
+  token_end();
+  std::vector<std::string> ops = lower_ops();
+  std::set<std::string> supported(ops.begin(), ops.end());
+  for (const std::string &op : supported) CHECK_MESSAGE(listed.count(op), op << " is supported but not in README.md's list");
+  for (const std::string &op : listed) CHECK_MESSAGE(supported.count(op), op << " is in README.md's list but not supported");
 }

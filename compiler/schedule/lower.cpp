@@ -182,6 +182,7 @@ static void lower_table_fill() {
   lower_register_nn();
   lower_register_movement();
   lower_register_reduce();
+  lower_register_index();
 }
 
 std::vector<std::string> lower_ops() {

@@ -87,6 +87,7 @@ void lower_register_elementwise();
 void lower_register_nn();
 void lower_register_movement();
 void lower_register_reduce();
+void lower_register_index();
 
 // The names of every supported op.
 std::vector<std::string> lower_ops();

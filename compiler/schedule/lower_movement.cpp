@@ -2,6 +2,8 @@
 // Flatten are views (a new shape and strides over the same buffer, no kernel); Concat, Pad,
 // Tile, Gather, Resize and DepthToSpace are copy kernels with index maps; Shape, Size, Constant,
 // ConstantOfShape and Range produce compile-time constants.
+#include <algorithm>
+#include <array>
 #include <cmath>
 
 #include "error.h"
@@ -486,7 +488,7 @@ void lower_resize(Lowering &L, Node &n) {
     if (!(scales[d] > 0 && std::isfinite(scales[d])) && out[d] > 0) L.fail("scale " + std::to_string(scales[d]) + " for dimension " + std::to_string(d) + " is not a positive number");
   }
   std::string mode = n.attr_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear" && mode != "bilinear") L.fail("mode '" + mode + "' is not supported");
+  if (mode != "nearest" && mode != "linear" && mode != "bilinear" && mode != "cubic") L.fail("mode '" + mode + "' is not supported");
   bool linear = mode != "nearest";
   std::string ct = n.attr_string("coordinate_transformation_mode", L.graph.opset >= 11 ? "half_pixel" : "asymmetric");
   std::string nearest = n.attr_string("nearest_mode", "round_prefer_floor");
@@ -503,9 +505,83 @@ void lower_resize(Lowering &L, Node &n) {
     if (ct == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
     L.fail("coordinate_transformation_mode '" + ct + "' is not supported");
   };
+  // align_corners divides by (resized length - 1): the output size, as ONNX Runtime does. With
+  // scales whose product with the input size is not whole ONNX's reference takes in*scale instead
+  // (2.4 for 4*0.6), so ONNX's test_resize_downsample_scales_linear_align_corners expects 3.142857
+  // where this (and ONNX Runtime) give 4: ONNX Runtime is the reference here (tests/onnx_node).
   Loc xl = L.loc(x);
   Loc y = L.output_new(n.outputs[0], DType::f32, out);
   if (shape_numel(out) == 0) return;
+  if (mode == "cubic") {
+    // Four taps per resized axis (i0-1 .. i0+2 around the source coordinate), Keys' cubic
+    // convolution with coefficient A: |d| <= 1: ((A+2)|d| - (A+3))|d|^2 + 1; 1 < |d| < 2:
+    // ((A|d| - 5A)|d| + 8A)|d| - 4A. Taps outside the input read the edge, or with exclude_outside
+    // get weight 0 and the others are renormalised. Sources: ONNX Resize spec (cubic_coeff_a,
+    // exclude_outside); R. Keys, "Cubic convolution interpolation for digital image processing",
+    // 1981. A separate kernel: the nearest/linear kernels below stay as they were.
+    const double A = n.attr_float("cubic_coeff_a", -0.75f);
+    const bool exclude = n.attr_int("exclude_outside", 0) != 0;
+    auto cubic = [A](double d) {
+      d = std::abs(d);
+      if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+      if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+      return 0.0;
+    };
+    Kernel &k = L.kernel_new("resize_cubic");
+    k.axes = out;
+    k.n_parallel = (int)r;
+    std::vector<int> resized;
+    for (size_t d = 0; d < r; d++)
+      if (out[d] != x->shape[d] || scales[d] != 1.0) resized.push_back((int)d);
+    if (resized.size() > 2) L.fail("cubic resize of more than 2 axes is not supported");
+    std::vector<std::array<int, 4>> idx_e(r), w_e(r);
+    for (int d : resized) {
+      const int64_t in = x->shape[d];
+      std::array<std::vector<int64_t>, 4> idx;
+      std::array<std::vector<float>, 4> w;
+      for (int t = 0; t < 4; t++) {
+        idx[t].resize(out[d]);
+        w[t].resize(out[d]);
+      }
+      for (int64_t o = 0; o < out[d]; o++) {
+        double s = source(o, in, out[d], scales[d]);
+        double i0 = std::floor(s), f = s - i0, sum = 0;
+        double ws[4];
+        for (int t = 0; t < 4; t++) {
+          double i = i0 - 1 + t;
+          ws[t] = cubic(f - (t - 1));
+          if (exclude && (i < 0 || i >= in)) ws[t] = 0;
+          sum += ws[t];
+          idx[t][o] = (int64_t)std::clamp(i, 0.0, (double)(in - 1));
+        }
+        for (int t = 0; t < 4; t++) w[t][o] = (float)(exclude && sum != 0 ? ws[t] / sum : ws[t]);
+      }
+      for (int t = 0; t < 4; t++) {
+        Loc il = L.constant_new(Tensor::from_i64(DType::i32, {out[d]}, idx[t]), n.name + "_cubic_index");
+        Loc wl = L.constant_new(Tensor::from_f32({out[d]}, w[t]), n.name + "_cubic_weight");
+        idx_e[d][t] = k.expr_load(access_axes(il, {d}), DType::i32);
+        w_e[d][t] = k.expr_load(access_axes(wl, {d}), DType::f32);
+      }
+    }
+    int corners = 1, result = -1;
+    for (size_t j = 0; j < resized.size(); j++) corners *= 4;
+    for (int c = 0; c < corners; c++) {
+      Access a = access_broadcast(xl, (int)r);
+      int weight = -1;
+      for (size_t j = 0, code = c; j < resized.size(); j++, code /= 4) {
+        int d = resized[j], t = (int)(code % 4);
+        a.dims[d].terms.clear();
+        a.dims[d].expr = idx_e[d][t];
+        weight = weight < 0 ? w_e[d][t] : k.expr_binary(Op::mul, weight, w_e[d][t], DType::f32);
+      }
+      int v = k.expr_load(a, DType::f32);
+      if (weight >= 0) v = k.expr_binary(Op::mul, v, weight, DType::f32);
+      result = result < 0 ? v : k.expr_binary(Op::add, result, v, DType::f32);
+    }
+    k.result = result;
+    k.store = access_store(y);
+    return;
+  }
   Kernel &k = L.kernel_new(linear ? "resize_linear" : "resize_nearest");
   k.axes = out;
   k.n_parallel = (int)r;

@@ -231,12 +231,22 @@ void lower_conv_transpose(Lowering &L, Node &n) {
     int64_t full = strides[i] * (in - 1) + out_pad[i] + (k_sp[i] - 1) * dil[i] + 1;
     if (!out_given.empty() || auto_pad == "SAME_UPPER" || auto_pad == "SAME_LOWER") {
       int64_t o = out_given.empty() ? in * strides[i] : out_given[out_given.size() - S + i];
-      int64_t total = std::max<int64_t>(0, full - o);
-      pads[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
-      pads[S + i] = total - pads[i];
-      if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && out_given.size()) {
-        pads[i] = total - total / 2;  // output_shape given, NOTSET: the odd pad goes at the start (ONNX spec; ONNX Runtime agrees)
+      int64_t total = full - o;
+      if (total < 0) {
+        // The output is larger than the full transposed convolution: the extra rows are implicit
+        // output padding at the end (nothing reads an input there: only the bias). Clamping the
+        // total at 0 silently gave the full size instead (test_convtranspose_output_shape:
+        // 1x2x9x7 for output_shape 10x8). Sources: ONNX ConvTranspose spec (output_shape,
+        // output_padding); the node test's reference output.
+        pads[i] = 0;
+        pads[S + i] = total;
+      } else {
+        pads[i] = auto_pad == "SAME_LOWER" ? total - total / 2 : total / 2;
         pads[S + i] = total - pads[i];
+        if (auto_pad != "SAME_UPPER" && auto_pad != "SAME_LOWER" && out_given.size()) {
+          pads[i] = total - total / 2;  // output_shape given, NOTSET: the odd pad goes at the start (ONNX spec; ONNX Runtime agrees)
+          pads[S + i] = total - pads[i];
+        }
       }
     }
     out_sp[i] = full - pads[i] - pads[S + i];
@@ -500,7 +510,44 @@ void lower_batchnorm(Lowering &L, Node &n) {
 
 }  // namespace
 
+// LRN: y = x / (bias + alpha / size * sum of x^2 over the channels [c - (size-1)/2, c + size/2])^beta
+// (ONNX spec: floor and ceil of (size-1)/2). One kernel: the window of channels is a reduction
+// axis whose reads outside [0, C) are skipped.
+void lower_lrn(Lowering &L, Node &n) {
+  const Value *xv = n.input(0);
+  if (xv->dtype != DType::f32) L.fail("only float32 is supported");
+  Loc x = L.loc(xv);
+  size_t r = x.shape.size();
+  if (r < 3) L.fail("expects an input of rank >= 3");
+  int64_t size = n.attr_int("size", 0);
+  if (size < 1 || size > (int64_t(1) << 20)) L.fail("size must be between 1 and 2^20, got " + std::to_string(size));
+  double alpha = n.attr_float("alpha", 1e-4f), beta = n.attr_float("beta", 0.75f), bias = n.attr_float("bias", 1.0f);
+  Loc y = L.output_new(n.outputs[0], DType::f32, x.shape);
+  if (shape_numel(x.shape) == 0) return;
+  Kernel &k = L.kernel_new("lrn" + std::to_string(size));
+  k.axes = x.shape;
+  k.axes.push_back(size);
+  k.n_parallel = (int)r;
+  Access wa = access_broadcast(x, (int)r);
+  DimIndex &cd = wa.dims[1];
+  cd.terms = {{1, 1}, {(int)r, 1}};
+  cd.shift = -((size - 1) / 2);
+  cd.bound = Bound::skip;
+  int v = k.expr_load(wa, DType::f32);
+  k.body = k.expr_binary(Op::mul, v, v, DType::f32);
+  k.reduce = Reduce::sum;
+  int acc = k.expr_unary(Op::acc, -1, DType::f32);
+  int scale = k.expr_binary(Op::add, k.expr_const(bias, DType::f32),
+                            k.expr_binary(Op::mul, acc, k.expr_const(alpha / (double)size, DType::f32), DType::f32), DType::f32);
+  int den = k.expr_binary(Op::pow, scale, k.expr_const(beta, DType::f32), DType::f32);
+  k.result = k.expr_binary(Op::div, k.expr_load(access_broadcast(x, (int)r), DType::f32), den, DType::f32);
+  k.store = access_store(y);
+  k.store_dtype = DType::f32;
+  k.flops = 2 * shape_numel(x.shape) * size;
+}
+
 void lower_register_nn() {
+  lower_table()["LRN"] = lower_lrn;
   lower_table()["Conv"] = lower_conv;
   lower_table()["ConvTranspose"] = lower_conv_transpose;
   lower_table()["MaxPool"] = [](Lowering &L, Node &n) { lower_pool(L, n, true); };

@@ -140,6 +140,7 @@ void lower_reduce(Lowering &L, Node &n, Reduce r, const std::string &kind) {
   auto result = [&](Kernel &k, int acc) {
     if (kind == "mean") return k.expr_binary(Op::mul, acc, k.expr_const(inv, DType::f32), DType::f32);
     if (kind == "l2") return k.expr_unary(Op::sqrt, acc, DType::f32);
+    if (kind == "logsum") return k.expr_unary(Op::log, acc, DType::f32);
     return acc;
   };
   reduce_kernel(L, "reduce_" + kind, p, xl, y, r, body, result);
@@ -190,8 +191,9 @@ void lower_softmax(Lowering &L, Node &n, bool log) {
 }
 
 // (x - mean) / sqrt(var + eps) * scale + bias over the reduced dims; scale/bias broadcast as given.
-void lower_normalize(Lowering &L, Node &n, const std::vector<bool> &red, const Loc &scale, const Loc &bias,
-                     const std::vector<int> &param_axes, double eps) {
+// Returns the mean and variance buffers (kept dims, contiguous) for outputs that want them.
+std::pair<Loc, Loc> lower_normalize(Lowering &L, Node &n, const std::vector<bool> &red, const Loc &scale, const Loc &bias,
+                                    const std::vector<int> &param_axes, double eps) {
   const Value *x = n.input(0);
   if (x->dtype != DType::f32) L.fail("only float32 is supported");
   ReducePlan p = reduce_plan(x->shape, red);
@@ -229,6 +231,7 @@ void lower_normalize(Lowering &L, Node &n, const std::vector<bool> &red, const L
   k.result = v;
   k.store = access_store(y);
   k.flops = 8 * shape_numel(x->shape);
+  return {mean, var};
 }
 
 void lower_instance_norm(Lowering &L, Node &n) {
@@ -244,8 +247,6 @@ void lower_instance_norm(Lowering &L, Node &n) {
 
 void lower_layer_norm(Lowering &L, Node &n) {
   const Value *x = n.input(0);
-  for (size_t i = 1; i < n.outputs.size(); i++)
-    if (!n.outputs[i]->name.empty()) L.fail("the Mean and InvStdDev outputs are not supported");
   size_t r = x->shape.size();
   int ax = axis_normalize(L, n.attr_int("axis", -1), r);
   std::vector<bool> red(r, false);
@@ -259,7 +260,43 @@ void lower_layer_norm(Lowering &L, Node &n) {
     return a;
   };
   if (bias.buffer >= 0 && bias.shape.size() != scale.shape.size()) L.fail("scale and B must have the same rank");
-  lower_normalize(L, n, red, scale, bias, axes_for(scale), n.attr_float("epsilon", 1e-5f));
+  const double eps = n.attr_float("epsilon", 1e-5f);
+  auto [mean, var] = lower_normalize(L, n, red, scale, bias, axes_for(scale), eps);
+  // Mean and InvStdDev (optional outputs): x's shape with the normalised dims 1. Those dims are
+  // the trailing ones, so the kept-dims buffers are already in that order.
+  Shape stat_shape = x->shape;
+  for (size_t d = ax; d < r; d++) stat_shape[d] = 1;
+  if (n.outputs.size() > 1 && !n.outputs[1]->name.empty()) {
+    Loc m = mean;
+    m.shape = stat_shape;
+    m.strides = shape_strides(stat_shape);
+    L.output_view(n.outputs[1], m);
+  }
+  if (n.outputs.size() > 2 && !n.outputs[2]->name.empty()) {
+    Loc y = L.output_new(n.outputs[2], DType::f32, stat_shape);
+    Loc v = var;
+    v.shape = stat_shape;
+    v.strides = shape_strides(stat_shape);
+    Kernel &k = L.kernel_new("layer_norm_inv_std_dev");
+    k.axes = stat_shape.empty() ? Shape{1} : stat_shape;
+    k.n_parallel = (int)k.axes.size();
+    int ve = k.expr_load(access_broadcast(v, (int)stat_shape.size()), DType::f32);
+    int sd = k.expr_unary(Op::sqrt, k.expr_binary(Op::add, ve, k.expr_const(eps, DType::f32), DType::f32), DType::f32);
+    k.result = k.expr_unary(Op::recip, sd, DType::f32);
+    k.store = access_store(y);
+    k.store_dtype = DType::f32;
+  }
+}
+
+// MeanVarianceNormalization: (x - mean) / sqrt(variance) over `axes` (default N, H, W). ONNX's
+// function body adds 1e-9 to the square root; here 1e-18 goes under it, the same to float32.
+void lower_mvn(Lowering &L, Node &n) {
+  const Value *x = n.input(0);
+  size_t r = x->shape.size();
+  std::vector<int64_t> axes = n.attr_ints("axes", {0, 2, 3});
+  std::vector<bool> red(r, false);
+  for (int64_t a : axes) red[axis_normalize(L, a, r)] = true;
+  lower_normalize(L, n, red, Loc{}, Loc{}, {}, 1e-18);
 }
 
 // ArgMax/ArgMin: the max, then the first (or last) index where x equals it.
@@ -292,6 +329,46 @@ void lower_arg(Lowering &L, Node &n, bool is_max) {
   k.result = k.expr_cast(k.result, DType::i64);
 }
 
+// Hardmax: 1 at the first maximum along the axis, 0 elsewhere (ArgMax's two kernels, then a map).
+void lower_hardmax(Lowering &L, Node &n) {
+  const Value *x = n.input(0);
+  if (!dtype_is_float(x->dtype)) L.fail("only float inputs are supported");
+  size_t r = x->shape.size();
+  int ax = axis_normalize(L, n.attr_int("axis", L.graph.opset >= 13 ? -1 : 1), r);
+  if (L.graph.opset < 13) {
+    // Before opset 13 the input is flattened to 2-D at `axis` and the maximum taken over the whole
+    // tail; that is the same thing only when the tail is one axis (or the rest of it is size 1).
+    for (size_t d = ax + 1; d < r; d++)
+      if (x->shape[d] != 1) L.fail("at opset " + std::to_string(L.graph.opset) + " Hardmax over more than the last axis (axis " + std::to_string(ax) + " of rank " + std::to_string(r) + ") is not supported");
+  }
+  std::vector<bool> red(r, false);
+  red[ax] = true;
+  ReducePlan p = reduce_plan(x->shape, red);
+  Loc xl = L.loc(x);
+  Loc y = L.output_new(n.outputs[0], x->dtype, x->shape);
+  if (shape_numel(x->shape) == 0) return;
+  Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_max");
+  reduce_kernel(L, "hardmax_value", p, xl, m, Reduce::max, [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
+  Loc idx = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_index");
+  std::vector<int> axes;
+  for (size_t d = 0; d < r; d++)
+    if (!red[d]) axes.push_back(p.axis_of[d]);
+  {
+    Kernel &k = reduce_kernel(L, "hardmax_index", p, xl, idx, Reduce::min, [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
+    int hit = k.expr_binary(Op::eq, k.body, k.expr_load(access_axes(m, axes), DType::f32), DType::boolean);
+    int i = k.expr_cast(k.expr_iota(p.axis_of[ax], DType::i64), DType::f32);
+    k.body = k.expr_select(hit, i, k.expr_const(1e30, DType::f32), DType::f32);
+  }
+  Kernel &k = L.kernel_new("hardmax");
+  k.axes = x->shape;
+  k.n_parallel = (int)r;
+  int first = k.expr_load(access_kept(idx, p, x->shape), DType::f32);
+  int hit = k.expr_binary(Op::eq, k.expr_cast(k.expr_iota(ax, DType::i64), DType::f32), first, DType::boolean);
+  k.result = k.expr_select(hit, k.expr_const(1, x->dtype), k.expr_const(0, x->dtype), x->dtype);
+  k.store = access_store(y);
+  k.store_dtype = x->dtype;
+}
+
 }  // namespace
 
 void lower_register_reduce() {
@@ -304,6 +381,9 @@ void lower_register_reduce() {
   t["ReduceSumSquare"] = [](Lowering &L, Node &n) { lower_reduce(L, n, Reduce::sum, "sumsquare"); };
   t["ReduceL1"] = [](Lowering &L, Node &n) { lower_reduce(L, n, Reduce::sum, "l1"); };
   t["ReduceL2"] = [](Lowering &L, Node &n) { lower_reduce(L, n, Reduce::sum, "l2"); };
+  t["ReduceLogSum"] = [](Lowering &L, Node &n) { lower_reduce(L, n, Reduce::sum, "logsum"); };
+  t["Hardmax"] = lower_hardmax;
+  t["MeanVarianceNormalization"] = lower_mvn;
   t["ReduceLogSumExp"] = [](Lowering &L, Node &n) { lower_reduce(L, n, Reduce::sum, "logsumexp"); };
   t["Softmax"] = [](Lowering &L, Node &n) { lower_softmax(L, n, false); };
   t["LogSoftmax"] = [](Lowering &L, Node &n) { lower_softmax(L, n, true); };

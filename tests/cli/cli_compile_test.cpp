@@ -9,6 +9,7 @@
 #include <random>
 
 #include "cli_harness.h"
+#include "npy.h"
 #include "onnx_writer.h"
 
 using namespace capgraph::cli_test;
@@ -104,6 +105,68 @@ TEST_CASE("compile: unbound dynamic dimensions are listed; bound with --input-sh
   const cli_result r = cli_run({"inspect", out});
   check_success(r);
   CHECK(r.output.find("1x3x5x7") != std::string::npos);
+}
+
+// Reshape(x, s) with the shape `s` a graph input: only --bind makes it compile (issue 18).
+std::string model_reshape_input() {
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {2, 3});
+  b.input("s", DataType::int64, {2});
+  b.node("Reshape", {"x", "s"}, {"y"}).name = "reshape_by_input";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_path("reshape_input.onnx");
+  b.save(path);
+  return path;
+}
+
+std::string npy_write_file(const std::string &name, capgraph_dtype t, const std::vector<int64_t> &shape, const void *data, size_t size) {
+  const std::string path = scratch_path(name);
+  std::string err;
+  REQUIRE_MESSAGE(capgraph::npy_write(path, t, shape.data(), int(shape.size()), data, size, &err), err);
+  return path;
+}
+
+TEST_CASE("compile: --bind makes a graph input a compile-time constant; inspect says so; run no longer takes it") {
+  const std::string m = model_reshape_input();
+  compile_fails(m, {}, {"reshape_by_input", "'s'", "must be known at compile time"});
+  const std::vector<int64_t> shape = {3, 2};
+  const std::string s = npy_write_file("s_3x2.npy", CAPGRAPH_I64, {2}, shape.data(), 16);
+  const std::string out = scratch_path("reshape_bound.cap");
+  check_success(cli_run({"compile", m, "-o", out, "--bind", "s=" + s}));
+  const cli_result r = cli_run({"inspect", out});
+  check_success(r);
+  CHECK(r.output.find("bind s=int64") != std::string::npos);
+  const std::vector<float> xs = {1, 2, 3, 4, 5, 6};
+  const std::string x = npy_write_file("x_bind.npy", CAPGRAPH_F32, {2, 3}, xs.data(), 24);
+  const std::string dir = scratch_path("bind_out");
+  check_success(cli_run({"run", out, "--input", "x=" + x, "--output-dir", dir}));
+  capgraph::npy_array y;
+  std::string err;
+  REQUIRE_MESSAGE(capgraph::npy_read(dir + "/y.npy", &y, &err), err);
+  CHECK(y.shape == std::vector<int64_t>{3, 2});
+  // s is no longer an input of the capture: giving it is an error naming it.
+  check_clean_failure(cli_run({"run", out, "--input", "x=" + x, "--input", "s=" + s, "--output-dir", dir}), {"s"});
+}
+
+TEST_CASE("compile: bad --bind values are refused naming the flag, the input or the file") {
+  const std::string m = model_reshape_input();
+  const std::vector<int64_t> shape = {3, 2};
+  const std::vector<float> fshape = {3, 2};
+  const std::string s = npy_write_file("s_ok.npy", CAPGRAPH_I64, {2}, shape.data(), 16);
+  const std::string s_f32 = npy_write_file("s_f32.npy", CAPGRAPH_F32, {2}, fshape.data(), 8);
+  const std::string s_rank2 = npy_write_file("s_rank2.npy", CAPGRAPH_I64, {1, 2}, shape.data(), 16);
+  const std::string s_len1 = npy_write_file("s_len1.npy", CAPGRAPH_I64, {1}, shape.data(), 8);
+  compile_fails(m, {"--bind", "s"}, {"--bind", "NAME=FILE.npy"});
+  compile_fails(m, {"--bind", "=" + s}, {"--bind"});
+  compile_fails(m, {"--bind", "s="}, {"--bind"});
+  compile_fails(m, {"--bind", "s=/nonexistent/s.npy"}, {"--bind s", "/nonexistent/s.npy"});
+  compile_fails(m, {"--bind", "nosuch=" + s}, {"nosuch", "not a model input"});
+  compile_fails(m, {"--bind", "s=" + s_f32}, {"--bind s", "float32", "int64"});
+  compile_fails(m, {"--bind", "s=" + s_rank2}, {"--bind s", "rank"});
+  compile_fails(m, {"--bind", "s=" + s_len1}, {"--bind s", "dimension 0"});
+  compile_fails(m, {"--bind", "s=" + s, "--bind", "s=" + s}, {"--bind", "twice"});
+  compile_fails(m, {"--bind", "s=" + s, "--input-shape", "s=2"}, {"--bind s", "--input-shape"});
+  compile_fails(m, {"--bind"}, {"--bind", "needs a value"});
 }
 
 TEST_CASE("compile: bad --input-shape values are refused naming the flag or the input") {

@@ -1049,6 +1049,101 @@ std::vector<OpCase> op_cases() {
          b.output("t", F);
          return b;
        }},
+      // Issue 18: ops and forms the ONNX node tests needed (tests/onnx_node).
+      {"gather_elements_runtime_axis1", [] { return one(13, "GatherElements", {in("x", {3, 4, 5}), in("i", {3, 2, 5}, I64)}, {attr_int("axis", 1)}); }, -4, 3},
+      {"gather_elements_const_neg_axis", [] { return one(13, "GatherElements", {in("x", {4, 3}), ci("i", {2, -1, 0, 1, 1, -3}, {2, 3})}, {attr_int("axis", -2)}); }},
+      {"trilu_upper_k1", [] { return one(14, "Trilu", {in("x", {2, 4, 5}), ci("k", {1}, {})}); }},
+      {"trilu_lower_int64", [] { return one(14, "Trilu", {in("x", {5, 3}, I64), ci("k", {-1}, {})}, {attr_int("upper", 0)}, {I64}); }, -9, 9},
+      {"cumsum_axis1", [] { return one(14, "CumSum", {in("x", {2, 5, 3}), ci("axis", {1}, {})}); }},
+      {"cumsum_exclusive_reverse_int64", [] { return one(14, "CumSum", {in("x", {4, 6}, I64), ci("axis", {-1}, {})}, {attr_int("exclusive", 1), attr_int("reverse", 1)}, {I64}); }, -9, 9},
+      {"one_hot_axis1", [] { return one(11, "OneHot", {in("i", {2, 3}, I64), ci("depth", {5}, {}), cf("values", {-1, 2}, {2})}, {attr_int("axis", 1)}); }, -5, 4},
+      {"eye_like_k1", [] { return one(9, "EyeLike", {in("x", {3, 5})}, {attr_int("k", 1)}); }},
+      {"hardmax_axis1", [] { return one(13, "Hardmax", {in("x", {2, 3, 4})}, {attr_int("axis", 1)}); }},
+      {"reduce_log_sum", [] { return reduce("ReduceLogSum", 13, {1}, 1); }, 0.1, 2},
+      {"xor_broadcast", [] { return one(7, "Xor", {in("a", {2, 3}, BOOL), in("b", {3}, BOOL)}, {}, {BOOL}); }},
+      {"is_inf_is_nan", [] {  // x / {0, 1, 0, 2}: infinities where x != 0; sqrt of negatives: NaN
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         b.initializer(cf("z", {0, 1, 0, 2}, {4}).tensor);
+         b.node("Div", {"x", "z"}, {"d"});
+         b.node("IsInf", {"d"}, {"inf"});
+         b.node("IsInf", {"d"}, {"pos"}, {attr_int("detect_negative", 0)});
+         b.node("Sqrt", {"x"}, {"s"});
+         b.node("IsNaN", {"s"}, {"nan"});
+         for (const char *o : {"inf", "pos", "nan"}) b.output(o, BOOL);
+         return b;
+       }},
+      {"celu", [] { return unary("Celu", {2, 3, 4, 5}, {attr_float("alpha", 1.5f)}, 12); }},
+      {"shrink", [] { return unary("Shrink", {2, 3, 4}, {attr_float("lambd", 0.7f), attr_float("bias", 0.2f)}, 9); }},
+      {"cast_like_int64", [] { return one(15, "CastLike", {in("x", {2, 3}), ci("like", {0}, {1})}, {}, {I64}); }, -50, 50},
+      {"layer_norm_mean_inv_std_dev", [] { return one(17, "LayerNormalization", {in("x", {2, 3, 4}), w("s", {3, 4}), w("b", {3, 4})}, {attr_int("axis", 1)}, {F, F, F}); }},
+      {"conv_transpose_output_shape_larger", [] { return conv("ConvTranspose", {1, 1, 3, 3}, {1, 2, 3, 3}, {strides({3, 2}), attr_ints("output_shape", {10, 8})}); }},
+      {"elu_opset6", [] { return unary("Elu", {2, 3, 4}, {attr_float("alpha", 2.0f)}, 6); }},
+      // Trigonometric and hyperbolic ops (composed polynomials): over wide ranges, not just [-2, 2].
+      {"trig_wide", [] {
+         ModelBuilder b(9);
+         b.input("x", F, {4, 50});
+         for (const char *op : {"Sin", "Cos", "Atan", "Asinh"}) {
+           b.node(op, {"x"}, {std::string("y_") + op});
+           b.output(std::string("y_") + op, F);
+         }
+         return b;
+       }, -60, 60},
+      {"trig_unit", [] {
+         ModelBuilder b(9);
+         b.input("x", F, {4, 50});
+         for (const char *op : {"Asin", "Acos", "Atanh", "Tan", "Sinh", "Cosh"}) {
+           b.node(op, {"x"}, {std::string("y_") + op});
+           b.output(std::string("y_") + op, F);
+         }
+         return b;
+       }, -0.99, 0.99},
+      {"lrn_size5", [] { return one(13, "LRN", {in("x", {2, 7, 3, 4})}, {attr_int("size", 5), attr_float("alpha", 0.02f), attr_float("beta", 0.6f), attr_float("bias", 2.0f)}); }},
+      {"lrn_size3_defaults", [] { return one(13, "LRN", {in("x", {1, 4, 5, 2})}, {attr_int("size", 3)}); }},
+      {"gather_nd_batch1", [] { return one(13, "GatherND", {in("x", {2, 3, 4, 5}), ci("i", {2, -1, 0, 3, 1, 0, 2, 3}, {2, 2, 2})}, {attr_int("batch_dims", 1)}); }},
+      {"gather_nd_runtime", [] { return one(13, "GatherND", {in("x", {3, 4}), in("i", {5, 2}, I64)}); }, -3, 2},
+      {"scatter_nd_none", [] { return one(16, "ScatterND", {in("x", {4, 3, 2}), ci("i", {2, 0, -1}, {3, 1}), in("u", {3, 3, 2})}); }},
+      {"scatter_nd_add_dup", [] { return one(16, "ScatterND", {in("x", {4, 3}), ci("i", {1, 2, 1, 2, 3, 0}, {3, 2}), in("u", {3})}, {attr_string("reduction", "add")}); }},
+      {"scatter_elements_axis1", [] { return one(16, "ScatterElements", {in("x", {3, 5}), ci("i", {4, 0, 1, -1, 2, 0}, {3, 2}), in("u", {3, 2})}, {attr_int("axis", 1)}); }},
+      {"scatter_elements_mul_runtime", [] { return one(16, "ScatterElements", {in("x", {4, 3}), in("i", {2, 3}, I64), in("u", {2, 3})}, {attr_int("axis", 0), attr_string("reduction", "mul")}); }, -4, 3},
+      {"topk_largest_axis1", [] { return one(11, "TopK", {in("x", {2, 7, 3}), ci("k", {4})}, {attr_int("axis", 1)}, {F, I64}); }},
+      {"topk_smallest_int64_ties", [] { return one(11, "TopK", {in("x", {3, 9}, I64), ci("k", {5})}, {attr_int("largest", 0)}, {I64, I64}); }, -3, 3},
+      {"qdq_per_tensor_uint8", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3, 4});
+         b.initializer(cf("s", {0.02f}, {}).tensor);
+         b.initializer(init(tensor_make("z", U8, std::vector<uint8_t>{120}, {})).tensor);
+         b.node("QuantizeLinear", {"x", "s", "z"}, {"q"});
+         b.node("DequantizeLinear", {"q", "s", "z"}, {"y"});
+         b.output("q", U8);
+         b.output("y", F);
+         return b;
+       }, -3, 3},
+      {"qdq_per_axis_int8", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {2, 3, 4});
+         b.initializer(cf("s", {0.01f, 0.03f, 0.05f}, {3}).tensor);
+         b.initializer(init(tensor_make("z", DataType::int8, std::vector<int8_t>{-3, 0, 7}, {3})).tensor);
+         b.node("QuantizeLinear", {"x", "s", "z"}, {"q"}, {attr_int("axis", 1)});
+         b.node("DequantizeLinear", {"q", "s", "z"}, {"y"}, {attr_int("axis", 1)});
+         b.output("y", F);  // (ort_run writes no int8 .npy: the int8 values are checked through y)
+         return b;
+       }, -3, 3},
+      {"resize_cubic_half_pixel", [] { return resize({1, 2, 4, 5}, {1, 1, 1.5f, 0.8f}, {}, {mode("cubic")}); }},
+      {"resize_cubic_exclude_outside_sizes", [] { return resize({1, 1, 5, 4}, {}, {1, 1, 9, 7}, {mode("cubic"), attr_int("exclude_outside", 1), attr_float("cubic_coeff_a", -0.5f)}); }},
+      {"resize_cubic_align_corners", [] { return resize({1, 1, 3, 4}, {1, 1, 2, 2}, {}, {mode("cubic"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
+      {"mean_variance_normalization", [] { return one(13, "MeanVarianceNormalization", {in("x", {2, 3, 4, 5})}); }},
+      {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
+      {"dropout_training_zero_ratio", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         b.initializer(cf("r", {0}, {}).tensor);
+         b.initializer(init(tensor_make("t", BOOL, std::vector<uint8_t>{1}, {})).tensor);
+         b.node("Dropout", {"x", "r", "t"}, {"y", "mask"});
+         b.output("y", F);
+         b.output("mask", BOOL);
+         return b;
+       }},
       {"same_output_twice_via_identity", [] {
          ModelBuilder b(13);
          b.input("x", F, {2, 3});
@@ -1407,11 +1502,11 @@ TEST_CASE("unsupported ops and attributes give an Error naming the node and the 
          b.output("y", I64);
          return b;
        }},
-      {"cubic_up", "Resize", [] {
+      {"crop_resize", "Resize", [] {  // (cubic was refused here until issue 18 added it)
          ModelBuilder b(13);
          b.input("x", F, {1, 1, 2, 2});
          b.initializer(cf("s", {1, 1, 2, 2}, {4}).tensor);
-         b.node("Resize", {"x", "", "s"}, {"y"}, {attr_string("mode", "cubic")}).name = "cubic_up";
+         b.node("Resize", {"x", "", "s"}, {"y"}, {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "tf_crop_and_resize")}).name = "crop_resize";
          b.output("y", F);
          return b;
        }},
@@ -1428,6 +1523,25 @@ TEST_CASE("unsupported ops and attributes give an Error naming the node and the 
          b.input("a", F, {2, 3});
          b.input("b", F, {4});
          b.node("Add", {"a", "b"}, {"y"}).name = "bad_broadcast";
+         b.output("y", F);
+         return b;
+       }},
+      // Random dropout cannot match ONNX's seeded mask: refused, never treated as identity.
+      {"dropout_train", "Dropout", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {3, 4});
+         b.initializer(cf("r", {0.5f}, {}).tensor);
+         b.initializer(init(tensor_make("t", BOOL, std::vector<uint8_t>{1}, {})).tensor);
+         b.node("Dropout", {"x", "r", "t"}, {"y"}).name = "dropout_train";
+         b.output("y", F);
+         return b;
+       }},
+      // Before opset 7 Add broadcast only with its `broadcast` attribute: that old form is refused.
+      {"add_opset6", "Add", [] {
+         ModelBuilder b(6);
+         b.input("a", F, {2, 3});
+         b.input("b", F, {2, 3});
+         b.node("Add", {"a", "b"}, {"y"}).name = "add_opset6";
          b.output("y", F);
          return b;
        }},
