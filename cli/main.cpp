@@ -259,7 +259,6 @@ int cmd_devices() {
   // One line per device of each target this build carries ("amd:0: gfx1100 (RDNA3), ..."), or
   // why there is none.
   std::printf("%s", hcq::devices_describe().c_str());
-  std::printf("adreno: %s\n", stat("/dev/kgsl-3d0", &st) == 0 ? "/dev/kgsl-3d0 present (Adreno replay is not built yet)" : "no Adreno GPU: /dev/kgsl-3d0 is absent");
   std::printf("nvidia: %s\n", stat("/dev/nvidiactl", &st) == 0 ? "/dev/nvidiactl present (NVIDIA replay is not built yet)" : "no NVIDIA GPU: /dev/nvidiactl is absent");
 #ifdef CAPGRAPH_HAVE_FLASH
   std::fflush(stdout);
