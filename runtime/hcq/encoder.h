@@ -17,6 +17,8 @@ struct dispatch {
   uint32_t workgroup_size = 1;  // work-items per workgroup (x)
   uint32_t kernarg_size = 0;    // bytes of the kernel-argument block
   uint32_t kernarg_align = 16;  // its alignment (at least 16)
+  // GPU address of the capture's scratch memory (target::scratch_bytes), 0 when none.
+  uint64_t scratch = 0;
   alignas(8) uint8_t facts[64] = {};
 
   template <class T>

@@ -37,6 +37,9 @@ struct target {
   // The encoder of a queue kind for the capture's chip.
   std::unique_ptr<encoder> (*encoder_create)(const fb::Capture *c, queue_kind kind,
                                              std::vector<uint32_t> *out);
+  // Optional (nullptr: none): bytes of device memory the capture's kernels share as scratch
+  // (private memory, spills); the core allocates it once and passes it in dispatch::scratch.
+  uint64_t (*scratch_bytes)(const fb::Capture *c) = nullptr;
 };
 
 // Opens a transport by device name ("null", "<family>:1" for the second device, ...).

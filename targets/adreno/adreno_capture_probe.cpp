@@ -75,6 +75,109 @@ int graph_probe(const std::string &mode, const std::string &path) {
   return 0;
 }
 
+// Deterministic input bytes: floats in [-1, 1), other types any byte.
+void input_fill(const capgraph_tensor &t, uint8_t *p, uint32_t seed) {
+  uint32_t x = seed * 2654435761u + 1;
+  for (size_t i = 0; i < t.size_bytes; ++i) {
+    x = x * 1664525u + 1013904223u;
+    p[i] = uint8_t(x >> 24);
+  }
+  if (t.dtype == CAPGRAPH_F32)
+    for (size_t i = 0; i < t.size_bytes / 4; ++i) {
+      x = x * 1664525u + 1013904223u;
+      const float v = float(int32_t(x >> 8) - (1 << 23)) / float(1 << 23);
+      memcpy(p + 4 * i, &v, 4);
+    }
+}
+
+struct model_handle {
+  capgraph_model *m = nullptr;
+  ~model_handle() { capgraph_free(m); }
+};
+
+size_t pages(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
+
+int bind_probe(const std::string &path) {
+  char err[1024] = "";
+  model_handle a, b;
+  if (capgraph_load_device(path.c_str(), "fake-adreno", nullptr, &a.m, err, sizeof err) != CAPGRAPH_OK ||
+      capgraph_load_device(path.c_str(), "fake-adreno", nullptr, &b.m, err, sizeof err) != CAPGRAPH_OK)
+    return fail(err);
+  const std::shared_ptr<adreno::fake_kgsl> fake = adreno::fake_adreno_last();  // b's
+  const int ni = capgraph_num_inputs(a.m), no = capgraph_num_outputs(a.m);
+  // Reference outputs for two input sets, from the arena.
+  std::vector<std::vector<uint8_t>> want[2];
+  for (int set = 0; set < 2; ++set) {
+    for (int i = 0; i < ni; ++i) {
+      capgraph_tensor t;
+      capgraph_input(a.m, i, &t);
+      input_fill(t, static_cast<uint8_t *>(t.data), uint32_t(17 * set + i + 1));
+    }
+    if (capgraph_run(a.m) != CAPGRAPH_OK) return fail(capgraph_error(a.m));
+    for (int o = 0; o < no; ++o) {
+      capgraph_tensor t;
+      capgraph_output(a.m, o, &t);
+      const uint8_t *p = static_cast<const uint8_t *>(t.data);
+      want[set].emplace_back(p, p + t.size_bytes);
+    }
+  }
+  // Caller buffers: two sets of inputs, two of outputs.
+  std::vector<void *> buffers;
+  const auto buffer = [&](size_t bytes) {
+    void *p = aligned_alloc(4096, pages(bytes));
+    memset(p, 0xee, pages(bytes));
+    buffers.push_back(p);
+    return p;
+  };
+  std::vector<void *> in[2], out[2];
+  for (int set = 0; set < 2; ++set) {
+    for (int i = 0; i < ni; ++i) {
+      capgraph_tensor t;
+      capgraph_input(b.m, i, &t);
+      in[set].push_back(buffer(t.size_bytes));
+      input_fill(t, static_cast<uint8_t *>(in[set].back()), uint32_t(17 * set + i + 1));
+    }
+    for (int o = 0; o < no; ++o) {
+      capgraph_tensor t;
+      capgraph_output(b.m, o, &t);
+      out[set].push_back(buffer(t.size_bytes));
+    }
+  }
+  int result = 0;
+  const int order[3] = {0, 1, 0};  // back to the first set: no new import
+  for (int run = 0; run < 3 && !result; ++run) {
+    const int set = order[run];
+    for (int i = 0; i < ni; ++i) {
+      capgraph_tensor t;
+      capgraph_input(b.m, i, &t);
+      if (capgraph_bind_input(b.m, i, in[set][size_t(i)], pages(t.size_bytes)) != CAPGRAPH_OK) return fail(capgraph_error(b.m));
+      capgraph_input(b.m, i, &t);
+      if (t.data != in[set][size_t(i)]) return fail("capgraph_input does not give the bound buffer");
+    }
+    for (int o = 0; o < no; ++o) {
+      capgraph_tensor t;
+      capgraph_output(b.m, o, &t);
+      if (capgraph_bind_output(b.m, o, out[set][size_t(o)], pages(t.size_bytes)) != CAPGRAPH_OK) return fail(capgraph_error(b.m));
+    }
+    if (capgraph_run(b.m) != CAPGRAPH_OK) return fail(capgraph_error(b.m));
+    for (int o = 0; o < no; ++o)
+      if (memcmp(out[set][size_t(o)], want[set][size_t(o)].data(), want[set][size_t(o)].size()) != 0) {
+        result = fail("run " + std::to_string(run) + ": output " + std::to_string(o) +
+                      " in the bound buffer differs from the arena run's");
+        break;
+      }
+  }
+  const uint64_t imports = fake ? fake->imports() : 0;
+  if (!result && imports != uint64_t(2 * (ni + no)))
+    result = fail(std::to_string(imports) + " imports for " + std::to_string(2 * (ni + no)) + " distinct buffers");
+  // Unaligned memory and the CPU are refused with a message.
+  if (!result && capgraph_bind_input(b.m, 0, static_cast<uint8_t *>(in[0][0]) + 16, 4096) != CAPGRAPH_ERR_ARGUMENT)
+    result = fail("an unaligned buffer was accepted");
+  if (!result) printf("inputs %d outputs %d imports %llu runs 3\n", ni, no, (unsigned long long)imports);
+  for (void *p : buffers) free(p);
+  return result;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -82,5 +185,6 @@ int main(int argc, char **argv) {
   adreno::fake_adreno_register();
   const std::string mode = argv[1];
   if (mode == "words" || mode == "dump") return graph_probe(mode, argv[2]);
+  if (mode == "bind") return bind_probe(argv[2]);
   return fail("unknown mode '" + mode + "'");
 }

@@ -1,5 +1,6 @@
 #include "adreno_hcq.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "adreno_pm4.h"
@@ -26,6 +27,27 @@ constexpr uint64_t max_ib_dwords = (1u << 20) - 1;
 // TPL1_DBG_ECO_CNTL for the a630 (freedreno_devices.py magic_regs of GPUId(630)).
 constexpr uint32_t a630_tpl1_dbg_eco_cntl = 0x00108000;
 
+// Private memory (Mesa ir3_gallium.c ir3_get_private_mem, fd6_program.cc fd6_emit_shader): each of
+// the a630's 2 SP cores (num_sp_cores = num_ccu) holds fibers_per_sp = 128 * 16 fibers, each with
+// the per-fiber size rounded up to 512 bytes; one buffer for the capture, sized for its largest
+// kernel, whose per-fiber size every kernel's registers then use (as Mesa's context does).
+constexpr uint64_t fibers_per_sp = 128 * 16;
+constexpr uint64_t num_sp_cores = 2;
+constexpr uint32_t max_private_bytes = 255 * 512;  // MEMSIZEPERITEM: 8 bits of 512-byte units
+
+uint64_t private_per_fiber(const fb::Capture *c) {
+  uint64_t most = 0;
+  for (const fb::Kernel *k : *c->kernels())
+    if (const fb::AdrenoKernel *a = k->facts_as_AdrenoKernel())
+      most = std::max<uint64_t>(most, (uint64_t(a->private_memory_bytes()) + 511) / 512 * 512);
+  return most;
+}
+uint64_t private_per_sp(uint64_t per_fiber) { return (per_fiber * fibers_per_sp + 4095) / 4096 * 4096; }
+
+uint64_t adreno_scratch_bytes(const fb::Capture *c) {
+  return private_per_sp(private_per_fiber(c)) * num_sp_cores;
+}
+
 // How many vec4 of ir3's driver params (struct ir3_driver_params_cs, ir3_shader.h) are uploaded:
 // num_work_groups (dwords 0-2), work_dim (3), base_group (4-6), subgroup_size (7),
 // local_group_size (8-10), subgroup_id_shift (11).
@@ -33,7 +55,8 @@ constexpr uint32_t driver_params_vec4 = 3;
 
 class adreno_encoder final : public hcq::encoder {
  public:
-  adreno_encoder(const fb::Capture *c, std::vector<uint32_t> *out) : encoder(out), c_(c) {}
+  adreno_encoder(const fb::Capture *c, std::vector<uint32_t> *out)
+      : encoder(out), c_(c), per_fiber_(c ? private_per_fiber(c) : 0) {}
 
   // One dispatch, self-contained (every register it needs, so the order of kernels in the
   // indirect buffer does not matter). Sources: adreno_plan.md §2.3 (Mesa fd6_compute.cc
@@ -67,6 +90,8 @@ class adreno_encoder final : public hcq::encoder {
           a->workgroup_id_regid() | wgsize_regid << 8 | regid_none << 16 | a->local_id_regid() << 24,
           regid_none | threadsize << 9,  // no linear local id
           1, 1, 1});                      // KERNEL_GROUP: Mesa writes 1 (CP_EXEC_CS has the counts)
+    const bool pvt = a->private_memory_bytes() > 0;
+    const uint64_t per_sp = private_per_sp(per_fiber_);
     const uint32_t shared = a->shared_memory_bytes() ? (a->shared_memory_bytes() - 1) / 1024 : 0;
     const uint32_t ram_mode = constlen <= 128 ? 0 : constlen <= 192 ? 1 : 2;  // CONSTLEN_128/192/256
     regs(SP_CS_CTRL_REG0,
@@ -75,9 +100,11 @@ class adreno_encoder final : public hcq::encoder {
           (shared < 1 ? 1 : shared) | ram_mode << 5,  // SHARED_SIZE as Mesa: max(1, (bytes-1)/1K)
           0, 0,                                       // BRANCH_COND, FIRST_EXEC_OFFSET
           lo(f.shader), hi(f.shader),                 // OBJ_START
-          0, 0, 0, 0});                               // no private memory (kernel_check)
+          pvt ? uint32_t(per_fiber_ >> 9) : 0,        // PVT_MEM_PARAM MEMSIZEPERITEM
+          pvt ? lo(d.scratch) : 0, pvt ? hi(d.scratch) : 0,
+          pvt ? uint32_t(per_sp >> 12) | uint32_t(a->private_memory_per_wave()) << 31 : 0});  // TOTALPVTMEMSIZE
     regs(SP_CS_INSTRLEN, {instrlen});
-    regs(SP_CS_PVT_MEM_HW_STACK_OFFSET, {0});
+    regs(SP_CS_PVT_MEM_HW_STACK_OFFSET, {pvt ? uint32_t(per_sp >> 11) : 0});  // after the private memory
     // No fragment system values; the constant file's length in vec4 >> 2, enabled.
     regs(HLSQ_CONTROL_2_REG, {0xfcfcfcfc, 0xfcfcfcfc, 0xfcfcfcfc, 0xfc});
     regs(HLSQ_CS_CNTL, {constlen >> 2 | 1u << 8});
@@ -187,6 +214,7 @@ class adreno_encoder final : public hcq::encoder {
   }
 
   const fb::Capture *c_;
+  uint64_t per_fiber_;  // private memory bytes per fiber, the capture's largest
   std::string error_;
 };
 
@@ -225,9 +253,9 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
     return bad("driver_params_offset_vec4 is past the constant file");
   if (a->full_regs() > 63 || a->half_regs() > 63 || a->branch_stack() > 63)
     return bad("register footprints or branch stack over the 6-bit SP_CS_CTRL_REG0 fields");
-  if (a->private_memory_bytes())
-    return bad(std::to_string(a->private_memory_bytes()) +
-               " bytes of private memory per work item: not supported by this runtime yet");
+  if (a->private_memory_bytes() > max_private_bytes)
+    return bad(std::to_string(a->private_memory_bytes()) + " bytes of private memory per work item (at most " +
+               std::to_string(max_private_bytes) + ")");
   if (a->shared_memory_bytes() > max_shared_bytes)
     return bad(std::to_string(a->shared_memory_bytes()) + " bytes of shared memory (the a630 has 32 KiB)");
   const uint64_t items = uint64_t(a->workgroup_size_x()) * a->workgroup_size_y() * a->workgroup_size_z();
@@ -290,7 +318,8 @@ const hcq::target adreno_target = {"adreno",
                                    &adreno_kernel_check,
                                    &adreno_device_check,
                                    &adreno_kernel_resolve,
-                                   &adreno_encoder_create};
+                                   &adreno_encoder_create,
+                                   &adreno_scratch_bytes};
 
 }  // namespace capgraph::adreno
 

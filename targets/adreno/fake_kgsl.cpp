@@ -432,7 +432,18 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
   if (!(cntl & (1u << 8)) || (cntl & 0xff) * 4 < a->constlen_vec4()) return bad("HLSQ_CS_CNTL is not enabled with its constant length");
   if (!(regs_[SP_CS_CONFIG] & (1u << 8))) return bad("SP_CS_CONFIG is not ENABLED");
   if ((regs_[SP_MODE_CONTROL] & 7) != (1u | ISAMMODE_GL << 1)) return bad("SP_MODE_CONTROL lacks ir3's CONSTANT_DEMOTION_ENABLE and ISAMMODE_GL");
-  if (regs_[SP_CS_PVT_MEM_PARAM] || regs_[SP_CS_PVT_MEM_SIZE]) return bad("private memory set up, which this fake does not model");
+  if (a->private_memory_bytes()) {
+    // Private memory: each fiber's share covers the kernel's, the buffer covers both SP cores'
+    // shares, the layout is the kernel's, and the return-address stack starts after it.
+    const uint64_t per_fiber = uint64_t(regs_[SP_CS_PVT_MEM_PARAM] & 0xff) * 512;
+    const uint64_t per_sp = uint64_t(regs_[SP_CS_PVT_MEM_SIZE] & 0x3ffff) << 12;
+    const uint64_t base = uint64_t(regs_[SP_CS_PVT_MEM_ADDR + 1]) << 32 | regs_[SP_CS_PVT_MEM_ADDR];
+    if (per_fiber < a->private_memory_bytes() || per_sp < per_fiber * 128 * 16)
+      return bad("SP_CS_PVT_MEM_PARAM / SIZE give less private memory than its " + std::to_string(a->private_memory_bytes()) + " bytes");
+    if (!host(base, per_sp * 2)) return bad("SP_CS_PVT_MEM_ADDR " + address_text(base) + " is not a buffer for both SP cores' private memory");
+    if ((regs_[SP_CS_PVT_MEM_SIZE] >> 31) != uint32_t(a->private_memory_per_wave())) return bad("PERWAVEMEMLAYOUT is not the kernel's");
+    if (uint64_t(regs_[SP_CS_PVT_MEM_HW_STACK_OFFSET] & 0x7ffff) << 11 != per_sp) return bad("the HW stack does not start after the private memory");
+  }
   const uint32_t c0 = regs_[HLSQ_CS_CNTL_0];
   const uint32_t wgsize = a->driver_params_offset_vec4() == 0xffffffffu ? regid_none : a->driver_params_offset_vec4() * 4 + 8;
   if ((c0 & 0xff) != a->workgroup_id_regid() || ((c0 >> 24) & 0xff) != a->local_id_regid() || ((c0 >> 8) & 0xff) != wgsize)
