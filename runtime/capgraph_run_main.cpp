@@ -2,6 +2,7 @@
 // .npy files, replays it N times, writes every output as a .npy file and prints the timing.
 //
 //   capgraph-run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--threads T] [--runs N]
+//                [--device DEV]   (cpu, or a GPU device this runtime carries: adreno, amd, null)
 //
 // Exit status: 0 on success, 1 on any error (the message names the file, input or option),
 // 2 for a usage error.
@@ -19,13 +20,17 @@
 #include "npy.h"
 #include "run_files.h"
 
+#if CAPGRAPH_RUN_FAKE_ADRENO
+#include "fake_kgsl.h"
+#endif
+
 namespace {
 
 int usage(const char *why) {
   fprintf(stderr,
           "capgraph-run: %s\n"
           "usage: capgraph-run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] "
-          "[--threads T] [--runs N]\n",
+          "[--threads T] [--runs N] [--device DEV]\n",
           why);
   return 2;
 }
@@ -42,9 +47,13 @@ bool int_parse(const char *s, long lo, long hi, int *out) {
 }  // namespace
 
 int main(int argc, char **argv) {
+#if CAPGRAPH_RUN_FAKE_ADRENO
+  capgraph::adreno::fake_adreno_register();  // capgraph-run-fake-adreno: --device fake-adreno
+#endif
   const char *model_path = nullptr;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string output_dir = ".";
+  const char *device = nullptr;
   int threads = 0, runs = 1;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -55,6 +64,8 @@ int main(int argc, char **argv) {
       if (eq == std::string::npos || eq == 0)
         return usage(("--input needs NAME=FILE.npy, got '" + v + "'").c_str());
       inputs.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    } else if (a == "--device" && has_value) {
+      device = argv[++i];
     } else if (a == "--output-dir" && has_value) {
       output_dir = argv[++i];
     } else if (a == "--threads" && has_value) {
@@ -77,7 +88,7 @@ int main(int argc, char **argv) {
   capgraph_options opts{threads};
   capgraph_model *m = nullptr;
   const auto load_start = std::chrono::steady_clock::now();
-  capgraph_status st = capgraph_load(model_path, &opts, &m, err, sizeof err);
+  capgraph_status st = capgraph_load_device(model_path, device, &opts, &m, err, sizeof err);
   const double load_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - load_start)
           .count();
