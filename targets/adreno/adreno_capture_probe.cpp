@@ -4,6 +4,8 @@
 //                   words the CPU wrote per replay, which must be the same for every replay)
 //   dump CAPTURE    prints the recorded indirect buffer and one replay's ring words, decoded, with
 //                   addresses as allocation-relative names (the golden text)
+//   tamper CAPTURE  damages one register of the recorded stream at a time (through the fake's
+//                   reg_override); each replay must fail with a fault naming what is wrong
 //   bind CAPTURE    the C API's zero-copy binding: every input bound to page-aligned caller
 //                   buffers (two sets, alternating), every output too; the outputs must equal a
 //                   run with the inputs written into the arena, and each buffer is imported once
@@ -38,10 +40,57 @@ std::string address_name(uint64_t gpu, void *ctx) {
   return static_cast<adreno::fake_kgsl *>(ctx)->address_text(gpu);
 }
 
-int graph_probe(const std::string &mode, const std::string &path) {
+std::vector<uint8_t> file_bytes(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
-  if (!f) return fail("cannot read " + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+// Each damage and the words its fault must contain.
+int tamper_probe(const std::string &path) {
+  const std::vector<uint8_t> bytes = file_bytes(path);
+  const fb::Capture *c = nullptr;
+  std::string err;
+  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) != CAPGRAPH_OK)
+    return fail(err);
+  const bool wave128 = c->kernels()->Get(0)->facts_as_AdrenoKernel()->double_threadsize();
+  struct damage {
+    uint32_t reg, value;
+    const char *fault;
+  };
+  const damage damages[] = {
+      {adreno::SP_CS_INSTRLEN, 1, "SP_CS_INSTRLEN"},
+      {adreno::HLSQ_CS_NDRANGE_0, 3u | 7u << 2, "local size"},
+      {adreno::HLSQ_CS_NDRANGE_0 + 1, 1, "global size"},
+      {adreno::HLSQ_CS_CNTL_0, 0xfcfcfcfc, "HLSQ_CS_CNTL_0"},
+      {adreno::HLSQ_CS_CNTL_1, 0xfc | uint32_t(!wave128) << 9, "THREADSIZE"},  // the other wave size
+      {adreno::SP_CS_CTRL_REG0, 0, "footprints"},
+      {adreno::SP_CS_CONFIG, 0, "SP_CS_CONFIG"},
+      {adreno::SP_MODE_CONTROL, adreno::ISAMMODE_GL << 1, "CONSTANT_DEMOTION"},
+      {adreno::HLSQ_CS_CNTL, 1u << 8, "constant length"},
+      {adreno::SP_CS_OBJ_START, 0x1000, "no kernel's program"},
+  };
+  int caught = 0;
+  for (const damage &d : damages) {
+    auto fake = std::make_shared<adreno::fake_kgsl>();
+    fake->reg_override(d.reg, d.value);
+    std::unique_ptr<hcq::transport> t;
+    std::unique_ptr<hcq::graph> g;
+    if (kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, &err) != CAPGRAPH_OK ||
+        hcq::graph::build(t.get(), &adreno::adreno_target, c, path.c_str(), {}, &g, &err) != CAPGRAPH_OK)
+      return fail(err);
+    const capgraph_status st = g->replay(&err);
+    if (st != CAPGRAPH_ERR_DEVICE || fake->fault().find(d.fault) == std::string::npos)
+      return fail(std::string("damaging ") + adreno::reg_name(d.reg) + " gave status " + capgraph_status_name(st) +
+                  " and fault '" + fake->fault() + "', not one naming '" + d.fault + "'");
+    ++caught;
+  }
+  printf("%d damaged registers caught\n", caught);
+  return 0;
+}
+
+int graph_probe(const std::string &mode, const std::string &path) {
+  const std::vector<uint8_t> bytes = file_bytes(path);
+  if (bytes.empty()) return fail("cannot read " + path);
   const fb::Capture *c = nullptr;
   std::string err;
   if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) != CAPGRAPH_OK)
@@ -181,10 +230,11 @@ int bind_probe(const std::string &path) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 3) return fail("usage: adreno_capture_probe words|dump|bind CAPTURE");
+  if (argc != 3) return fail("usage: adreno_capture_probe words|dump|tamper|bind CAPTURE");
   adreno::fake_adreno_register();
   const std::string mode = argv[1];
   if (mode == "words" || mode == "dump") return graph_probe(mode, argv[2]);
   if (mode == "bind") return bind_probe(argv[2]);
+  if (mode == "tamper") return tamper_probe(argv[2]);
   return fail("unknown mode '" + mode + "'");
 }

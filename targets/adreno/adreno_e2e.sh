@@ -76,6 +76,12 @@ case $mode in
         { fail "zero-copy binding"; cat "$work/log"; }
     fi
 
+    # A damaged register in the recorded stream is caught by the fake's dispatch checks.
+    if [[ -f $work/conv/gpu.cap ]]; then
+      "$probe" tamper "$work/conv/gpu.cap" > "$work/log" 2>&1 && { echo "PASS damaged streams: $(tail -1 "$work/log")"; passed=$((passed+1)); } ||
+        { fail "damaged streams"; cat "$work/log"; }
+    fi
+
     # The words a replay writes do not depend on the number of kernels.
     mkdir -p "$g/one" && "$tools/tiny_chain_gen" "$g/one" 1 16 3 > /dev/null || fail "tiny_chain_gen"
     "$capgraph" compile "$g/one/tiny_chain.onnx" -o "$g/one.cap" --target adreno-a630 > /dev/null 2>&1 &&

@@ -278,7 +278,8 @@ bool fake_kgsl::ib_run(uint64_t gpu, uint64_t dwords, int depth) {
       for (uint32_t k = 0; k < p.count; ++k) {
         const uint32_t r = p.reg_or_opcode + k;
         if (!reg_known(r)) return raise(at + ": write to unknown register " + hex(r));
-        regs_[r] = body[k];
+        const auto o = overrides_.find(r);
+        regs_[r] = o == overrides_.end() ? body[k] : o->second;
         written_[r] = true;
         // CS_STATE drops the shader and constants loaded before.
         if (r == HLSQ_INVALIDATE_CMD && (body[k] & (1u << 5))) {

@@ -45,6 +45,9 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   // Test switches and counters.
   void wedge(bool on) { wedged_ = on; }
   void absent(bool on) { absent_ = on; }  // no /dev/kgsl-3d0
+  // Every later write to `reg` stores `value` instead: a damaged command stream, to show the
+  // dispatch checks catch it.
+  void reg_override(uint32_t reg, uint32_t value) { overrides_[reg] = value; }
   uint64_t dispatches() const { return dispatches_; }
   uint64_t commands() const { return commands_; }
   uint64_t imports() const { return imports_; }
@@ -74,6 +77,7 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   uint64_t clock() const;
 
   uint32_t chip_id_;
+  std::map<uint32_t, uint32_t> overrides_;
   bool wedged_ = false, absent_ = false;
   int fd_ = -1;
   std::map<uint64_t, region> regions_;  // by GPU address
