@@ -283,11 +283,9 @@ int cmd_bench(int argc, char **argv) {
 int cmd_devices() {
   unsigned cores = std::thread::hardware_concurrency();
   std::printf("cpu: %s, %u cores (the default device)\n", cpu_host_description().c_str(), cores);
-  struct stat st;
   // One line per device of each target this build carries ("amd:0: gfx1100 (RDNA3), ..."), or
   // why there is none.
   std::printf("%s", hcq::devices_describe().c_str());
-  std::printf("adreno: %s\n", stat("/dev/kgsl-3d0", &st) == 0 ? "/dev/kgsl-3d0 present (Adreno replay is not built yet)" : "no Adreno GPU: /dev/kgsl-3d0 is absent");
 #ifdef CAPGRAPH_HAVE_FLASH
   std::fflush(stdout);
   bridge::devices_print_bridges(stdout);

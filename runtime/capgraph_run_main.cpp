@@ -2,7 +2,8 @@
 // .npy files, replays it N times, writes every output as a .npy file and prints the timing.
 //
 //   capgraph-run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--threads T] [--runs N]
-//                          [--device DEV]   (cpu, or a GPU this runtime was built for: amd, nv, ...)
+//                          [--device DEV]   (cpu, or a GPU device this runtime carries: adreno,
+//                                            amd, nv, null)
 //
 // Exit status: 0 on success, 1 on any error (the message names the file, input or option),
 // 2 for a usage error.
@@ -19,6 +20,10 @@
 #include "capgraph_runtime.h"
 #include "npy.h"
 #include "run_files.h"
+
+#if CAPGRAPH_RUN_FAKE_ADRENO
+#include "fake_kgsl.h"
+#endif
 
 namespace {
 
@@ -43,6 +48,9 @@ bool int_parse(const char *s, long lo, long hi, int *out) {
 }  // namespace
 
 int main(int argc, char **argv) {
+#if CAPGRAPH_RUN_FAKE_ADRENO
+  capgraph::adreno::fake_adreno_register();  // capgraph-run-fake-adreno: --device fake-adreno
+#endif
   const char *model_path = nullptr;
   std::vector<std::pair<std::string, std::string>> inputs;
   std::string output_dir = ".";

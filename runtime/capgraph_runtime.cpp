@@ -230,8 +230,46 @@ capgraph_status tensor_get(capgraph_model *m, const std::vector<model_tensor> &l
   for (int i = 0; i < CAPGRAPH_MAX_RANK; ++i)
     out->shape[i] = size_t(i) < t.shape.size() ? t.shape[size_t(i)] : 0;
   out->size_bytes = size_t(t.size);
-  out->data = m->arena_base + t.offset;
+  const std::vector<void *> &bound = &list == &m->inputs ? m->inputs_bound : m->outputs_bound;
+  out->data = size_t(index) < bound.size() && bound[size_t(index)] ? bound[size_t(index)]
+                                                                  : m->arena_base + t.offset;
   return CAPGRAPH_OK;
+}
+
+capgraph_status tensor_bind(capgraph_model *m, std::vector<model_tensor> &list,
+                            std::vector<void *> &bound, const char *kind, int32_t index,
+                            void *data, size_t size_bytes) {
+  if (!m) return CAPGRAPH_ERR_ARGUMENT;
+  try {
+    if (index < 0 || size_t(index) >= list.size()) {
+      m->error = m->label + ": capgraph_bind_" + kind + ": index " + std::to_string(index) +
+                 " is out of range (" + std::to_string(list.size()) + " " + kind + "s)";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+    const model_tensor &t = list[size_t(index)];
+    const std::string what = m->label + ": capgraph_bind_" + kind + " '" + t.name + "': ";
+    if (!m->graph) {
+      m->error = what + "binding caller memory needs a GPU device that can import it (adreno); "
+                        "on the CPU write and read through the pointers capgraph_" + kind + " gives";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+    if (data && (uintptr_t(data) % 4096 || size_bytes % 4096 || size_bytes < t.size)) {
+      m->error = what + "the buffer must be page-aligned (4096 bytes) in address and size and hold its " +
+                 std::to_string(t.size) + " bytes (" + std::to_string(size_bytes) + " given)";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+    std::string why;
+    const capgraph_status st = m->graph->bind(t.offset, t.size, data, size_bytes, &why);
+    if (st != CAPGRAPH_OK) {
+      m->error = what + why;
+      return st;
+    }
+    bound.resize(list.size(), nullptr);
+    bound[size_t(index)] = data;
+    return CAPGRAPH_OK;
+  } catch (...) {
+    return CAPGRAPH_ERR_MEMORY;
+  }
 }
 
 int32_t tensor_find(const capgraph_model *m, const std::vector<model_tensor> &list,
@@ -317,6 +355,13 @@ capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tenso
   return m ? tensor_get(m, m->outputs, "output", index, out) : CAPGRAPH_ERR_ARGUMENT;
 }
 
+capgraph_status capgraph_bind_input(capgraph_model *m, int32_t index, void *data, size_t size_bytes) {
+  return m ? tensor_bind(m, m->inputs, m->inputs_bound, "input", index, data, size_bytes) : CAPGRAPH_ERR_ARGUMENT;
+}
+capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *data, size_t size_bytes) {
+  return m ? tensor_bind(m, m->outputs, m->outputs_bound, "output", index, data, size_bytes) : CAPGRAPH_ERR_ARGUMENT;
+}
+
 int32_t capgraph_num_steps(const capgraph_model *m) {
   if (!m) return 0;
   return m->graph ? int32_t(m->graph->steps()) : (int32_t)m->plan.steps.size();
@@ -372,7 +417,8 @@ capgraph_status capgraph_run_check(capgraph_model *m, char *report, size_t repor
     std::string why;
     const capgraph_status st = m->graph->check(c, *m->twins, &r, &why);
     if (st != CAPGRAPH_OK) {
-      m->sticky = st;  // a device that timed out or faulted is in an unknown state
+      // A device that timed out or faulted is in an unknown state.
+      if (st == CAPGRAPH_ERR_TIMEOUT || st == CAPGRAPH_ERR_DEVICE) m->sticky = st;
       m->error = m->label + ": " + why;
       return st;
     }

@@ -79,6 +79,17 @@ int32_t capgraph_output_index(const capgraph_model *m, const char *name);
 capgraph_status capgraph_input(capgraph_model *m, int32_t index, capgraph_tensor *out);
 capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tensor *out);
 
+/* Zero-copy: binds the caller's memory `data` as input (output) `index` for the following runs,
+ * in place of the arena (a camera frame, as openpilot's modeld passes VisionIPC buffers): the
+ * device reads (writes) it directly. data must be page-aligned (4096 bytes) and size_bytes a whole
+ * number of pages covering the tensor; it must stay valid until it is unbound (data NULL), another
+ * buffer is bound, or capgraph_free. Each buffer is imported once, at its first bind (KGSL:
+ * MAP_USER_MEM after a D-cache clean); binding another buffer only patches its address into the
+ * recorded launches. capgraph_input/capgraph_output then give the bound pointer. Devices whose
+ * driver can import memory only (adreno, fake-adreno); elsewhere CAPGRAPH_ERR_ARGUMENT. */
+capgraph_status capgraph_bind_input(capgraph_model *m, int32_t index, void *data, size_t size_bytes);
+capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *data, size_t size_bytes);
+
 /* Replays the capture once. */
 capgraph_status capgraph_run(capgraph_model *m);
 

@@ -261,6 +261,20 @@ TEST_CASE("--check is refused on the CPU, naming why") {
   CHECK(std::string(report) == "untouched");
 }
 
+TEST_CASE("binding caller memory is refused on the CPU, and bad indices anywhere, with a message") {
+  model mdl(test::reference_spec(1), 0);
+  void *buf = aligned_alloc(4096, 4096);
+  CHECK(capgraph_bind_input(mdl.m, 0, buf, 4096) == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(std::string(capgraph_error(mdl.m)).find("needs a GPU device") != std::string::npos);
+  CHECK(capgraph_bind_output(mdl.m, 99, buf, 4096) == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(std::string(capgraph_error(mdl.m)).find("index 99 is out of range") != std::string::npos);
+  CHECK(capgraph_bind_input(nullptr, 0, buf, 4096) == CAPGRAPH_ERR_ARGUMENT);
+  free(buf);
+  // The model still runs from its arena.
+  const test::reference_outputs out = reference_run(mdl);
+  CHECK(!out.y.empty());
+}
+
 TEST_CASE("NULL arguments and status names") {
   CHECK(capgraph_run(nullptr) == CAPGRAPH_ERR_ARGUMENT);
   CHECK(capgraph_run_check(nullptr, nullptr, 0) == CAPGRAPH_ERR_ARGUMENT);

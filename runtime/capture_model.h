@@ -52,6 +52,8 @@ struct capgraph_model {
   std::vector<const uint8_t *> weights;               // address of each weight blob
   std::vector<capgraph::elf_image> programs;
   std::vector<capgraph::model_tensor> inputs, outputs;
+  // Caller memory bound in place of an input or output (capgraph_bind_*), or nullptr.
+  std::vector<void *> inputs_bound, outputs_bound;
   capgraph::replay_plan plan;
   uint8_t *arena_base = nullptr;  // where inputs/outputs are: `arena`, or the GPU arena's mapping
   // On a GPU (runtime/hcq): the device, and the capture recorded into its queues. The graph is

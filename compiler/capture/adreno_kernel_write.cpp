@@ -17,6 +17,7 @@ flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBuffe
   k.add_merged_regs(f.merged_regs);
   k.add_branch_stack(f.branch_stack);
   k.add_private_memory_bytes(f.private_memory_bytes);
+  k.add_private_memory_per_wave(f.private_memory_per_wave);
   k.add_shared_memory_bytes(f.shared_memory_bytes);
   k.add_double_threadsize(f.double_threadsize);
   k.add_constlen_vec4(f.constlen_vec4);
@@ -46,6 +47,7 @@ AdrenoKernelFacts adreno_kernel_read(const fb::AdrenoKernel &k, const std::strin
   f.merged_regs = k.merged_regs();
   f.branch_stack = k.branch_stack();
   f.private_memory_bytes = k.private_memory_bytes();
+  f.private_memory_per_wave = k.private_memory_per_wave();
   f.shared_memory_bytes = k.shared_memory_bytes();
   f.double_threadsize = k.double_threadsize();
   f.constlen_vec4 = k.constlen_vec4();

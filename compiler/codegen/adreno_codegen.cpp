@@ -102,6 +102,7 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.merged_regs = v->mergedregs;
   f.branch_stack = ir3_shader_branchstack_hw(v);
   f.private_memory_bytes = v->pvtmem_size;
+  f.private_memory_per_wave = v->pvtmem_per_wave;
   f.shared_memory_bytes = v->shared_size;
   f.double_threadsize = v->info.double_threadsize;
   f.max_waves = (uint32_t)v->info.max_waves;

@@ -40,6 +40,7 @@ struct AdrenoKernelFacts {
   bool merged_regs = true;            // half registers alias full ones (a6xx)
   uint32_t branch_stack = 0;          // SP_CS_CNTL_0 BRANCHSTACK value (ir3_shader_branchstack_hw)
   uint32_t private_memory_bytes = 0;  // per work item (spills, local arrays)
+  bool private_memory_per_wave = false;  // its layout (SP_CS_PVT_MEM_SIZE PERWAVEMEMLAYOUT)
   uint32_t shared_memory_bytes = 0;   // per workgroup
   bool double_threadsize = false;     // waves of 128 work items (THREAD128) instead of 64
   uint32_t max_waves = 0;             // ir3's occupancy estimate

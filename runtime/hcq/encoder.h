@@ -23,6 +23,8 @@ struct dispatch {
   // The block's CPU mapping while recording (per launch), for targets whose launch descriptor
   // lives in memory beside the arguments (NVIDIA's QMD); encoders of others ignore it.
   uint8_t *kernargs_cpu = nullptr;
+  // GPU address of the capture's scratch memory (target::scratch_bytes), 0 when none.
+  uint64_t scratch = 0;
   alignas(8) uint8_t facts[64] = {};
 
   template <class T>

@@ -23,7 +23,8 @@ graph::~graph() {
   }
   if (has_copy_queue_) dev_->queue_destroy(copy_);
   if (compute_.ring.size) dev_->queue_destroy(compute_);
-  for (memory *m : {&stamps_, &ib_, &signals_, &kernargs_, &code_, &weights_, &arena_})
+  for (memory &m : imports_) dev_->free(m);
+  for (memory *m : {&scratch_, &stamps_, &ib_, &signals_, &kernargs_, &code_, &weights_, &arena_})
     if (m->size) dev_->free(*m);
 }
 
@@ -95,6 +96,11 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
   }
   if ((st = dev->capture_attach(c, program_gpu, &why)) != CAPGRAPH_OK) return fail(st, why);
 
+  // Scratch memory the target's kernels share (private memory), once.
+  if (const uint64_t bytes = t->scratch_bytes ? t->scratch_bytes(c) : 0) {
+    if ((st = dev->alloc(align_up(bytes, 4096), memory_kind::device, &g->scratch_, &why)) != CAPGRAPH_OK)
+      return fail(st, "cannot allocate " + std::to_string(bytes) + " bytes of scratch memory: " + why);
+  }
   std::vector<dispatch> kernels;
   const uint32_t nkernels = c->kernels() ? c->kernels()->size() : 0;
   for (uint32_t i = 0; i < nkernels; ++i) {
@@ -102,6 +108,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     const uint32_t prog = c->kernels()->Get(i)->program();
     if ((st = t->kernel_resolve(c, i, program_gpu[prog], &d, &why)) != CAPGRAPH_OK)
       return fail(st, why);
+    d.scratch = g->scratch_.gpu;
     kernels.push_back(d);
   }
 
@@ -157,6 +164,8 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
       }
       const fb::Copy *cp = s->copy();
       if (cp->size()) copies->copy(address(*cp->dst()), address(*cp->src()), cp->size());
+      for (const fb::BufferRef *b : {cp->dst(), cp->src()})
+        if (b->space() == fb::Space::arena) g->copy_ranges_.push_back({b->offset(), cp->size()});
       copies->timestamp(stamps + stride * (i + 1));
       continue;
     }
@@ -175,6 +184,8 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     for (uint32_t b = 0; b < l->buffers()->size(); ++b) {
       const uint64_t a = address(*l->buffers()->Get(b));
       memcpy(args + 8 * b, &a, 8);
+      if (l->buffers()->Get(b)->space() == fb::Space::arena)
+        g->patch_sites_.push_back({kernarg_at[i] + 8 * b, l->buffers()->Get(b)->offset()});
     }
     if (l->scalars())
       for (uint32_t v = 0; v < l->scalars()->size(); ++v) {
@@ -223,7 +234,8 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
 capgraph_status graph::replay(std::string *err) noexcept {
   auto *timeline = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
   auto *sync = reinterpret_cast<signal *>(signals_.cpu + slot_sync);
-  words_written_ = 0;
+  words_written_ = words_pending_;
+  words_pending_ = 0;
   // The previous replay must be done before its signals and rings are reused.
   if (submitted_) {
     capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
@@ -242,6 +254,51 @@ capgraph_status graph::replay(std::string *err) noexcept {
   timeline_ = next;
   submitted_ = true;
   return dev_->wait(&timeline->value, next, opt_.timeout_ns, err);
+}
+
+capgraph_status graph::bind(uint64_t offset, uint64_t size, void *host, uint64_t host_bytes,
+                            std::string *err) {
+  if (host && host_bytes < size) {
+    *err = "a buffer of " + std::to_string(host_bytes) + " bytes for " + std::to_string(size) + " bytes";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  for (const auto &[at, bytes] : copy_ranges_)
+    if (at < offset + size && offset < at + bytes) {
+      *err = "a copy step reads or writes it (its address is inside the recorded commands)";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+  if (submitted_) {  // the launches about to be patched may still be running
+    auto *timeline = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
+    capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
+    if (st != CAPGRAPH_OK) return st;
+  }
+  uint64_t base = arena_.gpu + offset;
+  if (host) {
+    const memory *found = nullptr;
+    for (const memory &m : imports_)
+      if (m.cpu == host && m.size >= host_bytes) found = &m;
+    if (!found) {
+      // A camera rotates through a few buffers; more than this is a caller binding fresh memory
+      // every frame, which would pin memory without bound.
+      if (imports_.size() >= 64) {
+        *err = "64 caller buffers are already imported; bind the same buffers again";
+        return CAPGRAPH_ERR_ARGUMENT;
+      }
+      memory m;
+      capgraph_status st = dev_->import(host, host_bytes, &m, err);
+      if (st != CAPGRAPH_OK) return st;
+      imports_.push_back(m);
+      found = &imports_.back();
+    }
+    base = found->gpu;
+  }
+  for (const patch_site &p : patch_sites_)
+    if (p.arena_offset >= offset && p.arena_offset < offset + size) {
+      const uint64_t a = base + (p.arena_offset - offset);
+      memcpy(kernargs_.cpu + p.kernarg_at, &a, 8);
+      words_pending_ += 2;
+    }
+  return CAPGRAPH_OK;
 }
 
 void graph::step_times(uint64_t *step_ns) const noexcept {

@@ -63,6 +63,15 @@ class graph {
   // then holds the device's results. Allocates; not for the hot path.
   capgraph_status check(const fb::Capture *c, const host_twins &twins, check_result *out,
                         std::string *err);
+  // Zero-copy: the arena range [offset, offset + size) (one input or output) lives in the
+  // caller's memory `host` (page-aligned, host_bytes >= size) for the following replays. Each
+  // buffer is imported through the transport once (transport::import; kept until the graph
+  // goes), then its address is patched into the kernel-argument blocks of the launches that use
+  // the range: the words written depend on those launches, not on the kernel count. host ==
+  // nullptr: back to the arena. Waits (bounded) for a replay still running. A range a copy step
+  // touches cannot be bound (its address is inside the recorded commands).
+  capgraph_status bind(uint64_t offset, uint64_t size, void *host, uint64_t host_bytes,
+                       std::string *err);
 
   uint8_t *arena() const { return arena_.cpu; }
   // 32-bit words the CPU wrote to device-visible memory (rings, write pointers, doorbells,
@@ -83,7 +92,7 @@ class graph {
   transport *dev_ = nullptr;
   const target *target_ = nullptr;
   graph_options opt_;
-  memory arena_, weights_, code_, kernargs_, signals_, ib_;
+  memory arena_, weights_, code_, kernargs_, signals_, ib_, scratch_;
   memory stamps_;       // steps + 1 clock values: before the first step, after each step
   uint32_t steps_ = 0;
   queue compute_, copy_;
@@ -94,6 +103,16 @@ class graph {
   std::unique_ptr<encoder> ring_encoder_;
   uint64_t timeline_ = 0;      // value of the last submitted replay
   uint64_t words_written_ = 0;
+  uint64_t words_pending_ = 0;  // written by bind() since the last replay
+  // Zero-copy: every arena address written into a kernel-argument block, the arena ranges copy
+  // steps touch, and the caller buffers imported so far.
+  struct patch_site {
+    uint64_t kernarg_at;    // byte offset in kernargs_
+    uint64_t arena_offset;  // the address it holds, as an arena offset
+  };
+  std::vector<patch_site> patch_sites_;
+  std::vector<std::pair<uint64_t, uint64_t>> copy_ranges_;  // (arena offset, bytes)
+  std::vector<memory> imports_;
   bool submitted_ = false;
   bool interrupt_ = false;  // the transport wakes waits on an interrupt
   uint64_t interrupt_mailbox_ = 0;

@@ -58,6 +58,17 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
     capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
     if (st != CAPGRAPH_OK) return st;
   }
+  // The twins run on a copy of the arena: an input or output bound to caller memory (bind) is
+  // not in it.
+  for (const patch_site &p : patch_sites_) {
+    uint64_t a;
+    memcpy(&a, kernargs_.cpu + p.kernarg_at, 8);
+    if (a != arena_.gpu + p.arena_offset) {
+      *err = "check: an input or output is bound to caller memory (capgraph_bind_*); --check "
+             "compares the arena, so unbind it first";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+  }
   const uint64_t size = c->arena_size();
   std::vector<uint8_t> host(arena_.cpu, arena_.cpu + size);  // the twins' arena
   const auto resolve = [&](const fb::BufferRef &b, bool device) -> uint8_t * {

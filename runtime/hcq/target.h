@@ -41,6 +41,9 @@ struct target {
   // (payload, then the clock, as NVIDIA semaphores do): the graph asks for the clock at slot + 8
   // and the encoder may write the slot's first 8 bytes.
   uint32_t stamp_bytes = 8;
+  // Optional (nullptr: none): bytes of device memory the capture's kernels share as scratch
+  // (private memory, spills); the core allocates it once and passes it in dispatch::scratch.
+  uint64_t (*scratch_bytes)(const fb::Capture *c) = nullptr;
 };
 
 // Opens a transport by device name ("null", "<family>:1" for the second device, ...).

@@ -56,6 +56,13 @@ class transport {
   // Memory: allocated, mapped for the GPU, and (when CPU-visible) for the CPU, in one call.
   virtual capgraph_status alloc(uint64_t size, memory_kind kind, memory *out, std::string *err) = 0;
   virtual void free(memory &m) = 0;
+  // Makes the caller's memory [host, host + size) visible to the device without a copy (a camera
+  // frame bound as an input), as `out` (out->cpu = host; free() releases the import, not the
+  // memory). Page-aligned address and size. Transports that cannot: CAPGRAPH_ERR_ARGUMENT.
+  virtual capgraph_status import(void *host, uint64_t size, memory *out, std::string *err) {
+    *err = name() + ": cannot use caller memory in place (no import through this transport)";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
 
   virtual capgraph_status queue_create(queue_kind kind, uint64_t ring_bytes, queue *out,
                                        std::string *err) = 0;

@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Adreno end to end on the fake KGSL: ONNX -> `capgraph compile --target adreno-a630` (Mesa's ir3
+# plus host twins) -> `capgraph run --device fake-adreno` (the real KGSL transport and a6xx packets,
+# each dispatch checked by the fake and run as its host twin), against the same model compiled
+# for and run on this CPU, and against the references where there are any.
+#   adreno_e2e.sh small BUILD_DIR  generated models: a 40-layer MatMul+Tanh chain with its
+#                                  independently computed output, convolutions, a comma-shaped
+#                                  model (two uint8 12x128x256 cameras, desire, feature buffer,
+#                                  four heads); the words written per replay of a 1-kernel and a
+#                                  40-kernel capture; the golden command stream of a 2-layer chain
+#                                  (testdata/tiny_chain2.golden; CAPGRAPH_UPDATE_GOLDEN=1 rewrites
+#                                  it); a wedged fake timing out; a chip mismatch; zero-copy inputs
+#   adreno_e2e.sh zoo BUILD_DIR    every model of ../shared/zoo (skips, exit 77, without it), vs its
+#                                  ONNX Runtime outputs
+# Skips (exit 77) when capgraph was built without Mesa's ir3. Tolerance: tests/tools/npy_compare.
+set -uo pipefail
+mode=${1:-}; build=${2:-}
+[[ -n $mode && -n $build ]] || { echo "usage: adreno_e2e.sh small|zoo BUILD_DIR"; exit 2; }
+here=$(cd "$(dirname "$0")" && pwd); repo=$(cd "$here/../.." && pwd)
+capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare; tools=$build/tests/tools
+probe=$build/targets/adreno/adreno_capture_probe
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+failures=0; passed=0
+fail() { echo "FAIL $*"; failures=$((failures+1)); }
+
+# Mesa's ir3 is optional at build time: without it the compile says so.
+"$tools/tiny_chain_gen" "$work" 1 16 3 > /dev/null || { echo "FAIL: tiny_chain_gen"; exit 1; }
+if ! "$capgraph" compile "$work/tiny_chain.onnx" -o "$work/probe.cap" --target adreno-a630 > "$work/log" 2>&1; then
+  if grep -q "without Mesa's ir3" "$work/log"; then echo "SKIPPED: capgraph was built without Mesa's ir3"; exit 77; fi
+  echo "FAIL: compile for adreno-a630"; cat "$work/log"; exit 1
+fi
+
+# check NAME MODEL.onnx "INPUT_ARGS" "SHAPE_ARGS" "OUT_NAME=REFERENCE.npy|cpu ..."
+# With a reference file for every output (the zoo), the CPU run is left out: it is the zoo's own
+# conformance test, and compiling every model twice would double this test's time.
+check() {
+  local name=$1 model=$2 inputs=$3 shapes=$4 refs=$5 d=$work/$1 cpu=0
+  [[ " $refs" == *=cpu* ]] && cpu=1
+  mkdir -p "$d/cpu" "$d/gpu"
+  if ! "$capgraph" compile "$model" -o "$d/gpu.cap" --target adreno-a630 $shapes > "$d/log" 2>&1; then
+    fail "$name: compile for adreno-a630"; cat "$d/log"; return; fi
+  if ! "$capgraph" run "$d/gpu.cap" --device fake-adreno $inputs --output-dir "$d/gpu" > "$d/log" 2>&1; then
+    fail "$name: replay on fake-adreno"; cat "$d/log"; return; fi
+  if ((cpu)); then
+    "$capgraph" compile "$model" -o "$d/cpu.cap" $shapes > /dev/null 2>&1 || { fail "$name: compile for cpu"; return; }
+    "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null || { fail "$name: replay on cpu"; return; }
+  fi
+  local launches; launches=$("$capgraph" inspect "$d/gpu.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
+  local ok=1 r out ref
+  for r in $refs; do
+    out=${r%%=*}; ref=${r#*=}
+    if [[ $ref != cpu ]]; then
+      "$compare" "$d/gpu/$out.npy" "$ref" | sed "s/^/  vs reference: /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
+    fi
+    if ((cpu)); then
+      "$compare" "$d/gpu/$out.npy" "$d/cpu/$out.npy" | sed "s/^/  vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
+    fi
+  done
+  if ((ok)); then echo "PASS $name ($launches launches)"; passed=$((passed+1)); else fail "$name"; fi
+}
+
+case $mode in
+  small)
+    devices=$("$capgraph" devices) || { echo "FAIL: capgraph devices"; exit 1; }
+    grep -qE '^adreno(:0)?: ' <<< "$devices" && grep -q '^fake-adreno:0: fake Adreno a630 (chip 0x6030001' <<< "$devices" ||
+      fail "capgraph devices does not say what it found for adreno: $devices"
+    g=$work/gen; mkdir -p "$g"
+    "$tools/tiny_chain_gen" "$g" 40 16 3 > /dev/null || { echo "FAIL: tiny_chain_gen"; exit 1; }
+    check tiny_chain "$g/tiny_chain.onnx" "--input x=$g/input.npy" "" "y=$g/expected.npy y=cpu"
+    "$tools/conv_layer_gen" "$g/conv.onnx" 3 16 20 20 3 1 1 relu first > /dev/null &&
+      "$tools/npy_random" "$g/conv_x.npy" 1x3x20x20 5 > /dev/null || { echo "FAIL: conv_layer_gen"; exit 1; }
+    check conv "$g/conv.onnx" "--input x=$g/conv_x.npy" "" "y=cpu"
+    "$build/targets/adreno/comma_model_gen" "$g" || { echo "FAIL: comma_model_gen"; exit 1; }
+    "$tools/npy_random" "$g/imgs.npy" 1x12x128x256 1 uint8 > /dev/null &&
+      "$tools/npy_random" "$g/big.npy" 1x12x128x256 2 uint8 > /dev/null &&
+      "$tools/npy_random" "$g/desire.npy" 1x8x8 3 > /dev/null &&
+      "$tools/npy_random" "$g/features.npy" 1x24x64 4 > /dev/null || { echo "FAIL: npy_random"; exit 1; }
+    check comma "$g/comma.onnx" \
+      "--input input_imgs=$g/imgs.npy --input big_input_imgs=$g/big.npy --input desire=$g/desire.npy --input features_buffer=$g/features.npy" \
+      "" "plan=cpu lead=cpu pose=cpu hidden_state=cpu"
+    # Zero-copy: caller buffers bound as inputs and outputs give the same outputs.
+    if [[ -f $work/comma/gpu.cap ]]; then
+      "$probe" bind "$work/comma/gpu.cap" > "$work/log" 2>&1 && { echo "PASS zero-copy binding: $(tail -1 "$work/log")"; passed=$((passed+1)); } ||
+        { fail "zero-copy binding"; cat "$work/log"; }
+    fi
+
+    # A damaged register in the recorded stream is caught by the fake's dispatch checks.
+    if [[ -f $work/conv/gpu.cap ]]; then
+      "$probe" tamper "$work/conv/gpu.cap" > "$work/log" 2>&1 && { echo "PASS damaged streams: $(tail -1 "$work/log")"; passed=$((passed+1)); } ||
+        { fail "damaged streams"; cat "$work/log"; }
+    fi
+
+    # The words a replay writes do not depend on the number of kernels.
+    mkdir -p "$g/one" && "$tools/tiny_chain_gen" "$g/one" 1 16 3 > /dev/null || fail "tiny_chain_gen"
+    "$capgraph" compile "$g/one/tiny_chain.onnx" -o "$g/one.cap" --target adreno-a630 > /dev/null 2>&1 &&
+      w1=$("$probe" words "$g/one.cap") && w40=$("$probe" words "$work/tiny_chain/gpu.cap") || { fail "words probe"; w1=; w40=; }
+    if [[ -n $w1 && ${w1##* words } == "${w40##* words }" && ${w1%% dispatches*} != "${w40%% dispatches*}" ]]; then
+      echo "PASS words per replay: $w1 / $w40"; passed=$((passed+1))
+    else fail "words per replay differ with the kernel count: '$w1' vs '$w40'"; fi
+
+    # The golden command stream of a 2-layer chain.
+    mkdir -p "$g/two" && "$tools/tiny_chain_gen" "$g/two" 2 16 3 > /dev/null &&
+      "$capgraph" compile "$g/two/tiny_chain.onnx" -o "$g/two.cap" --target adreno-a630 > /dev/null 2>&1 &&
+      "$probe" dump "$g/two.cap" > "$g/two.txt" || fail "dump probe"
+    golden=$here/testdata/tiny_chain2.golden
+    if [[ -n ${CAPGRAPH_UPDATE_GOLDEN:-} ]]; then cp "$g/two.txt" "$golden"; echo "wrote $golden"; fi
+    if diff -u "$golden" "$g/two.txt" > "$work/diff"; then echo "PASS golden command stream ($(wc -l < "$golden") lines)"; passed=$((passed+1))
+    else fail "the command stream differs from $golden"; head -40 "$work/diff"; fi
+
+    # A wedged GPU: a timeout error within its bound, never a hang.
+    start=$(date +%s%N)
+    if CAPGRAPH_TIMEOUT_MS=300 timeout 20 "$capgraph" run "$g/one.cap" --device fake-adreno:wedge \
+         --input x=$g/one/input.npy --output-dir "$work/wedge" > "$work/log" 2>&1; then fail "a wedged fake-adreno run succeeded"
+    else
+      ms=$(( ($(date +%s%N) - start) / 1000000 ))
+      if grep -q "timed out after 300 ms" "$work/log" && ((ms < 10000)); then echo "PASS wedge: timed out in $ms ms"; passed=$((passed+1))
+      else fail "wedge: no timeout error within its bound ($ms ms)"; cat "$work/log"; fi
+    fi
+    # Another chip: refused naming both.
+    if "$capgraph" run "$g/one.cap" --device fake-adreno:a640 --input x=$g/one/input.npy --output-dir "$work/x" > "$work/log" 2>&1 ||
+       ! grep -q "adreno-a630" "$work/log" || ! grep -q "a640" "$work/log"; then fail "chip mismatch not refused by name"; cat "$work/log"
+    else echo "PASS chip mismatch: $(tail -1 "$work/log")"; passed=$((passed+1)); fi
+    # An Adreno capture on the CPU is refused, naming the devices that run it.
+    if "$capgraph" run "$g/one.cap" --input x=$g/one/input.npy --output-dir "$work/x" > "$work/log" 2>&1 ||
+       ! grep -q "run it with --device adreno" "$work/log"; then fail "an adreno capture on the cpu was not refused"; cat "$work/log"
+    else passed=$((passed+1)); fi
+    ;;
+  zoo)
+    zoo=$repo/../shared/zoo
+    [[ -d $zoo ]] || { echo "SKIPPED: no model zoo at $zoo (it is optional)"; exit 77; }
+    command -v node > /dev/null || { echo "SKIPPED: node is needed to read the zoo's meta.json"; exit 77; }
+    for dir in "$zoo"/*/; do
+      [[ -f $dir/meta.json && -f $dir/model.onnx ]] || { echo "SKIP $(basename "$dir"): no model"; continue; }
+      name=$(basename "$dir")
+      ins=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '))")
+      shapes=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))")
+      refs=$(node -e "const m=require('$dir/meta.json'); console.log(m.outputs.map(o=>o.name.replace(/[^A-Za-z0-9._-]/g,'_')+'=$dir'+o.file).join(' '))")
+      check "$name" "$dir/model.onnx" "$ins" "$shapes" "$refs"
+    done
+    ;;
+  *) echo "usage: adreno_e2e.sh small|zoo BUILD_DIR"; exit 2 ;;
+esac
+echo "$passed passed, $failures failed"
+((failures == 0))
