@@ -319,6 +319,7 @@ const hcq::target adreno_target = {"adreno",
                                    &adreno_device_check,
                                    &adreno_kernel_resolve,
                                    &adreno_encoder_create,
+                                   8,  // stamp_bytes: the clock alone
                                    &adreno_scratch_bytes};
 
 }  // namespace capgraph::adreno
