@@ -752,9 +752,12 @@ bool fake_rm::qmd_one(channel &ch, uint64_t addr, uint64_t *next) {
                              : (get(qmd_field::CONSTANT_BUFFER0_ADDR_LOWER) | get(qmd_field::CONSTANT_BUFFER0_ADDR_UPPER) << 32) << 6;
   const uint8_t *cb = host(cbank, n->cbank0_bytes());
   if (!cb) return raise(what + "constant bank 0 at " + hex(cbank) + " (" + std::to_string(n->cbank0_bytes()) + " bytes) is not mapped");
+  // The kernel's work range (KernelBounds.work_size, checked at load) counts GPU work items: a
+  // tiled kernel's items each compute several outputs, so it is not the twin's output count.
   const uint64_t threads = get(qmd_field::GRID_WIDTH) * n->block_x();
-  if (threads < k->twin_work_size())
-    return raise(what + "the grid has " + std::to_string(threads) + " threads, the kernel's work is " + std::to_string(k->twin_work_size()));
+  const uint64_t work = k->bounds() ? k->bounds()->work_size() : k->twin_work_size();
+  if (threads < work)
+    return raise(what + "the grid has " + std::to_string(threads) + " threads, the kernel's work is " + std::to_string(work));
   if (!twins_.has(uint32_t(found))) return raise(what + "the kernel has no host twin, so the fake cannot run it");
   const uint32_t nb = k->num_buffers(), ns = k->num_scalars();
   std::vector<void *> bufs(nb);
