@@ -58,6 +58,9 @@ class linux_sys final : public nv_sys {
 // GP entries and semaphores carry 40 address bits (clc56f.h GP_ENTRY1_GET_HI, SEM_ADDR_HI).
 constexpr uint64_t kVaBase = 0x1000000000ull, kVaSize = 0x2000000000ull;  // 128 GiB per transport
 constexpr int kVaTries = 6;
+// The last resort, 1.5 GiB low in the address space: where a process has no room above (under
+// AddressSanitizer, whose shadow gap covers 2.4 GB to 2 TB on x86-64, the sanitizer job's case).
+constexpr uint64_t kVaLowBase = 0x10000000ull, kVaLowSize = 0x60000000ull;
 constexpr uint32_t kGpfifoEntries = 0x1000;
 constexpr uint64_t kUserdOffset = 0x10000, kGpfifoBytes = 0x20000, kPushBytes = 4 << 20;
 
@@ -85,7 +88,7 @@ class nv_transport final : public hcq::transport {
     }
     if (usermode_cpu_) sys_->munmap(usermode_cpu_, USERMODE_BYTES);
     if (usermode_fd_ >= 0) sys_->close(usermode_fd_);
-    if (va_cpu_) sys_->munmap(va_cpu_, kVaSize);
+    if (va_cpu_) sys_->munmap(va_cpu_, va_size_);
     for (int fd : {uvm_mm_, uvm_, ctl_})
       if (fd >= 0) sys_->close(fd);
   }
@@ -266,8 +269,8 @@ class nv_transport final : public hcq::transport {
   }
   bool va_take(uint64_t size, uint64_t align, uint64_t *va, std::string *err) {
     const uint64_t at = (va_next_ + align - 1) / align * align;
-    if (at + size > va_base_ + kVaSize) {
-      *err = "the " + std::to_string(kVaSize >> 30) + " GiB GPU address range is used up (" + std::to_string(size) + " more bytes asked)";
+    if (at + size > va_base_ + va_size_) {
+      *err = "the " + std::to_string(va_size_ >> 20) + " MiB GPU address range is used up (" + std::to_string(size) + " more bytes asked)";
       return false;
     }
     *va = at;
@@ -298,7 +301,7 @@ class nv_transport final : public hcq::transport {
   uint8_t uuid_[16] = {};
   uint8_t *usermode_cpu_ = nullptr;
   void *va_cpu_ = nullptr;
-  uint64_t va_base_ = 0, va_next_ = 0;
+  uint64_t va_base_ = 0, va_next_ = 0, va_size_ = 0;
   std::map<uint64_t, allocation> allocs_;
   channel channels_[2];
   std::string submit_error_;
@@ -507,11 +510,16 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   if (!uvm(UVM_REGISTER_GPU_VASPACE, &rv, &rv.rmStatus, "UVM_REGISTER_GPU_VASPACE", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
 
   // Our part of that space, reserved in the CPU's too.
-  for (int i = 0; i < kVaTries && !va_cpu_; ++i) {
-    void *want = reinterpret_cast<void *>(kVaBase + uint64_t(i) * kVaSize);
-    void *got = sys_->mmap(want, kVaSize, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (got == want) va_cpu_ = got;
-    else if (got != MAP_FAILED) sys_->munmap(got, kVaSize);
+  for (int i = 0; i <= kVaTries && !va_cpu_; ++i) {
+    const uint64_t size = i < kVaTries ? kVaSize : kVaLowSize;
+    void *want = reinterpret_cast<void *>(i < kVaTries ? kVaBase + uint64_t(i) * kVaSize : kVaLowBase);
+    void *got = sys_->mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == want) {
+      va_cpu_ = got;
+      va_size_ = size;
+    } else if (got != MAP_FAILED) {
+      sys_->munmap(got, size);
+    }
   }
   if (!va_cpu_) return fail(CAPGRAPH_ERR_MEMORY, "cannot reserve a GPU address range below 2^40 in this process");
   va_base_ = va_next_ = reinterpret_cast<uint64_t>(va_cpu_);

@@ -4,6 +4,7 @@
 #include "nv_transport.h"
 
 #include <doctest/doctest.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -115,4 +116,33 @@ TEST_CASE("without the driver the errors say what is missing") {
   } else {
     MESSAGE("this machine has /dev/nvidiactl: " << nv_devices_describe());
   }
+}
+
+TEST_CASE("without room for its 128 GiB ranges the transport takes a smaller one low in memory") {
+  // What AddressSanitizer's shadow gap does to the usual ranges (the sanitizer job): here the six
+  // 128 GiB candidates from 64 GiB up are taken by this process first (where not already unusable).
+  std::vector<std::pair<void *, size_t>> taken;
+  for (int i = 0; i < 6; ++i) {
+    void *want = reinterpret_cast<void *>(0x1000000000ull + uint64_t(i) * 0x2000000000ull);
+    void *got = ::mmap(want, 0x2000000000ull, PROT_NONE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == want) taken.emplace_back(got, 0x2000000000ull);
+    else if (got != MAP_FAILED) ::munmap(got, 0x2000000000ull);
+  }
+  auto sys = std::make_shared<fake_rm>(*chip_find("sm90"), "580.159.04", false);
+  std::unique_ptr<hcq::transport> t;
+  std::string err;
+  REQUIRE_MESSAGE(nv_open_with(sys, nv_paths{}, "nv", &t, &err) == CAPGRAPH_OK, err);
+  hcq::memory m;
+  REQUIRE(t->alloc(1 << 20, hcq::memory_kind::device, &m, &err) == CAPGRAPH_OK);
+  CHECK(m.gpu >= 0x10000000ull);
+  CHECK(m.gpu < 0x70000000ull);
+  CHECK(m.cpu == reinterpret_cast<uint8_t *>(m.gpu));
+  // The low range is 1.5 GiB: more is a clear error, not a mapping elsewhere.
+  hcq::memory big;
+  CHECK(t->alloc(2ull << 30, hcq::memory_kind::device, &big, &err) != CAPGRAPH_OK);
+  CHECK(err.find("1536 MiB GPU address range is used up") != std::string::npos);
+  t->free(m);
+  t.reset();
+  for (auto &[p, n] : taken) ::munmap(p, n);
 }
