@@ -58,9 +58,11 @@ class linux_sys final : public nv_sys {
 // GP entries and semaphores carry 40 address bits (clc56f.h GP_ENTRY1_GET_HI, SEM_ADDR_HI).
 constexpr uint64_t kVaBase = 0x1000000000ull, kVaSize = 0x2000000000ull;  // 128 GiB per transport
 constexpr int kVaTries = 6;
-// The last resort, 1.5 GiB low in the address space: where a process has no room above (under
-// AddressSanitizer, whose shadow gap covers 2.4 GB to 2 TB on x86-64, the sanitizer job's case).
-constexpr uint64_t kVaLowBase = 0x10000000ull, kVaLowSize = 0x60000000ull;
+// The last resort, one of four 384 MiB ranges low in the address space: where a process has no
+// room above (under AddressSanitizer, whose shadow gap covers 2.4 GB to 2 TB on x86-64: the
+// sanitizer job's case). Four, so that a few transports can be open at once there too.
+constexpr uint64_t kVaLowBase = 0x10000000ull, kVaLowSize = 0x18000000ull;
+constexpr int kVaLowTries = 4;
 constexpr uint32_t kGpfifoEntries = 0x1000;
 constexpr uint64_t kUserdOffset = 0x10000, kGpfifoBytes = 0x20000, kPushBytes = 4 << 20;
 
@@ -510,9 +512,10 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   if (!uvm(UVM_REGISTER_GPU_VASPACE, &rv, &rv.rmStatus, "UVM_REGISTER_GPU_VASPACE", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
 
   // Our part of that space, reserved in the CPU's too.
-  for (int i = 0; i <= kVaTries && !va_cpu_; ++i) {
+  for (int i = 0; i < kVaTries + kVaLowTries && !va_cpu_; ++i) {
     const uint64_t size = i < kVaTries ? kVaSize : kVaLowSize;
-    void *want = reinterpret_cast<void *>(i < kVaTries ? kVaBase + uint64_t(i) * kVaSize : kVaLowBase);
+    void *want = reinterpret_cast<void *>(i < kVaTries ? kVaBase + uint64_t(i) * kVaSize
+                                                       : kVaLowBase + uint64_t(i - kVaTries) * kVaLowSize);
     void *got = sys_->mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (got == want) {
       va_cpu_ = got;

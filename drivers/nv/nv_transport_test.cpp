@@ -138,10 +138,10 @@ TEST_CASE("without room for its 128 GiB ranges the transport takes a smaller one
   CHECK(m.gpu >= 0x10000000ull);
   CHECK(m.gpu < 0x70000000ull);
   CHECK(m.cpu == reinterpret_cast<uint8_t *>(m.gpu));
-  // The low range is 1.5 GiB: more is a clear error, not a mapping elsewhere.
+  // A low range is 384 MiB: more is a clear error, not a mapping elsewhere.
   hcq::memory big;
-  CHECK(t->alloc(2ull << 30, hcq::memory_kind::device, &big, &err) != CAPGRAPH_OK);
-  CHECK(err.find("1536 MiB GPU address range is used up") != std::string::npos);
+  CHECK(t->alloc(512ull << 20, hcq::memory_kind::device, &big, &err) != CAPGRAPH_OK);
+  CHECK(err.find("384 MiB GPU address range is used up") != std::string::npos);
   t->free(m);
   t.reset();
   for (auto &[p, n] : taken) ::munmap(p, n);

@@ -260,6 +260,13 @@ TEST_CASE("the push buffers and QMDs of a small capture match their golden text"
     REQUIRE_MESSAGE(f.good(), path << " is missing (CAPGRAPH_UPDATE_GOLDEN=1 writes it)");
     std::stringstream golden;
     golden << f.rdbuf();
+    // The golden addresses are those of the transport's first 128 GiB range (64 GiB up). Under
+    // AddressSanitizer that range is in the shadow gap and the transport takes a low one, so every
+    // address differs: there the text is only checked for errors (the release suite compares it).
+    if (r.g->arena() < reinterpret_cast<uint8_t *>(0x1000000000ull)) {
+      MESSAGE("the GPU address range is the low fallback (a sanitizer build): golden addresses not compared");
+      continue;
+    }
     CHECK(text == golden.str());
   }
 }
