@@ -4,6 +4,7 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "capgraph/capture_generated.h"
@@ -17,13 +18,28 @@ inline void u64_store(std::vector<uint8_t> &bytes, const void *table, uint16_t v
   if (p) memcpy(bytes.data() + (p - bytes.data()), &v, 8);
 }
 
-// The checksums of every program and kernel bound recomputed in place.
+// Whether the bytes are a structurally valid capture (flatbuffers verifier, as the loader runs it).
+inline bool capture_structure_ok(const std::vector<uint8_t> &bytes) {
+  flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 1u << 24);
+  return bytes.size() >= 8 && capgraph::fb::CaptureBufferHasIdentifier(bytes.data()) &&
+         capgraph::fb::VerifyCaptureBuffer(v);
+}
+
+// The checksums of every program and kernel bound recomputed in place. A stored hash can overlap
+// other fields in a hostile file (flatbuffers tables may share bytes), so the structure is
+// verified again after the program hashes are written, and the bound hashes are all computed
+// before any is written (fuzz_capture_rehash found the tool reading through a length it had just
+// overwritten).
 inline void capture_checksums_recompute(std::vector<uint8_t> &bytes) {
+  if (!capture_structure_ok(bytes)) return;
   const capgraph::fb::Capture *c = capgraph::fb::GetCapture(bytes.data());
   if (!c->programs()) return;
   for (const capgraph::fb::Program *p : *c->programs())
     u64_store(bytes, p, capgraph::fb::Program::VT_HASH, capture_hash(p->binary()->data(), p->binary()->size()));
+  if (!capture_structure_ok(bytes)) return;
+  c = capgraph::fb::GetCapture(bytes.data());
   if (!c->kernels()) return;
+  std::vector<std::pair<const void *, uint64_t>> stores;
   for (const capgraph::fb::Kernel *k : *c->kernels()) {
     const capgraph::fb::KernelBounds *b = k->bounds();
     if (!b || k->program() >= c->programs()->size()) continue;
@@ -57,8 +73,9 @@ inline void capture_checksums_recompute(std::vector<uint8_t> &bytes) {
     const uint32_t written = b->written() ? b->written()->size() : 0;
     h.u64(written);
     for (uint32_t i = 0; i < written; ++i) h.u64(b->written()->Get(i));
-    u64_store(bytes, b, capgraph::fb::KernelBounds::VT_HASH, h.value());
+    stores.emplace_back(b, h.value());
   }
+  for (const auto &[table, hash] : stores) u64_store(bytes, table, capgraph::fb::KernelBounds::VT_HASH, hash);
 }
 
 }  // namespace capgraph::test
