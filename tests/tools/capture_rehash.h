@@ -2,6 +2,7 @@
 // every program's hash, then every kernel's KernelBounds hash over it (schema/capture_hash.h).
 // For tests and fuzzing only; header-only so any test can use it.
 #pragma once
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <utility>
@@ -12,10 +13,19 @@
 
 namespace capgraph::test {
 
-// Overwrites the 8-byte scalar field `vt` of `table` (inside `bytes`) if the file stores it.
-inline void u64_store(std::vector<uint8_t> &bytes, const void *table, uint16_t vt, uint64_t v) {
+// Where the 8-byte scalar field `vt` of `table` (inside `bytes`) is stored, as an offset into
+// `bytes`; SIZE_MAX if the file does not store it. Read before anything is written: one write can
+// change another table's vtable when a hostile file lets them share bytes.
+inline size_t u64_field_offset(const std::vector<uint8_t> &bytes, const void *table, uint16_t vt) {
   const uint8_t *p = reinterpret_cast<const flatbuffers::Table *>(table)->GetAddressOf(vt);
-  if (p) memcpy(bytes.data() + (p - bytes.data()), &v, 8);
+  if (!p || p < bytes.data() || p + 8 > bytes.data() + bytes.size()) return SIZE_MAX;
+  return size_t(p - bytes.data());
+}
+
+// Writes each (offset, value) pair found by u64_field_offset.
+inline void u64_stores(std::vector<uint8_t> &bytes, const std::vector<std::pair<size_t, uint64_t>> &stores) {
+  for (const auto &[at, v] : stores)
+    if (at != SIZE_MAX) memcpy(bytes.data() + at, &v, 8);
 }
 
 // Whether the bytes are a structurally valid capture (flatbuffers verifier, as the loader runs it).
@@ -27,19 +37,23 @@ inline bool capture_structure_ok(const std::vector<uint8_t> &bytes) {
 
 // The checksums of every program and kernel bound recomputed in place. A stored hash can overlap
 // other fields in a hostile file (flatbuffers tables may share bytes), so the structure is
-// verified again after the program hashes are written, and the bound hashes are all computed
-// before any is written (fuzz_capture_rehash found the tool reading through a length it had just
+// verified again after the program hashes are written, and within each step every hash and
+// every field address is computed before any is written (fuzz_capture_rehash found the tool
+// reading through a length it had just overwritten, then writing through a vtable it had just
 // overwritten).
 inline void capture_checksums_recompute(std::vector<uint8_t> &bytes) {
   if (!capture_structure_ok(bytes)) return;
   const capgraph::fb::Capture *c = capgraph::fb::GetCapture(bytes.data());
   if (!c->programs()) return;
+  std::vector<std::pair<size_t, uint64_t>> program_stores;
   for (const capgraph::fb::Program *p : *c->programs())
-    u64_store(bytes, p, capgraph::fb::Program::VT_HASH, capture_hash(p->binary()->data(), p->binary()->size()));
+    program_stores.emplace_back(u64_field_offset(bytes, p, capgraph::fb::Program::VT_HASH),
+                                capture_hash(p->binary()->data(), p->binary()->size()));
+  u64_stores(bytes, program_stores);
   if (!capture_structure_ok(bytes)) return;
   c = capgraph::fb::GetCapture(bytes.data());
   if (!c->kernels()) return;
-  std::vector<std::pair<const void *, uint64_t>> stores;
+  std::vector<std::pair<size_t, uint64_t>> stores;
   for (const capgraph::fb::Kernel *k : *c->kernels()) {
     const capgraph::fb::KernelBounds *b = k->bounds();
     if (!b || k->program() >= c->programs()->size()) continue;
@@ -73,9 +87,9 @@ inline void capture_checksums_recompute(std::vector<uint8_t> &bytes) {
     const uint32_t written = b->written() ? b->written()->size() : 0;
     h.u64(written);
     for (uint32_t i = 0; i < written; ++i) h.u64(b->written()->Get(i));
-    stores.emplace_back(b, h.value());
+    stores.emplace_back(u64_field_offset(bytes, b, capgraph::fb::KernelBounds::VT_HASH), h.value());
   }
-  for (const auto &[table, hash] : stores) u64_store(bytes, table, capgraph::fb::KernelBounds::VT_HASH, hash);
+  u64_stores(bytes, stores);
 }
 
 }  // namespace capgraph::test
