@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include "clock_text.h"
 
 namespace capgraph {
 
@@ -118,12 +119,6 @@ void replay_plan_barriers(replay_plan *plan) {
 }
 
 namespace {
-
-uint64_t now_ns() noexcept {
-  return (uint64_t)std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
 
 // step_end_ns (profiling only, thread 0): when each step finished on every thread. The last step's
 // end is taken by the caller, after the pool's final barrier.

@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <ctime>
+#include "clock_text.h"
 
 namespace capgraph {
 
@@ -43,12 +44,6 @@ void futex_wait(std::atomic<uint32_t> *word, uint32_t expected, uint64_t wait_ns
   struct timespec ts = {time_t(wait_ns / 1000000000u), long(wait_ns % 1000000000u)};
   syscall(SYS_futex, reinterpret_cast<uint32_t *>(word), FUTEX_WAIT_PRIVATE, expected,
           wait_ns ? &ts : nullptr, nullptr, 0);
-}
-
-uint64_t now_ns() noexcept {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
 }
 
 void futex_wake_all(std::atomic<uint32_t> *word) {

@@ -15,6 +15,7 @@
 
 #include "amd_chips.h"
 #include "hcq/signal.h"
+#include "clock_text.h"
 
 namespace capgraph::kfd {
 namespace {
@@ -26,12 +27,6 @@ int ioctl_retry(int fd, unsigned long request, void *arg) {
   do r = ioctl(fd, request, arg);
   while (r < 0 && (errno == EINTR || errno == EAGAIN));
   return r;
-}
-
-uint64_t now_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
 }
 
 // Compute queues need an end-of-pipe buffer and a context save area for wave save/restore.

@@ -13,21 +13,10 @@
 
 #include "hcq/signal.h"
 #include "kgsl_uapi.h"
+#include "clock_text.h"
 
 namespace capgraph::kgsl {
 namespace {
-
-uint64_t now_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
-}
-
-std::string hex(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return s;
-}
 
 class host_sys final : public kgsl_sys {
  public:

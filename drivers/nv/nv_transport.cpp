@@ -15,23 +15,12 @@
 #include "hcq/signal.h"
 #include "nv_abi.h"
 #include "nv_hcq.h"
+#include "clock_text.h"
 
 namespace capgraph::nv {
 namespace {
 
 using namespace abi;
-
-uint64_t now_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
-}
-
-std::string hex(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return s;
-}
 
 class linux_sys final : public nv_sys {
  public:

@@ -1,6 +1,7 @@
 #include "adreno_pm4.h"
 
 #include <cstdio>
+#include "clock_text.h"
 
 namespace capgraph::adreno {
 namespace {
@@ -70,12 +71,6 @@ const char *name_of(const named *table, size_t n, uint32_t v) {
   for (size_t i = 0; i < n; ++i)
     if (table[i].value == v) return table[i].name;
   return "";
-}
-
-std::string hex(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return s;
 }
 
 }  // namespace

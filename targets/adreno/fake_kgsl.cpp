@@ -14,15 +14,10 @@
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
 #include "kgsl_transport.h"
+#include "clock_text.h"
 
 namespace capgraph::adreno {
 namespace {
-
-std::string hex(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return s;
-}
 
 int fail_errno(int e) {
   errno = e;

@@ -11,21 +11,10 @@
 #include "amd_hcq.h"
 #include "cpu_target.h"
 #include "hcq/signal.h"
+#include "clock_text.h"
 
 namespace capgraph::amd {
 namespace {
-
-std::string hex(uint64_t v) {
-  char b[24];
-  snprintf(b, sizeof b, "0x%llx", (unsigned long long)v);
-  return b;
-}
-
-uint64_t now_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
-}
 
 bool compare(uint32_t func, uint32_t v, uint32_t ref) {
   switch (func) {  // WAIT_REG_MEM / POLL_REGMEM function codes (nvd.h, sdma pkt headers)

@@ -12,21 +12,10 @@
 #include "hcq/host_twins.h"
 #include "hcq/signal.h"
 #include "null_hcq.h"
+#include "clock_text.h"
 
 namespace capgraph::hcq {
 namespace {
-
-uint64_t now_ns() {
-  return uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                      std::chrono::steady_clock::now().time_since_epoch())
-                      .count());
-}
-
-std::string hex(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return s;
-}
 
 class null_device final : public transport {
  public:

@@ -14,6 +14,7 @@
 #include "nv_methods.h"
 #include "nv_qmd.h"
 #include "nv_transport.h"
+#include "clock_text.h"
 
 namespace capgraph::nv {
 namespace {
@@ -27,12 +28,6 @@ constexpr uint32_t NV_ERR_INVALID_ADDRESS = 0x1E, NV_ERR_INVALID_ARGUMENT = 0x1F
                    NV_ERR_INVALID_STATE = 0x40, NV_ERR_NOT_SUPPORTED = 0x56, NV_ERR_UVM_ADDRESS_IN_USE = 0x68;
 
 enum fd_kind { kCtl = 1, kDevice = 2, kUvm = 3 };
-
-std::string hex(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return s;
-}
 
 const uint8_t kUuid[16] = {0x47, 0x50, 0x55, 0x2d, 0x66, 0x61, 0x6b, 0x65, 0x2d, 0x6e, 0x76, 0x00, 0x12, 0x34, 0x56, 0x78};
 constexpr uint32_t kGpuId = 0x100;

@@ -11,6 +11,7 @@
 
 #include "nv_methods.h"
 #include "nv_transport.h"
+#include "clock_text.h"
 
 namespace capgraph::nv {
 namespace {
@@ -119,12 +120,6 @@ namespace {
 
 using nv::method;
 using nv::qmd_field;
-
-std::string hex(uint64_t v) {
-  char s[24];
-  snprintf(s, sizeof s, "0x%llx", (unsigned long long)v);
-  return s;
-}
 
 // Methods shared by both engines' channels: the host class's semaphores (clc56f.h 205-233).
 class nv_encoder_base : public encoder {
