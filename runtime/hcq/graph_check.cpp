@@ -10,6 +10,7 @@
 
 #include "graph.h"
 #include "signal.h"
+#include "word_compare.h"
 
 namespace capgraph::hcq {
 namespace {
@@ -126,11 +127,10 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
     twins.run(l->kernel(), bufs.data(), scalars.empty() ? nullptr : scalars.data());
     ++out->launches_checked;
 
-    // Compare word by word (equal 4 KiB blocks skipped with memcmp). Float words within
-    // 1e-3 * max |twin output| + 1e-5 of each other match; words that are not finite normal
-    // floats on either side (integers, NaN bit patterns) must be equal. The device's words are
-    // then taken, so the next launch starts from what the device computed, as in a replay.
-    const double tolerance = 1e-3 * written_max(kern, l, host.data(), size) + 1e-5;
+    // Compare word by word (equal 4 KiB blocks skipped with memcmp) by word_compare.h's rule.
+    // The device's words are then taken, so the next launch starts from what the device
+    // computed, as in a replay.
+    const double tolerance = word_tolerance(written_max(kern, l, host.data(), size));
     check_result r;
     for (uint64_t block = 0; block < size; block += 4096) {
       const uint64_t n = std::min<uint64_t>(4096, size - block);
@@ -142,12 +142,8 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
         memcpy(&dw, arena_.cpu + o, len);
         memcpy(&tw, host.data() + o, len);
         memcpy(host.data() + o, arena_.cpu + o, len);
-        float fd, ft;
-        memcpy(&fd, &dw, 4);
-        memcpy(&ft, &tw, 4);
-        if (std::isnan(fd) && std::isnan(ft)) continue;
-        const bool normal = (std::isnormal(fd) || fd == 0) && (std::isnormal(ft) || ft == 0);
-        const double diff = normal ? std::fabs(double(fd) - double(ft)) : INFINITY;
+        const double diff = word_difference(dw, tw);
+        if (diff == 0) continue;
         const bool outside = !written_by(kern, l, o);
         if (diff <= tolerance && !outside) continue;
         if (!r.words_differ) r.first_offset = o;

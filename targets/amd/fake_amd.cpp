@@ -11,6 +11,7 @@
 #include "amd_hcq.h"
 #include "cpu_target.h"
 #include "hcq/signal.h"
+#include "hcq/word_compare.h"
 #include "clock_text.h"
 
 namespace capgraph::amd {
@@ -425,9 +426,8 @@ bool fake_gpu::kernel_emulate(uint32_t k, uint32_t groups) {
 bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
                             const std::vector<std::vector<uint8_t>> &before, void **bufs, int64_t *scalars) {
   // The emulator's results stay in GPU memory (they are the replay's); the twin runs on the
-  // memory as it was before the dispatch, and the words either of them changed are compared as
-  // float32 with npy_compare's tolerance (max |a-b| <= 1e-3 * max |twin| + 1e-5). Words that are
-  // not finite normal floats in either result (integers, NaN) must match bit for bit.
+  // memory as it was before the dispatch, and the words either of them changed are compared by
+  // the rule of every check (runtime/hcq/word_compare.h).
   const fb::Kernel *kern = capture_->kernels()->Get(k);
   std::vector<std::vector<uint8_t>> emulated;
   for (size_t i = 0; i < touched.size(); ++i) {
@@ -454,21 +454,18 @@ bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
       }
       if (ew == tw32) continue;
       ++differ;
-      float fe, ft;
-      memcpy(&fe, &ew, 4);
-      memcpy(&ft, &tw32, 4);
-      const bool normal = (std::isnormal(fe) || fe == 0) && (std::isnormal(ft) || ft == 0);
-      const double diff = normal ? std::fabs(double(fe) - double(ft)) : INFINITY;
-      if (std::isnan(fe) && std::isnan(ft)) continue;
-      if (!normal) exact_mismatch = true;
-      if (diff > max_diff || (!normal && !max_diff)) {
+      const double diff = hcq::word_difference(ew, tw32);
+      if (diff == 0) continue;
+      const bool exact = std::isinf(diff);
+      if (exact) exact_mismatch = true;
+      if (diff > max_diff || (exact && !max_diff)) {
         max_diff = diff;
         worst_at = r.gpu + o;
       }
     }
   }
   for (size_t i = 0; i < touched.size(); ++i) memcpy(regions_[touched[i]].cpu, emulated[i].data(), regions_[touched[i]].size);
-  const double tol = 1e-3 * max_ref + 1e-5;
+  const double tol = hcq::word_tolerance(max_ref);
   if (!exact_mismatch && max_diff <= tol) return true;
   char b[160];
   snprintf(b, sizeof b, "max |emulator - twin| = %g at %s (tolerance %g), %llu words differ", max_diff,
