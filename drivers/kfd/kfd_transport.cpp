@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "amd_chips.h"
-#include "hcq/signal.h"
 #include "clock_text.h"
+#include "hcq/signal.h"
 
 namespace capgraph::kfd {
 namespace {

@@ -11,23 +11,15 @@
 #include <set>
 #include <thread>
 
+#include "clock_text.h"
+#include "hcq/host_sys_libc.h"
 #include "hcq/signal.h"
 #include "kgsl_uapi.h"
-#include "clock_text.h"
 
 namespace capgraph::kgsl {
 namespace {
 
-class host_sys final : public kgsl_sys {
- public:
-  int open(const char *path, int flags) override { return ::open(path, flags); }
-  int close(int fd) override { return ::close(fd); }
-  int ioctl(int fd, unsigned long request, void *arg) override { return ::ioctl(fd, request, arg); }
-  void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) override {
-    return ::mmap(addr, length, prot, flags, fd, offset);
-  }
-  int munmap(void *addr, size_t length) override { return ::munmap(addr, length); }
-};
+using host_sys = hcq::host_sys_libc<kgsl_sys>;
 
 int ioctl_retry(kgsl_sys &sys, int fd, unsigned long request, void *arg) {
   int r;

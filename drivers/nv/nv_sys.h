@@ -1,5 +1,5 @@
 // The seam under the NVIDIA transport: every call it makes into the operating system. The real
-// one (nv_sys_linux) is open/close/ioctl/mmap/munmap and a plain store for the doorbell; a fake
+// one (nv_sys_linux) is hcq::host_sys's five calls and a plain store for the doorbell; a fake
 // (targets/nv/fake_nv.h) answers the same calls at the ioctl boundary, so the transport's whole
 // RM/UVM sequence runs unchanged in the tests.
 #pragma once
@@ -11,18 +11,12 @@
 #include <vector>
 
 #include "capgraph/capture_generated.h"
+#include "hcq/host_sys.h"
 
 namespace capgraph::nv {
 
-class nv_sys {
+class nv_sys : public hcq::host_sys {
  public:
-  virtual ~nv_sys() = default;
-  // As the libc calls: -1 (or MAP_FAILED) with errno set on failure.
-  virtual int open(const char *path, int flags) = 0;
-  virtual int close(int fd) = 0;
-  virtual int ioctl(int fd, unsigned long request, void *arg) = 0;
-  virtual void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) = 0;
-  virtual int munmap(void *addr, size_t length) = 0;
   // The doorbell: a 32-bit store of the channel's work-submit token into the usermode page.
   virtual void doorbell_write(volatile uint32_t *at, uint32_t token) = 0;
   // For fakes (transport::capture_attach passes it on): the capture and where its programs are.

@@ -12,30 +12,19 @@
 #include <map>
 #include <thread>
 
+#include "clock_text.h"
+#include "hcq/host_sys_libc.h"
 #include "hcq/signal.h"
 #include "nv_abi.h"
 #include "nv_hcq.h"
-#include "clock_text.h"
 
 namespace capgraph::nv {
 namespace {
 
 using namespace abi;
 
-class linux_sys final : public nv_sys {
+class linux_sys final : public hcq::host_sys_libc<nv_sys> {
  public:
-  int open(const char *path, int flags) override { return ::open(path, flags); }
-  int close(int fd) override { return ::close(fd); }
-  int ioctl(int fd, unsigned long request, void *arg) override {
-    int r;
-    do r = ::ioctl(fd, request, arg);
-    while (r < 0 && (errno == EINTR || errno == EAGAIN));
-    return r;
-  }
-  void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) override {
-    return ::mmap(addr, length, prot, flags, fd, offset);
-  }
-  int munmap(void *addr, size_t length) override { return ::munmap(addr, length); }
   void doorbell_write(volatile uint32_t *at, uint32_t token) override {
     __atomic_thread_fence(__ATOMIC_SEQ_CST);  // GPPut and the pushes before the doorbell
     *at = token;

@@ -13,8 +13,8 @@
 
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
-#include "kgsl_transport.h"
 #include "clock_text.h"
+#include "kgsl_transport.h"
 
 namespace capgraph::adreno {
 namespace {

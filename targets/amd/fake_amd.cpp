@@ -9,10 +9,10 @@
 #include <thread>
 
 #include "amd_hcq.h"
+#include "clock_text.h"
 #include "cpu_target.h"
 #include "hcq/signal.h"
 #include "hcq/word_compare.h"
-#include "clock_text.h"
 
 namespace capgraph::amd {
 namespace {

@@ -9,10 +9,10 @@
 #include <map>
 #include <thread>
 
+#include "clock_text.h"
 #include "hcq/host_twins.h"
 #include "hcq/signal.h"
 #include "null_hcq.h"
-#include "clock_text.h"
 
 namespace capgraph::hcq {
 namespace {

@@ -9,12 +9,12 @@
 #include <cstdio>
 #include <cstring>
 
+#include "clock_text.h"
 #include "hcq/target.h"
 #include "nv_abi.h"
 #include "nv_methods.h"
 #include "nv_qmd.h"
 #include "nv_transport.h"
-#include "clock_text.h"
 
 namespace capgraph::nv {
 namespace {

@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <cstring>
 
+#include "clock_text.h"
 #include "nv_methods.h"
 #include "nv_transport.h"
-#include "clock_text.h"
 
 namespace capgraph::nv {
 namespace {
