@@ -37,7 +37,7 @@ constexpr uint32_t kRs64Pipe0Reset = 1u << 16, kRs64Pipe0Active = 1u << 26, kRs6
 constexpr uint32_t kBootloadComplete = 1u << 31;
 constexpr uint32_t kDoorbellEn = 1u << 30;
 constexpr uint32_t kSdmaDoorbellEnable = 1u << 28;
-constexpr uint32_t kSoftResetSdma0 = 1u << 23;
+constexpr uint32_t kSoftResetSdma0 = 1u << 23, kSoftResetCp = 1u << 0, kSoftResetCpc = 1u << 18;
 
 }  // namespace
 
@@ -134,7 +134,7 @@ bool device::boot(std::string *err) {
       ok = wreg(regSCRATCH_REG6, 1) && gfx_init(true) && sdma_init();
     } else {
       ok = (sos == 0 || mode1_reset()) && wreg(regSCRATCH_REG7, 0) && wreg(regSCRATCH_REG6, 1) &&
-           hub_init(false) && ih_init() && psp_boot() && smu_init() && gfx_init(false) && sdma_init() &&
+           soc_init() && hub_init(false) && ih_init() && psp_boot() && smu_init() && gfx_init(false) && sdma_init() &&
            wreg(regSCRATCH_REG7, kAmBootMagic);
     }
   }
@@ -195,6 +195,13 @@ bool device::mode1_reset() {
   return wreg(regMP1_SMN_C2PMSG_53, 0) && wreg(regMP1_SMN_C2PMSG_54, 0) &&
          wreg(regMP1_SMN_C2PMSG_75, kSmuDebugMode1Reset) && poll(regMP1_SMN_C2PMSG_54, ~0u, kSmuRespOk, "SMU debug answer") &&
          poll(regMP0_SMN_C2PMSG_81, ~0u, 0, "sOS gone after the reset");
+}
+
+bool device::soc_init() {
+  // tinygrad AM_SOC.init_hw (ip.py:30-40): open the doorbell aperture
+  // (RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN.bif_doorbell_aper_en, bit 0).
+  step_ = "SOC";
+  return wreg(regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN, 1);
 }
 
 bool device::page_tables_write() {
@@ -435,6 +442,10 @@ bool device::gfx_init(bool partial) {
   if (!poll(regRLC_RLCS_BOOTLOAD_STATUS, kBootloadComplete, kBootloadComplete, "RLC autoload complete") ||
       !poll(regCP_STAT, ~0u, 0, "CP idle") || !hub_init(true))
     return false;
+  // A reused GPU: reset the compute front end first, as tinygrad's
+  // reset_mec does (GRBM_SOFT_RESET soft_reset_cp bit 0, soft_reset_cpc 18).
+  if (partial && !(wreg(regGRBM_SOFT_RESET, kSoftResetCp | kSoftResetCpc) && wreg(regGRBM_SOFT_RESET, 0)))
+    return false;
   step_ = "MEC";
   // tinygrad _config_mec/_enable_mec: the RS64 program counter from the
   // MEC file's ucode_start (in dwords), pipe 0 reset while halted, then run.
@@ -443,7 +454,6 @@ bool device::gfx_init(bool partial) {
       !wreg(regCP_MEC_RS64_PRGRM_CNTR_START_HI, hi32(pc)) || !wreg(regCP_MEC_DOORBELL_RANGE_LOWER, 0) ||
       !wreg(regCP_MEC_DOORBELL_RANGE_UPPER, 0xf8) || !wreg(regCP_MEC_RS64_CNTL, kRs64Pipe0Active))
     return false;
-  (void)partial;
   return compute_queue_init();
 }
 

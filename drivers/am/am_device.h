@@ -105,6 +105,7 @@ class device {
   bool discover();
   bool firmware_load();
   bool mode1_reset();
+  bool soc_init();
   bool hub_init(bool gc);
   bool tlb_flush(bool gc);
   bool page_tables_write();

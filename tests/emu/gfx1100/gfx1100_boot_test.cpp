@@ -250,3 +250,41 @@ TEST_CASE("the device gone mid-boot: an error naming the step and the access, an
   CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
   CHECK(m.hqd_active(1, 0, 0));
 }
+
+TEST_CASE("a VM fault left pending by the last session forces a cold boot") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  std::string err;
+  {
+    device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    uint64_t pa = 0;
+    bool sys = false;
+    std::string why;
+    CHECK(!m.gpu_translate(true, device_layout::vm_base - 4096, &pa, &sys, &why));  // below the context: faults
+    CHECK_MESSAGE(why.find("outside VM context 0") != std::string::npos, why);
+    REQUIRE_MESSAGE(d.teardown(&err), err);
+  }
+  m.faults.clear();
+  device d2(pci, opts());
+  REQUIRE_MESSAGE(d2.boot(&err), err);
+  CHECK(!d2.stats().partial);
+  CHECK(d2.stats().mode1_resets == 1);
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+}
+
+TEST_CASE("doorbells: refused until the driver opens the aperture, seen after") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  std::string err;
+  const uint32_t v[2] = {0x40, 0};
+  REQUIRE(pci.bar_write(kBarDoorbell, kDoorbellMecRing0 * 8, v, 2, &err));
+  REQUIRE(m.faults.size() == 1);
+  CHECK_MESSAGE(m.faults[0].find("doorbell aperture off") != std::string::npos, m.faults[0]);
+  m.faults.clear();
+  device d(pci, opts());
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  REQUIRE(pci.bar_write(kBarDoorbell, kDoorbellMecRing0 * 8, v, 2, &err));
+  CHECK(m.faults.empty());
+  CHECK(m.trace.back() == "doorbell 0x3 = 0x40");
+}

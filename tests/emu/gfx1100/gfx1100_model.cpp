@@ -164,7 +164,12 @@ void Gfx1100Model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_e
     reg_write(uint32_t(off >> 2), v);
   } else if (bar == 2) {
     // Doorbells are 64-bit slots; the queues would run here (issue 14, HCQ).
-    if (!(off & 4)) log("doorbell " + hex(off >> 3) + " = " + hex(v));
+    if (off & 4) return;  // the high half of a 64-bit slot: the low half was checked
+    if (!(reg(regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN) & 1)) {
+      fault("doorbell write at " + hex(off) + " with the doorbell aperture off (RCC_DOORBELL_APER_EN)");
+      return;
+    }
+    log("doorbell " + hex(off >> 3) + " = " + hex(v));
   }
 }
 
