@@ -1,5 +1,6 @@
 #include "am_device.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -485,6 +486,7 @@ bool device::compute_queue_init() {
   uint32_t active = 0;
   std::string e;
   const uint32_t zeros[4] = {};
+  compute_wptr_ = 0;
   if (!vram_write(device_layout::queue_words, zeros, sizeof zeros) ||
       !vram_write(device_layout::mqd, mqd.data(), kMqdBytes) || !wreg(regGRBM_GFX_CNTL, 1u << 2))
     return false;
@@ -506,6 +508,7 @@ bool device::sdma_init() {
   // rptr_writeback_enable 12, rptr_writeback_timer 20:16 = 4, rb_priv 23.
   const uint32_t cntl = (log2u(device_layout::sdma_ring_bytes / 4) << 1) | (1u << 8) | (1u << 12) | (4u << 16) | (1u << 23);
   const uint32_t zeros[4] = {};
+  sdma_wptr_ = 0;
   return vram_write(device_layout::queue_words + 0x100, zeros, sizeof zeros) && wreg(regSDMA0_F32_CNTL, 0) &&
          wreg(regSDMA0_QUEUE0_MINOR_PTR_UPDATE, 1) && wreg(regSDMA0_QUEUE0_RB_RPTR, 0) &&
          wreg(regSDMA0_QUEUE0_RB_WPTR, 0) && wreg(regSDMA0_QUEUE0_RB_BASE, lo32(ring >> 8)) &&
@@ -515,6 +518,52 @@ bool device::sdma_init() {
          wreg(regSDMA0_QUEUE0_DOORBELL_OFFSET, (kDoorbellSdma0 * 2) << 2) &&
          wreg(regSDMA0_QUEUE0_DOORBELL, kSdmaDoorbellEnable) && wreg(regSDMA0_QUEUE0_MINOR_PTR_UPDATE, 0) &&
          wreg(regSDMA0_QUEUE0_RB_CNTL, cntl | 1) && wreg(regSDMA0_QUEUE0_IB_CNTL, 1) && wreg(regSCRATCH_REG6, 1);
+}
+
+bool device::queue_submit(bool sdma, const uint32_t *words, size_t n, std::string *err) {
+  step_ = sdma ? "SDMA queue" : "compute queue";
+  const uint64_t ring = sdma ? device_layout::sdma_ring : device_layout::compute_ring;
+  const uint64_t ring_bytes = sdma ? device_layout::sdma_ring_bytes : device_layout::compute_ring_bytes;
+  uint64_t &wptr = sdma ? sdma_wptr_ : compute_wptr_;
+  const uint64_t unit = sdma ? 1 : 4;  // the write pointer counts bytes on SDMA, dwords on compute
+  bool ok = booted_ || fail("not booted");
+  if (ok && 4 * uint64_t(n) >= ring_bytes) ok = fail(std::to_string(n) + " words do not fit the ring");
+  uint64_t at = (wptr * unit) % ring_bytes;
+  if (ok && sdma && at + 4 * n > ring_bytes) {
+    const std::vector<uint32_t> nops((ring_bytes - at) / 4, 0);
+    ok = vram_write(ring + at, nops.data(), ring_bytes - at);
+    wptr += (ring_bytes - at) / unit;
+    at = 0;
+  }
+  // Compute rings wrap word by word.
+  const size_t first = std::min<size_t>(n, size_t((ring_bytes - at) / 4));
+  ok = ok && vram_write(ring + at, words, 4 * first) && (first == n || vram_write(ring, words + first, 4 * (n - first)));
+  if (ok) wptr += 4 * n / unit;
+  const uint64_t wptr_pa = device_layout::queue_words + (sdma ? 0x108 : 0x8);
+  const uint32_t w[2] = {lo32(wptr), hi32(wptr)};
+  std::string e;
+  ok = ok && vram_write(wptr_pa, w, 8);
+  if (ok && !pci_.bar_write(kBarDoorbell, uint64_t(sdma ? kDoorbellSdma0 : kDoorbellMecRing0) * 8, w, 2, &e))
+    ok = fail("ringing the doorbell: " + e);
+  if (!ok) *err = err_;
+  return ok;
+}
+
+bool device::wait_vram64(uint64_t pa, uint64_t target, unsigned timeout_ms, std::string *err) {
+  step_ = "wait";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  uint64_t v = 0;
+  for (;;) {
+    if (!vram_read(pa, &v, 8)) break;
+    if (v >= target) return true;
+    if (std::chrono::steady_clock::now() > deadline) {
+      fail("the value at VRAM " + hex(pa) + " is " + hex(v) + ", not yet " + hex(target) + " after " +
+           std::to_string(timeout_ms) + " ms; " + fault_readout());
+      break;
+    }
+  }
+  *err = err_;
+  return false;
 }
 
 bool device::teardown(std::string *err) {

@@ -79,6 +79,16 @@ class device {
   uint64_t fb_base() const { return fb_base_; }
   static uint64_t vram_va(uint64_t pa) { return device_layout::vm_base + pa; }
 
+  // Puts command words on the compute queue (PM4; sdma: SDMA packets on
+  // SDMA queue 0) in VRAM, publishes the write pointer in VRAM and rings
+  // the queue's doorbell. SDMA packets may not wrap: the ring's tail is
+  // filled with zero words (SDMA NOPs) first. False with a message naming
+  // the queue on a transfer error or a submission larger than the ring.
+  bool queue_submit(bool sdma, const uint32_t *words, size_t n, std::string *err);
+  // Polls the 64-bit word at VRAM offset pa until it is >= target, at most
+  // timeout_ms; the timeout message reads out the fault registers.
+  bool wait_vram64(uint64_t pa, uint64_t target, unsigned timeout_ms, std::string *err);
+
   // Register access by name, counted; for tests and the transport.
   bool rreg(reg r, uint32_t *v);
   bool wreg(reg r, uint32_t v);
@@ -94,6 +104,8 @@ class device {
   std::string step_;  // what the boot is doing, for messages
   std::string err_;
   bool booted_ = false;
+  uint64_t compute_wptr_ = 0;  // dwords
+  uint64_t sdma_wptr_ = 0;     // bytes
 
   bool fail(const std::string &what);
   bool poll(reg r, uint32_t mask, uint32_t want, const char *what);

@@ -14,7 +14,10 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "am_device.h"
+#include "amd_hcq.h"
 #include "am_firmware_synthetic.h"
 #include "am_protocol.h"
 #include "gfx1100_direct.h"
@@ -287,4 +290,46 @@ TEST_CASE("doorbells: refused until the driver opens the aperture, seen after") 
   REQUIRE(pci.bar_write(kBarDoorbell, kDoorbellMecRing0 * 8, v, 2, &err));
   CHECK(m.faults.empty());
   CHECK(m.trace.back() == "doorbell 0x3 = 0x40");
+}
+
+TEST_CASE("the booted queues run the HCQ encoders' packets from VRAM; a packet into unmapped memory is a VM fault") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  device d(pci, opts());
+  std::string err;
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  const amd::chip& chip = *amd::chip_find("gfx1100");
+  const uint64_t base = device_layout::free_start;
+  const uint32_t src[4] = {0x11, 0x22, 0x33, 0x44};
+  REQUIRE(pci.bar_write(kBarVram, base + 0x1000, src, 4, &err));
+
+  // Compute: wait for nothing, copy nothing; signal 7 (RELEASE_MEM end of pipe).
+  std::vector<uint32_t> words;
+  auto enc = hcq::amd_compute_encoder(chip, &words);
+  enc->signal(device::vram_va(base), 7);
+  REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
+  REQUIRE_MESSAGE(d.wait_vram64(base, 7, 500, &err), err);
+
+  // SDMA: copy 16 bytes VRAM -> VRAM, then signal 9 (FENCE).
+  words.clear();
+  auto cp = hcq::amd_copy_encoder(chip, &words);
+  cp->copy(device::vram_va(base + 0x2000), device::vram_va(base + 0x1000), 16);
+  cp->signal(device::vram_va(base + 0x100), 9);
+  REQUIRE_MESSAGE(d.queue_submit(true, words.data(), words.size(), &err), err);
+  REQUIRE_MESSAGE(d.wait_vram64(base + 0x100, 9, 500, &err), err);
+  uint32_t got[4] = {};
+  REQUIRE(pci.bar_read(kBarVram, base + 0x2000, got, 4, &err));
+  CHECK(std::equal(got, got + 4, src));
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+
+  // A signal into a VA nothing maps: the engine faults, the wait times out
+  // with the GC fault status in its message.
+  words.clear();
+  auto bad = hcq::amd_compute_encoder(chip, &words);
+  bad->signal(device::vram_va(m.vram_bytes()) + 0x1000, 3);
+  REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
+  CHECK(!d.wait_vram64(base + 0x300, 3, 50, &err));
+  CHECK_MESSAGE(err.find("GCVM_L2_PROTECTION_FAULT_STATUS=0x100") != std::string::npos, err);
+  REQUIRE(!m.faults.empty());
+  CHECK_MESSAGE(m.faults.back().find("compute queue") != std::string::npos, m.faults.back());
 }

@@ -14,6 +14,7 @@
 
 #include "am_device.h"
 #include "am_firmware_synthetic.h"
+#include "amd_hcq.h"
 #include "bridge_rig.h"
 #include "gfx1100_model.h"
 
@@ -81,6 +82,7 @@ TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge a
   std::string err;
 
   WireStats before = r.dev.stats;
+  WireStats cold_wire, teardown_wire;
   am::boot_stats cold;
   {
     am::device d(pci, opts());
@@ -95,9 +97,22 @@ TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge a
     std::stringstream want;
     want << in.rdbuf();
     CHECK_MESSAGE(joined(gpu.trace) == want.str(), "bridge boot trace differs from " CAPGRAPH_GFX1100_GOLDEN);
+    cold_wire = wire_delta(before, r.dev.stats);
+
+    // One compute submission (a signal) and its wait, through the bridge:
+    // the queue runs on the packet engine, the host polls VRAM.
+    const WireStats q0 = r.dev.stats;
+    std::vector<uint32_t> words;
+    auto enc = hcq::amd_compute_encoder(*amd::chip_find("gfx1100"), &words);
+    enc->signal(am::device::vram_va(am::device_layout::free_start), 5);
+    REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
+    REQUIRE_MESSAGE(d.wait_vram64(am::device_layout::free_start, 5, 2000, &err), err);
+    CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
+    MESSAGE("one compute submission (" << words.size() << " words) + its wait: " << wire_text(wire_delta(q0, r.dev.stats)));
+    const WireStats t0 = r.dev.stats;
     REQUIRE_MESSAGE(d.teardown(&err), err);
+    teardown_wire = wire_delta(t0, r.dev.stats);
   }
-  const WireStats cold_wire = wire_delta(before, r.dev.stats);
   before = r.dev.stats;
   {
     am::device d(pci, opts());
@@ -111,7 +126,8 @@ TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge a
   CHECK(cold_wire.bulk_out_bytes >= cold.staged_bytes);
   CHECK(partial_wire.bulk_out_bytes < 16384);
   CHECK(partial_wire.control_transfers < cold_wire.control_transfers);
-  MESSAGE("cold boot + teardown: " << wire_text(cold_wire) << "; " << cold.reg_reads << " register reads, "
+  MESSAGE("teardown: " << wire_text(teardown_wire));
+  MESSAGE("cold boot: " << wire_text(cold_wire) << "; " << cold.reg_reads << " register reads, "
                                    << cold.reg_writes << " writes, " << cold.vram_bytes_written << " VRAM bytes written, "
                                    << cold.staged_bytes << " firmware bytes staged");
   MESSAGE("partial boot + teardown: " << wire_text(partial_wire));

@@ -8,6 +8,8 @@
 #include "am_firmware_synthetic.h"
 #include "am_protocol.h"
 #include "am_vm.h"
+#include "amd_chips.h"
+#include "fake_amd.h"
 #include "pcie_endpoint.h"
 
 namespace capgraph::emu {
@@ -79,6 +81,10 @@ Gfx1100Model::Gfx1100Model(Options o) : opt_(o) {
   power_cycle();
 }
 
+Gfx1100Model::~Gfx1100Model() = default;
+
+void Gfx1100Model::vram_free::operator()(uint8_t* p) const { std::free(p); }
+
 void Gfx1100Model::reset_state() {
   regs_.clear();
   hqd_regs_.clear();
@@ -91,6 +97,11 @@ void Gfx1100Model::reset_state() {
   mec_running_ = sdma_active_ = false;
   hqd_active_.clear();
   latched_[0] = latched_[1] = false;
+  engine_ = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"));
+  engine_vram_ = false;
+  engine_hqd_.clear();
+  engine_sdma_ = 0;
+  engine_fault_seen_.clear();
   // Read-only state a cold GPU presents.
   regs_[map_[regRCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE]] = uint32_t(opt_.vram_bytes >> 20);
   const uint32_t fb_lo = uint32_t(opt_.fb_base >> 24), fb_hi = uint32_t((opt_.fb_base + opt_.vram_bytes - 1) >> 24);
@@ -102,7 +113,7 @@ void Gfx1100Model::reset_state() {
 
 void Gfx1100Model::power_cycle() {
   reset_state();
-  vram_.clear();
+  vram_.reset(static_cast<uint8_t*>(std::calloc(opt_.vram_bytes, 1)));
   vram_write(opt_.vram_bytes - kDiscoveryOffsetFromVramEnd, discovery_.data(), discovery_.size());
 }
 
@@ -117,28 +128,18 @@ void Gfx1100Model::log(const std::string& line) {
 
 // ---- VRAM -----------------------------------------------------------------
 
+// Bytes past the end of VRAM read as 0 and are not written (they decode to
+// nothing on a real GPU either).
 void Gfx1100Model::vram_read(uint64_t pa, void* dst, size_t n) const {
   auto* d = static_cast<uint8_t*>(dst);
-  while (n) {
-    const size_t in = std::min<size_t>(n, 4096 - (pa & 0xFFF));
-    auto it = vram_.find(pa >> 12);
-    if (it == vram_.end() || pa >= opt_.vram_bytes) std::memset(d, 0, in);
-    else std::memcpy(d, it->second.data() + (pa & 0xFFF), in);
-    d += in, pa += in, n -= in;
-  }
+  const size_t in = pa >= opt_.vram_bytes ? 0 : size_t(std::min<uint64_t>(n, opt_.vram_bytes - pa));
+  std::memcpy(d, vram_.get() + pa, in);
+  std::memset(d + in, 0, n - in);
 }
 
 void Gfx1100Model::vram_write(uint64_t pa, const void* src, size_t n) {
-  auto* s = static_cast<const uint8_t*>(src);
-  while (n) {
-    const size_t in = std::min<size_t>(n, 4096 - (pa & 0xFFF));
-    if (pa < opt_.vram_bytes) {
-      auto& page = vram_[pa >> 12];
-      if (page.empty()) page.assign(4096, 0);
-      std::memcpy(page.data() + (pa & 0xFFF), s, in);
-    }
-    s += in, pa += in, n -= in;
-  }
+  const size_t in = pa >= opt_.vram_bytes ? 0 : size_t(std::min<uint64_t>(n, opt_.vram_bytes - pa));
+  std::memcpy(vram_.get() + pa, src, in);
 }
 
 // ---- BARs -----------------------------------------------------------------
@@ -170,6 +171,8 @@ void Gfx1100Model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_e
       return;
     }
     log("doorbell " + hex(off >> 3) + " = " + hex(v));
+    if (off >> 3 == kDoorbellMecRing0) engine_run("compute");
+    if (off >> 3 == kDoorbellSdma0) engine_run("SDMA");
   }
 }
 
@@ -233,9 +236,11 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
     if (a == map_[regCP_HQD_ACTIVE] || a == map_[regCP_HQD_DEQUEUE_REQUEST]) {
       log("w " + std::string(r == reg_count ? hex(a) : reg_info(r).name) + " = " + hex(v));
       if (a == map_[regCP_HQD_ACTIVE] && (v & 1)) hqd_activate();
-      if (a == map_[regCP_HQD_ACTIVE] && !(v & 1)) hqd_active_.erase(hqd_bank());
-      if (a == map_[regCP_HQD_DEQUEUE_REQUEST] && v) {
-        if (hqd_active_.erase(hqd_bank())) log("hqd dequeued");
+      const bool stop = (a == map_[regCP_HQD_ACTIVE] && !(v & 1)) || (a == map_[regCP_HQD_DEQUEUE_REQUEST] && v);
+      if (stop && hqd_active_.erase(hqd_bank()) && a == map_[regCP_HQD_DEQUEUE_REQUEST]) log("hqd dequeued");
+      if (stop && engine_hqd_.count(hqd_bank())) {
+        engine_->queue_detach(engine_hqd_[hqd_bank()]);
+        engine_hqd_.erase(hqd_bank());
       }
       return;
     }
@@ -296,8 +301,16 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
       return;
     case regGRBM_SOFT_RESET:
       regs_[a] = v;
-      if (v & kSoftResetSdma0) sdma_active_ = false;
-      if (v & kSoftResetCp) hqd_active_.clear();
+      if (v & kSoftResetSdma0) {
+        sdma_active_ = false;
+        if (engine_sdma_) engine_->queue_detach(engine_sdma_);
+        engine_sdma_ = 0;
+      }
+      if (v & kSoftResetCp) {
+        hqd_active_.clear();
+        for (auto& [bank, h] : engine_hqd_) engine_->queue_detach(h);
+        engine_hqd_.clear();
+      }
       return;
     case regMMVM_L2_PROTECTION_FAULT_STATUS:
     case regGCVM_L2_PROTECTION_FAULT_STATUS:
@@ -698,6 +711,14 @@ void Gfx1100Model::hqd_activate() {
     fault("CP_HQD_ACTIVE: " + why);
     return;
   }
+  // The queue runs on the packet engine: its ring and pointers in VRAM.
+  const uint32_t qsize = q(regCP_HQD_PQ_CONTROL) & 0x3F;  // queue_size: log2(dwords) - 1
+  const uint64_t rptr_va = uint64_t(hqd_get(0x1fb4 - kHqdRegFirst)) | uint64_t(hqd_get(0x1fb5 - kHqdRegFirst)) << 32;
+  const uint64_t wptr_va = uint64_t(hqd_get(0x1fb6 - kHqdRegFirst)) | uint64_t(hqd_get(0x1fb7 - kHqdRegFirst)) << 32;
+  volatile uint64_t* rp = engine_vram_attach() ? engine_word(rptr_va, "CP_HQD_PQ_RPTR_REPORT_ADDR") : nullptr;
+  volatile uint64_t* wp = rp ? engine_word(wptr_va, "CP_HQD_PQ_WPTR_POLL_ADDR") : nullptr;
+  if (!wp) return;
+  engine_hqd_[bank] = engine_->queue_attach(hcq::queue_kind::compute, ring, 4ull << (qsize + 1), wp, rp);
   hqd_active_.insert(bank);
   log("hqd me" + std::to_string((bank >> 2) & 3) + " pipe" + std::to_string(bank & 3) + " queue" +
       std::to_string(bank >> 4) + " active: mqd " + hex(mqd) + " ring " + hex(ring) + " doorbell " + hex(db_off / 2));
@@ -706,6 +727,8 @@ void Gfx1100Model::hqd_activate() {
 void Gfx1100Model::sdma_enable(uint32_t v) {
   if (!(v & kSdmaRbEnable)) {
     sdma_active_ = false;
+    if (engine_sdma_) engine_->queue_detach(engine_sdma_);
+    engine_sdma_ = 0;
     return;
   }
   if (!fw_loaded_.count(gfx_fw_sdma_ucode_th0) || !fw_loaded_.count(gfx_fw_sdma_ucode_th1) || !rlc_autoload_) {
@@ -723,8 +746,71 @@ void Gfx1100Model::sdma_enable(uint32_t v) {
     fault("SDMA ring: " + why);
     return;
   }
+  const uint32_t rb_size = (v >> 1) & 0x1F;  // log2(dwords)
+  const uint64_t rptr_va = uint64_t(reg(regSDMA0_QUEUE0_RB_RPTR_ADDR_LO)) | uint64_t(reg(regSDMA0_QUEUE0_RB_RPTR_ADDR_HI)) << 32;
+  const uint64_t wptr_va =
+      uint64_t(reg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO)) | uint64_t(reg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI)) << 32;
+  volatile uint64_t* rp = engine_vram_attach() ? engine_word(rptr_va, "SDMA0_QUEUE0_RB_RPTR_ADDR") : nullptr;
+  volatile uint64_t* wp = rp ? engine_word(wptr_va, "SDMA0_QUEUE0_RB_WPTR_POLL_ADDR") : nullptr;
+  if (!wp) return;
+  if (engine_sdma_) engine_->queue_detach(engine_sdma_);
+  engine_sdma_ = engine_->queue_attach(hcq::queue_kind::copy, ring, 4ull << rb_size, wp, rp);
   sdma_active_ = true;
   log("sdma queue0 active: ring " + hex(ring) + " doorbell " + hex(reg(regSDMA0_QUEUE0_DOORBELL_OFFSET) >> 3));
+}
+
+// ---- queues on the packet engine -----------------------------------------
+
+bool Gfx1100Model::engine_vram_attach() {
+  // The engine resolves addresses in one contiguous region, so it may only
+  // be given VRAM at the VAs where the driver's GC tables map it one to one
+  // (the GMMU=0 model): walk every 2 MiB of it once.
+  const uint64_t start =
+      (uint64_t(reg(regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32)) |
+       uint64_t(reg(regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32) & 0xF) << 32)
+      << 12;
+  if (engine_vram_) return true;
+  for (uint64_t off = 0; off < opt_.vram_bytes; off += 2ull << 20) {
+    uint64_t pa = 0;
+    bool sys = false;
+    std::string why;
+    if (!gpu_translate(true, start + off, &pa, &sys, &why)) return false;
+    if (sys || pa != off) {
+      fault("GC page tables do not map VRAM one to one at " + hex(start) + " (offset " + hex(off) + " -> " +
+            hex(pa) + "): the queues cannot run");
+      return false;
+    }
+  }
+  engine_->region_attach(start, opt_.vram_bytes, vram_.get());
+  engine_vram_ = true;
+  engine_va_ = start;
+  return true;
+}
+
+volatile uint64_t* Gfx1100Model::engine_word(uint64_t va, const char* what) {
+  uint64_t pa = 0;
+  bool sys = false;
+  std::string why;
+  if (!gpu_translate(true, va, &pa, &sys, &why)) return nullptr;
+  if (sys || pa % 8 || pa + 8 > opt_.vram_bytes) {
+    fault(std::string(what) + " " + hex(va) + " is not an aligned VRAM word");
+    return nullptr;
+  }
+  return reinterpret_cast<volatile uint64_t*>(vram_.get() + pa);
+}
+
+void Gfx1100Model::engine_run(const char* which) {
+  engine_->run_queues();
+  const std::string& f = engine_->fault();
+  if (f.empty() || f == engine_fault_seen_) return;
+  engine_fault_seen_ = f;
+  // The fake's address faults name an address nothing maps: on the GPU
+  // that is a GC VM fault (status and IH entry); anything else is a packet
+  // the model does not know.
+  if (f.find("not mapped") != std::string::npos || f.find("outside") != std::string::npos ||
+      f.find("not in GPU memory") != std::string::npos)
+    regs_[map_[regGCVM_L2_PROTECTION_FAULT_STATUS]] = kFaultMappingError;
+  fault(std::string(which) + " queue: " + f);
 }
 
 }  // namespace capgraph::emu

@@ -29,6 +29,12 @@
 //   MEC doorbell range and translatable MQD/ring addresses; dequeue.
 // - SDMA queue 0: RB_CNTL.rb_enable needs SDMA firmware loaded, F32 not
 //   halted and a translatable ring.
+// - Queues run: an active HQD and SDMA queue 0 are handed to fake_amd's
+//   packet interpreter (targets/amd, the fake-amd GPU's, with its RDNA3
+//   emulator), over this model's VRAM at the VAs the driver mapped it
+//   (every 2 MiB of the identity mapping is walked through the GC page
+//   tables before the engine may use it); a doorbell in the queue's slot
+//   runs them. A packet that touches unmapped memory is a GC VM fault.
 // - SCRATCH registers survive a driver's exit (the model outlives it), so
 //   partial boot and teardown are visible; power_cycle() loses everything.
 // Not modelled: caches/HDP, clock gating, real firmware behaviour,
@@ -41,6 +47,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -48,6 +55,10 @@
 
 #include "am_regs.h"
 #include "am_ucode.h"
+
+namespace capgraph::amd {
+class fake_gpu;
+}
 
 namespace capgraph::emu {
 
@@ -62,6 +73,9 @@ class Gfx1100Model {
   };
   explicit Gfx1100Model(Options o);
   Gfx1100Model() : Gfx1100Model(Options{}) {}
+  ~Gfx1100Model();
+  Gfx1100Model(const Gfx1100Model&) = delete;
+  Gfx1100Model& operator=(const Gfx1100Model&) = delete;
 
   // BAR accesses; off in bytes from the BAR's start. bar: 0 VRAM, 2
   // doorbells, 5 registers (the endpoint's BAR indices 0, 1, 2).
@@ -119,7 +133,16 @@ class Gfx1100Model {
   am::reg_map map_;
   std::unordered_map<uint32_t, uint32_t> regs_;
   std::map<uint32_t, uint32_t> hqd_regs_;  // key: bank << 16 | offset in the HQD run
-  std::unordered_map<uint64_t, std::vector<uint8_t>> vram_;
+  struct vram_free {
+    void operator()(uint8_t* p) const;
+  };
+  std::unique_ptr<uint8_t, vram_free> vram_;  // calloc'ed: untouched pages cost nothing
+  std::unique_ptr<amd::fake_gpu> engine_;     // the packet interpreter the queues run on
+  bool engine_vram_ = false;                  // VRAM attached to it, at engine_va_
+  uint64_t engine_va_ = 0;
+  std::map<uint32_t, uint64_t> engine_hqd_;   // HQD bank -> engine queue
+  uint64_t engine_sdma_ = 0;
+  std::string engine_fault_seen_;
   std::vector<uint8_t> discovery_;
   // Expected firmware, from the synthetic files.
   std::map<uint32_t, std::vector<uint8_t>> sos_bins_;  // psp_fw_type -> bytes
@@ -156,6 +179,9 @@ class Gfx1100Model {
   void hqd_activate();
   void sdma_enable(uint32_t v);
   void vm_fault(bool gc, uint64_t addr, const std::string& why);
+  bool engine_vram_attach();
+  volatile uint64_t* engine_word(uint64_t va, const char* what);
+  void engine_run(const char* which);
   void discovery_write();
 };
 
