@@ -218,10 +218,9 @@ uint32_t Gfx1100Model::reg_read(uint32_t a) {
   }
   if (a == map_[regMP0_SMN_C2PMSG_35]) return (psp_silent || bl_busy_forever_) ? 0 : kPspBlReady;
   if (a == map_[regMP0_SMN_C2PMSG_81]) return (sos_alive_ && !psp_silent) ? 0x1 : 0;
-  if (a == map_[regMP0_SMN_C2PMSG_64]) {
-    if (!sos_alive_ || psp_silent) return 0;
-    return ring_ready_ ? kPspBlReady : kPspBlReady;  // sOS ready; status 0
-  }
+  // C2PMSG_64: bit 31 = the sOS takes ring commands; the low 16 bits the
+  // last command's status (always 0 here).
+  if (a == map_[regMP0_SMN_C2PMSG_64]) return (sos_alive_ && !psp_silent) ? kPspBlReady : 0;
   if (a == map_[regMMVM_INVALIDATE_ENG17_SEM]) return 1;  // acquired
   if (a == map_[regRLC_RLCS_BOOTLOAD_STATUS]) return rlc_autoload_ ? kBootloadComplete : 0;
   if (a == map_[regCP_STAT]) return 0;
