@@ -333,3 +333,33 @@ TEST_CASE("the booted queues run the HCQ encoders' packets from VRAM; a packet i
   REQUIRE(!m.faults.empty());
   CHECK_MESSAGE(m.faults.back().find("compute queue") != std::string::npos, m.faults.back());
 }
+
+TEST_CASE("a firmware piece whose bytes are not the file's: the fake PSP refuses it, the error names the piece") {
+  fs::path dir = fs::temp_directory_path() / ("capgraph_gfx1100_flipfw_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string err;
+  REQUIRE(synthetic_firmware_write(dir.string(), &err));
+  // Flip one byte inside the MEC code (past the 256-byte headers): the
+  // container stays valid, only what the PSP is handed differs.
+  {
+    std::fstream f(dir / "gc_11_0_0_mec.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(300);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(300);
+    c = char(c ^ 0x5A);
+    f.write(&c, 1);
+  }
+  device_options o = opts(100);
+  o.firmware_dir = dir.string();
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  device d(pci, o);
+  CHECK(!d.boot(&err));
+  CHECK_MESSAGE(err.find("PSP LOAD_IP_FW RS64_MEC (gc_11_0_0_mec.bin): PSP refused the command") != std::string::npos, err);
+  REQUIRE(!m.faults.empty());
+  CHECK_MESSAGE(m.faults.back().find("RS64_MEC byte") != std::string::npos, m.faults.back());
+  CHECK(!m.rlc_autoloaded());
+  fs::remove_all(dir);
+}
