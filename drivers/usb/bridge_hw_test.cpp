@@ -17,6 +17,15 @@
 //                                  the engine's COMPLETE, which answers whether
 //                                  the engine flags posted writes (research R1);
 //                                  the original value is put back
+//   bridge_hw_test am              the AM driver's boot of the RX 7900 XTX
+//                                  behind the bridge (drivers/am): a cold
+//                                  boot (CAPGRAPH_AM_RESET=1 forces one),
+//                                  teardown, then a second boot that must be
+//                                  partial, teardown; each timed. Firmware
+//                                  from /lib/firmware/amdgpu (Debian's
+//                                  firmware-amd-graphics) or
+//                                  $CAPGRAPH_AMD_FIRMWARE. SKIPPED without a
+//                                  1002:744c behind the bridge.
 //   bridge_hw_test flash IMAGE     self-update with IMAGE (only when
 //                                  CAPGRAPH_HW_FLASH=1: it rewrites the bridge)
 // Select a bridge with CAPGRAPH_BRIDGE=SERIAL when several are attached.
@@ -28,6 +37,7 @@
 #include <string>
 #include <vector>
 
+#include "am_device.h"
 #include "bridge.h"
 #include "bridge_protocol.h"
 #include "libusb_transport.h"
@@ -184,9 +194,42 @@ int check_posted(Bridge& b) {
 
 }  // namespace
 
+int check_am(Bridge& b) {
+  PciChain chain;
+  if (int rc = pcie_ready(b, &chain)) return rc;
+  if (chain.vendor != 0x1002 || chain.device != 0x744C) {
+    char buf[120];
+    std::snprintf(buf, sizeof buf, "the endpoint is %04x:%04x, not an RX 7900 XTX (1002:744c)", chain.vendor,
+                  chain.device);
+    return skip(buf);
+  }
+  pci_function_usb pci(b, chain);
+  const char* reset = std::getenv("CAPGRAPH_AM_RESET");
+  for (int run = 0; run < 2; ++run) {
+    capgraph::am::device_options o;
+    o.force_cold = run == 0 && reset && std::strcmp(reset, "1") == 0;
+    o.timeout_ms = 10000;  // tinygrad's wait_cond default
+    capgraph::am::device d(pci, o);
+    std::string err;
+    auto t0 = std::chrono::steady_clock::now();
+    if (!d.boot(&err)) return fail(err);
+    const auto& s = d.stats();
+    std::printf("%s boot in %.2f s: %s, VRAM %llu MiB, %llu register reads, %llu writes, %llu firmware bytes "
+                "staged, %u mode-1 reset(s)\n",
+                s.partial ? "partial" : "cold", seconds_since(t0), d.chip_info().name.c_str(),
+                (unsigned long long)(d.vram_bytes() >> 20), (unsigned long long)s.reg_reads,
+                (unsigned long long)s.reg_writes, (unsigned long long)s.staged_bytes, s.mode1_resets);
+    if (run == 1 && !s.partial) return fail("the second boot after a clean teardown was not partial");
+    t0 = std::chrono::steady_clock::now();
+    if (!d.teardown(&err)) return fail(err);
+    std::printf("teardown in %.2f s\n", seconds_since(t0));
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bridge_hw_test info|sram|pcie|stream|posted|flash IMAGE\n");
+    std::fprintf(stderr, "usage: bridge_hw_test info|sram|pcie|stream|posted|am|flash IMAGE\n");
     return 2;
   }
   const std::string what = argv[1];
@@ -209,6 +252,7 @@ int main(int argc, char** argv) {
   if (what == "pcie") return check_pcie(b);
   if (what == "stream") return check_stream(b);
   if (what == "posted") return check_posted(b);
+  if (what == "am") return check_am(b);
   if (what == "flash") {
 #ifdef CAPGRAPH_HAVE_FLASHER
     const char* allow = std::getenv("CAPGRAPH_HW_FLASH");

@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
+
+#include "bridge_protocol.h"
 
 namespace capgraph::usb {
 
@@ -89,6 +92,76 @@ BridgeStatus pci_bars_assign(Bridge& b, PciChain* chain) {
     if (bar.is64) ++i;
   }
   return b.config_write32(bus, 0, 0, 0x04, 0x0006);
+}
+
+// ---- the AM driver's seam -----------------------------------------------
+
+std::string pci_function_usb::name() const {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "usb %s %02x:00.0 %04x:%04x", b_.info().serial_hex().c_str(),
+                chain_.endpoint_bus, chain_.vendor, chain_.device);
+  return buf;
+}
+
+const PciBar* pci_function_usb::bar(int index) const {
+  for (const PciBar& b : chain_.bars)
+    if (b.index == index) return &b;
+  return nullptr;
+}
+
+uint64_t pci_function_usb::bar_size(int index) const {
+  const PciBar* b = bar(index);
+  return b ? b->size : 0;
+}
+
+bool pci_function_usb::bar_check(int index, uint64_t off, size_t n, uint64_t* addr, std::string* err) const {
+  const PciBar* b = bar(index);
+  if (!b || off + 4 * uint64_t(n) > b->size) {
+    *err = "BAR" + std::to_string(index) + " offset " + std::to_string(off) + " (+" + std::to_string(4 * n) +
+           " bytes) is outside the BAR";
+    return false;
+  }
+  *addr = b->base + off;
+  return true;
+}
+
+bool pci_function_usb::bar_read(int index, uint64_t off, uint32_t* dw, size_t n, std::string* err) {
+  uint64_t a = 0;
+  if (!bar_check(index, off, n, &a, err)) return false;
+  BridgeStatus st = b_.mem_read_block(a, dw, n);
+  if (!st.ok()) *err = st.message;
+  return st.ok();
+}
+
+bool pci_function_usb::bar_write(int index, uint64_t off, const uint32_t* dw, size_t n, std::string* err) {
+  uint64_t a = 0;
+  if (!bar_check(index, off, n, &a, err)) return false;
+  BridgeStatus st = b_.mem_write_block(a, dw, n);
+  if (!st.ok()) *err = st.message;
+  return st.ok();
+}
+
+uint64_t pci_function_usb::staging_bus_addr() const { return BRIDGE_SRAM_BUS_ADDR; }
+uint64_t pci_function_usb::staging_bytes() const { return BRIDGE_SRAM_SIZE; }
+
+bool pci_function_usb::staging_write(uint64_t off, const uint8_t* p, size_t n, std::string* err) {
+  // SRAM DMA moves whole 512-byte sectors (bridge_protocol.h); the tail is
+  // zero-padded (the PSP reads the sizes it was told, tinygrad pads too).
+  const size_t padded = (n + 511) & ~size_t(511);
+  if (off + padded > BRIDGE_SRAM_SIZE) {
+    *err = "staging write of " + std::to_string(n) + " bytes at " + std::to_string(off) + " exceeds the SRAM";
+    return false;
+  }
+  BridgeStatus st;
+  if (padded == n) {
+    st = b_.sram_write(uint32_t(off), p, n);
+  } else {
+    std::vector<uint8_t> buf(padded, 0);
+    std::copy(p, p + n, buf.begin());
+    st = b_.sram_write(uint32_t(off), buf.data(), padded);
+  }
+  if (!st.ok()) *err = st.message;
+  return st.ok();
 }
 
 }  // namespace capgraph::usb

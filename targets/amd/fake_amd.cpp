@@ -36,7 +36,26 @@ fake_gpu::fake_gpu(const chip &c, fake_mode mode, bool profile) : chip_(c), mode
 
 fake_gpu::~fake_gpu() {
   if (profile_ && capture_) fprintf(stderr, "%s", profile_text().c_str());
-  for (region &r : regions_) std::free(r.cpu);
+  for (region &r : regions_)
+    if (r.owned) std::free(r.cpu);
+}
+
+void fake_gpu::region_attach(uint64_t gpu, uint64_t size, uint8_t *cpu) {
+  regions_.push_back({gpu, size, cpu, false});
+}
+
+uint64_t fake_gpu::queue_attach(hcq::queue_kind kind, uint64_t ring_gpu, uint64_t ring_bytes,
+                                volatile uint64_t *write_ptr, volatile uint64_t *read_ptr) {
+  queue_state q;
+  q.kind = kind;
+  q.ring_gpu = ring_gpu;
+  q.ring_dwords = ring_bytes / 4;
+  q.write_ptr = write_ptr;
+  q.read_ptr = read_ptr;
+  q.unit = kind == hcq::queue_kind::compute ? 4 : 1;
+  q.rptr = *read_ptr;
+  queues_.emplace(next_queue_, q);
+  return next_queue_++;
 }
 
 std::string fake_gpu::name() const {
@@ -80,7 +99,7 @@ capgraph_status fake_gpu::alloc(uint64_t size, hcq::memory_kind, hcq::memory *ou
 void fake_gpu::free(hcq::memory &m) {
   for (size_t i = 0; i < regions_.size(); ++i)
     if (regions_[i].gpu == m.gpu) {
-      std::free(regions_[i].cpu);
+      if (regions_[i].owned) std::free(regions_[i].cpu);
       regions_.erase(regions_.begin() + long(i));
       break;
     }

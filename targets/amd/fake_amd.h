@@ -55,6 +55,16 @@ class fake_gpu final : public hcq::transport {
   // Like KFD: a mailbox page and event id 1 (the fake counts the interrupts; its waits poll).
   bool interrupt_target(uint64_t *mailbox, uint32_t *id) override;
 
+  // For a device model that owns the memory and the queues (the register-model gfx1100 behind
+  // the emulated USB bridge, tests/emu/gfx1100): GPU memory the fake does not own (never freed
+  // by it), and a queue whose ring and pointers live in such memory (write pointer in dwords for
+  // compute, bytes for copy, as queue_create's). run_queues() is what a doorbell does.
+  void region_attach(uint64_t gpu, uint64_t size, uint8_t *cpu);
+  uint64_t queue_attach(hcq::queue_kind kind, uint64_t ring_gpu, uint64_t ring_bytes,
+                        volatile uint64_t *write_ptr, volatile uint64_t *read_ptr);
+  void queue_detach(uint64_t handle) { queues_.erase(handle); }
+  void run_queues() { run(); }
+
   // Test switches and counters.
   void wedge(bool on) { wedged_ = on; }  // every WAIT_REG_MEM / POLL_REGMEM stays unsatisfied
   uint64_t dispatches() const { return dispatches_; }
@@ -72,6 +82,7 @@ class fake_gpu final : public hcq::transport {
   struct region {
     uint64_t gpu, size;
     uint8_t *cpu;
+    bool owned = true;  // false: region_attach'ed, the caller's memory
   };
   struct queue_state {
     hcq::queue_kind kind = hcq::queue_kind::compute;

@@ -76,6 +76,11 @@ uint32_t PcieEndpoint::mem_read32(uint64_t a, bool* claimed) {
     uint64_t base = bar_base(i);
     if (base && a >= base && a + 4 <= base + bars_[i].size) {
       *claimed = true;
+      if (bar_read_hook) {
+        uint32_t v = 0;
+        bar_read_hook(i, a - base, &v);
+        return v;
+      }
       uint8_t* p = page((uint64_t(i) << 40) | (a - base), false);
       return p ? get32(p) : 0;
     }
@@ -87,6 +92,10 @@ void PcieEndpoint::mem_write32(uint64_t a, uint32_t v, uint8_t byte_en) {
   for (int i = 0; i < 3; ++i) {
     uint64_t base = bar_base(i);
     if (base && a >= base && a + 4 <= base + bars_[i].size) {
+      if (bar_write_hook) {
+        bar_write_hook(i, a - base, v, byte_en);
+        return;
+      }
       uint8_t* p = page((uint64_t(i) << 40) | (a - base), true);
       for (int k = 0; k < 4; ++k)
         if (byte_en & (1 << k)) p[k] = uint8_t(v >> (8 * k));

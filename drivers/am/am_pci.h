@@ -1,0 +1,37 @@
+// am_pci — what the AM driver needs from the PCI function it owns: its BARs
+// (read and write dwords; nothing is CPU-mapped, because behind the USB
+// bridge nothing can be) and a staging memory the GPU reaches by bus address
+// (the bridge's 512 KiB SRAM at bus 0x200000), through which the PSP reads
+// firmware. drivers/usb (usb_pci.h, pci_function_usb) implements it over the
+// bridge; tests/emu/gfx1100 implements it directly on the fake GPU.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace capgraph::am {
+
+// BAR indices of an AMD GPU (Linux amdgpu_device.c: BAR0 VRAM aperture,
+// BAR2 doorbells, BAR5 registers; tinygrad amdev.py map_bar).
+constexpr int kBarVram = 0, kBarDoorbell = 2, kBarMmio = 5;
+
+class pci_function {
+ public:
+  virtual ~pci_function() = default;
+  // "usb 0badcafe 04:00.0 1002:744c", for messages.
+  virtual std::string name() const = 0;
+  virtual uint64_t bar_size(int bar) const = 0;
+  // n dwords at byte offset off of a BAR. False with a message naming the
+  // BAR, the offset and the cause (the bridge unplugged, a device that does
+  // not answer).
+  virtual bool bar_read(int bar, uint64_t off, uint32_t *dw, size_t n, std::string *err) = 0;
+  virtual bool bar_write(int bar, uint64_t off, const uint32_t *dw, size_t n, std::string *err) = 0;
+  virtual uint64_t staging_bus_addr() const = 0;
+  virtual uint64_t staging_bytes() const = 0;
+  // Writes n bytes at off (a multiple of 16 KiB); the implementation pads
+  // to its transfer granule.
+  virtual bool staging_write(uint64_t off, const uint8_t *p, size_t n, std::string *err) = 0;
+};
+
+}  // namespace capgraph::am

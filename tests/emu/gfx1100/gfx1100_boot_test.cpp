@@ -1,0 +1,365 @@
+// The AM boot (drivers/am/am_device) against the register-model gfx1100,
+// directly (no bridge; tests/emu/gfx1100/gfx1100_bridge_test runs the same
+// boot through the emulated bridge and our firmware). Checks: a cold boot
+// breaks none of the model's rules and leaves every engine up; its trace
+// equals the checked-in golden one; teardown and a partial boot; page
+// tables the GPU really walks; and the faults (PSP silent, firmware missing
+// or cut, the device gone mid-boot), each a clear error and a clean next boot.
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "am_device.h"
+#include "amd_hcq.h"
+#include "am_firmware_synthetic.h"
+#include "am_protocol.h"
+#include "gfx1100_direct.h"
+#include "gfx1100_model.h"
+
+using namespace capgraph;
+using namespace capgraph::am;
+using capgraph::emu::Gfx1100Direct;
+using capgraph::emu::Gfx1100Model;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fw_dir() {
+  static std::string dir = [] {
+    fs::path d = fs::temp_directory_path() / ("capgraph_gfx1100_fw_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    std::string err;
+    REQUIRE_MESSAGE(synthetic_firmware_write(d.string(), &err), err);
+    return d.string();
+  }();
+  return dir;
+}
+
+device_options opts(unsigned timeout_ms = 500) {
+  device_options o;
+  o.firmware_dir = fw_dir();
+  o.timeout_ms = timeout_ms;
+  return o;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& l : v) s += l + "\n";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("cold boot: every engine up, no rule broken, trace equals the golden one") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  device d(pci, opts());
+  std::string err;
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+  CHECK(!d.stats().partial);
+  CHECK(d.chip_info().name == "gfx1100");
+  CHECK(m.sos_alive());
+  CHECK(m.rlc_autoloaded());
+  CHECK(m.mec_running());
+  CHECK(m.hqd_active(1, 0, 0));
+  CHECK(m.sdma_active());
+  CHECK(m.reg(regSCRATCH_REG7) == kAmBootMagic);
+  CHECK(m.reg(regSCRATCH_REG6) == 1);
+  // SMU first, then the eleven pieces of sdma/mec/imu/rlc (usbgpu_am_plan.md §1.9).
+  REQUIRE(m.psp_loaded.size() == 12);
+  CHECK(m.psp_loaded.front() == "SMU");
+  // KDB twice, SYS_DRV, SOS, TOC and the 12 pieces: 1,251,632 bytes, the
+  // figure computed from Debian's headers (usbgpu_am_plan.md §1.9).
+  CHECK(d.stats().staged_bytes == 1251632);
+
+  // The golden trace: register writes by name and engine events, in order.
+  const std::string got = joined(m.trace);
+  const char* update = std::getenv("CAPGRAPH_UPDATE_GOLDEN");
+  if (update && *update == '1') {
+    std::ofstream(CAPGRAPH_GFX1100_GOLDEN) << got;
+  }
+  std::ifstream in(CAPGRAPH_GFX1100_GOLDEN);
+  REQUIRE_MESSAGE(in.good(), "missing golden trace " CAPGRAPH_GFX1100_GOLDEN " (CAPGRAPH_UPDATE_GOLDEN=1 writes it)");
+  std::stringstream want;
+  want << in.rdbuf();
+  CHECK_MESSAGE(got == want.str(), "boot trace differs from " CAPGRAPH_GFX1100_GOLDEN
+                                   " (if the change is intended: CAPGRAPH_UPDATE_GOLDEN=1)");
+}
+
+TEST_CASE("the GPU reaches VRAM and the staging window through the tables the driver wrote") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  device d(pci, opts());
+  std::string err;
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  uint64_t pa = 0;
+  bool sys = true;
+  std::string why;
+  for (uint64_t off : {uint64_t(0), uint64_t(0x123000), m.vram_bytes() - 4096}) {
+    REQUIRE_MESSAGE(m.gpu_translate(true, device::vram_va(off), &pa, &sys, &why), why);
+    CHECK(pa == off);
+    CHECK(!sys);
+  }
+  REQUIRE_MESSAGE(m.gpu_translate(false, device_layout::staging_va + 0x4000, &pa, &sys, &why), why);
+  CHECK(pa == Gfx1100Direct::kStagingBus + 0x4000);
+  CHECK(sys);
+  // Outside every mapping: a page fault, reported in the fault status
+  // register and as an IH ring entry.
+  CHECK(m.faults.empty());
+  CHECK(!m.gpu_translate(true, device::vram_va(m.vram_bytes()) + (1ull << 30), &pa, &sys, &why));
+  CHECK(m.reg(regGCVM_L2_PROTECTION_FAULT_STATUS) != 0);
+  CHECK(m.reg(regIH_RB_WPTR) == 32);
+  uint32_t entry[8] = {};
+  m.vram_read(device_layout::ih_ring, entry, sizeof entry);
+  CHECK(entry[0] == 0x1b);  // UTCL2 client
+  CHECK((uint64_t(entry[5]) << 44 | uint64_t(entry[4]) << 12) == ((device::vram_va(m.vram_bytes()) + (1ull << 30)) & 0xFFFFFFFFF000ull));
+}
+
+TEST_CASE("teardown, then a second session boots partially") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  std::string err;
+  boot_stats cold;
+  {
+    device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    cold = d.stats();
+    REQUIRE_MESSAGE(d.teardown(&err), err);
+  }
+  CHECK(!m.hqd_active(1, 0, 0));
+  CHECK(!m.sdma_active());
+  CHECK(m.reg(regSCRATCH_REG6) == 0);
+  m.trace.clear();
+  device d2(pci, opts());
+  REQUIRE_MESSAGE(d2.boot(&err), err);
+  CHECK(d2.stats().partial);
+  CHECK(d2.stats().mode1_resets == 0);
+  CHECK(d2.stats().staged_bytes == 0);  // no firmware again
+  CHECK(d2.stats().reg_writes < cold.reg_writes / 2);
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+  CHECK(m.hqd_active(1, 0, 0));
+  CHECK(m.sdma_active());
+  for (const auto& l : m.trace) CHECK_MESSAGE(l.find("psp") == std::string::npos, l);
+  MESSAGE("cold boot: " << cold.reg_reads << " register reads, " << cold.reg_writes << " writes, "
+                        << cold.vram_bytes_written << " VRAM bytes written, " << cold.staged_bytes
+                        << " staged; partial: " << d2.stats().reg_reads << " reads, " << d2.stats().reg_writes
+                        << " writes");
+}
+
+TEST_CASE("a session that did not end cleanly: the next boot resets the GPU and loads everything") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  std::string err;
+  {
+    device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+  }  // no teardown: SCRATCH_REG6 stays 1
+  device d2(pci, opts());
+  REQUIRE_MESSAGE(d2.boot(&err), err);
+  CHECK(!d2.stats().partial);
+  CHECK(d2.stats().mode1_resets == 1);
+  CHECK(m.mode1_resets == 1);
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+  CHECK(m.hqd_active(1, 0, 0));
+}
+
+TEST_CASE("the PSP never answering: a timeout naming the step, and a clean boot after") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  m.psp_silent = true;
+  std::string err;
+  {
+    device d(pci, opts(50));
+    CHECK(!d.boot(&err));
+    CHECK_MESSAGE(err.find("PSP bootloader KDB") != std::string::npos, err);
+    CHECK_MESSAGE(err.find("timed out after 50 ms") != std::string::npos, err);
+    CHECK_MESSAGE(err.find("C2PMSG_35=0x0") != std::string::npos, err);  // the fault read-out
+  }
+  m.psp_silent = false;
+  device d2(pci, opts());
+  REQUIRE_MESSAGE(d2.boot(&err), err);
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+  CHECK(m.sdma_active());
+}
+
+TEST_CASE("the SMU never answering names the message") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  m.smu_silent = true;
+  device d(pci, opts(50));
+  std::string err;
+  CHECK(!d.boot(&err));
+  CHECK_MESSAGE(err.find("SMU: SMU message 0xe answer: timed out") != std::string::npos, err);
+}
+
+TEST_CASE("firmware missing or cut: the file and the package named, nothing sent to the GPU") {
+  fs::path dir = fs::temp_directory_path() / ("capgraph_gfx1100_badfw_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string err;
+  REQUIRE(synthetic_firmware_write(dir.string(), &err));
+  device_options o = opts();
+  o.firmware_dir = dir.string();
+  {
+    fs::remove(dir / "smu_13_0_0.bin");
+    Gfx1100Model m;
+    Gfx1100Direct pci(m);
+    device d(pci, o);
+    CHECK(!d.boot(&err));
+    CHECK_MESSAGE(err.find("smu_13_0_0.bin") != std::string::npos, err);
+    CHECK_MESSAGE(err.find("firmware-amd-graphics") != std::string::npos, err);
+    CHECK(m.trace.empty());  // only reads happened
+  }
+  {
+    REQUIRE(synthetic_firmware_write(dir.string(), &err));
+    const fs::path rlc = dir / "gc_11_0_0_rlc.bin";
+    fs::resize_file(rlc, fs::file_size(rlc) / 2);
+    Gfx1100Model m;
+    Gfx1100Direct pci(m);
+    device d(pci, o);
+    CHECK(!d.boot(&err));
+    CHECK_MESSAGE(err.find("gc_11_0_0_rlc.bin") != std::string::npos, err);
+    CHECK(m.trace.empty());
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("the device gone mid-boot: an error naming the step and the access, and a clean boot once back") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  std::string err;
+  for (uint64_t after : {uint64_t(20), uint64_t(60), uint64_t(120)}) {
+    pci.accesses = 0;
+    pci.unplug_after = after;
+    device d(pci, opts(50));
+    CHECK(!d.boot(&err));
+    CHECK_MESSAGE(err.find("unplugged") != std::string::npos, err);
+    CHECK_MESSAGE(err.find(": ") != std::string::npos, err);
+    CHECK(!d.teardown(&err));
+    CHECK_MESSAGE(err.find("teardown") != std::string::npos, err);
+  }
+  pci.unplug_after = UINT64_MAX;
+  m.faults.clear();
+  device d(pci, opts());
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+  CHECK(m.hqd_active(1, 0, 0));
+}
+
+TEST_CASE("a VM fault left pending by the last session forces a cold boot") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  std::string err;
+  {
+    device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    uint64_t pa = 0;
+    bool sys = false;
+    std::string why;
+    CHECK(!m.gpu_translate(true, device_layout::vm_base - 4096, &pa, &sys, &why));  // below the context: faults
+    CHECK_MESSAGE(why.find("outside VM context 0") != std::string::npos, why);
+    REQUIRE_MESSAGE(d.teardown(&err), err);
+  }
+  m.faults.clear();
+  device d2(pci, opts());
+  REQUIRE_MESSAGE(d2.boot(&err), err);
+  CHECK(!d2.stats().partial);
+  CHECK(d2.stats().mode1_resets == 1);
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+}
+
+TEST_CASE("doorbells: refused until the driver opens the aperture, seen after") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  std::string err;
+  const uint32_t v[2] = {0x40, 0};
+  REQUIRE(pci.bar_write(kBarDoorbell, kDoorbellMecRing0 * 8, v, 2, &err));
+  REQUIRE(m.faults.size() == 1);
+  CHECK_MESSAGE(m.faults[0].find("doorbell aperture off") != std::string::npos, m.faults[0]);
+  m.faults.clear();
+  device d(pci, opts());
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  REQUIRE(pci.bar_write(kBarDoorbell, kDoorbellMecRing0 * 8, v, 2, &err));
+  CHECK(m.faults.empty());
+  CHECK(m.trace.back() == "doorbell 0x3 = 0x40");
+}
+
+TEST_CASE("the booted queues run the HCQ encoders' packets from VRAM; a packet into unmapped memory is a VM fault") {
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  device d(pci, opts());
+  std::string err;
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  const amd::chip& chip = *amd::chip_find("gfx1100");
+  const uint64_t base = device_layout::free_start;
+  const uint32_t src[4] = {0x11, 0x22, 0x33, 0x44};
+  REQUIRE(pci.bar_write(kBarVram, base + 0x1000, src, 4, &err));
+
+  // Compute: wait for nothing, copy nothing; signal 7 (RELEASE_MEM end of pipe).
+  std::vector<uint32_t> words;
+  auto enc = hcq::amd_compute_encoder(chip, &words);
+  enc->signal(device::vram_va(base), 7);
+  REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
+  REQUIRE_MESSAGE(d.wait_vram64(base, 7, 500, &err), err);
+
+  // SDMA: copy 16 bytes VRAM -> VRAM, then signal 9 (FENCE).
+  words.clear();
+  auto cp = hcq::amd_copy_encoder(chip, &words);
+  cp->copy(device::vram_va(base + 0x2000), device::vram_va(base + 0x1000), 16);
+  cp->signal(device::vram_va(base + 0x100), 9);
+  REQUIRE_MESSAGE(d.queue_submit(true, words.data(), words.size(), &err), err);
+  REQUIRE_MESSAGE(d.wait_vram64(base + 0x100, 9, 500, &err), err);
+  uint32_t got[4] = {};
+  REQUIRE(pci.bar_read(kBarVram, base + 0x2000, got, 4, &err));
+  CHECK(std::equal(got, got + 4, src));
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+
+  // A signal into a VA nothing maps: the engine faults, the wait times out
+  // with the GC fault status in its message.
+  words.clear();
+  auto bad = hcq::amd_compute_encoder(chip, &words);
+  bad->signal(device::vram_va(m.vram_bytes()) + 0x1000, 3);
+  REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
+  CHECK(!d.wait_vram64(base + 0x300, 3, 50, &err));
+  CHECK_MESSAGE(err.find("GCVM_L2_PROTECTION_FAULT_STATUS=0x100") != std::string::npos, err);
+  REQUIRE(!m.faults.empty());
+  CHECK_MESSAGE(m.faults.back().find("compute queue") != std::string::npos, m.faults.back());
+}
+
+TEST_CASE("a firmware piece whose bytes are not the file's: the fake PSP refuses it, the error names the piece") {
+  fs::path dir = fs::temp_directory_path() / ("capgraph_gfx1100_flipfw_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string err;
+  REQUIRE(synthetic_firmware_write(dir.string(), &err));
+  // Flip one byte inside the MEC code (past the 256-byte headers): the
+  // container stays valid, only what the PSP is handed differs.
+  {
+    std::fstream f(dir / "gc_11_0_0_mec.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(300);
+    char c = 0;
+    f.read(&c, 1);
+    f.seekp(300);
+    c = char(c ^ 0x5A);
+    f.write(&c, 1);
+  }
+  device_options o = opts(100);
+  o.firmware_dir = dir.string();
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  device d(pci, o);
+  CHECK(!d.boot(&err));
+  CHECK_MESSAGE(err.find("PSP LOAD_IP_FW RS64_MEC (gc_11_0_0_mec.bin): PSP refused the command") != std::string::npos, err);
+  REQUIRE(!m.faults.empty());
+  CHECK_MESSAGE(m.faults.back().find("RS64_MEC byte") != std::string::npos, m.faults.back());
+  CHECK(!m.rlc_autoloaded());
+  fs::remove_all(dir);
+}

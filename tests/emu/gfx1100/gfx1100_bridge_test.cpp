@@ -1,0 +1,168 @@
+// The AM boot through the whole USB path: drivers/am over pci_function_usb
+// over the host library, the emulated ASM2464PD running our real firmware
+// image, its PCIe switch chain, and the register-model gfx1100 at bus 4.
+// The boot's trace must equal the direct one (the golden file), and the
+// USB traffic of a cold and a partial boot is counted from the emulated
+// wire and printed (the cost figures of issue 14).
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <unistd.h>
+
+#include "am_device.h"
+#include "am_firmware_synthetic.h"
+#include "amd_hcq.h"
+#include "bridge_rig.h"
+#include "gfx1100_model.h"
+
+using namespace capgraph;
+using namespace capgraph::emu_test;
+using capgraph::emu::Gfx1100Model;
+using capgraph::emu::WireStats;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string fw_dir() {
+  static std::string dir = [] {
+    fs::path d = fs::temp_directory_path() / ("capgraph_gfx1100_bridge_fw_" + std::to_string(::getpid()));
+    fs::create_directories(d);
+    std::string err;
+    REQUIRE_MESSAGE(am::synthetic_firmware_write(d.string(), &err), err);
+    return d.string();
+  }();
+  return dir;
+}
+
+am::device_options opts(unsigned timeout_ms = 2000) {
+  am::device_options o;
+  o.firmware_dir = fw_dir();
+  o.timeout_ms = timeout_ms;
+  return o;
+}
+
+std::string joined(const std::vector<std::string>& v) {
+  std::string s;
+  for (const auto& l : v) s += l + "\n";
+  return s;
+}
+
+WireStats wire_delta(const WireStats& a, const WireStats& b) {
+  WireStats d;
+  d.control_transfers = b.control_transfers - a.control_transfers;
+  d.control_bytes = b.control_bytes - a.control_bytes;
+  d.bulk_out_transfers = b.bulk_out_transfers - a.bulk_out_transfers;
+  d.bulk_out_bytes = b.bulk_out_bytes - a.bulk_out_bytes;
+  d.bulk_in_transfers = b.bulk_in_transfers - a.bulk_in_transfers;
+  d.bulk_in_bytes = b.bulk_in_bytes - a.bulk_in_bytes;
+  return d;
+}
+
+std::string wire_text(const WireStats& w) {
+  std::ostringstream s;
+  s << w.control_transfers << " control transfers (" << w.control_bytes << " B), " << w.bulk_out_transfers
+    << " bulk OUT (" << w.bulk_out_bytes << " B), " << w.bulk_in_transfers << " bulk IN (" << w.bulk_in_bytes << " B)";
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge and our firmware") {
+  if (!have_image()) return;
+  Rig r;
+  Gfx1100Model gpu;
+  gpu.attach(r.dev.endpoint);
+  REQUIRE(r.boot());
+  usb::PciChain chain = pcie_bring_up(r);
+  REQUIRE(chain.endpoint_bus == 4);
+  usb::pci_function_usb pci(r.bridge, chain);
+  std::string err;
+
+  WireStats before = r.dev.stats;
+  WireStats cold_wire, teardown_wire;
+  am::boot_stats cold;
+  {
+    am::device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    cold = d.stats();
+    CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
+    CHECK(gpu.hqd_active(1, 0, 0));
+    CHECK(gpu.sdma_active());
+    // The same register/PSP trace as the direct boot: the bridge changes how
+    // bytes travel, never what the GPU sees.
+    std::ifstream in(CAPGRAPH_GFX1100_GOLDEN);
+    std::stringstream want;
+    want << in.rdbuf();
+    CHECK_MESSAGE(joined(gpu.trace) == want.str(), "bridge boot trace differs from " CAPGRAPH_GFX1100_GOLDEN);
+    cold_wire = wire_delta(before, r.dev.stats);
+
+    // One compute submission (a signal) and its wait, through the bridge:
+    // the queue runs on the packet engine, the host polls VRAM.
+    const WireStats q0 = r.dev.stats;
+    std::vector<uint32_t> words;
+    auto enc = hcq::amd_compute_encoder(*amd::chip_find("gfx1100"), &words);
+    enc->signal(am::device::vram_va(am::device_layout::free_start), 5);
+    REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
+    REQUIRE_MESSAGE(d.wait_vram64(am::device_layout::free_start, 5, 2000, &err), err);
+    CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
+    MESSAGE("one compute submission (" << words.size() << " words) + its wait: " << wire_text(wire_delta(q0, r.dev.stats)));
+    const WireStats t0 = r.dev.stats;
+    REQUIRE_MESSAGE(d.teardown(&err), err);
+    teardown_wire = wire_delta(t0, r.dev.stats);
+  }
+  before = r.dev.stats;
+  {
+    am::device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    CHECK(d.stats().partial);
+    CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
+    REQUIRE_MESSAGE(d.teardown(&err), err);
+  }
+  const WireStats partial_wire = wire_delta(before, r.dev.stats);
+  // The firmware crossed as SRAM DMA (bulk OUT, 512-byte sectors).
+  CHECK(cold_wire.bulk_out_bytes >= cold.staged_bytes);
+  CHECK(partial_wire.bulk_out_bytes < 16384);
+  CHECK(partial_wire.control_transfers < cold_wire.control_transfers);
+  MESSAGE("teardown: " << wire_text(teardown_wire));
+  MESSAGE("cold boot: " << wire_text(cold_wire) << "; " << cold.reg_reads << " register reads, "
+                                   << cold.reg_writes << " writes, " << cold.vram_bytes_written << " VRAM bytes written, "
+                                   << cold.staged_bytes << " firmware bytes staged");
+  MESSAGE("partial boot + teardown: " << wire_text(partial_wire));
+}
+
+TEST_CASE("the bridge unplugged mid-boot: a clear error, and a clean cold boot once it is back") {
+  if (!have_image()) return;
+  Rig r;
+  Gfx1100Model gpu;
+  gpu.attach(r.dev.endpoint);
+  REQUIRE(r.boot());
+  usb::PciChain chain = pcie_bring_up(r);
+  std::string err;
+  {
+    usb::pci_function_usb pci(r.bridge, chain);
+    r.dev.unplug_after_bulk_bytes(r.dev.stats.bulk_out_bytes + 300000);  // inside the PSP firmware loads
+    am::device d(pci, opts(200));
+    CHECK(!d.boot(&err));
+    CHECK_MESSAGE(err.find("PSP") != std::string::npos, err);
+    CHECK(!d.teardown(&err));
+    CHECK_MESSAGE(err.find("teardown") != std::string::npos, err);
+  }
+  CHECK(!gpu.sdma_active());
+  // Plugged back in: the bridge boots again, the GPU (powered on its own)
+  // still has the half-done boot; the driver resets it and starts over.
+  Rig r2;
+  gpu.attach(r2.dev.endpoint);
+  REQUIRE(r2.boot());
+  chain = pcie_bring_up(r2);
+  usb::pci_function_usb pci2(r2.bridge, chain);
+  gpu.faults.clear();
+  am::device d(pci2, opts());
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  CHECK(!d.stats().partial);
+  CHECK(d.stats().mode1_resets == 1);
+  CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
+  CHECK(gpu.sdma_active());
+}
