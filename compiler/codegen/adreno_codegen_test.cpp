@@ -223,6 +223,64 @@ TEST_CASE("a large reduction over few outputs is split across a workgroup") {
   CHECK(d.text.find("bar") != std::string::npos);  // a barrier between halving steps
 }
 
+// A 3x3 convolution follows the GPU schedule every GPU target shares (gpu_tile.h): the facts
+// report the tile's shared memory and workgroups of output tiles, and the code has the shared
+// memory staging (stl), the vec4 operand reads (ldl of 4), the barriers and the vec4 stores.
+// Nothing here runs the code: ir3 compiled it and Mesa's disassembler read it, that is all.
+TEST_CASE("a 3x3 convolution is tiled through shared memory on a630") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 16, 20, 20});
+  b.initializer("w", random_floats(32 * 16 * 3 * 3, 4), {32, 16, 3, 3});
+  b.initializer("bias", random_floats(32, 5), {32});
+  b.node("Conv", {"x", "w", "bias"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.node("Relu", {"c"}, {"y"});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "conv3x3.onnx";
+  b.save(model.string());
+  Program p = schedule(model);
+  REQUIRE(p.kernels.size() == 1);
+  const GpuTilePlan plan = gpu_tile_plan(p.kernels[0], p, adreno_gpu_facts(adreno_a630()));
+  REQUIRE(plan.ok);
+  CHECK(plan.M == 20 * 20);
+  CHECK(plan.N == 32);
+  CHECK(plan.store_vector == 'm');  // rows of the output: 4 neighbouring pixels per store
+  AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
+  const AdrenoKernelFacts &f = r.unique.at(0);
+  CHECK(f.tiled);
+  CHECK_FALSE(f.group_reduce);
+  CHECK(f.lanes == 1);
+  CHECK(f.workgroup_size[0] > 1);
+  CHECK(f.shared_memory_bytes == plan.shared_bytes());
+  CHECK(f.shared_memory_bytes > 0);
+  CHECK(f.shared_memory_bytes <= adreno_a630().shared_bytes);
+  CHECK(f.grid[0] == plan.groups());
+  CHECK(f.work_items == (int64_t)f.grid[0] * f.workgroup_size[0]);
+  CHECK(f.private_memory_bytes == 0);  // the accumulators stay in registers
+  kernel_verify(p.kernels[0], f);
+  AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
+  INFO(d.text);
+  // Lines of the disassembly with instruction `op` whose last operand (the component count) is `n`.
+  auto count = [&](const std::string &op, const std::string &n) {
+    std::istringstream lines(d.text);
+    int c = 0;
+    for (std::string l; std::getline(lines, l);)
+      if (l.find(op) != std::string::npos && l.size() > n.size() + 2 && l.compare(l.size() - n.size() - 2, std::string::npos, ", " + n) == 0) c++;
+    return c;
+  };
+  CHECK(count("stl.", "1") > 0);    // staging into shared memory, one element per work item
+  CHECK(count("ldl.", "4") > 0);    // operands from shared memory, four at a time (vec4)
+  CHECK(count("ldl.", "1") == 0);   // ... and never one at a time
+  CHECK(count("stg.a.", "4") > 0);  // four neighbouring pixels per store
+  CHECK(count("stg.a.", "1") == 0);
+  CHECK(count("ldg.a.", "1") > 0);  // the staged global loads
+  CHECK(d.text.find("bar") != std::string::npos);      // workgroup barriers around each chunk
+  CHECK(d.text.find("mad.f32") != std::string::npos);  // the multiply-adds
+  MESSAGE("tiled 3x3 conv: " << f.instr_count << " instructions, " << f.full_regs << " full regs, " << f.shared_memory_bytes
+                             << " B shared, grid " << f.grid[0] << " x " << f.workgroup_size[0]);
+}
+
 TEST_CASE("the disassembly check fails on a word Mesa cannot decode") {
   if (!mesa_present()) return;
   TempDir dir;
