@@ -358,6 +358,47 @@ InputShapes zoo_input_shapes(const fs::path &meta) {
 }
 }  // namespace
 
+namespace {
+// A static cost figure of a program's product kernels (a sum of products of two loads:
+// convolutions, matrix products), counted from the schedule, not measured: multiply-adds (points
+// of the iteration space) and the 32-bit global loads their reductions issue. Untiled, every
+// point loads both operands (one element per output each, vector loads included: 8 bytes per
+// multiply-add). Tiled (gpu_tile.h), a workgroup loads kc * (TM + TN) elements per chunk for
+// TM * TN outputs; padded positions are counted as loads (an upper bound: the code skips them).
+struct ProductCost {
+  int launches = 0, tiled = 0;
+  double fmas = 0, tiled_fmas = 0, loads = 0, slots = 0;  // slots: multiply-adds the tiles execute, padding included
+};
+ProductCost product_cost(const Program &p, const AdrenoCodegenResult &r) {
+  ProductCost c;
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const Kernel &k = p.kernels[i];
+    if (k.reduce != Reduce::sum || k.body < 0 || k.exprs[k.body].op != Op::mul) continue;
+    const Expr &body = k.exprs[k.body];
+    if (k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load) continue;
+    double points = 1;
+    for (int64_t a : k.axes) points *= (double)a;
+    c.launches++;
+    c.fmas += points;
+    if (!r.unique[r.unique_of[i]].tiled) {
+      c.loads += 2 * points;
+      c.slots += points;
+      continue;
+    }
+    const GpuTilePlan pl = gpu_tile_plan(k, p, adreno_gpu_facts(adreno_a630()));
+    REQUIRE(pl.ok);
+    double outer = 1;
+    for (int x : pl.outer) outer *= (double)k.axes[x];
+    const double chunks = outer * (double)((k.axes[pl.chunk] + pl.kc - 1) / pl.kc);
+    c.tiled++;
+    c.tiled_fmas += points;
+    c.loads += (double)pl.groups() * chunks * (double)(pl.kc * (pl.TM() + pl.TN()));
+    c.slots += (double)pl.groups() * (double)(pl.TM() * pl.TN()) * chunks * (double)pl.kc;
+  }
+  return c;
+}
+}  // namespace
+
 // The acceptance set: every kernel of every zoo model compiles for a630 and disassembles.
 TEST_CASE("models: every kernel of every zoo model compiles for a630 and disassembles") {
   if (!getenv("CAPGRAPH_ADRENO_MODELS")) {
@@ -379,18 +420,25 @@ TEST_CASE("models: every kernel of every zoo model compiles for a630 and disasse
     AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
     int instructions = program_verify(p, r);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    int vec4 = 0, group = 0, spilling = 0;
+    int vec4 = 0, group = 0, spilling = 0, tiled = 0;
     uint32_t regs = 0;
     for (const AdrenoKernelFacts &f : r.unique) {
       vec4 += f.lanes == 4;
       group += f.group_reduce;
+      tiled += f.tiled;
       spilling += f.private_memory_bytes > 0;
       regs = std::max(regs, f.full_regs);
     }
     MESSAGE(e.path().filename().string() << ": " << p.kernels.size() << " launches, " << r.unique.size() << " a630 kernels (" << vec4
-                                         << " vec4, " << group << " workgroup reductions, " << spilling << " using private memory, at most "
+                                         << " vec4, " << group << " workgroup reductions, " << tiled << " tiled, " << spilling << " using private memory, at most "
                                          << regs << " full registers), " << instructions << " instructions disassembled, " << s << " s");
+    const ProductCost pc = product_cost(p, r);
+    MESSAGE(e.path().filename().string() << " cost: " << pc.launches << " product launches (" << pc.tiled << " tiled), " << pc.fmas / 1e6
+                                         << " M multiply-adds (" << 100 * pc.tiled_fmas / std::max(pc.fmas, 1.0) << "% tiled), "
+                                         << 4 * pc.loads / std::max(pc.fmas, 1.0) << " global B per multiply-add, "
+                                         << 100 * pc.fmas / std::max(pc.slots, 1.0) << "% of executed multiply-adds useful");
     CHECK(instructions > 0);
+    if (!getenv("CAPGRAPH_GPU_NO_TILE")) CHECK(pc.tiled > 0);  // every zoo model has a convolution the plan tiles
     models++;
   }
   CHECK(models >= 1);
