@@ -166,6 +166,15 @@ int program_verify(const Program &p, const AdrenoCodegenResult &r) {
   return instructions;
 }
 
+// Lines of a disassembly with instruction `op` whose last operand (the component count) is `n`.
+int disasm_count(const std::string &text, const std::string &op, const std::string &n) {
+  std::istringstream lines(text);
+  int c = 0;
+  for (std::string l; std::getline(lines, l);)
+    if (l.find(op) != std::string::npos && l.size() > n.size() + 2 && l.compare(l.size() - n.size() - 2, std::string::npos, ", " + n) == 0) c++;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("a small kernel compiles for a630; Mesa's disassembler reads it and the facts agree") {
@@ -261,14 +270,7 @@ TEST_CASE("a 3x3 convolution is tiled through shared memory on a630") {
   kernel_verify(p.kernels[0], f);
   AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
   INFO(d.text);
-  // Lines of the disassembly with instruction `op` whose last operand (the component count) is `n`.
-  auto count = [&](const std::string &op, const std::string &n) {
-    std::istringstream lines(d.text);
-    int c = 0;
-    for (std::string l; std::getline(lines, l);)
-      if (l.find(op) != std::string::npos && l.size() > n.size() + 2 && l.compare(l.size() - n.size() - 2, std::string::npos, ", " + n) == 0) c++;
-    return c;
-  };
+  auto count = [&](const std::string &op, const std::string &n) { return disasm_count(d.text, op, n); };
   CHECK(count("stl.", "1") > 0);    // staging into shared memory, one element per work item
   CHECK(count("ldl.", "4") > 0);    // operands from shared memory, four at a time (vec4)
   CHECK(count("ldl.", "1") == 0);   // ... and never one at a time
@@ -279,6 +281,45 @@ TEST_CASE("a 3x3 convolution is tiled through shared memory on a630") {
   CHECK(d.text.find("mad.f32") != std::string::npos);  // the multiply-adds
   MESSAGE("tiled 3x3 conv: " << f.instr_count << " instructions, " << f.full_regs << " full regs, " << f.shared_memory_bytes
                              << " B shared, grid " << f.grid[0] << " x " << f.workgroup_size[0]);
+}
+
+// A matrix product's rows are contiguous along its columns (n): each work item stores its four
+// neighbouring columns as one vec4. Untiled (CAPGRAPH_GPU_NO_TILE=1 in the same process) it is one
+// work item per four outputs, without shared memory.
+TEST_CASE("a matrix product is tiled with vec4 stores along its rows on a630") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {40, 64});
+  b.initializer("w", random_floats(64 * 48, 6), {64, 48});
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "matmul.onnx";
+  b.save(model.string());
+  Program p = schedule(model);
+  REQUIRE(p.kernels.size() == 1);
+  const GpuTilePlan plan = gpu_tile_plan(p.kernels[0], p, adreno_gpu_facts(adreno_a630()));
+  REQUIRE(plan.ok);
+  CHECK(plan.store_vector == 'n');
+  AdrenoKernelFacts f = adreno_codegen(p, adreno_a630()).unique.at(0);
+  CHECK(f.tiled);
+  CHECK(f.shared_memory_bytes == plan.shared_bytes());
+  kernel_verify(p.kernels[0], f);
+  AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
+  INFO(d.text);
+  CHECK(d.text.find("bar") != std::string::npos);
+  CHECK(d.text.find("stl.") != std::string::npos);
+  CHECK(d.text.find("ldl.") != std::string::npos);
+  CHECK(disasm_count(d.text, "ldl.", "4") > 0);
+  CHECK(disasm_count(d.text, "stg.a.", "4") > 0);  // four neighbouring columns per store
+  CHECK(disasm_count(d.text, "stg.a.", "1") == 0);
+  setenv("CAPGRAPH_GPU_NO_TILE", "1", 1);
+  AdrenoKernelFacts naive = adreno_codegen(p, adreno_a630()).unique.at(0);
+  unsetenv("CAPGRAPH_GPU_NO_TILE");
+  CHECK_FALSE(naive.tiled);
+  CHECK(naive.shared_memory_bytes == 0);
+  CHECK(naive.lanes == 4);
+  CHECK(adreno_disassemble(naive, adreno_a630()).text.find("bar") == std::string::npos);
 }
 
 TEST_CASE("the disassembly check fails on a word Mesa cannot decode") {
