@@ -460,7 +460,11 @@ struct NirKernelEmitter {
     nir_builder_instr_insert(&b, &ld->instr);
     return &ld->def;
   }
-  // Every work item of the workgroup arrives, and shared-memory writes before are visible after.
+  // Every work item of the workgroup arrives, and shared-memory writes before are visible after:
+  // GLSL's barrier() in a compute shader as NIR spells it (workgroup execution and memory scope,
+  // acquire-release on shared memory). ir3 makes the execution scope a `bar` and keeps shared
+  // loads and stores on their side of it. Sources: Mesa 25.0.7 src/compiler/glsl/glsl_to_nir.cpp
+  // (nir_visitor::visit(ir_barrier *)), src/freedreno/ir3/ir3_compiler_nir.c emit_intrinsic_barrier.
   void workgroup_barrier() {
     nir_intrinsic_instr *bar = nir_intrinsic_instr_create(b.shader, nir_intrinsic_barrier);
     nir_intrinsic_set_execution_scope(bar, SCOPE_WORKGROUP);
