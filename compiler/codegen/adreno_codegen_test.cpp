@@ -462,16 +462,17 @@ TEST_CASE("models: every kernel of every zoo model compiles for a630 and disasse
     int instructions = program_verify(p, r);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     int vec4 = 0, group = 0, spilling = 0, tiled = 0;
-    uint32_t regs = 0;
+    uint32_t regs = 0, tiled_instrs = 0;
     for (const AdrenoKernelFacts &f : r.unique) {
       vec4 += f.lanes == 4;
       group += f.group_reduce;
       tiled += f.tiled;
+      if (f.tiled) tiled_instrs = std::max(tiled_instrs, f.instr_count);
       spilling += f.private_memory_bytes > 0;
       regs = std::max(regs, f.full_regs);
     }
     MESSAGE(e.path().filename().string() << ": " << p.kernels.size() << " launches, " << r.unique.size() << " a630 kernels (" << vec4
-                                         << " vec4, " << group << " workgroup reductions, " << tiled << " tiled, " << spilling << " using private memory, at most "
+                                         << " vec4, " << group << " workgroup reductions, " << tiled << " tiled (the largest " << tiled_instrs << " instructions), " << spilling << " using private memory, at most "
                                          << regs << " full registers), " << instructions << " instructions disassembled, " << s << " s");
     const ProductCost pc = product_cost(p, r);
     MESSAGE(e.path().filename().string() << " cost: " << pc.launches << " product launches (" << pc.tiled << " tiled), " << pc.fmas / 1e6

@@ -65,10 +65,12 @@ struct NirKernelEmitter {
 
   // for (i = lo; i < hi; i++) body(i), i in a function-temporary variable that
   // nir_lower_vars_to_ssa turns into a phi.
-  void loop(nir_def *lo, nir_def *hi, const std::function<void(nir_def *)> &body) {
+  // `rolled`: NIR must not unroll it (code size: the a630's instruction cache is 8 KiB).
+  void loop(nir_def *lo, nir_def *hi, const std::function<void(nir_def *)> &body, bool rolled = false) {
     nir_variable *var = nir_local_variable_create(impl, glsl_int_type(), "i");
     nir_store_var(&b, var, lo, 1);
-    nir_push_loop(&b);
+    nir_loop *l = nir_push_loop(&b);
+    if (rolled) l->control = nir_loop_control_dont_unroll;
     nir_def *i = nir_load_var(&b, var);
     nir_push_if(&b, nir_ige(&b, i, hi));
     nir_jump(&b, nir_jump_break);
@@ -570,28 +572,32 @@ struct NirKernelEmitter {
 
     // slab[kk][t] = load(position base + t, reduction point c0 + kk), 0 outside the tile, the
     // reduction or a skipped border; one element per work item per step, neighbouring work items
-    // on neighbouring positions.
+    // on neighbouring positions. The full steps are a rolled loop: unrolled, each repeats the
+    // index arithmetic (~70 instructions), and the chunk loop's body outgrew the a630's 8 KiB
+    // instruction cache (freedreno_devices.py instr_cache_size = 64 units of 128 bytes).
     auto stage = [&](uint32_t slab, int load, int64_t T, nir_def *base, int64_t ext, const std::vector<int> &axes, nir_def *c0) {
       const Access &a = k.loads[load];
-      for (int64_t st = 0; st < (pl.kc * T + GS - 1) / GS; st++) {
-        nir_def *idx = nir_iadd_imm(&b, local, (uint64_t)(st * GS));
-        auto one = [&] {
-          nir_def *kk = nir_udiv_imm(&b, idx, (uint64_t)T), *t = nir_umod_imm(&b, idx, (uint64_t)T);
-          nir_def *pos = nir_iadd(&b, base, t), *r = nir_iadd(&b, c0, kk);
-          nir_def *in = nir_iand(&b, nir_ult(&b, pos, i32(ext)), nir_ult(&b, r, i32(E)));
-          decompose(nir_bcsel(&b, in, pos, i32(0)), axes);  // never address outside
-          iv[pl.chunk] = nir_bcsel(&b, in, r, i32(0));
-          nir_def *ok;
-          nir_def *off = access_offset(a, &ok);
-          if (ok) in = nir_iand(&b, in, ok);
-          nir_if *nif = nir_push_if(&b, in);
-          nir_def *v = global_load(a.buffer, off, 1);
-          nir_push_else(&b, nif);
-          nir_pop_if(&b, nif);
-          shared_store(nir_iadd_imm(&b, nir_imul_imm(&b, idx, 4), slab), nir_if_phi(&b, v, nir_imm_float(&b, 0)));
-        };
-        if ((st + 1) * GS > pl.kc * T) guarded(nir_ult(&b, idx, i32(pl.kc * T)), one);
-        else one();
+      auto step = [&](nir_def *idx) {
+        nir_def *kk = nir_udiv_imm(&b, idx, (uint64_t)T), *t = nir_umod_imm(&b, idx, (uint64_t)T);
+        nir_def *pos = nir_iadd(&b, base, t), *r = nir_iadd(&b, c0, kk);
+        nir_def *in = nir_iand(&b, nir_ult(&b, pos, i32(ext)), nir_ult(&b, r, i32(E)));
+        decompose(nir_bcsel(&b, in, pos, i32(0)), axes);  // never address outside
+        iv[pl.chunk] = nir_bcsel(&b, in, r, i32(0));
+        nir_def *ok;
+        nir_def *off = access_offset(a, &ok);
+        if (ok) in = nir_iand(&b, in, ok);
+        nir_if *nif = nir_push_if(&b, in);
+        nir_def *v = global_load(a.buffer, off, 1);
+        nir_push_else(&b, nif);
+        nir_pop_if(&b, nif);
+        shared_store(nir_iadd_imm(&b, nir_imul_imm(&b, idx, 4), slab), nir_if_phi(&b, v, nir_imm_float(&b, 0)));
+      };
+      const int64_t full = pl.kc * T / GS;
+      if (full > 1) loop(i32(0), i32(full), [&](nir_def *st) { step(nir_iadd(&b, local, nir_imul_imm(&b, st, (uint64_t)GS))); }, true);
+      else if (full == 1) step(local);
+      if (pl.kc * T % GS) {  // the last, partial step: only the work items with an element in it
+        nir_def *idx = nir_iadd_imm(&b, local, (uint64_t)(full * GS));
+        guarded(nir_ult(&b, idx, i32(pl.kc * T)), [&] { step(idx); });
       }
     };
 
