@@ -67,7 +67,7 @@ struct Ir3Compiler {
 // Checks what the runtime relies on: every parameter in the constant file, nothing that needs a
 // descriptor the capture does not carry. Mesa's own drivers bind such state per draw; a capture's
 // dispatch is fixed at compile time, so anything unexpected here is an error, not a guess.
-void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v, const AdrenoKernelFacts &f) {
+void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v, const AdrenoKernelFacts &f, const AdrenoNirKernel &nk) {
   auto fail = [&](const std::string &what) { throw Error("kernel " + k.name + " (target " + t.name + "): " + what); };
   const struct ir3_const_state *cs = v->const_state;
   const ir3_const_allocation &params = cs->allocs.consts[IR3_CONST_ALLOC_KERNEL_PARAMS];
@@ -85,6 +85,12 @@ void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_varian
     fail("the kernel has NIR constant data, which the capture does not upload");
   if (v->num_ibos != 0 || v->num_ssbos != 0) fail("the kernel uses storage buffers or images; the capture binds none");
   if (v->info.max_reg + 1 > 64 || v->info.max_half_reg + 1 > 64) fail("register footprint over the 6-bit field of SP_CS_CNTL_0");
+  // The shared memory the dispatch programs (SP_CS_CTRL_REG1 SHARED_SIZE) is this fact: it must
+  // cover what the NIR declared, and fit the chip.
+  if (f.shared_memory_bytes < nk.shared_bytes)
+    fail("ir3 reports " + std::to_string(f.shared_memory_bytes) + " bytes of shared memory, the kernel declares " + std::to_string(nk.shared_bytes));
+  if (f.shared_memory_bytes > t.shared_bytes)
+    fail(std::to_string(f.shared_memory_bytes) + " bytes of shared memory, over the " + std::to_string(t.shared_bytes) + " a workgroup may have");
   // Workgroups or work items that cannot tell themselves apart would all do the same work.
   if (f.grid[0] > 1 && f.workgroup_id_regid == kNoRegid) fail("the kernel runs several workgroups but reads no workgroup id");
   if (f.work_items > (int64_t)f.grid[0] && f.local_id_regid == kNoRegid)
@@ -124,7 +130,8 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.lanes = (uint32_t)nk.lanes;
   f.grid[0] = (uint32_t)nk.grid;
   f.group_reduce = nk.group_reduce;
-  facts_check(k, t, v, f);
+  f.tiled = nk.tiled;
+  facts_check(k, t, v, f, nk);
   return f;
 }
 
@@ -136,7 +143,7 @@ std::mutex &mesa_mutex() {
 }
 
 AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program &p, const AdrenoTarget &t) {
-  AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), t.workgroup_size);
+  AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), adreno_gpu_facts(t));
   nir_shader *s = nk.shader;
   if (getenv("CAPGRAPH_DUMP_NIR")) nir_print_shader(s, stderr);
   nir_validate_shader(s, "capgraph adreno_nir_build");

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/gpu_tile.h"
 #include "schedule/kernel.h"
 
 namespace capgraph {
@@ -26,8 +27,23 @@ struct AdrenoTarget {
   uint32_t gpu_id = 630;
   uint64_t chip_id = 0x06030001;
   int workgroup_size = 128;  // work items per workgroup (two waves of 64 on a6xx)
+  // What the shared GPU schedule (gpu_tile.h) plans with. Sources, Mesa 25.0.7:
+  // src/freedreno/common/freedreno_devices.py, GPUId(630): cs_shared_mem_size = 32 * 1024 (shared
+  // memory one workgroup may allocate; SP_CS_CTRL_REG1 SHARED_SIZE counts it in KiB),
+  // threadsize_base = 64 (a wave; ir3 may double it to 128), a6xx_gen1 reg_size_vec4 = 96 (the
+  // register file of one wave slot in vec4); ir3_compiler.c ir3_get_reg_dependent_max_waves halves
+  // it for double-size waves, so a work item of a 128-wide wave has 48 vec4 = 192 32-bit registers
+  // (also ir3_ra.h RA_FULL_SIZE: 48 vec4 of full registers).
+  unsigned wave_size = 64;
+  unsigned shared_bytes = 32 * 1024;
+  unsigned registers = 4 * 48;
 };
 const AdrenoTarget &adreno_a630();
+
+// The target's facts for the shared GPU schedule.
+inline GpuFacts adreno_gpu_facts(const AdrenoTarget &t) {
+  return {(unsigned)t.workgroup_size, t.wave_size, t.shared_bytes, t.registers};
+}
 
 // Everything the runtime needs to dispatch one compiled kernel, named as in the capture. Register
 // ids are ir3 "regid"s: register number * 4 + component (0xfc: not used).
@@ -61,6 +77,7 @@ struct AdrenoKernelFacts {
   int64_t work_items = 0;              // work items that compute something; grid * workgroup covers them
   uint32_t lanes = 1;                  // consecutive outputs per work item (4: vec4 loads and stores)
   bool group_reduce = false;           // one workgroup per output, reducing through shared memory
+  bool tiled = false;                  // gpu_tile's plan: a tile of outputs per workgroup (not in the capture)
 };
 
 struct AdrenoCodegenResult {

@@ -166,6 +166,15 @@ int program_verify(const Program &p, const AdrenoCodegenResult &r) {
   return instructions;
 }
 
+// Lines of a disassembly with instruction `op` whose last operand (the component count) is `n`.
+int disasm_count(const std::string &text, const std::string &op, const std::string &n) {
+  std::istringstream lines(text);
+  int c = 0;
+  for (std::string l; std::getline(lines, l);)
+    if (l.find(op) != std::string::npos && l.size() > n.size() + 2 && l.compare(l.size() - n.size() - 2, std::string::npos, ", " + n) == 0) c++;
+  return c;
+}
+
 }  // namespace
 
 TEST_CASE("a small kernel compiles for a630; Mesa's disassembler reads it and the facts agree") {
@@ -221,6 +230,96 @@ TEST_CASE("a large reduction over few outputs is split across a workgroup") {
   CHECK(d.text.find("stl") != std::string::npos);  // partial sums to shared memory
   CHECK(d.text.find("ldl") != std::string::npos);
   CHECK(d.text.find("bar") != std::string::npos);  // a barrier between halving steps
+}
+
+// A 3x3 convolution follows the GPU schedule every GPU target shares (gpu_tile.h): the facts
+// report the tile's shared memory and workgroups of output tiles, and the code has the shared
+// memory staging (stl), the vec4 operand reads (ldl of 4), the barriers and the vec4 stores.
+// Nothing here runs the code: ir3 compiled it and Mesa's disassembler read it, that is all.
+TEST_CASE("a 3x3 convolution is tiled through shared memory on a630") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 16, 20, 20});
+  b.initializer("w", random_floats(32 * 16 * 3 * 3, 4), {32, 16, 3, 3});
+  b.initializer("bias", random_floats(32, 5), {32});
+  b.node("Conv", {"x", "w", "bias"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.node("Relu", {"c"}, {"y"});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "conv3x3.onnx";
+  b.save(model.string());
+  Program p = schedule(model);
+  REQUIRE(p.kernels.size() == 1);
+  const GpuTilePlan plan = gpu_tile_plan(p.kernels[0], p, adreno_gpu_facts(adreno_a630()));
+  REQUIRE(plan.ok);
+  CHECK(plan.M == 20 * 20);
+  CHECK(plan.N == 32);
+  CHECK(plan.store_vector == 'm');  // rows of the output: 4 neighbouring pixels per store
+  AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
+  const AdrenoKernelFacts &f = r.unique.at(0);
+  CHECK(f.tiled);
+  CHECK_FALSE(f.group_reduce);
+  CHECK(f.lanes == 1);
+  CHECK(f.workgroup_size[0] > 1);
+  CHECK(f.shared_memory_bytes == plan.shared_bytes());
+  CHECK(f.shared_memory_bytes > 0);
+  CHECK(f.shared_memory_bytes <= adreno_a630().shared_bytes);
+  CHECK(f.grid[0] == plan.groups());
+  CHECK(f.work_items == (int64_t)f.grid[0] * f.workgroup_size[0]);
+  CHECK(f.private_memory_bytes == 0);  // the accumulators stay in registers
+  kernel_verify(p.kernels[0], f);
+  AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
+  INFO(d.text);
+  auto count = [&](const std::string &op, const std::string &n) { return disasm_count(d.text, op, n); };
+  CHECK(count("stl.", "1") > 0);    // staging into shared memory, one element per work item
+  CHECK(count("ldl.", "4") > 0);    // operands from shared memory, four at a time (vec4)
+  CHECK(count("ldl.", "1") == 0);   // ... and never one at a time
+  CHECK(count("stg.a.", "4") > 0);  // four neighbouring pixels per store
+  CHECK(count("stg.a.", "1") == 0);
+  CHECK(count("ldg.a.", "1") > 0);  // the staged global loads
+  CHECK(d.text.find("bar") != std::string::npos);      // workgroup barriers around each chunk
+  CHECK(d.text.find("mad.f32") != std::string::npos);  // the multiply-adds
+  MESSAGE("tiled 3x3 conv: " << f.instr_count << " instructions, " << f.full_regs << " full regs, " << f.shared_memory_bytes
+                             << " B shared, grid " << f.grid[0] << " x " << f.workgroup_size[0]);
+}
+
+// A matrix product's rows are contiguous along its columns (n): each work item stores its four
+// neighbouring columns as one vec4. Untiled (CAPGRAPH_GPU_NO_TILE=1 in the same process) it is one
+// work item per four outputs, without shared memory.
+TEST_CASE("a matrix product is tiled with vec4 stores along its rows on a630") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {40, 64});
+  b.initializer("w", random_floats(64 * 48, 6), {64, 48});
+  b.node("MatMul", {"x", "w"}, {"y"});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "matmul.onnx";
+  b.save(model.string());
+  Program p = schedule(model);
+  REQUIRE(p.kernels.size() == 1);
+  const GpuTilePlan plan = gpu_tile_plan(p.kernels[0], p, adreno_gpu_facts(adreno_a630()));
+  REQUIRE(plan.ok);
+  CHECK(plan.store_vector == 'n');
+  AdrenoKernelFacts f = adreno_codegen(p, adreno_a630()).unique.at(0);
+  CHECK(f.tiled);
+  CHECK(f.shared_memory_bytes == plan.shared_bytes());
+  kernel_verify(p.kernels[0], f);
+  AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
+  INFO(d.text);
+  CHECK(d.text.find("bar") != std::string::npos);
+  CHECK(d.text.find("stl.") != std::string::npos);
+  CHECK(d.text.find("ldl.") != std::string::npos);
+  CHECK(disasm_count(d.text, "ldl.", "4") > 0);
+  CHECK(disasm_count(d.text, "stg.a.", "4") > 0);  // four neighbouring columns per store
+  CHECK(disasm_count(d.text, "stg.a.", "1") == 0);
+  setenv("CAPGRAPH_GPU_NO_TILE", "1", 1);
+  AdrenoKernelFacts naive = adreno_codegen(p, adreno_a630()).unique.at(0);
+  unsetenv("CAPGRAPH_GPU_NO_TILE");
+  CHECK_FALSE(naive.tiled);
+  CHECK(naive.shared_memory_bytes == 0);
+  CHECK(naive.lanes == 4);
+  CHECK(adreno_disassemble(naive, adreno_a630()).text.find("bar") == std::string::npos);
 }
 
 TEST_CASE("the disassembly check fails on a word Mesa cannot decode") {
@@ -300,6 +399,47 @@ InputShapes zoo_input_shapes(const fs::path &meta) {
 }
 }  // namespace
 
+namespace {
+// A static cost figure of a program's product kernels (a sum of products of two loads:
+// convolutions, matrix products), counted from the schedule, not measured: multiply-adds (points
+// of the iteration space) and the 32-bit global loads their reductions issue. Untiled, every
+// point loads both operands (one element per output each, vector loads included: 8 bytes per
+// multiply-add). Tiled (gpu_tile.h), a workgroup loads kc * (TM + TN) elements per chunk for
+// TM * TN outputs; padded positions are counted as loads (an upper bound: the code skips them).
+struct ProductCost {
+  int launches = 0, tiled = 0;
+  double fmas = 0, tiled_fmas = 0, loads = 0, slots = 0;  // slots: multiply-adds the tiles execute, padding included
+};
+ProductCost product_cost(const Program &p, const AdrenoCodegenResult &r) {
+  ProductCost c;
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const Kernel &k = p.kernels[i];
+    if (k.reduce != Reduce::sum || k.body < 0 || k.exprs[k.body].op != Op::mul) continue;
+    const Expr &body = k.exprs[k.body];
+    if (k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load) continue;
+    double points = 1;
+    for (int64_t a : k.axes) points *= (double)a;
+    c.launches++;
+    c.fmas += points;
+    if (!r.unique[r.unique_of[i]].tiled) {
+      c.loads += 2 * points;
+      c.slots += points;
+      continue;
+    }
+    const GpuTilePlan pl = gpu_tile_plan(k, p, adreno_gpu_facts(adreno_a630()));
+    REQUIRE(pl.ok);
+    double outer = 1;
+    for (int x : pl.outer) outer *= (double)k.axes[x];
+    const double chunks = outer * (double)((k.axes[pl.chunk] + pl.kc - 1) / pl.kc);
+    c.tiled++;
+    c.tiled_fmas += points;
+    c.loads += (double)pl.groups() * chunks * (double)(pl.kc * (pl.TM() + pl.TN()));
+    c.slots += (double)pl.groups() * (double)(pl.TM() * pl.TN()) * chunks * (double)pl.kc;
+  }
+  return c;
+}
+}  // namespace
+
 // The acceptance set: every kernel of every zoo model compiles for a630 and disassembles.
 TEST_CASE("models: every kernel of every zoo model compiles for a630 and disassembles") {
   if (!getenv("CAPGRAPH_ADRENO_MODELS")) {
@@ -321,18 +461,26 @@ TEST_CASE("models: every kernel of every zoo model compiles for a630 and disasse
     AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
     int instructions = program_verify(p, r);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    int vec4 = 0, group = 0, spilling = 0;
-    uint32_t regs = 0;
+    int vec4 = 0, group = 0, spilling = 0, tiled = 0;
+    uint32_t regs = 0, tiled_instrs = 0;
     for (const AdrenoKernelFacts &f : r.unique) {
       vec4 += f.lanes == 4;
       group += f.group_reduce;
+      tiled += f.tiled;
+      if (f.tiled) tiled_instrs = std::max(tiled_instrs, f.instr_count);
       spilling += f.private_memory_bytes > 0;
       regs = std::max(regs, f.full_regs);
     }
     MESSAGE(e.path().filename().string() << ": " << p.kernels.size() << " launches, " << r.unique.size() << " a630 kernels (" << vec4
-                                         << " vec4, " << group << " workgroup reductions, " << spilling << " using private memory, at most "
+                                         << " vec4, " << group << " workgroup reductions, " << tiled << " tiled (the largest " << tiled_instrs << " instructions), " << spilling << " using private memory, at most "
                                          << regs << " full registers), " << instructions << " instructions disassembled, " << s << " s");
+    const ProductCost pc = product_cost(p, r);
+    MESSAGE(e.path().filename().string() << " cost: " << pc.launches << " product launches (" << pc.tiled << " tiled), " << pc.fmas / 1e6
+                                         << " M multiply-adds (" << 100 * pc.tiled_fmas / std::max(pc.fmas, 1.0) << "% tiled), "
+                                         << 4 * pc.loads / std::max(pc.fmas, 1.0) << " global B per multiply-add, "
+                                         << 100 * pc.fmas / std::max(pc.slots, 1.0) << "% of executed multiply-adds useful");
     CHECK(instructions > 0);
+    if (!getenv("CAPGRAPH_GPU_NO_TILE")) CHECK(pc.tiled > 0);  // every zoo model has a convolution the plan tiles
     models++;
   }
   CHECK(models >= 1);

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "codegen/cpu_codegen.h"
+#include "codegen/gpu_tile.h"
 #include "error.h"
 
 // Mesa's C headers (extern "C" inside).
@@ -64,10 +65,12 @@ struct NirKernelEmitter {
 
   // for (i = lo; i < hi; i++) body(i), i in a function-temporary variable that
   // nir_lower_vars_to_ssa turns into a phi.
-  void loop(nir_def *lo, nir_def *hi, const std::function<void(nir_def *)> &body) {
+  // `rolled`: NIR must not unroll it (code size: the a630's instruction cache is 8 KiB).
+  void loop(nir_def *lo, nir_def *hi, const std::function<void(nir_def *)> &body, bool rolled = false) {
     nir_variable *var = nir_local_variable_create(impl, glsl_int_type(), "i");
     nir_store_var(&b, var, lo, 1);
-    nir_push_loop(&b);
+    nir_loop *l = nir_push_loop(&b);
+    if (rolled) l->control = nir_loop_control_dont_unroll;
     nir_def *i = nir_load_var(&b, var);
     nir_push_if(&b, nir_ige(&b, i, hi));
     nir_jump(&b, nir_jump_break);
@@ -459,7 +462,11 @@ struct NirKernelEmitter {
     nir_builder_instr_insert(&b, &ld->instr);
     return &ld->def;
   }
-  // Every work item of the workgroup arrives, and shared-memory writes before are visible after.
+  // Every work item of the workgroup arrives, and shared-memory writes before are visible after:
+  // GLSL's barrier() in a compute shader as NIR spells it (workgroup execution and memory scope,
+  // acquire-release on shared memory). ir3 makes the execution scope a `bar` and keeps shared
+  // loads and stores on their side of it. Sources: Mesa 25.0.7 src/compiler/glsl/glsl_to_nir.cpp
+  // (nir_visitor::visit(ir_barrier *)), src/freedreno/ir3/ir3_compiler_nir.c emit_intrinsic_barrier.
   void workgroup_barrier() {
     nir_intrinsic_instr *bar = nir_intrinsic_instr_create(b.shader, nir_intrinsic_barrier);
     nir_intrinsic_set_execution_scope(bar, SCOPE_WORKGROUP);
@@ -518,6 +525,136 @@ struct NirKernelEmitter {
     acc_value = shared_load(i32(0));
     store_results({memory_value(evaluate(k.result, false))});
     nir_pop_if(&b, nullptr);
+  }
+
+  // Shared memory, 4 x 32-bit words at byte offset `off` (16-byte aligned): one ldl of 4.
+  nir_def *shared_load4(nir_def *off) {
+    nir_intrinsic_instr *ld = nir_intrinsic_instr_create(b.shader, nir_intrinsic_load_shared);
+    ld->num_components = 4;
+    ld->src[0] = nir_src_for_ssa(off);
+    nir_intrinsic_set_base(ld, 0);
+    nir_intrinsic_set_align(ld, 16, 0);
+    nir_def_init(&ld->instr, &ld->def, 4, 32);
+    nir_builder_instr_insert(&b, &ld->instr);
+    return &ld->def;
+  }
+
+  // Flat index -> the indices of `axes` (innermost fastest).
+  void decompose(nir_def *flat, const std::vector<int> &axes) {
+    for (int i = (int)axes.size() - 1; i >= 0; i--) {
+      uint64_t ext = (uint64_t)k.axes[axes[i]];
+      iv[axes[i]] = i ? nir_umod_imm(&b, flat, ext) : flat;
+      if (i) flat = nir_udiv_imm(&b, flat, ext);
+    }
+  }
+
+  // gpu_tile's schedule (gpu_tile.h), operation for operation as gpu_tile_emit builds it in LLVM
+  // for AMDGPU and NVPTX: workgroup `group` owns a TM x TN tile of the output, work item `local`
+  // its tm x tn accumulators (registers: NIR variables that become phis); the reduction goes
+  // through shared memory a chunk of kc points at a time (slab a at byte 0, slab b after it),
+  // between two workgroup barriers, each work item reading its tm and tn operands as one vec4
+  // shared load each. The epilogue evaluates the kernel's result per accumulator and stores
+  // tn (or tm) neighbours as one vec4 where the plan says they are contiguous.
+  void tile_emit(const GpuTilePlan &pl, const GpuFacts &f, nir_def *group, nir_def *local) {
+    const int64_t TM = pl.TM(), TN = pl.TN(), GS = f.group_size, E = k.axes[pl.chunk];
+    if (pl.tm != 4 || pl.tn != 4) fail("the tile plan's micro tile is not 4 x 4 (one vec4 per operand row)");
+    const uint32_t slab_b = (uint32_t)(4 * pl.kc * TM);
+    std::vector<nir_variable *> acc((size_t)(pl.tm * pl.tn));
+    for (auto &x : acc) {
+      x = nir_local_variable_create(impl, glsl_float_type(), "acc");
+      nir_store_var(&b, x, nir_imm_float(&b, 0), 1);
+    }
+    nir_def *ln = nir_umod_imm(&b, local, (uint64_t)pl.lanes_n), *lm = nir_udiv_imm(&b, local, (uint64_t)pl.lanes_n);
+    nir_def *tile_n = nir_umod_imm(&b, group, (uint64_t)pl.tiles_n), *rest = nir_udiv_imm(&b, group, (uint64_t)pl.tiles_n);
+    nir_def *tile_m = nir_umod_imm(&b, rest, (uint64_t)pl.tiles_m), *batch = nir_udiv_imm(&b, rest, (uint64_t)pl.tiles_m);
+    nir_def *m0 = nir_imul_imm(&b, tile_m, (uint64_t)TM), *n0 = nir_imul_imm(&b, tile_n, (uint64_t)TN);
+    decompose(batch, pl.batch);
+
+    // slab[kk][t] = load(position base + t, reduction point c0 + kk), 0 outside the tile, the
+    // reduction or a skipped border; one element per work item per step, neighbouring work items
+    // on neighbouring positions. The full steps are a rolled loop: unrolled, each repeats the
+    // index arithmetic (~70 instructions), and the chunk loop's body outgrew the a630's 8 KiB
+    // instruction cache (freedreno_devices.py instr_cache_size = 64 units of 128 bytes).
+    auto stage = [&](uint32_t slab, int load, int64_t T, nir_def *base, int64_t ext, const std::vector<int> &axes, nir_def *c0) {
+      const Access &a = k.loads[load];
+      auto step = [&](nir_def *idx) {
+        nir_def *kk = nir_udiv_imm(&b, idx, (uint64_t)T), *t = nir_umod_imm(&b, idx, (uint64_t)T);
+        nir_def *pos = nir_iadd(&b, base, t), *r = nir_iadd(&b, c0, kk);
+        nir_def *in = nir_iand(&b, nir_ult(&b, pos, i32(ext)), nir_ult(&b, r, i32(E)));
+        decompose(nir_bcsel(&b, in, pos, i32(0)), axes);  // never address outside
+        iv[pl.chunk] = nir_bcsel(&b, in, r, i32(0));
+        nir_def *ok;
+        nir_def *off = access_offset(a, &ok);
+        if (ok) in = nir_iand(&b, in, ok);
+        nir_if *nif = nir_push_if(&b, in);
+        nir_def *v = global_load(a.buffer, off, 1);
+        nir_push_else(&b, nif);
+        nir_pop_if(&b, nif);
+        shared_store(nir_iadd_imm(&b, nir_imul_imm(&b, idx, 4), slab), nir_if_phi(&b, v, nir_imm_float(&b, 0)));
+      };
+      const int64_t full = pl.kc * T / GS;
+      if (full > 1) loop(i32(0), i32(full), [&](nir_def *st) { step(nir_iadd(&b, local, nir_imul_imm(&b, st, (uint64_t)GS))); }, true);
+      else if (full == 1) step(local);
+      if (pl.kc * T % GS) {  // the last, partial step: only the work items with an element in it
+        nir_def *idx = nir_iadd_imm(&b, local, (uint64_t)(full * GS));
+        guarded(nir_ult(&b, idx, i32(pl.kc * T)), [&] { step(idx); });
+      }
+    };
+
+    std::function<void(size_t)> outer = [&](size_t at) {
+      if (at < pl.outer.size()) {
+        loop(i32(0), i32(k.axes[pl.outer[at]]), [&](nir_def *i) {
+          iv[pl.outer[at]] = i;
+          outer(at + 1);
+        });
+        return;
+      }
+      loop(i32(0), i32((E + pl.kc - 1) / pl.kc), [&](nir_def *chunk) {
+        nir_def *c0 = nir_imul_imm(&b, chunk, (uint64_t)pl.kc);
+        stage(0, pl.a, TM, m0, pl.M, pl.m, c0);
+        stage(slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
+        workgroup_barrier();
+        loop(i32(0), i32(pl.kc), [&](nir_def *kk) {
+          nir_def *at_a = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TM)), nir_imul_imm(&b, lm, (uint64_t)(4 * pl.tm)));
+          nir_def *at_b = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TN)), nir_imul_imm(&b, ln, (uint64_t)(4 * pl.tn)));
+          nir_def *av = shared_load4(at_a), *bv = shared_load4(nir_iadd_imm(&b, at_b, slab_b));
+          for (int64_t i = 0; i < pl.tm; i++)
+            for (int64_t j = 0; j < pl.tn; j++) {
+              nir_variable *x = acc[(size_t)(i * pl.tn + j)];
+              nir_def *prod = nir_fmul(&b, nir_channel(&b, av, (unsigned)i), nir_channel(&b, bv, (unsigned)j));
+              nir_store_var(&b, x, nir_fadd(&b, nir_load_var(&b, x), prod), 1);
+            }
+        });
+        workgroup_barrier();  // the next chunk overwrites the slabs
+      });
+    };
+    outer(0);
+    // Values defined inside the loops do not reach the epilogue.
+    for (size_t x = k.n_parallel; x < k.axes.size(); x++) iv[x] = i32(0);
+
+    // Epilogue: each accumulator is one output element, finished as in the untiled form.
+    const bool vec_store = mem_bytes(p.buffers[k.store.buffer].dtype) == 4;  // one stg.a of 4 dwords
+    const bool along_n = vec_store && pl.store_vector == 'n', along_m = vec_store && pl.store_vector == 'm';
+    const int64_t rows = along_m ? 1 : pl.tm, cols = along_n ? 1 : pl.tn;
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) {
+        nir_def *m = nir_iadd(&b, m0, nir_iadd_imm(&b, nir_imul_imm(&b, lm, (uint64_t)pl.tm), (uint64_t)i));
+        nir_def *n = nir_iadd(&b, n0, nir_iadd_imm(&b, nir_imul_imm(&b, ln, (uint64_t)pl.tn), (uint64_t)j));
+        // With a vector store, M (or N) is a multiple of 4 (the plan checked the innermost axis):
+        // the first of the four in range means all four are.
+        guarded(nir_iand(&b, nir_ult(&b, m, i32(pl.M)), nir_ult(&b, n, i32(pl.N))), [&] {
+          int count = along_n ? (int)pl.tn : along_m ? (int)pl.tm : 1;
+          std::vector<nir_def *> results;
+          for (int l = count - 1; l >= 0; l--) {  // the last evaluated is element 0: its indices address the store
+            decompose(along_m ? nir_iadd_imm(&b, m, (uint64_t)l) : m, pl.m);
+            decompose(along_n ? nir_iadd_imm(&b, n, (uint64_t)l) : n, pl.n);
+            int64_t ai = along_m ? l : i, aj = along_n ? l : j;
+            acc_value = nir_load_var(&b, acc[(size_t)(ai * pl.tn + aj)]);
+            results.insert(results.begin(), memory_value(evaluate(k.result, false)));
+          }
+          store_results(results);
+        });
+      }
   }
 
   // The outputs of one work item: per lane the reduction (the lanes' accumulators advance
@@ -604,11 +741,14 @@ int64_t parallel_points(const Kernel &k) {
 }  // namespace
 
 AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_shader_compiler_options *options,
-                                 int workgroup_size) {
+                                 const GpuFacts &facts) {
   NirKernelEmitter e(k, p);
   AdrenoNirKernel r;
-  r.group_reduce = kernel_group_reduces(k, parallel_points(k));
-  e.lanes = r.group_reduce ? 1 : kernel_lanes(k, p);
+  const int workgroup_size = (int)facts.group_size;
+  const GpuTilePlan plan = gpu_tile_plan(k, p, facts);
+  r.tiled = plan.ok;
+  r.group_reduce = !r.tiled && kernel_group_reduces(k, parallel_points(k));
+  e.lanes = r.group_reduce || r.tiled ? 1 : kernel_lanes(k, p);
   e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;
   e.load_vector.assign(k.loads.size(), 0);
   for (size_t i = 0; i < k.loads.size() && e.lanes > 1; i++) e.load_vector[i] = load_is_vector(k.loads[i], e.lane_axis);
@@ -652,6 +792,17 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
   nir_def *group = nir_channel(&e.b, nir_load_workgroup_id(&e.b), 0);
   nir_def *local = nir_channel(&e.b, nir_load_local_invocation_id(&e.b), 0);
   e.iv.assign(k.axes.size(), nullptr);
+  if (r.tiled) {  // a workgroup per output tile: every work item of every workgroup takes part
+    if (plan.groups() >= (int64_t(1) << 31)) e.fail("more than 2^31 workgroups of output tiles");
+    s->info.shared_size = (unsigned)plan.shared_bytes();
+    r.grid = plan.groups();
+    r.work_items = r.grid * workgroup_size;
+    r.shared_bytes = (uint32_t)plan.shared_bytes();
+    e.iv.assign(k.axes.size(), e.i32(0));
+    e.tile_emit(plan, facts, group, local);
+    r.shader = s;
+    return r;
+  }
   if (r.group_reduce) {  // one workgroup per output: the grid is the output count exactly
     s->info.shared_size = 4 * (unsigned)workgroup_size;
     r.grid = r.work_items = parallel_points(k);

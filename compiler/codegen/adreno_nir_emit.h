@@ -16,9 +16,14 @@
 // outputs (>= 256 points, <= 16384 outputs, float) instead take a workgroup per output: the points
 // are dealt round-robin to its work items and combined through shared memory (a halving tree with
 // a barrier per step). Other reductions stay serial inside the work item.
+//
+// Convolutions and matrix products follow the GPU schedule every GPU target shares (gpu_tile.h,
+// planned with the target's GpuFacts): a workgroup per output tile, 4 x 4 accumulators per work
+// item, the reduction staged through shared memory between workgroup barriers.
 #pragma once
 #include <cstdint>
 
+#include "codegen/gpu_tile.h"
 #include "schedule/kernel.h"
 
 struct nir_shader;
@@ -32,13 +37,15 @@ struct AdrenoNirKernel {
   int64_t work_items = 0;        // work items: points of the parallel space / lanes
   int lanes = 1;                 // consecutive outputs per work item (4: vec4 loads and stores)
   bool group_reduce = false;     // a workgroup per output, the reduction split across its work items
+  bool tiled = false;            // gpu_tile's schedule: a workgroup per output tile
+  uint32_t shared_bytes = 0;     // shared memory the NIR declares (shader_info.shared_size)
   int64_t grid = 0;              // workgroups to launch
 };
 
-// Builds the NIR of kernel `k` with the compiler's NIR options, `workgroup_size` work items per
-// workgroup along x. Throws Error naming the kernel for what this lowering does not support
+// Builds the NIR of kernel `k` with the compiler's NIR options for a target with `facts`
+// (facts.group_size work items per workgroup along x). Throws Error naming the kernel for what this lowering does not support
 // (64-bit floats, buffers of 2^31 bytes or more).
 AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_shader_compiler_options *options,
-                                 int workgroup_size);
+                                 const GpuFacts &facts);
 
 }  // namespace capgraph

@@ -27,6 +27,20 @@ int plain_load(const Kernel &k, const Program &p, int expr) {
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
+// Whether `count` consecutive points of `axis` (a multiple of `count` apart from 0) are
+// consecutive elements of the store: a plain view (no bounds, gathers or divisors) with stride 1
+// along the axis, whose extent `count` divides.
+bool store_contiguous(const Kernel &k, int axis, int64_t count) {
+  if (k.axes[axis] % count != 0) return false;
+  int64_t step = 0;
+  for (const DimIndex &d : k.store.dims) {
+    if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return false;
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == axis) step += t.coef * d.stride;
+  }
+  return step == 1;
+}
+
 // for (i = 0; i < n; i++) body(i), kept rolled: unrolled, the reduction loops around a chunk
 // repeat its staging code per point, and LLVM hoists and keeps the repeated index arithmetic
 // live until the registers spill to scratch (seen for 3x3 convolutions of 8 channels).
@@ -120,6 +134,8 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
   // Half the shared memory at most: two workgroups can share a compute unit.
   while (pl.kc > 1 && pl.shared_bytes() > f.shared_bytes / 2) pl.kc /= 2;
   if (pl.shared_bytes() > f.shared_bytes / 2) return pl;
+  if (store_contiguous(k, pl.n.back(), pl.tn)) pl.store_vector = 'n';
+  else if (store_contiguous(k, pl.m.back(), pl.tm)) pl.store_vector = 'm';
   pl.ok = true;
   return pl;
 }

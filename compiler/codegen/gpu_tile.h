@@ -23,7 +23,7 @@
 //
 // The plan is plain data without LLVM types, decided from the kernel and the target's facts only,
 // so every GPU code generator can follow it: LLVM's (AMDGPU, NVPTX: gpu_tile_emit in
-// gpu_work_item.h) today, Adreno's NIR later.
+// gpu_work_item.h) and Adreno's NIR (adreno_nir_emit.cpp: tile_emit).
 #pragma once
 #include <cstdint>
 #include <vector>
@@ -33,6 +33,7 @@
 namespace capgraph {
 
 // What a GPU target tells the schedule (amd_target.h, nv_target.h hold the values and sources).
+// Adreno's come from its AdrenoTarget (adreno_codegen.h).
 struct GpuFacts {
   unsigned group_size = 256;      // work items per workgroup / thread block (1-D)
   unsigned wave_size = 32;        // lanes that execute together
@@ -51,6 +52,11 @@ struct GpuTilePlan {
   int64_t tm = 4, tn = 4;                    // accumulators per lane along m and n
   int64_t kc = 16;                           // reduction points per chunk
   int64_t tiles_m = 1, tiles_n = 1;
+  // Where a lane's accumulators are neighbours in the output: 'n' when the tn accumulators of a
+  // row are consecutive elements of the stored buffer (the innermost n axis has stride 1 and a
+  // multiple of tn points, the store has no bounds), 'm' likewise for the tm of a column, 0 when
+  // neither. An emitter may then store them as one vector (Adreno: one vec4 stg).
+  char store_vector = 0;
   int64_t TM() const { return lanes_m * tm; }
   int64_t TN() const { return lanes_n * tn; }
   int64_t groups() const { return batches * tiles_m * tiles_n; }

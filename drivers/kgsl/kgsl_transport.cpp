@@ -140,8 +140,8 @@ class kgsl_transport final : public hcq::transport {
   capgraph_status queue_create(hcq::queue_kind kind, uint64_t ring_bytes, hcq::queue *out,
                                std::string *err) override {
     if (kind != hcq::queue_kind::compute) {
-      *err = name() + ": no copy queue (one KGSL context runs one command stream); copy steps are "
-                      "not supported on Adreno yet";
+      *err = name() + ": no copy queue (one KGSL context runs one command stream; the Adreno target "
+                      "records copy steps into the compute stream)";
       return CAPGRAPH_ERR_DEVICE;
     }
     hcq::memory ring;

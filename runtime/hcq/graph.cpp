@@ -147,9 +147,13 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
 
   // Record. Launches go to the compute queue, with a barrier between them (each may read what
   // the one before wrote). A run of copies goes to the copy queue: compute signals the sync
-  // value k, the copy queue waits for k, copies, signals k + 1, compute waits for k + 1.
+  // value k, the copy queue waits for k, copies, signals k + 1, compute waits for k + 1. Where
+  // the target records copies in the compute stream (target::copies_in_compute), the same
+  // handshake goes into that one stream, in order.
   std::unique_ptr<encoder> run = t->encoder_create(c, queue_kind::compute, &g->ib_words_);
-  std::unique_ptr<encoder> copies = t->encoder_create(c, queue_kind::copy, &g->copy_words_);
+  std::unique_ptr<encoder> copy_queue =
+      t->copies_in_compute ? nullptr : t->encoder_create(c, queue_kind::copy, &g->copy_words_);
+  encoder *copies = t->copies_in_compute ? run.get() : copy_queue.get();
   const uint64_t sig = g->signals_.gpu;
   run->timestamp(stamps);
   uint32_t sync = 0;

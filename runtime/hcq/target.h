@@ -44,6 +44,12 @@ struct target {
   // Optional (nullptr: none): bytes of device memory the capture's kernels share as scratch
   // (private memory, spills); the core allocates it once and passes it in dispatch::scratch.
   uint64_t (*scratch_bytes)(const fb::Capture *c) = nullptr;
+  // Whether copy steps are recorded into the compute stream instead of a copy queue: a device
+  // whose one context runs one command stream in order (KGSL), where a second queue waiting on
+  // the first would wait behind it forever. The same signal/wait handshake then runs in order in
+  // the one stream (its signal flushes the caches the copy reads through, its wait lets the copy
+  // start only after that), and the encoder's copy() is an engine copy (CP_MEMCPY on Adreno).
+  bool copies_in_compute = false;
 };
 
 // Opens a transport by device name ("null", "<family>:1" for the second device, ...).

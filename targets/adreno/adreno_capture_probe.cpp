@@ -69,8 +69,15 @@ int tamper_probe(const std::string &path) {
       {adreno::HLSQ_CS_CNTL, 1u << 8, "constant length"},
       {adreno::SP_CS_OBJ_START, 0x1000, "no kernel's program"},
   };
+  std::vector<damage> all(std::begin(damages), std::end(damages));
+  // A kernel using more than 1 KiB of shared memory (a tiled convolution): SHARED_SIZE 0 gives
+  // its workgroup 1 KiB, and the fault must name the register and the kernel.
+  std::string shared_kernel;
+  for (const fb::Kernel *k : *c->kernels())
+    if (shared_kernel.empty() && k->facts_as_AdrenoKernel()->shared_memory_bytes() > 1024) shared_kernel = k->name()->str();
+  if (!shared_kernel.empty()) all.push_back({adreno::SP_CS_CTRL_REG1, 0, "SHARED_SIZE"});
   int caught = 0;
-  for (const damage &d : damages) {
+  for (const damage &d : all) {
     auto fake = std::make_shared<adreno::fake_kgsl>();
     fake->reg_override(d.reg, d.value);
     std::unique_ptr<hcq::transport> t;
@@ -82,6 +89,8 @@ int tamper_probe(const std::string &path) {
     if (st != CAPGRAPH_ERR_DEVICE || fake->fault().find(d.fault) == std::string::npos)
       return fail(std::string("damaging ") + adreno::reg_name(d.reg) + " gave status " + capgraph_status_name(st) +
                   " and fault '" + fake->fault() + "', not one naming '" + d.fault + "'");
+    if (d.reg == adreno::SP_CS_CTRL_REG1 && fake->fault().find("'" + shared_kernel + "'") == std::string::npos)
+      return fail("the SHARED_SIZE fault '" + fake->fault() + "' does not name kernel " + shared_kernel);
     ++caught;
   }
   printf("%d damaged registers caught\n", caught);

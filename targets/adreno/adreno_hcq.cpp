@@ -142,7 +142,10 @@ class adreno_encoder final : public hcq::encoder {
     op(CP_EXEC_CS, {0, grid[0], grid[1], grid[2]});
   }
 
-  // CP_MEMCPY moves dwords (the copy queue is not created on KGSL; kept for a second context).
+  // CP_MEMCPY (A6XX-, Mesa adreno_pm4.xml; turnip tu_device.cc tu_copy_buffer) moves dwords. On
+  // KGSL copies are recorded into the compute stream (hcq::target::copies_in_compute): the
+  // signal before them flushes the caches (CACHE_FLUSH_TS) and the wait lets the copy start only
+  // once that landed; the signal after them invalidates the caches the next kernels read through.
   void copy(uint64_t dst, uint64_t src, uint64_t size) override {
     if ((dst | src | size) % 4) return fail("CP_MEMCPY copies whole dwords, not " + std::to_string(size) + " bytes");
     op(CP_MEMCPY, {uint32_t(size / 4), lo(src), hi(src), lo(dst), hi(dst)});
@@ -320,7 +323,8 @@ const hcq::target adreno_target = {"adreno",
                                    &adreno_kernel_resolve,
                                    &adreno_encoder_create,
                                    8,  // stamp_bytes: the clock alone
-                                   &adreno_scratch_bytes};
+                                   &adreno_scratch_bytes,
+                                   true};  // copies_in_compute: one KGSL context, one stream
 
 }  // namespace capgraph::adreno
 

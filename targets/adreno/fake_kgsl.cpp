@@ -419,9 +419,13 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
   if (((r0 >> 20) & 1) != uint32_t(a->double_threadsize()) || ((regs_[HLSQ_CS_CNTL_1] >> 9) & 1) != uint32_t(a->double_threadsize()))
     return bad("THREADSIZE in SP_CS_CTRL_REG0 / HLSQ_CS_CNTL_1 is not the kernel's wave size");
   if (((r0 >> 31) & 1) != uint32_t(a->merged_regs())) return bad("MERGEDREGS is not the kernel's");
+  // SHARED_SIZE n gives the workgroup (n + 1) KiB: Mesa programs max(1, (bytes - 1) / 1024)
+  // (src/gallium/drivers/freedreno/a6xx/fd6_compute.cc, cs_program_emit / fd6_launch_grid). A
+  // kernel using more than that would read and write past its workgroup's share.
   const uint32_t shared = r1 & 0x1f;
-  if (a->shared_memory_bytes() && shared && (shared + 1) * 1024 < a->shared_memory_bytes())
-    return bad("SP_CS_CTRL_REG1 SHARED_SIZE enables " + std::to_string((shared + 1) * 1024) + " bytes, it uses " + std::to_string(a->shared_memory_bytes()));
+  if ((shared + 1) * 1024 < a->shared_memory_bytes())
+    return bad("SP_CS_CTRL_REG1 SHARED_SIZE " + std::to_string(shared) + " enables " + std::to_string((shared + 1) * 1024) +
+               " bytes of shared memory, the kernel uses " + std::to_string(a->shared_memory_bytes()));
   const uint32_t ram = (r1 >> 5) & 3, ram_vec4 = ram == 0 ? 128 : ram == 1 ? 192 : 256;
   if (ram_vec4 < a->constlen_vec4()) return bad("CONSTANTRAMMODE is below its constant length");
   const uint32_t cntl = regs_[HLSQ_CS_CNTL];
