@@ -19,6 +19,8 @@ mode=${1:-}; build=${2:-}
 [[ -n $mode && -n $build ]] || { echo "usage: fake_amd_e2e.sh small|zoo BUILD_DIR"; exit 2; }
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare
+# zoo_model_args, outputs_compare
+source "$repo/tests/tools/e2e_lib.sh"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 failures=0; passed=0; check_kernels=0
 
@@ -42,14 +44,8 @@ check() {
   local kernels; kernels=$("$capgraph" inspect "$d/amd.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
   "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null || {
     echo "FAIL $name: replay on cpu"; failures=$((failures+1)); return; }
-  local ok=1 r out ref
-  for r in $refs; do
-    out=${r%%=*}; ref=${r#*=}
-    if [[ $ref != cpu ]]; then
-      "$compare" "$d/fake/$out.npy" "$ref" | sed "s/^/  vs reference: /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
-    fi
-    "$compare" "$d/fake/$out.npy" "$d/cpu/$out.npy" | sed "s/^/  vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
-  done
+  local ok=1
+  outputs_compare "$d/fake" "$d/cpu" "$refs" || ok=0
   if ((check_kernels)); then
     if ! "$capgraph" run "$d/amd.cap" --device fake-amd:check $inputs --output-dir "$d/check" > "$d/log" 2>&1; then
       echo "  kernel by kernel against the host twins (fake-amd:check):"; cat "$d/log"; ok=0
@@ -138,10 +134,8 @@ case $mode in
     fi
     for dir in "${dirs[@]}"; do
       name=$(basename "$dir")
-      ins=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '))")
-      shapes=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))")
-      refs=$(node -e "const m=require('$dir/meta.json'); console.log(m.outputs.map(o=>o.name.replace(/[^A-Za-z0-9._-]/g,'_')+'=$dir'+o.file).join(' '))")
-      check "$name" "$dir/model.onnx" "$ins" "$shapes" "$refs"
+      zoo_model_args "$dir" || { echo "FAIL $name: reading $dir/meta.json"; failures=$((failures+1)); continue; }
+      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes" "$zoo_refs"
     done
     ;;
   *) echo "usage: fake_amd_e2e.sh small|zoo BUILD_DIR"; exit 2 ;;

@@ -14,6 +14,8 @@ mode=${1:-}; build=${2:-}
 [[ -n $mode && -n $build ]] || { echo "usage: null_e2e.sh small|zoo BUILD_DIR"; exit 2; }
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare; tools=$build/tests/tools
+# zoo_model_args, outputs_compare
+source "$repo/tests/tools/e2e_lib.sh"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 failures=0; passed=0
 
@@ -30,14 +32,8 @@ check() {
   "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null || {
     echo "FAIL $name: replay on cpu"; failures=$((failures+1)); return; }
   local kernels; kernels=$("$capgraph" inspect "$d/null.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
-  local ok=1 r out ref
-  for r in $refs; do
-    out=${r%%=*}; ref=${r#*=}
-    if [[ $ref != cpu ]]; then
-      "$compare" "$d/null/$out.npy" "$ref" | sed "s/^/  vs reference: /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
-    fi
-    "$compare" "$d/null/$out.npy" "$d/cpu/$out.npy" | sed "s/^/  vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
-  done
+  local ok=1
+  outputs_compare "$d/null" "$d/cpu" "$refs" || ok=0
   # --check (any GPU device): each launch against its host twin. The null device runs the twins
   # themselves, so every launch must match exactly.
   if ! "$capgraph" run "$d/null.cap" --device null --check $inputs > "$d/log" 2>&1 ||
@@ -75,10 +71,8 @@ case $mode in
     for dir in "$zoo"/*/; do
       [[ -f $dir/meta.json && -f $dir/model.onnx ]] || { echo "SKIP $(basename "$dir"): no model"; continue; }
       name=$(basename "$dir")
-      ins=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '))")
-      shapes=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))")
-      refs=$(node -e "const m=require('$dir/meta.json'); console.log(m.outputs.map(o=>o.name.replace(/[^A-Za-z0-9._-]/g,'_')+'=$dir'+o.file).join(' '))")
-      check "$name" "$dir/model.onnx" "$ins" "$shapes" "$refs"
+      zoo_model_args "$dir" || { echo "FAIL $name: reading $dir/meta.json"; failures=$((failures+1)); continue; }
+      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes" "$zoo_refs"
     done
     ;;
   *) echo "usage: null_e2e.sh small|zoo BUILD_DIR"; exit 2 ;;

@@ -14,6 +14,8 @@ mode=${1:-}; build=${2:-}
 [[ -n $mode && -n $build ]] || { echo "usage: fake_nv_e2e.sh small|zoo BUILD_DIR"; exit 2; }
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare
+# zoo_model_args, outputs_compare
+source "$repo/tests/tools/e2e_lib.sh"
 if ! command -v ptxas > /dev/null && [[ ! -x /usr/local/cuda/bin/ptxas && -z ${CAPGRAPH_PTXAS:-} ]]; then
   echo "SKIPPED: no ptxas (CUDA toolkit) on this machine, so nothing compiles for nv-sm*"; exit 77
 fi
@@ -28,7 +30,7 @@ check() {
   "$capgraph" compile "$model" -o "$d/cpu.cap" $shapes > /dev/null 2>&1 || { echo "FAIL $name: compile for cpu"; failures=$((failures+1)); return; }
   "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null || { echo "FAIL $name: replay on cpu"; failures=$((failures+1)); return; }
   for chip in $chips; do
-    local t=$(date +%s%N) ok=1 r out ref
+    local t=$(date +%s%N) ok=1
     mkdir -p "$d/$chip"
     if ! "$capgraph" compile "$model" -o "$d/$chip.cap" --target nv-$chip $shapes > "$d/log" 2>&1; then
       echo "FAIL $name: compile for nv-$chip"; tail -5 "$d/log"; failures=$((failures+1)); continue; fi
@@ -36,13 +38,7 @@ check() {
     if ! "$capgraph" run "$d/$chip.cap" --device fake-nv:$chip $inputs --output-dir "$d/$chip" > "$d/log" 2>&1; then
       echo "FAIL $name: replay on fake-nv:$chip"; cat "$d/log"; failures=$((failures+1)); continue; fi
     local kernels; kernels=$("$capgraph" inspect "$d/$chip.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
-    for r in $refs; do
-      out=${r%%=*}; ref=${r#*=}
-      if [[ $ref != cpu ]]; then
-        "$compare" "$d/$chip/$out.npy" "$ref" | sed "s/^/  $chip vs reference: /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
-      fi
-      "$compare" "$d/$chip/$out.npy" "$d/cpu/$out.npy" | sed "s/^/  $chip vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
-    done
+    outputs_compare "$d/$chip" "$d/cpu" "$refs" "$chip" || ok=0
     if ((ok)); then echo "PASS $name nv-$chip ($kernels launches; compile ${compile_ms} ms)"; passed=$((passed+1))
     else echo "FAIL $name nv-$chip"; failures=$((failures+1)); fi
   done
@@ -67,10 +63,8 @@ case $mode in
     for dir in "$zoo"/*/; do
       name=$(basename "$dir")
       [[ -n ${NV_MODELS:-} && " $NV_MODELS " != *" $name "* ]] && continue
-      ins=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '))")
-      shapes=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))")
-      refs=$(node -e "const m=require('$dir/meta.json'); console.log(m.outputs.map(o=>o.name.replace(/[^A-Za-z0-9._-]/g,'_')+'=$dir'+o.file).join(' '))")
-      check "$name" "$dir/model.onnx" "$ins" "$shapes" "$refs"
+      zoo_model_args "$dir" || { echo "FAIL $name: reading $dir/meta.json"; failures=$((failures+1)); continue; }
+      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes" "$zoo_refs"
     done
     ;;
   *) echo "usage: fake_nv_e2e.sh small|zoo BUILD_DIR"; exit 2 ;;
