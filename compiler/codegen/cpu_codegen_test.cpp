@@ -4,6 +4,7 @@
 // each loop strategy (map/row/dot); views cover padding, strides, transposes, gathers; dtypes cover
 // float, integers and bool. The math functions are checked over wide ranges against std::.
 #include "codegen/cpu_codegen.h"
+#include "codegen/cpu_matvec.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -772,4 +773,73 @@ TEST_CASE("AVX-512 schedules block by 16 where channels allow and by 8 elsewhere
   // Either way the code computes what the interpreter does (on this machine's CPU target).
   check_program(p);
   check_program(p8);
+}
+
+TEST_CASE("matrix-vector products against row-major weights: R-row groups, row and reduction tails") {
+  // 37 outputs: no multiple of 8, so no register tile; 100 = 6 x 16 + 4 (or 12 x 8 + 4): a masked
+  // tail step on every target. Batch 1 and batch 3, with a bias and an activation after.
+  for (int64_t m : {1, 3}) {
+    CAPTURE(m);
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {m, 100});
+    b.initializer("w", ramp(37 * 100, 0.01f), {37, 100});
+    b.initializer("bias", ramp(37, 0.3f), {37});
+    b.node("Gemm", {"x", "w", "bias"}, {"g"}, {attr_int("transB", 1)}).name = "fc";
+    b.node("Relu", {"g"}, {"y"}).name = "relu";
+    b.output("y", DataType::float32);
+    Program p = schedule(b, "matvec" + std::to_string(m));
+    const CpuTarget t = cpu_target_named("cpu");
+    int planned = 0;
+    for (const Kernel &k : p.kernels) planned += matvec_plan(k, p, t).ok;
+    CHECK(planned == 1);
+    check_program(p);
+  }
+}
+
+TEST_CASE("grouped convolutions with 8 and 16 channels per group stay channel-blocked") {
+  // 1x1 8->32, 3x3 with 4 groups of 8, 1x1 32->32, 3x3 with 2 groups of 16, 1x1 to the output:
+  // every intermediate is blocked (the group adds whole blocks to the channel index), and the
+  // program computes what the unblocked one does.
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 8, 9, 7});
+  b.initializer("w1", ramp(32 * 8, 0.05f), {32, 8, 1, 1});
+  b.initializer("w2", ramp(32 * 8 * 9, 0.03f), {32, 8, 3, 3});
+  b.initializer("w3", ramp(32 * 32, 0.03f), {32, 32, 1, 1});
+  b.initializer("w4", ramp(32 * 16 * 9, 0.02f), {32, 16, 3, 3});
+  b.initializer("w5", ramp(5 * 32, 0.05f), {5, 32, 1, 1});
+  b.node("Conv", {"x", "w1"}, {"c1"}).name = "conv1";
+  b.node("Relu", {"c1"}, {"r1"}).name = "relu1";
+  b.node("Conv", {"r1", "w2"}, {"c2"}, {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})}).name = "group8";
+  b.node("Conv", {"c2", "w3"}, {"c3"}).name = "conv3";
+  b.node("Conv", {"c3", "w4"}, {"c4"}, {attr_int("group", 2), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}).name = "group16";
+  b.node("Relu", {"c4"}, {"r4"}).name = "relu4";
+  b.node("Conv", {"r4", "w5"}, {"y"}).name = "conv5";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/grouped_blocks.onnx";
+  b.save(path);
+  for (const char *target : {"cpu-x86_64-avx512", "cpu-x86_64"}) {
+    CAPTURE(target);
+    CompileOptions opt;
+    opt.target = target;
+    CompileReport r;
+    Program p = compile_schedule(path, opt, &r);
+    CHECK(r.blocked_buffers >= 4);
+    for (const Kernel &k : p.kernels)
+      if (!k.source_nodes.empty() && (k.source_nodes[0] == "group8" || k.source_nodes[0] == "group16")) {
+        CAPTURE(k.source_nodes[0]);
+        CHECK((k.axes[k.n_parallel - 1] == 8 || k.axes[k.n_parallel - 1] == 16));
+      }
+    setenv("CAPGRAPH_NO_BLOCK", "1", 1);
+    Program plain = compile_schedule(path, opt, nullptr);
+    unsetenv("CAPGRAPH_NO_BLOCK");
+    std::vector<std::vector<uint8_t>> in_p(p.buffers.size()), in_plain(plain.buffers.size());
+    for (size_t i = 0; i < p.buffers.size(); i++)
+      if (p.buffers[i].kind != Buffer::Kind::constant) in_p[i].assign(p.buffers[i].numel * 4, 0);
+    for (size_t i = 0; i < plain.buffers.size(); i++)
+      if (plain.buffers[i].kind != Buffer::Kind::constant) in_plain[i].assign(plain.buffers[i].numel * 4, 0);
+    inputs_fill(p, in_p, 3);
+    inputs_fill(plain, in_plain, 3);
+    outputs_compare(p, run_interpreter(p, in_p), run_interpreter(plain, in_plain), 2e-5);
+    check_program(p);
+  }
 }

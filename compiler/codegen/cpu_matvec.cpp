@@ -1,5 +1,7 @@
 #include "codegen/cpu_matvec.h"
 
+#include "codegen/kernel_emit.h"
+
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 

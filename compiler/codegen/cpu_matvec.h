@@ -14,9 +14,15 @@
 #include <cstdint>
 
 #include "codegen/cpu_target.h"
-#include "codegen/kernel_emit.h"
+#include "schedule/kernel.h"
+
+namespace llvm {
+class Value;
+}
 
 namespace capgraph {
+
+struct KernelEmitter;  // codegen/kernel_emit.h (LLVM): the plan is usable without LLVM headers
 
 struct MatvecPlan {
   bool ok = false;

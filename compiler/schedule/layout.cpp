@@ -24,9 +24,12 @@ int channel_axis(const Kernel &k, const Access &a, size_t d, int64_t CB) {
   const DimIndex &di = a.dims[d];
   if (di.expr >= 0 || di.divisor != 1 || (di.bound != Bound::none && di.bound != Bound::skip)) return -1;
   if (di.shift % CB != 0) return -1;
+  // Other terms may add whole blocks (a grouped convolution's group: c = g * 8 + ci with 8 channels
+  // per group and blocks of 8): the block index is then (theirs / CB) + the axis' outer part.
   int axis = -1;
   for (const AxisTerm &t : di.terms) {
     if (k.axes[t.axis] == 1 || t.coef == 0) continue;
+    if (t.coef % CB == 0 && t.coef > 0) continue;
     if (axis >= 0 || t.coef != 1) return -1;
     axis = t.axis;
   }
@@ -36,6 +39,14 @@ int channel_axis(const Kernel &k, const Access &a, size_t d, int64_t CB) {
   for (const Expr &x : k.exprs)
     if (x.op == Op::iota && x.access == axis) return -1;
   return axis;
+}
+
+// The axes adding whole blocks to dimension d's index besides its channel axis (a group axis).
+std::vector<int> block_step_axes(const Kernel &k, const Access &a, size_t d, int axis) {
+  std::vector<int> out;
+  for (const AxisTerm &t : a.dims[d].terms)
+    if (t.axis != axis && k.axes[t.axis] > 1 && t.coef != 0) out.push_back(t.axis);
+  return out;
 }
 
 // A buffer can be blocked when every access views it as the same contiguous [N, C, H, W] with
@@ -117,7 +128,7 @@ void kernel_split(Kernel &k, const std::map<int, int64_t> &split, const std::vec
     for (const AxisTerm &t : c.terms) {
       if (axes[t.axis] == 1) continue;
       if (is_inner[t.axis]) ci.terms.push_back({t.axis, 1});
-      else cb.terms.push_back({t.axis, 1});
+      else cb.terms.push_back({t.axis, t.coef / CB});  // the split outer (CB) or whole blocks
     }
     cb.shift = c.shift / CB;
     cb.extent = c.extent / CB;
@@ -173,15 +184,24 @@ int program_block_channels(Program &p, int64_t widest) {
       Kernel &k = p.kernels[ki];
       std::map<int, std::vector<int>> par;  // parallel channel axis -> buffers
       std::map<int, std::vector<int>> on;   // channel axis -> buffers
+      std::map<int, std::vector<int>> steps;  // axis adding whole blocks -> buffers
       split[ki].clear();
       auto note = [&](const Access &a) {
         if (!block[a.buffer]) return;
         int ax = channel_axis(k, a, 1, block[a.buffer]);
         on[ax].push_back(a.buffer);
         if (ax < k.n_parallel) par[ax].push_back(a.buffer);
+        for (int s : block_step_axes(k, a, 1, ax)) steps[s].push_back(a.buffer);
       };
       note(k.store);
       for (const Access &a : k.loads) note(a);
+      // An axis that steps whole blocks of one buffer must not be split for another.
+      for (auto &[ax, bufs] : steps)
+        if (on.count(ax)) {
+          for (int b : bufs) block[b] = 0;
+          changed = true;
+        }
+      if (changed) continue;
       if (par.size() > 1) {
         for (auto &[ax, bufs] : par)
           for (int b : bufs) block[b] = 0;
