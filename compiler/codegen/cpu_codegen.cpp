@@ -6,6 +6,7 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "codegen/cpu_channel_tile.h"
 #include "codegen/cpu_matvec.h"
@@ -379,6 +380,13 @@ struct CpuKernelEmitter : KernelEmitter {
     TilePlan tp = cp.ok ? TilePlan{} : tile_plan(k, p);
     MatvecPlan mp = cp.ok || tp.ok ? MatvecPlan{} : matvec_plan(k, p, t);
     Strategy s = cp.ok ? Strategy::ctile : tp.ok ? Strategy::tile : mp.ok ? Strategy::matvec : choose();
+    if (getenv("CAPGRAPH_DEBUG_TILE")) {
+      static const char *names[] = {"map", "row", "dot", "tile", "ctile", "matvec"};
+      std::string axes;
+      for (size_t a = 0; a < k.axes.size(); a++) axes += (a == (size_t)k.n_parallel ? " | " : " ") + std::to_string(k.axes[a]);
+      fprintf(stderr, "strategy %s: %s [%s ]%s\n", names[(int)s], k.name.c_str(), axes.c_str(),
+              s == Strategy::tile ? (" o=" + std::to_string(tp.o) + " block=" + std::to_string(tp.block)).c_str() : "");
+    }
     int64_t tile = std::min<int64_t>(k.axes[inner_axis()], 256);
     int lanes = vector_lanes(t);
     llvm::AllocaInst *acc = nullptr;

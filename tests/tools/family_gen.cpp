@@ -250,8 +250,10 @@ void comma_like(Net &n, int64_t h, int64_t w) {
   const char *names[2] = {"input_imgs", "big_input_imgs"};
   for (int cam = 0; cam < 2; ++cam) {
     n.b.input(names[cam], DataType::uint8, {1, 12, h, w});
+    // Two ways exporters write the scaling: x / 127.5 - 1 and x * (1 / 255).
     std::string f = n.op("Cast", {names[cam]}, {attr_int("to", 1)});
-    f = n.op("Sub", {n.op("Div", {f, n.scalar(127.5f)}), n.scalar(1.0f)});
+    if (cam == 0) f = n.op("Sub", {n.op("Div", {f, n.scalar(127.5f)}), n.scalar(1.0f)});
+    else f = n.op("Mul", {f, n.scalar(1.0f / 255)});
     stems[cam] = n.hardswish(n.conv(f, 12, 16, 3, 2, 1));
   }
   std::string x = n.conv(n.op("Concat", {stems[0], stems[1]}, {attr_int("axis", 1)}), 32, 16, 1, 1, 1);
