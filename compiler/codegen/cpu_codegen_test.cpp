@@ -813,6 +813,30 @@ TEST_CASE("matrix-vector products against row-major weights: R-row groups, row a
   }
 }
 
+TEST_CASE("products against [K, N] weights walk the weight rows as vectors of outputs, tails masked") {
+  // 37 outputs (a last vector of 5 or 37 - 32 lanes), reductions of 20; a weight (MatMul by an
+  // initializer) and an activation (both operands inputs) as the [K, N] operand.
+  for (bool weight : {true, false}) {
+    CAPTURE(weight);
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {3, 20});
+    if (weight) b.initializer("w", ramp(20 * 37, 0.02f), {20, 37});
+    else b.input("w", DataType::float32, {20, 37});
+    b.node("MatMul", {"x", "w"}, {"m"}).name = "matmul";
+    b.node("Tanh", {"m"}, {"y"}).name = "tanh";
+    b.output("y", DataType::float32);
+    Program p = schedule(b, weight ? "rows_weight" : "rows_activation");
+    const CpuTarget t = cpu_target_named("cpu");
+    int planned = 0;
+    for (const Kernel &k : p.kernels) {
+      MatvecPlan mp = matvec_plan(k, p, t);
+      planned += mp.ok && mp.along_n;
+    }
+    CHECK(planned == 1);
+    check_program(p);
+  }
+}
+
 TEST_CASE("grouped convolutions with 8 and 16 channels per group stay channel-blocked") {
   // 1x1 8->32, 3x3 with 4 groups of 8, 1x1 32->32, 3x3 with 2 groups of 16, 1x1 to the output:
   // every intermediate is blocked (the group adds whole blocks to the channel index), and the

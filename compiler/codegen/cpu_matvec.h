@@ -28,13 +28,17 @@ struct MatvecPlan {
   bool ok = false;
   int w = -1, x = -1;  // loads: W moves with n, X does not
   int n = -1, r = -1;  // the output axis (innermost parallel) and the reduction axis
-  int64_t R = 8;       // outputs per work item
+  int64_t R = 8;       // outputs per work item (along_n: vectors of outputs)
+  // W contiguous along n instead (W [K, N] row-major: a MatMul by a weight, an attention
+  // product): R vectors of L consecutive outputs per work item, X broadcast per reduction step,
+  // masked loads for the last outputs, the result expression per output at the end.
+  bool along_n = false;
   int lanes = 8;       // f32 lanes per vector (the target's)
 };
 
 // The plan for kernel k on target t, or one with ok == false. CAPGRAPH_NO_TILE=1 disables it.
 MatvecPlan matvec_plan(const Kernel &k, const Program &p, const CpuTarget &t);
-// Work items: the outer parallel points times ceil(N / R).
+// Work items: the outer parallel points times ceil(N / R) (ceil(N / (R L)) along n).
 int64_t matvec_work_size(const Kernel &k, const MatvecPlan &mp);
 // Emits one work item `w` (the caller loops over its range).
 void matvec_emit(KernelEmitter &e, const MatvecPlan &mp, llvm::Value *w);
