@@ -6,8 +6,10 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <cstdio>
 
 #include "codegen/cpu_channel_tile.h"
+#include "codegen/cpu_matvec.h"
 #include "codegen/kernel_emit.h"
 #include "error.h"
 
@@ -94,6 +96,7 @@ enum class Strategy {
   dot,  // per output point: a scalar accumulator, reduction loops innermost (dot products)
   tile, // register-blocked products (see TilePlan)
   ctile, // register-blocked channel-blocked products (cpu_channel_tile.h)
+  matvec, // products against row-major weights, R outputs per item (cpu_matvec.h)
 };
 
 // The CPU loop layouts around the shared emitter: work items are rows, [begin, end) per call.
@@ -375,7 +378,15 @@ struct CpuKernelEmitter : KernelEmitter {
     iv.assign(k.axes.size(), nullptr);
     ChannelTilePlan cp = channel_tile_plan(k, p, t);
     TilePlan tp = cp.ok ? TilePlan{} : tile_plan(k, p);
-    Strategy s = cp.ok ? Strategy::ctile : tp.ok ? Strategy::tile : choose();
+    MatvecPlan mp = cp.ok || tp.ok ? MatvecPlan{} : matvec_plan(k, p, t);
+    Strategy s = cp.ok ? Strategy::ctile : tp.ok ? Strategy::tile : mp.ok ? Strategy::matvec : choose();
+    if (getenv("CAPGRAPH_DEBUG_TILE")) {
+      static const char *names[] = {"map", "row", "dot", "tile", "ctile", "matvec"};
+      std::string axes;
+      for (size_t a = 0; a < k.axes.size(); a++) axes += (a == (size_t)k.n_parallel ? " | " : " ") + std::to_string(k.axes[a]);
+      fprintf(stderr, "strategy %s: %s [%s ]%s\n", names[(int)s], k.name.c_str(), axes.c_str(),
+              s == Strategy::tile ? (" o=" + std::to_string(tp.o) + " block=" + std::to_string(tp.block)).c_str() : "");
+    }
     int64_t tile = std::min<int64_t>(k.axes[inner_axis()], 256);
     int lanes = vector_lanes(t);
     llvm::AllocaInst *acc = nullptr;
@@ -389,6 +400,12 @@ struct CpuKernelEmitter : KernelEmitter {
     Value *begin = fn->getArg(slots.size()), *end = fn->getArg(slots.size() + 1);
     if (s == Strategy::ctile) {
       loop(begin, end, [&](Value *w) { channel_tile_emit(*this, cp, w); });
+      b.CreateRetVoid();
+      emit_entry(symbol, t);
+      return;
+    }
+    if (s == Strategy::matvec) {
+      loop(begin, end, [&](Value *w) { matvec_emit(*this, mp, w); });
       b.CreateRetVoid();
       emit_entry(symbol, t);
       return;
@@ -465,6 +482,8 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
     TilePlan tp = cp.ok ? TilePlan{} : tile_plan(p.kernels[i], p);
     if (cp.ok) r.kernels[i].work_size = channel_tile_work_size(p.kernels[i], cp);
     if (tp.ok && tp.o >= 0) r.kernels[i].work_size /= tp.block;
+    MatvecPlan mp = cp.ok || tp.ok ? MatvecPlan{} : matvec_plan(p.kernels[i], p, t);
+    if (mp.ok) r.kernels[i].work_size = matvec_work_size(p.kernels[i], mp);
     r.kernels[i].symbol = kernel_symbol(p.kernels[d.reps[u]], u);
     r.kernels[i].object = u % n_obj;
   }

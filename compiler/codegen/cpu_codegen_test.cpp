@@ -4,6 +4,7 @@
 // each loop strategy (map/row/dot); views cover padding, strides, transposes, gathers; dtypes cover
 // float, integers and bool. The math functions are checked over wide ranges against std::.
 #include "codegen/cpu_codegen.h"
+#include "codegen/cpu_matvec.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -772,4 +773,139 @@ TEST_CASE("AVX-512 schedules block by 16 where channels allow and by 8 elsewhere
   // Either way the code computes what the interpreter does (on this machine's CPU target).
   check_program(p);
   check_program(p8);
+}
+
+// The blocked program p (compiled from `path` with `opt`) computes what the unblocked one does
+// (both interpreted), and the compiled code what the interpreter does.
+void check_blocked_like_plain(const Program &p, const std::string &path, const CompileOptions &opt) {
+  setenv("CAPGRAPH_NO_BLOCK", "1", 1);
+  Program plain = compile_schedule(path, opt, nullptr);
+  unsetenv("CAPGRAPH_NO_BLOCK");
+  std::vector<std::vector<uint8_t>> in_p(p.buffers.size()), in_plain(plain.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); i++)
+    if (p.buffers[i].kind != Buffer::Kind::constant) in_p[i].assign(p.buffers[i].numel * 4, 0);
+  for (size_t i = 0; i < plain.buffers.size(); i++)
+    if (plain.buffers[i].kind != Buffer::Kind::constant) in_plain[i].assign(plain.buffers[i].numel * 4, 0);
+  inputs_fill(p, in_p, 3);
+  inputs_fill(plain, in_plain, 3);
+  outputs_compare(p, run_interpreter(p, in_p), run_interpreter(plain, in_plain), 2e-5);
+  check_program(p);
+}
+
+TEST_CASE("matrix-vector products against row-major weights: R-row groups, row and reduction tails") {
+  // 37 outputs: no multiple of 8, so no register tile; 100 = 6 x 16 + 4 (or 12 x 8 + 4): a masked
+  // tail step on every target. Batch 1 and batch 3, with a bias and an activation after.
+  for (int64_t m : {1, 3}) {
+    CAPTURE(m);
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {m, 100});
+    b.initializer("w", ramp(37 * 100, 0.01f), {37, 100});
+    b.initializer("bias", ramp(37, 0.3f), {37});
+    b.node("Gemm", {"x", "w", "bias"}, {"g"}, {attr_int("transB", 1)}).name = "fc";
+    b.node("Relu", {"g"}, {"y"}).name = "relu";
+    b.output("y", DataType::float32);
+    Program p = schedule(b, "matvec" + std::to_string(m));
+    const CpuTarget t = cpu_target_named("cpu");
+    int planned = 0;
+    for (const Kernel &k : p.kernels) planned += matvec_plan(k, p, t).ok;
+    CHECK(planned == 1);
+    check_program(p);
+  }
+}
+
+TEST_CASE("products against [K, N] weights walk the weight rows as vectors of outputs, tails masked") {
+  // 37 outputs (a last vector of 5 or 37 - 32 lanes), reductions of 20; a weight (MatMul by an
+  // initializer) and an activation (both operands inputs) as the [K, N] operand.
+  for (bool weight : {true, false}) {
+    CAPTURE(weight);
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {3, 20});
+    if (weight) b.initializer("w", ramp(20 * 37, 0.02f), {20, 37});
+    else b.input("w", DataType::float32, {20, 37});
+    b.node("MatMul", {"x", "w"}, {"m"}).name = "matmul";
+    b.node("Tanh", {"m"}, {"y"}).name = "tanh";
+    b.output("y", DataType::float32);
+    Program p = schedule(b, weight ? "rows_weight" : "rows_activation");
+    const CpuTarget t = cpu_target_named("cpu");
+    int planned = 0;
+    for (const Kernel &k : p.kernels) {
+      MatvecPlan mp = matvec_plan(k, p, t);
+      planned += mp.ok && mp.along_n;
+    }
+    CHECK(planned == 1);
+    check_program(p);
+  }
+}
+
+TEST_CASE("grouped convolutions with 8 and 16 channels per group stay channel-blocked") {
+  // 1x1 8->32, 3x3 with 4 groups of 8, 1x1 32->32, 3x3 with 2 groups of 16, 1x1 to the output:
+  // every intermediate is blocked (the group adds whole blocks to the channel index), and the
+  // program computes what the unblocked one does.
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 8, 9, 7});
+  b.initializer("w1", ramp(32 * 8, 0.05f), {32, 8, 1, 1});
+  b.initializer("w2", ramp(32 * 8 * 9, 0.03f), {32, 8, 3, 3});
+  b.initializer("w3", ramp(32 * 32, 0.03f), {32, 32, 1, 1});
+  b.initializer("w4", ramp(32 * 16 * 9, 0.02f), {32, 16, 3, 3});
+  b.initializer("w5", ramp(5 * 32, 0.05f), {5, 32, 1, 1});
+  b.node("Conv", {"x", "w1"}, {"c1"}).name = "conv1";
+  b.node("Relu", {"c1"}, {"r1"}).name = "relu1";
+  b.node("Conv", {"r1", "w2"}, {"c2"}, {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})}).name = "group8";
+  b.node("Conv", {"c2", "w3"}, {"c3"}).name = "conv3";
+  b.node("Conv", {"c3", "w4"}, {"c4"}, {attr_int("group", 2), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}).name = "group16";
+  b.node("Relu", {"c4"}, {"r4"}).name = "relu4";
+  b.node("Conv", {"r4", "w5"}, {"y"}).name = "conv5";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/grouped_blocks.onnx";
+  b.save(path);
+  for (const char *target : {"cpu-x86_64-avx512", "cpu-x86_64"}) {
+    CAPTURE(target);
+    CompileOptions opt;
+    opt.target = target;
+    CompileReport r;
+    Program p = compile_schedule(path, opt, &r);
+    CHECK(r.blocked_buffers >= 4);
+    for (const Kernel &k : p.kernels)
+      if (!k.source_nodes.empty() && (k.source_nodes[0] == "group8" || k.source_nodes[0] == "group16")) {
+        CAPTURE(k.source_nodes[0]);
+        CHECK((k.axes[k.n_parallel - 1] == 8 || k.axes[k.n_parallel - 1] == 16));
+      }
+    check_blocked_like_plain(p, path, opt);
+  }
+}
+
+TEST_CASE("a product that cannot write the blocked layout reads a reordered row-layout copy of its input") {
+  // 3 -> 24 channels (blocked by 8), then 24 -> 58 (58 does not divide by 8): the second conv gets a
+  // reorder of its input to the row layout; the first conv still writes blocks.
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 3, 12, 11});
+  b.initializer("w1", ramp(24 * 3 * 9, 0.05f), {24, 3, 3, 3});
+  b.initializer("w2", ramp(58 * 24, 0.03f), {58, 24, 1, 1});
+  b.initializer("w3", ramp(4 * 58, 0.03f), {4, 58, 1, 1});
+  b.node("Conv", {"x", "w1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "conv24";
+  b.node("Relu", {"c1"}, {"r1"}).name = "relu24";
+  b.node("Conv", {"r1", "w2"}, {"c2"}).name = "conv58";
+  b.node("Relu", {"c2"}, {"r2"}).name = "relu58";
+  b.node("Conv", {"r2", "w3"}, {"y"}).name = "conv4";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/reorder.onnx";
+  b.save(path);
+  CompileOptions opt;
+  opt.target = "cpu-x86_64";
+  Program p = compile_schedule(path, opt, nullptr);
+  int reorders = 0;
+  for (size_t i = 0; i < p.kernels.size(); i++)
+    if (p.kernels[i].name == "reorder") {
+      reorders++;
+      REQUIRE(i + 1 < p.kernels.size());
+      CHECK(p.kernels[i + 1].source_nodes[0] == "conv58");  // right before the product it feeds
+    }
+  CHECK(reorders == 1);
+  for (const Kernel &k : p.kernels)
+    if (!k.source_nodes.empty() && k.source_nodes[0] == "conv24") CHECK(k.axes[k.n_parallel - 1] == 8);
+  check_blocked_like_plain(p, path, opt);
+  setenv("CAPGRAPH_NO_REORDER", "1", 1);
+  Program no_reorder = compile_schedule(path, opt, nullptr);
+  unsetenv("CAPGRAPH_NO_REORDER");
+  for (const Kernel &k : no_reorder.kernels) CHECK(k.name != "reorder");
 }

@@ -24,9 +24,12 @@ int channel_axis(const Kernel &k, const Access &a, size_t d, int64_t CB) {
   const DimIndex &di = a.dims[d];
   if (di.expr >= 0 || di.divisor != 1 || (di.bound != Bound::none && di.bound != Bound::skip)) return -1;
   if (di.shift % CB != 0) return -1;
+  // Other terms may add whole blocks (a grouped convolution's group: c = g * 8 + ci with 8 channels
+  // per group and blocks of 8): the block index is then (theirs / CB) + the axis' outer part.
   int axis = -1;
   for (const AxisTerm &t : di.terms) {
     if (k.axes[t.axis] == 1 || t.coef == 0) continue;
+    if (t.coef % CB == 0 && t.coef > 0) continue;
     if (axis >= 0 || t.coef != 1) return -1;
     axis = t.axis;
   }
@@ -36,6 +39,14 @@ int channel_axis(const Kernel &k, const Access &a, size_t d, int64_t CB) {
   for (const Expr &x : k.exprs)
     if (x.op == Op::iota && x.access == axis) return -1;
   return axis;
+}
+
+// The axes adding whole blocks to dimension d's index besides its channel axis (a group axis).
+std::vector<int> block_step_axes(const Kernel &k, const Access &a, size_t d, int axis) {
+  std::vector<int> out;
+  for (const AxisTerm &t : a.dims[d].terms)
+    if (t.axis != axis && k.axes[t.axis] > 1 && t.coef != 0) out.push_back(t.axis);
+  return out;
 }
 
 // A buffer can be blocked when every access views it as the same contiguous [N, C, H, W] with
@@ -117,7 +128,7 @@ void kernel_split(Kernel &k, const std::map<int, int64_t> &split, const std::vec
     for (const AxisTerm &t : c.terms) {
       if (axes[t.axis] == 1) continue;
       if (is_inner[t.axis]) ci.terms.push_back({t.axis, 1});
-      else cb.terms.push_back({t.axis, 1});
+      else cb.terms.push_back({t.axis, t.coef / CB});  // the split outer (CB) or whole blocks
     }
     cb.shift = c.shift / CB;
     cb.extent = c.extent / CB;
@@ -138,20 +149,95 @@ void kernel_split(Kernel &k, const std::map<int, int64_t> &split, const std::vec
   k.n_parallel = new_np;
 }
 
-}  // namespace
-
-int program_block_channels(Program &p, int64_t widest) {
+std::vector<std::vector<Use>> program_uses(Program &p) {
   std::vector<std::vector<Use>> uses(p.buffers.size());
   for (size_t ki = 0; ki < p.kernels.size(); ki++) {
     Kernel &k = p.kernels[ki];
     uses[k.store.buffer].push_back({(int)ki, &k.store});
     for (Access &a : k.loads) uses[a.buffer].push_back({(int)ki, &a});
   }
-  // Each buffer's block: the widest that fits it (its channels, its slices), else the narrow one.
+  return uses;
+}
+
+// Each buffer's block: the widest that fits it (its channels, its slices), else the narrow one;
+// 0 for the buffers in `rows` (kept in the row layout on purpose).
+std::vector<int64_t> blocks_choose(const Program &p, const std::vector<std::vector<Use>> &uses, int64_t widest, const std::set<int> &rows) {
   std::vector<int64_t> block(p.buffers.size(), 0);
   for (size_t b = 0; b < p.buffers.size(); b++)
     for (int64_t cb : {widest, kChannelBlock})
-      if (!block[b] && cb >= kChannelBlock && !why_not_blockable(p, (int)b, uses[b], cb)) block[b] = cb;
+      if (!block[b] && !rows.count((int)b) && cb >= kChannelBlock && !why_not_blockable(p, (int)b, uses[b], cb)) block[b] = cb;
+  return block;
+}
+
+// Reorders at layout boundaries (as oneDNN's): a product (convolution, matrix product) whose
+// output stays in the row layout (its channels do not divide by 8, or it is a model output) but
+// which reduces over the channels of a blockable input would read that input with a stride of
+// one block along its output positions: neither register tile applies and it runs at scalar
+// speed (a ShuffleNet 1x1 conv 24 -> 58 channels: 8 GFLOP/s). Such an input gets a row-layout
+// copy made by one copy kernel right before the product, which then runs as a row-layout tile;
+// the producer and the other readers keep the blocked layout. Only where the product does at
+// least 32 multiply-adds per copied element, so the copy costs little beside it. Returns the
+// copies (the buffers to keep in the row layout).
+std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
+  std::set<int> rows;
+  std::vector<std::vector<Use>> uses = program_uses(p);
+  const std::vector<int64_t> block = blocks_choose(p, uses, widest, rows);
+  std::vector<Kernel> kernels;
+  for (size_t ki = 0; ki < p.kernels.size(); ki++) {
+    Kernel &k = p.kernels[ki];
+    bool product = k.reduce == Reduce::sum && k.body >= 0 && k.exprs[k.body].op == Op::mul && !block[k.store.buffer];
+    for (size_t li = 0; product && li < k.loads.size(); li++) {
+      Access &a = k.loads[li];
+      const int b = a.buffer;
+      if (!block[b] || rows.count(b)) continue;
+      const int ax = channel_axis(k, a, 1, block[b]);
+      if (ax < k.n_parallel || k.flops < 64 * p.buffers[b].numel) continue;
+      // The copy: [N, C, H, W] element for element, in the first view's shape.
+      const Access &view = *uses[b][0].access;
+      const int64_t N = view.dims[0].extent, H = view.dims[2].extent, W = view.dims[3].extent;
+      const Shape shape = {N, p.buffers[b].numel / (N * H * W), H, W}, st = shape_strides(shape);
+      Buffer copy = p.buffers[b];
+      copy.name = p.buffers[b].name + "_rows";
+      p.buffers.push_back(copy);
+      const int c = (int)p.buffers.size() - 1;
+      Kernel r;
+      r.name = "reorder";
+      r.source_nodes = k.source_nodes.empty() ? std::vector<std::string>{} : std::vector<std::string>{k.source_nodes[0]};
+      r.axes = shape;
+      r.n_parallel = 4;
+      Access from, to;
+      from.buffer = b;
+      to.buffer = c;
+      for (int d = 0; d < 4; d++) {
+        DimIndex di;
+        di.terms = {{d, 1}};
+        di.extent = shape[d];
+        di.stride = st[d];
+        from.dims.push_back(di);
+        to.dims.push_back(di);
+      }
+      r.result = r.expr_load(from, DType::f32);
+      r.store = to;
+      kernels.push_back(r);
+      // Every load of k from that buffer reads the copy (same offsets: same row layout).
+      for (Access &o : k.loads)
+        if (o.buffer == b) o.buffer = c;
+      rows.insert(c);
+    }
+    kernels.push_back(k);
+  }
+  p.kernels = std::move(kernels);
+  if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
+    for (int c : rows) fprintf(stderr, "layout: reorder %s to the row layout\n", p.buffers[c].name.c_str());
+  return rows;
+}
+
+}  // namespace
+
+int program_block_channels(Program &p, int64_t widest) {
+  const std::set<int> rows = getenv("CAPGRAPH_NO_REORDER") ? std::set<int>{} : program_reorder_boundaries(p, widest);
+  std::vector<std::vector<Use>> uses = program_uses(p);
+  std::vector<int64_t> block = blocks_choose(p, uses, widest, rows);
   if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
     for (size_t b = 0; b < p.buffers.size(); b++)
       if (p.buffers[b].kind == Buffer::Kind::intermediate && !uses[b].empty())
@@ -160,7 +246,7 @@ int program_block_channels(Program &p, int64_t widest) {
           for (const DimIndex &d : u.access->dims) dims += " " + std::to_string(d.extent) + "/" + std::to_string(d.stride);
           fprintf(stderr, "layout: %s %s (%lld elements, block %lld) in %s:%s: %s\n", block[b] ? "blocked" : "not blocked",
                   p.buffers[b].name.c_str(), (long long)p.buffers[b].numel, (long long)block[b], p.kernels[u.kernel].name.c_str(), dims.c_str(),
-                  block[b] ? "" : why_not_blockable(p, (int)b, uses[b], kChannelBlock));
+                  block[b] ? "" : rows.count((int)b) ? "a reorder's row-layout copy" : why_not_blockable(p, (int)b, uses[b], kChannelBlock));
         }
 
   // A kernel can move only one parallel axis innermost: where blocked buffers would need two,
@@ -173,15 +259,24 @@ int program_block_channels(Program &p, int64_t widest) {
       Kernel &k = p.kernels[ki];
       std::map<int, std::vector<int>> par;  // parallel channel axis -> buffers
       std::map<int, std::vector<int>> on;   // channel axis -> buffers
+      std::map<int, std::vector<int>> steps;  // axis adding whole blocks -> buffers
       split[ki].clear();
       auto note = [&](const Access &a) {
         if (!block[a.buffer]) return;
         int ax = channel_axis(k, a, 1, block[a.buffer]);
         on[ax].push_back(a.buffer);
         if (ax < k.n_parallel) par[ax].push_back(a.buffer);
+        for (int s : block_step_axes(k, a, 1, ax)) steps[s].push_back(a.buffer);
       };
       note(k.store);
       for (const Access &a : k.loads) note(a);
+      // An axis that steps whole blocks of one buffer must not be split for another.
+      for (auto &[ax, bufs] : steps)
+        if (on.count(ax)) {
+          for (int b : bufs) block[b] = 0;
+          changed = true;
+        }
+      if (changed) continue;
       if (par.size() > 1) {
         for (auto &[ax, bufs] : par)
           for (int b : bufs) block[b] = 0;

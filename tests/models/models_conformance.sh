@@ -4,6 +4,11 @@
 #                 seeded random inputs, against ONNX Runtime run on the same inputs.
 #   MODE zoo:     every model in ../shared/zoo (when present) on its committed input, against its
 #                 committed ONNX Runtime output. Exit 77 (skipped) without a zoo.
+#   MODE families: the wider benchmark set of tests/tools/family_gen (grouped convolutions, channel
+#                 shuffle, MobileNetV3, Inception, DenseNet, the comma-shaped model with uint8
+#                 inputs), at its small "test" size, against ONNX Runtime on the same inputs;
+#                 regnet_like, shufflenet_like and comma_like also as cpu-aarch64 captures under
+#                 qemu-aarch64 when it and the aarch64 capgraph-run are there.
 #   MODE aarch64: PaddleOCR cls and rec compiled with --target cpu-aarch64 and replayed by the
 #                 aarch64 build of capgraph-run under qemu-aarch64, against ONNX Runtime.
 # Tolerance everywhere: max |a-b| <= 1e-3 * max |ref| + 1e-5 per output (tests/tools/npy_compare).
@@ -80,7 +85,39 @@ case $mode in
       if ((ok)); then echo "PASS $name"; passed=$((passed+1)); else echo "FAIL $name"; failures=$((failures+1)); fi
     done
     ;;
-  *) echo "usage: models_conformance.sh ocr|zoo|aarch64 BUILD_DIR"; exit 2 ;;
+  families)
+    command -v node >/dev/null || { echo "FAIL: node is needed to run ONNX Runtime"; exit 1; }
+    "$build/tests/tools/family_gen" "$work/families" test || { echo "FAIL: family_gen"; exit 1; }
+    for dir in "$work"/families/*/; do
+      name=$(basename "$dir"); d=$work/$name; mkdir -p "$d/cg" "$d/ort"
+      readarray -t ins < <(node -e "const m=require('$dir/meta.json'); for (const i of m.inputs) console.log(i.name+'='+'$dir'+i.file+' '+i.name+'='+i.dims.join('x'))")
+      args=(); shapes=(); feeds=()
+      for l in "${ins[@]}"; do args+=(--input "${l%% *}"); shapes+=(--input-shape "${l##* }"); feeds+=("${l%% *}"); done
+      node "$repo/tests/ort/ort_run.mjs" "$dir/model.onnx" "$d/ort" "${feeds[@]}" >/dev/null || { echo "FAIL $name: ONNX Runtime could not run it"; failures=$((failures+1)); continue; }
+      if ! "$capgraph" compile "$dir/model.onnx" -o "$d/m.cap" "${shapes[@]}" | sed 's/^/  /'; then echo "FAIL $name: compile"; failures=$((failures+1)); continue; fi
+      if ! "$capgraph" run "$d/m.cap" "${args[@]}" --output-dir "$d/cg" | sed 's/^/  /'; then echo "FAIL $name: replay"; failures=$((failures+1)); continue; fi
+      ok=1
+      for ref in "$d"/ort/*.npy; do
+        "$build/tests/tools/npy_compare" "$d/cg/$(basename "$ref")" "$ref" | sed 's/^/  /'
+        [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
+      done
+      if ((ok)); then echo "PASS $name"; passed=$((passed+1)); else echo "FAIL $name"; failures=$((failures+1)); fi
+      # The grouped-conv blocks, the reorders and the matvec head on NEON too, under qemu.
+      case $name in regnet_like|shufflenet_like|comma_like) ;; *) continue ;; esac
+      runner=$build/runtime/aarch64/capgraph-run
+      if ! command -v qemu-aarch64 >/dev/null || [[ ! -x $runner ]]; then echo "  (no qemu-aarch64 or aarch64 capgraph-run: $name not run on aarch64)"; continue; fi
+      mkdir -p "$d/a64"
+      if ! "$capgraph" compile "$dir/model.onnx" -o "$d/a64.cap" --target cpu-aarch64 | sed 's/^/  /'; then echo "FAIL ${name}_aarch64: compile"; failures=$((failures+1)); continue; fi
+      if ! qemu-aarch64 -L /usr/aarch64-linux-gnu "$runner" "$d/a64.cap" "${args[@]}" --output-dir "$d/a64" | sed 's/^/  /'; then echo "FAIL ${name}_aarch64: replay"; failures=$((failures+1)); continue; fi
+      ok=1
+      for ref in "$d"/ort/*.npy; do
+        "$build/tests/tools/npy_compare" "$d/a64/$(basename "$ref")" "$ref" | sed 's/^/  /'
+        [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
+      done
+      if ((ok)); then echo "PASS ${name}_aarch64"; passed=$((passed+1)); else echo "FAIL ${name}_aarch64"; failures=$((failures+1)); fi
+    done
+    ;;
+  *) echo "usage: models_conformance.sh ocr|zoo|families|aarch64 BUILD_DIR"; exit 2 ;;
 esac
 echo "$passed passed, $failures failed"
 ((failures == 0))
