@@ -183,6 +183,7 @@ static void lower_table_fill() {
   lower_register_movement();
   lower_register_reduce();
   lower_register_index();
+  lower_register_loss();
 }
 
 std::vector<std::string> lower_ops() {

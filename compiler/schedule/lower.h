@@ -88,6 +88,7 @@ void lower_register_nn();
 void lower_register_movement();
 void lower_register_reduce();
 void lower_register_index();
+void lower_register_loss();
 
 // The names of every supported op.
 std::vector<std::string> lower_ops();

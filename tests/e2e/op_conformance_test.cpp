@@ -1132,6 +1132,10 @@ std::vector<OpCase> op_cases() {
       {"resize_cubic_half_pixel", [] { return resize({1, 2, 4, 5}, {1, 1, 1.5f, 0.8f}, {}, {mode("cubic")}); }},
       {"resize_cubic_exclude_outside_sizes", [] { return resize({1, 1, 5, 4}, {}, {1, 1, 9, 7}, {mode("cubic"), attr_int("exclude_outside", 1), attr_float("cubic_coeff_a", -0.5f)}); }},
       {"resize_cubic_align_corners", [] { return resize({1, 1, 3, 4}, {1, 1, 2, 2}, {}, {mode("cubic"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
+      // NLL and SoftmaxCrossEntropy losses: integers are drawn in [0, 3], so targets are valid classes.
+      {"nll_loss_mean_weight_ignore", [] { return one(13, "NegativeLogLikelihoodLoss", {in("x", {3, 4, 5}), in("t", {3, 5}, I64), w("wt", {4}, 0.1f, 1)}, {attr_string("reduction", "mean"), attr_int("ignore_index", 2)}); }, 0, 3},
+      {"nll_loss_none_negative_ignore", [] { return one(13, "NegativeLogLikelihoodLoss", {in("x", {4, 3}), ci("t", {2, -1, 0, 1}, {4})}, {attr_string("reduction", "none"), attr_int("ignore_index", -1)}); }},
+      {"sce_loss_sum_log_prob", [] { return one(13, "SoftmaxCrossEntropyLoss", {in("x", {2, 5, 3, 2}), in("t", {2, 3, 2}, I64)}, {attr_string("reduction", "sum")}, {F, F}); }, 0, 3},
       {"mean_variance_normalization", [] { return one(13, "MeanVarianceNormalization", {in("x", {2, 3, 4, 5})}); }},
       {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
