@@ -51,7 +51,9 @@ const std::vector<OpArity> &op_arity_table() {
       {"GatherND", 2, 2, 1}, {"ScatterND", 3, 3, 1}, {"ScatterElements", 3, 3, 1}, {"Scatter", 3, 3, 1},
       {"TopK", 1, 2, 2, 10, 2},  // K is an input since opset 10
       {"QuantizeLinear", 2, 3, 1}, {"DequantizeLinear", 2, 3, 1}, {"MeanVarianceNormalization", 1, 1, 1},
-      {"NegativeLogLikelihoodLoss", 2, 3, 1}, {"SoftmaxCrossEntropyLoss", 2, 3, 2},
+      {"NegativeLogLikelihoodLoss", 2, 3, 1}, {"SoftmaxCrossEntropyLoss", 2, 3, 2}, {"Einsum", 1, -1, 1},
+      {"Compress", 2, 2, 1}, {"NonZero", 1, 1, 1}, {"Unique", 1, 1, 4}, {"ReverseSequence", 2, 2, 1},
+      {"HannWindow", 1, 1, 1}, {"HammingWindow", 1, 1, 1}, {"BlackmanWindow", 1, 1, 1},
   };
   return table;
 }

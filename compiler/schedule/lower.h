@@ -89,6 +89,9 @@ void lower_register_movement();
 void lower_register_reduce();
 void lower_register_index();
 void lower_register_loss();
+void lower_register_einsum();
+void lower_register_select();
+void lower_register_signal();
 
 // The names of every supported op.
 std::vector<std::string> lower_ops();
