@@ -54,6 +54,8 @@ const std::vector<OpArity> &op_arity_table() {
       {"NegativeLogLikelihoodLoss", 2, 3, 1}, {"SoftmaxCrossEntropyLoss", 2, 3, 2}, {"Einsum", 1, -1, 1},
       {"Compress", 2, 2, 1}, {"NonZero", 1, 1, 1}, {"Unique", 1, 1, 4}, {"ReverseSequence", 2, 2, 1},
       {"HannWindow", 1, 1, 1}, {"HammingWindow", 1, 1, 1}, {"BlackmanWindow", 1, 1, 1},
+      {"ConvInteger", 2, 4, 1}, {"MatMulInteger", 2, 4, 1}, {"QLinearConv", 8, 9, 1}, {"QLinearMatMul", 8, 8, 1},
+      {"DynamicQuantizeLinear", 1, 1, 3},
   };
   return table;
 }

@@ -203,6 +203,7 @@ static void lower_table_fill() {
   lower_register_einsum();
   lower_register_select();
   lower_register_signal();
+  lower_register_quant();
 }
 
 std::vector<std::string> lower_ops() {

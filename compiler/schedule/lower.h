@@ -92,6 +92,7 @@ void lower_register_loss();
 void lower_register_einsum();
 void lower_register_select();
 void lower_register_signal();
+void lower_register_quant();
 
 // The names of every supported op.
 std::vector<std::string> lower_ops();

@@ -1136,6 +1136,37 @@ std::vector<OpCase> op_cases() {
       {"nll_loss_mean_weight_ignore", [] { return one(13, "NegativeLogLikelihoodLoss", {in("x", {3, 4, 5}), in("t", {3, 5}, I64), w("wt", {4}, 0.1f, 1)}, {attr_string("reduction", "mean"), attr_int("ignore_index", 2)}); }, 0, 3},
       {"nll_loss_none_negative_ignore", [] { return one(13, "NegativeLogLikelihoodLoss", {in("x", {4, 3}), ci("t", {2, -1, 0, 1}, {4})}, {attr_string("reduction", "none"), attr_int("ignore_index", -1)}); }},
       {"sce_loss_sum_log_prob", [] { return one(13, "SoftmaxCrossEntropyLoss", {in("x", {2, 5, 3, 2}), in("t", {2, 3, 2}, I64)}, {attr_string("reduction", "sum")}, {F, F}); }, 0, 3},
+      // Einsum: a batched product, a diagonal under an ellipsis, an implicit outer product.
+      {"einsum_batch_matmul", [] { return one(12, "Einsum", {in("x", {2, 3, 4}), in("b", {2, 4, 5})}, {attr_string("equation", "bij, bjk -> bik")}); }},
+      {"einsum_ellipsis_diagonal", [] { return one(12, "Einsum", {in("x", {2, 3, 4, 4})}, {attr_string("equation", "...ii->...i")}); }},
+      {"einsum_implicit_outer_sum", [] { return one(12, "Einsum", {in("x", {3, 4}), in("b", {5})}, {attr_string("equation", "ij,k")}); }},
+      // Sizes set by compile-time values: Compress's condition, windows' length, Unique's input.
+      {"compress_constant_condition", [] { return one(11, "Compress", {in("x", {3, 4}), init(tensor_make("c", BOOL, std::vector<uint8_t>{1, 0, 1, 1}, {4}))}, {attr_int("axis", 1)}); }},
+      {"compress_flat", [] { return one(11, "Compress", {in("x", {2, 3}), init(tensor_make("c", BOOL, std::vector<uint8_t>{0, 1, 1, 0, 1}, {5}))}); }},
+      {"hamming_window_symmetric", [] { return one(17, "HammingWindow", {ci("n", {10}, {})}, {attr_int("periodic", 0)}); }},
+      {"unique_sorted_axis0", [] { return one(11, "Unique", {cf("x", {1, 2, 0, 1, 2, 0, -1, 3, 3}, {3, 3})}, {attr_int("axis", 0)}, {F, I64, I64, I64}); }},
+      {"reverse_sequence_time0", [] { return one(10, "ReverseSequence", {in("x", {4, 3, 2}), ci("l", {4, 1, 3})}, {attr_int("batch_axis", 1), attr_int("time_axis", 0)}); }},
+      // Integer and quantized products: uint8 inputs drawn in [0, 255], int32 sums, requantization.
+      {"matmul_integer_zero_points", [] {
+         return one(10, "MatMulInteger", {in("a", {2, 3, 5}, U8), in("b", {5, 4}, U8), init(tensor_make("az", U8, std::vector<uint8_t>{131}, {})),
+                                          init(tensor_make("bz", U8, std::vector<uint8_t>{7, 100, 128, 250}, {4}))}, {}, {I32});
+       }, 0, 255},
+      {"conv_integer_padded", [] {
+         return one(10, "ConvInteger", {in("x", {1, 2, 5, 5}, U8), in("w", {3, 2, 3, 3}, U8), init(tensor_make("xz", U8, std::vector<uint8_t>{120}, {})),
+                                        init(tensor_make("wz", U8, std::vector<uint8_t>{128}, {}))}, {pads({1, 1, 1, 1})}, {I32});
+       }, 0, 255},
+      {"qlinear_matmul", [] {
+         return one(10, "QLinearMatMul", {in("a", {3, 6}, U8), cf("as", {0.02f}, {}), init(tensor_make("az", U8, std::vector<uint8_t>{120}, {})),
+                                          in("b", {6, 4}, U8), cf("bs", {0.03f}, {}), init(tensor_make("bz", U8, std::vector<uint8_t>{130}, {})),
+                                          cf("ys", {0.5f}, {}), init(tensor_make("yz", U8, std::vector<uint8_t>{128}, {}))}, {}, {U8});
+       }, 0, 255},
+      {"qlinear_conv_bias_per_channel_scale", [] {
+         return one(10, "QLinearConv", {in("x", {1, 2, 6, 6}, U8), cf("xs", {0.05f}, {}), init(tensor_make("xz", U8, std::vector<uint8_t>{110}, {})),
+                                        in("w", {3, 2, 3, 3}, U8), cf("ws", {0.01f, 0.02f, 0.005f}, {3}), init(tensor_make("wz", U8, std::vector<uint8_t>{128}, {})),
+                                        cf("ys", {2.5f}, {}), init(tensor_make("yz", U8, std::vector<uint8_t>{100}, {})),
+                                        init(tensor_make("bias", I32, std::vector<int32_t>{-500, 0, 1234}, {3}))}, {pads({1, 1, 1, 1}), strides({2, 2})}, {U8});
+       }, 0, 255},
+      {"dynamic_quantize_linear", [] { return one(11, "DynamicQuantizeLinear", {in("x", {3, 7})}, {}, {U8, F, U8}); }, -1, 3},
       {"mean_variance_normalization", [] { return one(13, "MeanVarianceNormalization", {in("x", {2, 3, 4, 5})}); }},
       {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
