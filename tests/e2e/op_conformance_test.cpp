@@ -920,6 +920,16 @@ std::vector<OpCase> op_cases() {
          b.output("y", F);
          return b;
        }},
+      {"cast_to_float16_and_back", [] {  // float16 intermediates made by Cast (and folded by the .folded twin)
+         ModelBuilder b(13);
+         b.input("x", F, {3, 5});
+         b.initializer(tensor_make<uint16_t>("h", DataType::float16, {0x3800, 0xBD00, 0x4200, 0x63D0, 0x2E66}, {5}));
+         b.node("Cast", {"x"}, {"xh"}, {attr_int("to", 10)});
+         b.node("Mul", {"xh", "h"}, {"m"});
+         b.node("Cast", {"m"}, {"y"}, {attr_int("to", 1)});
+         b.output("y", F);
+         return b;
+       }, -3, 3},
       {"pad_opset10_attrs_then_conv_folded", [] {
          ModelBuilder b(10);
          b.input("x", F, {1, 2, 5, 5});
