@@ -204,6 +204,7 @@ static void lower_table_fill() {
   lower_register_select();
   lower_register_signal();
   lower_register_quant();
+  lower_register_rnn();
 }
 
 std::vector<std::string> lower_ops() {

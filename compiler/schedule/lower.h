@@ -93,6 +93,7 @@ void lower_register_einsum();
 void lower_register_select();
 void lower_register_signal();
 void lower_register_quant();
+void lower_register_rnn();
 
 // The names of every supported op.
 std::vector<std::string> lower_ops();

@@ -1177,6 +1177,23 @@ std::vector<OpCase> op_cases() {
                                         init(tensor_make("bias", I32, std::vector<int32_t>{-500, 0, 1234}, {3}))}, {pads({1, 1, 1, 1}), strides({2, 2})}, {U8});
        }, 0, 255},
       {"dynamic_quantize_linear", [] { return one(11, "DynamicQuantizeLinear", {in("x", {3, 7})}, {}, {U8, F, U8}); }, -1, 3},
+      // Recurrent layers, unrolled: weights as initializers, sequence_lens shorter than the sequence.
+      {"rnn_sequence_lens_initial_h", [] {
+         return one(14, "RNN", {in("x", {4, 3, 2}), w("w", {1, 5, 2}), w("r", {1, 5, 5}), w("b", {1, 10}), init(tensor_make("l", I32, std::vector<int32_t>{4, 2, 3}, {3})), in("h0", {1, 3, 5})},
+                    {attr_int("hidden_size", 5)}, {F, F});
+       }},
+      {"gru_linear_before_reset_clip", [] {
+         return one(14, "GRU", {in("x", {3, 2, 4}), w("w", {1, 9, 4}), w("r", {1, 9, 3}), w("b", {1, 18})},
+                    {attr_int("hidden_size", 3), attr_int("linear_before_reset", 1), attr_float("clip", 1.5f)}, {F, F});
+       }},
+      {"gru_sequence_lens", [] {  // (layout 1 is covered by the ONNX node tests: ONNX Runtime refuses it)
+         return one(14, "GRU", {in("x", {5, 2, 3}), w("w", {1, 12, 3}), w("r", {1, 12, 4}), w("b", {1, 24}), init(tensor_make("l", I32, std::vector<int32_t>{5, 3}, {2}))},
+                    {attr_int("hidden_size", 4)}, {F, F});
+       }},
+      {"lstm_peepholes_initial_state", [] {
+         return one(14, "LSTM", {in("x", {3, 2, 3}), w("w", {1, 16, 3}), w("r", {1, 16, 4}), w("b", {1, 32}), none(), in("h0", {1, 2, 4}), in("c0", {1, 2, 4}), w("p", {1, 12})},
+                    {attr_int("hidden_size", 4)}, {F, F, F});
+       }},
       {"mean_variance_normalization", [] { return one(13, "MeanVarianceNormalization", {in("x", {2, 3, 4, 5})}); }},
       {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
@@ -1590,12 +1607,12 @@ TEST_CASE("unsupported ops and attributes give an Error naming the node and the 
          b.output("y", F);
          return b;
        }},
-      {"lstm_1", "LSTM", [] {
+      {"lstm_1", "LSTM", [] {  // (a forward LSTM compiles since issue 18; both directions do not)
          ModelBuilder b(13);
          b.input("x", F, {2, 1, 3});
-         b.initializer(w("W", {1, 8, 3}).tensor);
-         b.initializer(w("R", {1, 8, 2}).tensor);
-         b.node("LSTM", {"x", "W", "R"}, {"y"}, {attr_int("hidden_size", 2)}).name = "lstm_1";
+         b.initializer(w("W", {2, 8, 3}).tensor);
+         b.initializer(w("R", {2, 8, 2}).tensor);
+         b.node("LSTM", {"x", "W", "R"}, {"y"}, {attr_int("hidden_size", 2), attr_string("direction", "bidirectional")}).name = "lstm_1";
          b.output("y", F);
          return b;
        }},
