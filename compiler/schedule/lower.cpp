@@ -205,6 +205,7 @@ static void lower_table_fill() {
   lower_register_signal();
   lower_register_quant();
   lower_register_rnn();
+  lower_register_grid_sample();
 }
 
 std::vector<std::string> lower_ops() {

@@ -94,6 +94,7 @@ void lower_register_select();
 void lower_register_signal();
 void lower_register_quant();
 void lower_register_rnn();
+void lower_register_grid_sample();
 
 // The names of every supported op.
 std::vector<std::string> lower_ops();

@@ -1194,6 +1194,11 @@ std::vector<OpCase> op_cases() {
          return one(14, "LSTM", {in("x", {3, 2, 3}), w("w", {1, 16, 3}), w("r", {1, 16, 4}), w("b", {1, 32}), none(), in("h0", {1, 2, 4}), in("c0", {1, 2, 4}), w("p", {1, 12})},
                     {attr_int("hidden_size", 4)}, {F, F, F});
        }},
+      // GridSample: grid entries drawn in [-2, 2], so half the locations fall outside X.
+      {"grid_sample_bilinear_reflection", [] { return one(16, "GridSample", {in("x", {2, 3, 4, 5}), in("g", {2, 3, 6, 2})}, {attr_string("padding_mode", "reflection")}); }},
+      {"grid_sample_bilinear_reflection_align", [] { return one(16, "GridSample", {in("x", {1, 2, 5, 4}), in("g", {1, 4, 3, 2})}, {attr_string("padding_mode", "reflection"), attr_int("align_corners", 1)}); }},
+      {"grid_sample_bicubic_border", [] { return one(16, "GridSample", {in("x", {1, 2, 5, 6}), in("g", {1, 3, 4, 2})}, {attr_string("mode", "bicubic"), attr_string("padding_mode", "border")}); }},
+      {"grid_sample_nearest_zeros_align", [] { return one(16, "GridSample", {in("x", {1, 1, 4, 4}), in("g", {1, 5, 5, 2})}, {attr_string("mode", "nearest"), attr_int("align_corners", 1)}); }},
       {"mean_variance_normalization", [] { return one(13, "MeanVarianceNormalization", {in("x", {2, 3, 4, 5})}); }},
       {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
