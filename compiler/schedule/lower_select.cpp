@@ -1,4 +1,4 @@
-// Ops whose output size depends on input values: Compress, NonZero and Unique. A capture has
+// Ops whose output size depends on input values: Compress, NonZero, Unique, NonMaxSuppression. A capture has
 // static shapes (DESIGN.md: the memory plan is fixed at compile time), so the values that set the
 // size must be known at compile time: Compress's condition, NonZero's and Unique's input (a model
 // input can be bound with `capgraph compile --bind NAME=FILE.npy`). Otherwise they are refused
@@ -9,6 +9,7 @@
 // Sources: the ONNX operator specification (onnx/docs/Operators.md): Compress (11), NonZero (13),
 // Unique (11), ReverseSequence (10).
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 
@@ -169,6 +170,65 @@ void lower_reverse_sequence(Lowering &L, Node &n) {
   k.store_dtype = x->dtype;
 }
 
+// NonMaxSuppression: per batch and class, the boxes by decreasing score (above score_threshold),
+// each kept unless its IoU with a box already kept passes iou_threshold, at most
+// max_output_boxes_per_class of them; the output is one (batch, class, box) row per kept box. How
+// many boxes survive depends on every value, so the boxes, scores and thresholds must be known at
+// compile time and the result is a constant (a static upper bound with a run-time count would not
+// give the [count, 3] shape ONNX defines). Sources: the ONNX operator specification
+// (NonMaxSuppression, opsets 10 and 11); ties in score keep the lower box index first.
+void lower_non_max_suppression(Lowering &L, Node &n) {
+  const Tensor &boxes = L.const_input(0, "boxes"), &scores = L.const_input(1, "scores");
+  int64_t max_out = L.has_input(2) ? (L.const_input(2, "max_output_boxes_per_class").numel() ? L.const_input(2, "max_output_boxes_per_class").at_i64(0) : 0) : 0;
+  double iou_max = L.has_input(3) && L.const_input(3, "iou_threshold").numel() ? L.const_input(3, "iou_threshold").at_f64(0) : 0;
+  bool has_score_min = L.has_input(4) && L.const_input(4, "score_threshold").numel();
+  double score_min = has_score_min ? L.const_input(4, "score_threshold").at_f64(0) : 0;
+  bool center = n.attr_int("center_point_box", 0) != 0;
+  if (boxes.shape.size() != 3 || boxes.shape[2] != 4) L.fail("boxes must have shape [batch, boxes, 4], got " + shape_str(boxes.shape));
+  const int64_t B = boxes.shape[0], N = boxes.shape[1];
+  if (scores.shape.size() != 3 || scores.shape[0] != B || scores.shape[2] != N)
+    L.fail("scores must have shape [" + std::to_string(B) + ", classes, " + std::to_string(N) + "], got " + shape_str(scores.shape));
+  const int64_t C = scores.shape[1];
+  // (y1, x1, y2, x2) with y1 <= y2, x1 <= x2
+  auto corners = [&](int64_t b, int64_t i) {
+    double v[4];
+    for (int j = 0; j < 4; j++) v[j] = boxes.at_f64((b * N + i) * 4 + j);
+    if (center) return std::array<double, 4>{v[1] - v[3] / 2, v[0] - v[2] / 2, v[1] + v[3] / 2, v[0] + v[2] / 2};
+    return std::array<double, 4>{std::min(v[0], v[2]), std::min(v[1], v[3]), std::max(v[0], v[2]), std::max(v[1], v[3])};
+  };
+  auto iou = [](const std::array<double, 4> &a, const std::array<double, 4> &b) {
+    double area_a = (a[2] - a[0]) * (a[3] - a[1]), area_b = (b[2] - b[0]) * (b[3] - b[1]);
+    if (area_a <= 0 || area_b <= 0) return 0.0;
+    double h = std::max(0.0, std::min(a[2], b[2]) - std::max(a[0], b[0])), w = std::max(0.0, std::min(a[3], b[3]) - std::max(a[1], b[1]));
+    double inter = h * w;
+    return inter / (area_a + area_b - inter);
+  };
+  std::vector<int64_t> rows;
+  for (int64_t b = 0; b < B; b++)
+    for (int64_t c = 0; c < C; c++) {
+      std::vector<int64_t> order;
+      for (int64_t i = 0; i < N; i++) {
+        double sc = scores.at_f64((b * C + c) * N + i);
+        if (sc != sc) L.fail("scores hold NaN");
+        if (!has_score_min || sc > score_min) order.push_back(i);
+      }
+      std::stable_sort(order.begin(), order.end(), [&](int64_t i, int64_t j) { return scores.at_f64((b * C + c) * N + i) > scores.at_f64((b * C + c) * N + j); });
+      std::vector<int64_t> kept;
+      for (int64_t i : order) {
+        if ((int64_t)kept.size() >= max_out) break;
+        bool keep = true;
+        for (int64_t j : kept)
+          if (iou(corners(b, i), corners(b, j)) > iou_max) {
+            keep = false;
+            break;
+          }
+        if (keep) kept.push_back(i);
+      }
+      for (int64_t i : kept) rows.insert(rows.end(), {b, c, i});
+    }
+  L.output_constant(n.outputs[0], Tensor::from_i64(DType::i64, {(int64_t)rows.size() / 3, 3}, rows));
+}
+
 }  // namespace
 
 void lower_register_select() {
@@ -177,6 +237,7 @@ void lower_register_select() {
   t["NonZero"] = lower_non_zero;
   t["Unique"] = lower_unique;
   t["ReverseSequence"] = lower_reverse_sequence;
+  t["NonMaxSuppression"] = lower_non_max_suppression;
 }
 
 }  // namespace capgraph

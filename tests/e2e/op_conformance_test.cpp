@@ -1199,6 +1199,11 @@ std::vector<OpCase> op_cases() {
       {"grid_sample_bilinear_reflection_align", [] { return one(16, "GridSample", {in("x", {1, 2, 5, 4}), in("g", {1, 4, 3, 2})}, {attr_string("padding_mode", "reflection"), attr_int("align_corners", 1)}); }},
       {"grid_sample_bicubic_border", [] { return one(16, "GridSample", {in("x", {1, 2, 5, 6}), in("g", {1, 3, 4, 2})}, {attr_string("mode", "bicubic"), attr_string("padding_mode", "border")}); }},
       {"grid_sample_nearest_zeros_align", [] { return one(16, "GridSample", {in("x", {1, 1, 4, 4}), in("g", {1, 5, 5, 2})}, {attr_string("mode", "nearest"), attr_int("align_corners", 1)}); }},
+      {"non_max_suppression_constant_two_classes", [] {  // boxes known at compile time: the result is a constant
+         return one(11, "NonMaxSuppression", {cf("b", {0, 0, 1, 1, 0, 0.1f, 1, 1.1f, 1, 1, 0, 0, 0, 10, 1, 11, 0, 10.1f, 1, 11.1f, 0, 100, 1, 101}, {1, 6, 4}),
+                                              cf("s", {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f, 0.1f, 0.2f, 0.8f, 0.85f, 0.6f, 0.7f}, {1, 2, 6}),
+                                              ci("m", {2}), cf("iou", {0.5f}, {1}), cf("smin", {0.15f}, {1})}, {}, {I64});
+       }},
       {"mean_variance_normalization", [] { return one(13, "MeanVarianceNormalization", {in("x", {2, 3, 4, 5})}); }},
       {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
