@@ -56,7 +56,7 @@ const std::vector<OpArity> &op_arity_table() {
       {"HannWindow", 1, 1, 1}, {"HammingWindow", 1, 1, 1}, {"BlackmanWindow", 1, 1, 1},
       {"ConvInteger", 2, 4, 1}, {"MatMulInteger", 2, 4, 1}, {"QLinearConv", 8, 9, 1}, {"QLinearMatMul", 8, 8, 1},
       {"DynamicQuantizeLinear", 1, 1, 3}, {"RNN", 3, 6, 2}, {"GRU", 3, 6, 2}, {"LSTM", 3, 8, 3},
-      {"GridSample", 2, 2, 1}, {"NonMaxSuppression", 2, 5, 1},
+      {"GridSample", 2, 2, 1}, {"NonMaxSuppression", 2, 5, 1}, {"RoiAlign", 3, 3, 1},
   };
   return table;
 }

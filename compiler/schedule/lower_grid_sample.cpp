@@ -1,3 +1,5 @@
+// Sampling X at computed locations: GridSample and RoiAlign.
+//
 // GridSample (2-D): each output point reads X around the location its grid entry gives. One
 // kernel: the output (N, C, H_out, W_out) is the parallel space and the interpolation taps
 // (1x1 nearest, 2x2 bilinear, 4x4 bicubic) are summed, each tap weighted; the tap's row and
@@ -130,8 +132,89 @@ void lower_grid_sample(Lowering &L, Node &n) {
   k.flops = 3 * N * C * Ho * Wo * taps * taps;
 }
 
+// RoiAlign (average mode): each output bin of each region averages sampling_ratio^2 bilinear
+// samples of X. One kernel over (roi, C, out_h, out_w | sample_y, sample_x, tap_y, tap_x); the
+// region's corners and its image (batch_indices) are read in the kernel, so they may be run-time
+// values. Sources: the ONNX operator specification (RoiAlign, opsets 10 and 16) and ONNX Runtime's
+// CPU kernel (onnxruntime/core/providers/cpu/object_detection/roialign.cc) for the sampling: a
+// sample outside [-1, size] reads zero, one in [-1, 0) reads at 0, one past size - 1 reads the last
+// pixel; output_half_pixel (the opset 10 behaviour) makes a region at least 1x1 and does not shift it.
+void lower_roi_align(Lowering &L, Node &n) {
+  const Value *xv = n.input(0), *rv = n.input(1), *bv = n.input(2);
+  if (xv->dtype != DType::f32 || rv->dtype != DType::f32) L.fail("X and rois must be float32");
+  if (bv->dtype != DType::i64 && bv->dtype != DType::i32) L.fail("batch_indices must be int64 or int32");
+  if (xv->shape.size() != 4) L.fail("X must have shape [N, C, H, W], got " + shape_str(xv->shape));
+  if (rv->shape.size() != 2 || rv->shape[1] != 4) L.fail("rois must have shape [num_rois, 4], got " + shape_str(rv->shape));
+  const int64_t R = rv->shape[0], C = xv->shape[1], H = xv->shape[2], W = xv->shape[3];
+  if (bv->shape != Shape{R}) L.fail("batch_indices must have shape [" + std::to_string(R) + "]");
+  std::string mode = n.attr_string("mode", "avg");
+  if (mode != "avg") L.fail("mode '" + mode + "' is not supported (avg is)");
+  const int64_t oh = n.attr_int("output_height", 1), ow = n.attr_int("output_width", 1), ratio = n.attr_int("sampling_ratio", 0);
+  if (oh <= 0 || ow <= 0 || oh > 4096 || ow > 4096) L.fail("output_height and output_width must be between 1 and 4096");
+  // With sampling_ratio 0 the count of samples depends on each region's size, known only at run time.
+  if (ratio <= 0 || ratio > 64) L.fail("sampling_ratio " + std::to_string(ratio) + " is not supported (1 to 64 are; 0, adaptive, would size the kernel from run-time regions)");
+  std::string ctm = n.attr_string("coordinate_transformation_mode", L.graph.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel") L.fail("coordinate_transformation_mode '" + ctm + "' is not one of half_pixel, output_half_pixel");
+  const bool half_pixel = ctm == "half_pixel";
+  const double scale = n.attr_float("spatial_scale", 1.0f);
+  if (H == 0 || W == 0) L.fail("X has no pixels");
+  Loc xl = L.loc(xv), rl = L.loc(rv), bl = L.loc(bv);
+  Loc y = L.output_new(n.outputs[0], DType::f32, {R, C, oh, ow});
+  if (R * C == 0) return;
+  Kernel &k = L.kernel_new("roi_align");
+  k.axes = {R, C, oh, ow, ratio, ratio, 2, 2};
+  k.n_parallel = 4;
+  const DType f = DType::f32;
+  auto c = [&](double v) { return k.expr_const(v, f); };
+  auto roi = [&](int j) {
+    Access a = access_axes(rl, {0, -1});
+    a.dims[1].shift = j;
+    return k.expr_binary(Op::sub, k.expr_binary(Op::mul, k.expr_load(a, f), c(scale), f), c(half_pixel ? 0.5 : 0), f);
+  };
+  // One dimension: out axis, sample axis, tap axis, roi start/end components, size. Gives the
+  // tap's index and its weight (zero for a sample outside [-1, size]).
+  auto dim = [&](int out_axis, int sample_axis, int tap_axis, int lo_j, int hi_j, int64_t size, int64_t bins, int &index, int &weight) {
+    int start = roi(lo_j), len = k.expr_binary(Op::sub, roi(hi_j), start, f);
+    if (!half_pixel) len = k.expr_binary(Op::max, len, c(1), f);
+    int bin = k.expr_binary(Op::div, len, c((double)bins), f);
+    int p = k.expr_cast(k.expr_iota(out_axis, DType::i64), f), s = k.expr_cast(k.expr_iota(sample_axis, DType::i64), f);
+    int off = k.expr_binary(Op::add, p, k.expr_binary(Op::div, k.expr_binary(Op::add, s, c(0.5), f), c((double)ratio), f), f);
+    int v = k.expr_binary(Op::add, start, k.expr_binary(Op::mul, off, bin, f), f);
+    int inside = k.expr_select(k.expr_binary(Op::lt, v, c(-1), DType::boolean), k.expr_const(0, DType::boolean),
+                               k.expr_binary(Op::le, v, c((double)size), DType::boolean), DType::boolean);
+    v = k.expr_binary(Op::min, k.expr_binary(Op::max, v, c(0), f), c((double)(size - 1)), f);
+    int low = k.expr_unary(Op::floor, v, f);
+    int frac = k.expr_binary(Op::sub, v, low, f);
+    int t = k.expr_iota(tap_axis, DType::i64);
+    index = k.expr_binary(Op::add, k.expr_cast(low, DType::i64), t, DType::i64);  // the high tap past the edge is clamped (weight 0)
+    int w = k.expr_select(k.expr_binary(Op::eq, t, k.expr_const(0, DType::i64), DType::boolean), k.expr_binary(Op::sub, c(1), frac, f), frac, f);
+    weight = k.expr_select(inside, w, c(0), f);
+  };
+  int iy, wy, ix, wx;
+  dim(2, 4, 6, 1, 3, H, oh, iy, wy);
+  dim(3, 5, 7, 0, 2, W, ow, ix, wx);
+  int batch = k.expr_cast(k.expr_load(access_axes(bl, {0}), bl.dtype), DType::i64);
+  Access a = access_axes(xl, {-1, 1, -1, -1});
+  a.dims[0].expr = batch;
+  a.dims[0].bound = Bound::clamp;
+  a.dims[2].expr = iy;
+  a.dims[2].bound = Bound::clamp;
+  a.dims[3].expr = ix;
+  a.dims[3].bound = Bound::clamp;
+  k.body = k.expr_binary(Op::mul, k.expr_binary(Op::mul, wy, wx, f), k.expr_load(a, f), f);
+  k.reduce = Reduce::sum;
+  k.acc_dtype = f;
+  k.result = k.expr_binary(Op::mul, k.expr_unary(Op::acc, -1, f), c(1.0 / (double)(ratio * ratio)), f);
+  k.store = access_store(y);
+  k.store_dtype = f;
+  k.flops = 3 * R * C * oh * ow * ratio * ratio * 4;
+}
+
 }  // namespace
 
-void lower_register_grid_sample() { lower_table()["GridSample"] = lower_grid_sample; }
+void lower_register_grid_sample() {
+  lower_table()["GridSample"] = lower_grid_sample;
+  lower_table()["RoiAlign"] = lower_roi_align;
+}
 
 }  // namespace capgraph

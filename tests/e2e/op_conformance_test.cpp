@@ -1204,6 +1204,14 @@ std::vector<OpCase> op_cases() {
                                               cf("s", {0.9f, 0.75f, 0.6f, 0.95f, 0.5f, 0.3f, 0.1f, 0.2f, 0.8f, 0.85f, 0.6f, 0.7f}, {1, 2, 6}),
                                               ci("m", {2}), cf("iou", {0.5f}, {1}), cf("smin", {0.15f}, {1})}, {}, {I64});
        }},
+      {"roi_align_runtime_rois", [] {  // region corners drawn in [-1, 6]: some reversed, some outside X
+         return one(16, "RoiAlign", {in("x", {2, 3, 6, 5}), in("r", {4, 4}), ci("bi", {1, 0, 1, 1})},
+                    {attr_int("output_height", 3), attr_int("output_width", 2), attr_int("sampling_ratio", 2), attr_float("spatial_scale", 0.9f)});
+       }, -1, 6},
+      {"roi_align_output_half_pixel", [] {
+         return one(10, "RoiAlign", {in("x", {1, 2, 7, 7}), in("r", {3, 4}), ci("bi", {0, 0, 0})},
+                    {attr_int("output_height", 2), attr_int("output_width", 3), attr_int("sampling_ratio", 3)});
+       }, 0, 7},
       {"mean_variance_normalization", [] { return one(13, "MeanVarianceNormalization", {in("x", {2, 3, 4, 5})}); }},
       {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
