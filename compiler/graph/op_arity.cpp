@@ -86,7 +86,7 @@ void node_arity_check(const Node &n, int64_t opset, const std::string &origin) {
   for (const Value *o : n.outputs) any_output = any_output || !o->name.empty();
   bool recurrent = n.op == "RNN" || n.op == "GRU" || n.op == "LSTM";
   if (n.outputs.empty() || (recurrent ? !any_output : n.outputs[0]->name.empty()))
-    fail(recurrent ? "has no output named" : "output 0 is missing (every node must name its first output)");
+    fail(recurrent ? "output 0 is missing, and no other output is named" : "output 0 is missing (every node must name its first output)");
   size_t outs = n.outputs.size();
   while (outs > 0 && n.outputs[outs - 1]->name.empty()) outs--;
   if (a->max_outputs >= 0 && outs > (size_t)a->max_outputs)

@@ -1212,6 +1212,44 @@ std::vector<OpCase> op_cases() {
          return one(10, "RoiAlign", {in("x", {1, 2, 7, 7}), in("r", {3, 4}), ci("bi", {0, 0, 0})},
                     {attr_int("output_height", 2), attr_int("output_width", 3), attr_int("sampling_ratio", 3)});
        }, 0, 7},
+      // A QDQ-quantized model (issue 18's acceptance): uint8 activations quantized per tensor around
+      // two convolutions with int8 weights dequantized per output channel, as quantization tools
+      // write them. ONNX Runtime fuses such patterns into integer kernels; capgraph computes the
+      // dequantized float graph, so results may differ by a rounding step of the last quantization
+      // (one y_scale): the output is compared after its final DequantizeLinear, within the tolerance.
+      {"qdq_conv_relu_conv_model", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 3, 8, 8});
+         auto qparams = [&](const std::string &n, float scale, uint8_t zp) {
+           b.initializer(cf(n + "_s", {scale}, {}).tensor);
+           b.initializer(init(tensor_make(n + "_z", U8, std::vector<uint8_t>{zp}, {})).tensor);
+         };
+         auto weight = [&](const std::string &n, Dims dims, std::vector<float> scales) {
+           std::vector<int8_t> q(numel(dims));
+           std::vector<float> wv = weights(numel(dims), -127, 127);
+           for (size_t i = 0; i < q.size(); i++) q[i] = (int8_t)std::lround(wv[i]);
+           b.initializer(init(tensor_make(n + "_q", DataType::int8, q, dims)).tensor);
+           b.initializer(cf(n + "_s", scales, {dims[0]}).tensor);
+           b.initializer(init(tensor_make(n + "_z", DataType::int8, std::vector<int8_t>(dims[0], 0), {dims[0]})).tensor);
+           b.node("DequantizeLinear", {n + "_q", n + "_s", n + "_z"}, {n}, {attr_int("axis", 0)});
+         };
+         qparams("a0", 0.02f, 128);
+         b.node("QuantizeLinear", {"x", "a0_s", "a0_z"}, {"xq"});
+         b.node("DequantizeLinear", {"xq", "a0_s", "a0_z"}, {"xd"});
+         weight("w1", {4, 3, 3, 3}, {0.004f, 0.006f, 0.003f, 0.005f});
+         b.node("Conv", {"xd", "w1"}, {"c1"}, {pads({1, 1, 1, 1})});
+         b.node("Relu", {"c1"}, {"r1"});
+         qparams("a1", 0.01f, 0);
+         b.node("QuantizeLinear", {"r1", "a1_s", "a1_z"}, {"r1q"});
+         b.node("DequantizeLinear", {"r1q", "a1_s", "a1_z"}, {"r1d"});
+         weight("w2", {2, 4, 3, 3}, {0.005f, 0.004f});
+         b.node("Conv", {"r1d", "w2"}, {"c2"}, {strides({2, 2})});
+         qparams("a2", 0.01f, 128);
+         b.node("QuantizeLinear", {"c2", "a2_s", "a2_z"}, {"c2q"});
+         b.node("DequantizeLinear", {"c2q", "a2_s", "a2_z"}, {"y"});
+         b.output("y", F);
+         return b;
+       }, -1, 1},
       {"mean_variance_normalization", [] { return one(13, "MeanVarianceNormalization", {in("x", {2, 3, 4, 5})}); }},
       {"acosh", [] { return unary("Acosh", {3, 40}, {}, 9); }, 1, 50},
       {"dropout_training_zero_ratio", [] {
@@ -1622,6 +1660,39 @@ TEST_CASE("unsupported ops and attributes give an Error naming the node and the 
          b.input("a", F, {2, 3});
          b.input("b", F, {2, 3});
          b.node("Add", {"a", "b"}, {"y"}).name = "add_opset6";
+         b.output("y", F);
+         return b;
+       }},
+      // Issue 18's ops refuse what they cannot compute exactly, naming the node.
+      {"nms_runtime_boxes", "NonMaxSuppression", [] {  // the output's row count would depend on run-time values
+         ModelBuilder b(11);
+         b.input("boxes", F, {1, 4, 4});
+         b.input("scores", F, {1, 1, 4});
+         b.node("NonMaxSuppression", {"boxes", "scores"}, {"y"}).name = "nms_runtime_boxes";
+         b.output("y", I64);
+         return b;
+       }},
+      {"einsum_bad_letter", "Einsum", [] {
+         ModelBuilder b(12);
+         b.input("x", F, {2, 3});
+         b.node("Einsum", {"x"}, {"y"}, {attr_string("equation", "i#->i")}).name = "einsum_bad_letter";
+         b.output("y", F);
+         return b;
+       }},
+      {"grid_bicubic_reflect", "GridSample", [] {
+         ModelBuilder b(16);
+         b.input("x", F, {1, 1, 4, 4});
+         b.input("g", F, {1, 2, 2, 2});
+         b.node("GridSample", {"x", "g"}, {"y"}, {attr_string("mode", "bicubic"), attr_string("padding_mode", "reflection")}).name = "grid_bicubic_reflect";
+         b.output("y", F);
+         return b;
+       }},
+      {"roi_adaptive", "RoiAlign", [] {  // sampling_ratio 0: the sample count depends on run-time regions
+         ModelBuilder b(16);
+         b.input("x", F, {1, 1, 4, 4});
+         b.input("r", F, {2, 4});
+         b.initializer(ci("bi", {0, 0}).tensor);
+         b.node("RoiAlign", {"x", "r", "bi"}, {"y"}).name = "roi_adaptive";
          b.output("y", F);
          return b;
        }},
