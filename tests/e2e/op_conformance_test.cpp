@@ -1497,7 +1497,7 @@ TEST_CASE("every op case matches ONNX Runtime") {
       if (std::getenv("CAPGRAPH_OP_TARGET")) run.report_check = nullptr;  // those describe CPU schedules
       if (only && run.name.find(only) == std::string::npos) continue;
       if (std::getenv("CAPGRAPH_OP_TARGET") && c.fake_gpu_gap) {
-        MESSAGE("skipped on the fake GPU: " << run.name << ": " << c.fake_gpu_gap);
+        MESSAGE("skipped on the fake GPU: " << run.name << ": " << std::string(c.fake_gpu_gap));
         continue;
       }
       cases.push_back(std::move(run));
