@@ -51,6 +51,12 @@ const std::vector<OpArity> &op_arity_table() {
       {"GatherND", 2, 2, 1}, {"ScatterND", 3, 3, 1}, {"ScatterElements", 3, 3, 1}, {"Scatter", 3, 3, 1},
       {"TopK", 1, 2, 2, 10, 2},  // K is an input since opset 10
       {"QuantizeLinear", 2, 3, 1}, {"DequantizeLinear", 2, 3, 1}, {"MeanVarianceNormalization", 1, 1, 1},
+      {"NegativeLogLikelihoodLoss", 2, 3, 1}, {"SoftmaxCrossEntropyLoss", 2, 3, 2}, {"Einsum", 1, -1, 1},
+      {"Compress", 2, 2, 1}, {"NonZero", 1, 1, 1}, {"Unique", 1, 1, 4}, {"ReverseSequence", 2, 2, 1},
+      {"HannWindow", 1, 1, 1}, {"HammingWindow", 1, 1, 1}, {"BlackmanWindow", 1, 1, 1},
+      {"ConvInteger", 2, 4, 1}, {"MatMulInteger", 2, 4, 1}, {"QLinearConv", 8, 9, 1}, {"QLinearMatMul", 8, 8, 1},
+      {"DynamicQuantizeLinear", 1, 1, 3}, {"RNN", 3, 6, 2}, {"GRU", 3, 6, 2}, {"LSTM", 3, 8, 3},
+      {"GridSample", 2, 2, 1}, {"NonMaxSuppression", 2, 5, 1}, {"RoiAlign", 3, 3, 1},
   };
   return table;
 }
@@ -75,7 +81,12 @@ void node_arity_check(const Node &n, int64_t opset, const std::string &origin) {
            (required == 1 ? " input" : " inputs") + " at opset " + std::to_string(opset) + ")");
   if (a->max_inputs >= 0 && given > (size_t)a->max_inputs)
     fail("has " + std::to_string(given) + " inputs; " + n.op + " takes at most " + std::to_string(a->max_inputs));
-  if (n.outputs.empty() || n.outputs[0]->name.empty()) fail("output 0 is missing (every node must name its first output)");
+  // The recurrent layers' outputs are all optional (a model may want only Y_h); at least one is named.
+  bool any_output = false;
+  for (const Value *o : n.outputs) any_output = any_output || !o->name.empty();
+  bool recurrent = n.op == "RNN" || n.op == "GRU" || n.op == "LSTM";
+  if (n.outputs.empty() || (recurrent ? !any_output : n.outputs[0]->name.empty()))
+    fail(recurrent ? "output 0 is missing, and no other output is named" : "output 0 is missing (every node must name its first output)");
   size_t outs = n.outputs.size();
   while (outs > 0 && n.outputs[outs - 1]->name.empty()) outs--;
   if (a->max_outputs >= 0 && outs > (size_t)a->max_outputs)

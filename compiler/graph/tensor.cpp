@@ -76,7 +76,7 @@ Shape shape_strides(const Shape &s) {
   return st;
 }
 
-static float half_to_float(uint16_t h) {
+float half_to_float(uint16_t h) {
   uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 31, man = h & 1023, bits;
   if (exp == 0) {
     if (man == 0) {
@@ -94,6 +94,25 @@ static float half_to_float(uint16_t h) {
   float f;
   std::memcpy(&f, &bits, 4);
   return f;
+}
+
+uint16_t half_from_double(double v) {
+  // Rounded once, to nearest even, straight from the double (through float it could round twice).
+  uint16_t sign = std::signbit(v) ? 0x8000 : 0;
+  if (std::isnan(v)) return sign | 0x7e00;
+  double a = std::fabs(v);
+  if (a >= 65520.0) return sign | 0x7c00;  // past the midpoint of 65504 and 2^16: infinity
+  if (a < std::ldexp(1.0, -14)) return sign | (uint16_t)std::nearbyint(std::ldexp(a, 24));  // subnormal (1024 is the first normal)
+  int e2;
+  std::frexp(a, &e2);
+  int e = e2 - 1;  // a in [2^e, 2^(e+1))
+  double m = std::nearbyint(std::ldexp(a, 10 - e));  // in [1024, 2048]
+  if (m == 2048) {
+    m = 1024;
+    e++;
+  }
+  if (e > 15) return sign | 0x7c00;
+  return sign | (uint16_t)((e + 15) << 10) | (uint16_t)(m - 1024);
 }
 
 template <typename T>
@@ -180,7 +199,7 @@ static void store_f64(DType t, uint8_t *p, double v) {
     case DType::i32: store_as<int32_t>(p, (int32_t)int64_saturate(v)); break;
     case DType::i64: store_as<int64_t>(p, int64_saturate(v)); break;
     case DType::boolean: store_as<uint8_t>(p, v != 0); break;
-    case DType::f16: throw Error("internal: float16 constants are not produced by folding");
+    case DType::f16: store_as<uint16_t>(p, half_from_double(v)); break;
   }
 }
 

@@ -15,6 +15,10 @@ size_t dtype_size(DType t);
 const char *dtype_name(DType t);
 bool dtype_is_float(DType t);
 
+// IEEE binary16 from and to its bits (folding computes in double and stores float16 results).
+float half_to_float(uint16_t h);
+uint16_t half_from_double(double v);
+
 using Shape = std::vector<int64_t>;
 // The most elements one tensor may have: counts and byte sizes (x8) stay far inside int64.
 constexpr int64_t kMaxElements = int64_t(1) << 48;

@@ -31,7 +31,8 @@ double element_load(DType t, const uint8_t *base, int64_t i) {
 
 double value_as(DType t, double v) {
   switch (t) {
-    case DType::f32: case DType::f16: return (double)(float)v;
+    case DType::f32: return (double)(float)v;
+    case DType::f16: return half_to_float(half_from_double(v));
     case DType::f64: return v;
     case DType::boolean: return v != 0 ? 1 : 0;
     default:
@@ -51,7 +52,7 @@ void element_store(DType t, uint8_t *base, int64_t i, double v) {
     case DType::i8: *p = (uint8_t)(int8_t)int64_saturate(v); break;
     case DType::u8: *p = (uint8_t)int64_saturate(v); break;
     case DType::boolean: *p = v != 0; break;
-    case DType::f16: throw Error("internal: float16 results are not supported");
+    case DType::f16: { uint16_t h = half_from_double(v); std::memcpy(p, &h, 2); break; }
   }
 }
 

@@ -276,7 +276,10 @@ TEST_CASE("element conversions: value_as rounds like the type; load/store round-
   }
   uint8_t half[2] = {0x00, 0x3c};  // 1.0 in float16
   CHECK(element_load(DType::f16, half, 0) == 1.0);
-  CHECK_THROWS_AS(element_store(DType::f16, half, 0, 1.0), Error);
+  element_store(DType::f16, half, 0, -2.5);  // float16 results fold (Cast to float16)
+  CHECK(half[0] == 0x00);
+  CHECK(half[1] == 0xc1);
+  CHECK(element_load(DType::f16, half, 0) == -2.5);
   uint8_t i8[1];
   element_store(DType::i8, i8, 0, -3);
   CHECK(element_load(DType::i8, i8, 0) == -3);
@@ -308,4 +311,23 @@ TEST_CASE("kernel_check refuses malformed kernels naming them") {
   bad = k;
   bad.reduce = Reduce::sum;
   CHECK_THROWS_WITH_AS(kernel_check(bad, b.p), doctest::Contains("reduce"), Error);
+}
+
+TEST_CASE("float16 results fold with one rounding to nearest even") {
+  using capgraph::half_from_double;
+  using capgraph::half_to_float;
+  CHECK(half_from_double(1.0) == 0x3c00);
+  CHECK(half_from_double(-2.0) == 0xc000);
+  CHECK(half_from_double(65504.0) == 0x7bff);
+  CHECK(half_from_double(65519.99) == 0x7bff);
+  CHECK(half_from_double(65520.0) == 0x7c00);      // the midpoint rounds to even: infinity
+  CHECK(half_from_double(1.0 + 1.0 / 2048) == 0x3c00);  // a tie between 1 and 1+2^-10: even
+  CHECK(half_from_double(1.0 + 3.0 / 2048) == 0x3c02);  // the other tie: up to even
+  // Through float this rounds twice (to 1 + 2^-11 exactly, then to even 1.0); once, it is above the tie.
+  CHECK(half_from_double(1.0 + 1.0 / 2048 + 1e-12) == 0x3c01);
+  CHECK(half_from_double(std::ldexp(1.0, -24)) == 0x0001);  // the smallest subnormal
+  CHECK(half_from_double(std::ldexp(1.0, -26)) == 0x0000);  // under half of it: zero
+  CHECK(half_from_double(-0.0) == 0x8000);
+  CHECK((half_from_double(std::nan("")) & 0x7c00) == 0x7c00);
+  for (uint32_t h = 0; h < 0x7c00; h++) CHECK(half_from_double(half_to_float((uint16_t)h)) == h);
 }

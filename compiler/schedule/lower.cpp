@@ -112,8 +112,24 @@ void Lowering::fail(const std::string &msg) const {
 const Tensor &Lowering::const_input(size_t i, const char *what) const {
   const Value *v = node->input(i);
   if (!v) fail(std::string("input '") + what + "' is missing");
-  if (!v->constant)
-    fail(std::string("input '") + what + "' ('" + v->name + "') must be known at compile time, but it depends on the model's inputs");
+  if (!v->constant) {
+    // Name the model inputs it comes from, so the user knows what to bind (`--bind NAME=FILE`).
+    std::vector<const Value *> stack = {v}, seen = {v};
+    std::string from;
+    while (!stack.empty()) {
+      const Value *u = stack.back();
+      stack.pop_back();
+      if (u->is_input && !u->constant) from += (from.empty() ? "'" : ", '") + u->name + "'";
+      if (!u->producer) continue;
+      for (const Value *w : u->producer->inputs)
+        if (w && !w->constant && std::find(seen.begin(), seen.end(), w) == seen.end()) {
+          seen.push_back(w);
+          stack.push_back(w);
+        }
+    }
+    fail(std::string("input '") + what + "' ('" + v->name + "') must be known at compile time, but it depends on the model's inputs" +
+         (from.empty() || v->is_input ? std::string() : " (" + from + ")"));
+  }
   return *v->constant;
 }
 
@@ -183,6 +199,13 @@ static void lower_table_fill() {
   lower_register_movement();
   lower_register_reduce();
   lower_register_index();
+  lower_register_loss();
+  lower_register_einsum();
+  lower_register_select();
+  lower_register_signal();
+  lower_register_quant();
+  lower_register_rnn();
+  lower_register_grid_sample();
 }
 
 std::vector<std::string> lower_ops() {

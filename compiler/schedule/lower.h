@@ -88,6 +88,13 @@ void lower_register_nn();
 void lower_register_movement();
 void lower_register_reduce();
 void lower_register_index();
+void lower_register_loss();
+void lower_register_einsum();
+void lower_register_select();
+void lower_register_signal();
+void lower_register_quant();
+void lower_register_rnn();
+void lower_register_grid_sample();
 
 // The names of every supported op.
 std::vector<std::string> lower_ops();

@@ -447,7 +447,6 @@ void lower_register_elementwise() {
   lower_table()["Cast"] = [](Lowering &L, Node &n) {
     const Value *x = n.input(0);
     DType to = dtype_from_onnx_int(L, n.attr_int("to", 1));
-    if (to == DType::f16) L.fail("casting to float16 is not supported");
     DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
     lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
       if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
@@ -457,7 +456,6 @@ void lower_register_elementwise() {
   lower_table()["CastLike"] = [](Lowering &L, Node &n) {
     const Value *x = n.input(0), *like = n.input(1);
     DType to = like->dtype;
-    if (to == DType::f16) L.fail("casting to float16 is not supported");
     DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
     lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
       if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);

@@ -3,6 +3,7 @@
 // point; its iteration axes are (n, group, channel in group, output spatial... | input channel,
 // kernel spatial...) so grouped and depthwise convolutions need no special case.
 #include <cmath>
+#include <functional>
 
 #include "error.h"
 #include "schedule/lower.h"
@@ -83,10 +84,59 @@ DimIndex dim_terms(std::vector<AxisTerm> terms, const Loc &l, size_t dim) {
   return d;
 }
 
+// Integer operands (ConvInteger, QLinearConv, MatMulInteger, QLinearMatMul): each uint8/int8
+// element is read as int32 minus its zero point, and the products are summed in int32 (exact: the
+// float path would round past 2^24). `finish` turns the int32 sum into the stored value; it gets
+// a function that reads a per-output-channel (Conv: M, MatMul: column) tensor of the kernel.
+struct IntegerOperands {
+  const Value *a_zp = nullptr, *b_zp = nullptr;  // X/A and W/B zero points (optional)
+  DType out = DType::i32;
+  std::function<int(Kernel &, int acc, const std::function<int(const Value *)> &per_channel)> finish;
+};
+
+// A zero point or scale of one element, or one per output channel (`channel`: how the channel
+// dimension is indexed), read in the kernel; fails on any other shape.
+int integer_param_load(Lowering &L, Kernel &k, const Value *v, const char *what, int64_t channels, const DimIndex &channel, DType t) {
+  Loc l = L.loc(v);
+  int64_t count = shape_numel(l.shape);
+  if (count == 1) {
+    std::vector<int> none(l.shape.size(), -1);
+    return k.expr_cast(k.expr_load(access_axes(l, none), l.dtype), t);
+  }
+  if (l.shape != Shape{channels}) L.fail(std::string(what) + " has shape " + shape_str(l.shape) + ", expected one value or " + std::to_string(channels));
+  Access a;
+  a.buffer = l.buffer;
+  a.offset = l.offset;
+  DimIndex d = channel;
+  d.extent = l.shape[0];
+  d.stride = l.strides[0];
+  a.dims.push_back(d);
+  return k.expr_cast(k.expr_load(a, l.dtype), t);
+}
+
+// x (an access of a uint8/int8 tensor) as int32 minus its zero point (per tensor, or per channel).
+int integer_operand(Lowering &L, Kernel &k, const Access &a, DType t, const Value *zp, const char *what, int64_t channels, const DimIndex &channel) {
+  int v = k.expr_cast(k.expr_load(a, t), DType::i32);
+  if (!zp) return v;
+  if (zp->dtype != t) L.fail(std::string(what) + " must have the element type of its operand");
+  return k.expr_binary(Op::sub, v, integer_param_load(L, k, zp, what, channels, channel, DType::i32), DType::i32);
+}
+
+// The store of a (transposed) convolution over axes (n, g, ocg, o_1..o_S | ...): y[n, g*OCG + ocg, o...].
+Access conv_store(const Loc &y, int64_t OCG, size_t S) {
+  const int ax_n = 0, ax_g = 1, ax_ocg = 2, ax_o = 3;
+  Access ya;
+  ya.buffer = y.buffer;
+  ya.dims.push_back(dim_terms({{ax_n, 1}}, y, 0));
+  ya.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, y, 1));
+  for (size_t i = 0; i < S; i++) ya.dims.push_back(dim_terms({{ax_o + (int)i, 1}}, y, 2 + i));
+  return ya;
+}
+
 // The end of a (transposed) convolution over axes (n, g, ocg, o_1..o_S | ...): the sum plus the
 // optional per-output-channel bias, stored to y[n, g*OCG + ocg, o...].
 void conv_epilogue(Lowering &L, Kernel &k, const Value *bv, const Loc &y, int64_t OC, int64_t OCG, size_t S) {
-  const int ax_n = 0, ax_g = 1, ax_ocg = 2, ax_o = 3;
+  const int ax_g = 1, ax_ocg = 2;
   k.result = k.expr_unary(Op::acc, -1, DType::f32);
   if (bv) {
     Loc b = L.loc(bv);
@@ -97,19 +147,15 @@ void conv_epilogue(Lowering &L, Kernel &k, const Value *bv, const Loc &y, int64_
     ba.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, b, 0));
     k.result = k.expr_binary(Op::add, k.result, k.expr_load(ba, DType::f32), DType::f32);
   }
-  Access ya;
-  ya.buffer = y.buffer;
-  ya.dims.push_back(dim_terms({{ax_n, 1}}, y, 0));
-  ya.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, y, 1));
-  for (size_t i = 0; i < S; i++) ya.dims.push_back(dim_terms({{ax_o + (int)i, 1}}, y, 2 + i));
-  k.store = ya;
+  k.store = conv_store(y, OCG, S);
   k.store_dtype = DType::f32;
 }
 
-void lower_conv(Lowering &L, Node &n) {
-  const Value *xv = n.input(0), *wv = n.input(1), *bv = n.input(2);
+void lower_conv(Lowering &L, Node &n, const Value *xv, const Value *wv, const Value *bv, const IntegerOperands *q) {
   if (!xv || !wv) L.fail("needs inputs X and W");
-  if (xv->dtype != DType::f32 || wv->dtype != DType::f32) L.fail("only float32 convolutions are supported");
+  auto int8 = [](DType t) { return t == DType::u8 || t == DType::i8; };
+  if (q ? !int8(xv->dtype) || !int8(wv->dtype) : xv->dtype != DType::f32 || wv->dtype != DType::f32)
+    L.fail(q ? "X and W must be uint8 or int8" : "only float32 convolutions are supported");
   Loc x = L.loc(xv), w = L.loc(wv);
   size_t rank = x.shape.size();
   if (rank < 3 || w.shape.size() != rank) L.fail("expects X of rank >= 3 and W of the same rank, got " + shape_str(x.shape) + " and " + shape_str(w.shape));
@@ -125,9 +171,9 @@ void lower_conv(Lowering &L, Node &n) {
 
   Shape out_shape = {N, OC};
   out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
-  Loc y = L.output_new(n.outputs[0], DType::f32, out_shape);
+  Loc y = L.output_new(n.outputs[0], q ? q->out : DType::f32, out_shape);
 
-  std::string name = "conv";
+  std::string name = q ? "conv_int" : "conv";
   for (size_t i = 0; i < S; i++) name += (i ? "x" : "") + std::to_string(k_sp[i]);
   if (win.strides[0] > 1) name += "_s" + std::to_string(win.strides[0]);
   if (G > 1) name += G == C && OCG == 1 ? "_dw" : "_g" + std::to_string(G);
@@ -152,6 +198,21 @@ void lower_conv(Lowering &L, Node &n) {
   wa.dims.push_back(dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, w, 0));
   wa.dims.push_back(dim_terms({{ax_icg, 1}}, w, 1));
   for (size_t i = 0; i < S; i++) wa.dims.push_back(dim_terms({{ax_k + (int)i, 1}}, w, 2 + i));
+  if (q) {
+    // Padding reads nothing (a skipped point), which equals the zero point minus itself.
+    DimIndex oc = dim_terms({{ax_g, OCG}, {ax_ocg, 1}}, y, 1);
+    int xe = integer_operand(L, k, xa, xv->dtype, q->a_zp, "x_zero_point", 1, oc);
+    int we = integer_operand(L, k, wa, wv->dtype, q->b_zp, "w_zero_point", OC, oc);
+    k.body = k.expr_binary(Op::mul, xe, we, DType::i32);
+    k.reduce = Reduce::sum;
+    k.acc_dtype = DType::i32;
+    k.store = conv_store(y, OCG, S);
+    auto per_channel = [&](const Value *v) { return integer_param_load(L, k, v, v->name.c_str(), OC, oc, DType::f32); };
+    k.result = q->finish(k, k.expr_unary(Op::acc, -1, DType::i32), per_channel);
+    k.store_dtype = q->out;
+    k.flops = 2 * shape_numel(out_shape) * ICG * shape_numel(k_sp);
+    return;
+  }
   int xe = k.expr_load(xa, DType::f32), we = k.expr_load(wa, DType::f32);
   k.body = k.expr_binary(Op::mul, xe, we, DType::f32);
   k.reduce = Reduce::sum;
@@ -389,10 +450,11 @@ void lower_global_pool(Lowering &L, Node &n, bool is_max) {
 
 // out[batch.., m, n] = sum_k a[.., m, k] * b[.., k, n], batch dims broadcast.
 // a_m_axis etc. describe how A and B are indexed so Gemm's transposes need no copy.
-void lower_matmul(Lowering &L, Node &n) {
-  const Value *av = n.input(0), *bv = n.input(1);
+void lower_matmul(Lowering &L, Node &n, const Value *av, const Value *bv, const IntegerOperands *q) {
   if (!av || !bv) L.fail("needs two inputs");
-  if (!dtype_is_float(av->dtype) || av->dtype != bv->dtype) L.fail("only float inputs of one type are supported");
+  auto int8 = [](DType t) { return t == DType::u8 || t == DType::i8; };
+  if (q ? !int8(av->dtype) || !int8(bv->dtype) : !dtype_is_float(av->dtype) || av->dtype != bv->dtype)
+    L.fail(q ? "A and B must be uint8 or int8" : "only float inputs of one type are supported");
   Loc a = L.loc(av), b = L.loc(bv);
   bool a_vec = a.shape.size() == 1, b_vec = b.shape.size() == 1;
   if (a.shape.empty() || b.shape.empty()) L.fail("inputs must have rank >= 1");
@@ -406,8 +468,8 @@ void lower_matmul(Lowering &L, Node &n) {
   Shape out_shape = batch;
   if (!a_vec) out_shape.push_back(M);
   if (!b_vec) out_shape.push_back(N);
-  Loc y = L.output_new(n.outputs[0], av->dtype, out_shape);
-  Kernel &k = L.kernel_new("matmul");
+  Loc y = L.output_new(n.outputs[0], q ? q->out : av->dtype, out_shape);
+  Kernel &k = L.kernel_new(q ? "matmul_int" : "matmul");
   int B = (int)batch.size(), ax_m = B, ax_n = B + 1, ax_k = B + 2;
   k.axes = batch;
   k.axes.insert(k.axes.end(), {M, N, K});
@@ -427,10 +489,25 @@ void lower_matmul(Lowering &L, Node &n) {
     return acc;
   };
   DType t = av->dtype;
-  k.body = k.expr_binary(Op::mul, k.expr_load(operand(a, ax_m, ax_k), t), k.expr_load(operand(b, ax_k, ax_n), t), t);
-  k.reduce = Reduce::sum;
-  k.acc_dtype = t;
-  k.result = k.expr_unary(Op::acc, -1, t);
+  if (q) {
+    // Zero points per tensor, or per row of A (M) and per column of B (N).
+    DimIndex row, col;
+    row.terms.push_back({ax_m, 1});
+    col.terms.push_back({ax_n, 1});
+    int ae = integer_operand(L, k, operand(a, ax_m, ax_k), av->dtype, q->a_zp, "a_zero_point", M, row);
+    int be = integer_operand(L, k, operand(b, ax_k, ax_n), bv->dtype, q->b_zp, "b_zero_point", N, col);
+    k.body = k.expr_binary(Op::mul, ae, be, DType::i32);
+    k.reduce = Reduce::sum;
+    k.acc_dtype = DType::i32;
+    auto per_channel = [&](const Value *v) { return integer_param_load(L, k, v, v->name.c_str(), N, col, DType::f32); };
+    k.result = q->finish(k, k.expr_unary(Op::acc, -1, DType::i32), per_channel);
+    t = q->out;
+  } else {
+    k.body = k.expr_binary(Op::mul, k.expr_load(operand(a, ax_m, ax_k), t), k.expr_load(operand(b, ax_k, ax_n), t), t);
+    k.reduce = Reduce::sum;
+    k.acc_dtype = t;
+    k.result = k.expr_unary(Op::acc, -1, t);
+  }
   Access ya;
   ya.buffer = y.buffer;
   std::vector<int> out_axes;
@@ -546,15 +623,83 @@ void lower_lrn(Lowering &L, Node &n) {
   k.flops = 2 * shape_numel(x.shape) * size;
 }
 
+// The requantization of QLinearConv/QLinearMatMul: the int32 sum (plus QLinearConv's int32
+// bias) times a_scale * b_scale / y_scale, rounded half to even, plus y_zero_point, saturated to
+// uint8/int8. Sources: the ONNX operator specification (QLinearConv, QLinearMatMul, opset 10),
+// which defines them as the dequantized op followed by QuantizeLinear.
+IntegerOperands qlinear_operands(Lowering &L, Node &n, int a_scale, int a_zp, int b_scale, int b_zp, int y_scale, int y_zp, int bias) {
+  for (int i : {a_scale, a_zp, b_scale, b_zp, y_scale, y_zp})
+    if (!n.input(i)) L.fail("input " + std::to_string(i) + " (a scale or zero point) is missing");
+  const Value *yz = n.input(y_zp);
+  if (yz->dtype != DType::u8 && yz->dtype != DType::i8) L.fail("y_zero_point must be uint8 or int8");
+  for (int i : {a_scale, b_scale, y_scale})
+    if (n.input(i)->dtype != DType::f32) L.fail("scales must be float32");
+  IntegerOperands q;
+  q.a_zp = n.input(a_zp);
+  q.b_zp = n.input(b_zp);
+  q.out = yz->dtype;
+  const Value *as = n.input(a_scale), *bs = n.input(b_scale), *ys = n.input(y_scale), *bv = bias >= 0 ? n.input(bias) : nullptr;
+  if (bv && bv->dtype != DType::i32) L.fail("bias must be int32");
+  const double lo = q.out == DType::u8 ? 0 : -128, hi = q.out == DType::u8 ? 255 : 127;
+  q.finish = [=, &L](Kernel &k, int acc, const std::function<int(const Value *)> &per_channel) {
+    if (bv) acc = k.expr_binary(Op::add, acc, k.expr_cast(per_channel(bv), DType::i32), DType::i32);
+    int one = [&] {
+      Loc l = L.loc(as);
+      if (shape_numel(l.shape) != 1) L.fail("a_scale/x_scale must hold one value");
+      return k.expr_load(access_axes(l, std::vector<int>(l.shape.size(), -1)), DType::f32);
+    }();
+    int ye = [&] {
+      Loc l = L.loc(ys);
+      if (shape_numel(l.shape) != 1) L.fail("y_scale must hold one value");
+      return k.expr_load(access_axes(l, std::vector<int>(l.shape.size(), -1)), DType::f32);
+    }();
+    int scale = k.expr_binary(Op::div, k.expr_binary(Op::mul, one, per_channel(bs), DType::f32), ye, DType::f32);
+    int v = k.expr_unary(Op::round, k.expr_binary(Op::mul, k.expr_cast(acc, DType::f32), scale, DType::f32), DType::f32);
+    Loc zl = L.loc(yz);
+    if (shape_numel(zl.shape) != 1) L.fail("y_zero_point must hold one value");
+    v = k.expr_binary(Op::add, v, k.expr_cast(k.expr_load(access_axes(zl, std::vector<int>(zl.shape.size(), -1)), yz->dtype), DType::f32), DType::f32);
+    v = k.expr_binary(Op::min, k.expr_binary(Op::max, v, k.expr_const(lo, DType::f32), DType::f32), k.expr_const(hi, DType::f32), DType::f32);
+    return k.expr_cast(v, q.out);
+  };
+  return q;
+}
+
+// ConvInteger/MatMulInteger: the int32 sum as it is.
+IntegerOperands integer_operands(Node &n, int a_zp, int b_zp) {
+  IntegerOperands q;
+  q.a_zp = n.input(a_zp);
+  q.b_zp = n.input(b_zp);
+  q.finish = [](Kernel &, int acc, const std::function<int(const Value *)> &) { return acc; };
+  return q;
+}
+
 void lower_register_nn() {
   lower_table()["LRN"] = lower_lrn;
-  lower_table()["Conv"] = lower_conv;
+  lower_table()["Conv"] = [](Lowering &L, Node &n) { lower_conv(L, n, n.input(0), n.input(1), n.input(2), nullptr); };
+  lower_table()["ConvInteger"] = [](Lowering &L, Node &n) {
+    IntegerOperands q = integer_operands(n, 2, 3);
+    lower_conv(L, n, n.input(0), n.input(1), nullptr, &q);
+  };
+  // QLinearConv(x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scale, y_zero_point, B?)
+  lower_table()["QLinearConv"] = [](Lowering &L, Node &n) {
+    IntegerOperands q = qlinear_operands(L, n, 1, 2, 4, 5, 6, 7, 8);
+    lower_conv(L, n, n.input(0), n.input(3), nullptr, &q);
+  };
+  lower_table()["MatMulInteger"] = [](Lowering &L, Node &n) {
+    IntegerOperands q = integer_operands(n, 2, 3);
+    lower_matmul(L, n, n.input(0), n.input(1), &q);
+  };
+  // QLinearMatMul(a, a_scale, a_zero_point, b, b_scale, b_zero_point, y_scale, y_zero_point)
+  lower_table()["QLinearMatMul"] = [](Lowering &L, Node &n) {
+    IntegerOperands q = qlinear_operands(L, n, 1, 2, 4, 5, 6, 7, -1);
+    lower_matmul(L, n, n.input(0), n.input(3), &q);
+  };
   lower_table()["ConvTranspose"] = lower_conv_transpose;
   lower_table()["MaxPool"] = [](Lowering &L, Node &n) { lower_pool(L, n, true); };
   lower_table()["AveragePool"] = [](Lowering &L, Node &n) { lower_pool(L, n, false); };
   lower_table()["GlobalAveragePool"] = [](Lowering &L, Node &n) { lower_global_pool(L, n, false); };
   lower_table()["GlobalMaxPool"] = [](Lowering &L, Node &n) { lower_global_pool(L, n, true); };
-  lower_table()["MatMul"] = lower_matmul;
+  lower_table()["MatMul"] = [](Lowering &L, Node &n) { lower_matmul(L, n, n.input(0), n.input(1), nullptr); };
   lower_table()["Gemm"] = lower_gemm;
   lower_table()["BatchNormalization"] = lower_batchnorm;
 }

@@ -152,9 +152,13 @@ def test_run(capgraph, test_dir, work_dir):
             cmd += ["--bind", f"{k}={v}"]
         status, text = step(cmd)
         m = re.search(r"\('([^']*)'\) must be known at compile time", text) if status == "refused" else None
-        if not m or m.group(1) not in inputs or m.group(1) in bound:
+        # A value computed from model inputs is named with them: "depends on the model's inputs ('a', 'b')".
+        via = re.search(r"depends on the model's inputs \(('[^)]*')\)", text) if m else None
+        names = re.findall(r"'([^']*)'", via.group(1)) if via else [m.group(1)] if m else []
+        if not names or any(k not in inputs or k in bound for k in names):
             break
-        bound[m.group(1)] = inputs[m.group(1)]
+        for k in names:
+            bound[k] = inputs[k]
     if status != "ok":
         return name, status, text
     cmd = [capgraph, "run", cap, "--output-dir", os.path.join(out, "out")]
