@@ -114,6 +114,12 @@ class graph {
   std::vector<std::pair<uint64_t, uint64_t>> copy_ranges_;  // (arena offset, bytes)
   std::vector<memory> imports_;
   bool submitted_ = false;
+  // Shadowed transports (transport::shadowed): the arena ranges uploaded before each replay
+  // (inputs) and downloaded after it (outputs), as (offset, bytes), and the kernel-argument words
+  // bind() patched since the last replay (byte offsets in kernargs_).
+  bool shadowed_ = false;
+  std::vector<std::pair<uint64_t, uint64_t>> inputs_, outputs_;
+  std::vector<uint64_t> patched_;
   bool interrupt_ = false;  // the transport wakes waits on an interrupt
   uint64_t interrupt_mailbox_ = 0;
   uint32_t interrupt_id_ = 0;
