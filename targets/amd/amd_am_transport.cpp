@@ -83,6 +83,13 @@ capgraph_status am_transport::queue_create(hcq::queue_kind kind, uint64_t ring_b
     *err = name() + ": the GPU is not booted";
     return CAPGRAPH_ERR_DEVICE;
   }
+  // The graph sizes a copy ring to hold its copy commands twice; the boot's SDMA ring is fixed.
+  // (A compute ring only carries the per-replay call and signal: the default request is no need.)
+  if (i == 1 && ring_bytes > device_layout::sdma_ring_bytes) {
+    *err = name() + ": the copy commands need a " + std::to_string(ring_bytes) + "-byte ring; the SDMA ring has " +
+           std::to_string(device_layout::sdma_ring_bytes);
+    return CAPGRAPH_ERR_DEVICE;
+  }
   queue_used_[i] = true;
   *out = hcq::queue{};
   out->kind = kind;
