@@ -5,8 +5,10 @@
 // a copy queue, with signal/wait pairs between the two).
 // Replay: wait for the previous replay; reset the cross-queue signal; write a few packets into
 // the rings (call the indirect buffer, raise the timeline); ring the doorbells; wait with a
-// timeout. Inputs and outputs live in the arena, which is CPU-visible, so no address changes
-// between replays: what is written per replay does not depend on the number of kernels.
+// timeout. Inputs and outputs live in the arena, which is CPU-visible (on a shadowed transport,
+// transport.h, a host shadow: the inputs go up before the doorbell and the outputs come down after
+// the wait), so no address changes between replays: what is written per replay does not depend
+// on the number of kernels.
 #pragma once
 #include <cstdint>
 #include <memory>
