@@ -30,6 +30,11 @@ namespace capgraph {
 
 // targets/CMakeLists.txt generates it: registers the fakes of the targets this build carries.
 void target_fakes_register();
+#if CAPGRAPH_HAVE_FAKE_USB
+namespace emu {
+void fake_usb_register();  // tests/emu/gfx1100/fake_usb.h
+}
+#endif
 
 // Writes bytes to path through a temporary file and a rename, so a failure never leaves a
 // half-written file behind.
@@ -299,6 +304,9 @@ int cmd_devices() {
 
 int cli_main(int argc, char **argv) {
   target_fakes_register();  // `--device fake-amd` and the other targets' fakes
+#if CAPGRAPH_HAVE_FAKE_USB
+  emu::fake_usb_register();  // `--device fake-usb`: the USB GPU path on the emulated bridge
+#endif
   if (argc < 2) return usage();
   std::string cmd = argv[1];
   try {

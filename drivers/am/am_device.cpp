@@ -85,6 +85,28 @@ bool device::vram_read(uint64_t pa, void *p, size_t bytes) {
   return true;
 }
 
+bool device::vram_copy_in(uint64_t pa, const void *p, size_t bytes, std::string *err) {
+  step_ = "VRAM write";
+  if (pa + bytes > vram_bytes_ || pa + bytes < pa) {
+    *err = "VRAM write of " + std::to_string(bytes) + " bytes at " + hex(pa) + " past VRAM's end";
+    return false;
+  }
+  if (vram_write(pa, p, bytes)) return true;
+  *err = err_;
+  return false;
+}
+
+bool device::vram_copy_out(uint64_t pa, void *p, size_t bytes, std::string *err) {
+  step_ = "VRAM read";
+  if (pa + bytes > vram_bytes_ || pa + bytes < pa) {
+    *err = "VRAM read of " + std::to_string(bytes) + " bytes at " + hex(pa) + " past VRAM's end";
+    return false;
+  }
+  if (vram_read(pa, p, bytes)) return true;
+  *err = err_;
+  return false;
+}
+
 // What a person needs when the GPU stops answering: the PSP and SMU
 // mailboxes and both hubs' VM fault status (tinygrad reads the same on
 // recovery, amdev.py:232-239). Best effort: a dead link reads nothing.

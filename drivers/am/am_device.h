@@ -89,6 +89,13 @@ class device {
   // timeout_ms; the timeout message reads out the fault registers.
   bool wait_vram64(uint64_t pa, uint64_t target, unsigned timeout_ms, std::string *err);
 
+  // Reads or writes bytes of VRAM at physical offset pa through BAR0 (the
+  // whole VRAM is the large BAR); for the HCQ transport's uploads and
+  // downloads. False with a message naming the offset.
+  bool vram_copy_in(uint64_t pa, const void *p, size_t bytes, std::string *err);
+  bool vram_copy_out(uint64_t pa, void *p, size_t bytes, std::string *err);
+  bool booted() const { return booted_; }
+
   // Register access by name, counted; for tests and the transport.
   bool rreg(reg r, uint32_t *v);
   bool wreg(reg r, uint32_t v);

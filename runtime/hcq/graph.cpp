@@ -51,7 +51,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     std::string why;
     capgraph_status s = dev->alloc(align_up(size ? size : 1, 4096), kind, m, &why);
     if (s != CAPGRAPH_OK) *err = prefix + "cannot allocate the " + what + ": " + why;
-    else if (!m->cpu) {
+    else if (!m->cpu) {  // a shadowed transport gives host shadows
       *err = prefix + "the " + what + " is not CPU-visible on " + dev->name();
       s = CAPGRAPH_ERR_DEVICE;
     }
@@ -218,6 +218,16 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     return st;
   memcpy(g->ib_.cpu, g->ib_words_.data(), g->ib_words_.size() * 4);
 
+  // Device memory the CPU cannot map: everything written above goes over once, now.
+  g->shadowed_ = dev->shadowed();
+  if (g->shadowed_) {
+    for (memory *m : {&g->arena_, &g->weights_, &g->code_, &g->kernargs_, &g->signals_, &g->stamps_, &g->ib_})
+      if ((st = dev->upload(*m, 0, m->size, &why)) != CAPGRAPH_OK)
+        return fail(st, "cannot write device memory: " + why);
+    for (const fb::TensorInfo *ti : *c->inputs()) g->inputs_.push_back({ti->offset(), ti->size()});
+    for (const fb::TensorInfo *ti : *c->outputs()) g->outputs_.push_back({ti->offset(), ti->size()});
+    g->patched_.reserve(g->patch_sites_.size());
+  }
   if ((st = dev->queue_create(queue_kind::compute, k_ring_bytes, &g->compute_, &why)) != CAPGRAPH_OK)
     return fail(st, "cannot create the compute queue: " + why);
   if (!g->copy_words_.empty()) {
@@ -247,6 +257,16 @@ capgraph_status graph::replay(std::string *err) noexcept {
   }
   sync->value = 0;
   words_written_ += 2;
+  if (shadowed_) {  // what the CPU wrote into the shadows since the last replay goes over
+    capgraph_status st = CAPGRAPH_OK;
+    if (has_copy_queue_) st = dev_->upload(signals_, slot_sync, 8, err);
+    for (uint64_t at : patched_)
+      if (st == CAPGRAPH_OK) st = dev_->upload(kernargs_, at, 8, err);
+    patched_.clear();
+    for (const auto &[at, bytes] : inputs_)
+      if (st == CAPGRAPH_OK && bytes) st = dev_->upload(arena_, at, bytes, err);
+    if (st != CAPGRAPH_OK) return st;
+  }
   if (has_copy_queue_) words_written_ += dev_->submit(copy_, copy_words_.data(), copy_words_.size());
   // Compute ring: call the recorded commands, then raise the timeline.
   const uint64_t next = timeline_ + 1;
@@ -257,7 +277,10 @@ capgraph_status graph::replay(std::string *err) noexcept {
   words_written_ += dev_->submit(compute_, ring_words_.data(), ring_words_.size());
   timeline_ = next;
   submitted_ = true;
-  return dev_->wait(&timeline->value, next, opt_.timeout_ns, err);
+  capgraph_status st = dev_->wait(&timeline->value, next, opt_.timeout_ns, err);
+  for (const auto &[at, bytes] : outputs_)
+    if (st == CAPGRAPH_OK && bytes) st = dev_->download(arena_, at, bytes, err);
+  return st;
 }
 
 capgraph_status graph::bind(uint64_t offset, uint64_t size, void *host, uint64_t host_bytes,
@@ -301,6 +324,7 @@ capgraph_status graph::bind(uint64_t offset, uint64_t size, void *host, uint64_t
       const uint64_t a = base + (p.arena_offset - offset);
       memcpy(kernargs_.cpu + p.kernarg_at, &a, 8);
       words_pending_ += 2;
+      if (shadowed_) patched_.push_back(p.kernarg_at);
     }
   return CAPGRAPH_OK;
 }

@@ -5,8 +5,10 @@
 // a copy queue, with signal/wait pairs between the two).
 // Replay: wait for the previous replay; reset the cross-queue signal; write a few packets into
 // the rings (call the indirect buffer, raise the timeline); ring the doorbells; wait with a
-// timeout. Inputs and outputs live in the arena, which is CPU-visible, so no address changes
-// between replays: what is written per replay does not depend on the number of kernels.
+// timeout. Inputs and outputs live in the arena, which is CPU-visible (on a shadowed transport,
+// transport.h, a host shadow: the inputs go up before the doorbell and the outputs come down after
+// the wait), so no address changes between replays: what is written per replay does not depend
+// on the number of kernels.
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -114,6 +116,12 @@ class graph {
   std::vector<std::pair<uint64_t, uint64_t>> copy_ranges_;  // (arena offset, bytes)
   std::vector<memory> imports_;
   bool submitted_ = false;
+  // Shadowed transports (transport::shadowed): the arena ranges uploaded before each replay
+  // (inputs) and downloaded after it (outputs), as (offset, bytes), and the kernel-argument words
+  // bind() patched since the last replay (byte offsets in kernargs_).
+  bool shadowed_ = false;
+  std::vector<std::pair<uint64_t, uint64_t>> inputs_, outputs_;
+  std::vector<uint64_t> patched_;
   bool interrupt_ = false;  // the transport wakes waits on an interrupt
   uint64_t interrupt_mailbox_ = 0;
   uint32_t interrupt_id_ = 0;

@@ -54,6 +54,10 @@ double written_max(const fb::Kernel *kern, const fb::Launch *l, const uint8_t *a
 capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, check_result *out,
                              std::string *err) {
   *out = check_result{};
+  if (shadowed_) {  // the step-by-step copies assume the CPU reads the arena in place
+    *err = dev_->name() + ": --check needs device memory the CPU can map";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
   auto *timeline = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
   if (submitted_) {
     capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);

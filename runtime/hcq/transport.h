@@ -95,6 +95,20 @@ class transport {
   // write `id` to `mailbox` and raise interrupt `id`. false: no interrupt; wait() polls.
   virtual bool interrupt_target(uint64_t *mailbox, uint32_t *id) { return false; }
 
+  // Device memory the CPU cannot map (a GPU behind a USB bridge): alloc() then gives memory::cpu
+  // as a host shadow of the device bytes, and the graph moves bytes explicitly: upload() after it
+  // writes a shadow range (load: everything; replay: the inputs and the words it patches),
+  // download() before it reads one (the outputs after a replay). wait() is handed a pointer into
+  // a shadow and polls the device word behind it. false: memory::cpu is the device memory itself
+  // and upload/download are never called.
+  virtual bool shadowed() const { return false; }
+  virtual capgraph_status upload(const memory &m, uint64_t offset, uint64_t size, std::string *err) {
+    return CAPGRAPH_OK;
+  }
+  virtual capgraph_status download(const memory &m, uint64_t offset, uint64_t size, std::string *err) {
+    return CAPGRAPH_OK;
+  }
+
   // Called once at load after the programs are in device memory (program_gpu[i] is where
   // program i starts). Real devices need nothing; a fake GPU links the kernels' host twins here.
   virtual capgraph_status capture_attach(const fb::Capture *c,

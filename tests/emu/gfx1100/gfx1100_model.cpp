@@ -97,7 +97,8 @@ void Gfx1100Model::reset_state() {
   mec_running_ = sdma_active_ = false;
   hqd_active_.clear();
   latched_[0] = latched_[1] = false;
-  engine_ = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"));
+  engine_ = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"),
+                                            opt_.engine_twins ? amd::fake_mode::twin : amd::fake_mode::emulate);
   engine_vram_ = false;
   engine_hqd_.clear();
   engine_sdma_ = 0;

@@ -70,6 +70,9 @@ class Gfx1100Model {
     uint64_t vram_bytes = 256ull << 20;  // = the emulated endpoint's BAR0 (large BAR)
     uint64_t fb_base = 0x8000000000ull;  // MC address of VRAM (model choice)
     uint32_t tmr_bytes = 16u << 20;      // what LOAD_TOC answers
+    // The packet interpreter runs kernels' host twins instead of their machine code (for the
+    // fixture captures, whose code objects hold no real code).
+    bool engine_twins = false;
   };
   explicit Gfx1100Model(Options o);
   Gfx1100Model() : Gfx1100Model(Options{}) {}
@@ -94,6 +97,10 @@ class Gfx1100Model {
   uint32_t reg(am::reg r) const;
   const am::reg_map& regs() const { return map_; }
   uint64_t vram_bytes() const { return opt_.vram_bytes; }
+
+  // The packet interpreter the queues run on: a capture's kernels are linked to it
+  // (fake_gpu::capture_attach) by the HCQ transport a test puts over the driver.
+  amd::fake_gpu& engine() { return *engine_; }
 
   // A power cycle: registers, engines and VRAM lost; the discovery table
   // comes back.

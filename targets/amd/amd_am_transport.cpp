@@ -1,0 +1,216 @@
+#include "amd_am_transport.h"
+
+#include <chrono>
+#include <cstring>
+
+#include "hcq/signal.h"
+
+namespace capgraph::amd {
+namespace {
+
+using am::device_layout;
+
+uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
+
+std::string hex(uint64_t v) {
+  char b[32];
+  snprintf(b, sizeof b, "0x%llx", (unsigned long long)v);
+  return b;
+}
+
+// The top of VRAM holds the IP discovery table (am_discovery.h: VRAM end - 64 KiB); leave the
+// last MiB alone.
+constexpr uint64_t k_vram_reserved_top = 1ull << 20;
+// A GC VM fault status read every this many polls: a fault ends the wait early at the cost of
+// one register read per few VRAM reads.
+constexpr uint64_t k_fault_check_every = 8;
+
+}  // namespace
+
+am_transport::am_transport(am::device &dev, std::string label)
+    : dev_(dev), label_(std::move(label)), next_pa_(device_layout::free_start) {}
+
+std::string am_transport::name() const { return label_ + " (AM driver, device memory not CPU-mapped)"; }
+
+std::string am_transport::chip_name() const { return dev_.chip_info().name; }
+
+capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory *out,
+                                    std::string *err) {
+  // Everything in VRAM: with GMMU=0 the GPU reaches it at vm_base + pa, and the host reaches it
+  // only through BAR0 transfers anyway, so system memory would buy nothing.
+  const uint64_t bytes = align_up(size ? size : 1, 4096);
+  const uint64_t pa = align_up(next_pa_, 4096);
+  const uint64_t limit = dev_.vram_bytes() > k_vram_reserved_top ? dev_.vram_bytes() - k_vram_reserved_top : 0;
+  if (pa + bytes > limit || pa + bytes < pa) {
+    *err = name() + ": " + std::to_string(bytes) + " bytes do not fit the VRAM left (" +
+           std::to_string(limit > pa ? limit - pa : 0) + " bytes)";
+    return CAPGRAPH_ERR_MEMORY;
+  }
+  allocation a;
+  a.pa = pa;
+  a.size = bytes;
+  try {
+    a.shadow.assign(bytes, 0);
+  } catch (const std::bad_alloc &) {
+    *err = name() + ": cannot allocate a host shadow of " + std::to_string(bytes) + " bytes";
+    return CAPGRAPH_ERR_MEMORY;
+  }
+  next_pa_ = pa + bytes;
+  const uint64_t handle = next_handle_++;
+  allocation &kept = allocs_[handle] = std::move(a);
+  out->cpu = kept.shadow.data();
+  out->gpu = am::device::vram_va(pa);
+  out->size = bytes;
+  out->handle = handle;
+  return CAPGRAPH_OK;
+}
+
+void am_transport::free(hcq::memory &m) {
+  allocs_.erase(m.handle);
+  if (allocs_.empty()) next_pa_ = device_layout::free_start;
+  m = hcq::memory{};
+}
+
+capgraph_status am_transport::queue_create(hcq::queue_kind kind, uint64_t ring_bytes, hcq::queue *out,
+                                           std::string *err) {
+  // The boot made exactly one queue of each kind; their rings are fixed in device_layout.
+  const int i = kind == hcq::queue_kind::copy ? 1 : 0;
+  if (queue_used_[i]) {
+    *err = name() + ": its one " + (i ? "SDMA" : "compute") + " queue is already in use";
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  if (!dev_.booted()) {
+    *err = name() + ": the GPU is not booted";
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  // The graph sizes a copy ring to hold its copy commands twice; the boot's SDMA ring is fixed.
+  // (A compute ring only carries the per-replay call and signal: the default request is no need.)
+  if (i == 1 && ring_bytes > device_layout::sdma_ring_bytes) {
+    *err = name() + ": the copy commands need a " + std::to_string(ring_bytes) + "-byte ring; the SDMA ring has " +
+           std::to_string(device_layout::sdma_ring_bytes);
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  queue_used_[i] = true;
+  *out = hcq::queue{};
+  out->kind = kind;
+  out->ring.gpu = am::device::vram_va(i ? device_layout::sdma_ring : device_layout::compute_ring);
+  out->ring.size = i ? device_layout::sdma_ring_bytes : device_layout::compute_ring_bytes;
+  out->write_ptr = &write_ptr_[i];
+  out->read_ptr = &write_ptr_[i];
+  out->write_ptr_unit = i ? 1 : 4;
+  out->no_wrap = i == 1;
+  out->handle = uint64_t(i);
+  return CAPGRAPH_OK;
+}
+
+void am_transport::queue_destroy(hcq::queue &q) {
+  queue_used_[q.handle ? 1 : 0] = false;
+  q = hcq::queue{};
+}
+
+uint64_t am_transport::submit(hcq::queue &q, const uint32_t *words, uint64_t count) noexcept {
+  ++stats_.submits;
+  std::string e;
+  if (!dev_.queue_submit(q.kind == hcq::queue_kind::copy, words, count, &e) && submit_error_.empty())
+    submit_error_ = e;  // a wait comes next; it reports this instead of timing out
+  return count + 2 + 2;  // the words, a 64-bit write pointer, a 64-bit doorbell
+}
+
+const am_transport::allocation *am_transport::shadow_find(const volatile void *p, uint64_t *offset) const {
+  const auto *b = reinterpret_cast<const volatile uint8_t *>(p);
+  for (const auto &[h, a] : allocs_) {
+    const uint8_t *s = a.shadow.data();
+    if (b >= s && b + 8 <= s + a.size) {
+      *offset = uint64_t(b - s);
+      return &a;
+    }
+  }
+  return nullptr;
+}
+
+capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
+                                   std::string *err) {
+  if (!submit_error_.empty()) {
+    *err = submit_error_;
+    submit_error_.clear();
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  uint64_t off = 0;
+  const allocation *a = shadow_find(value, &off);
+  if (!a) {
+    *err = name() + ": a wait on memory this transport did not allocate";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
+  uint64_t v = 0;
+  for (uint64_t poll = 0;; ++poll) {
+    ++stats_.polls;
+    std::string e;
+    if (!dev_.vram_copy_out(a->pa + off, &v, 8, &e)) {
+      *err = e;
+      return CAPGRAPH_ERR_DEVICE;
+    }
+    if (hcq::timeline_reached(v, target)) {
+      *const_cast<volatile uint64_t *>(value) = v;  // the shadow follows the device
+      return CAPGRAPH_OK;
+    }
+    const bool late = std::chrono::steady_clock::now() > deadline;
+    if (late || poll % k_fault_check_every == k_fault_check_every - 1) {
+      uint32_t fault = 0;
+      if (!dev_.rreg(am::regGCVM_L2_PROTECTION_FAULT_STATUS, &fault)) {
+        *err = name() + ": reading the GC VM fault status while waiting: the device does not answer";
+        return CAPGRAPH_ERR_DEVICE;
+      }
+      if (fault) {
+        *err = name() + ": GPU page fault (GCVM_L2_PROTECTION_FAULT_STATUS=" + hex(fault) +
+               ") while waiting for signal " + hex(am::device::vram_va(a->pa + off)) + " to reach " +
+               std::to_string(target) + " (it is " + std::to_string(v) + ")";
+        return CAPGRAPH_ERR_DEVICE;
+      }
+    }
+    if (late) {
+      *err = name() + ": the signal at " + hex(am::device::vram_va(a->pa + off)) + " is " +
+             std::to_string(v) + ", not " + std::to_string(target) + " after " +
+             std::to_string(timeout_ns / 1000000) + " ms (no GPU page fault reported)";
+      return CAPGRAPH_ERR_TIMEOUT;
+    }
+  }
+}
+
+capgraph_status am_transport::range_move(const hcq::memory &m, uint64_t offset, uint64_t size, bool in,
+                                         std::string *err) {
+  auto it = allocs_.find(m.handle);
+  if (it == allocs_.end() || offset > it->second.size || size > it->second.size - offset) {
+    *err = name() + ": a transfer outside its allocation";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  allocation &a = it->second;
+  // BAR transfers move whole dwords; the shadow covers the allocation's whole pages, so widening
+  // the range to dwords moves only bytes the shadow already holds.
+  const uint64_t lo = offset & ~3ull, hi = align_up(offset + size, 4);
+  std::string e;
+  const bool ok = in ? dev_.vram_copy_in(a.pa + lo, a.shadow.data() + lo, hi - lo, &e)
+                     : dev_.vram_copy_out(a.pa + lo, a.shadow.data() + lo, hi - lo, &e);
+  if (!ok) {
+    *err = e;
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  if (in) {
+    ++stats_.uploads;
+    stats_.upload_bytes += hi - lo;
+  } else {
+    ++stats_.downloads;
+    stats_.download_bytes += hi - lo;
+  }
+  return CAPGRAPH_OK;
+}
+
+capgraph_status am_transport::upload(const hcq::memory &m, uint64_t offset, uint64_t size, std::string *err) {
+  return range_move(m, offset, size, true, err);
+}
+
+capgraph_status am_transport::download(const hcq::memory &m, uint64_t offset, uint64_t size, std::string *err) {
+  return range_move(m, offset, size, false, err);
+}
+
+}  // namespace capgraph::amd

@@ -1,0 +1,80 @@
+// The HCQ transport over the AM driver (drivers/am): a gfx1100 that no kernel driver owns, reached
+// through an am::pci_function (the USB bridge; the register-model GPU in tests). Nothing of it is
+// CPU-mapped (behind the bridge nothing can be), so the transport is a shadowed one
+// (transport.h): every allocation is VRAM (GMMU=0: the boot mapped all of VRAM once at
+// device_layout::vm_base, so GPU address = vm_base + physical offset) with a host shadow, and
+// bytes cross only when the graph uploads or downloads a range. Queues are the two the boot made
+// (one compute HQD, SDMA queue 0); submit goes through am::device::queue_submit (ring words,
+// write pointer in VRAM, doorbell). Waits poll the signal's VRAM word with a bound and read the
+// GC VM fault status every few polls, so a page fault ends the wait with the fault, not a timeout.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "am_device.h"
+#include "hcq/transport.h"
+
+namespace capgraph::amd {
+
+struct am_transport_stats {
+  uint64_t uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
+  uint64_t submits = 0, polls = 0;
+};
+
+class am_transport : public hcq::transport {
+ public:
+  // `dev` must be booted and outlive the transport; `label` names the device in messages.
+  am_transport(am::device &dev, std::string label);
+  std::string name() const override;
+  std::string chip_name() const override;
+  // The engines' timestamps count the 100 MHz reference clock, as the KFD transport says
+  // (drivers/kfd/kfd_transport.cpp). The graph does not download them on a shadowed transport.
+  uint64_t clock_hz() const override { return 100000000; }
+
+  capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
+                        std::string *err) override;
+  void free(hcq::memory &m) override;
+  capgraph_status queue_create(hcq::queue_kind kind, uint64_t ring_bytes, hcq::queue *out,
+                               std::string *err) override;
+  void queue_destroy(hcq::queue &q) override;
+  void doorbell(hcq::queue &q, uint64_t write_ptr) override {}  // submit rings it
+  uint64_t submit(hcq::queue &q, const uint32_t *words, uint64_t count) noexcept override;
+  capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
+                       std::string *err) override;
+
+  bool shadowed() const override { return true; }
+  capgraph_status upload(const hcq::memory &m, uint64_t offset, uint64_t size,
+                         std::string *err) override;
+  capgraph_status download(const hcq::memory &m, uint64_t offset, uint64_t size,
+                           std::string *err) override;
+
+  const am_transport_stats &stats() const { return stats_; }
+  // (VRAM offset, bytes) of each live allocation, oldest first; for diagnostics and tests.
+  std::vector<std::pair<uint64_t, uint64_t>> allocations() const {
+    std::vector<std::pair<uint64_t, uint64_t>> v;
+    for (const auto &[h, a] : allocs_) v.push_back({a.pa, a.size});
+    return v;
+  }
+
+ private:
+  struct allocation {
+    uint64_t pa = 0, size = 0;
+    std::vector<uint8_t> shadow;
+  };
+  am::device &dev_;
+  std::string label_;
+  std::map<uint64_t, allocation> allocs_;  // by handle
+  uint64_t next_handle_ = 1;
+  uint64_t next_pa_;                       // bump allocator; back to the start when all are freed
+  bool queue_used_[2] = {false, false};    // compute, copy
+  uint64_t write_ptr_[2] = {0, 0};         // what queue::write_ptr points at (unused by submit)
+  std::string submit_error_;               // a failed submit, reported by the next wait
+  am_transport_stats stats_;
+  const allocation *shadow_find(const volatile void *p, uint64_t *offset) const;
+  capgraph_status range_move(const hcq::memory &m, uint64_t offset, uint64_t size, bool in,
+                             std::string *err);
+};
+
+}  // namespace capgraph::amd
