@@ -48,6 +48,7 @@ struct op_tables {
         fa.store = n.find("_store_") != std::string::npos;
         fa.sign = ty[0] == 'i';
         fa.bytes = uint8_t(std::atoi(ty.c_str() + 1) / 8);
+        if (n.find("_d16_") != std::string::npos) fa.d16 = n.find("_d16_hi_") != std::string::npos ? 2 : 1;
       }
     }
     for (auto &e : t)

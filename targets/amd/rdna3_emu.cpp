@@ -810,6 +810,7 @@ bool vmem_run(run_state &st, wave &w, const rdna3_inst &in) {
   const op_facts &fa = rdna3_facts(in.op);
   const bool store = fa.store, sign = fa.sign;
   const uint32_t bytes = fa.bytes, dwords = (bytes + 3) / 4;
+  const uint8_t d16 = fa.d16;
   const uint32_t *va = w.v + size_t(in.src[0] - 256) * 32;
   const bool saddr = in.enc == GLOBAL && in.src[2] != kNull;
   const uint64_t sbase = saddr ? (w.s[in.src[2]] | uint64_t(w.s[in.src[2] + 1]) << 32) : 0;
@@ -841,12 +842,16 @@ bool vmem_run(run_state &st, wave &w, const rdna3_inst &in) {
       else
         for (uint32_t i = 0; i < dwords; i++) std::memcpy(&dst[i * 32 + l], h + 4 * i, 4);
     } else if (store) {
-      std::memcpy(buf, &data[l], 4);
+      buf[0] = d16 == 2 ? data[l] >> 16 : data[l];  // D16_HI stores take the high half
       std::memcpy(h, buf, bytes);
     } else {
       uint32_t x = 0;
       std::memcpy(&x, h, bytes);
       if (sign) x = bytes == 1 ? uint32_t(int32_t(int8_t(x))) : uint32_t(int32_t(int16_t(x)));
+      // D16 loads write one 16-bit half of the VGPR and keep the other (ISA guide ch. 10,
+      // "D16" loads; encodings from llvm-mc-19): a byte is extended to 16 bits first.
+      if (d16 == 1) x = (dst[l] & 0xffff0000u) | (x & 0xffffu);
+      else if (d16 == 2) x = (dst[l] & 0xffffu) | (x << 16);
       dst[l] = x;
     }
   }

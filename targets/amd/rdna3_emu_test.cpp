@@ -91,6 +91,44 @@ TEST_CASE("rdna3: scalar loads, workgroup ids, global loads and stores, VOP3 wit
   CHECK(n.smem == 4);
 }
 
+TEST_CASE("rdna3: D16 loads write one half of the VGPR and keep the other; D16_HI stores take the high half") {
+  // LLVM emits these for 8- and 16-bit data (QLinearMatMul's uint8 operands); the op-conformance
+  // suite found global_load_d16_b16 (GLOBAL opcode 0x20) missing.
+  const std::vector<uint32_t> code = {
+      0xF4080100, 0xF8000000,  // s_load_b128 s[4:7], s[0:1], 0x0      (in, out)
+      0x30000082,              // v_lshlrev_b32 v0, 2, v0                byte offset = 4 * lane
+      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0x7E0202FF, 0x12345678,  // v_mov_b32 v1, 0x12345678
+      0x7E0402FF, 0x12345678,  // v_mov_b32 v2, 0x12345678
+      0x7E0602FF, 0x12345678,  // v_mov_b32 v3, 0x12345678
+      0xDC7A0000, 0x01040000,  // global_load_d16_u8 v1, v0, s[4:5]
+      0xDC8A0000, 0x02040000,  // global_load_d16_hi_i8 v2, v0, s[4:5]
+      0xDC820002, 0x03040000,  // global_load_d16_b16 v3, v0, s[4:5] offset:2
+      0xBF8903F7,              // s_waitcnt vmcnt(0)
+      0xDC6A0000, 0x00060100,  // global_store_b32 v0, v1, s[6:7]
+      0xDC6A0080, 0x00060200,  // global_store_b32 v0, v2, s[6:7] offset:128
+      0xDC6A0100, 0x00060300,  // global_store_b32 v0, v3, s[6:7] offset:256
+      0xDC960180, 0x00060200,  // global_store_d16_hi_b16 v0, v2, s[6:7] offset:384
+      0xBFB00000,              // s_endpgm
+  };
+  gpu_memory m;
+  m.code(code);
+  m.arg(0, gpu_memory::buf0);
+  m.arg(1, gpu_memory::buf1);
+  uint8_t *in = m.at<uint8_t>(gpu_memory::buf0);
+  for (int i = 0; i < 128; i++) in[i] = uint8_t(i * 37 + 11);
+  REQUIRE(run(m, dispatch_of(1, 32)) == "");
+  const uint32_t *out = m.at<uint32_t>(gpu_memory::buf1);
+  for (int l = 0; l < 32; l++) {
+    const uint8_t *b = in + 4 * l;
+    const uint32_t sext = uint32_t(int32_t(int8_t(b[0]))) & 0xffff;
+    CHECK(out[l] == (0x12340000u | b[0]));
+    CHECK(out[32 + l] == (sext << 16 | 0x5678u));
+    CHECK(out[64 + l] == (0x12340000u | b[2] | uint32_t(b[3]) << 8));
+    CHECK(out[96 + l] == sext);  // two bytes stored over zeros
+  }
+}
+
 TEST_CASE("rdna3: workgroups shared by host threads give the same results and counts") {
   gpu_memory m;
   m.code(scale_code);

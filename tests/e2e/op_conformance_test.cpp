@@ -197,9 +197,6 @@ struct OpCase {
   std::function<ModelBuilder()> build;
   double lo = -2, hi = 2;  // random inputs: floats uniform in [lo, hi], integers in [lo, hi]
   std::function<void(const CompileReport &)> report_check = nullptr;
-  // Why the case cannot run on the fake AMD GPU (CAPGRAPH_OP_TARGET), or empty: such a case is
-  // reported as skipped there, never counted as matching.
-  const char *fake_gpu_gap = nullptr;
 };
 
 std::vector<OpCase> op_cases() {
@@ -1172,7 +1169,7 @@ std::vector<OpCase> op_cases() {
          return one(10, "QLinearMatMul", {in("a", {3, 6}, U8), cf("as", {0.02f}, {}), init(tensor_make("az", U8, std::vector<uint8_t>{120}, {})),
                                           in("b", {6, 4}, U8), cf("bs", {0.03f}, {}), init(tensor_make("bz", U8, std::vector<uint8_t>{130}, {})),
                                           cf("ys", {0.5f}, {}), init(tensor_make("yz", U8, std::vector<uint8_t>{128}, {}))}, {}, {U8});
-       }, 0, 255, nullptr, "the RDNA3 emulator (targets/amd/rdna3_decode.cpp) does not decode GLOBAL opcode 0x20, which LLVM emits for this kernel's uint8 loads"},
+       }, 0, 255},
       {"qlinear_conv_bias_per_channel_scale", [] {
          return one(10, "QLinearConv", {in("x", {1, 2, 6, 6}, U8), cf("xs", {0.05f}, {}), init(tensor_make("xz", U8, std::vector<uint8_t>{110}, {})),
                                         in("w", {3, 2, 3, 3}, U8), cf("ws", {0.01f, 0.02f, 0.005f}, {3}), init(tensor_make("wz", U8, std::vector<uint8_t>{128}, {})),
@@ -1496,10 +1493,6 @@ TEST_CASE("every op case matches ONNX Runtime") {
       if (fold) run.name += ".folded", run.report_check = nullptr;
       if (std::getenv("CAPGRAPH_OP_TARGET")) run.report_check = nullptr;  // those describe CPU schedules
       if (only && run.name.find(only) == std::string::npos) continue;
-      if (std::getenv("CAPGRAPH_OP_TARGET") && c.fake_gpu_gap) {
-        MESSAGE("skipped on the fake GPU: " << run.name << ": " << std::string(c.fake_gpu_gap));
-        continue;
-      }
       cases.push_back(std::move(run));
       folded.push_back(fold);
     }
