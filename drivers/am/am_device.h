@@ -16,6 +16,7 @@
 // marks the session clean.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -113,6 +114,8 @@ class device {
   bool booted_ = false;
   uint64_t compute_wptr_ = 0;  // dwords
   uint64_t sdma_wptr_ = 0;     // bytes
+  // VRAM moves go through this, not a vector per call: replay must not allocate.
+  std::array<uint32_t, 4096> staging_{};
 
   bool fail(const std::string &what);
   bool poll(reg r, uint32_t mask, uint32_t want, const char *what);
