@@ -72,7 +72,7 @@ bool device::vram_write(uint64_t pa, const void *p, size_t bytes) {
   const uint8_t *src = static_cast<const uint8_t *>(p);
   std::string e;
   for (size_t done = 0; done < bytes;) {
-    const size_t n = std::min(bytes - done, sizeof staging_);
+    const size_t n = std::min(bytes - done, staging_.size() * 4);
     const size_t dws = (n + 3) / 4;
     staging_[dws - 1] = 0;
     std::memcpy(staging_.data(), src + done, n);
@@ -88,7 +88,7 @@ bool device::vram_read(uint64_t pa, void *p, size_t bytes) {
   uint8_t *dst = static_cast<uint8_t *>(p);
   std::string e;
   for (size_t done = 0; done < bytes;) {
-    const size_t n = std::min(bytes - done, sizeof staging_);
+    const size_t n = std::min(bytes - done, staging_.size() * 4);
     const size_t dws = (n + 3) / 4;
     stats_.vram_bytes_read += dws * 4;
     if (!pci_.bar_read(kBarVram, pa + done, staging_.data(), dws, &e))
