@@ -30,6 +30,11 @@ namespace capgraph {
 
 // targets/CMakeLists.txt generates it: registers the fakes of the targets this build carries.
 void target_fakes_register();
+#if CAPGRAPH_HAVE_USB_GPU
+namespace amd {
+void usb_device_register();  // targets/amd/amd_usb_device.h
+}
+#endif
 #if CAPGRAPH_HAVE_FAKE_USB
 namespace emu {
 void fake_usb_register();  // tests/emu/gfx1100/fake_usb.h
@@ -304,6 +309,9 @@ int cmd_devices() {
 
 int cli_main(int argc, char **argv) {
   target_fakes_register();  // `--device fake-amd` and the other targets' fakes
+#if CAPGRAPH_HAVE_USB_GPU
+  amd::usb_device_register();  // `--device usb[:SERIAL]`: a gfx1100 behind our USB bridge
+#endif
 #if CAPGRAPH_HAVE_FAKE_USB
   emu::fake_usb_register();  // `--device fake-usb`: the USB GPU path on the emulated bridge
 #endif

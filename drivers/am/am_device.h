@@ -113,6 +113,10 @@ class device {
   bool booted_ = false;
   uint64_t compute_wptr_ = 0;  // dwords
   uint64_t sdma_wptr_ = 0;     // bytes
+  // VRAM moves go through this, allocated once with the device, not a vector per call: replay
+  // must not allocate. 1 MiB, so an input the size of resnet18's (602,112 B) is one BAR transfer
+  // call (each call ends its TLP stream: smaller chunks cost USB transfers, see README).
+  std::vector<uint32_t> staging_ = std::vector<uint32_t>(1u << 18);
 
   bool fail(const std::string &what);
   bool poll(reg r, uint32_t mask, uint32_t want, const char *what);

@@ -34,6 +34,11 @@ PcieEndpoint::PcieEndpoint() {
   set_bar(5, bars_[2]);
 }
 
+void PcieEndpoint::ids_set(uint16_t vendor, uint16_t device) {
+  put16(&cfg_[0x00], vendor);
+  put16(&cfg_[0x02], device);
+}
+
 uint32_t PcieEndpoint::config_read(uint16_t reg) const { return get32(&cfg_[reg & 0xFFC]); }
 
 void PcieEndpoint::config_write(uint16_t reg, uint32_t value, uint8_t byte_en) {

@@ -45,6 +45,8 @@ class PcieEndpoint {
   TlpCompletion handle(const TlpRequest& tlp);
 
   uint32_t config_read(uint16_t reg) const;
+  // Another card in the slot (tests of the host's id check).
+  void ids_set(uint16_t vendor, uint16_t device);
   void config_write(uint16_t reg, uint32_t value, uint8_t byte_en);
   // Assigned base of BAR i (0 if unassigned or decoding disabled).
   uint64_t bar_base(int i) const;

@@ -19,6 +19,7 @@
 #include "am_device.h"
 #include "am_firmware_synthetic.h"
 #include "amd_hcq.h"
+#include "amd_usb.h"
 #include "asm2464_model.h"
 #include "bridge.h"
 #include "bridge_protocol.h"
@@ -39,19 +40,16 @@ Gfx1100Model &gpu_model() {
 struct session {
   Asm2464 dev;
   EmuTransport wire{dev};
-  usb::Bridge bridge{wire};
-  usb::PciChain chain;
-  std::unique_ptr<usb::pci_function_usb> pci;
-  std::unique_ptr<am::device> gpu;
+  amd::usb_gpu g{wire};  // the same open sequence as `--device usb` (targets/amd/amd_usb.h)
 };
 
 class fake_usb_transport final : public Gfx1100Transport {
  public:
   fake_usb_transport(std::unique_ptr<session> s, std::string label)
-      : Gfx1100Transport(*s->gpu, gpu_model(), std::move(label)), s_(std::move(s)) {}
+      : Gfx1100Transport(*s->g.gpu, gpu_model(), std::move(label)), s_(std::move(s)) {}
   ~fake_usb_transport() override {
     std::string e;
-    if (!s_->gpu->teardown(&e)) fprintf(stderr, "fake-usb: %s\n", e.c_str());
+    if (!s_->g.gpu->teardown(&e)) fprintf(stderr, "fake-usb: %s\n", e.c_str());
   }
 
  private:
@@ -97,17 +95,10 @@ capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport
   Enumeration en;
   std::string why;
   if (!usb_enumerate(s->dev, &en, &why)) return fail(err, "USB enumeration: " + why);
-  usb::BridgeStatus st = s->bridge.open();
-  if (st.ok()) st = s->bridge.pcie_power(true);
-  if (st.ok()) st = usb::pci_chain_setup(s->bridge, &s->chain);
-  if (st.ok()) st = usb::pci_bars_assign(s->bridge, &s->chain);
-  if (!st.ok()) return fail(err, st.message);
-  s->pci = std::make_unique<usb::pci_function_usb>(s->bridge, s->chain);
   am::device_options o;
   o.firmware_dir = fw_dir;
-  s->gpu = std::make_unique<am::device>(*s->pci, o);
-  if (!s->gpu->boot(&why)) return fail(err, why);
-  const std::string label = "fake-usb " + s->pci->name() + (s->gpu->stats().partial ? " (partial boot)" : " (cold boot)");
+  if (!amd::usb_gpu_open(s->g, o, &why)) return fail(err, why);
+  const std::string label = amd::usb_gpu_label(s->g, "fake-usb");
   *out = std::make_unique<fake_usb_transport>(std::move(s), label);
   return CAPGRAPH_OK;
 }

@@ -1,0 +1,40 @@
+// The open sequence of a gfx1100 behind the USB bridge (see amd_usb.h).
+#include "amd_usb.h"
+
+#include <cstdio>
+
+namespace capgraph::amd {
+
+bool usb_gpu_open(usb_gpu &g, const am::device_options &o, std::string *err) {
+  usb::BridgeStatus st = g.bridge.open();
+  if (!st.ok()) {
+    *err = "bridge: " + st.message;
+    return false;
+  }
+  if ((st = g.bridge.pcie_power(true)).ok() && (st = usb::pci_chain_setup(g.bridge, &g.chain)).ok()) {
+    if (g.chain.vendor != kUsbGpuVendor || g.chain.device != kUsbGpuDevice) {
+      char b[200];
+      std::snprintf(b, sizeof b,
+                    "the PCIe endpoint behind the bridge (bus %u) is %04x:%04x, not the GPU this "
+                    "driver boots (%04x:%04x, RX 7900 XTX)",
+                    g.chain.endpoint_bus, g.chain.vendor, g.chain.device, kUsbGpuVendor, kUsbGpuDevice);
+      *err = b;
+      return false;
+    }
+    st = usb::pci_bars_assign(g.bridge, &g.chain);
+  }
+  if (!st.ok()) {
+    *err = "PCIe: " + st.message;
+    return false;
+  }
+  g.pci = std::make_unique<usb::pci_function_usb>(g.bridge, g.chain);
+  g.gpu = std::make_unique<am::device>(*g.pci, o);
+  return g.gpu->boot(err);
+}
+
+std::string usb_gpu_label(const usb_gpu &g, const std::string &what) {
+  return what + " " + (g.pci ? g.pci->name() : std::string("?")) +
+         (g.gpu && g.gpu->stats().partial ? " (partial boot)" : " (cold boot)");
+}
+
+}  // namespace capgraph::amd

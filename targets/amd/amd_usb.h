@@ -1,0 +1,38 @@
+// amd_usb — the open sequence of a gfx1100 behind the USB bridge, shared by `--device usb` (libusb,
+// amd_usb_device.cpp) and `--device fake-usb` (the emulated bridge, tests/emu/gfx1100/fake_usb.cpp):
+// the caller brings the USB transport, this speaks the bridge protocol, powers PCIe, walks and
+// numbers the switch chain, places the BARs, checks the endpoint is the GPU we drive, and boots it
+// (partial boot when a previous session left it up). One copy, so the fake tests the real path.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "am_device.h"
+#include "bridge.h"
+#include "usb_pci.h"
+
+namespace capgraph::amd {
+
+// The chip the AM driver boots (drivers/am): Navi 31, RX 7900 XTX.
+// Sources: Linux drivers/gpu/drm/amd/amdgpu/amdgpu_drv.c (0x744C, CHIP_IP_DISCOVERY).
+constexpr uint16_t kUsbGpuVendor = 0x1002, kUsbGpuDevice = 0x744C;
+
+// One bridge and the booted GPU behind it. The USB transport outlives it (the caller owns it).
+struct usb_gpu {
+  explicit usb_gpu(usb::BridgeTransport &wire) : bridge(wire) {}
+  usb::Bridge bridge;
+  usb::PciChain chain;
+  std::unique_ptr<usb::pci_function_usb> pci;
+  std::unique_ptr<am::device> gpu;
+};
+
+// Brings the GPU behind `wire` up. False with *err naming the step (the bridge's answer, the PCIe
+// bus, the endpoint's ids, the AM driver's boot step); every step is bounded by the bridge's and
+// the driver's timeouts. On failure `g` holds whatever was set up (its destructor frees it).
+bool usb_gpu_open(usb_gpu &g, const am::device_options &o, std::string *err);
+
+// The label a transport shows: "<what> <pci name> (cold boot|partial boot)".
+std::string usb_gpu_label(const usb_gpu &g, const std::string &what);
+
+}  // namespace capgraph::amd

@@ -1,0 +1,116 @@
+// `--device usb[:SERIAL]`: a gfx1100 behind an ASM2464PD bridge running our firmware, over libusb.
+// Opens the bridge (the first one running our firmware, or the one whose USB serial is SERIAL),
+// then the shared open sequence (amd_usb.h: PCIe chain, BARs, the GPU's ids, boot or partial
+// boot) and hands out the AM transport; closing it tears the GPU down and releases the bridge.
+// No step waits unbounded: libusb transfers carry the bridge's timeout, the AM driver's polls
+// options.timeout_ms.
+#include "amd_usb_device.h"
+
+#include <cstdio>
+#include <memory>
+
+#include "amd_am_transport.h"
+#include "amd_hcq.h"
+#include "amd_usb.h"
+#include "bridge_protocol.h"
+#include "hcq/target.h"
+#include "libusb_transport.h"
+
+namespace capgraph::amd {
+namespace {
+
+struct usb_session {
+  std::unique_ptr<usb::LibusbTransport> wire;
+  std::unique_ptr<usb_gpu> g;
+};
+
+class usb_transport final : public am_transport {
+ public:
+  usb_transport(std::unique_ptr<usb_session> s, std::string label)
+      : am_transport(*s->g->gpu, std::move(label)), s_(std::move(s)) {}
+  ~usb_transport() override {
+    std::string e;
+    if (!s_->g->gpu->teardown(&e)) std::fprintf(stderr, "usb: teardown: %s\n", e.c_str());
+  }
+
+ private:
+  std::unique_ptr<usb_session> s_;
+};
+
+// Our firmware's bridges on the machine, or why there is none ("" and a filled list when fine).
+std::string bridges_ours(std::vector<usb::BridgeDevice> *ours, std::vector<usb::BridgeDevice> *all) {
+  std::string error;
+  *all = usb::devices_list_bridges(&error);
+  if (!error.empty()) return "libusb: " + error;
+  for (const auto &d : *all)
+    if (d.vid == BRIDGE_USB_VID && d.pid == BRIDGE_USB_PID) ours->push_back(d);
+  if (!ours->empty()) return "";
+  if (all->empty()) return "no ASM2464PD attached";
+  return "the attached ASM2464PD runs stock firmware (flash ours with `capgraph flash`)";
+}
+
+capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err) {
+  const std::string name(device);
+  const std::string serial = name.size() > 4 ? name.substr(4) : std::string();  // "usb:SERIAL"
+  std::vector<usb::BridgeDevice> ours, all;
+  const std::string why = bridges_ours(&ours, &all);
+  if (!why.empty()) {
+    *err = "no capgraph bridge on USB: " + why + " (drivers/usb/README.md: flashing, udev rule)";
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  std::string e;
+  auto s = std::make_unique<usb_session>();
+  s->wire = usb::LibusbTransport::open(serial, false, &e);
+  if (!s->wire) {
+    *err = "no capgraph bridge on USB" + std::string(serial.empty() ? "" : " with serial " + serial) + ": " + e;
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  s->g = std::make_unique<usb_gpu>(*s->wire);
+  am::device_options o;  // firmware from $CAPGRAPH_AMD_FIRMWARE or /lib/firmware/amdgpu
+  if (!usb_gpu_open(*s->g, o, &e)) {
+    *err = "usb: " + s->wire->describe() + ": " + e;
+    // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  const std::string label = usb_gpu_label(*s->g, "usb " + s->wire->describe());
+  *out = std::make_unique<usb_transport>(std::move(s), label);
+  return CAPGRAPH_OK;
+}
+
+// `capgraph devices`: each bridge running our firmware and the PCIe endpoint behind it (without
+// booting it), or why not.
+std::string usb_describe() {
+  std::vector<usb::BridgeDevice> ours, all;
+  const std::string why = bridges_ours(&ours, &all);
+  if (!why.empty()) return "usb: no capgraph bridge (" + why + ")\n";
+  std::string lines;
+  for (const auto &d : ours) {
+    std::string line = "usb:" + (d.serial.empty() ? std::string("?") : d.serial) + ": " + d.describe() + "; ";
+    std::string e;
+    auto wire = usb::LibusbTransport::open(d.serial, false, &e);
+    usb::BridgeStatus st;
+    if (!wire) {
+      line += "cannot open it: " + e;
+    } else {
+      usb_gpu g(*wire);
+      if (!(st = g.bridge.open()).ok() || !(st = g.bridge.pcie_power(true)).ok() ||
+          !(st = usb::pci_chain_setup(g.bridge, &g.chain)).ok()) {
+        line += "no GPU: " + st.message;
+      } else {
+        char b[160];
+        const bool ok = g.chain.vendor == kUsbGpuVendor && g.chain.device == kUsbGpuDevice;
+        std::snprintf(b, sizeof b, "PCIe endpoint %04x:%04x at bus %u%s", g.chain.vendor, g.chain.device,
+                      g.chain.endpoint_bus, ok ? " (RX 7900 XTX, gfx1100)" : " (not a GPU this driver boots)");
+        line += b;
+      }
+    }
+    lines += line + "\n";
+  }
+  return lines;
+}
+
+}  // namespace
+
+void usb_device_register() { hcq::target_register("usb", &usb_open, &hcq::amd_target, &usb_describe); }
+
+}  // namespace capgraph::amd
