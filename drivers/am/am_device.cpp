@@ -66,35 +66,53 @@ bool device::wreg(reg r, uint32_t v) {
 }
 
 // Through staging_ in chunks, so a replay's uploads and downloads allocate nothing (the runtime's
-// promise; am_replay_alloc_test counts). A tail that is not a whole dword is padded with zeros, as
-// the BAR moves only dwords.
+// promise; gfx1100_replay_alloc_test counts). The BAR moves whole aligned dwords: a write that
+// starts or ends inside a dword reads that dword first and merges, so the bytes around the range
+// keep their values (an earlier version padded the tail with zeros, clobbering up to 3 bytes).
 bool device::vram_write(uint64_t pa, const void *p, size_t bytes) {
   const uint8_t *src = static_cast<const uint8_t *>(p);
   std::string e;
-  for (size_t done = 0; done < bytes;) {
-    const size_t n = std::min(bytes - done, staging_.size() * 4);
-    const size_t dws = (n + 3) / 4;
-    staging_[dws - 1] = 0;
-    std::memcpy(staging_.data(), src + done, n);
-    stats_.vram_bytes_written += dws * 4;
-    if (!pci_.bar_write(kBarVram, pa + done, staging_.data(), dws, &e))
-      return fail("writing VRAM at " + hex(pa + done) + ": " + e);
-    done += n;
+  auto partial = [&](uint64_t at, size_t n) {  // n bytes at `at`, inside one aligned dword
+    const uint64_t dw = at & ~uint64_t(3);
+    uint32_t v = 0;
+    stats_.vram_bytes_read += 4;
+    stats_.vram_bytes_written += 4;
+    if (!pci_.bar_read(kBarVram, dw, &v, 1, &e)) return fail("reading VRAM at " + hex(dw) + ": " + e);
+    std::memcpy(reinterpret_cast<uint8_t *>(&v) + (at - dw), src + (at - pa), n);
+    if (!pci_.bar_write(kBarVram, dw, &v, 1, &e)) return fail("writing VRAM at " + hex(dw) + ": " + e);
+    return true;
+  };
+  uint64_t at = pa;
+  const uint64_t end = pa + bytes;
+  if (at & 3) {  // a head inside the first dword
+    const size_t n = size_t(std::min<uint64_t>(end, (at | 3) + 1) - at);
+    if (!partial(at, n)) return false;
+    at += n;
   }
+  while (end - at >= 4) {
+    const size_t dws = size_t(std::min<uint64_t>((end - at) / 4, staging_.size()));
+    std::memcpy(staging_.data(), src + (at - pa), dws * 4);
+    stats_.vram_bytes_written += dws * 4;
+    if (!pci_.bar_write(kBarVram, at, staging_.data(), dws, &e))
+      return fail("writing VRAM at " + hex(at) + ": " + e);
+    at += dws * 4;
+  }
+  if (at < end && !partial(at, size_t(end - at))) return false;  // a tail inside the last dword
   return true;
 }
 
 bool device::vram_read(uint64_t pa, void *p, size_t bytes) {
   uint8_t *dst = static_cast<uint8_t *>(p);
   std::string e;
-  for (size_t done = 0; done < bytes;) {
-    const size_t n = std::min(bytes - done, staging_.size() * 4);
-    const size_t dws = (n + 3) / 4;
+  const uint64_t end = pa + bytes;
+  // Whole aligned dwords covering [pa, end); the bytes of the range are taken out of them.
+  for (uint64_t at = pa & ~uint64_t(3); at < end;) {
+    const size_t dws = size_t(std::min<uint64_t>((end - at + 3) / 4, staging_.size()));
     stats_.vram_bytes_read += dws * 4;
-    if (!pci_.bar_read(kBarVram, pa + done, staging_.data(), dws, &e))
-      return fail("reading VRAM at " + hex(pa + done) + ": " + e);
-    std::memcpy(dst + done, staging_.data(), n);
-    done += n;
+    if (!pci_.bar_read(kBarVram, at, staging_.data(), dws, &e)) return fail("reading VRAM at " + hex(at) + ": " + e);
+    const uint64_t from = std::max(at, pa), to = std::min(end, at + dws * 4);
+    std::memcpy(dst + (from - pa), reinterpret_cast<const uint8_t *>(staging_.data()) + (from - at), size_t(to - from));
+    at += dws * 4;
   }
   return true;
 }

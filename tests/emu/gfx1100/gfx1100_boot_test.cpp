@@ -123,6 +123,32 @@ TEST_CASE("the GPU reaches VRAM and the staging window through the tables the dr
   CHECK((uint64_t(entry[5]) << 44 | uint64_t(entry[4]) << 12) == ((device::vram_va(m.vram_bytes()) + (1ull << 30)) & 0xFFFFFFFFF000ull));
 }
 
+TEST_CASE("VRAM copies that start or end inside a dword keep the bytes around them") {
+  // The BAR moves whole dwords: an early vram_write padded a ragged tail with zeros over the next
+  // bytes (found in review). Both directions, at every head and tail alignment.
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  device d(pci, opts());
+  std::string err;
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  const uint64_t base = device_layout::free_start;
+  for (uint64_t head = 0; head < 4; ++head)
+    for (size_t n : {size_t(1), size_t(2), size_t(3), size_t(5), size_t(9), size_t(14)}) {
+      std::vector<uint8_t> around(32, 0xEE), back(32), src(n);
+      REQUIRE_MESSAGE(d.vram_copy_in(base, around.data(), around.size(), &err), err);
+      for (size_t i = 0; i < n; ++i) src[i] = uint8_t(0x10 + i);
+      REQUIRE_MESSAGE(d.vram_copy_in(base + 8 + head, src.data(), n, &err), err);
+      REQUIRE_MESSAGE(d.vram_copy_out(base, back.data(), back.size(), &err), err);
+      for (size_t i = 0; i < back.size(); ++i) {
+        const bool inside = i >= 8 + head && i < 8 + head + n;
+        CHECK_MESSAGE(back[i] == (inside ? src[i - 8 - head] : 0xEE), "head " << head << " n " << n << " byte " << i);
+      }
+      std::vector<uint8_t> part(n);  // and read back from the same unaligned place
+      REQUIRE_MESSAGE(d.vram_copy_out(base + 8 + head, part.data(), n, &err), err);
+      CHECK(part == src);
+    }
+}
+
 TEST_CASE("teardown, then a second session boots partially") {
   Gfx1100Model m;
   Gfx1100Direct pci(m);
