@@ -41,7 +41,7 @@ struct op_tables {
         static const char *const rels[] = {"f", "lt", "eq", "le", "gt", "ne", "ge", "t"};
         for (int k = 0; k < 8; k++)
           if (rel == rels[k]) fa.cmp_kind = int8_t(k);
-        fa.cmp_type = rel == "class" ? 'c' : ty == "f32" ? 'f' : ty == "i32" ? 'i' : ty == "u32" ? 'u' : ty == "i16" ? 'h'
+        fa.cmp_type = rel == "class" ? 'c' : ty == "f32" ? 'f' : ty == "f16" ? 'e' : ty == "i32" ? 'i' : ty == "u32" ? 'u' : ty == "i16" ? 'h'
                       : ty == "u16" ? 'w' : ty == "i64" ? 'I' : 'U';
       }
       if (n.rfind("global_", 0) == 0 || n.rfind("flat_", 0) == 0 || n.rfind("ds_", 0) == 0) {

@@ -176,11 +176,16 @@ float out_mod(const rdna3_inst &in, float x) {
 bool float_compare(op o, float a, float b) {
   const bool un = std::isnan(a) || std::isnan(b);
   switch (o) {
-#define C(name, expr) case op::v_cmp_##name##_f32: case op::v_cmpx_##name##_f32: return expr;
+// f16 compares are the f32 ones on the widened halves (exact: every f16 is an f32); LLVM spells
+// the always-true f16 compare v_cmp_t_f16.
+#define C(name, expr)                                                                              \
+  case op::v_cmp_##name##_f32: case op::v_cmpx_##name##_f32: case op::v_cmp_##name##_f16:          \
+  case op::v_cmpx_##name##_f16: return expr;
     C(f, false) C(lt, a < b) C(eq, a == b) C(le, a <= b) C(gt, a > b) C(lg, !un && a != b) C(ge, a >= b)
     C(o, !un) C(u, un) C(nge, !(a >= b)) C(nlg, un || a == b) C(ngt, !(a > b)) C(nle, !(a <= b))
-    C(neq, !(a == b)) C(nlt, !(a < b)) C(tru, true)
+    C(neq, !(a == b)) C(nlt, !(a < b))
 #undef C
+    case op::v_cmp_tru_f32: case op::v_cmpx_tru_f32: case op::v_cmp_t_f16: case op::v_cmpx_t_f16: return true;
     default: return false;
   }
 }
@@ -357,6 +362,16 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       switch (fa.cmp_type) {
         case 'c': LANES mask |= uint32_t(float_class(f(a[l]), b[l])) << l; break;
         case 'f': LANES mask |= uint32_t(float_compare(o, f(a[l]), f(b[l]))) << l; break;
+        case 'e': {
+          // 16-bit float operands take the inline float constants as halves (ch. 3.6: 0.5 is 0x3800).
+          static const uint16_t kHalfInline[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
+          auto half = [&](int k, uint32_t v, int sh) -> float {
+            const uint16_t c = in.src[k];
+            return f16_to_f32(c >= 240 && c <= 248 ? kHalfInline[c - 240] : (v >> sh) & 0xffff);
+          };
+          LANES mask |= uint32_t(float_compare(o, half(0, a[l], s0), half(1, b[l], s1))) << l;
+          break;
+        }
         case 'i': LANES mask |= uint32_t(int_compare<int32_t>(kind, int32_t(a[l]), int32_t(b[l]))) << l; break;
         case 'u': LANES mask |= uint32_t(int_compare<uint32_t>(kind, a[l], b[l])) << l; break;
         case 'h': LANES mask |= uint32_t(int_compare<int16_t>(kind, int16_t(a[l] >> s0), int16_t(b[l] >> s1))) << l; break;

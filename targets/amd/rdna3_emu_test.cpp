@@ -129,6 +129,38 @@ TEST_CASE("rdna3: D16 loads write one half of the VGPR and keep the other; D16_H
   }
 }
 
+TEST_CASE("rdna3: f16 compares read the low halves and take inline constants as halves") {
+  // LLVM emits VOPC f16 compares for float16 MaxPool; the op-conformance suite found
+  // v_cmp_neq_f16 (VOPC opcode 0xd) missing.
+  const std::vector<uint32_t> code = {
+      0xF4080100, 0xF8000000,  // s_load_b128 s[4:7], s[0:1], 0x0
+      0x30000082,              // v_lshlrev_b32 v0, 2, v0
+      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0xDC520000, 0x01040000,  // global_load_b32 v1, v0, s[4:5]
+      0xBF8903F7,              // s_waitcnt vmcnt(0)
+      0x7C0202F0,              // v_cmp_lt_f16 vcc_lo, 0.5, v1
+      0xD5010002, 0x01A90280,  // v_cndmask_b32 v2, 0, 1, vcc_lo
+      0x7C1A0301,              // v_cmp_neq_f16 vcc_lo, v1, v1        true only for NaN
+      0xD5010003, 0x01A90480,  // v_cndmask_b32 v3, 0, 2, vcc_lo
+      0x38040702,              // v_or_b32 v2, v2, v3
+      0xDC6A0000, 0x00060200,  // global_store_b32 v0, v2, s[6:7]
+      0xBFB00000,              // s_endpgm
+  };
+  // Low halves (the high halves hold 0xABCD, which must not matter) and 1 if 0.5 < x, plus 2 if NaN.
+  const struct { uint16_t half; uint32_t want; } cases[] = {
+      {0x3800, 0}, {0x3C00, 1}, {0x0000, 0}, {0x7E00, 2}, {0xBC00, 0}, {0x3801, 1}, {0x7C00, 1}, {0xFC00, 0},
+  };
+  gpu_memory m;
+  m.code(code);
+  m.arg(0, gpu_memory::buf0);
+  m.arg(1, gpu_memory::buf1);
+  uint32_t *in = m.at<uint32_t>(gpu_memory::buf0);
+  for (int l = 0; l < 32; l++) in[l] = 0xABCD0000u | cases[l % 8].half;
+  REQUIRE(run(m, dispatch_of(1, 32)) == "");
+  const uint32_t *out = m.at<uint32_t>(gpu_memory::buf1);
+  for (int l = 0; l < 32; l++) CHECK_MESSAGE(out[l] == cases[l % 8].want, "half " << cases[l % 8].half);
+}
+
 TEST_CASE("rdna3: workgroups shared by host threads give the same results and counts") {
   gpu_memory m;
   m.code(scale_code);

@@ -16,7 +16,7 @@ const char *rdna3_enc_name(rdna3_enc e);
 struct rdna3_op_facts {
   bool cmpx = false, f32_result = false, store = false, sign = false;
   int8_t cmp_kind = -1;   // 0 f, 1 lt, 2 eq, 3 le, 4 gt, 5 ne, 6 ge, 7 t (integer compares)
-  char cmp_type = 0;      // 'f' f32, 'c' class, 'i'/'u' 32-bit, 'h'/'w' i16/u16, 'I'/'U' i64/u64
+  char cmp_type = 0;      // 'f' f32, 'e' f16, 'c' class, 'i'/'u' 32-bit, 'h'/'w' i16/u16, 'I'/'U' i64/u64
   uint8_t bytes = 0;      // memory instructions: bytes per lane
   uint8_t d16 = 0;        // D16 memory instructions: 1 the low 16 bits of the VGPR, 2 the high 16
 };
