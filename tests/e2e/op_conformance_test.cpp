@@ -936,9 +936,12 @@ std::vector<OpCase> op_cases() {
       {"float16_small_cnn", [] {
          ModelBuilder b(13);
          constexpr DataType H = DataType::float16;
+         // Its own generator: drawing from weights()'s shared one would change every later case's weights.
+         std::mt19937 rng(18);
          auto half = [&](const std::string &name, Dims dims, float lo, float hi) {
+           std::uniform_real_distribution<float> d(lo, hi);
            std::vector<uint16_t> v;
-           for (float x : weights(numel(dims), lo, hi)) v.push_back(half_from_double(x));
+           for (int64_t i = 0; i < numel(dims); i++) v.push_back(half_from_double(d(rng)));
            b.initializer(tensor_make<uint16_t>(name, H, v, dims));
          };
          b.input("x", F, {1, 3, 10, 10});
@@ -960,7 +963,7 @@ std::vector<OpCase> op_cases() {
          b.node("Cast", {"gm"}, {"y"}, {attr_int("to", 1)});
          b.output("y", F);
          return b;
-       }, -2, 2, nullptr, nullptr, false, 5e-3},
+       }, -2, 2, nullptr, "the RDNA3 emulator (tests/emu) does not decode VOPC opcode 0xd, the float16 compare LLVM emits for float16 MaxPool", false, 5e-3},
       {"cast_to_float16_and_back", [] {  // float16 intermediates made by Cast (and folded by the .folded twin)
          ModelBuilder b(13);
          b.input("x", F, {3, 5});
