@@ -122,6 +122,10 @@ int integer_operand(Lowering &L, Kernel &k, const Access &a, DType t, const Valu
   return k.expr_binary(Op::sub, v, integer_param_load(L, k, zp, what, channels, channel, DType::i32), DType::i32);
 }
 
+// Float types kept in memory as declared and computed in float32 (float16: the code generators
+// widen on load and round to nearest even on store).
+bool float_storage(DType t) { return t == DType::f32 || t == DType::f16; }
+
 // The store of a (transposed) convolution over axes (n, g, ocg, o_1..o_S | ...): y[n, g*OCG + ocg, o...].
 Access conv_store(const Loc &y, int64_t OCG, size_t S) {
   const int ax_n = 0, ax_g = 1, ax_ocg = 2, ax_o = 3;
@@ -148,14 +152,14 @@ void conv_epilogue(Lowering &L, Kernel &k, const Value *bv, const Loc &y, int64_
     k.result = k.expr_binary(Op::add, k.result, k.expr_load(ba, DType::f32), DType::f32);
   }
   k.store = conv_store(y, OCG, S);
-  k.store_dtype = DType::f32;
+  k.store_dtype = y.dtype;  // float16 storage: computed in float32, rounded to nearest even on store
 }
 
 void lower_conv(Lowering &L, Node &n, const Value *xv, const Value *wv, const Value *bv, const IntegerOperands *q) {
   if (!xv || !wv) L.fail("needs inputs X and W");
   auto int8 = [](DType t) { return t == DType::u8 || t == DType::i8; };
-  if (q ? !int8(xv->dtype) || !int8(wv->dtype) : xv->dtype != DType::f32 || wv->dtype != DType::f32)
-    L.fail(q ? "X and W must be uint8 or int8" : "only float32 convolutions are supported");
+  if (q ? !int8(xv->dtype) || !int8(wv->dtype) : !float_storage(xv->dtype) || wv->dtype != xv->dtype)
+    L.fail(q ? "X and W must be uint8 or int8" : "only float32 or float16 convolutions (X and W of one type) are supported");
   Loc x = L.loc(xv), w = L.loc(wv);
   size_t rank = x.shape.size();
   if (rank < 3 || w.shape.size() != rank) L.fail("expects X of rank >= 3 and W of the same rank, got " + shape_str(x.shape) + " and " + shape_str(w.shape));
@@ -171,7 +175,7 @@ void lower_conv(Lowering &L, Node &n, const Value *xv, const Value *wv, const Va
 
   Shape out_shape = {N, OC};
   out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
-  Loc y = L.output_new(n.outputs[0], q ? q->out : DType::f32, out_shape);
+  Loc y = L.output_new(n.outputs[0], q ? q->out : xv->dtype, out_shape);
 
   std::string name = q ? "conv_int" : "conv";
   for (size_t i = 0; i < S; i++) name += (i ? "x" : "") + std::to_string(k_sp[i]);
@@ -355,7 +359,7 @@ void lower_conv_transpose(Lowering &L, Node &n) {
 
 void lower_pool(Lowering &L, Node &n, bool is_max) {
   const Value *xv = n.input(0);
-  if (xv->dtype != DType::f32) L.fail("only float32 is supported");
+  if (!float_storage(xv->dtype)) L.fail("only float32 and float16 are supported");
   if (n.outputs.size() > 1 && !n.outputs[1]->name.empty()) L.fail("the Indices output is not supported");
   Loc x = L.loc(xv);
   if (x.shape.size() < 3) L.fail("expects an input of rank >= 3");
@@ -366,7 +370,7 @@ void lower_pool(Lowering &L, Node &n, bool is_max) {
   Window win = window_make(L, n, in_sp, ks, n.attr_int("ceil_mode", 0) != 0);
   Shape out_shape = {x.shape[0], x.shape[1]};
   out_shape.insert(out_shape.end(), win.out.begin(), win.out.end());
-  Loc y = L.output_new(n.outputs[0], DType::f32, out_shape);
+  Loc y = L.output_new(n.outputs[0], xv->dtype, out_shape);
   std::string name = is_max ? "maxpool" : "avgpool";
   for (size_t i = 0; i < S; i++) name += (i ? "x" : "") + std::to_string(ks[i]);
   Kernel &k = L.kernel_new(name);
@@ -421,16 +425,18 @@ void lower_pool(Lowering &L, Node &n, bool is_max) {
     k.result = k.expr_binary(Op::mul, k.result, d, DType::f32);
   }
   k.store = access_store(y);
+  k.store_dtype = y.dtype;
   k.flops = shape_numel(out_shape) * shape_numel(ks);
 }
 
 void lower_global_pool(Lowering &L, Node &n, bool is_max) {
   const Value *xv = n.input(0);
+  if (!float_storage(xv->dtype)) L.fail("only float32 and float16 are supported");
   Loc x = L.loc(xv);
   if (x.shape.size() < 3) L.fail("expects an input of rank >= 3");
   Shape out_shape = {x.shape[0], x.shape[1]};
   for (size_t i = 2; i < x.shape.size(); i++) out_shape.push_back(1);
-  Loc y = L.output_new(n.outputs[0], DType::f32, out_shape);
+  Loc y = L.output_new(n.outputs[0], xv->dtype, out_shape);
   Kernel &k = L.kernel_new(is_max ? "global_maxpool" : "global_avgpool");
   k.axes = x.shape;
   k.n_parallel = 2;
@@ -445,6 +451,7 @@ void lower_global_pool(Lowering &L, Node &n, bool is_max) {
   ya.dims.push_back(dim_terms({{1, 1}}, y, 1));
   for (size_t i = 2; i < out_shape.size(); i++) ya.dims.push_back(dim_terms({}, y, i));
   k.store = ya;
+  k.store_dtype = y.dtype;
   k.flops = shape_numel(x.shape);
 }
 
@@ -522,7 +529,7 @@ void lower_matmul(Lowering &L, Node &n, const Value *av, const Value *bv, const 
 void lower_gemm(Lowering &L, Node &n) {
   const Value *av = n.input(0), *bv = n.input(1), *cv = n.input(2);
   if (!av || !bv) L.fail("needs inputs A and B");
-  if (av->dtype != DType::f32 || bv->dtype != DType::f32) L.fail("only float32 is supported");
+  if (!float_storage(av->dtype) || bv->dtype != av->dtype) L.fail("only float32 or float16 (A and B of one type) is supported");
   Loc a = L.loc(av), b = L.loc(bv);
   if (a.shape.size() != 2 || b.shape.size() != 2) L.fail("A and B must be matrices");
   bool ta = n.attr_int("transA", 0), tb = n.attr_int("transB", 0);
@@ -530,7 +537,7 @@ void lower_gemm(Lowering &L, Node &n) {
   int64_t M = ta ? a.shape[1] : a.shape[0], K = ta ? a.shape[0] : a.shape[1];
   int64_t KB = tb ? b.shape[1] : b.shape[0], N = tb ? b.shape[0] : b.shape[1];
   if (K != KB) L.fail("inner dimensions differ: A " + shape_str(a.shape) + " B " + shape_str(b.shape));
-  Loc y = L.output_new(n.outputs[0], DType::f32, {M, N});
+  Loc y = L.output_new(n.outputs[0], av->dtype, {M, N});
   Kernel &k = L.kernel_new("gemm");
   k.axes = {M, N, K};
   k.n_parallel = 2;
@@ -549,6 +556,7 @@ void lower_gemm(Lowering &L, Node &n) {
     k.result = k.expr_binary(Op::add, k.result, ce, DType::f32);
   }
   k.store = access_store(y);
+  k.store_dtype = y.dtype;
   k.flops = 2 * M * N * K;
 }
 
@@ -556,7 +564,7 @@ void lower_gemm(Lowering &L, Node &n) {
 void lower_batchnorm(Lowering &L, Node &n) {
   const Value *xv = n.input(0);
   if (n.attr_int("training_mode", 0)) L.fail("training_mode is not supported");
-  if (xv->dtype != DType::f32) L.fail("only float32 is supported");
+  if (!float_storage(xv->dtype)) L.fail("only float32 and float16 are supported");
   std::vector<float> scale = L.const_input(1, "scale").to_f32(), bias = L.const_input(2, "B").to_f32();
   std::vector<float> mean = L.const_input(3, "input_mean").to_f32(), var = L.const_input(4, "input_var").to_f32();
   double eps = n.attr_float("epsilon", 1e-5f);
@@ -573,7 +581,7 @@ void lower_batchnorm(Lowering &L, Node &n) {
   Shape cshape = {C};
   for (size_t i = 2; i < x.shape.size(); i++) cshape.push_back(1);
   Loc al = L.constant_new(Tensor::from_f32(cshape, a), n.name + "_scale"), bl = L.constant_new(Tensor::from_f32(cshape, b), n.name + "_shift");
-  Loc y = L.output_new(n.outputs[0], DType::f32, x.shape);
+  Loc y = L.output_new(n.outputs[0], xv->dtype, x.shape);
   Kernel &k = L.kernel_new("batchnorm");
   int r = (int)x.shape.size();
   k.axes = x.shape;
@@ -582,6 +590,7 @@ void lower_batchnorm(Lowering &L, Node &n) {
   int ae = k.expr_load(access_broadcast(al, r), DType::f32), be = k.expr_load(access_broadcast(bl, r), DType::f32);
   k.result = k.expr_binary(Op::add, k.expr_binary(Op::mul, xe, ae, DType::f32), be, DType::f32);
   k.store = access_store(y);
+  k.store_dtype = y.dtype;
   k.flops = 2 * shape_numel(x.shape);
 }
 

@@ -170,14 +170,268 @@ void lower_reverse_sequence(Lowering &L, Node &n) {
   k.store_dtype = x->dtype;
 }
 
+// NonMaxSuppression on run-time boxes and scores (a detection head's): the number of kept boxes
+// depends on the values, so the output has the static bound ONNX allows no smaller than:
+// [min(max_output_boxes_per_class, boxes) x classes x batch, 3], the selected (batch, class, box)
+// rows first in ONNX's order (batch, then class, then decreasing score), every other row -1. A
+// user takes rows until the first -1. Greedy suppression is a recurrence (a box is kept unless a
+// kept box before it in score order overlaps it), so it is unrolled over the score order like the
+// recurrent layers (lower_rnn.cpp): one small reduction kernel per position, all (batch, class)
+// pairs at once; the sort and the final compaction are quadratic rank/gather kernels like TopK's.
+// Meant for the hundreds to few thousands of boxes of a detection head.
+// Sources: the ONNX operator specification (NonMaxSuppression, opsets 10 and 11); ONNX Runtime's
+// CPU kernel (onnxruntime/core/providers/cpu/object_detection/non_max_suppression.cc) for the
+// details the specification leaves open: a pair overlaps only with positive areas and positive
+// intersection, IoU strictly above the threshold, scores strictly above score_threshold.
+void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, double iou_max, bool has_score_min, double score_min, bool center) {
+  const Value *bv = n.input(0), *sv = n.input(1);
+  if (bv->dtype != DType::f32 || sv->dtype != DType::f32) L.fail("run-time boxes and scores must be float32");
+  if (bv->shape.size() != 3 || bv->shape[2] != 4) L.fail("boxes must have shape [batch, boxes, 4], got " + shape_str(bv->shape));
+  const int64_t B = bv->shape[0], N = bv->shape[1];
+  if (sv->shape.size() != 3 || sv->shape[0] != B || sv->shape[2] != N)
+    L.fail("scores must have shape [" + std::to_string(B) + ", classes, " + std::to_string(N) + "], got " + shape_str(sv->shape));
+  const int64_t C = sv->shape[1], G = B * C, K = std::min(std::max<int64_t>(max_out, 0), N);
+  Loc y = L.output_new(n.outputs[0], DType::i64, {K * G, 3});
+  if (K * G == 0) return;
+  const std::string base = n.outputs[0]->name;
+  Loc bl = L.loc(bv), sl = L.loc(sv);
+  const DType f = DType::f32, i = DType::i64, t = DType::boolean;
+
+  // Corners (y1, x1, y2, x2) of every box, [B, N, 4].
+  Loc corners = L.buffer_new(f, {B, N, 4}, Buffer::Kind::intermediate, base + "_corners");
+  {
+    Kernel &k = L.kernel_new("nms_corners");
+    k.axes = {B, N, 4};
+    k.n_parallel = 3;
+    int v[4];
+    for (int j = 0; j < 4; j++) {
+      Access a = access_axes(bl, {0, 1, -1});
+      a.dims[2].shift = j;
+      v[j] = k.expr_load(a, f);
+    }
+    int c[4];
+    if (center) {  // (x_center, y_center, width, height)
+      int half_w = k.expr_binary(Op::mul, v[2], k.expr_const(0.5, f), f), half_h = k.expr_binary(Op::mul, v[3], k.expr_const(0.5, f), f);
+      c[0] = k.expr_binary(Op::sub, v[1], half_h, f);
+      c[1] = k.expr_binary(Op::sub, v[0], half_w, f);
+      c[2] = k.expr_binary(Op::add, v[1], half_h, f);
+      c[3] = k.expr_binary(Op::add, v[0], half_w, f);
+    } else {  // two corners in either order
+      c[0] = k.expr_binary(Op::min, v[0], v[2], f);
+      c[1] = k.expr_binary(Op::min, v[1], v[3], f);
+      c[2] = k.expr_binary(Op::max, v[0], v[2], f);
+      c[3] = k.expr_binary(Op::max, v[1], v[3], f);
+    }
+    int col = k.expr_iota(2, i), r = c[3];
+    for (int j = 2; j >= 0; j--) r = k.expr_select(k.expr_binary(Op::eq, col, k.expr_const(j, i), t), c[j], r, f);
+    k.result = r;
+    k.store = access_store(corners);
+    k.store_dtype = f;
+  }
+  // Rank of each score within its (batch, class): how many beat it (ties: the lower index first).
+  Loc rank = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_rank");
+  {
+    Kernel &k = L.kernel_new("nms_rank");
+    k.axes = {B, C, N, N};
+    k.n_parallel = 3;
+    int si = k.expr_load(access_axes(sl, {0, 1, 2}), f), sj = k.expr_load(access_axes(sl, {0, 1, 3}), f);
+    int better = k.expr_binary(Op::gt, sj, si, t);
+    int tie = k.expr_binary(Op::logical_and, k.expr_binary(Op::eq, sj, si, t), k.expr_binary(Op::lt, k.expr_iota(3, i), k.expr_iota(2, i), t), t);
+    k.body = k.expr_cast(k.expr_binary(Op::logical_or, better, tie, t), i);
+    k.reduce = Reduce::sum;
+    k.acc_dtype = i;
+    k.result = k.expr_unary(Op::acc, -1, i);
+    k.store = access_store(rank);
+    k.store_dtype = i;
+    k.flops = G * N * N;
+  }
+  // order[b, c, q]: the box of rank q.
+  Loc order = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_order");
+  {
+    Kernel &k = L.kernel_new("nms_order");
+    k.axes = {B, C, N, N};
+    k.n_parallel = 3;
+    int hit = k.expr_binary(Op::eq, k.expr_load(access_axes(rank, {0, 1, 3}), i), k.expr_iota(2, i), t);
+    k.body = k.expr_select(hit, k.expr_iota(3, i), k.expr_const(-1, i), i);
+    k.reduce = Reduce::max;
+    k.acc_dtype = i;
+    k.result = k.expr_unary(Op::acc, -1, i);
+    k.store = access_store(order);
+    k.store_dtype = i;
+  }
+  // Corners and scores in score order, [B, C, N, 4] and [B, C, N].
+  Loc sorted = L.buffer_new(f, {B, C, N, 4}, Buffer::Kind::intermediate, base + "_sorted");
+  {
+    Kernel &k = L.kernel_new("nms_sorted_corners");
+    k.axes = {B, C, N, 4};
+    k.n_parallel = 4;
+    Access a = access_axes(corners, {0, -1, 3});
+    a.dims[1].expr = k.expr_load(access_axes(order, {0, 1, 2}), i);
+    a.dims[1].bound = Bound::clamp;
+    k.result = k.expr_load(a, f);
+    k.store = access_store(sorted);
+    k.store_dtype = f;
+  }
+  Loc sorted_scores = L.buffer_new(f, {B, C, N}, Buffer::Kind::intermediate, base + "_sorted_scores");
+  {
+    Kernel &k = L.kernel_new("nms_sorted_scores");
+    k.axes = {B, C, N};
+    k.n_parallel = 3;
+    Access a = access_axes(sl, {0, 1, -1});
+    a.dims[2].expr = k.expr_load(access_axes(order, {0, 1, 2}), i);
+    a.dims[2].bound = Bound::clamp;
+    k.result = k.expr_load(a, f);
+    k.store = access_store(sorted_scores);
+    k.store_dtype = f;
+  }
+  // kept[b, c, r] (1 or 0), decided in score order: position r is kept when its score passes
+  // score_threshold and no kept position q < r overlaps it by more than iou_threshold.
+  Loc kept = L.buffer_new(f, {B, C, N}, Buffer::Kind::intermediate, base + "_kept");
+  for (int64_t r = 0; r < N; r++) {
+    Kernel &k = L.kernel_new("nms_step");
+    k.axes = {B, C};
+    if (r > 0) k.axes.push_back(r);
+    k.n_parallel = 2;
+    Access sa = access_axes(sorted_scores, {0, 1, -1});
+    sa.dims[2].shift = r;
+    int valid = has_score_min ? k.expr_binary(Op::gt, k.expr_load(sa, f), k.expr_const(score_min, f), t) : k.expr_const(1, t);
+    int one = k.expr_const(1, f), zero = k.expr_const(0, f);
+    if (r > 0) {
+      int a[4], b[4];
+      for (int j = 0; j < 4; j++) {
+        Access aa = access_axes(sorted, {0, 1, -1, -1});
+        aa.dims[2].shift = r;
+        aa.dims[3].shift = j;
+        a[j] = k.expr_load(aa, f);
+        Access ba = access_axes(sorted, {0, 1, 2, -1});
+        ba.dims[3].shift = j;
+        b[j] = k.expr_load(ba, f);
+      }
+      auto sub = [&](int x, int y) { return k.expr_binary(Op::sub, x, y, f); };
+      auto mul = [&](int x, int y) { return k.expr_binary(Op::mul, x, y, f); };
+      auto gt0 = [&](int x) { return k.expr_binary(Op::gt, x, zero, t); };
+      auto all = [&](int x, int y) { return k.expr_binary(Op::logical_and, x, y, t); };
+      int area_a = mul(sub(a[2], a[0]), sub(a[3], a[1])), area_b = mul(sub(b[2], b[0]), sub(b[3], b[1]));
+      int ih = sub(k.expr_binary(Op::min, a[2], b[2], f), k.expr_binary(Op::max, a[0], b[0], f));
+      int iw = sub(k.expr_binary(Op::min, a[3], b[3], f), k.expr_binary(Op::max, a[1], b[1], f));
+      int inter = mul(k.expr_binary(Op::max, ih, zero, f), k.expr_binary(Op::max, iw, zero, f));
+      int uni = sub(k.expr_binary(Op::add, area_a, area_b, f), inter);
+      int over = k.expr_binary(Op::gt, k.expr_binary(Op::div, inter, uni, f), k.expr_const(iou_max, f), t);
+      over = all(all(all(gt0(area_a), gt0(area_b)), all(gt0(inter), gt0(uni))), over);
+      int kept_q = k.expr_binary(Op::gt, k.expr_load(access_axes(kept, {0, 1, 2}), f), k.expr_const(0.5, f), t);
+      k.body = k.expr_select(all(kept_q, over), one, zero, f);
+      k.reduce = Reduce::max;
+      k.acc_dtype = f;
+      int free = k.expr_binary(Op::lt, k.expr_unary(Op::acc, -1, f), k.expr_const(0.5, f), t);
+      valid = all(valid, free);
+      k.flops = G * r * 20;
+    }
+    k.result = k.expr_select(valid, one, zero, f);
+    Access st = access_axes(kept, {0, 1, -1});
+    st.dims[2].shift = r;
+    k.store = st;
+    k.store_dtype = f;
+  }
+  // before[b, c, r]: kept positions before r, so a kept r is the before[r]-th selected box.
+  Loc before = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_before");
+  {
+    Kernel &k = L.kernel_new("nms_kept_before");
+    k.axes = {B, C, N, N};
+    k.n_parallel = 3;
+    int earlier = k.expr_binary(Op::lt, k.expr_iota(3, i), k.expr_iota(2, i), t);
+    int kq = k.expr_cast(k.expr_binary(Op::gt, k.expr_load(access_axes(kept, {0, 1, 3}), f), k.expr_const(0.5, f), t), i);
+    k.body = k.expr_select(earlier, kq, k.expr_const(0, i), i);
+    k.reduce = Reduce::sum;
+    k.acc_dtype = i;
+    k.result = k.expr_unary(Op::acc, -1, i);
+    k.store = access_store(before);
+    k.store_dtype = i;
+  }
+  // selected[g, j] for the G = B*C pairs: the box index of the j-th selected box, or -1; at most K
+  // per pair, which is max_output_boxes_per_class's cap.
+  Loc selected = L.buffer_new(i, {B, C, K}, Buffer::Kind::intermediate, base + "_selected");
+  {
+    Kernel &k = L.kernel_new("nms_selected");
+    k.axes = {B, C, K, N};
+    k.n_parallel = 3;
+    int kr = k.expr_binary(Op::gt, k.expr_load(access_axes(kept, {0, 1, 3}), f), k.expr_const(0.5, f), t);
+    int at = k.expr_binary(Op::eq, k.expr_load(access_axes(before, {0, 1, 3}), i), k.expr_iota(2, i), t);
+    k.body = k.expr_select(k.expr_binary(Op::logical_and, kr, at, t), k.expr_load(access_axes(order, {0, 1, 3}), i), k.expr_const(-1, i), i);
+    k.reduce = Reduce::max;
+    k.acc_dtype = i;
+    k.result = k.expr_unary(Op::acc, -1, i);
+    k.store = access_store(selected);
+    k.store_dtype = i;
+  }
+  Loc sel = selected;  // the same buffer seen as [G, K]
+  sel.shape = {G, K};
+  sel.strides = {K, 1};
+  Loc count = L.buffer_new(i, {G}, Buffer::Kind::intermediate, base + "_count");
+  {
+    Kernel &k = L.kernel_new("nms_count");
+    k.axes = {G, K};
+    k.n_parallel = 1;
+    k.body = k.expr_cast(k.expr_binary(Op::ge, k.expr_load(access_axes(sel, {0, 1}), i), k.expr_const(0, i), t), i);
+    k.reduce = Reduce::sum;
+    k.acc_dtype = i;
+    k.result = k.expr_unary(Op::acc, -1, i);
+    k.store = access_store(count);
+    k.store_dtype = i;
+  }
+  Loc start = L.buffer_new(i, {G}, Buffer::Kind::intermediate, base + "_start");
+  {
+    Kernel &k = L.kernel_new("nms_start");
+    k.axes = {G, G};
+    k.n_parallel = 1;
+    int earlier = k.expr_binary(Op::lt, k.expr_iota(1, i), k.expr_iota(0, i), t);
+    k.body = k.expr_select(earlier, k.expr_load(access_axes(count, {1}), i), k.expr_const(0, i), i);
+    k.reduce = Reduce::sum;
+    k.acc_dtype = i;
+    k.result = k.expr_unary(Op::acc, -1, i);
+    k.store = access_store(start);
+    k.store_dtype = i;
+  }
+  // Output row o, column col: from the pair g whose rows [start, start + count) hold o; -1 if none.
+  std::vector<int64_t> batch_of(G), class_of(G);
+  for (int64_t g = 0; g < G; g++) batch_of[g] = g / C, class_of[g] = g % C;
+  Loc gb = L.constant_new(Tensor::from_i64(i, {G}, batch_of), base + "_batch_of");
+  Loc gc = L.constant_new(Tensor::from_i64(i, {G}, class_of), base + "_class_of");
+  Kernel &k = L.kernel_new("nms_rows");
+  k.axes = {K * G, 3, G};
+  k.n_parallel = 2;
+  int o = k.expr_iota(0, i), col = k.expr_iota(1, i);
+  int st = k.expr_load(access_axes(start, {2}), i), ct = k.expr_load(access_axes(count, {2}), i);
+  int inside = k.expr_binary(Op::logical_and, k.expr_binary(Op::ge, o, st, t), k.expr_binary(Op::lt, o, k.expr_binary(Op::add, st, ct, i), t), t);
+  Access box = access_axes(sel, {2, -1});
+  box.dims[1].expr = k.expr_binary(Op::sub, o, st, i);
+  box.dims[1].bound = Bound::clamp;
+  int v = k.expr_select(k.expr_binary(Op::eq, col, k.expr_const(0, i), t), k.expr_load(access_axes(gb, {2}), i),
+                        k.expr_select(k.expr_binary(Op::eq, col, k.expr_const(1, i), t), k.expr_load(access_axes(gc, {2}), i), k.expr_load(box, i), i), i);
+  k.body = k.expr_select(inside, v, k.expr_const(-1, i), i);
+  k.reduce = Reduce::max;
+  k.acc_dtype = i;
+  k.result = k.expr_unary(Op::acc, -1, i);
+  k.store = access_store(y);
+  k.store_dtype = i;
+}
+
 // NonMaxSuppression: per batch and class, the boxes by decreasing score (above score_threshold),
 // each kept unless its IoU with a box already kept passes iou_threshold, at most
 // max_output_boxes_per_class of them; the output is one (batch, class, box) row per kept box. How
-// many boxes survive depends on every value, so the boxes, scores and thresholds must be known at
-// compile time and the result is a constant (a static upper bound with a run-time count would not
-// give the [count, 3] shape ONNX defines). Sources: the ONNX operator specification
+// many boxes survive depends on every value: with boxes and scores known at compile time the result
+// is a constant of ONNX's exact [count, 3] shape; otherwise lower_non_max_suppression_runtime gives
+// the static bound. The thresholds and max_output_boxes_per_class must be known at compile time. Sources: the ONNX operator specification
 // (NonMaxSuppression, opsets 10 and 11); ties in score keep the lower box index first.
 void lower_non_max_suppression(Lowering &L, Node &n) {
+  if (!n.input(0)->constant || !n.input(1)->constant) {
+    if (!L.has_input(2)) return lower_non_max_suppression_runtime(L, n, 0, 0, false, 0, n.attr_int("center_point_box", 0) != 0);
+    const Tensor &m = L.const_input(2, "max_output_boxes_per_class");
+    const bool has_iou = L.has_input(3) && L.const_input(3, "iou_threshold").numel();
+    const bool has_min = L.has_input(4) && L.const_input(4, "score_threshold").numel();
+    lower_non_max_suppression_runtime(L, n, m.numel() ? m.at_i64(0) : 0, has_iou ? L.const_input(3, "iou_threshold").at_f64(0) : 0, has_min,
+                                      has_min ? L.const_input(4, "score_threshold").at_f64(0) : 0, n.attr_int("center_point_box", 0) != 0);
+    return;
+  }
   const Tensor &boxes = L.const_input(0, "boxes"), &scores = L.const_input(1, "scores");
   int64_t max_out = L.has_input(2) ? (L.const_input(2, "max_output_boxes_per_class").numel() ? L.const_input(2, "max_output_boxes_per_class").at_i64(0) : 0) : 0;
   double iou_max = L.has_input(3) && L.const_input(3, "iou_threshold").numel() ? L.const_input(3, "iou_threshold").at_f64(0) : 0;

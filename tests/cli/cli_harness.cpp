@@ -203,7 +203,8 @@ std::string model_unsupported() {
   ModelBuilder b(13);
   b.input("boxes", DataType::float32, {1, 4, 4});
   b.input("scores", DataType::float32, {1, 1, 4});
-  b.node("NonMaxSuppression", {"boxes", "scores"}, {"selected"}).name = "nms_1";
+  b.input("max", DataType::int64, {1});
+  b.node("NonMaxSuppression", {"boxes", "scores", "max"}, {"selected"}).name = "nms_1";
   b.output("selected", DataType::int64);
   return model_save("unsupported.onnx", b);
 }

@@ -41,7 +41,8 @@ std::vector<std::string> dir_list(const std::string &dir);
 // Test models, written into the scratch directory once and returned by path.
 //   conv_relu.onnx  x f32 1x3x8x8 -> Conv(4x3x3x3, pads 1) 'conv1' -> Relu 'relu1' -> y
 //   mul_add.onnx    x f32 2x3, bias f32 3 -> y = Relu(x * 2 + bias)
-//   unsupported.onnx  x -> NonMaxSuppression node 'nms_1' (an op capgraph does not lower)
+//   unsupported.onnx  boxes, scores, max -> NonMaxSuppression node 'nms_1' (refused: its
+//                     max_output_boxes_per_class is a run-time input, the output bound needs it)
 //   dynamic.onnx    images f32 [batch, 3, height, width] -> Relu -> y
 std::string model_conv_relu();
 std::string model_mul_add();
