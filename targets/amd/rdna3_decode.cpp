@@ -87,11 +87,12 @@ op vopd_op(uint32_t code) {
     case 9: return op::v_cndmask_b32;
     case 10: return op::v_max_f32;
     case 11: return op::v_min_f32;
+    case 12: return op::v_dot2acc_f32_f16;
     case 16: return op::v_add_nc_u32;
     case 17: return op::v_lshlrev_b32;
     case 18: return op::v_and_b32;
   }
-  return op::count;  // 7 (mul_dx9_zero), 12 (dot2acc_f32_f16) are not emulated
+  return op::count;  // 7 (mul_dx9_zero) is not emulated
 }
 
 std::string hex(uint64_t v) { return rdna3_hex(v); }

@@ -297,6 +297,13 @@ bool is_fma(op o) {
 
 // The 32-bit two-source VALU operations VOPD pairs and VOP2/VOP3 share: d = op(a, b) (c: the old
 // destination / third source).
+// V_DOT2ACC_F32_F16 (ch. 16): D.f32 = S0.f16[0] * S1.f16[0] + S0.f16[1] * S1.f16[1] + D.f32. The
+// f16 products are exact in double; the sum is rounded once to f32 (as a fused dot product; the
+// hardware's intermediate rounding was not compared).
+float dot2_f16(uint32_t a, uint32_t b, float acc) {
+  return float(double(f16_to_f32(a & 0xffff)) * f16_to_f32(b & 0xffff) +
+               double(f16_to_f32(a >> 16)) * f16_to_f32(b >> 16) + double(acc));
+}
 bool simple_valu(op o, uint32_t a, uint32_t b, uint32_t c, uint32_t k, bool vcc, uint32_t *d) {
   switch (o) {
     case op::v_mov_b32: *d = a; return true;
@@ -307,6 +314,7 @@ bool simple_valu(op o, uint32_t a, uint32_t b, uint32_t c, uint32_t k, bool vcc,
     case op::v_min_f32: *d = u(float_min(f(a), f(b))); return true;
     case op::v_max_f32: *d = u(float_max(f(a), f(b))); return true;
     case op::v_fmac_f32: *d = u(std::fma(f(a), f(b), f(c))); return true;
+    case op::v_dot2acc_f32_f16: *d = u(dot2_f16(a, b, f(c))); return true;
     case op::v_fmamk_f32: *d = u(std::fma(f(a), f(k), f(b))); return true;
     case op::v_fmaak_f32: *d = u(std::fma(f(a), f(b), f(k))); return true;
     case op::v_cndmask_b32: *d = vcc ? b : a; return true;
@@ -401,6 +409,12 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
     case op::v_cndmask_b32: {
       const uint32_t m = in.enc == VOP2 ? w.s[kVcc] : mask_read(in.src[2]);
       LANES d[l] = ((m >> l) & 1) ? b[l] : a[l];
+      return true;
+    }
+    case op::v_dot2acc_f32_f16: {
+      uint32_t r[32];
+      LANES r[l] = u(dot2_f16(a[l], b[l], f(d[l])));  // the accumulator is the destination
+      LANES d[l] = r[l];
       return true;
     }
     case op::v_fmac_f32: {

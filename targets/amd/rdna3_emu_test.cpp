@@ -161,6 +161,40 @@ TEST_CASE("rdna3: f16 compares read the low halves and take inline constants as 
   for (int l = 0; l < 32; l++) CHECK_MESSAGE(out[l] == cases[l % 8].want, "half " << cases[l % 8].half);
 }
 
+TEST_CASE("rdna3: v_dot2acc_f32_f16 adds both halves' products to the f32 accumulator") {
+  // LLVM emits it for float16 Gemm (the op-conformance suite's float16_small_cnn).
+  const std::vector<uint32_t> code = {
+      0xF4080100, 0xF8000000,  // s_load_b128 s[4:7], s[0:1], 0x0
+      0x30000082,              // v_lshlrev_b32 v0, 2, v0
+      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0xDC520000, 0x01040000,  // global_load_b32 v1, v0, s[4:5]             a (two halves)
+      0xDC520080, 0x02040000,  // global_load_b32 v2, v0, s[4:5] offset:128  b (two halves)
+      0xDC520100, 0x03040000,  // global_load_b32 v3, v0, s[4:5] offset:256  c (f32)
+      0xBF8903F7,              // s_waitcnt vmcnt(0)
+      0x04060501,              // v_dot2acc_f32_f16 v3, v1, v2
+      0xDC6A0000, 0x00060300,  // global_store_b32 v0, v3, s[6:7]
+      0xBFB00000,              // s_endpgm
+  };
+  gpu_memory m;
+  m.code(code);
+  m.arg(0, gpu_memory::buf0);
+  m.arg(1, gpu_memory::buf1);
+  uint32_t *in = m.at<uint32_t>(gpu_memory::buf0);
+  // Halves: 1.5 (0x3E00), -2 (0xC000), 0.25 (0x3400), 3 (0x4200); exact in f32 either way.
+  const uint16_t h[4] = {0x3E00, 0xC000, 0x3400, 0x4200};
+  const float v[4] = {1.5f, -2.0f, 0.25f, 3.0f};
+  for (int l = 0; l < 32; l++) {
+    in[l] = h[l % 4] | uint32_t(h[(l + 1) % 4]) << 16;
+    in[32 + l] = h[(l + 2) % 4] | uint32_t(h[(l + 3) % 4]) << 16;
+    const float c = 0.5f * float(l);
+    std::memcpy(&in[64 + l], &c, 4);
+  }
+  REQUIRE(run(m, dispatch_of(1, 32)) == "");
+  const float *out = m.at<float>(gpu_memory::buf1);
+  for (int l = 0; l < 32; l++)
+    CHECK(out[l] == v[l % 4] * v[(l + 2) % 4] + v[(l + 1) % 4] * v[(l + 3) % 4] + 0.5f * float(l));
+}
+
 TEST_CASE("rdna3: workgroups shared by host threads give the same results and counts") {
   gpu_memory m;
   m.code(scale_code);
