@@ -6,12 +6,15 @@
 # CPU; the fake-usb outputs must match the CPU's and, for zoo models, ONNX Runtime's.
 #   fake_usb_e2e.sh BUILD_DIR   the small generated CNN (targets/amd/testdata/amd_model_gen.cpp),
 #                               then squeezenet1_1 and the PP-OCR cls model from ../shared/zoo
-#                               when it is there (skipped without)
+#                               when it is there (skipped without); CAPGRAPH_ZOO_MODELS=all: every
+#                               zoo model
 # Exit 77 (skip) without the bridge firmware image (sdcc).
 set -uo pipefail
 build=${1:?usage: fake_usb_e2e.sh BUILD_DIR}
 repo=$(cd "$(dirname "$0")/../../.." && pwd)
 capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare
+# zoo_model_args, outputs_compare
+source "$repo/tests/tools/e2e_lib.sh"
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 failures=0; passed=0
 
@@ -37,14 +40,8 @@ check() {
   fi
   "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null ||
     { echo "FAIL $name: replay on cpu"; failures=$((failures+1)); return; }
-  local ok=1 r out ref
-  for r in $refs; do
-    out=${r%%=*}; ref=${r#*=}
-    if [[ $ref != cpu ]]; then
-      "$compare" "$d/usb/$out.npy" "$ref" | sed "s/^/  vs reference: /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
-    fi
-    "$compare" "$d/usb/$out.npy" "$d/cpu/$out.npy" | sed "s/^/  vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
-  done
+  local ok=1
+  outputs_compare "$d/usb" "$d/cpu" "$refs" || ok=0
   if ((ok)); then echo "PASS $name on fake-usb (cold boot, load, replay, teardown: $(( (t1 - t0) / 1000000 )) ms)"; passed=$((passed+1))
   else echo "FAIL $name"; failures=$((failures+1)); fi
 }
@@ -55,13 +52,15 @@ check small_cnn "$work/gen/small_cnn.onnx" "--input x=$work/gen/input.npy" "" "p
 
 zoo=$repo/../shared/zoo
 if [[ -d $zoo ]] && command -v node > /dev/null; then
-  for name in squeezenet1_1 ch_ppocr_mobile_v2.0_cls_infer; do
+  # CAPGRAPH_ZOO_MODELS="a b" picks models, "all" every model of the zoo (minutes: the emulated
+  # bridge and the RDNA3 emulator); the test runs the two smallest.
+  names=${CAPGRAPH_ZOO_MODELS:-squeezenet1_1 ch_ppocr_mobile_v2.0_cls_infer}
+  [[ $names == all ]] && names=$(cd "$zoo" && for d in */; do [[ -f $d/meta.json ]] && echo "${d%/}"; done)
+  for name in $names; do
     dir=$zoo/$name/
     [[ -f $dir/meta.json ]] || { echo "SKIPPED $name: not in $zoo"; continue; }
-    ins=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '))")
-    shapes=$(node -e "const m=require('$dir/meta.json'); console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))")
-    refs=$(node -e "const m=require('$dir/meta.json'); console.log(m.outputs.map(o=>o.name.replace(/[^A-Za-z0-9._-]/g,'_')+'=$dir'+o.file).join(' '))")
-    check "$name" "$dir/model.onnx" "$ins" "$shapes" "$refs"
+    zoo_model_args "$dir" || { echo "FAIL $name: reading $dir/meta.json"; failures=$((failures+1)); continue; }
+    check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes" "$zoo_refs"
   done
 else
   echo "SKIPPED zoo models: no model zoo at $zoo or no node"
