@@ -13,11 +13,6 @@ deps=${CAPGRAPH_TEST_DEPS:-$repo/build/deps}
 for tool in clang-19 clang++-19; do
   command -v $tool >/dev/null || { echo "sanitize: error: $tool is needed (apt-get install clang-19 libclang-rt-19-dev)" >&2; exit 1; }
 done
-# The Adreno compiler links Mesa's ir3: use the one scripts/test.sh (setup.sh) built into build/mesa
-# so the Adreno end-to-end tests run sanitized too (Mesa itself is not instrumented).
-mesa=()
-mesa_dir=${CAPGRAPH_MESA_DIR:-$repo/build/mesa}
-[[ -e $mesa_dir/mesa_ir3.cmake ]] && mesa=(-DCAPGRAPH_MESA_DIR="$mesa_dir")
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 # This build has debug info, for which ccache hashes the working directory by default: a clone
@@ -31,7 +26,7 @@ echo "sanitize: building in $build with clang-19, ASan+UBSan ($jobs jobs; log in
 # release build (scripts/test.sh) tests it.
 if ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAPGRAPH_FUZZ=ON \
          -DCAPGRAPH_AARCH64_TEST=OFF -DCAPGRAPH_TEST_DEPS="$deps" \
-         -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 "${mesa[@]}" "${launcher[@]}" &&
+         -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 "${launcher[@]}" &&
        cmake --build "$build" -j "$jobs"; } >"$log" 2>&1; then
   grep -E "error" "$log" | head -20 >&2
   echo "sanitize: error: the build failed; the whole log is $log" >&2

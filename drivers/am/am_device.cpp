@@ -343,7 +343,7 @@ bool device::psp_submit(uint32_t cmd_id, const uint32_t *args, size_t nargs, uin
   if (!rreg(regMP0_SMN_C2PMSG_67, &wptr)) return false;
   uint8_t cmd[kPspCmdBytes] = {};
   std::memcpy(cmd + kPspCmdId, &cmd_id, 4);
-  std::memcpy(cmd + kPspCmdArgs, args, nargs * 4);
+  if (nargs) std::memcpy(cmd + kPspCmdArgs, args, nargs * 4);  // args may be null when there are none
   uint32_t frame[kPspFrameBytes / 4] = {};
   const uint64_t cmd_mc = mc(device_layout::psp_cmd), fence_mc = mc(device_layout::psp_fence);
   frame[kPspFrameCmdLo / 4] = lo32(cmd_mc);
