@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "am_ih.h"
 #include "am_protocol.h"
 #include "am_ucode.h"
 
@@ -39,6 +40,52 @@ constexpr uint32_t kBootloadComplete = 1u << 31;
 constexpr uint32_t kDoorbellEn = 1u << 30;
 constexpr uint32_t kSdmaDoorbellEnable = 1u << 28;
 constexpr uint32_t kSoftResetSdma0 = 1u << 23, kSoftResetCp = 1u << 0, kSoftResetCpc = 1u << 18;
+// Hub caches, as tinygrad AM_GMC.init_hub programs them (ip.py:120-140;
+// Linux mmhub_v3_0_init_tlb_regs / init_cache_regs, gfxhub_v3_0 the same).
+// MC_VM_MX_L1_TLB_CNTL: enable_l1_tlb 0, system_access_mode 4:3 = 3,
+// system_aperture_unmapped_access 5 = 0, enable_advanced_driver_model 6,
+// mtype 13:11 = MTYPE_UC (3, soc21 enum). A read-modify-write of those fields.
+constexpr uint32_t kL1TlbMask = 0x1u | (3u << 3) | (1u << 5) | (1u << 6) | (7u << 11);
+constexpr uint32_t kL1TlbValue = 0x1u | (3u << 3) | (1u << 6) | (3u << 11);
+// VM_L2_CNTL: enable_l2_cache 0, enable_l2_fragment_processing 1 = 0 (gfx10+),
+// l2_pde0_cache_tag_generation_mode 8 = 0, enable_default_page_out_to_system_memory 11,
+// pde_fault_classification 18 = 0, context1_identity_access_mode 20:19 = 1,
+// identity_mode_fragment_size 25:21 = 0.
+constexpr uint32_t kL2CntlMask = 0x1u | 0x2u | (1u << 8) | (1u << 11) | (1u << 18) | (3u << 19) | (0x1Fu << 21);
+constexpr uint32_t kL2CntlValue = 0x1u | (1u << 11) | (1u << 19);
+// VM_L2_CNTL2: invalidate_all_l1_tlbs 0, invalidate_l2_cache 1 (set on top).
+constexpr uint32_t kL2Cntl2Invalidate = 0x3u;
+// VM_L2_CNTL3 (written whole): bank_select 5:0 = 9, l2_cache_bigk_fragment_size
+// 19:15 = 6, l2_cache_bigk_associativity 20, l2_cache_4k_associativity 31.
+constexpr uint32_t kL2Cntl3 = 9u | (6u << 15) | (1u << 20) | (1u << 31);
+constexpr uint32_t kL2Cntl4 = 1u;             // l2_cache_4k_partition_count 5:0 = 1
+constexpr uint32_t kL2Cntl5 = 0x1FFu << 5;    // walker_priority_client_id 13:5 = 0x1ff
+// AGP off: BOT above TOP (tinygrad writes BOT = 0xffffffffffff >> 24).
+constexpr uint32_t kAgpBotOff = 0xFFFFFF;
+// MMVM_L2_BANK_SELECT_RESERVED_CID2.reserved_cache_private_invalidation (bit
+// 25), poked after each MM invalidation on gfx11 and read back (ip.py:106-108).
+constexpr uint32_t kReservedCachePrivateInvalidation = 1u << 25;
+// SH_MEM_CONFIG: address_mode 0 = SH_MEM_ADDRESS_MODE_64 (0), alignment_mode
+// 3:2 = SH_MEM_ALIGNMENT_MODE_UNALIGNED (3), initial_inst_prefetch 15:14 = 3.
+// SH_MEM_BASES: private_base 15:0 = 2, shared_base 31:16 = 1 (the LDS aperture
+// at 0x1000'0000'0000'0000, scratch at 0x2000...; tinygrad ip.py:281-290).
+constexpr uint32_t kShMemConfig = (3u << 2) | (3u << 14);
+constexpr uint32_t kShMemBases = (1u << 16) | 2u;
+// RLC_SAFE_MODE: cmd 0, message 4:1 (1 enter, 0 exit); the RLC clears cmd
+// when it has acted (tinygrad set_clockgating_state polls bit 0 == 0).
+constexpr uint32_t kRlcSafeModeEnter = 0x3, kRlcSafeModeExit = 0x1;
+// RLC_CGCG_CGLS_CTRL: cgcg_en 0, cgls_en 1, cgls_rep_compansat_delay 7:2 = 0xf,
+// cgcg_gfx_idle_threshold 26:8 = 0x36 (tinygrad ip.py:372).
+constexpr uint32_t kCgcgMask = 0x3u | (0x3Fu << 2) | (0x7FFFFu << 8);
+constexpr uint32_t kCgcgValue = 0x3u | (0xFu << 2) | (0x36u << 8);
+// GRBM_CNTL.read_timeout 7:0 = 0xff; TCP_CNTL |= 0x20000000 (Linux's gfx11
+// golden setting, tinygrad ip.py:268); RLC_SRM_CNTL srm_enable 0 | auto_incr_addr 1.
+constexpr uint32_t kGrbmReadTimeout = 0xFF, kTcpCntlGolden = 0x20000000, kRlcSrmEnable = 0x3;
+// IH_RB_CNTL (osssys_6_0_0): rb_size 5:1, wptr_writeback_enable 8,
+// wptr_overflow_enable 16, enable_intr 17, mc_snoop 20, rptr_rearm 21,
+// mc_space 30:28 = 4, wptr_overflow_clear 31 (tinygrad AM_IH.init_hw).
+constexpr uint32_t kIhRbCntlFixed = (1u << 8) | (1u << 16) | (1u << 20) | (1u << 21) | (4u << 28) | (1u << 31);
+constexpr uint32_t kIhRbEnable = 1u, kIhEnableIntr = 1u << 17;
 
 }  // namespace
 
@@ -84,6 +131,7 @@ bool device::vram_write(uint64_t pa, const void *p, size_t bytes) {
   };
   uint64_t at = pa;
   const uint64_t end = pa + bytes;
+  hdp_dirty_ = hdp_dirty_ || bytes != 0;
   if (at & 3) {  // a head inside the first dword
     const size_t n = size_t(std::min<uint64_t>(end, (at | 3) + 1) - at);
     if (!partial(at, n)) return false;
@@ -147,17 +195,63 @@ std::string device::fault_readout() {
   const std::string keep = err_;
   for (reg r : {regMP0_SMN_C2PMSG_35, regMP0_SMN_C2PMSG_64, regMP0_SMN_C2PMSG_81, regMP1_SMN_C2PMSG_90,
                 regMMVM_L2_PROTECTION_FAULT_STATUS, regMMVM_L2_PROTECTION_FAULT_ADDR_LO32,
-                regGCVM_L2_PROTECTION_FAULT_STATUS}) {
+                regGCVM_L2_PROTECTION_FAULT_STATUS, regGCVM_L2_PROTECTION_FAULT_ADDR_LO32}) {
     uint32_t v = 0;
     std::string e;
     if (!pci_.bar_read(kBarMmio, uint64_t(regs_[r]) * 4, &v, 1, &e)) {
       s += " (the device no longer answers: " + e + ")";
-      break;
+      err_ = keep;
+      return s;
     }
     s += std::string(s.empty() ? "" : ", ") + (reg_info(r).name + 3) + "=" + hex(v);
   }
+  s += ih_readout();
   err_ = keep;
   return s;
+}
+
+// The IH ring's entries since the last read pointer (at most the newest
+// kShown), decoded, then the read pointer moved past them so the next
+// read-out shows only new ones. tinygrad AM_IH.interrupt_handler walks the
+// same ring the same way (ip.py:452-470): offsets in IH_RB_WPTR/RPTR bits
+// 17:2 are byte offsets into the ring. Nothing when the ring is off.
+std::string device::ih_readout() {
+  constexpr uint32_t kShown = 4;
+  uint32_t cntl = 0, wptr = 0, rptr = 0;
+  std::string e;
+  auto rd = [&](reg r, uint32_t *v) { return pci_.bar_read(kBarMmio, uint64_t(regs_[r]) * 4, v, 1, &e); };
+  if (!rd(regIH_RB_CNTL, &cntl) || !(cntl & kIhRbEnable) || !rd(regIH_RB_WPTR, &wptr) || !rd(regIH_RB_RPTR, &rptr))
+    return "";
+  const uint32_t ring = uint32_t(device_layout::ih_ring_bytes);
+  wptr = (wptr & 0x3FFFC) % ring;
+  rptr = (rptr & 0x3FFFC) % ring;
+  if (wptr == rptr) return "; IH ring: no new entries";
+  const uint32_t count = ((wptr + ring - rptr) % ring) / kIhEntryBytes;
+  std::string s = "; IH ring: " + std::to_string(count) + " new entr" + (count == 1 ? "y" : "ies");
+  for (uint32_t i = count > kShown ? count - kShown : 0; i < count; ++i) {
+    uint32_t dw[kIhEntryBytes / 4] = {};
+    const uint64_t at = device_layout::ih_ring + (rptr + uint64_t(i) * kIhEntryBytes) % ring;
+    if (!vram_read(at, dw, sizeof dw)) return s + " (unreadable)";
+    s += std::string(i == (count > kShown ? count - kShown : 0) ? ": " : "; ") + ih_entry_describe(ih_entry_decode(dw));
+  }
+  pci_.bar_write(kBarMmio, uint64_t(regs_[regIH_RB_RPTR]) * 4, &wptr, 1, &e);
+  return s;
+}
+
+// CPU writes of VRAM through BAR0 go through the host data path (HDP), which
+// may hold them; a write to the remapped HDP_MEM_FLUSH_CNTL pushes them to
+// memory before a GPU engine reads (Linux hdp_v6_0_flush_hdp, tinygrad
+// AM_GMC.flush_hdp; ops_amd skips it over USB, we keep it: one register write,
+// and only when VRAM was written since the last flush).
+bool device::hdp_flush() {
+  if (!hdp_dirty_) return true;
+  const uint32_t zero = 0;
+  std::string e;
+  ++stats_.reg_writes;
+  ++stats_.hdp_flushes;
+  if (!pci_.bar_write(kBarMmio, kMmioRemapHdpMemFlush, &zero, 1, &e)) return fail("HDP flush: " + e);
+  hdp_dirty_ = false;
+  return true;
 }
 
 bool device::poll(reg r, uint32_t mask, uint32_t want, const char *what) {
@@ -178,6 +272,7 @@ bool device::poll(reg r, uint32_t mask, uint32_t want, const char *what) {
 bool device::boot(std::string *err) {
   stats_ = boot_stats{};
   booted_ = false;
+  hdp_dirty_ = false;
   bool ok = discover() && firmware_load();
   uint32_t r7 = 0, r6 = 0, mmf = 0, gcf = 0, sos = 0;
   ok = ok && rreg(regSCRATCH_REG7, &r7) && rreg(regSCRATCH_REG6, &r6) &&
@@ -190,7 +285,7 @@ bool device::boot(std::string *err) {
     } else {
       ok = (sos == 0 || mode1_reset()) && wreg(regSCRATCH_REG7, 0) && wreg(regSCRATCH_REG6, 1) &&
            soc_init() && hub_init(false) && ih_init() && psp_boot() && smu_init() && gfx_init(false) && sdma_init() &&
-           wreg(regSCRATCH_REG7, kAmBootMagic);
+           clock_gating_set() && wreg(regSCRATCH_REG7, kAmBootMagic);
     }
   }
   if (!ok) {
@@ -254,9 +349,12 @@ bool device::mode1_reset() {
 
 bool device::soc_init() {
   // tinygrad AM_SOC.init_hw (ip.py:30-40): open the doorbell aperture
-  // (RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN.bif_doorbell_aper_en, bit 0).
+  // (RCC_DEV0_EPF0_RCC_DOORBELL_APER_EN.bif_doorbell_aper_en, bit 0). Then
+  // where the HDP flush lives: Linux soc21_common_hw_init ->
+  // nbio_v4_3_remap_hdp_registers (address field 18:2 holds the byte offset).
   step_ = "SOC";
-  return wreg(regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN, 1);
+  return wreg(regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN, 1) &&
+         wreg(regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL, kMmioRemapHdpMemFlush);
 }
 
 bool device::page_tables_write() {
@@ -278,9 +376,15 @@ bool device::page_tables_write() {
 }
 
 bool device::hub_init(bool gc) {
-  // tinygrad AM_GMC.init_hub / enable_vm_addressing (ip.py:110-155): the
-  // system aperture covers VRAM's MC range, VM context 0 spans
+  // tinygrad AM_GMC.init_hub / enable_vm_addressing (ip.py:110-155), in its
+  // order; Linux gmc_v11_0_gart_enable -> mmhub_v3_0_gart_enable /
+  // gfxhub_v3_0_gart_enable does the same steps (init_system_aperture_regs,
+  // init_tlb_regs, init_cache_regs, setup_vmid_config): AGP off, the system
+  // aperture covers VRAM's MC range, its default page and the protection-fault
+  // dummy page, the L1 TLB and L2 cache on, VM context 0 spans
   // [vm_base, vm_end] with the root table, then a TLB flush makes it live.
+  // Not done (unused with one VMID and per-VMID invalidation): the identity
+  // aperture and the invalidation engines' address ranges.
   step_ = gc ? "GC hub" : "MM hub";
   if (!gc && !page_tables_write()) return false;
   step_ = gc ? "GC hub" : "MM hub";
@@ -288,8 +392,28 @@ bool device::hub_init(bool gc) {
   const uint64_t start = device_layout::vm_base >> 12, end = device_layout::vm_end >> 12;
   const uint64_t root = device_layout::page_tables | 1;
   auto R = [gc](reg mm, reg g) { return gc ? g : mm; };
-  return wreg(R(regMMMC_VM_SYSTEM_APERTURE_LOW_ADDR, regGCMC_VM_SYSTEM_APERTURE_LOW_ADDR), uint32_t(fb_base_ >> 18)) &&
+  auto update = [&](reg r, uint32_t mask, uint32_t value) {
+    uint32_t v = 0;
+    return rreg(r, &v) && wreg(r, (v & ~mask) | value);
+  };
+  return wreg(R(regMMMC_VM_AGP_BASE, regGCMC_VM_AGP_BASE), 0) &&
+         wreg(R(regMMMC_VM_AGP_BOT, regGCMC_VM_AGP_BOT), kAgpBotOff) &&
+         wreg(R(regMMMC_VM_AGP_TOP, regGCMC_VM_AGP_TOP), 0) &&
+         wreg(R(regMMMC_VM_SYSTEM_APERTURE_LOW_ADDR, regGCMC_VM_SYSTEM_APERTURE_LOW_ADDR), uint32_t(fb_base_ >> 18)) &&
          wreg(R(regMMMC_VM_SYSTEM_APERTURE_HIGH_ADDR, regGCMC_VM_SYSTEM_APERTURE_HIGH_ADDR), uint32_t(top >> 18)) &&
+         wreg(R(regMMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB, regGCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB),
+              lo32(device_layout::gmc_scratch >> 12)) &&
+         wreg(R(regMMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB, regGCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB),
+              hi32(device_layout::gmc_scratch >> 12) & 0xF) &&
+         wreg(R(regMMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32, regGCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32),
+              lo32(device_layout::gmc_dummy >> 12)) &&
+         wreg(R(regMMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32, regGCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32),
+              hi32(device_layout::gmc_dummy >> 12) & 0xF) &&
+         update(R(regMMMC_VM_MX_L1_TLB_CNTL, regGCMC_VM_MX_L1_TLB_CNTL), kL1TlbMask, kL1TlbValue) &&
+         update(R(regMMVM_L2_CNTL, regGCVM_L2_CNTL), kL2CntlMask, kL2CntlValue) &&
+         update(R(regMMVM_L2_CNTL2, regGCVM_L2_CNTL2), 0, kL2Cntl2Invalidate) &&
+         wreg(R(regMMVM_L2_CNTL3, regGCVM_L2_CNTL3), kL2Cntl3) && wreg(R(regMMVM_L2_CNTL4, regGCVM_L2_CNTL4), kL2Cntl4) &&
+         wreg(R(regMMVM_L2_CNTL5, regGCVM_L2_CNTL5), kL2Cntl5) &&
          wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32, regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32), lo32(start)) &&
          wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32, regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32), hi32(start)) &&
          wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32, regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32), lo32(end)) &&
@@ -300,28 +424,35 @@ bool device::hub_init(bool gc) {
 }
 
 bool device::tlb_flush(bool gc) {
-  // tinygrad AM_GMC.flush_tlb (ip.py:89-108): the MM hub's engine 17 is
-  // shared with the PSP and guarded by a semaphore; GC's is not.
+  // tinygrad AM_GMC.flush_tlb (ip.py:89-108): HDP flush first (the walker
+  // must see the page tables just written over BAR0); the MM hub's engine 17
+  // is shared with the PSP and guarded by a semaphore, GC's is not; on gfx11
+  // the MM hub's reserved-cache private invalidation is poked and read back.
+  if (!hdp_flush()) return false;
   if (gc)
     return wreg(regGCVM_INVALIDATE_ENG17_REQ, kInvalidateVmid0) &&
            poll(regGCVM_INVALIDATE_ENG17_ACK, 1, 1, "GC TLB invalidate ack");
+  uint32_t cid2 = 0;
   return poll(regMMVM_INVALIDATE_ENG17_SEM, 1, 1, "MM TLB semaphore") &&
          wreg(regMMVM_INVALIDATE_ENG17_REQ, kInvalidateVmid0) &&
-         poll(regMMVM_INVALIDATE_ENG17_ACK, 1, 1, "MM TLB invalidate ack") && wreg(regMMVM_INVALIDATE_ENG17_SEM, 0);
+         poll(regMMVM_INVALIDATE_ENG17_ACK, 1, 1, "MM TLB invalidate ack") && wreg(regMMVM_INVALIDATE_ENG17_SEM, 0) &&
+         rreg(regMMVM_L2_BANK_SELECT_RESERVED_CID2, &cid2) &&
+         wreg(regMMVM_L2_BANK_SELECT_RESERVED_CID2, cid2 | kReservedCachePrivateInvalidation) &&
+         rreg(regMMVM_L2_BANK_SELECT_RESERVED_CID2, &cid2);
 }
 
 bool device::ih_init() {
   // tinygrad AM_IH (ip.py:412-440), ring 0 only: base in 256-byte units,
-  // rb_size = log2(dwords) in bits 5:1, wptr writeback (bit 8) to a VRAM
-  // word; enable last. Interrupts are never delivered over USB: the ring is
-  // read on faults.
+  // the control fields of kIhRbCntlFixed with rb_size = log2(dwords), wptr
+  // writeback to a VRAM word; enable (and interrupts) last. Interrupts never
+  // reach the host over USB: ih_readout reads the ring on faults.
   step_ = "IH";
   const uint64_t ring = mc(device_layout::ih_ring), wb = mc(device_layout::queue_words + 0x200);
-  const uint32_t cntl = (log2u(device_layout::ih_ring_bytes / 4) << 1) | (1u << 8);
+  const uint32_t cntl = (log2u(device_layout::ih_ring_bytes / 4) << 1) | kIhRbCntlFixed;
   return wreg(regIH_RB_BASE, uint32_t(ring >> 8)) && wreg(regIH_RB_BASE_HI, uint32_t(ring >> 40)) &&
          wreg(regIH_RB_WPTR_ADDR_LO, lo32(wb)) && wreg(regIH_RB_WPTR_ADDR_HI, hi32(wb) & 0xFFFF) &&
          wreg(regIH_RB_RPTR, 0) && wreg(regIH_RB_WPTR, 0) && wreg(regIH_RB_CNTL, cntl) &&
-         wreg(regIH_RB_CNTL, cntl | 1);
+         wreg(regIH_RB_CNTL, cntl | kIhRbEnable | kIhEnableIntr);
 }
 
 // ---- PSP ------------------------------------------------------------------
@@ -355,7 +486,7 @@ bool device::psp_submit(uint32_t cmd_id, const uint32_t *args, size_t nargs, uin
   const uint32_t zero = 0;
   const uint64_t slot = device_layout::psp_ring + (uint64_t(wptr) * 4) % device_layout::psp_ring_bytes;
   if (!vram_write(device_layout::psp_fence, &zero, 4) || !vram_write(device_layout::psp_cmd, cmd, sizeof cmd) ||
-      !vram_write(slot, frame, sizeof frame) || !wreg(regMP0_SMN_C2PMSG_67, wptr + kPspFrameBytes / 4))
+      !vram_write(slot, frame, sizeof frame) || !hdp_flush() || !wreg(regMP0_SMN_C2PMSG_67, wptr + kPspFrameBytes / 4))
     return false;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opt_.timeout_ms);
   uint32_t fence = 0;
@@ -503,13 +634,42 @@ bool device::gfx_init(bool partial) {
     return false;
   step_ = "MEC";
   // tinygrad _config_mec/_enable_mec: the RS64 program counter from the
-  // MEC file's ucode_start (in dwords), pipe 0 reset while halted, then run.
+  // MEC file's ucode_start (in dwords), pipe 0 reset while halted; on a cold
+  // boot the RLC/TCP/SH_MEM setup between (ip.py:262-295); then run.
   const uint64_t pc = mec_start_ >> 2;
   if (!wreg(regCP_MEC_RS64_CNTL, kRs64Halt | kRs64Pipe0Reset) || !wreg(regCP_MEC_RS64_PRGRM_CNTR_START, lo32(pc)) ||
-      !wreg(regCP_MEC_RS64_PRGRM_CNTR_START_HI, hi32(pc)) || !wreg(regCP_MEC_DOORBELL_RANGE_LOWER, 0) ||
-      !wreg(regCP_MEC_DOORBELL_RANGE_UPPER, 0xf8) || !wreg(regCP_MEC_RS64_CNTL, kRs64Pipe0Active))
+      !wreg(regCP_MEC_RS64_PRGRM_CNTR_START_HI, hi32(pc)) || (!partial && !rlc_setup()) ||
+      !wreg(regCP_MEC_DOORBELL_RANGE_LOWER, 0) || !wreg(regCP_MEC_DOORBELL_RANGE_UPPER, 0xf8) ||
+      !wreg(regCP_MEC_RS64_CNTL, kRs64Pipe0Active))
     return false;
   return compute_queue_init();
+}
+
+bool device::rlc_setup() {
+  // tinygrad AM_GFX.init_hw after _config_mec (ip.py:262-295): TCP_CNTL's
+  // golden bit, the RLC F32 on, SRM on with auto-increment, SPM MC policy,
+  // the GRBM read timeout, then SH_MEM_CONFIG/BASES. tinygrad programs all 16
+  // VMIDs; every queue here runs in VMID 0, so only VMID 0 (GRBM_GFX_CNTL
+  // vmid 7:4 selects the bank): 3 USB writes instead of 48.
+  step_ = "RLC";
+  uint32_t tcp = 0, srm = 0, grbm = 0;
+  return rreg(regTCP_CNTL, &tcp) && wreg(regTCP_CNTL, tcp | kTcpCntlGolden) && wreg(regRLC_CNTL, 1) &&
+         rreg(regRLC_SRM_CNTL, &srm) && wreg(regRLC_SRM_CNTL, srm | kRlcSrmEnable) && wreg(regRLC_SPM_MC_CNTL, 0xf) &&
+         rreg(regGRBM_CNTL, &grbm) && wreg(regGRBM_CNTL, (grbm & ~0xFFu) | kGrbmReadTimeout) &&
+         wreg(regGRBM_GFX_CNTL, 0 << 4) && wreg(regSH_MEM_CONFIG, kShMemConfig) && wreg(regSH_MEM_BASES, kShMemBases) &&
+         wreg(regGRBM_GFX_CNTL, 0);
+}
+
+bool device::clock_gating_set() {
+  // tinygrad AM_GFX.set_clockgating_state (ip.py:366-385), the CGCG/CGLS part:
+  // the RLC must be in safe mode while gating changes (Linux
+  // gfx_v11_0_update_gfx_clock_gating brackets it with rlc.funcs->set_safe_mode);
+  // the RLC acknowledges by clearing the cmd bit.
+  step_ = "GFX clock gating";
+  uint32_t cg = 0;
+  return wreg(regRLC_SAFE_MODE, kRlcSafeModeEnter) && poll(regRLC_SAFE_MODE, 1, 0, "RLC safe mode entered") &&
+         rreg(regRLC_CGCG_CGLS_CTRL, &cg) && wreg(regRLC_CGCG_CGLS_CTRL, (cg & ~kCgcgMask) | kCgcgValue) &&
+         wreg(regRLC_SAFE_MODE, kRlcSafeModeExit);
 }
 
 bool device::compute_queue_init() {
@@ -542,7 +702,7 @@ bool device::compute_queue_init() {
   const uint32_t zeros[4] = {};
   compute_wptr_ = 0;
   if (!vram_write(device_layout::queue_words, zeros, sizeof zeros) ||
-      !vram_write(device_layout::mqd, mqd.data(), kMqdBytes) || !wreg(regGRBM_GFX_CNTL, 1u << 2))
+      !vram_write(device_layout::mqd, mqd.data(), kMqdBytes) || !hdp_flush() || !wreg(regGRBM_GFX_CNTL, 1u << 2))
     return false;
   ++stats_.reg_writes;
   if (!pci_.bar_write(kBarMmio, uint64_t(regs_[regCP_MQD_BASE_ADDR]) * 4, &mqd[kMqdHqdFirstDword], kHqdRegCount, &e))
@@ -563,7 +723,7 @@ bool device::sdma_init() {
   const uint32_t cntl = (log2u(device_layout::sdma_ring_bytes / 4) << 1) | (1u << 8) | (1u << 12) | (4u << 16) | (1u << 23);
   const uint32_t zeros[4] = {};
   sdma_wptr_ = 0;
-  return vram_write(device_layout::queue_words + 0x100, zeros, sizeof zeros) && wreg(regSDMA0_F32_CNTL, 0) &&
+  return vram_write(device_layout::queue_words + 0x100, zeros, sizeof zeros) && hdp_flush() && wreg(regSDMA0_F32_CNTL, 0) &&
          wreg(regSDMA0_QUEUE0_MINOR_PTR_UPDATE, 1) && wreg(regSDMA0_QUEUE0_RB_RPTR, 0) &&
          wreg(regSDMA0_QUEUE0_RB_WPTR, 0) && wreg(regSDMA0_QUEUE0_RB_BASE, lo32(ring >> 8)) &&
          wreg(regSDMA0_QUEUE0_RB_BASE_HI, hi32(ring >> 8)) && wreg(regSDMA0_QUEUE0_RB_RPTR_ADDR_LO, lo32(rptr)) &&
@@ -596,7 +756,7 @@ bool device::queue_submit(bool sdma, const uint32_t *words, size_t n, std::strin
   const uint64_t wptr_pa = device_layout::queue_words + (sdma ? 0x108 : 0x8);
   const uint32_t w[2] = {lo32(wptr), hi32(wptr)};
   std::string e;
-  ok = ok && vram_write(wptr_pa, w, 8);
+  ok = ok && vram_write(wptr_pa, w, 8) && hdp_flush();
   if (ok && !pci_.bar_write(kBarDoorbell, uint64_t(sdma ? kDoorbellSdma0 : kDoorbellMecRing0) * 8, w, 2, &e))
     ok = fail("ringing the doorbell: " + e);
   if (!ok) *err = err_;

@@ -1,18 +1,23 @@
 // am_device — boots an RX 7900 XTX (gfx1100) that no kernel driver owns,
 // over an am::pci_function (the USB bridge, or the fake GPU in tests), the
 // way tinygrad's AM driver does (usbgpu_am_plan.md §1.2-1.8): discovery,
-// MMHUB page tables (GMMU=0: all of VRAM mapped once, plus the staging
-// window), IH ring, PSP (bootloader: KDB, SPL, SYS_DRV, SOS; KM ring;
+// the HDP flush remap, MMHUB (AGP off, system aperture, default and dummy
+// pages, L1 TLB, L2 cache, VM context 0) and its page tables (GMMU=0: all of
+// VRAM mapped once, plus the staging window), IH ring, PSP (bootloader: KDB, SPL, SYS_DRV, SOS; KM ring;
 // LOAD_TOC, SMU firmware, SETUP_TMR, every LOAD_IP_FW piece, AUTOLOAD_RLC),
-// SMU (driver table, features), GC hub, MEC started directly (no MES), one
-// compute queue programmed into its HQD registers, SDMA queue 0.
+// SMU (driver table, features), GC hub (as the MM hub), MEC started
+// directly (no MES) after the RLC/TCP setup and SH_MEM for VMID 0, one
+// compute queue programmed into its HQD registers, SDMA queue 0, then GFX
+// clock gating inside RLC safe mode. Every CPU write of VRAM over BAR0 is
+// followed by an HDP flush before the GPU is told to read it (a TLB
+// invalidation, the PSP's write pointer, a queue's activation or doorbell).
 //
 // A previous session that ended cleanly (SCRATCH_REG7 = the AM magic,
 // SCRATCH_REG6 = 0, no VM fault pending) is reused: a partial boot sets up
 // only the GC hub, the MEC and the two queues. A GPU whose PSP is alive but
 // cannot be reused is mode-1 reset first. Every poll is bounded
 // (options.timeout_ms) and a timeout names the step and reads out the PSP,
-// SMU and VM fault registers. teardown() dequeues and stops the queues and
+// SMU and VM fault registers and the IH ring's new entries, decoded (am_ih.h). teardown() dequeues and stops the queues and
 // marks the session clean.
 #pragma once
 
@@ -44,6 +49,9 @@ struct device_layout {
   static constexpr uint64_t queue_words = 0x017000;  // rptr/wptr words: compute @0/8, SDMA @0x100/0x108, IH @0x200
   static constexpr uint64_t eop = 0x018000, eop_bytes = 0x1000;
   static constexpr uint64_t compute_ring = 0x019000, compute_ring_bytes = 0x2000;
+  // The hubs' system-aperture default page and protection-fault dummy page
+  // (tinygrad AM_GMC.init_sw memscratch / dummy_page, one 4 KiB page each).
+  static constexpr uint64_t gmc_scratch = 0x01B000, gmc_dummy = 0x01C000;
   static constexpr uint64_t psp_ring = 0x020000, psp_ring_bytes = 0x10000;
   static constexpr uint64_t ih_ring = 0x040000, ih_ring_bytes = 0x40000;
   static constexpr uint64_t sdma_ring = 0x080000, sdma_ring_bytes = 0x10000;
@@ -61,6 +69,7 @@ struct boot_stats {
   uint64_t reg_reads = 0, reg_writes = 0;  // BAR5 dword accesses
   uint64_t vram_bytes_written = 0, vram_bytes_read = 0;
   uint64_t staged_bytes = 0;  // firmware through the staging window
+  uint64_t hdp_flushes = 0;   // register writes that made CPU VRAM writes visible to the GPU
 };
 
 class device {
@@ -113,6 +122,7 @@ class device {
   bool booted_ = false;
   uint64_t compute_wptr_ = 0;  // dwords
   uint64_t sdma_wptr_ = 0;     // bytes
+  bool hdp_dirty_ = false;     // VRAM written over BAR0 since the last HDP flush
   // VRAM moves go through this, allocated once with the device, not a vector per call: replay
   // must not allocate. 1 MiB, so an input the size of resnet18's (602,112 B) is one BAR transfer
   // call (each call ends its TLP stream: smaller chunks cost USB transfers, see README).
@@ -123,6 +133,8 @@ class device {
   bool vram_write(uint64_t pa, const void *p, size_t bytes);
   bool vram_read(uint64_t pa, void *p, size_t bytes);
   std::string fault_readout();
+  std::string ih_readout();
+  bool hdp_flush();
   uint64_t mc(uint64_t pa) const { return fb_base_ + pa; }
 
   bool discover();
@@ -139,6 +151,8 @@ class device {
   bool smu_init();
   bool smu_msg(uint32_t msg, uint32_t arg, uint32_t *out);
   bool gfx_init(bool partial);
+  bool rlc_setup();
+  bool clock_gating_set();
   bool compute_queue_init();
   bool sdma_init();
 };

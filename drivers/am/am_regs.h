@@ -19,7 +19,10 @@
 //                                      seg 2 base 0xd20, tinygrad amdev.py
 //                                      reads dword 0xde3)
 // Fields used (bit positions from the matching *_sh_mask.h) are next to
-// their users in am_device.cpp and the fake.
+// their users in am_device.cpp and the fake. The hub L2/TLB, AGP, default
+// page, SH_MEM, RLC and HDP-remap rows were checked against tinygrad's
+// generated tables (tinygrad/runtime/autogen/am/regs.py: gc_11_0_0,
+// mmhub_3_0_0, nbio_4_3_0), which carry the same Linux offsets and fields.
 #pragma once
 
 #include <cstdint>
@@ -46,6 +49,7 @@ namespace capgraph::am {
   X(regMP1_SMN_C2PMSG_90, hw_id_mp1, 0, 0x029a)              \
   X(regRCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE, hw_id_nbif, 2, 0x00c3) \
   X(regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN, hw_id_nbif, 2, 0x00c0) \
+  X(regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL, hw_id_nbif, 2, 0x012d) \
   X(regMMMC_VM_FB_LOCATION_BASE, hw_id_mmhub, 0, 0x08ec)     \
   X(regMMMC_VM_FB_LOCATION_TOP, hw_id_mmhub, 0, 0x08ed)      \
   X(regMMMC_VM_SYSTEM_APERTURE_LOW_ADDR, hw_id_mmhub, 0, 0x08f1) \
@@ -63,6 +67,20 @@ namespace capgraph::am {
   X(regMMVM_L2_PROTECTION_FAULT_STATUS, hw_id_mmhub, 0, 0x070c) \
   X(regMMVM_L2_PROTECTION_FAULT_ADDR_LO32, hw_id_mmhub, 0, 0x070d) \
   X(regMMVM_L2_PROTECTION_FAULT_ADDR_HI32, hw_id_mmhub, 0, 0x070e) \
+  X(regMMVM_L2_CNTL, hw_id_mmhub, 0, 0x0700)                 \
+  X(regMMVM_L2_CNTL2, hw_id_mmhub, 0, 0x0701)                \
+  X(regMMVM_L2_CNTL3, hw_id_mmhub, 0, 0x0702)                \
+  X(regMMVM_L2_CNTL4, hw_id_mmhub, 0, 0x0718)                \
+  X(regMMVM_L2_CNTL5, hw_id_mmhub, 0, 0x071e)                \
+  X(regMMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32, hw_id_mmhub, 0, 0x070f) \
+  X(regMMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32, hw_id_mmhub, 0, 0x0710) \
+  X(regMMVM_L2_BANK_SELECT_RESERVED_CID2, hw_id_mmhub, 0, 0x071b) \
+  X(regMMMC_VM_AGP_TOP, hw_id_mmhub, 0, 0x08ee)              \
+  X(regMMMC_VM_AGP_BOT, hw_id_mmhub, 0, 0x08ef)              \
+  X(regMMMC_VM_AGP_BASE, hw_id_mmhub, 0, 0x08f0)             \
+  X(regMMMC_VM_MX_L1_TLB_CNTL, hw_id_mmhub, 0, 0x08f3)       \
+  X(regMMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB, hw_id_mmhub, 0, 0x08d8) \
+  X(regMMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB, hw_id_mmhub, 0, 0x08d9) \
   X(regGCMC_VM_FB_LOCATION_BASE, hw_id_gc, 0, 0x1678)        \
   X(regGCMC_VM_FB_LOCATION_TOP, hw_id_gc, 0, 0x1679)         \
   X(regGCMC_VM_SYSTEM_APERTURE_LOW_ADDR, hw_id_gc, 0, 0x167d) \
@@ -78,6 +96,30 @@ namespace capgraph::am {
   X(regGCVM_INVALIDATE_ENG17_REQ, hw_id_gc, 0, 0x16bc)       \
   X(regGCVM_INVALIDATE_ENG17_ACK, hw_id_gc, 0, 0x16ce)       \
   X(regGCVM_L2_PROTECTION_FAULT_STATUS, hw_id_gc, 0, 0x15c8) \
+  X(regGCVM_L2_PROTECTION_FAULT_ADDR_LO32, hw_id_gc, 0, 0x15c9) \
+  X(regGCVM_L2_PROTECTION_FAULT_ADDR_HI32, hw_id_gc, 0, 0x15ca) \
+  X(regGCVM_L2_CNTL, hw_id_gc, 0, 0x15bc)                    \
+  X(regGCVM_L2_CNTL2, hw_id_gc, 0, 0x15bd)                   \
+  X(regGCVM_L2_CNTL3, hw_id_gc, 0, 0x15be)                   \
+  X(regGCVM_L2_CNTL4, hw_id_gc, 0, 0x15d4)                   \
+  X(regGCVM_L2_CNTL5, hw_id_gc, 0, 0x15da)                   \
+  X(regGCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32, hw_id_gc, 0, 0x15cb) \
+  X(regGCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32, hw_id_gc, 0, 0x15cc) \
+  X(regGCMC_VM_AGP_TOP, hw_id_gc, 0, 0x167a)                 \
+  X(regGCMC_VM_AGP_BOT, hw_id_gc, 0, 0x167b)                 \
+  X(regGCMC_VM_AGP_BASE, hw_id_gc, 0, 0x167c)                \
+  X(regGCMC_VM_MX_L1_TLB_CNTL, hw_id_gc, 0, 0x167f)          \
+  X(regGCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB, hw_id_gc, 0, 0x15a8) \
+  X(regGCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB, hw_id_gc, 0, 0x15a9) \
+  X(regGRBM_CNTL, hw_id_gc, 0, 0x0da0)                       \
+  X(regSH_MEM_BASES, hw_id_gc, 1, 0x09e3)                    \
+  X(regSH_MEM_CONFIG, hw_id_gc, 1, 0x09e4)                   \
+  X(regRLC_SAFE_MODE, hw_id_gc, 1, 0x0980)                   \
+  X(regRLC_SPM_MC_CNTL, hw_id_gc, 1, 0x0982)                 \
+  X(regRLC_CNTL, hw_id_gc, 1, 0x4c00)                        \
+  X(regRLC_CGCG_CGLS_CTRL, hw_id_gc, 1, 0x4c49)              \
+  X(regRLC_SRM_CNTL, hw_id_gc, 1, 0x4c80)                    \
+  X(regTCP_CNTL, hw_id_gc, 1, 0x19a2)                        \
   X(regIH_RB_CNTL, hw_id_osssys, 0, 0x0080)                  \
   X(regIH_RB_BASE, hw_id_osssys, 0, 0x0081)                  \
   X(regIH_RB_BASE_HI, hw_id_osssys, 0, 0x0082)               \
@@ -146,6 +188,14 @@ constexpr uint32_t kHqdRegFirst = 0x1fa9, kHqdRegLast = 0x1fe0;
 constexpr uint32_t kHqdRegCount = kHqdRegLast - kHqdRegFirst + 1;  // 56
 constexpr uint32_t kMqdHqdFirstDword = 0x80;
 constexpr uint32_t kMqdBytes = 2048;
+
+// The HDP flush register is remapped into a hole at the top of BAR5: Linux
+// soc21.c sets rmmio_remap.reg_offset = MMIO_REG_HOLE_OFFSET (0x80000 - 4 KiB)
+// and nbio_v4_3_remap_hdp_registers writes that byte address
+// (+ KFD_MMIO_REMAP_HDP_MEM_FLUSH_CNTL = 0) into BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL;
+// a write of 0 there flushes HDP (hdp_v6_0_flush_hdp; tinygrad
+// AM_GMC.flush_hdp writes through the same remap).
+constexpr uint32_t kMmioRemapHdpMemFlush = 0x80000 - 0x1000;
 
 // Absolute dword addresses of every register, from a chip's discovery table.
 struct reg_map {

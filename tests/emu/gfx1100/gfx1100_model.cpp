@@ -6,6 +6,7 @@
 #include "am_discovery.h"
 #include "am_firmware.h"
 #include "am_firmware_synthetic.h"
+#include "am_ih.h"
 #include "am_protocol.h"
 #include "am_vm.h"
 #include "amd_chips.h"
@@ -35,11 +36,17 @@ constexpr uint32_t kIhRbEnable = 1u << 0;
 constexpr uint32_t kSoftResetSdma0 = 1u << 23, kSoftResetCp = 1u << 0;
 constexpr uint32_t kBootloadComplete = 1u << 31;
 constexpr uint32_t kFaultMappingError = 1u << 8;
-// IH v6 entries are 32 bytes (8 dwords); VM faults come from client UTCL2
-// (soc21 ih_clientid 0x1b) with src id 0 (navi10 ih v5/v6 layout, Linux
-// amdgpu_ih.h amdgpu_ih_decode_iv_helper). Model: dword 0 client|src, dword
-// 4/5 the faulting address >> 12.
-constexpr uint32_t kIhEntryBytes = 32, kIhClientUtcl2 = 0x1b;
+constexpr uint32_t kIhWptrWriteback = 1u << 8;
+// RLC_SAFE_MODE cmd (bit 0) and message (4:1); SH_MEM_CONFIG address_mode
+// (bit 0, 0 = 64-bit) and alignment_mode (3:2, 3 = unaligned) (gc_11_0_0_sh_mask.h,
+// soc21 enums). MC_VM_MX_L1_TLB_CNTL enable_l1_tlb 0, system_access_mode 4:3,
+// enable_advanced_driver_model 6; VM_L2_CNTL enable_l2_cache 0.
+constexpr uint32_t kRlcSafeModeCmd = 1u;
+constexpr uint32_t kL1TlbEnable = 1u, kL1TlbAdvancedDriverModel = 1u << 6, kL2CacheEnable = 1u;
+// VM faults land in the IH ring as soc21 client VMC (MM hub) or GFX (the GC
+// hub's UTCL2), src id 0, VMID in dword 0 bits 27:24, the page address in
+// dwords 4/5 (am_ih.h, from Linux amdgpu_ih_decode_iv_helper and
+// gmc_v11_0_process_interrupt).
 
 const char* bl_name(uint32_t cmd) {
   switch (cmd) {
@@ -97,6 +104,10 @@ void Gfx1100Model::reset_state() {
   mec_running_ = sdma_active_ = false;
   hqd_active_.clear();
   latched_[0] = latched_[1] = false;
+  hdp_dirty_ = rlc_safe_mode_ = false;
+  sh_mem_config_.fill(0);
+  sh_mem_bases_.fill(0);
+  sh_mem_set_.fill(false);
   engine_ = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"),
                                             opt_.engine_twins ? amd::fake_mode::twin : amd::fake_mode::emulate);
   engine_vram_ = false;
@@ -157,6 +168,9 @@ uint32_t Gfx1100Model::bar_read32(int bar, uint64_t off) {
 
 void Gfx1100Model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_en) {
   if (bar == 0) {
+    // A CPU write over the BAR passes the host data path (HDP): the GPU's
+    // engines see it only after an HDP flush (hdp_check).
+    hdp_dirty_ = true;
     uint8_t b[4];
     vram_read(off, b, 4);
     for (int i = 0; i < 4; ++i)
@@ -225,6 +239,8 @@ uint32_t Gfx1100Model::reg_read(uint32_t a) {
   if (a == map_[regMMVM_INVALIDATE_ENG17_SEM]) return 1;  // acquired
   if (a == map_[regRLC_RLCS_BOOTLOAD_STATUS]) return rlc_autoload_ ? kBootloadComplete : 0;
   if (a == map_[regCP_STAT]) return 0;
+  if (a == map_[regSH_MEM_CONFIG]) return sh_mem_config_[grbm_vmid()];
+  if (a == map_[regSH_MEM_BASES]) return sh_mem_bases_[grbm_vmid()];
   auto it = regs_.find(a);
   return it == regs_.end() ? 0 : it->second;
 }
@@ -246,6 +262,12 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
     }
     hqd_regs_[hqd_bank() << 16 | (a - gc0)] = v;
     return;  // the 56-register MQD copy is one line in the trace: hqd_activate
+  }
+  const uint32_t remap = reg(regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL) & 0x7FFFC;  // address 18:2, bytes
+  if (remap && a == remap / 4) {
+    log("hdp flush");
+    hdp_dirty_ = false;
+    return;
   }
   if (r == reg_count) {
     log("w " + hex(a) + " = " + hex(v) + " (not a register the model knows)");
@@ -316,6 +338,28 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
     case regGCVM_L2_PROTECTION_FAULT_STATUS:
       regs_[a] = 0;  // write clears (model choice; Linux clears through the invalidate request bit)
       return;
+    case regSH_MEM_CONFIG:
+    case regSH_MEM_BASES: {
+      // Banked by GRBM_GFX_CNTL.vmid (7:4), one copy per VMID.
+      const uint32_t vmid = grbm_vmid();
+      (r == regSH_MEM_CONFIG ? sh_mem_config_ : sh_mem_bases_)[vmid] = v;
+      if (r == regSH_MEM_BASES) sh_mem_set_[vmid] = true;
+      return;
+    }
+    case regRLC_SAFE_MODE:
+      // The RLC acts on cmd and clears it (Linux gfx_v11_0_rlc_enter_safe_mode
+      // waits for that); with no RLC firmware running nobody answers.
+      regs_[a] = v;
+      if ((v & kRlcSafeModeCmd) && rlc_autoload_) {
+        regs_[a] = v & ~kRlcSafeModeCmd;
+        rlc_safe_mode_ = ((v >> 1) & 0xF) == 1;
+        log(std::string("rlc safe mode ") + (rlc_safe_mode_ ? "entered" : "left"));
+      }
+      return;
+    case regRLC_CGCG_CGLS_CTRL:
+      if (!rlc_safe_mode_) fault("RLC_CGCG_CGLS_CTRL changed outside RLC safe mode");
+      regs_[a] = v;
+      return;
     default:
       regs_[a] = v;
       return;
@@ -328,6 +372,7 @@ void Gfx1100Model::gc_invalidate(bool gc, uint32_t req) {
   // INVALIDATE_ENG17_REQ per_vmid_invalidate_req is bits 15:0; the ACK
   // register answers the same bits (gc_11_0_0_sh_mask.h).
   const uint32_t vmids = req & 0xFFFF;
+  hdp_check(gc ? "GC TLB invalidation (the page walker)" : "MM TLB invalidation (the page walker)");
   regs_[map_[gc ? regGCVM_INVALIDATE_ENG17_ACK : regMMVM_INVALIDATE_ENG17_ACK]] = vmids;
   if (vmids & 1) {
     const uint64_t lo = reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32 : regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32);
@@ -340,25 +385,60 @@ void Gfx1100Model::gc_invalidate(bool gc, uint32_t req) {
 
 void Gfx1100Model::vm_fault(bool gc, uint64_t addr, const std::string& why) {
   regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_STATUS : regMMVM_L2_PROTECTION_FAULT_STATUS]] = kFaultMappingError;
-  if (!gc) {
-    regs_[map_[regMMVM_L2_PROTECTION_FAULT_ADDR_LO32]] = uint32_t(addr >> 12);
-    regs_[map_[regMMVM_L2_PROTECTION_FAULT_ADDR_HI32]] = uint32_t(addr >> 44) & 0xF;
-  }
+  regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_ADDR_LO32 : regMMVM_L2_PROTECTION_FAULT_ADDR_LO32]] = uint32_t(addr >> 12);
+  regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_ADDR_HI32 : regMMVM_L2_PROTECTION_FAULT_ADDR_HI32]] = uint32_t(addr >> 44) & 0xF;
   fault(std::string(gc ? "GCVM" : "MMVM") + " page fault at " + hex(addr) + ": " + why);
-  // The interrupt ring entry, when the driver turned the IH ring on.
-  if (!(reg(regIH_RB_CNTL) & kIhRbEnable)) return;
+  // The interrupt ring entry, when the driver turned the IH ring on. The IH
+  // writes its ring and write-pointer copy at MC addresses inside the FB
+  // (mc_space 4), not through a VM: no translation here.
+  if (!(reg(regIH_RB_CNTL) & 1)) return;
+  const uint64_t fb = (uint64_t(reg(regMMMC_VM_FB_LOCATION_BASE)) & 0xFFFFFF) << 24;
   const uint64_t base = (uint64_t(reg(regIH_RB_BASE)) | uint64_t(reg(regIH_RB_BASE_HI)) << 32) << 8;
   const uint32_t size = 4u << ((reg(regIH_RB_CNTL) >> 1) & 0x1F);  // rb_size: log2 of dwords
-  uint32_t wptr = reg(regIH_RB_WPTR) & 0x3FFFC;
-  uint32_t e[8] = {kIhClientUtcl2, 0, 0, 0, uint32_t(addr >> 12), uint32_t(addr >> 44), gc ? 1u : 0u, 0};
-  uint64_t pa = 0;
-  bool sys = false;
-  std::string w;
-  const bool was = trace_on;
-  if (gpu_translate(true, base + wptr, &pa, &sys, &w) && !sys) vram_write(pa, e, sizeof e);
-  trace_on = was;
+  uint32_t wptr = (reg(regIH_RB_WPTR) & 0x3FFFC) % size;
+  const uint32_t e[8] = {gc ? kIhClientGfx : kIhClientVmc, 0, 0, 0, uint32_t(addr >> 12), uint32_t(addr >> 44) & 0xF, 0, 0};
+  if (base >= fb && base - fb + size <= opt_.vram_bytes) vram_write(base - fb + wptr, e, sizeof e);
   wptr = (wptr + kIhEntryBytes) % size;
   regs_[map_[regIH_RB_WPTR]] = wptr;
+  const uint64_t wb = uint64_t(reg(regIH_RB_WPTR_ADDR_LO)) | uint64_t(reg(regIH_RB_WPTR_ADDR_HI) & 0xFFFF) << 32;
+  if ((reg(regIH_RB_CNTL) & kIhWptrWriteback) && wb >= fb && wb - fb + 4 <= opt_.vram_bytes) vram_write(wb - fb, &wptr, 4);
+}
+
+// What a hub needs before it translates anything: the setup every source's
+// hub init does (Linux mmhub_v3_0 / gfxhub_v3_0 init_tlb_regs, init_cache_regs,
+// init_system_aperture_regs; tinygrad AM_GMC.init_hub). A cold hub has all of
+// these 0 (model choice): L1 TLB and L2 off, and an AGP aperture of
+// BOT 0..TOP 0 that is open.
+bool Gfx1100Model::hub_ready(bool gc, std::string* why) const {
+  const uint32_t l1 = reg(gc ? regGCMC_VM_MX_L1_TLB_CNTL : regMMMC_VM_MX_L1_TLB_CNTL);
+  const char* hub = gc ? "GC" : "MM";
+  if (!(l1 & kL1TlbEnable) || ((l1 >> 3) & 3) != 3 || !(l1 & kL1TlbAdvancedDriverModel)) {
+    *why = std::string(hub) + " hub L1 TLB not set up (MC_VM_MX_L1_TLB_CNTL " + hex(l1) +
+           ": enable_l1_tlb, system_access_mode 3, enable_advanced_driver_model)";
+    return false;
+  }
+  if (!(reg(gc ? regGCVM_L2_CNTL : regMMVM_L2_CNTL) & kL2CacheEnable)) {
+    *why = std::string(hub) + " hub L2 cache off (VM_L2_CNTL.enable_l2_cache)";
+    return false;
+  }
+  if (reg(gc ? regGCMC_VM_AGP_BOT : regMMMC_VM_AGP_BOT) <= reg(gc ? regGCMC_VM_AGP_TOP : regMMMC_VM_AGP_TOP)) {
+    *why = std::string(hub) + " hub AGP aperture open (MC_VM_AGP_BOT <= AGP_TOP)";
+    return false;
+  }
+  return true;
+}
+
+bool Gfx1100Model::hdp_check(const char* reader) {
+  if (!hdp_dirty_) return true;
+  fault(std::string("HDP: ") + reader + " read VRAM while CPU writes over BAR0 were not flushed (no write to the "
+        "remapped HDP_MEM_FLUSH_CNTL since): the GPU would see stale data");
+  hdp_dirty_ = false;  // reported once
+  return false;
+}
+
+uint32_t Gfx1100Model::grbm_vmid() const {
+  auto it = regs_.find(map_[regGRBM_GFX_CNTL]);
+  return it == regs_.end() ? 0 : (it->second >> 4) & 0xF;  // GRBM_GFX_CNTL.vmid 7:4
 }
 
 bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* system, std::string* why) {
@@ -366,6 +446,10 @@ bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* sys
   const uint64_t lo = uint64_t(reg(gc ? regGCMC_VM_SYSTEM_APERTURE_LOW_ADDR : regMMMC_VM_SYSTEM_APERTURE_LOW_ADDR)) << 18;
   const uint64_t hi = uint64_t(reg(gc ? regGCMC_VM_SYSTEM_APERTURE_HIGH_ADDR : regMMMC_VM_SYSTEM_APERTURE_HIGH_ADDR)) << 18;
   *system = false;
+  if (!hub_ready(gc, why)) {
+    vm_fault(gc, addr, *why);
+    return false;
+  }
   // The system aperture: MC addresses of VRAM, not translated.
   if (lo && addr >= lo && addr < hi + (1u << 18)) {
     *pa = addr - fb;
@@ -417,42 +501,37 @@ bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* sys
   return true;
 }
 
-bool Gfx1100Model::gpu_read(bool gc, uint64_t addr, uint8_t* dst, size_t n, std::string* why) {
+// One page at a time: each page is translated on its own (consecutive GPU
+// pages need not be consecutive in VRAM), SYSTEM pages go upstream by
+// bus-master DMA.
+bool Gfx1100Model::gpu_access(bool gc, uint64_t addr, uint8_t* p, size_t n, bool write, std::string* why) {
   while (n) {
     const size_t in = std::min<size_t>(n, 4096 - (addr & 0xFFF));
     uint64_t pa = 0;
     bool sys = false;
     if (!gpu_translate(gc, addr, &pa, &sys, why)) return false;
     if (sys) {
-      if (!dma_read || !dma_read(pa, dst, in)) {
-        *why = "bus-master read of " + hex(pa) + " not answered (bridge)";
+      const bool ok = write ? (dma_write && dma_write(pa, p, in)) : (dma_read && dma_read(pa, p, in));
+      if (!ok) {
+        *why = std::string("bus-master ") + (write ? "write to " : "read of ") + hex(pa) + " not answered (bridge)";
         return false;
       }
+    } else if (write) {
+      vram_write(pa, p, in);
     } else {
-      vram_read(pa, dst, in);
+      vram_read(pa, p, in);
     }
-    dst += in, addr += in, n -= in;
+    p += in, addr += in, n -= in;
   }
   return true;
 }
 
+bool Gfx1100Model::gpu_read(bool gc, uint64_t addr, uint8_t* dst, size_t n, std::string* why) {
+  return gpu_access(gc, addr, dst, n, false, why);
+}
+
 bool Gfx1100Model::gpu_write(bool gc, uint64_t addr, const uint8_t* src, size_t n, std::string* why) {
-  while (n) {
-    const size_t in = std::min<size_t>(n, 4096 - (addr & 0xFFF));
-    uint64_t pa = 0;
-    bool sys = false;
-    if (!gpu_translate(gc, addr, &pa, &sys, why)) return false;
-    if (sys) {
-      if (!dma_write || !dma_write(pa, src, in)) {
-        *why = "bus-master write to " + hex(pa) + " not answered (bridge)";
-        return false;
-      }
-    } else {
-      vram_write(pa, src, in);
-    }
-    src += in, addr += in, n -= in;
-  }
-  return true;
+  return gpu_access(gc, addr, const_cast<uint8_t*>(src), n, true, why);  // not written through on a write
 }
 
 // ---- PSP ------------------------------------------------------------------
@@ -538,6 +617,7 @@ void Gfx1100Model::psp_ring_run(uint32_t wptr) {
     fault("PSP: write pointer moved before the KM ring exists");
     return;
   }
+  hdp_check("the PSP (KM ring frame and command)");
   const uint64_t ring = uint64_t(reg(regMP0_SMN_C2PMSG_69)) | uint64_t(reg(regMP0_SMN_C2PMSG_70)) << 32;
   const uint32_t ring_dw = reg(regMP0_SMN_C2PMSG_71) / 4;
   std::string why;
@@ -696,6 +776,15 @@ void Gfx1100Model::hqd_activate() {
     fault("CP_HQD_ACTIVE with the MEC not running");
     return;
   }
+  // The queue's waves run in VMID 0: its shader memory apertures must be set
+  // (tinygrad ip.py:281-290; address_mode 64-bit, unaligned access).
+  const uint32_t shc = sh_mem_config_[0];
+  if (!sh_mem_set_[0] || (shc & 1) || ((shc >> 2) & 3) != 3) {
+    fault("CP_HQD_ACTIVE: SH_MEM_CONFIG/SH_MEM_BASES for VMID 0 not set up (config " + hex(shc) + ", bases " +
+          hex(sh_mem_bases_[0]) + ": want 64-bit addressing, unaligned mode, the apertures' bases)");
+    return;
+  }
+  hdp_check("the CP (the queue's MQD and ring)");
   const uint32_t db = q(regCP_HQD_PQ_DOORBELL_CONTROL);
   const uint32_t db_off = (db >> 2) & 0x3FFFFFF;  // doorbell_offset 27:2, in dwords
   const uint32_t lo = reg(regCP_MEC_DOORBELL_RANGE_LOWER) >> 2, up = reg(regCP_MEC_DOORBELL_RANGE_UPPER) >> 2;
@@ -739,6 +828,7 @@ void Gfx1100Model::sdma_enable(uint32_t v) {
     fault("SDMA ring enabled while the F32 engine is halted");
     return;
   }
+  hdp_check("SDMA (its ring)");
   const uint64_t ring = (uint64_t(reg(regSDMA0_QUEUE0_RB_BASE)) | uint64_t(reg(regSDMA0_QUEUE0_RB_BASE_HI)) << 32) << 8;
   uint8_t probe[4];
   std::string why;
@@ -800,6 +890,7 @@ volatile uint64_t* Gfx1100Model::engine_word(uint64_t va, const char* what) {
 }
 
 void Gfx1100Model::engine_run(const char* which) {
+  hdp_check(which[0] == 'S' ? "the SDMA queue" : "the compute queue");
   engine_->run_queues();
   const std::string& f = engine_->fault();
   if (f.empty() || f == engine_fault_seen_) return;

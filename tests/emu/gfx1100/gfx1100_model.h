@@ -9,12 +9,21 @@
 //   table at VRAM end - 64 KiB (gfx1100's IP versions, Navi's register
 //   bases); BAR2 doorbells; BAR5 registers (am_regs.h, the driver's table).
 // - GMC: FB location (read-only), the system aperture and VM context 0 of
-//   both hubs (MMHUB for the PSP, GC for CP and SDMA). Page tables take
+//   both hubs (MMHUB for the PSP, GC for CP and SDMA). A hub translates
+//   nothing (a VM fault) until its L1 TLB (enable, system_access_mode 3,
+//   advanced driver model) and L2 cache are on and its AGP aperture is
+//   closed. Page tables take
 //   effect only at an INVALIDATE_ENG17 request (the TLB holds the old ones
 //   until then); every GPU address outside the aperture is walked through
 //   the tables the driver wrote (am::vm_translate); SYSTEM pages reach the
 //   bridge by bus-master DMA. A failed walk sets L2_PROTECTION_FAULT_STATUS
-//   /ADDR and writes an IH ring entry when the IH ring is on.
+//   /ADDR and writes an IH ring entry (soc21 client VMC or GFX, src 0, the
+//   page address in dwords 4/5, am_ih.h) and the write-pointer copy when
+//   the IH ring is on.
+// - HDP: a CPU write over BAR0 is unseen by the GPU until a write to the
+//   HDP flush register at the address BIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL
+//   names; a TLB invalidation, the PSP ring, a queue activation or a
+//   doorbell with writes unflushed is a fault (detected, not a stale copy).
 // - PSP (MP0 13.0.0): the bootloader mailbox checks the component order
 //   (KDB, SPL table = KDB on MP0 13, SYS_DRV, SOS) and that each buffer
 //   holds that component's bytes; the KM ring; LOAD_TOC (answers a TMR
@@ -26,7 +35,11 @@
 // - GFX: GRBM_GFX_CNTL-banked HQD registers; the MEC starts only after RLC
 //   autoload and with CP_MEC_RS64_PRGRM_CNTR_START = the MEC file's start
 //   address >> 2; CP_HQD_ACTIVE needs a running MEC, a doorbell inside the
-//   MEC doorbell range and translatable MQD/ring addresses; dequeue.
+//   MEC doorbell range, SH_MEM_CONFIG/BASES set for VMID 0 (banked by
+//   GRBM_GFX_CNTL.vmid) and translatable MQD/ring addresses; dequeue.
+// - RLC: safe mode is acknowledged (cmd bit cleared) only once the RLC runs
+//   (after autoload); clock-gating control written outside safe mode is a
+//   fault.
 // - SDMA queue 0: RB_CNTL.rb_enable needs SDMA firmware loaded, F32 not
 //   halted and a translatable ring.
 // - Queues run: an active HQD and SDMA queue 0 are handed to fake_amd's
@@ -37,7 +50,7 @@
 //   runs them. A packet that touches unmapped memory is a GC VM fault.
 // - SCRATCH registers survive a driver's exit (the model outlives it), so
 //   partial boot and teardown are visible; power_cycle() loses everything.
-// Not modelled: caches/HDP, clock gating, real firmware behaviour,
+// Not modelled: cache contents (stale HDP data is a fault instead), clock gating's effect, real firmware behaviour,
 // authentication, the S2A doorbell routing registers beyond BAR5, timing.
 // Sources: see am_regs.h, am_protocol.h, am_vm.h (the facts are shared with
 // the driver and pinned by am_regs_test), usbgpu_am_plan.md §1.2-1.8, §5.5.
@@ -130,6 +143,9 @@ class Gfx1100Model {
   bool gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* system, std::string* why);
   bool gpu_read(bool gc, uint64_t addr, uint8_t* dst, size_t n, std::string* why);
   bool gpu_write(bool gc, uint64_t addr, const uint8_t* src, size_t n, std::string* why);
+  // CPU writes over BAR0 not yet flushed through HDP.
+  bool hdp_dirty() const { return hdp_dirty_; }
+  bool rlc_safe_mode() const { return rlc_safe_mode_; }
 
  private:
   struct expected_piece {
@@ -167,6 +183,9 @@ class Gfx1100Model {
   std::set<uint32_t> hqd_active_;
   uint64_t root_latched_[2] = {0, 0};
   bool latched_[2] = {false, false};
+  bool hdp_dirty_ = false, rlc_safe_mode_ = false;
+  std::array<uint32_t, 16> sh_mem_config_{}, sh_mem_bases_{};  // per VMID
+  std::array<bool, 16> sh_mem_set_{};
 
   void reset_state();
   void fault(const std::string& what);
@@ -186,6 +205,10 @@ class Gfx1100Model {
   void hqd_activate();
   void sdma_enable(uint32_t v);
   void vm_fault(bool gc, uint64_t addr, const std::string& why);
+  bool hub_ready(bool gc, std::string* why) const;
+  bool hdp_check(const char* reader);
+  uint32_t grbm_vmid() const;
+  bool gpu_access(bool gc, uint64_t addr, uint8_t* p, size_t n, bool write, std::string* why);
   bool engine_vram_attach();
   volatile uint64_t* engine_word(uint64_t va, const char* what);
   void engine_run(const char* which);
