@@ -309,7 +309,8 @@ bool device::discover() {
   vram_bytes_ = uint64_t(mib) << 20;
   if (pci_.bar_size(kBarVram) < vram_bytes_)
     return fail("BAR0 is " + hex(pci_.bar_size(kBarVram)) + " bytes, smaller than VRAM (" + hex(vram_bytes_) +
-                "): resizable BAR needed (not done yet)");
+                "): the GPU offered no resizable BAR large enough (the PCIe bring-up resizes it when offered); "
+                "reaching VRAM past BAR0 through MM_INDEX/MM_DATA is not implemented");
   std::vector<uint8_t> bin(kDiscoveryTableBytes);
   if (!vram_read(vram_bytes_ - kDiscoveryOffsetFromVramEnd, bin.data(), bin.size())) return false;
   discovery_table t;

@@ -56,13 +56,46 @@ BridgeStatus pci_chain_setup(Bridge& b, PciChain* chain) {
   return chain_error("no endpoint found");
 }
 
+// Walks the extended capabilities from 0x100 for Resizable BAR (id 0x15) on
+// BAR0 and sets the largest offered size up to kPciRebarMaxBytes. Bounded:
+// at most 64 headers, each at a dword offset above 0x100.
+static BridgeStatus rebar_setup(Bridge& b, PciChain* chain) {
+  const uint8_t bus = chain->endpoint_bus;
+  chain->rebar_bytes = 0;
+  uint16_t at = 0x100;
+  BridgeStatus st;
+  for (int n = 0; n < 64 && at >= 0x100 && at < 0x1000; ++n) {
+    uint32_t hdr = 0;
+    if (!(st = b.config_read32(bus, 0, 0, at, &hdr)).ok()) return st;
+    if (hdr == 0 || hdr == 0xFFFFFFFFu) return {};  // no extended capabilities
+    if ((hdr & 0xFFFF) == 0x15) {
+      uint32_t cap = 0, ctl = 0;
+      if (!(st = b.config_read32(bus, 0, 0, uint16_t(at + 4), &cap)).ok()) return st;
+      if (!(st = b.config_read32(bus, 0, 0, uint16_t(at + 8), &ctl)).ok()) return st;
+      if ((ctl & 7) != 0) return {};  // resizes another BAR, not VRAM's
+      int best = -1;
+      for (int v = 0; v < 28; ++v)
+        if ((cap & (1u << (v + 4))) && (1ull << (20 + v)) <= kPciRebarMaxBytes) best = v;
+      if (best < 0) return {};
+      if (!(st = b.config_write32(bus, 0, 0, uint16_t(at + 8), (ctl & ~0x3F00u) | uint32_t(best) << 8)).ok()) return st;
+      chain->rebar_bytes = 1ull << (20 + best);
+      return {};
+    }
+    at = uint16_t(hdr >> 20);
+    if (at == 0) return {};
+  }
+  return {};
+}
+
 BridgeStatus pci_bars_assign(Bridge& b, PciChain* chain) {
   const uint8_t bus = chain->endpoint_bus;
   uint64_t mem = kPciMemWindowBase, pref = kPciPrefWindowBase;
   chain->bars.clear();
   BridgeStatus st;
-  // Decoding off while the BARs move.
+  // Decoding off while the BARs move (and before ReBAR changes a size:
+  // PCIe Base Spec 4.0 §7.8.6.3 wants Memory Space Enable clear).
   if (!(st = b.config_write32(bus, 0, 0, 0x04, 0)).ok()) return st;
+  if (!(st = rebar_setup(b, chain)).ok()) return st;
   for (int i = 0; i < 6; ++i) {
     const uint16_t reg = uint16_t(0x10 + 4 * i);
     uint32_t lo = 0, hi = 0xFFFFFFFFu;

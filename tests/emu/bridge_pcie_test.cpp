@@ -6,6 +6,7 @@
 // posted memory writes that the engine may never flag as complete.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <random>
 
 #include "bridge_rig.h"
@@ -69,6 +70,7 @@ TEST_CASE("PCIe: the switch chain is programmed with type 1 config; the GPU answ
   st = usb::pci_bars_assign(r.bridge, &chain);
   REQUIRE_MESSAGE(st.ok(), st.message);
   REQUIRE(chain.bars.size() == 3);
+  CHECK(chain.rebar_bytes == 0);  // no ReBAR capability offered: BAR0 keeps its 256 MiB
   CHECK(chain.bars[0].index == 0);
   CHECK(chain.bars[0].base == 0x800000000ull);
   CHECK(chain.bars[0].size == 256ull << 20);
@@ -98,6 +100,34 @@ TEST_CASE("PCIe: the switch chain is programmed with type 1 config; the GPU answ
   REQUIRE(r.bridge.mem_read32(0x800000100ull, &v).ok());
   CHECK(v == 0x12345678u);
   CHECK(r.dev.protocol_violations == 0);
+}
+
+TEST_CASE("PCIe: ReBAR offered: BAR0 grows to the largest offered size within the window, and decodes there") {
+  if (!have_image()) return;
+  for (uint64_t offered : {1ull << 30, 64ull << 30}) {
+    CAPTURE(offered);
+    Rig r;
+    REQUIRE(r.boot());
+    r.dev.endpoint.rebar_offer(offered);
+    auto chain = pcie_bring_up(r);
+    const uint64_t want = std::min<uint64_t>(offered, usb::kPciRebarMaxBytes);  // 64 GiB offered: 32 GiB taken
+    CHECK(chain.rebar_bytes == want);
+    REQUIRE(chain.bars.size() == 3);
+    CHECK(chain.bars[0].size == want);
+    CHECK(r.dev.endpoint.bar_size(0) == want);
+    CHECK(chain.bars[0].base % want == 0);
+    uint32_t v = 0;
+    REQUIRE(r.bridge.config_read32(4, 0, 0, 0x108, &v).ok());
+    CHECK((1ull << (20 + ((v >> 8) & 0x3F))) == want);
+    // A word past the old 256 MiB reaches the GPU through every bridge's window.
+    const uint64_t far = chain.bars[0].base + want - 0x1000;
+    REQUIRE(r.bridge.mem_write32(far, 0x5EBA5EBAu).ok());
+    REQUIRE(r.bridge.mem_read32(far, &v).ok());
+    CHECK(v == 0x5EBA5EBAu);
+    // The other BARs still sit after it, in their windows.
+    CHECK(chain.bars[1].base == 0x10000000u);
+    CHECK(r.dev.protocol_violations == 0);
+  }
 }
 
 TEST_CASE("PCIe: a GPU directly on the link (no switch) is found at bus 0") {

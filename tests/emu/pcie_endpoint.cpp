@@ -23,15 +23,32 @@ PcieEndpoint::PcieEndpoint() {
   cfg_[0x34] = 0x00;
   bars_ = {{256ull << 20, true, true}, {2ull << 20, true, false}, {512ull << 10, false, false}};
   // BAR dword slots: 0,1 <- bar 0; 2,3 <- bar 1; 5 <- bar 2.
-  auto set_bar = [&](int slot, const Bar& b) {
-    uint32_t flags = (b.is64 ? 0x4u : 0u) | (b.prefetch ? 0x8u : 0u);
-    put32(&cfg_[0x10 + 4 * slot], flags);
-    bar_mask_[slot] = uint32_t(~(b.size - 1)) & ~0xFu;
-    if (b.is64) bar_mask_[slot + 1] = uint32_t(~(b.size - 1) >> 32);
-  };
-  set_bar(0, bars_[0]);
-  set_bar(2, bars_[1]);
-  set_bar(5, bars_[2]);
+  bar_shape_set(0, bars_[0]);
+  bar_shape_set(2, bars_[1]);
+  bar_shape_set(5, bars_[2]);
+}
+
+void PcieEndpoint::bar_shape_set(int slot, const Bar& b) {
+  uint32_t flags = (b.is64 ? 0x4u : 0u) | (b.prefetch ? 0x8u : 0u);
+  put32(&cfg_[0x10 + 4 * slot], flags);
+  bar_mask_[slot] = uint32_t(~(b.size - 1)) & ~0xFu;
+  if (b.is64) {
+    bar_mask_[slot + 1] = uint32_t(~(b.size - 1) >> 32);
+    put32(&cfg_[0x14 + 4 * slot], 0);
+  }
+}
+
+void PcieEndpoint::rebar_offer(uint64_t max_bytes) {
+  // Extended capability header at 0x100: id 0x15, version 1, next 0 (the last).
+  put32(&cfg_[0x100], 0x15u | 1u << 16);
+  uint32_t sizes = 0;
+  for (unsigned v = 0; v < 28; ++v)
+    if ((1ull << (20 + v)) >= bars_[0].size && (1ull << (20 + v)) <= max_bytes) sizes |= 1u << (v + 4);
+  put32(&cfg_[0x104], sizes);
+  unsigned cur = 0;
+  while ((1ull << (20 + cur)) < bars_[0].size) ++cur;
+  put32(&cfg_[0x108], 0u | 1u << 5 | cur << 8);  // BAR0, one resizable BAR, its current size
+  rebar_ = true;
 }
 
 void PcieEndpoint::ids_set(uint16_t vendor, uint16_t device) {
@@ -52,8 +69,16 @@ void PcieEndpoint::config_write(uint16_t reg, uint32_t value, uint8_t byte_en) {
   else if (reg >= 0x10 && reg <= 0x24) writable = bar_mask_[(reg - 0x10) / 4];
   else if (reg == 0x0C) writable = 0x0000FF00;            // latency timer
   else if (reg == 0x3C) writable = 0x000000FF;            // interrupt line
+  else if (reg == 0x108 && rebar_) writable = 0x00003F00;  // ReBAR control: BAR size
   writable &= be_mask;
-  put32(&cfg_[reg], (old & ~writable) | (value & writable));
+  const uint32_t now = (old & ~writable) | (value & writable);
+  if (reg == 0x108 && rebar_ && now != old) {
+    const unsigned v = (now >> 8) & 0x3F;
+    if (v >= 28 || !(get32(&cfg_[0x104]) & (1u << (v + 4)))) return;  // a size not offered: ignored (model choice)
+    bars_[0].size = 1ull << (20 + v);
+    bar_shape_set(0, bars_[0]);  // the BAR's address bits change; software re-sizes and re-places it
+  }
+  put32(&cfg_[reg], now);
 }
 
 uint64_t PcieEndpoint::bar_base(int i) const {

@@ -3,11 +3,16 @@
 // memory behind the BARs, fault switches, and bus-master reads back into
 // the bridge (how a GPU fetches from the bridge SRAM at 0x200000) and
 // bus-master writes into it (copy-out, fences, the SRAM-read trigger).
+// Optionally a Resizable BAR extended capability for BAR0 (rebar_offer).
 //
 // Sources: PCI Local Bus Spec 3.0 / PCIe Base Spec (config header layout,
 // BAR sizing by writing all-ones, command register bit 1 = memory space,
 // completion status UR for unclaimed requests, config address fields
-// bus[31:24] dev[23:19] fn[18:16] reg[11:2]); PCI-SIG vendor id 0x1002 (AMD).
+// bus[31:24] dev[23:19] fn[18:16] reg[11:2]); PCI-SIG vendor id 0x1002 (AMD);
+// PCIe Base Spec 4.0 §7.8.6 (Resizable BAR: extended capability id 0x15,
+// capability register +4 bits 31:4 = supported sizes, bit n: 1 MiB << (n-4);
+// control register +8 bits 2:0 BAR index, 7:5 number of resizable BARs,
+// 13:8 BAR size, 1 MiB << value).
 #pragma once
 
 #include <array>
@@ -48,6 +53,10 @@ class PcieEndpoint {
   // Another card in the slot (tests of the host's id check).
   void ids_set(uint16_t vendor, uint16_t device);
   void config_write(uint16_t reg, uint32_t value, uint8_t byte_en);
+  // Offer a Resizable BAR capability for BAR0 at 0x100 with sizes from
+  // BAR0's current size up to max_bytes (powers of two, >= 1 MiB).
+  void rebar_offer(uint64_t max_bytes);
+  uint64_t bar_size(int i) const { return bars_[i].size; }
   // Assigned base of BAR i (0 if unassigned or decoding disabled).
   uint64_t bar_base(int i) const;
   uint32_t mem_read32(uint64_t bus_addr, bool* claimed);
@@ -76,6 +85,8 @@ class PcieEndpoint {
   std::array<uint8_t, 4096> cfg_{};
   std::array<uint32_t, 6> bar_mask_{};  // writable address bits per BAR dword
   std::vector<Bar> bars_;
+  bool rebar_ = false;
+  void bar_shape_set(int slot, const Bar& b);
   std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;  // 4 KiB pages
   uint8_t* page(uint64_t addr, bool create);
 };

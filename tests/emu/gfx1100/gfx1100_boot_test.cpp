@@ -15,12 +15,16 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
+#include <cstdio>
 
 #include "am_device.h"
+#include "am_ih.h"
 #include "amd_hcq.h"
 #include "am_firmware_synthetic.h"
 #include "am_protocol.h"
 #include "gfx1100_direct.h"
+#include "gfx1100_firmware_dir.h"
 #include "gfx1100_model.h"
 
 using namespace capgraph;
@@ -31,20 +35,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fw_dir() {
-  static std::string dir = [] {
-    fs::path d = fs::temp_directory_path() / ("capgraph_gfx1100_fw_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    std::string err;
-    REQUIRE_MESSAGE(synthetic_firmware_write(d.string(), &err), err);
-    return d.string();
-  }();
-  return dir;
-}
-
 device_options opts(unsigned timeout_ms = 500) {
   device_options o;
-  o.firmware_dir = fw_dir();
+  o.firmware_dir = emu::synthetic_fw_dir();
   o.timeout_ms = timeout_ms;
   return o;
 }
@@ -119,7 +112,7 @@ TEST_CASE("the GPU reaches VRAM and the staging window through the tables the dr
   CHECK(m.reg(regIH_RB_WPTR) == 32);
   uint32_t entry[8] = {};
   m.vram_read(device_layout::ih_ring, entry, sizeof entry);
-  CHECK(entry[0] == 0x1b);  // UTCL2 client
+  CHECK(entry[0] == kIhClientGfx);  // soc21 client GFX (the GC hub's UTCL2), src 0, vmid 0
   CHECK((uint64_t(entry[5]) << 44 | uint64_t(entry[4]) << 12) == ((device::vram_va(m.vram_bytes()) + (1ull << 30)) & 0xFFFFFFFFF000ull));
 }
 
@@ -356,6 +349,14 @@ TEST_CASE("the booted queues run the HCQ encoders' packets from VRAM; a packet i
   REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
   CHECK(!d.wait_vram64(base + 0x300, 3, 50, &err));
   CHECK_MESSAGE(err.find("GCVM_L2_PROTECTION_FAULT_STATUS=0x100") != std::string::npos, err);
+  // The IH ring's entry, decoded: who faulted and where (the page of the bad signal address).
+  char want[96];
+  std::snprintf(want, sizeof want, "IH ring: 1 new entry: UTCL2 (GC hub) VM fault at 0x%llx vmid 0",
+                (unsigned long long)((device::vram_va(m.vram_bytes()) + 0x1000) & ~0xFFFull));
+  CHECK_MESSAGE(err.find(want) != std::string::npos, err);
+  // Read out once: the read pointer moved past it, a second timeout shows no new entries.
+  CHECK(!d.wait_vram64(base + 0x300, 3, 10, &err));
+  CHECK_MESSAGE(err.find("IH ring: no new entries") != std::string::npos, err);
   REQUIRE(!m.faults.empty());
   CHECK_MESSAGE(m.faults.back().find("compute queue") != std::string::npos, m.faults.back());
 }
@@ -388,4 +389,111 @@ TEST_CASE("a firmware piece whose bytes are not the file's: the fake PSP refuses
   CHECK_MESSAGE(m.faults.back().find("RS64_MEC byte") != std::string::npos, m.faults.back());
   CHECK(!m.rlc_autoloaded());
   fs::remove_all(dir);
+}
+
+namespace {
+
+// A driver that skips one boot step, played by dropping that register's
+// writes between the driver and the model (Gfx1100Direct::drop_mmio_writes).
+struct skipped_step {
+  Gfx1100Model m;
+  Gfx1100Direct pci{m};
+  std::string err;
+  bool booted = false;
+  explicit skipped_step(std::initializer_list<reg> skip, unsigned timeout_ms = 50) {
+    for (reg r : skip) pci.drop_mmio_writes.insert(uint64_t(m.regs()[r]) * 4);
+    device d(pci, opts(timeout_ms));
+    booted = d.boot(&err);
+  }
+  bool faulted(const std::string& what) const {
+    return std::any_of(m.faults.begin(), m.faults.end(), [&](const std::string& f) { return f.find(what) != std::string::npos; });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("GC hub without its L2 cache: the queue's first read page-faults, the error carries the IH entry") {
+  skipped_step s({regGCVM_L2_CNTL});
+  CHECK(!s.booted);
+  CHECK_MESSAGE(s.err.find("compute queue: the compute queue did not become active") != std::string::npos, s.err);
+  CHECK_MESSAGE(s.faulted("GC hub L2 cache off (VM_L2_CNTL.enable_l2_cache)"), joined(s.m.faults));
+  // The MQD read faulted: GC fault status, and the IH entry decoded in the message.
+  CHECK_MESSAGE(s.err.find("GCVM_L2_PROTECTION_FAULT_STATUS=0x100") != std::string::npos, s.err);
+  char want[80];
+  std::snprintf(want, sizeof want, "UTCL2 (GC hub) VM fault at 0x%llx vmid 0",
+                (unsigned long long)device::vram_va(device_layout::mqd));
+  CHECK_MESSAGE(s.err.find(want) != std::string::npos, s.err);
+  CHECK(!s.m.hqd_active(1, 0, 0));
+}
+
+TEST_CASE("MM hub without its L1 TLB, or with AGP left open: the PSP cannot read its firmware, the error names the fault") {
+  for (reg skip : {regMMMC_VM_MX_L1_TLB_CNTL, regMMMC_VM_AGP_BOT}) {
+    const std::string skipped = reg_info(skip).name;
+    CAPTURE(skipped);
+    skipped_step s({skip});
+    CHECK(!s.booted);
+    CHECK_MESSAGE(s.err.find("PSP bootloader KDB: bootloader done: timed out") != std::string::npos, s.err);
+    CHECK_MESSAGE(s.err.find("IH ring: 1 new entry: VMC (MM hub) VM fault at 0x110000000000 vmid 0") != std::string::npos,
+                  s.err);
+    CHECK_MESSAGE(s.faulted(skip == regMMMC_VM_AGP_BOT ? "MM hub AGP aperture open" : "MM hub L1 TLB not set up"),
+                  joined(s.m.faults));
+  }
+}
+
+TEST_CASE("no TLB invalidation answer: the poll is bounded and names the ack register") {
+  skipped_step s({regMMVM_INVALIDATE_ENG17_REQ});
+  CHECK(!s.booted);
+  CHECK_MESSAGE(s.err.find("MM hub: MM TLB invalidate ack: timed out after 50 ms waiting for regMMVM_INVALIDATE_ENG17_ACK") !=
+                    std::string::npos,
+                s.err);
+}
+
+TEST_CASE("no HDP flush after CPU writes of VRAM: the fake sees the GPU read unflushed data") {
+  // Without the remap the driver's flushes land on no register.
+  skipped_step s({regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL}, 500);
+  CHECK_MESSAGE(s.faulted("HDP: MM TLB invalidation (the page walker) read VRAM while CPU writes over BAR0 were not flushed"),
+                joined(s.m.faults));
+  // With it, a clean boot leaves nothing unflushed and counts its flushes.
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  device d(pci, opts());
+  std::string err;
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+  CHECK(!m.hdp_dirty());
+  CHECK(d.stats().hdp_flushes >= 3);  // page tables, PSP commands, the MQD, the SDMA words
+  // A CPU write the driver does not flush is caught at the next doorbell.
+  const uint32_t v = 1;
+  REQUIRE(pci.bar_write(kBarVram, device_layout::free_start, &v, 1, &err));
+  const uint32_t db[2] = {0, 0};
+  REQUIRE(pci.bar_write(kBarDoorbell, kDoorbellSdma0 * 8, db, 2, &err));
+  REQUIRE(!m.faults.empty());
+  CHECK_MESSAGE(m.faults.back().find("HDP: the SDMA queue read VRAM") != std::string::npos, m.faults.back());
+}
+
+TEST_CASE("SH_MEM for VMID 0 not programmed: the compute queue refuses to start") {
+  skipped_step s({regSH_MEM_CONFIG});
+  CHECK(!s.booted);
+  CHECK_MESSAGE(s.faulted("CP_HQD_ACTIVE: SH_MEM_CONFIG/SH_MEM_BASES for VMID 0 not set up"), joined(s.m.faults));
+}
+
+TEST_CASE("clock gating: changed only inside RLC safe mode, which the running RLC acknowledges") {
+  {
+    Gfx1100Model m;
+    Gfx1100Direct pci(m);
+    device d(pci, opts());
+    std::string err;
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    CHECK(!m.rlc_safe_mode());  // left again
+    CHECK(m.reg(regRLC_CGCG_CGLS_CTRL) == 0x363f);
+    CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+  }
+  skipped_step s({regRLC_SAFE_MODE});
+  CHECK_MESSAGE(s.faulted("RLC_CGCG_CGLS_CTRL changed outside RLC safe mode"), joined(s.m.faults));
+  // No RLC running (no autoload): safe mode is never acknowledged.
+  Gfx1100Model m;
+  Gfx1100Direct pci(m);
+  std::string err;
+  REQUIRE(pci.bar_write(kBarMmio, uint64_t(m.regs()[regRLC_SAFE_MODE]) * 4, std::array<uint32_t, 1>{3}.data(), 1, &err));
+  CHECK(m.reg(regRLC_SAFE_MODE) == 3);
 }

@@ -22,6 +22,7 @@
 #include "capture_verify.h"
 #include "fake_amd.h"
 #include "gfx1100_hcq.h"
+#include "gfx1100_firmware_dir.h"
 #include "gfx1100_model.h"
 #include "hcq/graph.h"
 
@@ -33,20 +34,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fw_dir() {
-  static std::string dir = [] {
-    fs::path d = fs::temp_directory_path() / ("capgraph_gfx1100_bridge_fw_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    std::string err;
-    REQUIRE_MESSAGE(am::synthetic_firmware_write(d.string(), &err), err);
-    return d.string();
-  }();
-  return dir;
-}
-
 am::device_options opts(unsigned timeout_ms = 2000) {
   am::device_options o;
-  o.firmware_dir = fw_dir();
+  o.firmware_dir = emu::synthetic_fw_dir();
   o.timeout_ms = timeout_ms;
   return o;
 }
@@ -76,6 +66,36 @@ std::string wire_text(const WireStats& w) {
 }
 
 }  // namespace
+
+TEST_CASE("1 GiB of VRAM behind a 256 MiB BAR: booted after ReBAR, refused with a clear message without it") {
+  if (!have_image()) return;
+  for (bool rebar : {true, false}) {
+    CAPTURE(rebar);
+    Rig r;
+    Gfx1100Model::Options o;
+    o.vram_bytes = 1ull << 30;
+    Gfx1100Model gpu(o);
+    gpu.attach(r.dev.endpoint);
+    if (rebar) r.dev.endpoint.rebar_offer(o.vram_bytes);
+    REQUIRE(r.boot());
+    usb::PciChain chain = pcie_bring_up(r);
+    usb::pci_function_usb pci(r.bridge, chain);
+    am::device d(pci, opts());
+    std::string err;
+    if (rebar) {
+      CHECK(chain.rebar_bytes == o.vram_bytes);
+      REQUIRE_MESSAGE(d.boot(&err), err);
+      CHECK(d.vram_bytes() == o.vram_bytes);
+      CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
+      CHECK(gpu.hqd_active(1, 0, 0));
+    } else {
+      CHECK(chain.rebar_bytes == 0);
+      CHECK(!d.boot(&err));
+      CHECK_MESSAGE(err.find("BAR0 is 0x10000000 bytes, smaller than VRAM (0x40000000)") != std::string::npos, err);
+      CHECK_MESSAGE(err.find("resizable BAR") != std::string::npos, err);
+    }
+  }
+}
 
 TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge and our firmware") {
   if (!have_image()) return;

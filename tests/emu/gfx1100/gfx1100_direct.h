@@ -4,9 +4,12 @@
 // by "bus-master DMA" exactly as it reaches the bridge SRAM when attached to
 // the emulated bridge. `unplug_after` drops the device after that many
 // more BAR accesses (every later access fails, as over a pulled cable).
+// `drop_mmio_writes` swallows register writes at those BAR5 byte offsets: a
+// driver that skips a boot step, for the tests that show the model catches it.
 #pragma once
 
 #include <cstring>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -41,7 +44,8 @@ class Gfx1100Direct : public am::pci_function {
   }
   bool bar_write(int bar, uint64_t off, const uint32_t* dw, size_t n, std::string* err) override {
     if (!check(bar, off, n, err)) return false;
-    for (size_t i = 0; i < n; ++i) m_.bar_write32(bar, off + 4 * i, dw[i]);
+    for (size_t i = 0; i < n; ++i)
+      if (bar != am::kBarMmio || !drop_mmio_writes.count(off + 4 * i)) m_.bar_write32(bar, off + 4 * i, dw[i]);
     return true;
   }
   uint64_t staging_bus_addr() const override { return kStagingBus; }
@@ -57,6 +61,7 @@ class Gfx1100Direct : public am::pci_function {
 
   uint64_t accesses = 0;
   uint64_t unplug_after = UINT64_MAX;
+  std::set<uint64_t> drop_mmio_writes;
 
  private:
   Gfx1100Model& m_;

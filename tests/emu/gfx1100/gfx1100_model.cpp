@@ -1,6 +1,7 @@
 #include "gfx1100_model.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "am_discovery.h"
@@ -898,9 +899,12 @@ void Gfx1100Model::engine_run(const char* which) {
   // The fake's address faults name an address nothing maps: on the GPU
   // that is a GC VM fault (status and IH entry); anything else is a packet
   // the model does not know.
+  // The faulting address is the first hex number in the engine's message.
   if (f.find("not mapped") != std::string::npos || f.find("outside") != std::string::npos ||
-      f.find("not in GPU memory") != std::string::npos)
-    regs_[map_[regGCVM_L2_PROTECTION_FAULT_STATUS]] = kFaultMappingError;
+      f.find("not in GPU memory") != std::string::npos) {
+    const size_t at = f.find("0x");
+    vm_fault(true, at == std::string::npos ? 0 : std::strtoull(f.c_str() + at, nullptr, 16), f);
+  }
   fault(std::string(which) + " queue: " + f);
 }
 

@@ -20,6 +20,7 @@
 #include "capture_verify.h"
 #include "gfx1100_direct.h"
 #include "gfx1100_hcq.h"
+#include "gfx1100_firmware_dir.h"
 #include "gfx1100_model.h"
 #include "hcq/graph.h"
 
@@ -89,17 +90,6 @@ class fake_excluded final : public am::pci_function {
   am::pci_function &in_;
 };
 
-std::string fw_dir() {
-  static std::string dir = [] {
-    fs::path d = fs::temp_directory_path() / ("capgraph_gfx1100_alloc_fw_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    std::string err;
-    REQUIRE_MESSAGE(am::synthetic_firmware_write(d.string(), &err), err);
-    return d.string();
-  }();
-  return dir;
-}
-
 }  // namespace
 
 TEST_CASE("a replay on the AM transport does no heap allocation in the host code") {
@@ -109,7 +99,7 @@ TEST_CASE("a replay on the AM transport does no heap allocation in the host code
   Gfx1100Direct direct(gpu);
   fake_excluded pci(direct);
   am::device_options o;
-  o.firmware_dir = fw_dir();
+  o.firmware_dir = emu::synthetic_fw_dir();
   o.timeout_ms = 500;
   am::device d(pci, o);
   std::string err;

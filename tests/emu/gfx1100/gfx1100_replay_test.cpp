@@ -20,6 +20,7 @@
 #include "fake_amd.h"
 #include "gfx1100_direct.h"
 #include "gfx1100_hcq.h"
+#include "gfx1100_firmware_dir.h"
 #include "gfx1100_model.h"
 #include "hcq/graph.h"
 
@@ -31,20 +32,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string fw_dir() {
-  static std::string dir = [] {
-    fs::path d = fs::temp_directory_path() / ("capgraph_gfx1100_replay_fw_" + std::to_string(::getpid()));
-    fs::create_directories(d);
-    std::string err;
-    REQUIRE_MESSAGE(am::synthetic_firmware_write(d.string(), &err), err);
-    return d.string();
-  }();
-  return dir;
-}
-
 am::device_options opts() {
   am::device_options o;
-  o.firmware_dir = fw_dir();
+  o.firmware_dir = emu::synthetic_fw_dir();
   o.timeout_ms = 500;
   return o;
 }
