@@ -40,7 +40,7 @@ constexpr uint32_t kBootloadComplete = 1u << 31;
 constexpr uint32_t kDoorbellEn = 1u << 30;
 constexpr uint32_t kSdmaDoorbellEnable = 1u << 28;
 constexpr uint32_t kSoftResetSdma0 = 1u << 23, kSoftResetCp = 1u << 0, kSoftResetCpc = 1u << 18;
-// Hub caches, as tinygrad AM_GMC.init_hub programs them (ip.py:120-140;
+// Hub caches, as tinygrad AM_GMC.init_hub programs them (tinygrad/runtime/support/am/ip.py;
 // Linux mmhub_v3_0_init_tlb_regs / init_cache_regs, gfxhub_v3_0 the same).
 // MC_VM_MX_L1_TLB_CNTL: enable_l1_tlb 0, system_access_mode 4:3 = 3,
 // system_aperture_unmapped_access 5 = 0, enable_advanced_driver_model 6,
@@ -63,23 +63,23 @@ constexpr uint32_t kL2Cntl5 = 0x1FFu << 5;    // walker_priority_client_id 13:5 
 // AGP off: BOT above TOP (tinygrad writes BOT = 0xffffffffffff >> 24).
 constexpr uint32_t kAgpBotOff = 0xFFFFFF;
 // MMVM_L2_BANK_SELECT_RESERVED_CID2.reserved_cache_private_invalidation (bit
-// 25), poked after each MM invalidation on gfx11 and read back (ip.py:106-108).
+// 25), poked after each MM invalidation on gfx11 and read back (AM_GMC.flush_tlb).
 constexpr uint32_t kReservedCachePrivateInvalidation = 1u << 25;
 // SH_MEM_CONFIG: address_mode 0 = SH_MEM_ADDRESS_MODE_64 (0), alignment_mode
 // 3:2 = SH_MEM_ALIGNMENT_MODE_UNALIGNED (3), initial_inst_prefetch 15:14 = 3.
 // SH_MEM_BASES: private_base 15:0 = 2, shared_base 31:16 = 1 (the LDS aperture
-// at 0x1000'0000'0000'0000, scratch at 0x2000...; tinygrad ip.py:281-290).
+// at 0x1000'0000'0000'0000, scratch at 0x2000...; tinygrad AM_GFX.init_hw).
 constexpr uint32_t kShMemConfig = (3u << 2) | (3u << 14);
 constexpr uint32_t kShMemBases = (1u << 16) | 2u;
 // RLC_SAFE_MODE: cmd 0, message 4:1 (1 enter, 0 exit); the RLC clears cmd
 // when it has acted (tinygrad set_clockgating_state polls bit 0 == 0).
 constexpr uint32_t kRlcSafeModeEnter = 0x3, kRlcSafeModeExit = 0x1;
 // RLC_CGCG_CGLS_CTRL: cgcg_en 0, cgls_en 1, cgls_rep_compansat_delay 7:2 = 0xf,
-// cgcg_gfx_idle_threshold 26:8 = 0x36 (tinygrad ip.py:372).
+// cgcg_gfx_idle_threshold 26:8 = 0x36 (tinygrad AM_GFX.set_clockgating_state).
 constexpr uint32_t kCgcgMask = 0x3u | (0x3Fu << 2) | (0x7FFFFu << 8);
 constexpr uint32_t kCgcgValue = 0x3u | (0xFu << 2) | (0x36u << 8);
 // GRBM_CNTL.read_timeout 7:0 = 0xff; TCP_CNTL |= 0x20000000 (Linux's gfx11
-// golden setting, tinygrad ip.py:268); RLC_SRM_CNTL srm_enable 0 | auto_incr_addr 1.
+// golden setting, tinygrad AM_GFX.init_hw); RLC_SRM_CNTL srm_enable 0 | auto_incr_addr 1.
 constexpr uint32_t kGrbmReadTimeout = 0xFF, kTcpCntlGolden = 0x20000000, kRlcSrmEnable = 0x3;
 // IH_RB_CNTL (osssys_6_0_0): rb_size 5:1, wptr_writeback_enable 8,
 // wptr_overflow_enable 16, enable_intr 17, mc_snoop 20, rptr_rearm 21,
@@ -213,7 +213,7 @@ std::string device::fault_readout() {
 // The IH ring's entries since the last read pointer (at most the newest
 // kShown), decoded, then the read pointer moved past them so the next
 // read-out shows only new ones. tinygrad AM_IH.interrupt_handler walks the
-// same ring the same way (ip.py:452-470): offsets in IH_RB_WPTR/RPTR bits
+// same ring the same way: offsets in IH_RB_WPTR/RPTR bits
 // 17:2 are byte offsets into the ring. Nothing when the ring is off.
 std::string device::ih_readout() {
   constexpr uint32_t kShown = 4;
@@ -636,7 +636,7 @@ bool device::gfx_init(bool partial) {
   step_ = "MEC";
   // tinygrad _config_mec/_enable_mec: the RS64 program counter from the
   // MEC file's ucode_start (in dwords), pipe 0 reset while halted; on a cold
-  // boot the RLC/TCP/SH_MEM setup between (ip.py:262-295); then run.
+  // boot the RLC/TCP/SH_MEM setup between (rlc_setup); then run.
   const uint64_t pc = mec_start_ >> 2;
   if (!wreg(regCP_MEC_RS64_CNTL, kRs64Halt | kRs64Pipe0Reset) || !wreg(regCP_MEC_RS64_PRGRM_CNTR_START, lo32(pc)) ||
       !wreg(regCP_MEC_RS64_PRGRM_CNTR_START_HI, hi32(pc)) || (!partial && !rlc_setup()) ||
@@ -647,7 +647,7 @@ bool device::gfx_init(bool partial) {
 }
 
 bool device::rlc_setup() {
-  // tinygrad AM_GFX.init_hw after _config_mec (ip.py:262-295): TCP_CNTL's
+  // tinygrad AM_GFX.init_hw after _config_mec: TCP_CNTL's
   // golden bit, the RLC F32 on, SRM on with auto-increment, SPM MC policy,
   // the GRBM read timeout, then SH_MEM_CONFIG/BASES. tinygrad programs all 16
   // VMIDs; every queue here runs in VMID 0, so only VMID 0 (GRBM_GFX_CNTL
@@ -662,7 +662,7 @@ bool device::rlc_setup() {
 }
 
 bool device::clock_gating_set() {
-  // tinygrad AM_GFX.set_clockgating_state (ip.py:366-385), the CGCG/CGLS part:
+  // tinygrad AM_GFX.set_clockgating_state, the CGCG/CGLS part:
   // the RLC must be in safe mode while gating changes (Linux
   // gfx_v11_0_update_gfx_clock_gating brackets it with rlc.funcs->set_safe_mode);
   // the RLC acknowledges by clearing the cmd bit.

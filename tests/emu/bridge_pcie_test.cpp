@@ -117,7 +117,7 @@ TEST_CASE("PCIe: ReBAR offered: BAR0 grows to the largest offered size within th
     CHECK(r.dev.endpoint.bar_size(0) == want);
     CHECK(chain.bars[0].base % want == 0);
     uint32_t v = 0;
-    REQUIRE(r.bridge.config_read32(4, 0, 0, 0x108, &v).ok());
+    REQUIRE(r.bridge.config_read32(4, 0, 0, emu::PcieEndpoint::kRebarCap + 8, &v).ok());
     CHECK((1ull << (20 + ((v >> 8) & 0x3F))) == want);
     // A word past the old 256 MiB reaches the GPU through every bridge's window.
     const uint64_t far = chain.bars[0].base + want - 0x1000;

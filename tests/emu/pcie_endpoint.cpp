@@ -39,15 +39,18 @@ void PcieEndpoint::bar_shape_set(int slot, const Bar& b) {
 }
 
 void PcieEndpoint::rebar_offer(uint64_t max_bytes) {
-  // Extended capability header at 0x100: id 0x15, version 1, next 0 (the last).
-  put32(&cfg_[0x100], 0x15u | 1u << 16);
+  // As on a real GPU the ReBAR capability is not the first extended one: an
+  // Advanced Error Reporting header (id 0x0001, version 2) at 0x100 points
+  // to it at kRebarCap (headers: id 15:0, version 19:16, next 31:20).
+  put32(&cfg_[0x100], 0x0001u | 2u << 16 | uint32_t(kRebarCap) << 20);
+  put32(&cfg_[kRebarCap], 0x15u | 1u << 16);  // Resizable BAR, version 1, the last
   uint32_t sizes = 0;
   for (unsigned v = 0; v < 28; ++v)
     if ((1ull << (20 + v)) >= bars_[0].size && (1ull << (20 + v)) <= max_bytes) sizes |= 1u << (v + 4);
-  put32(&cfg_[0x104], sizes);
+  put32(&cfg_[kRebarCap + 4], sizes);
   unsigned cur = 0;
   while ((1ull << (20 + cur)) < bars_[0].size) ++cur;
-  put32(&cfg_[0x108], 0u | 1u << 5 | cur << 8);  // BAR0, one resizable BAR, its current size
+  put32(&cfg_[kRebarCap + 8], 0u | 1u << 5 | cur << 8);  // BAR0, one resizable BAR, its current size
   rebar_ = true;
 }
 
@@ -69,12 +72,12 @@ void PcieEndpoint::config_write(uint16_t reg, uint32_t value, uint8_t byte_en) {
   else if (reg >= 0x10 && reg <= 0x24) writable = bar_mask_[(reg - 0x10) / 4];
   else if (reg == 0x0C) writable = 0x0000FF00;            // latency timer
   else if (reg == 0x3C) writable = 0x000000FF;            // interrupt line
-  else if (reg == 0x108 && rebar_) writable = 0x00003F00;  // ReBAR control: BAR size
+  else if (reg == kRebarCap + 8 && rebar_) writable = 0x00003F00;  // ReBAR control: BAR size
   writable &= be_mask;
   const uint32_t now = (old & ~writable) | (value & writable);
-  if (reg == 0x108 && rebar_ && now != old) {
+  if (reg == kRebarCap + 8 && rebar_ && now != old) {
     const unsigned v = (now >> 8) & 0x3F;
-    if (v >= 28 || !(get32(&cfg_[0x104]) & (1u << (v + 4)))) return;  // a size not offered: ignored (model choice)
+    if (v >= 28 || !(get32(&cfg_[kRebarCap + 4]) & (1u << (v + 4)))) return;  // a size not offered: ignored (model choice)
     bars_[0].size = 1ull << (20 + v);
     bar_shape_set(0, bars_[0]);  // the BAR's address bits change; software re-sizes and re-places it
   }

@@ -53,8 +53,10 @@ class PcieEndpoint {
   // Another card in the slot (tests of the host's id check).
   void ids_set(uint16_t vendor, uint16_t device);
   void config_write(uint16_t reg, uint32_t value, uint8_t byte_en);
-  // Offer a Resizable BAR capability for BAR0 at 0x100 with sizes from
-  // BAR0's current size up to max_bytes (powers of two, >= 1 MiB).
+  // Offer a Resizable BAR capability for BAR0 (at kRebarCap, second in the
+  // extended list) with sizes from BAR0's current size up to max_bytes
+  // (powers of two, >= 1 MiB).
+  static constexpr uint16_t kRebarCap = 0x200;
   void rebar_offer(uint64_t max_bytes);
   uint64_t bar_size(int i) const { return bars_[i].size; }
   // Assigned base of BAR i (0 if unassigned or decoding disabled).

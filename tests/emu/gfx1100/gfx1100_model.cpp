@@ -106,9 +106,6 @@ void Gfx1100Model::reset_state() {
   hqd_active_.clear();
   latched_[0] = latched_[1] = false;
   hdp_dirty_ = rlc_safe_mode_ = false;
-  sh_mem_config_.fill(0);
-  sh_mem_bases_.fill(0);
-  sh_mem_set_.fill(false);
   engine_ = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"),
                                             opt_.engine_twins ? amd::fake_mode::twin : amd::fake_mode::emulate);
   engine_vram_ = false;
@@ -240,8 +237,7 @@ uint32_t Gfx1100Model::reg_read(uint32_t a) {
   if (a == map_[regMMVM_INVALIDATE_ENG17_SEM]) return 1;  // acquired
   if (a == map_[regRLC_RLCS_BOOTLOAD_STATUS]) return rlc_autoload_ ? kBootloadComplete : 0;
   if (a == map_[regCP_STAT]) return 0;
-  if (a == map_[regSH_MEM_CONFIG]) return sh_mem_config_[grbm_vmid()];
-  if (a == map_[regSH_MEM_BASES]) return sh_mem_bases_[grbm_vmid()];
+  if (a == map_[regSH_MEM_CONFIG] || a == map_[regSH_MEM_BASES]) a = sh_mem_key(a);
   auto it = regs_.find(a);
   return it == regs_.end() ? 0 : it->second;
 }
@@ -340,13 +336,9 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
       regs_[a] = 0;  // write clears (model choice; Linux clears through the invalidate request bit)
       return;
     case regSH_MEM_CONFIG:
-    case regSH_MEM_BASES: {
-      // Banked by GRBM_GFX_CNTL.vmid (7:4), one copy per VMID.
-      const uint32_t vmid = grbm_vmid();
-      (r == regSH_MEM_CONFIG ? sh_mem_config_ : sh_mem_bases_)[vmid] = v;
-      if (r == regSH_MEM_BASES) sh_mem_set_[vmid] = true;
+    case regSH_MEM_BASES:
+      regs_[sh_mem_key(a)] = v;
       return;
-    }
     case regRLC_SAFE_MODE:
       // The RLC acts on cmd and clears it (Linux gfx_v11_0_rlc_enter_safe_mode
       // waits for that); with no RLC firmware running nobody answers.
@@ -392,7 +384,7 @@ void Gfx1100Model::vm_fault(bool gc, uint64_t addr, const std::string& why) {
   // The interrupt ring entry, when the driver turned the IH ring on. The IH
   // writes its ring and write-pointer copy at MC addresses inside the FB
   // (mc_space 4), not through a VM: no translation here.
-  if (!(reg(regIH_RB_CNTL) & 1)) return;
+  if (!(reg(regIH_RB_CNTL) & kIhRbEnable)) return;
   const uint64_t fb = (uint64_t(reg(regMMMC_VM_FB_LOCATION_BASE)) & 0xFFFFFF) << 24;
   const uint64_t base = (uint64_t(reg(regIH_RB_BASE)) | uint64_t(reg(regIH_RB_BASE_HI)) << 32) << 8;
   const uint32_t size = 4u << ((reg(regIH_RB_CNTL) >> 1) & 0x1F);  // rb_size: log2 of dwords
@@ -437,9 +429,14 @@ bool Gfx1100Model::hdp_check(const char* reader) {
   return false;
 }
 
-uint32_t Gfx1100Model::grbm_vmid() const {
+// SH_MEM_CONFIG/BASES are banked by GRBM_GFX_CNTL.vmid (7:4): one copy per
+// VMID, kept in regs_ under the address with the VMID in bits 27:24 (VMID 0
+// under the plain address, so reg() reads VMID 0's), so whatever keeps
+// regs_ keeps them.
+uint32_t Gfx1100Model::sh_mem_key(uint32_t addr) const {
   auto it = regs_.find(map_[regGRBM_GFX_CNTL]);
-  return it == regs_.end() ? 0 : (it->second >> 4) & 0xF;  // GRBM_GFX_CNTL.vmid 7:4
+  const uint32_t vmid = it == regs_.end() ? 0 : (it->second >> 4) & 0xF;
+  return addr | vmid << 24;
 }
 
 bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* system, std::string* why) {
@@ -778,11 +775,11 @@ void Gfx1100Model::hqd_activate() {
     return;
   }
   // The queue's waves run in VMID 0: its shader memory apertures must be set
-  // (tinygrad ip.py:281-290; address_mode 64-bit, unaligned access).
-  const uint32_t shc = sh_mem_config_[0];
-  if (!sh_mem_set_[0] || (shc & 1) || ((shc >> 2) & 3) != 3) {
+  // (tinygrad AM_GFX.init_hw; address_mode 64-bit, unaligned access).
+  const uint32_t shc = reg(regSH_MEM_CONFIG);
+  if (!regs_.count(map_[regSH_MEM_CONFIG]) || !regs_.count(map_[regSH_MEM_BASES]) || (shc & 1) || ((shc >> 2) & 3) != 3) {
     fault("CP_HQD_ACTIVE: SH_MEM_CONFIG/SH_MEM_BASES for VMID 0 not set up (config " + hex(shc) + ", bases " +
-          hex(sh_mem_bases_[0]) + ": want 64-bit addressing, unaligned mode, the apertures' bases)");
+          hex(reg(regSH_MEM_BASES)) + ": want 64-bit addressing, unaligned mode, the apertures' bases)");
     return;
   }
   hdp_check("the CP (the queue's MQD and ring)");

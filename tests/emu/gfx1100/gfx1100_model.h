@@ -184,8 +184,6 @@ class Gfx1100Model {
   uint64_t root_latched_[2] = {0, 0};
   bool latched_[2] = {false, false};
   bool hdp_dirty_ = false, rlc_safe_mode_ = false;
-  std::array<uint32_t, 16> sh_mem_config_{}, sh_mem_bases_{};  // per VMID
-  std::array<bool, 16> sh_mem_set_{};
 
   void reset_state();
   void fault(const std::string& what);
@@ -207,7 +205,7 @@ class Gfx1100Model {
   void vm_fault(bool gc, uint64_t addr, const std::string& why);
   bool hub_ready(bool gc, std::string* why) const;
   bool hdp_check(const char* reader);
-  uint32_t grbm_vmid() const;
+  uint32_t sh_mem_key(uint32_t addr) const;
   bool gpu_access(bool gc, uint64_t addr, uint8_t* p, size_t n, bool write, std::string* why);
   bool engine_vram_attach();
   volatile uint64_t* engine_word(uint64_t va, const char* what);
