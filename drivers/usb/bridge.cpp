@@ -459,6 +459,7 @@ BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t* data, size_t n) 
   // The transport's bulk() takes a mutable buffer for both directions; an OUT transfer only reads
   // it, and a copy here would allocate on every replay's input upload.
   size_t got = 0;
+  counters_.sram_out_bytes += n;
   TransferStatus s = transfer_bulk(BRIDGE_EP_BULK_OUT, const_cast<uint8_t*>(data), n, &got, sram_timeout_ms(n));
   if (s != TransferStatus::ok) return fail(s, "SRAM write");
   if (got != n)
@@ -481,6 +482,7 @@ BridgeStatus Bridge::sram_read_collect(uint8_t* out, size_t n, unsigned timeout_
                                        std::to_string(sram_read_armed_) + " were armed");
   sram_read_armed_ = 0;
   size_t got = 0;
+  counters_.sram_in_bytes += n;
   TransferStatus s = transfer_bulk(BRIDGE_EP_BULK_IN, out, n, &got, timeout_ms ? timeout_ms : sram_timeout_ms(n));
   if (s == TransferStatus::timeout) {
     char buf[200];

@@ -52,11 +52,15 @@ const char* bridge_error_name(uint8_t code);
 struct BridgeCounters {
   uint64_t control = 0, control_bytes = 0;  // EP0 transfers, both directions (data stage bytes)
   uint64_t bulk_out = 0, bulk_out_bytes = 0, bulk_in = 0, bulk_in_bytes = 0;
+  // Of the bulk bytes, those of SRAM DMA (sram_write, sram_read_collect): the fast engine, as
+  // opposed to the streamed TLPs the 8051 carries out one dword at a time.
+  uint64_t sram_out_bytes = 0, sram_in_bytes = 0;
   uint64_t transfers() const { return control + bulk_out + bulk_in; }
   uint64_t bytes() const { return control_bytes + bulk_out_bytes + bulk_in_bytes; }
   BridgeCounters since(const BridgeCounters& a) const {
-    return {control - a.control, control_bytes - a.control_bytes, bulk_out - a.bulk_out,
-            bulk_out_bytes - a.bulk_out_bytes, bulk_in - a.bulk_in, bulk_in_bytes - a.bulk_in_bytes};
+    return {control - a.control,       control_bytes - a.control_bytes, bulk_out - a.bulk_out,
+            bulk_out_bytes - a.bulk_out_bytes, bulk_in - a.bulk_in,   bulk_in_bytes - a.bulk_in_bytes,
+            sram_out_bytes - a.sram_out_bytes, sram_in_bytes - a.sram_in_bytes};
   }
 };
 

@@ -241,7 +241,7 @@ capgraph_status am_transport::download(const hcq::memory &m, uint64_t offset, ui
 bool am_transport::sdma_usable(uint64_t size, bool in) const {
   // SDMA queue 0 runs once the GPU is booted (teardown stops it); copy-out also needs a staging
   // window the host can read back.
-  return sdma_copies_ && dev_.booted() && size >= k_sdma_min_bytes && !bounce_.empty() &&
+  return sdma_copies_ && dev_.booted() && size >= (in ? k_sdma_min_in_bytes : k_sdma_min_out_bytes) && !bounce_.empty() &&
          (in || dev_.staging_trigger_va() != 0);
 }
 

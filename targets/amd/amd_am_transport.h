@@ -8,7 +8,7 @@
 // write pointer in VRAM, doorbell). Waits poll the signal's VRAM word with a bound and read the
 // GC VM fault status every few polls, so a page fault ends the wait with the fault, not a timeout.
 // Bytes cross the way tinygrad's USB path moves them (ops_amd.py AMDAllocator._copyin/_copyout
-// on USBIface): a range of at least k_sdma_min_bytes goes in as a bulk write into the bridge SRAM
+// on USBIface): a range of at least k_sdma_min_in_bytes (out: k_sdma_min_out_bytes) goes in as a bulk write into the bridge SRAM
 // (the staging window) that SDMA queue 0 copies into VRAM, with a fence in VRAM polled with a
 // bound; out, SDMA copies VRAM into the SRAM and writes the bridge's trigger dword, and the host's
 // armed bulk read collects it; both chunked by the SRAM's size. Smaller ranges (the words a
@@ -30,11 +30,13 @@ struct am_transport_stats {
   uint64_t sdma_chunks_in = 0, sdma_chunks_out = 0;  // copies through the staging window
 };
 
-// Below this many bytes a BAR transfer costs fewer USB transfers than the SDMA path (BAR: 3
-// transfers per 4088 bytes written, 2 per 4088 read; SDMA: DMA arm + bulk + the submission's three
-// BAR writes of 3 each + a fence read of 2 = 13 in, 12 out). Counted with drivers/usb's
-// BridgeCounters on the emulated bridge.
-constexpr uint64_t k_sdma_min_bytes = 16 * 1024;
+// From this many bytes on the SDMA path is the cheaper one. Counted with drivers/usb's
+// BridgeCounters on the emulated bridge: BAR writes cost 3 transfers per 4088 bytes and BAR reads
+// 2, the SDMA path 13 transfers in (DMA arm, bulk, the submission's three BAR writes of 3, a fence
+// read of 2) and 12 out; priced as in the cost report (targets/amd/README.md: 125 us per transfer,
+// streamed TLPs at the measured 3.6 MB/s write / 1.8 MB/s read, SRAM DMA at 381 MB/s) the break-even
+// is ~4.5 KB in and ~2.3 KB out.
+constexpr uint64_t k_sdma_min_in_bytes = 4096, k_sdma_min_out_bytes = 2048;
 
 class am_transport : public hcq::transport {
  public:

@@ -168,8 +168,8 @@ TEST_CASE("a replay on the AM transport does no heap allocation in the host code
   CHECK(t.stats().download_bytes > downloads);
   CHECK_MESSAGE(allocations.load() == 0, allocations.load(), " heap allocations during 3 replays");
 
-  // Inputs and outputs the size of real models' cross through the bridge SRAM and SDMA (the
-  // reference capture's are below amd::k_sdma_min_bytes): that path allocates nothing either.
+  // Inputs and outputs larger than the SRAM cross through it and SDMA in chunks: that path
+  // allocates nothing either.
   hcq::memory big;
   REQUIRE(t.alloc(600 * 1024, hcq::memory_kind::device, &big, &err) == CAPGRAPH_OK);
   for (size_t i = 0; i < big.size; ++i) big.cpu[i] = uint8_t(i * 3);
