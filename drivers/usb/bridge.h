@@ -48,7 +48,7 @@ const char* bridge_error_name(uint8_t code);
 
 // Every USB transfer this Bridge made, counted where it is handed to the
 // transport (requested lengths: a short reply still counts its wLength):
-// the cost report's source (targets/amd/README.md, scripts/usb_cost.sh).
+// the cost report's source (drivers/am/README.md, scripts/usb_cost.sh).
 struct BridgeCounters {
   uint64_t control = 0, control_bytes = 0;  // EP0 transfers, both directions (data stage bytes)
   uint64_t bulk_out = 0, bulk_out_bytes = 0, bulk_in = 0, bulk_in_bytes = 0;

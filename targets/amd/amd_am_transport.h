@@ -33,7 +33,7 @@ struct am_transport_stats {
 // From this many bytes on the SDMA path is the cheaper one. Counted with drivers/usb's
 // BridgeCounters on the emulated bridge: BAR writes cost 3 transfers per 4088 bytes and BAR reads
 // 2, the SDMA path 13 transfers in (DMA arm, bulk, the submission's three BAR writes of 3, a fence
-// read of 2) and 12 out; priced as in the cost report (targets/amd/README.md: 125 us per transfer,
+// read of 2) and 12 out; priced as in the cost report (drivers/am/README.md: 125 us per transfer,
 // streamed TLPs at the measured 3.6 MB/s write / 1.8 MB/s read, SRAM DMA at 381 MB/s) the break-even
 // is ~4.5 KB in and ~2.3 KB out.
 constexpr uint64_t k_sdma_min_in_bytes = 4096, k_sdma_min_out_bytes = 2048;

@@ -372,10 +372,10 @@ TEST_CASE("a copy-out whose trigger never reaches the bridge is a clear error, n
 
 namespace {
 
-// Sources for the projection (targets/amd/README.md, "USB cost"): no measured per-transfer latency
+// Sources for the projection (drivers/am/README.md, "USB cost"): no measured per-transfer latency
 // of an ASM2464PD is published (shared/research/asm2464_firmware.md §6.6: "the sources give no
 // per-access number"), so a transfer is charged one USB 2.0 high-speed microframe, 125 us (USB 2.0
-// spec §8.4.2.1), as a planning bound, not a measurement. Rates measured on the bridge: SRAM DMA
+// spec §8.4.3, high-speed microframes), as a planning bound, not a measurement. Rates measured on the bridge: SRAM DMA
 // 381 MB/s (the handmade firmware's first figure; 700 MB/s later), F0 streamed TLPs 3.6 MB/s
 // write and 1.8 MB/s read (handmade firmware README; asm2464_firmware.md, speed table).
 constexpr double k_transfer_s = 125e-6, k_sram_bps = 381e6, k_stream_write_bps = 3.6e6, k_stream_read_bps = 1.8e6;
