@@ -29,8 +29,9 @@ struct writer {
   void u32(uint32_t v) { u64(v); }  // one width for every number: simpler to read back
   void flag(bool b) { out.push_back(b ? 1 : 0); }
   void bytes(const void* p, size_t n) {
-    const auto* b = static_cast<const uint8_t*>(p);
-    out.insert(out.end(), b, b + n);
+    const size_t at = out.size();
+    out.resize(at + n);
+    if (n) std::memcpy(out.data() + at, p, n);
   }
   void str(const std::string& s) {
     u64(s.size());
