@@ -593,8 +593,11 @@ bool device::queue_write(bool sdma, const uint32_t *words, size_t n, std::string
   if (ok && 4 * uint64_t(n) >= ring_bytes) ok = fail(std::to_string(n) + " words do not fit the ring");
   uint64_t at = (wptr * unit) % ring_bytes;
   if (ok && sdma && at + 4 * n > ring_bytes) {
-    const std::vector<uint32_t> nops((ring_bytes - at) / 4, 0);
-    ok = vram_write(ring + at, nops.data(), ring_bytes - at);
+    // Zero words (SDMA NOPs) to the ring's end, from a static block: a replay (and the copies
+    // through the SRAM, one SDMA submission per chunk) must not allocate when the ring wraps.
+    static const uint32_t nops[1024] = {};
+    for (uint64_t off = at; ok && off < ring_bytes; off += sizeof nops)
+      ok = vram_write(ring + off, nops, size_t(std::min<uint64_t>(sizeof nops, ring_bytes - off)));
     wptr += (ring_bytes - at) / unit;
     at = 0;
   }
