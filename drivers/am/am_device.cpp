@@ -243,13 +243,17 @@ std::string device::ih_readout() {
 // memory before a GPU engine reads (Linux hdp_v6_0_flush_hdp, tinygrad
 // AM_GMC.flush_hdp; ops_amd skips it over USB, we keep it: one register write,
 // and only when VRAM was written since the last flush).
-bool device::hdp_flush() {
+// `without_bulk`: over control transfers only, for the doorbell of a copy-out whose SRAM read is
+// already armed (the bulk IN pipe then carries the SRAM data, not write results).
+bool device::hdp_flush(bool without_bulk) {
   if (!hdp_dirty_) return true;
   const uint32_t zero = 0;
   std::string e;
   ++stats_.reg_writes;
   ++stats_.hdp_flushes;
-  if (!pci_.bar_write(kBarMmio, kMmioRemapHdpMemFlush, &zero, 1, &e)) return fail("HDP flush: " + e);
+  const bool ok = without_bulk ? pci_.bar_write_without_bulk(kBarMmio, kMmioRemapHdpMemFlush, &zero, 1, &e)
+                               : pci_.bar_write(kBarMmio, kMmioRemapHdpMemFlush, &zero, 1, &e);
+  if (!ok) return fail("HDP flush: " + e);
   hdp_dirty_ = false;
   return true;
 }
@@ -367,6 +371,11 @@ bool device::page_tables_write() {
       {device_layout::staging_va - device_layout::vm_base, pci_.staging_bus_addr(), pci_.staging_bytes(),
        kPteSystem | kPteSnooped | kPteReadable | kPteWriteable | pte_mtype(mtype_uc)},
   };
+  // The copy-out trigger's page (SDMA writes it after copying into the
+  // window; tinygrad ops_amd.py maps the bridge's cq_buf the same way).
+  if (const uint64_t t = pci_.staging_trigger_bus_addr())
+    maps.push_back({device_layout::staging_trigger_page_va - device_layout::vm_base, t & ~0xFFFull, 0x1000,
+                    kPteSystem | kPteSnooped | kPteReadable | kPteWriteable | pte_mtype(mtype_uc)});
   vm_tables t;
   std::string e;
   if (!vm_tables_build(maps, device_layout::page_tables, device_layout::page_table_bytes, vm_options{}, &t, &e))
@@ -736,6 +745,10 @@ bool device::sdma_init() {
 }
 
 bool device::queue_submit(bool sdma, const uint32_t *words, size_t n, std::string *err) {
+  return queue_write(sdma, words, n, err) && queue_kick(sdma, false, err);
+}
+
+bool device::queue_write(bool sdma, const uint32_t *words, size_t n, std::string *err) {
   step_ = sdma ? "SDMA queue" : "compute queue";
   const uint64_t ring = sdma ? device_layout::sdma_ring : device_layout::compute_ring;
   const uint64_t ring_bytes = sdma ? device_layout::sdma_ring_bytes : device_layout::compute_ring_bytes;
@@ -745,8 +758,11 @@ bool device::queue_submit(bool sdma, const uint32_t *words, size_t n, std::strin
   if (ok && 4 * uint64_t(n) >= ring_bytes) ok = fail(std::to_string(n) + " words do not fit the ring");
   uint64_t at = (wptr * unit) % ring_bytes;
   if (ok && sdma && at + 4 * n > ring_bytes) {
-    const std::vector<uint32_t> nops((ring_bytes - at) / 4, 0);
-    ok = vram_write(ring + at, nops.data(), ring_bytes - at);
+    // Zero words (SDMA NOPs) to the ring's end, from a static block: a replay (and the copies
+    // through the SRAM, one SDMA submission per chunk) must not allocate when the ring wraps.
+    static const uint32_t nops[1024] = {};
+    for (uint64_t off = at; ok && off < ring_bytes; off += sizeof nops)
+      ok = vram_write(ring + off, nops, size_t(std::min<uint64_t>(sizeof nops, ring_bytes - off)));
     wptr += (ring_bytes - at) / unit;
     at = 0;
   }
@@ -754,12 +770,28 @@ bool device::queue_submit(bool sdma, const uint32_t *words, size_t n, std::strin
   const size_t first = std::min<size_t>(n, size_t((ring_bytes - at) / 4));
   ok = ok && vram_write(ring + at, words, 4 * first) && (first == n || vram_write(ring, words + first, 4 * (n - first)));
   if (ok) wptr += 4 * n / unit;
+  if (!ok) *err = err_;
+  return ok;
+}
+
+bool device::queue_kick(bool sdma, bool without_bulk, std::string *err) {
+  step_ = sdma ? "SDMA queue" : "compute queue";
+  const uint64_t wptr = sdma ? sdma_wptr_ : compute_wptr_;
   const uint64_t wptr_pa = device_layout::queue_words + (sdma ? 0x108 : 0x8);
   const uint32_t w[2] = {lo32(wptr), hi32(wptr)};
+  const uint64_t bell = uint64_t(sdma ? kDoorbellSdma0 : kDoorbellMecRing0) * 8;
   std::string e;
-  ok = ok && vram_write(wptr_pa, w, 8) && hdp_flush();
-  if (ok && !pci_.bar_write(kBarDoorbell, uint64_t(sdma ? kDoorbellSdma0 : kDoorbellMecRing0) * 8, w, 2, &e))
-    ok = fail("ringing the doorbell: " + e);
+  bool ok = booted_ || fail("not booted");
+  if (ok && !without_bulk) {
+    ok = vram_write(wptr_pa, w, 8) && hdp_flush();
+    if (ok && !pci_.bar_write(kBarDoorbell, bell, w, 2, &e)) ok = fail("ringing the doorbell: " + e);
+  } else if (ok) {
+    stats_.vram_bytes_written += 8;
+    hdp_dirty_ = true;
+    if (!pci_.bar_write_without_bulk(kBarVram, wptr_pa, w, 2, &e)) ok = fail("writing the write pointer: " + e);
+    ok = ok && hdp_flush(true);
+    if (ok && !pci_.bar_write_without_bulk(kBarDoorbell, bell, w, 2, &e)) ok = fail("ringing the doorbell: " + e);
+  }
   if (!ok) *err = err_;
   return ok;
 }

@@ -61,6 +61,12 @@ struct device_layout {
   // the staging window (bridge SRAM, SYSTEM pages) at staging_va.
   static constexpr uint64_t vm_base = 0x100000000000ull, vm_end = 0x7FFFFFFFFFFFull;
   static constexpr uint64_t staging_va = vm_base + 0x10000000000ull;
+  // The page holding the bridge's copy-out trigger (pci_function::
+  // staging_trigger_bus_addr), SYSTEM like the staging window and in the
+  // same page table, 1 MiB above it; and the VRAM dword the transport's SDMA
+  // copies signal their completion in (beside the queue words).
+  static constexpr uint64_t staging_trigger_page_va = staging_va + 0x100000;
+  static constexpr uint64_t copy_fence = queue_words + 0x300;
 };
 
 struct boot_stats {
@@ -94,6 +100,13 @@ class device {
   // filled with zero words (SDMA NOPs) first. False with a message naming
   // the queue on a transfer error or a submission larger than the ring.
   bool queue_submit(bool sdma, const uint32_t *words, size_t n, std::string *err);
+  // queue_submit in two steps, for a submission that must be published
+  // while the bridge has a staging read armed (then the armed read owns the
+  // bulk IN pipe, so nothing may use it before the collect): the ring words
+  // first, then the write pointer and the doorbell, `without_bulk` through
+  // pci_function::bar_write_without_bulk.
+  bool queue_write(bool sdma, const uint32_t *words, size_t n, std::string *err);
+  bool queue_kick(bool sdma, bool without_bulk, std::string *err);
   // Polls the 64-bit word at VRAM offset pa until it is >= target, at most
   // timeout_ms; the timeout message reads out the fault registers.
   bool wait_vram64(uint64_t pa, uint64_t target, unsigned timeout_ms, std::string *err);
@@ -104,6 +117,13 @@ class device {
   bool vram_copy_in(uint64_t pa, const void *p, size_t bytes, std::string *err);
   bool vram_copy_out(uint64_t pa, void *p, size_t bytes, std::string *err);
   bool booted() const { return booted_; }
+  // The GPU VA of the copy-out trigger (0: the PCI function has none), and
+  // the PCI function, for the transport's copies through the staging window.
+  uint64_t staging_trigger_va() const {
+    const uint64_t t = pci_.staging_trigger_bus_addr();
+    return t ? device_layout::staging_trigger_page_va + (t & 0xFFF) : 0;
+  }
+  pci_function &pci() { return pci_; }
 
   // Register access by name, counted; for tests and the transport.
   bool rreg(reg r, uint32_t *v);
@@ -134,7 +154,7 @@ class device {
   bool vram_read(uint64_t pa, void *p, size_t bytes);
   std::string fault_readout();
   std::string ih_readout();
-  bool hdp_flush();
+  bool hdp_flush(bool without_bulk = false);
   uint64_t mc(uint64_t pa) const { return fb_base_ + pa; }
 
   bool discover();

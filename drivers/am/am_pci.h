@@ -32,6 +32,28 @@ class pci_function {
   // Writes n bytes at off (a multiple of 16 KiB); the implementation pads
   // to its transfer granule.
   virtual bool staging_write(uint64_t off, const uint8_t *p, size_t n, std::string *err) = 0;
+
+  // Staging -> host, for copy-out by the GPU's SDMA (tinygrad ops_amd.py
+  // `_copyout` on USB): the host arms a read of n bytes at off (off a
+  // multiple of 16 KiB, n of 512), the GPU copies into the window and then
+  // writes a dword at staging_trigger_bus_addr(), which is what lets the
+  // bridge start sending; collect then takes exactly the armed bytes
+  // (bounded wait). A function without this path answers 0 and false.
+  // Writes that use no bulk transfer (one TLP per dword over control
+  // transfers on the bridge): the only writes allowed between the arm and
+  // the collect, because the bulk IN pipe then carries the staging data.
+  virtual bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t *dw, size_t n, std::string *err) {
+    return bar_write(bar, off, dw, n, err);
+  }
+  virtual uint64_t staging_trigger_bus_addr() const { return 0; }
+  virtual bool staging_read_arm(uint64_t off, size_t n, std::string *err) {
+    *err = name() + ": no reads from the staging window";
+    return false;
+  }
+  virtual bool staging_read_collect(uint8_t *p, size_t n, std::string *err) {
+    *err = name() + ": no reads from the staging window";
+    return false;
+  }
 };
 
 }  // namespace capgraph::am

@@ -57,6 +57,20 @@ std::string BridgeInfo::version() const {
 Bridge::Bridge(BridgeTransport& transport, unsigned timeout_ms)
     : t_(transport), timeout_ms_(timeout_ms) {}
 
+TransferStatus Bridge::transfer_control(const ControlRequest& r, uint8_t* data, uint16_t length, size_t* actual,
+                                        unsigned timeout_ms) {
+  ++counters_.control;
+  counters_.control_bytes += length;
+  return t_.control(r, data, length, actual, timeout_ms);
+}
+
+TransferStatus Bridge::transfer_bulk(uint8_t endpoint, uint8_t* data, size_t length, size_t* actual,
+                                     unsigned timeout_ms) {
+  ++(endpoint & 0x80 ? counters_.bulk_in : counters_.bulk_out);
+  (endpoint & 0x80 ? counters_.bulk_in_bytes : counters_.bulk_out_bytes) += length;
+  return t_.bulk(endpoint, data, length, actual, timeout_ms);
+}
+
 BridgeStatus Bridge::fail(TransferStatus s, const char* what) {
   BridgeStatus st;
   st.transfer = s;
@@ -66,7 +80,7 @@ BridgeStatus Bridge::fail(TransferStatus s, const char* what) {
     uint8_t buf[BRIDGE_INFO_SIZE];
     size_t got = 0;
     ControlRequest r{BRIDGE_RT_VENDOR_IN, BRIDGE_REQ_INFO, 0, 0};
-    if (t_.control(r, buf, BRIDGE_INFO_SIZE, &got, timeout_ms_) == TransferStatus::ok &&
+    if (transfer_control(r, buf, BRIDGE_INFO_SIZE, &got, timeout_ms_) == TransferStatus::ok &&
         got == BRIDGE_INFO_SIZE) {
       st.device_error = buf[BRIDGE_INFO_OFF_LAST_ERROR];
       msg += std::string(" (bridge says: ") + bridge_error_name(st.device_error) + ")";
@@ -81,7 +95,7 @@ BridgeStatus Bridge::fail(TransferStatus s, const char* what) {
 BridgeStatus Bridge::control_in(uint8_t req, uint16_t value, uint16_t index, uint8_t* data,
                                 uint16_t n, size_t* actual, const char* what, unsigned timeout_ms) {
   ControlRequest r{BRIDGE_RT_VENDOR_IN, req, value, index};
-  TransferStatus s = t_.control(r, data, n, actual, timeout_ms ? timeout_ms : timeout_ms_);
+  TransferStatus s = transfer_control(r, data, n, actual, timeout_ms ? timeout_ms : timeout_ms_);
   if (s != TransferStatus::ok) return fail(s, what);
   return {};
 }
@@ -91,7 +105,7 @@ BridgeStatus Bridge::control_out(uint8_t req, uint16_t value, uint16_t index, co
   ControlRequest r{BRIDGE_RT_VENDOR_OUT, req, value, index};
   std::vector<uint8_t> copy(data, data + n);
   size_t actual = 0;
-  TransferStatus s = t_.control(r, copy.data(), n, &actual, timeout_ms ? timeout_ms : timeout_ms_);
+  TransferStatus s = transfer_control(r, copy.data(), n, &actual, timeout_ms ? timeout_ms : timeout_ms_);
   if (s != TransferStatus::ok) return fail(s, what);
   return {};
 }
@@ -307,13 +321,13 @@ BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t* words, ui
   TransferStatus s;
   if (write) {
     for (size_t i = 0; i < n; ++i) put_le32(buf.data() + 4 * i, words[i]);
-    s = t_.bulk(BRIDGE_EP_BULK_OUT, buf.data(), data_bytes, &got, timeout_ms_);
+    s = transfer_bulk(BRIDGE_EP_BULK_OUT, buf.data(), data_bytes, &got, timeout_ms_);
     if (s != TransferStatus::ok) return fail(s, "memory write stream data");
-    s = t_.bulk(BRIDGE_EP_BULK_IN, buf.data() + data_bytes, BRIDGE_STREAM_RESULT_SIZE, &got,
+    s = transfer_bulk(BRIDGE_EP_BULK_IN, buf.data() + data_bytes, BRIDGE_STREAM_RESULT_SIZE, &got,
                 timeout_ms_);
     got += data_bytes;
   } else {
-    s = t_.bulk(BRIDGE_EP_BULK_IN, buf.data(), buf.size(), &got, timeout_ms_);
+    s = transfer_bulk(BRIDGE_EP_BULK_IN, buf.data(), buf.size(), &got, timeout_ms_);
   }
   if (s != TransferStatus::ok) return fail(s, write ? "memory write stream result" : "memory read stream data");
   const uint8_t* r = buf.data() + data_bytes;
@@ -442,9 +456,11 @@ BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t* data, size_t n) 
   BridgeStatus st = sram_dma_arm(offset, n, true);
   if (!st.ok()) return st;
   sram_read_armed_ = 0;  // a new DMA replaces an armed read
-  std::vector<uint8_t> copy(data, data + n);
+  // The transport's bulk() takes a mutable buffer for both directions; an OUT transfer only reads
+  // it, and a copy here would allocate on every replay's input upload.
   size_t got = 0;
-  TransferStatus s = t_.bulk(BRIDGE_EP_BULK_OUT, copy.data(), n, &got, sram_timeout_ms(n));
+  counters_.sram_out_bytes += n;
+  TransferStatus s = transfer_bulk(BRIDGE_EP_BULK_OUT, const_cast<uint8_t*>(data), n, &got, sram_timeout_ms(n));
   if (s != TransferStatus::ok) return fail(s, "SRAM write");
   if (got != n)
     return bad_call(t_.describe(), "SRAM write moved " + std::to_string(got) + " of " + std::to_string(n) + " bytes");
@@ -466,7 +482,8 @@ BridgeStatus Bridge::sram_read_collect(uint8_t* out, size_t n, unsigned timeout_
                                        std::to_string(sram_read_armed_) + " were armed");
   sram_read_armed_ = 0;
   size_t got = 0;
-  TransferStatus s = t_.bulk(BRIDGE_EP_BULK_IN, out, n, &got, timeout_ms ? timeout_ms : sram_timeout_ms(n));
+  counters_.sram_in_bytes += n;
+  TransferStatus s = transfer_bulk(BRIDGE_EP_BULK_IN, out, n, &got, timeout_ms ? timeout_ms : sram_timeout_ms(n));
   if (s == TransferStatus::timeout) {
     char buf[200];
     std::snprintf(buf, sizeof buf, ": SRAM read of %zu bytes got no data: the bridge sends only after "
@@ -510,7 +527,7 @@ BridgeStatus Bridge::spi_program_page(uint32_t addr, const uint8_t* data, size_t
   if (!st.ok()) return st;
   std::vector<uint8_t> copy(data, data + n);
   size_t got = 0;
-  TransferStatus s = t_.bulk(BRIDGE_EP_BULK_OUT, copy.data(), n, &got, timeout_ms_);
+  TransferStatus s = transfer_bulk(BRIDGE_EP_BULK_OUT, copy.data(), n, &got, timeout_ms_);
   if (s != TransferStatus::ok) return fail(s, "SPI_PROGRAM data");
   // Bounded poll: the page program takes well under 10 ms.
   for (int i = 0; i < 50; ++i) {

@@ -46,6 +46,24 @@ struct TlpResult {
 
 const char* bridge_error_name(uint8_t code);
 
+// Every USB transfer this Bridge made, counted where it is handed to the
+// transport (requested lengths: a short reply still counts its wLength):
+// the cost report's source (drivers/am/README.md, scripts/usb_cost.sh).
+struct BridgeCounters {
+  uint64_t control = 0, control_bytes = 0;  // EP0 transfers, both directions (data stage bytes)
+  uint64_t bulk_out = 0, bulk_out_bytes = 0, bulk_in = 0, bulk_in_bytes = 0;
+  // Of the bulk bytes, those of SRAM DMA (sram_write, sram_read_collect): the fast engine, as
+  // opposed to the streamed TLPs the 8051 carries out one dword at a time.
+  uint64_t sram_out_bytes = 0, sram_in_bytes = 0;
+  uint64_t transfers() const { return control + bulk_out + bulk_in; }
+  uint64_t bytes() const { return control_bytes + bulk_out_bytes + bulk_in_bytes; }
+  BridgeCounters since(const BridgeCounters& a) const {
+    return {control - a.control,       control_bytes - a.control_bytes, bulk_out - a.bulk_out,
+            bulk_out_bytes - a.bulk_out_bytes, bulk_in - a.bulk_in,   bulk_in_bytes - a.bulk_in_bytes,
+            sram_out_bytes - a.sram_out_bytes, sram_in_bytes - a.sram_in_bytes};
+  }
+};
+
 class Bridge {
  public:
   explicit Bridge(BridgeTransport& transport, unsigned timeout_ms = 1000);
@@ -53,6 +71,7 @@ class Bridge {
   // Reads INFO and checks it is our firmware speaking our protocol major.
   BridgeStatus open();
   const BridgeInfo& info() const { return info_; }
+  const BridgeCounters& counters() const { return counters_; }
   BridgeStatus read_info(BridgeInfo* out);
 
   BridgeStatus reg_read(uint16_t addr, uint8_t* out, size_t n, uint8_t bank = 0);
@@ -117,6 +136,11 @@ class Bridge {
   BridgeTransport& t_;
   unsigned timeout_ms_;
   BridgeInfo info_;
+  BridgeCounters counters_;
+  TransferStatus transfer_control(const ControlRequest& r, uint8_t* data, uint16_t length, size_t* actual,
+                                  unsigned timeout_ms);
+  TransferStatus transfer_bulk(uint8_t endpoint, uint8_t* data, size_t length, size_t* actual,
+                               unsigned timeout_ms);
   BridgeStatus control_in(uint8_t req, uint16_t value, uint16_t index, uint8_t* data, uint16_t n,
                           size_t* actual, const char* what, unsigned timeout_ms = 0);
   BridgeStatus control_out(uint8_t req, uint16_t value, uint16_t index, const uint8_t* data,

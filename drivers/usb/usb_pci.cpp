@@ -197,4 +197,34 @@ bool pci_function_usb::staging_write(uint64_t off, const uint8_t* p, size_t n, s
   return st.ok();
 }
 
+bool pci_function_usb::bar_write_without_bulk(int index, uint64_t off, const uint32_t* dw, size_t n,
+                                              std::string* err) {
+  uint64_t a = 0;
+  if (!bar_check(index, off, n, &a, err)) return false;
+  for (size_t i = 0; i < n; ++i) {  // BRIDGE_REQ_TLP + its result: EP0 only
+    BridgeStatus st = b_.mem_write32(a + 4 * i, dw[i]);
+    if (!st.ok()) {
+      *err = st.message;
+      return false;
+    }
+  }
+  return true;
+}
+
+// The bridge sends SRAM to the host only after a PCIe write into its CQ
+// window (bridge_protocol.h BRIDGE_CQ_TRIGGER_BUS_ADDR).
+uint64_t pci_function_usb::staging_trigger_bus_addr() const { return BRIDGE_CQ_TRIGGER_BUS_ADDR; }
+
+bool pci_function_usb::staging_read_arm(uint64_t off, size_t n, std::string* err) {
+  BridgeStatus st = b_.sram_read_arm(uint32_t(off), n);
+  if (!st.ok()) *err = st.message;
+  return st.ok();
+}
+
+bool pci_function_usb::staging_read_collect(uint8_t* p, size_t n, std::string* err) {
+  BridgeStatus st = b_.sram_read_collect(p, n);
+  if (!st.ok()) *err = st.message;
+  return st.ok();
+}
+
 }  // namespace capgraph::usb

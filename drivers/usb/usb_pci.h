@@ -71,6 +71,10 @@ class pci_function_usb : public am::pci_function {
   uint64_t staging_bus_addr() const override;
   uint64_t staging_bytes() const override;
   bool staging_write(uint64_t off, const uint8_t* p, size_t n, std::string* err) override;
+  bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t* dw, size_t n, std::string* err) override;
+  uint64_t staging_trigger_bus_addr() const override;
+  bool staging_read_arm(uint64_t off, size_t n, std::string* err) override;
+  bool staging_read_collect(uint8_t* p, size_t n, std::string* err) override;
 
  private:
   Bridge& b_;

@@ -1,8 +1,10 @@
 #include "amd_am_transport.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
+#include "amd_packets.h"
 #include "hcq/signal.h"
 
 namespace capgraph::amd {
@@ -28,7 +30,10 @@ constexpr uint64_t k_fault_check_every = 8;
 }  // namespace
 
 am_transport::am_transport(am::device &dev, std::string label)
-    : dev_(dev), label_(std::move(label)), next_pa_(device_layout::free_start) {}
+    : dev_(dev), label_(std::move(label)), next_pa_(device_layout::free_start) {
+  sdma_words_.reserve(64);
+  bounce_.resize(size_t(dev_.pci().staging_bytes()));
+}
 
 std::string am_transport::name() const { return label_ + " (AM driver, device memory not CPU-mapped)"; }
 
@@ -185,6 +190,18 @@ capgraph_status am_transport::range_move(const hcq::memory &m, uint64_t offset, 
     return CAPGRAPH_ERR_ARGUMENT;
   }
   allocation &a = it->second;
+  if (sdma_usable(size, in)) {
+    std::string e;
+    const bool ok = in ? sdma_copy_in(a.pa + offset, a.shadow.data() + offset, size, &e)
+                       : sdma_copy_out(a.pa + offset, a.shadow.data() + offset, size, &e);
+    if (!ok) {
+      *err = e;
+      return CAPGRAPH_ERR_DEVICE;
+    }
+    ++(in ? stats_.uploads : stats_.downloads);
+    (in ? stats_.upload_bytes : stats_.download_bytes) += size;
+    return CAPGRAPH_OK;
+  }
   // BAR transfers move whole dwords; the shadow covers the allocation's whole pages, so widening
   // the range to dwords moves only bytes the shadow already holds.
   const uint64_t lo = offset & ~3ull, hi = align_up(offset + size, 4);
@@ -211,6 +228,111 @@ capgraph_status am_transport::upload(const hcq::memory &m, uint64_t offset, uint
 
 capgraph_status am_transport::download(const hcq::memory &m, uint64_t offset, uint64_t size, std::string *err) {
   return range_move(m, offset, size, false, err);
+}
+
+// ---- copies through the bridge SRAM and SDMA ---------------------------------------------------
+// Sources: tinygrad ops_amd.py AMDAllocator._copyin (USB: bulk into an SRAM window, SDMA
+// COPY_LINEAR window -> VRAM, a fence the host reads) and _copyout (arm the bridge's read, SDMA
+// COPY_LINEAR VRAM -> window, then a dword written at cq_buf + 12 = bus 0x82200C, which the
+// bridge needs before it sends); shared/research/tinygrad_runtime.md §4.7. tinygrad pipelines two
+// 256 KiB windows; this waits for each chunk (one 512 KiB window), which costs a fence read per
+// chunk but no sentinels.
+
+bool am_transport::sdma_usable(uint64_t size, bool in) const {
+  // SDMA queue 0 runs once the GPU is booted (teardown stops it); copy-out also needs a staging
+  // window the host can read back.
+  return sdma_copies_ && dev_.booted() && size >= (in ? k_sdma_min_in_bytes : k_sdma_min_out_bytes) && !bounce_.empty() &&
+         (in || dev_.staging_trigger_va() != 0);
+}
+
+namespace {
+unsigned sdma_timeout_ms(uint64_t n) { return unsigned(2000 + n / 100000); }  // >= 100 MB/s + slack
+}  // namespace
+
+bool am_transport::sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, std::string *err) {
+  am::pci_function &pci = dev_.pci();
+  if (!fence_ready_) {
+    // FENCE writes 32 bits and the wait reads 64: start from a zeroed word, once per transport.
+    const uint64_t zero = 0;
+    if (!dev_.vram_copy_in(device_layout::copy_fence, &zero, 8, err)) return false;
+    copy_seq_ = 0;
+    fence_ready_ = true;
+  }
+  const uint64_t chunk = bounce_.size();
+  for (uint64_t done = 0; done < size; done += chunk) {
+    const uint64_t n = std::min(chunk, size - done);
+    const uint64_t padded = align_up(n, 512);  // the SRAM DMA moves whole sectors
+    std::memcpy(bounce_.data(), src + done, size_t(n));
+    std::memset(bounce_.data() + n, 0, size_t(padded - n));
+    std::string e;
+    if (!pci.staging_write(0, bounce_.data(), size_t(padded), &e)) {
+      *err = name() + ": copying " + std::to_string(n) + " bytes into the bridge SRAM: " + e;
+      return false;
+    }
+    sdma_words_.clear();
+    packet_writer w(&sdma_words_);
+    w.emit(packet::SDMA_COPY_LINEAR, {n - 1, 0, 0, device_layout::staging_va, am::device::vram_va(pa + done)});
+    w.emit(packet::SDMA_FENCE, {0, am::device::vram_va(device_layout::copy_fence), ++copy_seq_});
+    if (!w.error().empty()) {
+      *err = name() + ": SDMA copy-in packets: " + w.error();
+      return false;
+    }
+    if (!dev_.queue_submit(true, sdma_words_.data(), sdma_words_.size(), &e) ||
+        !dev_.wait_vram64(device_layout::copy_fence, copy_seq_, sdma_timeout_ms(n), &e)) {
+      *err = name() + ": SDMA copy of " + std::to_string(n) + " bytes from the bridge SRAM into VRAM " +
+             hex(pa + done) + ": " + e;
+      return false;
+    }
+    ++stats_.sdma_chunks_in;
+  }
+  return true;
+}
+
+bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::string *err) {
+  am::pci_function &pci = dev_.pci();
+  const uint64_t chunk = bounce_.size();
+  for (uint64_t done = 0; done < size; done += chunk) {
+    const uint64_t n = std::min(chunk, size - done);
+    const uint64_t padded = align_up(n, 512);
+    std::string e;
+    sdma_words_.clear();
+    packet_writer w(&sdma_words_);
+    w.emit(packet::SDMA_COPY_LINEAR, {n - 1, 0, 0, am::device::vram_va(pa + done), device_layout::staging_va});
+    // The trigger: any dword written there (tinygrad writes 0). The engine runs packets in order,
+    // so the copy has landed in the SRAM when the bridge sees it; no fence read is needed.
+    w.emit(packet::SDMA_FENCE, {0, dev_.staging_trigger_va(), 0});
+    if (!w.error().empty()) {
+      *err = name() + ": SDMA copy-out packets: " + w.error();
+      return false;
+    }
+    // The ring words go first (a BAR stream, whose result comes back on bulk IN); then the arm
+    // (the bridge counts only a trigger after it, and from it on the bulk IN pipe carries the
+    // SRAM data); then the write pointer and doorbell over control transfers only.
+    if (!dev_.queue_write(true, sdma_words_.data(), sdma_words_.size(), &e)) {
+      *err = name() + ": SDMA copy-out: " + e;
+      return false;
+    }
+    if (!pci.staging_read_arm(0, size_t(padded), &e)) {
+      *err = name() + ": arming the bridge SRAM read: " + e;
+      return false;
+    }
+    if (!dev_.queue_kick(true, true, &e)) {
+      *err = name() + ": SDMA copy-out: " + e;
+      return false;
+    }
+    if (!pci.staging_read_collect(bounce_.data(), size_t(padded), &e)) {
+      uint32_t fault = 0;
+      const bool read = dev_.rreg(am::regGCVM_L2_PROTECTION_FAULT_STATUS, &fault);
+      *err = name() + ": SDMA copy of " + std::to_string(n) + " bytes from VRAM " + hex(pa + done) +
+             " out through the bridge SRAM: " + e +
+             (!read ? " (the GC VM fault status does not read)"
+                    : fault ? " (GPU page fault: GCVM_L2_PROTECTION_FAULT_STATUS=" + hex(fault) + ")" : "");
+      return false;
+    }
+    std::memcpy(dst + done, bounce_.data(), size_t(n));
+    ++stats_.sdma_chunks_out;
+  }
+  return true;
 }
 
 }  // namespace capgraph::amd

@@ -34,7 +34,9 @@ bool usb_gpu_open(usb_gpu &g, const am::device_options &o, std::string *err) {
 
 std::string usb_gpu_label(const usb_gpu &g, const std::string &what) {
   return what + " " + (g.pci ? g.pci->name() : std::string("?")) +
-         (g.gpu && g.gpu->stats().partial ? " (partial boot)" : " (cold boot)");
+         (g.gpu && g.gpu->stats().partial ? " (partial boot)"
+          : g.gpu && g.gpu->stats().mode1_resets ? " (cold boot after a mode-1 reset)"
+                                                 : " (cold boot)");
 }
 
 }  // namespace capgraph::amd

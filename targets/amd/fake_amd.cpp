@@ -214,6 +214,7 @@ bool fake_gpu::execute(queue_state &q, const decoded &p) {
 
 bool fake_gpu::write32(uint64_t addr, uint32_t v) {
   uint8_t *h = host(addr, 4);
+  if (!h && addr % 4 == 0 && bus_access && bus_access(addr, reinterpret_cast<uint8_t *>(&v), 4, true)) return true;
   if (!h || addr % 4) return raise("write of 4 bytes at " + hex(addr) + ": not mapped or not aligned");
   memcpy(h, &v, 4);
   return true;
@@ -313,12 +314,21 @@ bool fake_gpu::sdma(queue_state &q, const decoded &p) {
     case packet::SDMA_COPY_LINEAR: {
       const uint64_t n = v[0] + 1;
       uint8_t *dst = host(v[4], n);
-      const uint8_t *src = host(v[3], n);
-      if (!dst || !src)
+      uint8_t *src = host(v[3], n);
+      const auto not_mapped = [&] {
         return raise("COPY_LINEAR of " + std::to_string(n) + " bytes from " + hex(v[3]) + " to " +
                      hex(v[4]) + ": not in GPU memory");
-      memmove(dst, src, n);
-      return true;
+      };
+      if (dst && src) {
+        memmove(dst, src, n);
+        return true;
+      }
+      // One side in system memory (a copy through the bridge SRAM): the bus carries it.
+      if (!bus_access) return not_mapped();
+      if (dst) return bus_access(v[3], dst, n, false) || not_mapped();
+      if (src) return bus_access(v[4], src, n, true) || not_mapped();
+      std::vector<uint8_t> bounce(n);
+      return (bus_access(v[3], bounce.data(), n, false) && bus_access(v[4], bounce.data(), n, true)) || not_mapped();
     }
     case packet::SDMA_FENCE: return write32(v[1], uint32_t(v[2]));
     case packet::SDMA_TRAP:

@@ -16,6 +16,7 @@
 // Execution is synchronous: a doorbell runs every queue until each is idle or blocked on a wait.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -64,6 +65,10 @@ class fake_gpu final : public hcq::transport {
                         volatile uint64_t *write_ptr, volatile uint64_t *read_ptr);
   void queue_detach(uint64_t handle) { queues_.erase(handle); }
   void run_queues() { run(); }
+  // GPU memory outside every region (the model's SYSTEM pages: the bridge SRAM and its windows,
+  // reached by bus-master DMA through its page walk): SDMA COPY_LINEAR and FENCE reach it through
+  // this when it is set; false from it (or none set) is a fault naming the address.
+  std::function<bool(uint64_t gpu, uint8_t *p, size_t n, bool write)> bus_access;
 
   // Test switches and counters.
   void wedge(bool on) { wedged_ = on; }  // every WAIT_REG_MEM / POLL_REGMEM stays unsatisfied

@@ -4,11 +4,21 @@
 // queues run on fake-amd's packet interpreter and RDNA3 emulator. Each open plugs a fresh
 // emulated bridge in, walks PCIe, boots the GPU and hands the transport out; closing it tears
 // the GPU down. The GPU model lives as long as the process, so a second open in one process
-// finds the last session clean and partial-boots (across processes the GPU is always cold: no
-// state file).
+// finds the last session clean and partial-boots. Across processes the GPU keeps its state the way
+// a real one does when the driver's process exits, through a state file:
+//   CAPGRAPH_FAKE_USB_STATE=PATH       the model is loaded from PATH when the process first opens
+//                                      the device (absent: a cold GPU, as after a power cycle) and
+//                                      saved there (temp file + rename) each time a session ends;
+//                                      a corrupt or truncated file is refused with its path
+//   CAPGRAPH_FAKE_USB_NO_TEARDOWN=1    the session ends without the driver's teardown, as when the
+//                                      process is killed: the GPU stays dirty and the next boot
+//                                      resets it (mode 1) and boots cold
+// The bridge is plugged in fresh on every open (its state is not saved): the open sequence powers
+// PCIe and numbers the switch chain every time anyway, as it must with a bridge it did not set up.
 #include "fake_usb.h"
 
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -36,6 +46,52 @@ Gfx1100Model &gpu_model() {
   return gpu;
 }
 
+const char *state_path() {
+  const char *p = std::getenv("CAPGRAPH_FAKE_USB_STATE");
+  return p && *p ? p : nullptr;
+}
+
+// Once per process, before the first boot: the GPU as the last process left it.
+bool gpu_state_load(std::string *err) {
+  static bool done = false;
+  static std::string error;
+  if (done) return error.empty() || (*err = error, false);
+  done = true;
+  const char *path = state_path();
+  if (!path || !std::filesystem::exists(path)) return true;
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string why;
+  if (!in.good() && !in.eof()) why = "cannot be read";
+  else if (!gpu_model().state_load(bytes.data(), bytes.size(), &why)) why = "refused: " + why;
+  if (why.empty()) return true;
+  error = std::string("state file ") + path + " (CAPGRAPH_FAKE_USB_STATE) " + why +
+          "; delete it to start from a cold GPU";
+  *err = error;
+  return false;
+}
+
+// After each session: written beside PATH, then renamed over it, so a reader never sees half.
+void gpu_state_save() {
+  const char *path = state_path();
+  if (!path) return;
+  const std::vector<uint8_t> bytes = gpu_model().state_save();
+  const std::string tmp = std::string(path) + ".tmp." + std::to_string(::getpid());
+  bool ok = false;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+    out.flush();
+    ok = out.good();
+  }
+  std::error_code ec;
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) {
+    std::filesystem::remove(tmp, ec);
+    fprintf(stderr, "fake-usb: cannot write the state file %s (CAPGRAPH_FAKE_USB_STATE)\n", path);
+  }
+}
+
 // One plugged-in bridge and the booted GPU behind it.
 struct session {
   Asm2464 dev;
@@ -49,7 +105,9 @@ class fake_usb_transport final : public Gfx1100Transport {
       : Gfx1100Transport(*s->g.gpu, gpu_model(), std::move(label)), s_(std::move(s)) {}
   ~fake_usb_transport() override {
     std::string e;
-    if (!s_->g.gpu->teardown(&e)) fprintf(stderr, "fake-usb: %s\n", e.c_str());
+    const char *keep = std::getenv("CAPGRAPH_FAKE_USB_NO_TEARDOWN");
+    if (!(keep && std::string(keep) == "1") && !s_->g.gpu->teardown(&e)) fprintf(stderr, "fake-usb: %s\n", e.c_str());
+    gpu_state_save();
   }
 
  private:
@@ -84,6 +142,8 @@ capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport
   }();
   if (fw_dir.empty()) return fail(err, "cannot write the synthetic gfx1100 firmware files to the temporary folder");
 
+  std::string why;
+  if (!gpu_state_load(&why)) return fail(err, why);
   auto s = std::make_unique<session>();
   std::fill(s->dev.flash.data.begin(), s->dev.flash.data.end(), 0xFF);
   if (BRIDGE_FLASH_IMAGE_ADDR + image.size() > s->dev.flash.data.size())
@@ -93,12 +153,13 @@ capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport
   gpu_model().attach(s->dev.endpoint);
   if (s->dev.power_on() != Asm2464::Mode::firmware) return fail(err, "the emulated bridge did not start its firmware");
   Enumeration en;
-  std::string why;
   if (!usb_enumerate(s->dev, &en, &why)) return fail(err, "USB enumeration: " + why);
   am::device_options o;
   o.firmware_dir = fw_dir;
   if (!amd::usb_gpu_open(s->g, o, &why)) return fail(err, why);
   const std::string label = amd::usb_gpu_label(s->g, "fake-usb");
+  // Which boot it was, for a person and the tests (the CLI prints no device line itself).
+  fprintf(stderr, "%s\n", label.c_str());
   *out = std::make_unique<fake_usb_transport>(std::move(s), label);
   return CAPGRAPH_OK;
 }
@@ -110,7 +171,12 @@ void fake_usb_register() {
     return std::string(
         "fake-usb: a fake gfx1100 behind the emulated USB bridge running our firmware image: the "
         "`usb` device's host code end to end (boot, AM transport), kernels in the RDNA3 emulator; "
-        "cold boot per process, partial boot on a second open in one process; measures no time\n");
+        "cold boot, then partial boot while the GPU keeps its state (in one process, or across "
+        "processes with CAPGRAPH_FAKE_USB_STATE=PATH" +
+        std::string(state_path() ? std::string(": ") + state_path() +
+                                       (std::filesystem::exists(state_path()) ? ", present" : ", absent: cold")
+                                 : "") +
+        "); measures no time\n");
   });
 }
 

@@ -497,3 +497,65 @@ TEST_CASE("clock gating: changed only inside RLC safe mode, which the running RL
   REQUIRE(pci.bar_write(kBarMmio, uint64_t(m.regs()[regRLC_SAFE_MODE]) * 4, std::array<uint32_t, 1>{3}.data(), 1, &err));
   CHECK(m.reg(regRLC_SAFE_MODE) == 3);
 }
+
+TEST_CASE("the model's state outlives the model: saved after a clean session, a new model boots partially; bad files refused") {
+  std::vector<uint8_t> saved;
+  std::string err;
+  {
+    Gfx1100Model m;
+    Gfx1100Direct pci(m);
+    device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    // Something of the session in VRAM, beyond the boot's own pages.
+    const uint32_t mark = 0x5EED1234;
+    REQUIRE_MESSAGE(d.vram_copy_in(device_layout::free_start + 0x3000, &mark, 4, &err), err);
+    REQUIRE_MESSAGE(d.teardown(&err), err);
+    saved = m.state_save();
+  }
+  CHECK(saved.size() < 4u << 20);  // only the pages in use
+  {
+    Gfx1100Model m;  // another process's: cold until it loads the state
+    REQUIRE_MESSAGE(m.state_load(saved.data(), saved.size(), &err), err);
+    CHECK(m.sos_alive());
+    CHECK(m.rlc_autoloaded());
+    Gfx1100Direct pci(m);
+    device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    CHECK(d.stats().partial);
+    CHECK(d.stats().staged_bytes == 0);
+    CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
+    CHECK(m.hqd_active(1, 0, 0));
+    CHECK(m.sdma_active());
+    uint32_t mark = 0;
+    REQUIRE_MESSAGE(d.vram_copy_out(device_layout::free_start + 0x3000, &mark, 4, &err), err);
+    CHECK(mark == 0x5EED1234);
+  }
+  // Without the state (a power cycle) the same model boots cold.
+  {
+    Gfx1100Model m;
+    Gfx1100Direct pci(m);
+    device d(pci, opts());
+    REQUIRE_MESSAGE(d.boot(&err), err);
+    CHECK(!d.stats().partial);
+  }
+  // Truncated, one bit flipped, trailing bytes, not a state at all: refused, the model cold.
+  Gfx1100Model m;
+  std::vector<uint8_t> bad(saved.begin(), saved.begin() + saved.size() / 2);
+  CHECK(!m.state_load(bad.data(), bad.size(), &err));
+  CHECK_MESSAGE(err.find("truncated or corrupt") != std::string::npos, err);
+  bad = saved;
+  bad[bad.size() / 3] ^= 0x10;
+  CHECK(!m.state_load(bad.data(), bad.size(), &err));
+  CHECK_MESSAGE(err.find("truncated or corrupt") != std::string::npos, err);
+  bad = saved;
+  bad.push_back(0);
+  CHECK(!m.state_load(bad.data(), bad.size(), &err));
+  const uint8_t junk[64] = {1, 2, 3};
+  CHECK(!m.state_load(junk, sizeof junk, &err));
+  CHECK_MESSAGE(err.find("CGGFX110") != std::string::npos, err);
+  CHECK(!m.sos_alive());
+  Gfx1100Direct pci(m);
+  device d(pci, opts());
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  CHECK(!d.stats().partial);
+}

@@ -108,6 +108,12 @@ void Gfx1100Model::reset_state() {
   hdp_dirty_ = rlc_safe_mode_ = false;
   engine_ = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"),
                                             opt_.engine_twins ? amd::fake_mode::twin : amd::fake_mode::emulate);
+  // The engine's SDMA reaches SYSTEM pages (the bridge SRAM and windows) through the GC walk
+  // and bus-master DMA, as the GPU's does; a failed walk is a GC VM fault (gpu_read/gpu_write).
+  engine_->bus_access = [this](uint64_t va, uint8_t* p, size_t n, bool write) {
+    std::string why;
+    return write ? gpu_write(true, va, p, n, &why) : gpu_read(true, va, p, n, &why);
+  };
   engine_vram_ = false;
   engine_hqd_.clear();
   engine_sdma_ = 0;

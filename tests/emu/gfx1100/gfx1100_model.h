@@ -119,6 +119,15 @@ class Gfx1100Model {
   // comes back.
   void power_cycle();
 
+  // The model as bytes (registers, PSP/SMU/GFX state, the VRAM pages that
+  // are not zero; gfx1100_state.cpp), so a fake GPU can outlive its process
+  // as a real one outlives the driver's. No packet-engine queues are kept:
+  // a clean session ends with them stopped (teardown), a dirty one is reset
+  // by the next boot. state_load refuses a truncated or corrupt image as a
+  // whole (*err says why) and leaves the model power-cycled.
+  std::vector<uint8_t> state_save() const;
+  bool state_load(const uint8_t* p, size_t n, std::string* err);
+
   // Fault switches.
   bool psp_silent = false;  // the bootloader never says ready, the sOS never answers
   bool smu_silent = false;

@@ -81,6 +81,19 @@ class fake_excluded final : public am::pci_function {
     const pause q;
     return in_.staging_write(off, p, n, err);
   }
+  bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t *dw, size_t n, std::string *err) override {
+    const pause p;
+    return in_.bar_write_without_bulk(bar, off, dw, n, err);
+  }
+  uint64_t staging_trigger_bus_addr() const override { return in_.staging_trigger_bus_addr(); }
+  bool staging_read_arm(uint64_t off, size_t n, std::string *err) override {
+    const pause p;
+    return in_.staging_read_arm(off, n, err);
+  }
+  bool staging_read_collect(uint8_t *p, size_t n, std::string *err) override {
+    const pause q;
+    return in_.staging_read_collect(p, n, err);
+  }
 
  private:
   struct pause {
@@ -144,6 +157,28 @@ TEST_CASE("a replay on the AM transport does no heap allocation in the host code
   CHECK(t.stats().upload_bytes > uploads);
   CHECK(t.stats().download_bytes > downloads);
   CHECK_MESSAGE(allocations.load() == 0, allocations.load(), " heap allocations during 3 replays");
+
+  // Inputs and outputs larger than the SRAM cross through it and SDMA in chunks: that path
+  // allocates nothing either.
+  hcq::memory big;
+  REQUIRE(t.alloc(600 * 1024, hcq::memory_kind::device, &big, &err) == CAPGRAPH_OK);
+  for (size_t i = 0; i < big.size; ++i) big.cpu[i] = uint8_t(i * 3);
+  const uint64_t chunks_in = t.stats().sdma_chunks_in, chunks_out = t.stats().sdma_chunks_out;
+  allocations = 0;
+  capgraph_status io[2];
+  counting = true;
+  io[0] = t.upload(big, 0, big.size, &err);
+  io[1] = t.download(big, 0, big.size, &err);
+  // Enough 4 KiB copies (44 bytes of SDMA packets each) to wrap the 64 KiB SDMA ring: its tail
+  // is filled with NOPs on the way, which must not allocate either.
+  for (int i = 0; i < 1600 && io[0] == CAPGRAPH_OK; ++i) io[0] = t.upload(big, 4096 * uint64_t(i % 100), 4096, &err);
+  counting = false;
+  for (capgraph_status s : io) REQUIRE_MESSAGE(s == CAPGRAPH_OK, err);
+  CHECK(t.stats().sdma_chunks_in == chunks_in + 2 + 1600);
+  CHECK(t.stats().sdma_chunks_out == chunks_out + 2);
+  CHECK(big.cpu[12345] == uint8_t(12345 * 3));
+  CHECK_MESSAGE(allocations.load() == 0, allocations.load(), " heap allocations in a 600 KiB SDMA upload + download and 1600 4 KiB uploads");
+  t.free(big);
   g.reset();
   REQUIRE_MESSAGE(d.teardown(&err), err);
 }
