@@ -475,7 +475,9 @@ TEST_CASE("the USB cost report: cold boot, partial boot, one resnet18 replay's I
       all.sram_out_bytes += x->sram_out_bytes, all.sram_in_bytes += x->sram_in_bytes;
     }
     rows.push_back(cost_row(("**resnet18 replay I/O" + how + "**").c_str(), all));
-    if (path == 0) CHECK(all.transfers() < 60);
+    // 64 with an HDP flush (one register write: control + bulk OUT + bulk IN) before each of the
+    // four doorbells (two input chunks, the kernels, the output); the BAR path is ~7x that.
+    if (path == 0) CHECK(all.transfers() <= 64);
     else CHECK(all.transfers() > 400);
   }
   CHECK(t.stats().sdma_chunks_out == 1);  // the output too (above amd::k_sdma_min_out_bytes)
