@@ -23,7 +23,7 @@ struct CompileOptions {
 // compile_model records the ones that are set into the capture (Capture.compile_options), so a
 // capture says how it was made; debugging knobs that only print are not listed.
 inline constexpr const char *k_output_knobs[] = {"CAPGRAPH_NO_BLOCK", "CAPGRAPH_NO_REORDER", "CAPGRAPH_NO_TILE", "CAPGRAPH_TILE",
-                                                 "CAPGRAPH_STRATEGY", "CAPGRAPH_SCALAR_EPILOGUE",
+                                                 "CAPGRAPH_NO_PAIR", "CAPGRAPH_STRATEGY", "CAPGRAPH_SCALAR_EPILOGUE",
                                                  "CAPGRAPH_ADRENO_SCALAR"};
 
 struct CompileReport {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "codegen/kernel_emit.h"
 #include "schedule/layout.h"
 
 namespace capgraph {
@@ -131,53 +132,67 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
   // per position: FMA-bound from about 1.4 on) that fits the target's vector registers
   // (accumulators, weight vectors, one broadcast): 16 on AVX2, 32 on AVX-512 and NEON (16 of 8
   // lanes there).
+  // Paired blocks (see ChannelTilePlan::pair) where the target's register holds two blocks and
+  // the tile has an o axis to pair along: they compete with the single-block tiles by the same
+  // measure, counted per lane (each paired FMA does two blocks' work). Sources: Intel
+  // Optimization Reference Manual (Sapphire Rapids: 512-bit FMAs on ports 0 and 5, the 256-bit
+  // insert joining two weight rows on port 5: one per accumulator column per reduction point).
+  const bool pairable = cp.L * 2 == t.f32_lanes && cp.o >= 0 && !cp.x_vector && !getenv("CAPGRAPH_NO_PAIR");
   double best = -1;
   bool best_flat = false;
   for (int mode = 0; mode < 3; mode++) {  // split, fixed along pos, flat
     if ((mode == 1 && !fixed_ok) || (mode == 2 && !flat_ok)) continue;
     const int64_t P = mode == 2 ? P1 * P2 : P1;
-    for (int64_t VB = 1; VB <= 4; VB++) {
-      if (VB > 1 && (cp.o < 0 || k.axes[cp.o] < VB || cp.x_vector)) continue;
+    for (int64_t pair = 1; pair <= (pairable ? 2 : 1); pair++)
+    for (int64_t cols = 1; cols <= 4; cols++) {
+      // VB blocks in `cols` accumulator columns; a paired tile's last block may lie past E (its
+      // loads read the last real block, it is never stored).
+      const int64_t VB = cols * pair;
+      if (VB > 1 && (cp.o < 0 || k.axes[cp.o] <= VB - pair || cp.x_vector)) continue;
+      const int regs = pair == 1 ? cp.regs : cpu_target_block_registers(t, cp.L * pair);
       int64_t E = cp.o >= 0 ? k.axes[cp.o] : 1;
       // A last o tile may be partial (its missing blocks recompute the last real one, never
       // stored). Ragged tiles measured slower than exact ones (squeezenet's 32-block 3x3: 46 vs
-      // 78 GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E.
+      // 78 GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E (of 2
+      // blocks, paired).
       double o_used = double(E) / double((E + VB - 1) / VB * VB);
-      if (E % VB && (E % 2 == 0 || E % 3 == 0)) o_used = 0;
-      for (int64_t R = 1; R <= P && R * VB + VB + 1 <= cp.regs; R++) {
+      if (E % VB && (E % 2 == 0 || (pair == 1 && E % 3 == 0))) o_used = 0;
+      for (int64_t R = 1; R <= P && R * cols + cols + 1 <= regs; R++) {
         double fmas = 0, loads = 0;
         int64_t tiles = 0, t_lo = 0, t_hi = 0;
         if (mode == 0) {
           int64_t mid = (cp.hi - cp.lo + R - 1) / R;
           tiles = cp.lo + mid + (P - cp.hi);
-          fmas = double(P * VB), loads = double((P - (cp.hi - cp.lo)) * (1 + VB) + mid * (R + VB));
+          fmas = double(P * cols), loads = double((P - (cp.hi - cp.lo)) * (1 + VB) + mid * (R + VB));
         } else {
           tiles = (P + R - 1) / R;
           if (mode == 1) t_lo = (cp.lo + R - 1) / R, t_hi = std::max(t_lo, cp.hi / R);
           for (int64_t t = 0; t < tiles; t++) loads += double(std::min(R, P - t * R) + VB);
-          fmas = double(P * VB);
+          fmas = double(P * cols);
           int64_t fixed_tiles = tiles - (t_hi - t_lo);
           if (fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled) > kFixedCopies) continue;
         }
-        double score = fmas / loads * o_used;
+        double score = fmas / loads * o_used * double(pair);
         if (const char *force = getenv("CAPGRAPH_TILE")) {  // "R,VB": experiments only
           long fr = 0, fv = 0;
           if (sscanf(force, "%ld,%ld", &fr, &fv) == 2 && (fr != R || fv != VB)) continue;
         }
         if (score > best + 1e-9) {
-          best = score, cp.R = R, cp.VB = VB, cp.P = P, cp.tiles = tiles, cp.t_lo = t_lo, cp.t_hi = t_hi;
+          best = score, cp.R = R, cp.VB = VB, cp.pair = pair, cp.P = P, cp.tiles = tiles, cp.t_lo = t_lo, cp.t_hi = t_hi;
           cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
           best_flat = mode == 2;
         }
       }
     }
   }
+  if (best < 0) return cp;  // CAPGRAPH_TILE forced a shape that does not fit: no tile
   if (!best_flat) cp.pos2 = -1;
+  if (cp.pair > 1) cp.regs = cpu_target_block_registers(t, cp.L * cp.pair);
   cp.ok = true;
   if (getenv("CAPGRAPH_DEBUG_TILE"))
-    fprintf(stderr, "tile %s: %s L=%lld P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld o=%lld x_vector=%d\n", k.name.c_str(),
+    fprintf(stderr, "tile %s: %s L=%lld P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld pair=%lld o=%lld x_vector=%d\n", k.name.c_str(),
             cp.mode == ChannelTilePlan::Mode::split ? "split" : cp.pos2 >= 0 ? "flat" : "fixed", (long long)cp.L, (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
-            (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R, (long long)cp.VB,
+            (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R, (long long)cp.VB, (long long)cp.pair,
             (long long)(cp.o >= 0 ? k.axes[cp.o] : 0), cp.x_vector);
   return cp;
 }
@@ -210,13 +225,15 @@ struct TileEmitter {
   int pa;                           // the position axis (or the block axis when there is none)
   std::vector<int> window, rest;    // reduction axes moving X's checked dims, and the others
   std::vector<size_t> checked_dims; // X's dims with skip bounds
-  llvm::FixedVectorType *vt;
+  llvm::FixedVectorType *vt;        // one block: L lanes
+  llvm::FixedVectorType *at;        // one accumulator: L x pair lanes
   bool vector_epilogue = false;     // the result can be evaluated and stored L channels at once
   bool window_inside = false;       // window loops inside the rest (see emit)
 
   TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c)
       : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v),
-        vt(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)c.L)) {
+        vt(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)c.L)),
+        at(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)(c.L * c.pair))) {
     for (size_t di = 0; di < X.dims.size(); di++)
       if (skip_dim(X.dims[di])) checked_dims.push_back(di);
     for (int a = k.n_parallel; a < (int)k.axes.size(); a++) {
@@ -245,6 +262,13 @@ struct TileEmitter {
     if (vb == 0 || !o_ragged()) return o;
     return b.CreateSelect(b.CreateICmpSLT(o, i64(k.axes[cp.o])), o, i64(k.axes[cp.o] - 1));
   }
+  // Block vb's L lanes of accumulator value v (lanes [h L, h L + L) of a paired one).
+  Value *block_of(Value *v, int64_t vb) {
+    if (cp.pair == 1) return v;
+    llvm::SmallVector<int, 16> half;
+    for (int64_t j = 0; j < cp.L; j++) half.push_back((int)((vb % cp.pair) * cp.L + j));
+    return b.CreateShuffleVector(v, half);
+  }
   // Points the position axes at position q (flat: q = pos2 index * W + pos index).
   void set_pos(Value *q) {
     if (cp.pos2 < 0) {
@@ -268,7 +292,7 @@ struct TileEmitter {
 
   // fixed_at >= 0: a fixed tile whose first position is fixed_at (p0 is that constant).
   void emit(int64_t Rt, Value *p0, Value *o0, int64_t end, int64_t fixed_at = -1) {
-    const int64_t VB = cp.VB, L = cp.L;
+    const int64_t VB = cp.VB, L = cp.L, cols = VB / cp.pair;
     const bool fixed = fixed_at >= 0;
     const int64_t q0 = fixed ? fixed_at : 0;
     std::vector<Value *> pos(Rt);
@@ -282,34 +306,38 @@ struct TileEmitter {
     int64_t S = 1;
     if (!rest.empty())
       for (int64_t d = 2; d <= k.axes[rest.back()]; d++)
-        if (k.axes[rest.back()] % d == 0 && d * Rt * VB <= cp.chains && d * Rt * VB + VB + 1 <= cp.regs) S = d;
+        if (k.axes[rest.back()] % d == 0 && d * Rt * cols <= cp.chains && d * Rt * cols + cols + 1 <= cp.regs) S = d;
     llvm::IRBuilder<> entry(&e.fn->getEntryBlock(), e.fn->getEntryBlock().begin());
-    std::vector<std::vector<llvm::AllocaInst *>> sets(S, std::vector<llvm::AllocaInst *>(VB * Rt));
+    std::vector<std::vector<llvm::AllocaInst *>> sets(S, std::vector<llvm::AllocaInst *>(cols * Rt));
     for (auto &set : sets)
       for (auto &a : set) {
-        a = entry.CreateAlloca(vt);
-        b.CreateStore(llvm::Constant::getNullValue(vt), a);
+        a = entry.CreateAlloca(at);
+        b.CreateStore(llvm::Constant::getNullValue(at), a);
       }
     std::vector<llvm::AllocaInst *> &acc = sets[0];
 
     // One reduction point for the positions `live` (those inside X at this window offset).
     auto point = [&](const std::vector<llvm::AllocaInst *> &into, const std::vector<int64_t> &live) {
-      std::vector<Value *> wv(VB);
+      std::vector<Value *> wv(VB), cv(cols);
       for (int64_t vb = 0; vb < VB; vb++) {
         if (o0) e.iv[cp.o] = o_block(o0, vb);
         Value *ok;
         wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)), llvm::Align(4));
       }
       if (o0) e.iv[cp.o] = o0;
+      // A paired column joins its two blocks' weight rows (one 256-bit insert on AVX-512).
+      llvm::SmallVector<int, 32> join;
+      for (int64_t j = 0; j < L * cp.pair; j++) join.push_back((int)j);
+      for (int64_t c = 0; c < cols; c++) cv[c] = cp.pair == 1 ? wv[c] : b.CreateShuffleVector(wv[2 * c], wv[2 * c + 1], join);
       for (int64_t r : live) {
         set_pos(pos[r]);
         Value *ok;
         Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
         Value *xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
-                                : b.CreateVectorSplat((unsigned)L, b.CreateLoad(b.getFloatTy(), ptr));
-        for (int64_t vb = 0; vb < VB; vb++) {
-          llvm::AllocaInst *a = into[vb * Rt + r];
-          b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xv, wv[vb], b.CreateLoad(vt, a)}), a);
+                                : b.CreateVectorSplat((unsigned)(L * cp.pair), b.CreateLoad(b.getFloatTy(), ptr));
+        for (int64_t c = 0; c < cols; c++) {
+          llvm::AllocaInst *a = into[c * Rt + r];
+          b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {at}, {xv, cv[c], b.CreateLoad(at, a)}), a);
         }
       }
       set_pos(p0);
@@ -406,7 +434,7 @@ struct TileEmitter {
 
     for (int64_t si = 1; si < S; si++)
       for (size_t i = 0; i < acc.size(); i++)
-        b.CreateStore(b.CreateFAdd(b.CreateLoad(vt, acc[i]), b.CreateLoad(vt, sets[si][i])), acc[i]);
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(at, acc[i]), b.CreateLoad(at, sets[si][i])), acc[i]);
 
     if (vector_epilogue) {
       // Epilogue in vectors: each accumulator through the result expression, L channels at once.
@@ -416,7 +444,7 @@ struct TileEmitter {
             if (o0) e.iv[cp.o] = b.CreateAdd(o0, i64(vb));
             set_pos(b.CreateAdd(p0, i64(r)));
             e.iv[cp.v] = i64(0);
-            e.acc_value = b.CreateLoad(vt, acc[vb * Rt + r]);
+            e.acc_value = block_of(b.CreateLoad(at, acc[vb / cp.pair * Rt + r]), vb);
             e.lanes = (unsigned)L, e.lane_axis = cp.v;
             Value *v = e.evaluate(k.result, false);
             e.lanes = 0, e.lane_axis = -1;
@@ -439,8 +467,10 @@ struct TileEmitter {
     // Epilogue: through the result expression, element by element, for the real positions.
     llvm::AllocaInst *spill = entry.CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L));
     auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L);
-    for (int64_t i = 0; i < VB * Rt; i++)
-      b.CreateAlignedStore(b.CreateLoad(vt, acc[i]), b.CreateInBoundsGEP(row_ty, spill, {i64(0), i64(i * L)}), llvm::Align(4));
+    for (int64_t vb = 0; vb < VB; vb++)
+      for (int64_t r = 0; r < Rt; r++)
+        b.CreateAlignedStore(block_of(b.CreateLoad(at, acc[vb / cp.pair * Rt + r]), vb),
+                             b.CreateInBoundsGEP(row_ty, spill, {i64(0), i64((vb * Rt + r) * L)}), llvm::Align(4));
     Value *n_pos = Rt == 1 || end < 0 ? i64(Rt) : b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(p0, i64(Rt)), i64(end)), i64(Rt), b.CreateSub(i64(end), p0));
     Value *n_vb = o_ragged() ? b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(o0, i64(VB)), i64(k.axes[cp.o])), i64(VB), b.CreateSub(i64(k.axes[cp.o]), o0))
                              : i64(VB);

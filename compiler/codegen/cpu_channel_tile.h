@@ -3,19 +3,25 @@
 // 16 on AVX-512 targets).
 //
 // One work item computes R output positions x VB channel blocks, each an L-lane vector
-// accumulator held in a register across all reduction loops. Per reduction point it loads VB
-// weight vectors (contiguous: the weights are packed in loop order) and, per position, one input
-// value broadcast to all lanes (or, for depthwise, the input's own 8-channel vector), then does
-// R x VB fused multiply-adds. Strides and dilations cost nothing (positions are scalar loads);
-// the window's border checks are made once per window offset, and a tile entirely inside the
-// input runs a loop without any check.
+// accumulator held in a register across all reduction loops (or two blocks per 2L-lane
+// accumulator: `pair`). Per reduction point it loads VB weight vectors (contiguous: the weights
+// are packed in loop order) and, per position, one input value broadcast to all lanes (or, for
+// depthwise, the input's own 8-channel vector), then does R x VB / pair fused multiply-adds.
+// Strides and dilations cost nothing (positions are scalar loads); the window's border checks are
+// made once per window offset, and a tile entirely inside the input runs a loop without any check.
 #pragma once
 #include <cstdint>
 
 #include "codegen/cpu_target.h"
-#include "codegen/kernel_emit.h"
+#include "schedule/kernel.h"
+
+namespace llvm {
+class Value;
+}
 
 namespace capgraph {
+
+struct KernelEmitter;  // codegen/kernel_emit.h (LLVM): the plan is usable without LLVM headers
 
 struct ChannelTilePlan {
   bool ok = false;
@@ -28,7 +34,12 @@ struct ChannelTilePlan {
   int pos = -1;          // the position axis, R per tile
   int pos2 = -1;         // flat tiles: the next position axis, walked together with pos as one
   int o = -1;            // the axis W depends on and X does not, VB per tile (or -1)
-  int64_t R = 1, VB = 1;
+  int64_t R = 1, VB = 1;   // VB counts L-channel blocks (a multiple of `pair`)
+  // Blocks per accumulator: 2 where one register holds two L-channel blocks (8-channel blocks on
+  // 16-lane AVX-512): the accumulator holds blocks o and o + 1 of one position, its weight vector
+  // is their two L-lane weight rows joined, and the input is broadcast to all 2L lanes, so an
+  // 8-blocked output (1000 channels, mobilenet's 24/40/80) runs at the full vector width.
+  int64_t pair = 1;
   int64_t P = 1;           // positions (ext(pos), times ext(pos2) for flat tiles)
   int64_t W = 1;           // ext(pos): a flat position q is (q / W, q % W) along (pos2, pos)
   // How positions make tiles:

@@ -4,6 +4,7 @@
 // each loop strategy (map/row/dot); views cover padding, strides, transposes, gathers; dtypes cover
 // float, integers and bool. The math functions are checked over wide ranges against std::.
 #include "codegen/cpu_codegen.h"
+#include "codegen/cpu_channel_tile.h"
 #include "codegen/cpu_matvec.h"
 
 #include <doctest/doctest.h>
@@ -908,4 +909,59 @@ TEST_CASE("a product that cannot write the blocked layout reads a reordered row-
   Program no_reorder = compile_schedule(path, opt, nullptr);
   unsetenv("CAPGRAPH_NO_REORDER");
   for (const Kernel &k : no_reorder.kernels) CHECK(k.name != "reorder");
+}
+
+TEST_CASE("8-channel blocks on 16-lane targets: two blocks per accumulator, odd block counts, every epilogue") {
+  // 40 (5 blocks of 8) and 24 (3) channels do not divide by 16: on AVX-512 their products pair
+  // blocks in zmm accumulators; 5 and 3 blocks leave a last pair with one real block (never
+  // stored). A 3x3 conv with padding has border tiles; the Gemm to 72 outputs (9 blocks) is a
+  // matrix-vector tile with several accumulator sets.
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 16, 7, 9});
+  b.initializer("w1", ramp(40 * 16 * 9, 0.02f), {40, 16, 3, 3});
+  b.initializer("w2", ramp(24 * 40, 0.03f), {24, 40, 1, 1});
+  b.initializer("w3", ramp(72 * 24, 0.03f), {72, 24});
+  b.initializer("bias", ramp(72, 0.1f), {72});
+  b.node("Conv", {"x", "w1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "conv40";
+  b.node("Relu", {"c1"}, {"r1"}).name = "relu40";
+  b.node("Conv", {"r1", "w2"}, {"c2"}).name = "conv24";
+  b.node("Relu", {"c2"}, {"r2"}).name = "relu24";
+  b.node("GlobalAveragePool", {"r2"}, {"g"}).name = "gap";
+  b.node("Flatten", {"g"}, {"f"}).name = "flatten";
+  b.node("Gemm", {"f", "w3", "bias"}, {"y"}, {attr_int("transB", 1)}).name = "fc72";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/paired_blocks.onnx";
+  b.save(path);
+  CompileOptions opt;
+  opt.target = "cpu-x86_64-avx512";
+  Program p = compile_schedule(path, opt, nullptr);
+  const CpuTarget avx512 = cpu_target_named("cpu-x86_64-avx512"), avx2 = cpu_target_named("cpu-x86_64");
+  std::map<std::string, ChannelTilePlan> plans;
+  for (const Kernel &k : p.kernels)
+    if (!k.source_nodes.empty()) plans[k.source_nodes[0]] = channel_tile_plan(k, p, avx512);
+  for (const char *node : {"conv40", "conv24"}) {
+    CAPTURE(node);
+    REQUIRE(plans[node].ok);
+    CHECK(plans[node].L == 8);
+    CHECK(plans[node].pair == 2);
+    CHECK(plans[node].VB % 2 == 0);
+    // Accumulators, their weight vectors and one broadcast fit the 32 zmm registers.
+    CHECK(plans[node].R * (plans[node].VB / 2) + plans[node].VB / 2 + 1 <= 32);
+  }
+  // The same program on an AVX2 target: a block is one ymm register, nothing to pair.
+  for (const Kernel &k : p.kernels)
+    if (!k.source_nodes.empty() && k.source_nodes[0] == "conv24") {
+      CHECK(channel_tile_plan(k, p, avx2).pair == 1);
+      // A forced tile shape that fits no register file gives no plan (it once gave a plan of one
+      // tile, which computed a sliver of the output).
+      setenv("CAPGRAPH_TILE", "30,8", 1);
+      CHECK_FALSE(channel_tile_plan(k, p, avx512).ok);
+      unsetenv("CAPGRAPH_TILE");
+    }
+  // Paired or not (the host's target decides), scalar and vector epilogues compute what the
+  // interpreter does (check_blocked_like_plain runs the program with the vector epilogue).
+  setenv("CAPGRAPH_SCALAR_EPILOGUE", "1", 1);
+  check_program(p);
+  unsetenv("CAPGRAPH_SCALAR_EPILOGUE");
+  check_blocked_like_plain(p, path, opt);
 }
