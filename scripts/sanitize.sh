@@ -13,6 +13,21 @@ deps=${CAPGRAPH_TEST_DEPS:-$repo/build/deps}
 for tool in clang-19 clang++-19; do
   command -v $tool >/dev/null || { echo "sanitize: error: $tool is needed (apt-get install clang-19 libclang-rt-19-dev)" >&2; exit 1; }
 done
+# The Adreno compiler links Mesa's ir3: here the validating variant, built by scripts/mesa_ir3.sh
+# into this build directory (gcc, not instrumented; asserts and nir_validate_shader compiled in),
+# so the Adreno tests run sanitized and every kernel's NIR is validated before ir3 sees it (release
+# ir3 checks nothing: malformed NIR from our emitter once crashed it only in this clang build).
+# CAPGRAPH_SANITIZE_MESA=0 leaves Mesa out (the Adreno end-to-end tests then skip and say so).
+mesa=()
+if [[ ${CAPGRAPH_SANITIZE_MESA:-1} != 0 ]]; then
+  t_mesa=$SECONDS
+  CAPGRAPH_MESA_VALIDATE=1 "$repo/scripts/mesa_ir3.sh" "$build" ||
+    { echo "sanitize: error: the validating Mesa build failed (CAPGRAPH_SANITIZE_MESA=0 goes on without Mesa)" >&2; exit 1; }
+  echo "sanitize: validating Mesa ready in $((SECONDS - t_mesa)) s"
+  mesa=(-DCAPGRAPH_MESA_DIR="$build/mesa" -DCAPGRAPH_ADRENO=ON)
+else
+  mesa=(-DCAPGRAPH_ADRENO=OFF)
+fi
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache)
 # This build has debug info, for which ccache hashes the working directory by default: a clone
@@ -26,7 +41,7 @@ echo "sanitize: building in $build with clang-19, ASan+UBSan ($jobs jobs; log in
 # release build (scripts/test.sh) tests it.
 if ! { cmake -S "$repo" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAPGRAPH_FUZZ=ON \
          -DCAPGRAPH_AARCH64_TEST=OFF -DCAPGRAPH_TEST_DEPS="$deps" \
-         -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 "${launcher[@]}" &&
+         -DCMAKE_C_COMPILER=clang-19 -DCMAKE_CXX_COMPILER=clang++-19 "${mesa[@]}" "${launcher[@]}" &&
        cmake --build "$build" -j "$jobs"; } >"$log" 2>&1; then
   grep -E "error" "$log" | head -20 >&2
   echo "sanitize: error: the build failed; the whole log is $log" >&2

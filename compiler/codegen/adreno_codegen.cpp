@@ -146,7 +146,12 @@ AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program
   AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), adreno_gpu_facts(t));
   nir_shader *s = nk.shader;
   if (getenv("CAPGRAPH_DUMP_NIR")) nir_print_shader(s, stderr);
+  // Compiled in only with a validating Mesa (adreno_nir_validated()); there a malformed shader
+  // aborts with NIR's report. Release ir3 does not check its input: the staging phi that was
+  // malformed (adreno_nir_emit.cpp) compiled with g++ and crashed ir3's register allocation with
+  // clang. The dominance check is not part of nir_validate_shader's default run.
   nir_validate_shader(s, "capgraph adreno_nir_build");
+  nir_validate_ssa_dominance(s, "capgraph adreno_nir_build");
   NIR_PASS(_, s, nir_lower_vars_to_ssa);
   ir3_shader_nir_options nir_options{};
   ir3_finalize_nir(c, &nir_options, s);
@@ -172,6 +177,16 @@ const AdrenoTarget &adreno_a630() {
 }
 
 bool adreno_available() { return true; }
+
+// This file is compiled without NDEBUG exactly when the linked Mesa is the validating variant
+// (compiler/CMakeLists.txt, MESA_IR3_VALIDATES).
+bool adreno_nir_validated() {
+#ifdef NDEBUG
+  return false;
+#else
+  return true;
+#endif
+}
 
 AdrenoCodegenResult adreno_codegen(const Program &p, const AdrenoTarget &t) {
   AdrenoCodegenResult r;

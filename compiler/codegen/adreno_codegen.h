@@ -88,6 +88,11 @@ struct AdrenoCodegenResult {
 // Whether this build of capgraph has the Mesa libraries (CAPGRAPH_ADRENO).
 bool adreno_available();
 
+// Whether the linked Mesa validates NIR (scripts/mesa_ir3.sh with CAPGRAPH_MESA_VALIDATE=1: the
+// sanitizer job's): then every kernel's NIR goes through nir_validate_shader and
+// nir_validate_ssa_dominance before ir3, and after every NIR pass, and Mesa's asserts are on.
+bool adreno_nir_validated();
+
 // Compiles every kernel of the program for `t`. Throws an Error naming the kernel and the target
 // when ir3 fails or a fact check fails (a parameter outside the constant file, a UBO the
 // runtime would have to bind, a texture or image, ...).

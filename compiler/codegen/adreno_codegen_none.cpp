@@ -18,6 +18,7 @@ const AdrenoTarget &adreno_a630() {
   return t;
 }
 bool adreno_available() { return false; }
+bool adreno_nir_validated() { return false; }
 AdrenoCodegenResult adreno_codegen(const Program &, const AdrenoTarget &t) { adreno_unavailable("cannot compile for " + t.name); }
 AdrenoDisassembly adreno_disassemble(const AdrenoKernelFacts &, const AdrenoTarget &t) { adreno_unavailable("cannot disassemble for " + t.name); }
 AdrenoDisassembly adreno_disassemble_words(const std::vector<uint8_t> &, const AdrenoTarget &t) {

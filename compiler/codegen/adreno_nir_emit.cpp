@@ -586,11 +586,21 @@ struct NirKernelEmitter {
         nir_def *ok;
         nir_def *off = access_offset(a, &ok);
         if (ok) in = nir_iand(&b, in, ok);
+        // The zero is defined in the else block and the phi is the first instruction after the
+        // if, as NIR requires (a phi source dominates its predecessor's end; phis lead their
+        // block). Written as one call, `shared_store(addr(...), nir_if_phi(&b, v,
+        // nir_imm_float(&b, 0)))`, it put the zero after the if and the phi behind other
+        // instructions, in an order that depended on the C++ compiler's argument evaluation:
+        // g++'s order happened to compile; clang's made ir3_calc_liveness_for (ir3_ra_predicates)
+        // read out of bounds and crash. NOTES.md "Hostile files" has the whole story.
         nir_if *nif = nir_push_if(&b, in);
         nir_def *v = global_load(a.buffer, off, 1);
         nir_push_else(&b, nif);
+        nir_def *zero = nir_imm_float(&b, 0);
         nir_pop_if(&b, nif);
-        shared_store(nir_iadd_imm(&b, nir_imul_imm(&b, idx, 4), slab), nir_if_phi(&b, v, nir_imm_float(&b, 0)));
+        nir_def *staged = nir_if_phi(&b, v, zero);
+        nir_def *at = nir_iadd_imm(&b, nir_imul_imm(&b, idx, 4), slab);
+        shared_store(at, staged);
       };
       const int64_t full = pl.kc * T / GS;
       if (full > 1) loop(i32(0), i32(full), [&](nir_def *st) { step(nir_iadd(&b, local, nir_imul_imm(&b, st, (uint64_t)GS))); }, true);
