@@ -621,7 +621,8 @@ std::vector<OpCase> op_cases() {
       {"resize_nearest_default_modes", [] { return resize({1, 1, 4, 6}, {1, 1, 2, 0.5f}, {}, {mode("nearest")}); }},
       {"resize_linear_half_pixel", [] { return resize({1, 2, 3, 4}, {1, 1, 2, 2}, {}, {mode("linear")}); }},
       {"resize_linear_half_pixel_down", [] { return resize({1, 2, 6, 8}, {1, 1, 0.5f, 0.75f}, {}, {mode("linear")}); }},
-      {"resize_linear_align_corners", [] { return resize({1, 2, 3, 4}, {1, 1, 2.5f, 1.5f}, {}, {mode("linear"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
+      {"resize_linear_align_corners", [] { return resize({1, 2, 4, 4}, {1, 1, 2.5f, 1.5f}, {}, {mode("linear"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
+      {"resize_linear_align_corners_sizes", [] { return resize({1, 2, 3, 4}, {}, {1, 2, 7, 6}, {mode("linear"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
       {"resize_linear_pytorch_half_pixel", [] { return resize({1, 2, 3, 4}, {1, 1, 2, 2}, {}, {mode("linear"), attr_string("coordinate_transformation_mode", "pytorch_half_pixel")}); }},
       {"resize_sizes_nearest", [] { return resize({1, 2, 3, 4}, {}, {1, 2, 7, 5}, {mode("nearest")}); }},
       {"resize_sizes_linear", [] { return resize({1, 2, 3, 4}, {}, {1, 2, 5, 9}, {mode("linear")}); }},
@@ -1694,6 +1695,16 @@ TEST_CASE("unsupported ops and attributes give an Error naming the node and the 
          b.input("x", F, {1, 1, 2, 2});
          b.initializer(cf("s", {1, 1, 2, 2}, {4}).tensor);
          b.node("Resize", {"x", "", "s"}, {"y"}, {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "tf_crop_and_resize")}).name = "crop_resize";
+         b.output("y", F);
+         return b;
+       }},
+      // ONNX's reference and ONNX Runtime disagree on align_corners' resized length when in * scale
+      // is not whole (3 x 2.5 = 7.5): refused, not one of the two picked (onnx/onnx#2462).
+      {"align_fractional", "Resize", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 1, 3, 4});
+         b.initializer(cf("s", {1, 1, 2.5f, 1.5f}, {4}).tensor);
+         b.node("Resize", {"x", "", "s"}, {"y"}, {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "align_corners")}).name = "align_fractional";
          b.output("y", F);
          return b;
        }},

@@ -17,11 +17,9 @@ Each test ends as one of
   mismatch  it ran but an output differs (or is missing, or has another shape or dtype)
   crash     killed by a signal, timed out, or exited non-zero without saying why
 A refusal listed in EXPECTED_REFUSALS (one `test_name  reason` per line) is fine; any other
-refusal, every mismatch and every crash fails the suite. A listed test that now passes is
-reported (exit status unchanged) so the list can shrink. A reason starting with "mismatch
-allowed:" lets that one test differ instead (where ONNX's reference and ONNX Runtime disagree and
-capgraph follows ONNX Runtime); it is counted and printed with its difference on every run. Exit 77 (skip) when the onnx module is
-missing, saying which package provides it.
+refusal, every mismatch and every crash fails the suite: no entry of the list lets a test
+differ. A listed test that now passes is reported (exit status unchanged) so the list can
+shrink. Exit 77 (skip) when the onnx module is missing, saying which package provides it.
 """
 import argparse
 import concurrent.futures
@@ -217,16 +215,13 @@ def main():
         for r in ex.map(lambda t: test_run(a.capgraph, os.path.join(node, t), run_dir), tests):
             results.append(r)
     counts = {"pass": 0, "refused": 0, "mismatch": 0, "crash": 0}
-    failures, now_passing, allowed = [], [], []
+    failures, now_passing = [], []
     for name, status, text in results:
         counts[status] += 1
-        may_differ = expected.get(name, "").startswith("mismatch allowed:")
         if status == "pass" and name in expected:
             now_passing.append(name)
-        elif status == "refused" and (name not in expected or may_differ):
+        elif status == "refused" and name not in expected:
             failures.append(f"UNEXPECTED REFUSAL {name}: {text}")
-        elif status == "mismatch" and may_differ:
-            allowed.append(f"ALLOWED MISMATCH {name} ({expected[name]}): {text}")
         elif status in ("mismatch", "crash"):
             failures.append(f"{status.upper()} {name}: {text}")
     if a.write_refusals:
@@ -234,7 +229,7 @@ def main():
             for name, status, text in results:
                 if status in ("refused", "mismatch"):
                     f.write(f"{name}  {text}\n")
-    for line in allowed + failures:
+    for line in failures:
         print(line)
     for name in now_passing:
         print(f"NOW PASSING (remove it from {os.path.basename(a.expected_refusals)}): {name}")
@@ -242,7 +237,7 @@ def main():
         print(f"NOTE: {name} is listed in {os.path.basename(a.expected_refusals)} but onnx {onnx.__version__} has no such test")
     print(f"onnx_node: {len(tests)} tests (onnx {onnx.__version__}): {counts['pass']} pass, {counts['refused']} refused "
           f"({len([r for r in results if r[1] == 'refused' and r[0] in expected])} expected), {counts['mismatch']} mismatch, "
-          f"{counts['crash']} crash ({len(allowed)} mismatches allowed by the list); {len(now_passing)} listed refusals now pass; {time.time() - t0:.0f} s with {a.jobs} jobs")
+          f"{counts['crash']} crash; {len(now_passing)} listed refusals now pass; {time.time() - t0:.0f} s with {a.jobs} jobs")
     return 1 if failures else 0
 
 
