@@ -448,7 +448,8 @@ void lower_depth_space(Lowering &L, Node &n, bool to_space) {
 // constant tables the kernel reads.
 void lower_resize(Lowering &L, Node &n) {
   const Value *x = n.input(0);
-  if (x->dtype != DType::f32) L.fail("only float32 is supported");
+  // float16 storage: loads widen to float32, the store rounds back (Kernel::store_dtype).
+  if (x->dtype != DType::f32 && x->dtype != DType::f16) L.fail("only float32 and float16 are supported");
   size_t r = x->shape.size();
   std::vector<double> scales;
   Shape out(r);
@@ -526,7 +527,7 @@ void lower_resize(Lowering &L, Node &n) {
     }
   }
   Loc xl = L.loc(x);
-  Loc y = L.output_new(n.outputs[0], DType::f32, out);
+  Loc y = L.output_new(n.outputs[0], x->dtype, out);
   if (shape_numel(out) == 0) return;
   if (mode == "cubic") {
     // Four taps per resized axis (i0-1 .. i0+2 around the source coordinate), Keys' cubic
@@ -596,6 +597,7 @@ void lower_resize(Lowering &L, Node &n) {
     }
     k.result = result;
     k.store = access_store(y);
+    k.store_dtype = x->dtype;
     return;
   }
   Kernel &k = L.kernel_new(linear ? "resize_linear" : "resize_nearest");
@@ -660,6 +662,7 @@ void lower_resize(Lowering &L, Node &n) {
   }
   k.result = result;
   k.store = access_store(y);
+  k.store_dtype = x->dtype;
 }
 
 void lower_shape(Lowering &L, Node &n) {

@@ -962,6 +962,32 @@ std::vector<OpCase> op_cases() {
          b.output("y", F);
          return b;
        }, -2, 2, nullptr, false, 5e-3},
+      // PP-OCR det's float16 decoder ops: Resize (nearest, linear) and ConvTranspose (the exact
+      // kernel == stride form and the general one) on float16 storage.
+      {"float16_resize_conv_transpose", [] {
+         ModelBuilder b(13);
+         constexpr DataType H = DataType::float16;
+         std::mt19937 rng(1816);  // its own generator, as float16_small_cnn's
+         auto half = [&](const std::string &name, Dims dims, float lo, float hi) {
+           std::uniform_real_distribution<float> d(lo, hi);
+           std::vector<uint16_t> v;
+           for (int64_t i = 0; i < numel(dims); i++) v.push_back(half_from_double(d(rng)));
+           b.initializer(tensor_make<uint16_t>(name, H, v, dims));
+         };
+         b.input("x", F, {1, 4, 5, 6});
+         b.node("Cast", {"x"}, {"xh"}, {attr_int("to", 10)});
+         b.initializer(cf("s2", {1, 1, 2, 2}, {4}).tensor);
+         b.node("Resize", {"xh", "", "s2"}, {"r1"}, {mode("nearest"), attr_string("coordinate_transformation_mode", "asymmetric"), attr_string("nearest_mode", "floor")});
+         half("w1", {4, 3, 2, 2}, -0.5f, 0.5f), half("b1", {3}, -0.2f, 0.2f);
+         b.node("ConvTranspose", {"r1", "w1", "b1"}, {"t1"}, {attr_ints("strides", {2, 2})});
+         half("w2", {3, 2, 3, 3}, -0.4f, 0.4f);
+         b.node("ConvTranspose", {"t1", "w2"}, {"t2"}, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})});
+         b.initializer(cf("s3", {1, 1, 0.5f, 0.75f}, {4}).tensor);
+         b.node("Resize", {"t2", "", "s3"}, {"r2"}, {mode("linear")});
+         b.node("Cast", {"r2"}, {"y"}, {attr_int("to", 1)});
+         b.output("y", F);
+         return b;
+       }, -2, 2, nullptr, false, 5e-3},
       {"cast_to_float16_and_back", [] {  // float16 intermediates made by Cast (and folded by the .folded twin)
          ModelBuilder b(13);
          b.input("x", F, {3, 5});
