@@ -988,6 +988,32 @@ std::vector<OpCase> op_cases() {
          b.output("y", F);
          return b;
        }, -2, 2, nullptr, false, 5e-3},
+      // bfloat16 storage: Cast rounds float32 to nearest even (ties and the 7-bit mantissa's
+      // carries are in [-3, 3] x 1000 randoms), and widens back exactly.
+      {"cast_to_bfloat16_and_back", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {8, 16});
+         b.node("Cast", {"x"}, {"xb"}, {attr_int("to", 16)});
+         b.node("Cast", {"xb"}, {"y"}, {attr_int("to", 1)});
+         b.output("y", F);
+         return b;
+       }, -3000, 3000},
+      // uint64 beyond 2^63 (negative as int64): Max, Div and the conversion to float must be
+      // unsigned. x in [0, 1] times 1.8e19 covers both halves of the range.
+      {"uint64_max_div_beyond_int64", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {4, 8});
+         b.initializer(cf("big", {1.8e19f}, {}).tensor);
+         b.node("Mul", {"x", "big"}, {"xs"});
+         b.node("Cast", {"xs"}, {"u"}, {attr_int("to", 13)});
+         b.initializer(init(tensor_make<uint64_t>("c", DataType::uint64, {(uint64_t(1) << 63) + 12345, 7, uint64_t(1) << 62, 18000000000000000000ull, 0, 1, 2, 3}, {8})).tensor);
+         b.node("Max", {"u", "c"}, {"m"});
+         b.initializer(init(tensor_make<uint64_t>("d", DataType::uint64, {3, 1000, (uint64_t(1) << 63) + 1, 5, 7, 11, 13, 17}, {8})).tensor);
+         b.node("Div", {"m", "d"}, {"q"});
+         b.node("Cast", {"q"}, {"y"}, {attr_int("to", 1)});
+         b.output("y", F);
+         return b;
+       }, 0, 1},
       {"cast_to_float16_and_back", [] {  // float16 intermediates made by Cast (and folded by the .folded twin)
          ModelBuilder b(13);
          b.input("x", F, {3, 5});

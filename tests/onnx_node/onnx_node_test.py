@@ -110,12 +110,40 @@ def step(cmd):
     return "refused", message(text)
 
 
-def outputs_compare(ref_dir, out_dir, padded_rows=False):
+def bf16_round(x):
+    """float32 -> bfloat16 bits, round to nearest even (NaN kept a quiet NaN)."""
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    quiet = ((bits >> 16) | 0x40).astype(np.uint16)
+    return np.where(np.isnan(x), quiet, rounded)
+
+
+def reference_superseded(name, test_dir):
+    """{output file: array} where ONNX itself has since replaced this test's expected data, else {}.
+
+    Cast float32 -> bfloat16: onnx 1.12's generator (onnx/backend/test/case/node/cast.py) makes the
+    expected output by dropping the low 16 bits (truncation); current ONNX makes it with
+    `astype(ml_dtypes.bfloat16)`, round to nearest even (onnx/onnx cast.py at ef9275c), as ONNX
+    Runtime and capgraph do. Used only when the data is the truncated kind, so a newer onnx's data
+    is compared as it is; the comparison stays exact."""
+    if name not in ("test_cast_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded"):
+        return {}
+    x = np.load(os.path.join(test_dir, "in", "input.npy"))
+    ref = np.load(os.path.join(test_dir, "ref", "output.npy"))
+    truncated = (x.view(np.uint32) >> 16).astype(np.uint16)
+    if ref.dtype != np.uint16 or not np.array_equal(ref, truncated):
+        return {}
+    return {"output.npy": bf16_round(x)}
+
+
+def outputs_compare(ref_dir, out_dir, padded_rows=False, superseded=None):
     """'' when every reference output matches, else what differs. With padded_rows (NonMaxSuppression
     on run-time boxes), an output of more rows than the reference passes when its first rows are the
     reference's and every later element is -1: capgraph gives a static bound on the row count."""
     for f in sorted(os.listdir(ref_dir)):
-        ref = np.load(os.path.join(ref_dir, f))
+        ref = (superseded or {}).get(f)
+        if ref is None:
+            ref = np.load(os.path.join(ref_dir, f))
         path = os.path.join(out_dir, f)
         if not os.path.exists(path):
             return f"output {f} was not written"
@@ -172,7 +200,8 @@ def test_run(capgraph, test_dir, work_dir):
     status, text = step(cmd)
     if status != "ok":
         return name, status, text
-    diff = outputs_compare(os.path.join(test_dir, "ref"), os.path.join(out, "out"), name.startswith("test_nonmaxsuppression"))
+    diff = outputs_compare(os.path.join(test_dir, "ref"), os.path.join(out, "out"), name.startswith("test_nonmaxsuppression"),
+                           reference_superseded(name, test_dir))
     shutil.rmtree(out, ignore_errors=True)
     return (name, "mismatch", diff) if diff else (name, "pass", "")
 
