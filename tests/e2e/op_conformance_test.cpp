@@ -203,7 +203,7 @@ struct OpCase {
   bool padded_rows = false;
   // Float outputs match within rtol * max|ref| + 1e-5. Float16 models: 5e-3, about 2.5 units in the
   // last place of the largest output (11 significant bits), for the runtimes round intermediates to
-  // float16 in different places (capgraph once per fused kernel, BatchNorm folded into Conv).
+  // float16 in different places (BatchNorm folded into Conv by capgraph, fused nodes in ORT).
   double rtol = 1e-3;
 };
 
