@@ -33,7 +33,9 @@ typedef enum capgraph_status {
 /* Element types; values match schema/capture.fbs DType. */
 typedef enum capgraph_dtype {
   CAPGRAPH_F32 = 0, CAPGRAPH_F16 = 1, CAPGRAPH_F64 = 2, CAPGRAPH_I8 = 3, CAPGRAPH_U8 = 4,
-  CAPGRAPH_I16 = 5, CAPGRAPH_I32 = 6, CAPGRAPH_I64 = 7, CAPGRAPH_BOOL = 8
+  CAPGRAPH_I16 = 5, CAPGRAPH_I32 = 6, CAPGRAPH_I64 = 7, CAPGRAPH_BOOL = 8,
+  CAPGRAPH_BF16 = 9, /* bfloat16; in .npy files as its bits, '<u2' */
+  CAPGRAPH_U16 = 10, CAPGRAPH_U32 = 11, CAPGRAPH_U64 = 12
 } capgraph_dtype;
 
 #define CAPGRAPH_MAX_RANK 8

@@ -28,6 +28,10 @@ size_t dtype_size(fb::DType t) {
     case fb::DType::i32: return 4;
     case fb::DType::i64: return 8;
     case fb::DType::boolean: return 1;
+    case fb::DType::bf16: return 2;
+    case fb::DType::u16: return 2;
+    case fb::DType::u32: return 4;
+    case fb::DType::u64: return 8;
   }
   return 0;
 }

@@ -37,7 +37,9 @@ bool inputs_bind(capgraph_model *m, const std::string &model_path,
     capgraph_input(m, index, &t);
     npy_array a;
     if (!npy_read(path, &a, err)) return false;
-    if (a.dtype != t.dtype || a.shape.size() != size_t(t.rank) ||
+    // A bfloat16 input reads a uint16 file of its bits (NumPy has no bfloat16).
+    const bool bf16_bits = t.dtype == CAPGRAPH_BF16 && a.dtype == CAPGRAPH_U16;
+    if ((a.dtype != t.dtype && !bf16_bits) || a.shape.size() != size_t(t.rank) ||
         !std::equal(a.shape.begin(), a.shape.end(), t.shape)) {
       *err = path + ": input '" + name + "' must be " + npy_descr(t.dtype) + " " +
              shape_text(t.shape, t.rank) + " but the file holds " + npy_descr(a.dtype) + " " +

@@ -768,9 +768,15 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
   for (int s : e.slots) {
     const Buffer &buf = p.buffers[s];
     if (buf.dtype == DType::f64) e.fail("buffer " + buf.name + " holds 64-bit floats, which ir3 cannot compute with");
+    if (buf.dtype == DType::bf16 || buf.dtype == DType::u16 || buf.dtype == DType::u32 || buf.dtype == DType::u64)
+      e.fail("buffer " + buf.name + " holds " + dtype_name(buf.dtype) + ", which this emitter has no loads and stores for (CPU, AMD and NVIDIA targets have)");
     if (buf.numel * dtype_size(buf.dtype) >= (int64_t(1) << 31))
       e.fail("buffer " + buf.name + " is 2 GiB or larger; Adreno kernels index with 32 bits");
   }
+  // A fused kernel may compute in them without a buffer of them (expr_splice's rounding casts).
+  for (const Expr &x : k.exprs)
+    if (x.dtype == DType::bf16 || x.dtype == DType::u16 || x.dtype == DType::u32 || x.dtype == DType::u64)
+      e.fail(std::string("computes in ") + dtype_name(x.dtype) + ", which this emitter has no conversions for (CPU, AMD and NVIDIA targets have)");
   if (r.work_items >= (int64_t(1) << 31)) e.fail("more than 2^31 output elements");
   for (int64_t a : k.axes)
     if (a >= (int64_t(1) << 31)) e.fail("an axis of 2^31 or more points");

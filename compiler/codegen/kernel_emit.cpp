@@ -35,10 +35,10 @@ KernelEmitter::KernelEmitter(llvm::Module &m, const Kernel &kk, const Program &p
 
 llvm::Type *KernelEmitter::ir_type(DType t) {
   switch (t) {
-    case DType::f32: case DType::f16: return b.getFloatTy();
+    case DType::f32: case DType::f16: case DType::bf16: return b.getFloatTy();
     case DType::f64: return b.getDoubleTy();
     case DType::boolean: return b.getInt1Ty();
-    default: return b.getInt64Ty();
+    default: return b.getInt64Ty();  // every integer type, uint64 included (its ops are unsigned)
   }
 }
 llvm::Type *KernelEmitter::mem_type(DType t) {
@@ -47,9 +47,9 @@ llvm::Type *KernelEmitter::mem_type(DType t) {
     case DType::f16: return b.getHalfTy();
     case DType::f64: return b.getDoubleTy();
     case DType::i8: case DType::u8: case DType::boolean: return b.getInt8Ty();
-    case DType::i16: return b.getInt16Ty();
-    case DType::i32: return b.getInt32Ty();
-    case DType::i64: return b.getInt64Ty();
+    case DType::i16: case DType::u16: case DType::bf16: return b.getInt16Ty();
+    case DType::i32: case DType::u32: return b.getInt32Ty();
+    case DType::i64: case DType::u64: return b.getInt64Ty();
   }
   return nullptr;
 }
@@ -168,8 +168,8 @@ Value *KernelEmitter::convert(Value *v, DType from, DType to) {
   bool ff = v->getType()->isFloatingPointTy(), tf = t->isFloatingPointTy();
   if (ff && tf) return b.CreateFPCast(v, t);
   if (to == DType::boolean) return ff ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0)) : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
-  if (ff) return b.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {t, v->getType()}, {v});
-  if (tf) return from == DType::boolean ? b.CreateUIToFP(v, t) : b.CreateSIToFP(v, t);
+  if (ff) return b.CreateIntrinsic(to == DType::u64 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat, {t, v->getType()}, {v});
+  if (tf) return from == DType::boolean || from == DType::u64 ? b.CreateUIToFP(v, t) : b.CreateSIToFP(v, t);
   return b.CreateZExt(v, t);
 }
 
@@ -189,8 +189,10 @@ Value *KernelEmitter::load_value(const Expr &e) {
   Value *v;
   switch (bt) {
     case DType::f16: v = b.CreateFPExt(raw, b.getFloatTy()); break;
+    // bfloat16 is the upper half of a float32.
+    case DType::bf16: v = b.CreateBitCast(b.CreateShl(b.CreateZExt(raw, b.getInt32Ty()), 16), b.getFloatTy()); break;
     case DType::boolean: v = b.CreateICmpNE(raw, b.getInt8(0)); break;
-    case DType::u8: v = b.CreateZExt(raw, b.getInt64Ty()); break;
+    case DType::u8: case DType::u16: case DType::u32: v = b.CreateZExt(raw, b.getInt64Ty()); break;
     case DType::i8: case DType::i16: case DType::i32: v = b.CreateSExt(raw, b.getInt64Ty()); break;
     default: v = raw;
   }
@@ -224,6 +226,12 @@ int64_t int_constant_saturate(double v, DType t) {
     case DType::u8: lo = 0, hi = UINT8_MAX; break;
     case DType::i16: lo = INT16_MIN, hi = INT16_MAX; break;
     case DType::i32: lo = INT32_MIN, hi = INT32_MAX; break;
+    case DType::u16: lo = 0, hi = UINT16_MAX; break;
+    case DType::u32: lo = 0, hi = UINT32_MAX; break;
+    case DType::u64:  // the bits of the unsigned value (min's identity +inf: all ones)
+      if (!(v > 0)) return 0;  // NaN too
+      if (v >= 18446744073709551616.0) return -1;
+      return (int64_t)(uint64_t)v;
     default: break;
   }
   return std::clamp(int64_saturate(v), lo, hi);
@@ -264,6 +272,8 @@ Value *KernelEmitter::eval(int i) {
   if (n > 2) c = eval(e.c);
   // Binary/compare operands share the type of the first (the scheduler casts explicitly).
   bool afl = a && a->getType()->isFPOrFPVectorTy();
+  // uint64 beyond 2^63 is negative as int64: its compares, division and remainder are unsigned.
+  bool uns = !afl && n > 0 && k.exprs[e.a].dtype == DType::u64;
   Value *r = nullptr;
   switch (e.op) {
     case Op::constant: r = constant(e.value, e.dtype); break;
@@ -273,6 +283,10 @@ Value *KernelEmitter::eval(int i) {
     case Op::cast: {
       DType from = k.exprs[e.a].dtype;
       r = convert(a, from, e.dtype);
+      // bfloat16 is computed in float32: a cast to it rounds here, so a value that a fused kernel
+      // no longer stores is still the one bfloat16 holds. (float16 does not, yet: the RDNA3
+      // emulator in tests/emu lacks the conversions that rounding emits; NOTES.md.)
+      if (e.dtype == DType::bf16 && !lanes) r = b.CreateBitCast(b.CreateShl(b.CreateZExt(bf16_round(r), b.getInt32Ty()), 16), b.getFloatTy());
       break;
     }
     case Op::neg: r = fl ? b.CreateFNeg(a) : b.CreateNeg(a); break;
@@ -297,12 +311,16 @@ Value *KernelEmitter::eval(int i) {
         r = b.CreateFDiv(a, bb);
       } else {  // integer division by zero gives 0 instead of trapping
         Value *zero = b.CreateICmpEQ(bb, i64(0));
-        r = b.CreateSelect(zero, i64(0), b.CreateSDiv(a, b.CreateSelect(zero, i64(1), bb)));
+        Value *safe = b.CreateSelect(zero, i64(1), bb);
+        r = b.CreateSelect(zero, i64(0), uns ? b.CreateUDiv(a, safe) : b.CreateSDiv(a, safe));
       }
       break;
     case Op::mod:
       if (fl) {  // a - floor(a/b)*b
         r = b.CreateFSub(a, b.CreateFMul(b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b.CreateFDiv(a, bb)), bb));
+      } else if (uns) {
+        Value *zero = b.CreateICmpEQ(bb, i64(0));
+        r = b.CreateSelect(zero, i64(0), b.CreateURem(a, b.CreateSelect(zero, i64(1), bb)));
       } else {
         Value *zero = b.CreateICmpEQ(bb, i64(0));
         Value *safe = b.CreateSelect(zero, i64(1), bb);
@@ -315,22 +333,23 @@ Value *KernelEmitter::eval(int i) {
       if (fl) {
         r = ir_pow(b, a, bb);
       } else {
-        Value *fa = b.CreateSIToFP(a, b.getDoubleTy()), *fb = b.CreateSIToFP(bb, b.getDoubleTy());
+        Value *fa = uns ? b.CreateUIToFP(a, b.getDoubleTy()) : b.CreateSIToFP(a, b.getDoubleTy());
+        Value *fb = k.exprs[e.b].dtype == DType::u64 ? b.CreateUIToFP(bb, b.getDoubleTy()) : b.CreateSIToFP(bb, b.getDoubleTy());
         r = to_i64(b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, ir_pow(b, fa, fb)));
       }
       break;
     case Op::max:
-      r = afl ? b.CreateSelect(b.CreateFCmpUGT(a, bb), a, bb) : b.CreateSelect(b.CreateICmpSGT(a, bb), a, bb);
+      r = afl ? b.CreateSelect(b.CreateFCmpUGT(a, bb), a, bb) : b.CreateSelect(uns ? b.CreateICmpUGT(a, bb) : b.CreateICmpSGT(a, bb), a, bb);
       if (afl) r = b.CreateSelect(b.CreateFCmpUNO(bb, bb), bb, r);
       break;
     case Op::min:
-      r = afl ? b.CreateSelect(b.CreateFCmpULT(a, bb), a, bb) : b.CreateSelect(b.CreateICmpSLT(a, bb), a, bb);
+      r = afl ? b.CreateSelect(b.CreateFCmpULT(a, bb), a, bb) : b.CreateSelect(uns ? b.CreateICmpULT(a, bb) : b.CreateICmpSLT(a, bb), a, bb);
       if (afl) r = b.CreateSelect(b.CreateFCmpUNO(bb, bb), bb, r);
       break;
-    case Op::lt: r = afl ? b.CreateFCmpOLT(a, bb) : b.CreateICmpSLT(a, bb); break;
-    case Op::le: r = afl ? b.CreateFCmpOLE(a, bb) : b.CreateICmpSLE(a, bb); break;
-    case Op::gt: r = afl ? b.CreateFCmpOGT(a, bb) : b.CreateICmpSGT(a, bb); break;
-    case Op::ge: r = afl ? b.CreateFCmpOGE(a, bb) : b.CreateICmpSGE(a, bb); break;
+    case Op::lt: r = afl ? b.CreateFCmpOLT(a, bb) : uns ? b.CreateICmpULT(a, bb) : b.CreateICmpSLT(a, bb); break;
+    case Op::le: r = afl ? b.CreateFCmpOLE(a, bb) : uns ? b.CreateICmpULE(a, bb) : b.CreateICmpSLE(a, bb); break;
+    case Op::gt: r = afl ? b.CreateFCmpOGT(a, bb) : uns ? b.CreateICmpUGT(a, bb) : b.CreateICmpSGT(a, bb); break;
+    case Op::ge: r = afl ? b.CreateFCmpOGE(a, bb) : uns ? b.CreateICmpUGE(a, bb) : b.CreateICmpSGE(a, bb); break;
     case Op::eq: r = afl ? b.CreateFCmpOEQ(a, bb) : b.CreateICmpEQ(a, bb); break;
     case Op::ne: r = afl ? b.CreateFCmpUNE(a, bb) : b.CreateICmpNE(a, bb); break;
     case Op::logical_and: r = b.CreateAnd(a, bb); break;
@@ -360,10 +379,22 @@ void KernelEmitter::store_result(Value *v) {
   Value *m = v;
   if (bt == DType::boolean) m = b.CreateZExt(v, b.getInt8Ty());
   else if (bt == DType::f16) m = b.CreateFPTrunc(v, b.getHalfTy());
+  else if (bt == DType::bf16) m = bf16_round(v);
   else if (!dtype_is_float(bt)) m = b.CreateTrunc(v, mem_type(bt));
   auto emit = [&] { b.CreateStore(m, element_ptr(s.buffer, off)); };
   if (ok) guarded(ok, emit);
   else emit();
+}
+
+// A float32 to bfloat16's bits, rounded to nearest even; NaN stays a quiet NaN (its top bits kept,
+// the quiet bit set). Sources: Intel BF16 whitepaper (rev 1.0, 2018) section 2; the same rule as
+// bf16_from_float in graph/tensor.cpp, which folding uses.
+Value *KernelEmitter::bf16_round(Value *v) {
+  Value *bits = b.CreateBitCast(v, b.getInt32Ty());
+  Value *lsb = b.CreateAnd(b.CreateLShr(bits, 16), b.getInt32(1));
+  Value *rounded = b.CreateLShr(b.CreateAdd(bits, b.CreateAdd(b.getInt32(0x7FFF), lsb)), 16);
+  Value *quiet = b.CreateOr(b.CreateLShr(bits, 16), b.getInt32(0x40));
+  return b.CreateTrunc(b.CreateSelect(b.CreateFCmpUNO(v, v), quiet, rounded), b.getInt16Ty());
 }
 
 Value *KernelEmitter::combine(Value *acc, Value *v) {
@@ -375,10 +406,10 @@ Value *KernelEmitter::combine(Value *acc, Value *v) {
     // accumulator stays (an unordered compare alone would let the next number replace it).
     case Reduce::max:
       return fl ? b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
-                : b.CreateSelect(b.CreateICmpSGT(v, acc), v, acc);
+                : b.CreateSelect(k.acc_dtype == DType::u64 ? b.CreateICmpUGT(v, acc) : b.CreateICmpSGT(v, acc), v, acc);
     case Reduce::min:
       return fl ? b.CreateSelect(b.CreateOr(b.CreateFCmpOLT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
-                : b.CreateSelect(b.CreateICmpSLT(v, acc), v, acc);
+                : b.CreateSelect(k.acc_dtype == DType::u64 ? b.CreateICmpULT(v, acc) : b.CreateICmpSLT(v, acc), v, acc);
     case Reduce::none: break;
   }
   return v;

@@ -82,6 +82,7 @@ struct KernelEmitter {
   llvm::Value *evaluate(int root, bool body);
   void store_result(llvm::Value *v);
   llvm::Value *combine(llvm::Value *acc, llvm::Value *v);
+  llvm::Value *bf16_round(llvm::Value *v);  // float32 -> bfloat16 bits, nearest even
   // One output element at the current parallel point (iv of every parallel axis set): the
   // reduction over all reduction axes in the scalar accumulator `acc` (unused without one), then
   // the result and its store.

@@ -71,6 +71,10 @@ DType dtype_from_onnx(onnx::DataType t, const std::string &what) {
     case onnx::DataType::int32: return DType::i32;
     case onnx::DataType::int64: return DType::i64;
     case onnx::DataType::boolean: return DType::boolean;
+    case onnx::DataType::bfloat16: return DType::bf16;
+    case onnx::DataType::uint16: return DType::u16;
+    case onnx::DataType::uint32: return DType::u32;
+    case onnx::DataType::uint64: return DType::u64;
     default:
       throw Error(what + ": element type " + onnx::data_type_name(t) + " is not supported");
   }

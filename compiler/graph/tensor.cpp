@@ -9,9 +9,9 @@ namespace capgraph {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: case DType::i32: return 4;
-    case DType::f16: case DType::i16: return 2;
-    case DType::f64: case DType::i64: return 8;
+    case DType::f32: case DType::i32: case DType::u32: return 4;
+    case DType::f16: case DType::i16: case DType::bf16: case DType::u16: return 2;
+    case DType::f64: case DType::i64: case DType::u64: return 8;
     case DType::i8: case DType::u8: case DType::boolean: return 1;
   }
   return 0;
@@ -28,11 +28,29 @@ const char *dtype_name(DType t) {
     case DType::i32: return "int32";
     case DType::i64: return "int64";
     case DType::boolean: return "bool";
+    case DType::bf16: return "bfloat16";
+    case DType::u16: return "uint16";
+    case DType::u32: return "uint32";
+    case DType::u64: return "uint64";
   }
   return "?";
 }
 
-bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::f64; }
+bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::f64 || t == DType::bf16; }
+
+float bf16_to_float(uint16_t h) {
+  uint32_t bits = (uint32_t)h << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t bf16_from_float(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, 4);
+  if (std::isnan(v)) return (uint16_t)((bits >> 16) | 0x40);  // quiet, sign and payload's top kept
+  return (uint16_t)((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16);
+}
 
 int64_t int64_saturate(double v) {
   if (std::isnan(v)) return 0;
@@ -137,6 +155,10 @@ double Tensor::at_f64(int64_t i) const {
     case DType::i32: return load_as<int32_t>(p);
     case DType::i64: return (double)load_as<int64_t>(p);
     case DType::boolean: return load_as<uint8_t>(p) ? 1 : 0;
+    case DType::bf16: return bf16_to_float(load_as<uint16_t>(p));
+    case DType::u16: return load_as<uint16_t>(p);
+    case DType::u32: return load_as<uint32_t>(p);
+    case DType::u64: return (double)load_as<uint64_t>(p);
   }
   return 0;
 }
@@ -152,6 +174,12 @@ int64_t Tensor::at_i64(int64_t i) const {
     case DType::i16: return load_as<int16_t>(p);
     case DType::i8: return load_as<int8_t>(p);
     case DType::u8: return load_as<uint8_t>(p);
+    case DType::u16: return load_as<uint16_t>(p);
+    case DType::u32: return load_as<uint32_t>(p);
+    case DType::u64: {  // beyond int64: saturated, as a float beyond it is
+      uint64_t v = load_as<uint64_t>(p);
+      return v > (uint64_t)INT64_MAX ? INT64_MAX : (int64_t)v;
+    }
     case DType::boolean: return load_as<uint8_t>(p) ? 1 : 0;
     default: return int64_saturate(at_f64(i));
   }
@@ -200,6 +228,10 @@ static void store_f64(DType t, uint8_t *p, double v) {
     case DType::i64: store_as<int64_t>(p, int64_saturate(v)); break;
     case DType::boolean: store_as<uint8_t>(p, v != 0); break;
     case DType::f16: store_as<uint16_t>(p, half_from_double(v)); break;
+    case DType::bf16: store_as<uint16_t>(p, bf16_from_float((float)v)); break;
+    case DType::u16: store_as<uint16_t>(p, (uint16_t)int64_saturate(v)); break;
+    case DType::u32: store_as<uint32_t>(p, (uint32_t)int64_saturate(v)); break;
+    case DType::u64: store_as<uint64_t>(p, v >= 18446744073709551616.0 ? UINT64_MAX : v >= 9223372036854775808.0 ? (uint64_t)v : (uint64_t)int64_saturate(v)); break;
   }
 }
 
@@ -223,6 +255,9 @@ Tensor Tensor::from_i64(DType t, Shape shape, const std::vector<int64_t> &v) {
       case DType::i16: store_as<int16_t>(p, (int16_t)v[i]); break;
       case DType::i8: store_as<int8_t>(p, (int8_t)v[i]); break;
       case DType::u8: store_as<uint8_t>(p, (uint8_t)v[i]); break;
+      case DType::u16: store_as<uint16_t>(p, (uint16_t)v[i]); break;
+      case DType::u32: store_as<uint32_t>(p, (uint32_t)v[i]); break;
+      case DType::u64: store_as<uint64_t>(p, (uint64_t)v[i]); break;
       case DType::boolean: store_as<uint8_t>(p, v[i] != 0); break;
       default: break;
     }

@@ -9,7 +9,10 @@
 namespace capgraph {
 
 // Same numbering as schema/capture.fbs DType.
-enum class DType : uint8_t { f32 = 0, f16 = 1, f64 = 2, i8 = 3, u8 = 4, i16 = 5, i32 = 6, i64 = 7, boolean = 8 };
+// Values are schema/capture.fbs DType's. bf16 and the wide unsigned types are storage: loads widen
+// to the compute type (bf16 -> float32, u16/u32 -> int64, u64 stays 64-bit, compared and divided
+// unsigned), stores narrow (bf16 rounds to nearest even).
+enum class DType : uint8_t { f32 = 0, f16 = 1, f64 = 2, i8 = 3, u8 = 4, i16 = 5, i32 = 6, i64 = 7, boolean = 8, bf16 = 9, u16 = 10, u32 = 11, u64 = 12 };
 
 size_t dtype_size(DType t);
 const char *dtype_name(DType t);
@@ -18,6 +21,11 @@ bool dtype_is_float(DType t);
 // IEEE binary16 from and to its bits (folding computes in double and stores float16 results).
 float half_to_float(uint16_t h);
 uint16_t half_from_double(double v);
+// bfloat16 from and to its bits: the upper half of a float32; narrowing rounds to nearest even
+// and keeps NaN a (quiet) NaN. Sources: Intel BF16 whitepaper (rev 1.0, 2018) section 2,
+// "round to nearest even"; ONNX Cast (current onnx/backend/test/case/node/cast.py: ml_dtypes).
+float bf16_to_float(uint16_t h);
+uint16_t bf16_from_float(float v);
 
 using Shape = std::vector<int64_t>;
 // The most elements one tensor may have: counts and byte sizes (x8) stay far inside int64.

@@ -59,7 +59,10 @@ Access access_remap(Access a, const std::vector<int> &axis_map) {
 
 // Appends consumer c's expressions to producer p, with c's loads of `buffer` replaced by p's
 // result. Returns the index of c's result inside p.
-int expr_splice(Kernel &p, const Kernel &c, int buffer, const std::vector<int> &axis_map) {
+// A bfloat16 buffer that fusion removes still rounds: the producer's float32 result is cast to
+// bfloat16 (the code generators round there) before the consumer reads it. A float16 buffer does
+// not yet (the RDNA3 emulator lacks the conversions; NOTES.md "ONNX conformance").
+int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype, const std::vector<int> &axis_map) {
   std::vector<int> map(c.exprs.size(), -1);
   int load_base = (int)p.loads.size();
   std::vector<int> load_map(c.loads.size(), -1);
@@ -69,10 +72,12 @@ int expr_splice(Kernel &p, const Kernel &c, int buffer, const std::vector<int> &
     p.loads.push_back(access_remap(c.loads[i], axis_map));
   }
   (void)load_base;
+  int produced = p.result;
+  if (buffer_dtype == DType::bf16) produced = p.expr_cast(p.result, buffer_dtype);
   for (size_t i = 0; i < c.exprs.size(); i++) {
     Expr e = c.exprs[i];
     if (e.op == Op::load && c.loads[e.access].buffer == buffer) {
-      map[i] = p.result;
+      map[i] = produced == p.result ? produced : p.expr_cast(produced, e.dtype);
       continue;
     }
     if (e.a >= 0) e.a = map[e.a];
@@ -130,7 +135,9 @@ int program_fuse(Program &p) {
         Kernel &w = p.kernels[writer];
         if (w.store_dtype != p.buffers[buf].dtype) continue;
         // A fused kernel stays small enough for the code generators' recursion (kernel.h).
-        if (w.exprs.size() + c.exprs.size() > kKernelMaxExprs) continue;
+        const DType bt = p.buffers[buf].dtype;
+        const size_t rounding = bt == DType::bf16 ? 1 + own : 0;  // expr_splice's casts
+        if (w.exprs.size() + c.exprs.size() + rounding > kKernelMaxExprs) continue;
         Shape wpar(w.axes.begin(), w.axes.begin() + w.n_parallel);
         std::vector<int> axis_map;
         if (!axes_pair(wpar, c.axes, axis_map)) continue;
@@ -145,7 +152,7 @@ int program_fuse(Program &p) {
         gone[writer] = 1;
         writers[buf]--;
         reads[buf] -= own;
-        fused.result = expr_splice(fused, c, buf, axis_map);
+        fused.result = expr_splice(fused, c, buf, p.buffers[buf].dtype, axis_map);
         fused.store = access_remap(c.store, axis_map);
         fused.store_dtype = c.store_dtype;
         fused.name += "+" + c.name;

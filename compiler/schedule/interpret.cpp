@@ -25,6 +25,10 @@ double element_load(DType t, const uint8_t *base, int64_t i) {
       t1.bytes = std::make_shared<const std::vector<uint8_t>>(p, p + 2);
       return t1.at_f64(0);
     }
+    case DType::bf16: { uint16_t h; std::memcpy(&h, p, 2); return bf16_to_float(h); }
+    case DType::u16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::u32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
+    case DType::u64: { uint64_t v; std::memcpy(&v, p, 8); return (double)v; }
   }
   return 0;
 }
@@ -33,6 +37,7 @@ double value_as(DType t, double v) {
   switch (t) {
     case DType::f32: return (double)(float)v;
     case DType::f16: return half_to_float(half_from_double(v));
+    case DType::bf16: return bf16_to_float(bf16_from_float((float)v));
     case DType::f64: return v;
     case DType::boolean: return v != 0 ? 1 : 0;
     default:
@@ -53,6 +58,14 @@ void element_store(DType t, uint8_t *base, int64_t i, double v) {
     case DType::u8: *p = (uint8_t)int64_saturate(v); break;
     case DType::boolean: *p = v != 0; break;
     case DType::f16: { uint16_t h = half_from_double(v); std::memcpy(p, &h, 2); break; }
+    case DType::bf16: { uint16_t h = bf16_from_float((float)v); std::memcpy(p, &h, 2); break; }
+    case DType::u16: { uint16_t x = (uint16_t)int64_saturate(v); std::memcpy(p, &x, 2); break; }
+    case DType::u32: { uint32_t x = (uint32_t)int64_saturate(v); std::memcpy(p, &x, 4); break; }
+    case DType::u64: {  // above int64: converted as unsigned, not saturated at INT64_MAX
+      uint64_t x = v >= 18446744073709551616.0 ? UINT64_MAX : v >= 9223372036854775808.0 ? (uint64_t)v : (uint64_t)int64_saturate(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
   }
 }
 

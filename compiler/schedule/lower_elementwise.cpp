@@ -49,8 +49,13 @@ void lower_map(Lowering &L, Node &n, const std::vector<const Value *> &ins, DTyp
   k.store_dtype = out_t;
 }
 
+// The type an elementwise kernel computes in: float16 and bfloat16 in float32 (loads widen, the
+// store rounds back to nearest even); every other type as declared (uint16/uint32 fit the int64
+// registers; uint64 is compared, divided and converted unsigned by the code generators).
+DType compute_type(DType t) { return t == DType::f16 || t == DType::bf16 ? DType::f32 : t; }
+
 DType float_type(const Lowering &L, DType t) {
-  if (t == DType::f16) return DType::f32;  // computed in float32, stored back as declared
+  if (t == DType::f16 || t == DType::bf16) return DType::f32;  // computed in float32, stored back as declared
   if (!dtype_is_float(t)) L.fail(std::string("expects a floating point input, got ") + dtype_name(t));
   return t;
 }
@@ -78,7 +83,7 @@ void binary(const char *op, Op e, bool compare = false) {
     if (!a || !b) L.fail("needs two inputs");
     if (a->dtype != b->dtype && !(n.op == "Pow"))
       L.fail(std::string("input types differ: ") + dtype_name(a->dtype) + " and " + dtype_name(b->dtype));
-    DType ct = a->dtype == DType::f16 ? DType::f32 : a->dtype;
+    DType ct = compute_type(a->dtype);
     DType ot = compare ? DType::boolean : a->dtype;
     lower_map(L, n, {a, b}, ct, ot, [&](Kernel &k, const std::vector<int> &v) {
       int bv = n.op == "Pow" ? k.expr_cast(v[1], ct) : v[1];
@@ -92,7 +97,7 @@ void variadic(const char *op, Op e, bool mean) {
   lower_table()[op] = [e, mean](Lowering &L, Node &n) {
     std::vector<const Value *> ins = present_inputs(n);
     if (ins.empty()) L.fail("needs at least one input");
-    DType ct = ins[0]->dtype == DType::f16 ? DType::f32 : ins[0]->dtype;
+    DType ct = compute_type(ins[0]->dtype);
     lower_map(L, n, ins, ct, ins[0]->dtype, [&](Kernel &k, const std::vector<int> &v) {
       int r = v[0];
       for (size_t i = 1; i < v.size(); i++) r = k.expr_binary(e, r, v[i], ct);
@@ -325,7 +330,7 @@ void lower_register_elementwise() {
   auto numeric_unary = [](const char *op, std::function<int(Kernel &, int, DType)> f) {
     lower_table()[op] = [f](Lowering &L, Node &n) {
       const Value *x = n.input(0);
-      DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+      DType ct = compute_type(x->dtype);
       lower_map(L, n, {x}, ct, x->dtype, [&](Kernel &k, const std::vector<int> &a) { return f(k, a[0], ct); });
     };
   };
@@ -415,7 +420,7 @@ void lower_register_elementwise() {
   lower_table()["Mod"] = [](Lowering &L, Node &n) {
     const Value *a = n.input(0), *b = n.input(1);
     bool c_style = n.attr_int("fmod", 0) != 0;
-    DType ct = a->dtype == DType::f16 ? DType::f32 : a->dtype;
+    DType ct = compute_type(a->dtype);
     lower_map(L, n, {a, b}, ct, a->dtype, [&](Kernel &k, const std::vector<int> &v) {
       if (!c_style) return k.expr_binary(Op::mod, v[0], v[1], ct);
       // fmod: a - trunc(a / b) * b (sign of the dividend)
@@ -438,7 +443,7 @@ void lower_register_elementwise() {
   lower_table()["Where"] = [](Lowering &L, Node &n) {
     const Value *c = n.input(0), *a = n.input(1), *b = n.input(2);
     if (!c || !a || !b) L.fail("needs three inputs");
-    DType ct = a->dtype == DType::f16 ? DType::f32 : a->dtype;
+    DType ct = compute_type(a->dtype);
     lower_map(L, n, {c, a, b}, ct, a->dtype, [&](Kernel &k, const std::vector<int> &v) {
       int cond = k.expr_binary(Op::ne, v[0], k.expr_const(0, ct), DType::boolean);
       return k.expr_select(cond, v[1], v[2], ct);
@@ -447,7 +452,7 @@ void lower_register_elementwise() {
   lower_table()["Cast"] = [](Lowering &L, Node &n) {
     const Value *x = n.input(0);
     DType to = dtype_from_onnx_int(L, n.attr_int("to", 1));
-    DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+    DType ct = compute_type(x->dtype);
     lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
       if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
       return k.expr_cast(a[0], to);
@@ -456,7 +461,7 @@ void lower_register_elementwise() {
   lower_table()["CastLike"] = [](Lowering &L, Node &n) {
     const Value *x = n.input(0), *like = n.input(1);
     DType to = like->dtype;
-    DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+    DType ct = compute_type(x->dtype);
     lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
       if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
       return k.expr_cast(a[0], to);
@@ -465,7 +470,7 @@ void lower_register_elementwise() {
   lower_table()["Shrink"] = [](Lowering &L, Node &n) {
     // x < -lambd: x + bias; x > lambd: x - bias; else 0. Any numeric type.
     const Value *x = n.input(0);
-    DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+    DType ct = compute_type(x->dtype);
     double lambd = n.attr_float("lambd", 0.5f), bias = n.attr_float("bias", 0.0f);
     lower_map(L, n, {x}, ct, x->dtype, [&](Kernel &k, const std::vector<int> &a) {
       // An integer input is compared in float32, so it meets a fractional lambd as a number.
@@ -482,7 +487,7 @@ void lower_register_elementwise() {
   lower_table()["DequantizeLinear"] = [](Lowering &L, Node &n) { lower_quantize(L, n, false); };
   lower_table()["Clip"] = [](Lowering &L, Node &n) {
     const Value *x = n.input(0);
-    DType ct = x->dtype == DType::f16 ? DType::f32 : x->dtype;
+    DType ct = compute_type(x->dtype);
     std::vector<const Value *> ins = {x};
     bool has_min = false, has_max = false;
     double lo = -INFINITY, hi = INFINITY;

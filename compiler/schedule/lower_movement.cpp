@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 
 #include "error.h"
 #include "schedule/lower.h"
@@ -447,7 +448,8 @@ void lower_depth_space(Lowering &L, Node &n, bool to_space) {
 // constant tables the kernel reads.
 void lower_resize(Lowering &L, Node &n) {
   const Value *x = n.input(0);
-  if (x->dtype != DType::f32) L.fail("only float32 is supported");
+  // float16 storage: loads widen to float32, the store rounds back (Kernel::store_dtype).
+  if (x->dtype != DType::f32 && x->dtype != DType::f16) L.fail("only float32 and float16 are supported");
   size_t r = x->shape.size();
   std::vector<double> scales;
   Shape out(r);
@@ -505,12 +507,27 @@ void lower_resize(Lowering &L, Node &n) {
     if (ct == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
     L.fail("coordinate_transformation_mode '" + ct + "' is not supported");
   };
-  // align_corners divides by (resized length - 1): the output size, as ONNX Runtime does. With
-  // scales whose product with the input size is not whole ONNX's reference takes in*scale instead
-  // (2.4 for 4*0.6), so ONNX's test_resize_downsample_scales_linear_align_corners expects 3.142857
-  // where this (and ONNX Runtime) give 4: ONNX Runtime is the reference here (tests/onnx_node).
+  // align_corners divides by (resized length - 1). Given `scales` whose product with the input
+  // length is not whole, the two references disagree on that length: ONNX's reference takes
+  // in * scale (2.4 for 4 * 0.6, so test_resize_downsample_scales_linear_align_corners expects
+  // 3.142857, kept on purpose: onnx/onnx#2462), ONNX Runtime and the spec's words ("the length of
+  // the resized tensor") the whole output size (4 there). Neither is picked: refused, with `sizes`
+  // as the way out. Sources: onnx/onnx docs/Operators.md Resize; onnx/reference/ops/op_resize.py
+  // (_interpolate_1d_with_x: output_width = scale_factor * input_width); onnxruntime
+  // upsamplebase.h (ALIGN_CORNERS: length_resized is the output dimension).
+  if (ct == "align_corners" && !simple && !(sizes_v && shape_numel(sizes_v->shape) > 0)) {
+    for (size_t d = 0; d < r; d++) {
+      double len = x->shape[d] * scales[d];
+      if (out[d] > 1 && std::abs(len - (double)out[d]) > 1e-6 * len) {
+        char text[64];
+        std::snprintf(text, sizeof text, "%lld x %g = %g", (long long)x->shape[d], scales[d], len);
+        L.fail("align_corners with scales giving a fractional resized length on dimension " + std::to_string(d) + " (" + text +
+               "): ONNX's reference divides by that length - 1, ONNX Runtime by the output size - 1 (onnx/onnx#2462); give `sizes` instead");
+      }
+    }
+  }
   Loc xl = L.loc(x);
-  Loc y = L.output_new(n.outputs[0], DType::f32, out);
+  Loc y = L.output_new(n.outputs[0], x->dtype, out);
   if (shape_numel(out) == 0) return;
   if (mode == "cubic") {
     // Four taps per resized axis (i0-1 .. i0+2 around the source coordinate), Keys' cubic
@@ -580,6 +597,7 @@ void lower_resize(Lowering &L, Node &n) {
     }
     k.result = result;
     k.store = access_store(y);
+    k.store_dtype = x->dtype;
     return;
   }
   Kernel &k = L.kernel_new(linear ? "resize_linear" : "resize_nearest");
@@ -644,6 +662,7 @@ void lower_resize(Lowering &L, Node &n) {
   }
   k.result = result;
   k.store = access_store(y);
+  k.store_dtype = x->dtype;
 }
 
 void lower_shape(Lowering &L, Node &n) {

@@ -264,7 +264,7 @@ void conv_transpose_exact(Lowering &L, Node &n, const Loc &x, const Loc &w, cons
 void lower_conv_transpose(Lowering &L, Node &n) {
   const Value *xv = n.input(0), *wv = n.input(1), *bv = n.input(2);
   if (!xv || !wv) L.fail("needs inputs X and W");
-  if (xv->dtype != DType::f32) L.fail("only float32 is supported");
+  if (!float_storage(xv->dtype) || wv->dtype != xv->dtype) L.fail("only float32 or float16 (X and W of one type) is supported");
   Loc x = L.loc(xv), w = L.loc(wv);
   size_t rank = x.shape.size();
   if (rank < 3 || w.shape.size() != rank) L.fail("expects X and W of the same rank >= 3");
@@ -319,7 +319,7 @@ void lower_conv_transpose(Lowering &L, Node &n) {
   }
   Shape out_shape = {N, OC};
   out_shape.insert(out_shape.end(), out_sp.begin(), out_sp.end());
-  Loc y = L.output_new(n.outputs[0], DType::f32, out_shape);
+  Loc y = L.output_new(n.outputs[0], xv->dtype, out_shape);
 
   bool exact = true;  // kernel == stride, no padding: every output reads exactly one input pixel
   for (size_t i = 0; i < S; i++)

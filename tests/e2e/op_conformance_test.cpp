@@ -203,7 +203,7 @@ struct OpCase {
   bool padded_rows = false;
   // Float outputs match within rtol * max|ref| + 1e-5. Float16 models: 5e-3, about 2.5 units in the
   // last place of the largest output (11 significant bits), for the runtimes round intermediates to
-  // float16 in different places (capgraph once per fused kernel, BatchNorm folded into Conv).
+  // float16 in different places (BatchNorm folded into Conv by capgraph, fused nodes in ORT).
   double rtol = 1e-3;
 };
 
@@ -621,7 +621,8 @@ std::vector<OpCase> op_cases() {
       {"resize_nearest_default_modes", [] { return resize({1, 1, 4, 6}, {1, 1, 2, 0.5f}, {}, {mode("nearest")}); }},
       {"resize_linear_half_pixel", [] { return resize({1, 2, 3, 4}, {1, 1, 2, 2}, {}, {mode("linear")}); }},
       {"resize_linear_half_pixel_down", [] { return resize({1, 2, 6, 8}, {1, 1, 0.5f, 0.75f}, {}, {mode("linear")}); }},
-      {"resize_linear_align_corners", [] { return resize({1, 2, 3, 4}, {1, 1, 2.5f, 1.5f}, {}, {mode("linear"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
+      {"resize_linear_align_corners", [] { return resize({1, 2, 4, 4}, {1, 1, 2.5f, 1.5f}, {}, {mode("linear"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
+      {"resize_linear_align_corners_sizes", [] { return resize({1, 2, 3, 4}, {}, {1, 2, 7, 6}, {mode("linear"), attr_string("coordinate_transformation_mode", "align_corners")}); }},
       {"resize_linear_pytorch_half_pixel", [] { return resize({1, 2, 3, 4}, {1, 1, 2, 2}, {}, {mode("linear"), attr_string("coordinate_transformation_mode", "pytorch_half_pixel")}); }},
       {"resize_sizes_nearest", [] { return resize({1, 2, 3, 4}, {}, {1, 2, 7, 5}, {mode("nearest")}); }},
       {"resize_sizes_linear", [] { return resize({1, 2, 3, 4}, {}, {1, 2, 5, 9}, {mode("linear")}); }},
@@ -961,6 +962,58 @@ std::vector<OpCase> op_cases() {
          b.output("y", F);
          return b;
        }, -2, 2, nullptr, false, 5e-3},
+      // PP-OCR det's float16 decoder ops: Resize (nearest, linear) and ConvTranspose (the exact
+      // kernel == stride form and the general one) on float16 storage.
+      {"float16_resize_conv_transpose", [] {
+         ModelBuilder b(13);
+         constexpr DataType H = DataType::float16;
+         std::mt19937 rng(1816);  // its own generator, as float16_small_cnn's
+         auto half = [&](const std::string &name, Dims dims, float lo, float hi) {
+           std::uniform_real_distribution<float> d(lo, hi);
+           std::vector<uint16_t> v;
+           for (int64_t i = 0; i < numel(dims); i++) v.push_back(half_from_double(d(rng)));
+           b.initializer(tensor_make<uint16_t>(name, H, v, dims));
+         };
+         b.input("x", F, {1, 4, 5, 6});
+         b.node("Cast", {"x"}, {"xh"}, {attr_int("to", 10)});
+         b.initializer(cf("s2", {1, 1, 2, 2}, {4}).tensor);
+         b.node("Resize", {"xh", "", "s2"}, {"r1"}, {mode("nearest"), attr_string("coordinate_transformation_mode", "asymmetric"), attr_string("nearest_mode", "floor")});
+         half("w1", {4, 3, 2, 2}, -0.5f, 0.5f), half("b1", {3}, -0.2f, 0.2f);
+         b.node("ConvTranspose", {"r1", "w1", "b1"}, {"t1"}, {attr_ints("strides", {2, 2})});
+         half("w2", {3, 2, 3, 3}, -0.4f, 0.4f);
+         b.node("ConvTranspose", {"t1", "w2"}, {"t2"}, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})});
+         b.initializer(cf("s3", {1, 1, 0.5f, 0.75f}, {4}).tensor);
+         b.node("Resize", {"t2", "", "s3"}, {"r2"}, {mode("linear")});
+         b.node("Cast", {"r2"}, {"y"}, {attr_int("to", 1)});
+         b.output("y", F);
+         return b;
+       }, -2, 2, nullptr, false, 5e-3},
+      // bfloat16 storage: Cast rounds float32 to nearest even (ties and the 7-bit mantissa's
+      // carries are in [-3, 3] x 1000 randoms), and widens back exactly.
+      {"cast_to_bfloat16_and_back", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {8, 16});
+         b.node("Cast", {"x"}, {"xb"}, {attr_int("to", 16)});
+         b.node("Cast", {"xb"}, {"y"}, {attr_int("to", 1)});
+         b.output("y", F);
+         return b;
+       }, -3000, 3000},
+      // uint64 beyond 2^63 (negative as int64): Max, Div and the conversion to float must be
+      // unsigned. x in [0, 1] times 1.8e19 covers both halves of the range.
+      {"uint64_max_div_beyond_int64", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {4, 8});
+         b.initializer(cf("big", {1.8e19f}, {}).tensor);
+         b.node("Mul", {"x", "big"}, {"xs"});
+         b.node("Cast", {"xs"}, {"u"}, {attr_int("to", 13)});
+         b.initializer(init(tensor_make<uint64_t>("c", DataType::uint64, {(uint64_t(1) << 63) + 12345, 7, uint64_t(1) << 62, 18000000000000000000ull, 0, 1, 2, 3}, {8})).tensor);
+         b.node("Max", {"u", "c"}, {"m"});
+         b.initializer(init(tensor_make<uint64_t>("d", DataType::uint64, {3, 1000, (uint64_t(1) << 63) + 1, 5, 7, 11, 13, 17}, {8})).tensor);
+         b.node("Div", {"m", "d"}, {"q"});
+         b.node("Cast", {"q"}, {"y"}, {attr_int("to", 1)});
+         b.output("y", F);
+         return b;
+       }, 0, 1},
       {"cast_to_float16_and_back", [] {  // float16 intermediates made by Cast (and folded by the .folded twin)
          ModelBuilder b(13);
          b.input("x", F, {3, 5});
@@ -1694,6 +1747,16 @@ TEST_CASE("unsupported ops and attributes give an Error naming the node and the 
          b.input("x", F, {1, 1, 2, 2});
          b.initializer(cf("s", {1, 1, 2, 2}, {4}).tensor);
          b.node("Resize", {"x", "", "s"}, {"y"}, {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "tf_crop_and_resize")}).name = "crop_resize";
+         b.output("y", F);
+         return b;
+       }},
+      // ONNX's reference and ONNX Runtime disagree on align_corners' resized length when in * scale
+      // is not whole (3 x 2.5 = 7.5): refused, not one of the two picked (onnx/onnx#2462).
+      {"align_fractional", "Resize", [] {
+         ModelBuilder b(13);
+         b.input("x", F, {1, 1, 3, 4});
+         b.initializer(cf("s", {1, 1, 2.5f, 1.5f}, {4}).tensor);
+         b.node("Resize", {"x", "", "s"}, {"y"}, {attr_string("mode", "linear"), attr_string("coordinate_transformation_mode", "align_corners")}).name = "align_fractional";
          b.output("y", F);
          return b;
        }},

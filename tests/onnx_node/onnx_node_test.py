@@ -17,11 +17,9 @@ Each test ends as one of
   mismatch  it ran but an output differs (or is missing, or has another shape or dtype)
   crash     killed by a signal, timed out, or exited non-zero without saying why
 A refusal listed in EXPECTED_REFUSALS (one `test_name  reason` per line) is fine; any other
-refusal, every mismatch and every crash fails the suite. A listed test that now passes is
-reported (exit status unchanged) so the list can shrink. A reason starting with "mismatch
-allowed:" lets that one test differ instead (where ONNX's reference and ONNX Runtime disagree and
-capgraph follows ONNX Runtime); it is counted and printed with its difference on every run. Exit 77 (skip) when the onnx module is
-missing, saying which package provides it.
+refusal, every mismatch and every crash fails the suite: no entry of the list lets a test
+differ. A listed test that now passes is reported (exit status unchanged) so the list can
+shrink. Exit 77 (skip) when the onnx module is missing, saying which package provides it.
 """
 import argparse
 import concurrent.futures
@@ -112,12 +110,40 @@ def step(cmd):
     return "refused", message(text)
 
 
-def outputs_compare(ref_dir, out_dir, padded_rows=False):
+def bf16_round(x):
+    """float32 -> bfloat16 bits, round to nearest even (NaN kept a quiet NaN)."""
+    bits = x.astype(np.float32).view(np.uint32).astype(np.uint64)
+    rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+    quiet = ((bits >> 16) | 0x40).astype(np.uint16)
+    return np.where(np.isnan(x), quiet, rounded)
+
+
+def reference_superseded(name, test_dir):
+    """{output file: array} where ONNX itself has since replaced this test's expected data, else {}.
+
+    Cast float32 -> bfloat16: onnx 1.12's generator (onnx/backend/test/case/node/cast.py) makes the
+    expected output by dropping the low 16 bits (truncation); current ONNX makes it with
+    `astype(ml_dtypes.bfloat16)`, round to nearest even (onnx/onnx cast.py at ef9275c), as ONNX
+    Runtime and capgraph do. Used only when the data is the truncated kind, so a newer onnx's data
+    is compared as it is; the comparison stays exact."""
+    if name not in ("test_cast_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16", "test_castlike_FLOAT_to_BFLOAT16_expanded"):
+        return {}
+    x = np.load(os.path.join(test_dir, "in", "input.npy"))
+    ref = np.load(os.path.join(test_dir, "ref", "output.npy"))
+    truncated = (x.view(np.uint32) >> 16).astype(np.uint16)
+    if ref.dtype != np.uint16 or not np.array_equal(ref, truncated):
+        return {}
+    return {"output.npy": bf16_round(x)}
+
+
+def outputs_compare(ref_dir, out_dir, padded_rows=False, superseded=None):
     """'' when every reference output matches, else what differs. With padded_rows (NonMaxSuppression
     on run-time boxes), an output of more rows than the reference passes when its first rows are the
     reference's and every later element is -1: capgraph gives a static bound on the row count."""
     for f in sorted(os.listdir(ref_dir)):
-        ref = np.load(os.path.join(ref_dir, f))
+        ref = (superseded or {}).get(f)
+        if ref is None:
+            ref = np.load(os.path.join(ref_dir, f))
         path = os.path.join(out_dir, f)
         if not os.path.exists(path):
             return f"output {f} was not written"
@@ -174,7 +200,8 @@ def test_run(capgraph, test_dir, work_dir):
     status, text = step(cmd)
     if status != "ok":
         return name, status, text
-    diff = outputs_compare(os.path.join(test_dir, "ref"), os.path.join(out, "out"), name.startswith("test_nonmaxsuppression"))
+    diff = outputs_compare(os.path.join(test_dir, "ref"), os.path.join(out, "out"), name.startswith("test_nonmaxsuppression"),
+                           reference_superseded(name, test_dir))
     shutil.rmtree(out, ignore_errors=True)
     return (name, "mismatch", diff) if diff else (name, "pass", "")
 
@@ -217,16 +244,13 @@ def main():
         for r in ex.map(lambda t: test_run(a.capgraph, os.path.join(node, t), run_dir), tests):
             results.append(r)
     counts = {"pass": 0, "refused": 0, "mismatch": 0, "crash": 0}
-    failures, now_passing, allowed = [], [], []
+    failures, now_passing = [], []
     for name, status, text in results:
         counts[status] += 1
-        may_differ = expected.get(name, "").startswith("mismatch allowed:")
         if status == "pass" and name in expected:
             now_passing.append(name)
-        elif status == "refused" and (name not in expected or may_differ):
+        elif status == "refused" and name not in expected:
             failures.append(f"UNEXPECTED REFUSAL {name}: {text}")
-        elif status == "mismatch" and may_differ:
-            allowed.append(f"ALLOWED MISMATCH {name} ({expected[name]}): {text}")
         elif status in ("mismatch", "crash"):
             failures.append(f"{status.upper()} {name}: {text}")
     if a.write_refusals:
@@ -234,7 +258,7 @@ def main():
             for name, status, text in results:
                 if status in ("refused", "mismatch"):
                     f.write(f"{name}  {text}\n")
-    for line in allowed + failures:
+    for line in failures:
         print(line)
     for name in now_passing:
         print(f"NOW PASSING (remove it from {os.path.basename(a.expected_refusals)}): {name}")
@@ -242,7 +266,7 @@ def main():
         print(f"NOTE: {name} is listed in {os.path.basename(a.expected_refusals)} but onnx {onnx.__version__} has no such test")
     print(f"onnx_node: {len(tests)} tests (onnx {onnx.__version__}): {counts['pass']} pass, {counts['refused']} refused "
           f"({len([r for r in results if r[1] == 'refused' and r[0] in expected])} expected), {counts['mismatch']} mismatch, "
-          f"{counts['crash']} crash ({len(allowed)} mismatches allowed by the list); {len(now_passing)} listed refusals now pass; {time.time() - t0:.0f} s with {a.jobs} jobs")
+          f"{counts['crash']} crash; {len(now_passing)} listed refusals now pass; {time.time() - t0:.0f} s with {a.jobs} jobs")
     return 1 if failures else 0
 
 

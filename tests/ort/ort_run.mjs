@@ -6,7 +6,7 @@
 //
 // Reference settings: CPU execution provider, 1 thread, graphOptimizationLevel 'all' (the settings
 // the zoo's reference outputs were made with). Tensors in and out: float32, int64, int32, uint8,
-// bool (.npy, little-endian, C order).
+// bool, float16 (.npy, little-endian, C order).
 //
 // onnxruntime-node is found in $ORT_DIR/node_modules (default <repo>/build/deps/ort, which
 // scripts/fetch_test_deps.sh fills). Exits non-zero with a message on any error.
@@ -36,6 +36,8 @@ function ort_load() {
 // byte per element in both numpy and ONNX Runtime.
 const npy_types = {
   '<f4': { type: 'float32', array: Float32Array },
+  // float16 travels as its bits: onnxruntime-node takes and gives a Uint16Array for it.
+  '<f2': { type: 'float16', array: Uint16Array },
   '<i8': { type: 'int64', array: BigInt64Array },
   '<i4': { type: 'int32', array: Int32Array },
   '|u1': { type: 'uint8', array: Uint8Array },
