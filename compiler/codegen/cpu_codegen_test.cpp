@@ -255,6 +255,12 @@ TEST_CASE("convolutions: padding, strides, dilation, groups, 1x1, each strategy"
       {"1x1", {1, 8, 5, 6}, {3, 8, 1, 1}, {}},
       {"conv1d", {1, 2, 17}, {2, 2, 5}, {attr_ints("pads", {2, 2})}},
       {"wide_row", {1, 1, 3, 300}, {2, 1, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},  // more than one 256-wide tile
+      // Stride 2 along rows of at least 8 outputs: the register tile reading every other element
+      // (plain loads + shuffle in the middle, masked loads at the borders and the tail).
+      {"3x3_s2_rows", {1, 3, 9, 70}, {4, 3, 3, 3}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
+      {"depthwise_s2_rows", {1, 5, 8, 81}, {5, 1, 3, 3}, {attr_int("group", 5), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
+      {"3x3_s2_unpadded", {1, 2, 6, 133}, {3, 2, 3, 3}, {attr_ints("strides", {2, 2})}},
+      {"1x5_s2_right_pad", {1, 1, 2, 40}, {2, 1, 1, 5}, {attr_ints("pads", {0, 0, 0, 3}), attr_ints("strides", {1, 2})}},
   };
   for (const conv_case &c : cases) {
     std::string conv = c.name;
