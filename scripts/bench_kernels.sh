@@ -12,7 +12,10 @@
 # Prints per model: steps, time, share of the time in steps below their bar and in small steps;
 # then every step below its bar, largest time share first; SMALL=1 also lists the small steps.
 # TARGET (default cpu), RUNS (per profile, default 20), PROFILES (default 3), BUILD, MEM_MIB
-# (mem_bw's buffer size) as you like; FAMILIES=0 skips the family set.
+# (mem_bw's buffer size) as you like; FAMILIES=0 skips the family set. PEAK (GFLOP/s per core)
+# and BANDWIDTH (GB/s, used at every thread count) replace the measurements, e.g. with figures
+# taken on a quiet machine when this one is busy (a loaded core measures a lower peak, which
+# makes every bar easier).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${BUILD:-$repo/build}
@@ -31,15 +34,15 @@ json() { node -e "const o=JSON.parse(require('fs').readFileSync(0,'utf8')); cons
 
 # The machine first, on its own (no compile or node running beside it).
 "$build/tests/tools/fma_peak" 1 >"$work/peak.json"
-core_peak=$(json .gflops <"$work/peak.json")
+core_peak=${PEAK:-$(json .gflops <"$work/peak.json")}
 vector=$(json .vector <"$work/peak.json")
 declare -A peak bandwidth
 for t in "${threads[@]}"; do
   "$build/tests/tools/mem_bw" "$t" ${MEM_MIB:+"$MEM_MIB"} >"$work/bw$t.json"
-  bandwidth[$t]=$(json .read_gbps <"$work/bw$t.json")
+  bandwidth[$t]=${BANDWIDTH:-$(json .read_gbps <"$work/bw$t.json")}
   peak[$t]=$(awk -v p="$core_peak" -v t="$t" 'BEGIN { print p * t }')
 done
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak $core_peak GFLOP/s per core ($vector); capgraph target: ${TARGET:-cpu}"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak $core_peak GFLOP/s per core ($vector${PEAK:+, given by PEAK}); capgraph target: ${TARGET:-cpu}${BANDWIDTH:+; bandwidth given by BANDWIDTH}"
 for t in "${threads[@]}"; do
   echo "  $t thread(s): peak ${peak[$t]} GFLOP/s, memory bandwidth ${bandwidth[$t]} GB/s (read; $(json '.copy_gbps + " copy, " + o.triad_gbps + " triad, buffers " + o.buffer_mib + " MiB, LLC " + o.llc_mib + " MiB"' <"$work/bw$t.json")), balance $(awk -v p="${peak[$t]}" -v b="${bandwidth[$t]}" 'BEGIN { printf "%.1f", p / b }') FLOP/B"
 done
