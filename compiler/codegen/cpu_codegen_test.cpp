@@ -915,3 +915,36 @@ TEST_CASE("a product that cannot write the blocked layout reads a reordered row-
   unsetenv("CAPGRAPH_NO_REORDER");
   for (const Kernel &k : no_reorder.kernels) CHECK(k.name != "reorder");
 }
+
+TEST_CASE("a reorder pays from 8 multiply-adds per copied element: 48 -> 12 channels gets one, 48 -> 4 not") {
+  // PP-OCRv4 det's 1x1 convs 48 -> 12 and 48 -> 18 read their blocked inputs with a stride of one
+  // block at 2-3 GFLOP/s (15 and 7 ms) while the bar was 32 multiply-adds per element.
+  // 16 x 12 positions: the reorder walks them 16 at a time (reorder_tile, compiler/schedule/layout.cpp).
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 3, 16, 12});
+  b.initializer("w1", ramp(48 * 3 * 9, 0.05f), {48, 3, 3, 3});
+  b.initializer("w12", ramp(12 * 48, 0.03f), {12, 48, 1, 1});
+  b.initializer("w4", ramp(4 * 48, 0.03f), {4, 48, 1, 1});
+  b.node("Conv", {"x", "w1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "conv48";
+  b.node("Relu", {"c1"}, {"r1"}).name = "relu48";
+  b.node("Conv", {"r1", "w12"}, {"y12"}).name = "conv12";
+  b.node("Conv", {"r1", "w4"}, {"y4"}).name = "conv4";
+  b.output("y12", DataType::float32);
+  b.output("y4", DataType::float32);
+  const std::string path = scratch_dir() + "/reorder_bar.onnx";
+  b.save(path);
+  CompileOptions opt;
+  opt.target = "cpu-x86_64";
+  Program p = compile_schedule(path, opt, nullptr);
+  std::vector<std::string> fed;
+  for (size_t i = 0; i + 1 < p.kernels.size(); i++)
+    if (p.kernels[i].name == "reorder") {
+      fed.push_back(p.kernels[i + 1].source_nodes[0]);
+      // [N, C/8, 192/16, 8, 16]: 16 positions innermost, the channel block just outside them.
+      const Kernel &r = p.kernels[i];
+      CHECK(r.axes == Shape{1, 6, 12, 8, 16});
+      CHECK(r.n_parallel == 5);
+    }
+  CHECK(fed == std::vector<std::string>{"conv12"});
+  check_blocked_like_plain(p, path, opt);
+}
