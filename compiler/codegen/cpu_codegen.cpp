@@ -243,7 +243,6 @@ struct CpuKernelEmitter : KernelEmitter {
     });
   }
 
-  // The tile layout. Work items cover the outer parallel axes with axis o in blocks.
   // X for a tile whose lanes read every S-th element (S * lanes consecutive floats per vector of
   // lanes, the wanted ones picked by a shuffle: one vpermt2ps per vector on AVX-512, uzp1 on
   // NEON). Plain loads, when the whole S * T range lies inside X's row (checked by the caller).
@@ -298,6 +297,7 @@ struct CpuKernelEmitter : KernelEmitter {
     throw Error("internal: strided tile with step " + std::to_string(S));
   }
 
+  // The tile layout. Work items cover the outer parallel axes with axis o in blocks.
   void emit_tile(const TilePlan &tp, int lanes, const std::vector<llvm::AllocaInst *> &accs, llvm::AllocaInst *spill) {
     int in = inner_axis(), na = (int)k.axes.size();
     const int U = 2, T = lanes * U;
