@@ -80,7 +80,7 @@ int usage() {
                "               carries and name the first kernel whose result differs\n"
                "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device cpu|amd|amd:N|fake-amd]\n"
                "  capgraph inspect MODEL.cap [--json]\n"
-               "  capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] | MODEL.cap --device fake-amd[:CHIP]\n"
+               "  capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] [--best-of K] [--peak GFLOPS --bandwidth GBPS] [--json] | MODEL.cap --device fake-amd[:CHIP]\n"
                "  capgraph view MODEL.cap -o VIEW.html [--profile] [--runs N] [--threads T]\n"
                "  capgraph devices\n"
                "  capgraph flash IMAGE [--dry-run] [--device SEL] [--backup FILE] [--config-restore FILE]\n");

@@ -41,6 +41,7 @@ struct TilePlan {
   bool ok = false;
   int x = -1, w = -1;       // load indices
   int x_dim = -1;           // X's dimension that moves with the innermost axis
+  int64_t x_step = 1;       // ... by this many elements per step (1, or 2: stride-2 convolutions)
   int o = -1;               // the blocked parallel axis
   int64_t block = 1;        // values of o per tile
 };
@@ -68,8 +69,11 @@ TilePlan tile_plan(const Kernel &k, const Program &p) {
     for (const AxisTerm &t : d.terms)
       if (t.axis == inner) c += t.coef;
     if (c == 0) continue;
-    if (tp.x_dim >= 0 || c != 1 || d.stride != 1) return tp;  // contiguous along the inner axis only
+    // Contiguous along the inner axis, or every other element (stride-2 convolutions on maps no
+    // channel block fits: a row strategy there ran at ~2.5 GFLOP/s, NOTES issue 17).
+    if (tp.x_dim >= 0 || (c != 1 && c != 2) || d.stride != 1) return tp;
     tp.x_dim = (int)di;
+    tp.x_step = c;
   }
   if (tp.x_dim < 0) return tp;
   for (const DimIndex &d : W.dims)
@@ -239,10 +243,65 @@ struct CpuKernelEmitter : KernelEmitter {
     });
   }
 
+  // X for a tile whose lanes read every S-th element (S * lanes consecutive floats per vector of
+  // lanes, the wanted ones picked by a shuffle: one vpermt2ps per vector on AVX-512, uzp1 on
+  // NEON). Plain loads, when the whole S * T range lies inside X's row (checked by the caller).
+  void strided_loads(std::vector<Value *> &xf, Value *base_ptr, Value *off, int lanes, int64_t S) {
+    auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
+    for (size_t u = 0; u < xf.size(); u++) {
+      std::vector<Value *> parts;
+      for (int64_t h = 0; h < S; h++)
+        parts.push_back(b.CreateAlignedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64((int64_t(u) * S + h) * lanes))),
+                                            llvm::Align(4)));
+      xf[u] = strided_pick(parts, lanes, S);
+    }
+  }
+
+  // The same at borders and the tail: masked loads of the S * lanes range enabling only the
+  // elements a live lane reads (in [0, extent) of X's row when it is bounds-checked), so no
+  // disabled address is ever touched.
+  void strided_edge_loads(std::vector<Value *> &xs, Value *base_ptr, Value *off, Value *raw, Value *j0, int64_t L, const DimIndex &xd,
+                          int lanes, int64_t S) {
+    auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
+    for (size_t u = 0; u < xs.size(); u++) {
+      std::vector<Value *> parts;
+      for (int64_t h = 0; h < S; h++) {
+        const int64_t first = (int64_t(u) * S + h) * lanes;  // element of the tile's S * T range at lane 0 of this load
+        std::vector<llvm::Constant *> elem, keep;
+        for (int l = 0; l < lanes; l++) {
+          elem.push_back(b.getInt64(first + l));
+          keep.push_back(b.getInt1((first + l) % S == 0));
+        }
+        Value *e = llvm::ConstantVector::get(elem);
+        // Output position of element e: j0 + e / S.
+        Value *pos = b.CreateAdd(b.CreateVectorSplat(lanes, j0), b.CreateUDiv(e, b.CreateVectorSplat(lanes, i64(S))));
+        Value *mask = b.CreateAnd(llvm::ConstantVector::get(keep), b.CreateICmpSLT(pos, b.CreateVectorSplat(lanes, i64(L))));
+        if (xd.bound == Bound::skip) {
+          Value *xi = b.CreateAdd(b.CreateVectorSplat(lanes, raw), e);
+          mask = b.CreateAnd(mask, b.CreateICmpULT(xi, b.CreateVectorSplat(lanes, i64(xd.extent))));
+        }
+        parts.push_back(b.CreateMaskedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(first))), llvm::Align(4), mask,
+                                           llvm::Constant::getNullValue(vt)));
+      }
+      xs[u] = strided_pick(parts, lanes, S);
+    }
+  }
+
+  // Lanes 0, S, 2S, ... of the concatenated parts (S vectors of `lanes`).
+  Value *strided_pick(const std::vector<Value *> &parts, int lanes, int64_t S) {
+    std::vector<int> idx;
+    if (S == 2) {
+      for (int l = 0; l < lanes; l++) idx.push_back(2 * l);
+      return b.CreateShuffleVector(parts[0], parts[1], idx);
+    }
+    throw Error("internal: strided tile with step " + std::to_string(S));
+  }
+
   // The tile layout. Work items cover the outer parallel axes with axis o in blocks.
   void emit_tile(const TilePlan &tp, int lanes, const std::vector<llvm::AllocaInst *> &accs, llvm::AllocaInst *spill) {
     int in = inner_axis(), na = (int)k.axes.size();
     const int U = 2, T = lanes * U;
+    const int64_t S = tp.x_step;
     int64_t L = k.axes[in], B = tp.block;
     auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
     const Access &X = k.loads[tp.x];
@@ -271,7 +330,7 @@ struct CpuKernelEmitter : KernelEmitter {
         for (size_t di = 0; di < X.dims.size(); di++) {
           const DimIndex &d = X.dims[di];
           if ((int)di == tp.x_dim) {
-            raw = b.CreateAdd(affine(d, in), j0);
+            raw = b.CreateAdd(affine(d, in), S == 1 ? j0 : b.CreateMul(j0, i64(S)));
             off = b.CreateAdd(off, raw);
             continue;
           }
@@ -297,18 +356,24 @@ struct CpuKernelEmitter : KernelEmitter {
           Value *full = b.CreateICmpSLE(b.CreateAdd(j0, i64(T)), i64(L));
           if (xd.bound == Bound::skip)
             full = b.CreateAnd(full, b.CreateAnd(b.CreateICmpSGE(raw, i64(0)), b.CreateICmpSLE(b.CreateAdd(raw, i64(T)), i64(xd.extent))));
+          // Strided: the plain loads read S * T elements, the last S - 1 of them past the last lane.
+          if (S > 1) full = b.CreateAnd(full, b.CreateICmpSLE(b.CreateAdd(raw, i64(S * T)), i64(xd.extent)));
           llvm::BasicBlock *fast = llvm::BasicBlock::Create(ctx, "tile_full", fn), *slow = llvm::BasicBlock::Create(ctx, "tile_edge", fn),
                            *join = llvm::BasicBlock::Create(ctx, "tile_join", fn);
           b.CreateCondBr(full, fast, slow);
           Value *base_ptr = slot_ptr[X.buffer];
           std::vector<Value *> xf(U), xs(U);
           b.SetInsertPoint(fast);
-          for (int u = 0; u < U; u++)
-            xf[u] = b.CreateAlignedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))), llvm::Align(4));
+          if (S > 1) {
+            strided_loads(xf, base_ptr, off, lanes, S);
+          } else {
+            for (int u = 0; u < U; u++)
+              xf[u] = b.CreateAlignedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))), llvm::Align(4));
+          }
           llvm::BasicBlock *fast_end = b.GetInsertBlock();
           b.CreateBr(join);
           b.SetInsertPoint(slow);
-          for (int u = 0; u < U; u++) {
+          for (int u = 0; u < U && S == 1; u++) {
             Value *pos = b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(j0, i64(u * lanes))), lane_vec);
             Value *mask = b.CreateICmpSLT(pos, b.CreateVectorSplat(lanes, i64(L)));
             if (xd.bound == Bound::skip) {
@@ -319,6 +384,7 @@ struct CpuKernelEmitter : KernelEmitter {
             xs[u] = b.CreateMaskedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))), llvm::Align(4), mask,
                                        llvm::Constant::getNullValue(vt));
           }
+          if (S > 1) strided_edge_loads(xs, base_ptr, off, raw, j0, L, xd, lanes, S);
           llvm::BasicBlock *slow_end = b.GetInsertBlock();
           b.CreateBr(join);
           b.SetInsertPoint(join);

@@ -256,6 +256,12 @@ TEST_CASE("convolutions: padding, strides, dilation, groups, 1x1, each strategy"
       {"1x1", {1, 8, 5, 6}, {3, 8, 1, 1}, {}},
       {"conv1d", {1, 2, 17}, {2, 2, 5}, {attr_ints("pads", {2, 2})}},
       {"wide_row", {1, 1, 3, 300}, {2, 1, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},  // more than one 256-wide tile
+      // Stride 2 along rows of at least 8 outputs: the register tile reading every other element
+      // (plain loads + shuffle in the middle, masked loads at the borders and the tail).
+      {"3x3_s2_rows", {1, 3, 9, 70}, {4, 3, 3, 3}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
+      {"depthwise_s2_rows", {1, 5, 8, 81}, {5, 1, 3, 3}, {attr_int("group", 5), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
+      {"3x3_s2_unpadded", {1, 2, 6, 133}, {3, 2, 3, 3}, {attr_ints("strides", {2, 2})}},
+      {"1x5_s2_right_pad", {1, 1, 2, 40}, {2, 1, 1, 5}, {attr_ints("pads", {0, 0, 0, 3}), attr_ints("strides", {1, 2})}},
   };
   for (const conv_case &c : cases) {
     std::string conv = c.name;
@@ -963,5 +969,35 @@ TEST_CASE("8-channel blocks on 16-lane targets: two blocks per accumulator, odd 
   setenv("CAPGRAPH_SCALAR_EPILOGUE", "1", 1);
   check_program(p);
   unsetenv("CAPGRAPH_SCALAR_EPILOGUE");
+TEST_CASE("a reorder pays from 8 multiply-adds per copied element: 48 -> 12 channels gets one, 48 -> 4 not") {
+  // PP-OCRv4 det's 1x1 convs 48 -> 12 and 48 -> 18 read their blocked inputs with a stride of one
+  // block at 2-3 GFLOP/s (15 and 7 ms) while the bar was 32 multiply-adds per element.
+  // 16 x 12 positions: the reorder walks them 16 at a time (reorder_tile, compiler/schedule/layout.cpp).
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 3, 16, 12});
+  b.initializer("w1", ramp(48 * 3 * 9, 0.05f), {48, 3, 3, 3});
+  b.initializer("w12", ramp(12 * 48, 0.03f), {12, 48, 1, 1});
+  b.initializer("w4", ramp(4 * 48, 0.03f), {4, 48, 1, 1});
+  b.node("Conv", {"x", "w1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "conv48";
+  b.node("Relu", {"c1"}, {"r1"}).name = "relu48";
+  b.node("Conv", {"r1", "w12"}, {"y12"}).name = "conv12";
+  b.node("Conv", {"r1", "w4"}, {"y4"}).name = "conv4";
+  b.output("y12", DataType::float32);
+  b.output("y4", DataType::float32);
+  const std::string path = scratch_dir() + "/reorder_bar.onnx";
+  b.save(path);
+  CompileOptions opt;
+  opt.target = "cpu-x86_64";
+  Program p = compile_schedule(path, opt, nullptr);
+  std::vector<std::string> fed;
+  for (size_t i = 0; i + 1 < p.kernels.size(); i++)
+    if (p.kernels[i].name == "reorder") {
+      fed.push_back(p.kernels[i + 1].source_nodes[0]);
+      // [N, C/8, 192/16, 8, 16]: 16 positions innermost, the channel block just outside them.
+      const Kernel &r = p.kernels[i];
+      CHECK(r.axes == Shape{1, 6, 12, 8, 16});
+      CHECK(r.n_parallel == 5);
+    }
+  CHECK(fed == std::vector<std::string>{"conv12"});
   check_blocked_like_plain(p, path, opt);
 }

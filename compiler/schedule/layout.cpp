@@ -176,8 +176,11 @@ std::vector<int64_t> blocks_choose(const Program &p, const std::vector<std::vect
 // speed (a ShuffleNet 1x1 conv 24 -> 58 channels: 8 GFLOP/s). Such an input gets a row-layout
 // copy made by one copy kernel right before the product, which then runs as a row-layout tile;
 // the producer and the other readers keep the blocked layout. Only where the product does at
-// least 32 multiply-adds per copied element, so the copy costs little beside it. Returns the
-// copies (the buffers to keep in the row layout).
+// least 8 multiply-adds per copied element: a copy moves 8 bytes per element (~0.3 ns in cache),
+// about what 8 multiply-adds take in a row tile, while the strided read it replaces ran at 2-3
+// GFLOP/s (PP-OCRv4 det's 1x1 convs 48 -> 12 and 48 -> 18 channels, 12 and 18 multiply-adds per
+// element: 15 and 7 ms with the bar at 32, NOTES issue 17). Returns the copies (the buffers to
+// keep in the row layout).
 std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
   std::set<int> rows;
   std::vector<std::vector<Use>> uses = program_uses(p);
@@ -191,7 +194,7 @@ std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
       const int b = a.buffer;
       if (!block[b] || rows.count(b)) continue;
       const int ax = channel_axis(k, a, 1, block[b]);
-      if (ax < k.n_parallel || k.flops < 64 * p.buffers[b].numel) continue;
+      if (ax < k.n_parallel || k.flops < 16 * p.buffers[b].numel) continue;
       // The copy: [N, C, H, W] element for element, in the first view's shape.
       const Access &view = *uses[b][0].access;
       const int64_t N = view.dims[0].extent, H = view.dims[2].extent, W = view.dims[3].extent;
@@ -230,6 +233,39 @@ std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
   if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
     for (int c : rows) fprintf(stderr, "layout: reorder %s to the row layout\n", p.buffers[c].name.c_str());
   return rows;
+}
+
+// A reorder (blocked -> rows) after the blocking: [.., P, CB] reads contiguously and writes CB
+// streams P elements apart. Where P * 4 bytes is a multiple of 4 KiB (PP-OCRv4 det: 160 x 160
+// positions) those CB lines share one L1 set and 4K-aliasing stalls every store: its 48-channel
+// reorder took ~25 ms (0.4 GB/s) on a busy machine. Walking T positions at a time, [.., P/T, CB, T],
+// reads CB lines of T * CB elements (in L1) and writes whole lines of T. Returns whether it did.
+bool reorder_tile(Kernel &k) {
+  const int n = k.n_parallel;
+  if (k.name != "reorder" || k.reduce != Reduce::none || n < 2 || n != (int)k.axes.size()) return false;
+  for (const Expr &x : k.exprs)
+    if (x.op == Op::iota) return false;
+  const int P = n - 2, C = n - 1;
+  int64_t T = 0;
+  for (int64_t t : {16, 8})
+    if (!T && k.axes[P] % t == 0 && k.axes[P] > t) T = t;
+  if (!T || k.axes[C] < 2) return false;
+  auto rewrite = [&](Access &a) {
+    for (DimIndex &d : a.dims) {
+      std::vector<AxisTerm> terms;
+      for (const AxisTerm &t : d.terms) {
+        if (t.axis == P) terms.push_back({P, t.coef * T}), terms.push_back({n, t.coef});
+        else terms.push_back(t);  // the block axis keeps its index C, now second to last
+      }
+      d.terms = terms;
+    }
+  };
+  rewrite(k.store);
+  for (Access &a : k.loads) rewrite(a);
+  k.axes[P] /= T;
+  k.axes.push_back(T);
+  k.n_parallel = n + 1;
+  return true;
 }
 
 }  // namespace
@@ -312,6 +348,7 @@ int program_block_channels(Program &p, int64_t widest) {
           merged = true;
         }
     }
+    if (!getenv("CAPGRAPH_NO_REORDER_TILE")) reorder_tile(k);
   }
   return n;
 }
