@@ -969,6 +969,9 @@ TEST_CASE("8-channel blocks on 16-lane targets: two blocks per accumulator, odd 
   setenv("CAPGRAPH_SCALAR_EPILOGUE", "1", 1);
   check_program(p);
   unsetenv("CAPGRAPH_SCALAR_EPILOGUE");
+  check_blocked_like_plain(p, path, opt);
+}
+
 TEST_CASE("a reorder pays from 8 multiply-adds per copied element: 48 -> 12 channels gets one, 48 -> 4 not") {
   // PP-OCRv4 det's 1x1 convs 48 -> 12 and 48 -> 18 read their blocked inputs with a stride of one
   // block at 2-3 GFLOP/s (15 and 7 ms) while the bar was 32 multiply-adds per element.
