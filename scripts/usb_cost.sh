@@ -5,6 +5,8 @@
 # our firmware with the register-model gfx1100 behind it, and the projected time (drivers/am
 # README, "USB cost": 125 us per transfer as a bound, measured bridge rates). Prints the table.
 #   usb_cost.sh [BUILD]   (default build/; builds the test if needed)
+# CAPGRAPH_USB_TRANSFER_US=US projects with a per-transfer latency measured on a board
+# (`bridge_hw_test latency`) instead of the 125 us bound.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}

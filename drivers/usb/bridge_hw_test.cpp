@@ -26,9 +26,16 @@
 //                                  firmware-amd-graphics) or
 //                                  $CAPGRAPH_AMD_FIRMWARE. SKIPPED without a
 //                                  1002:744c behind the bridge.
+//   bridge_hw_test latency         the per-transfer latency the USB cost report
+//                                  projects with (drivers/am/README.md, "USB
+//                                  cost"): 2000 one-byte register reads (one
+//                                  control transfer each) timed one by one;
+//                                  prints the median and 99th percentile in us
+//                                  and the line to re-run usb_cost.sh with it
 //   bridge_hw_test flash IMAGE     self-update with IMAGE (only when
 //                                  CAPGRAPH_HW_FLASH=1: it rewrites the bridge)
 // Select a bridge with CAPGRAPH_BRIDGE=SERIAL when several are attached.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -73,6 +80,26 @@ int check_info(Bridge& b) {
               i.usb_speed, i.pcie_link ? "up" : "down");
   if (i.chip_id != BRIDGE_CHIP_ID) return fail("INFO reports a chip id other than 0x2464");
   if (i.usb_speed != 2 && i.usb_speed != 3) return fail("INFO reports an impossible USB speed");
+  return 0;
+}
+
+// No public source gives an ASM2464PD's per-transfer latency (shared/research/asm2464_firmware.md
+// §6.6), so the cost report charges a bound; this measures the real figure on the first board.
+int check_latency(Bridge& b) {
+  constexpr int n = 2000;
+  std::vector<double> us(n);
+  uint8_t v = 0;
+  for (int i = 0; i < n; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    BridgeStatus st = b.reg_read(0xF000, &v, 1);  // XDATA read: one control IN transfer
+    us[i] = seconds_since(t0) * 1e6;
+    if (!st.ok()) return fail(st.message);
+  }
+  std::sort(us.begin(), us.end());
+  const double median = us[n / 2], p99 = us[n * 99 / 100];
+  std::printf("control transfer (1-byte XDATA read) over %d: median %.1f us, p99 %.1f us, min %.1f us, USB %u\n", n,
+              median, p99, us[0], b.info().usb_speed);
+  std::printf("re-run the cost report with it: CAPGRAPH_USB_TRANSFER_US=%.1f scripts/usb_cost.sh\n", median);
   return 0;
 }
 
@@ -229,7 +256,7 @@ int check_am(Bridge& b) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bridge_hw_test info|sram|pcie|stream|posted|am|flash IMAGE\n");
+    std::fprintf(stderr, "usage: bridge_hw_test info|latency|sram|pcie|stream|posted|am|flash IMAGE\n");
     return 2;
   }
   const std::string what = argv[1];
@@ -248,6 +275,7 @@ int main(int argc, char** argv) {
   BridgeStatus st = b.open();
   if (!st.ok()) return fail(st.message);
   if (what == "info") return check_info(b);
+  if (what == "latency") return check_latency(b);
   if (what == "sram") return check_sram(b);
   if (what == "pcie") return check_pcie(b);
   if (what == "stream") return check_stream(b);

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -395,14 +396,27 @@ namespace {
 // Sources for the projection (drivers/am/README.md, "USB cost"): no measured per-transfer latency
 // of an ASM2464PD is published (shared/research/asm2464_firmware.md §6.6: "the sources give no
 // per-access number"), so a transfer is charged one USB 2.0 high-speed microframe, 125 us (USB 2.0
-// spec §8.4.3, high-speed microframes), as a planning bound, not a measurement. Rates measured on the bridge: SRAM DMA
-// 381 MB/s (the handmade firmware's first figure; 700 MB/s later), F0 streamed TLPs 3.6 MB/s
-// write and 1.8 MB/s read (handmade firmware README; asm2464_firmware.md, speed table).
-constexpr double k_transfer_s = 125e-6, k_sram_bps = 381e6, k_stream_write_bps = 3.6e6, k_stream_read_bps = 1.8e6;
+// spec §8.4.3, high-speed microframes), as a planning bound, not a measurement, unless
+// CAPGRAPH_USB_TRANSFER_US gives the figure `bridge_hw_test latency` measured on a board. Rates
+// measured on the bridge: SRAM DMA 381 MB/s (the handmade firmware's first figure; 700 MB/s
+// later), F0 streamed TLPs 3.6 MB/s write and 1.8 MB/s read (handmade firmware README;
+// asm2464_firmware.md, speed table).
+constexpr double k_transfer_bound_s = 125e-6, k_sram_bps = 381e6, k_stream_write_bps = 3.6e6, k_stream_read_bps = 1.8e6;
+
+// The per-transfer time: measured (CAPGRAPH_USB_TRANSFER_US, microseconds, from `bridge_hw_test
+// latency`) or the bound. A value that is not a positive number below 1 s is ignored.
+double transfer_s(bool* measured = nullptr) {
+  const char* e = std::getenv("CAPGRAPH_USB_TRANSFER_US");
+  char* end = nullptr;
+  const double us = e ? std::strtod(e, &end) : 0;
+  const bool ok = e && end != e && *end == 0 && us > 0 && us < 1e6;
+  if (measured) *measured = ok;
+  return ok ? us * 1e-6 : k_transfer_bound_s;
+}
 
 std::string cost_row(const char* what, const usb::BridgeCounters& c) {
   const double stream_out = double(c.bulk_out_bytes - c.sram_out_bytes), stream_in = double(c.bulk_in_bytes - c.sram_in_bytes);
-  const double s = double(c.transfers()) * k_transfer_s + double(c.sram_out_bytes + c.sram_in_bytes) / k_sram_bps +
+  const double s = double(c.transfers()) * transfer_s() + double(c.sram_out_bytes + c.sram_in_bytes) / k_sram_bps +
                    stream_out / k_stream_write_bps + stream_in / k_stream_read_bps;
   char b[400];
   std::snprintf(b, sizeof b, "| %s | %llu (%llu B) | %llu (%llu B) | %llu (%llu B) | %llu | %.1f ms |", what,
@@ -489,7 +503,12 @@ TEST_CASE("the USB cost report: cold boot, partial boot, one resnet18 replay's I
   char b[200];
   std::snprintf(b, sizeof b, "tinygrad's copy-in at 276-323 MB/s would move the input in %.2f-%.2f ms.\n", in_s * 1e3,
                 in_s_slow * 1e3);
-  MESSAGE("USB cost (counted by drivers/usb BridgeCounters on the emulated bridge; projected at 125 us per "
-          "transfer (a bound, not a measurement), SRAM DMA 381 MB/s, streamed TLPs 3.6 MB/s out / 1.8 MB/s in):\n"
+  bool measured = false;
+  const double per = transfer_s(&measured) * 1e6;
+  char head[200];
+  std::snprintf(head, sizeof head, "projected at %.1f us per transfer (%s)", per,
+                measured ? "measured on a board: CAPGRAPH_USB_TRANSFER_US" : "a bound, not a measurement");
+  MESSAGE("USB cost (counted by drivers/usb BridgeCounters on the emulated bridge; "
+          << head << ", SRAM DMA 381 MB/s, streamed TLPs 3.6 MB/s out / 1.8 MB/s in):\n"
           << table << b);
 }
