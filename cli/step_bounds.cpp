@@ -42,8 +42,10 @@ StepVerdict step_verdict(const StepWork &w, double ms, uint32_t threads, double 
     v.bound = StepBound::compute;
     v.meets = v.peak_share >= kComputeBar;
   } else {
+    // The acceptance's words: no kernel below 30% of peak except memory-bound ones, which reach
+    // 50% of the bandwidth. A memory-bound step at 30% of peak is not below the first bar.
     v.bound = StepBound::memory;
-    v.meets = v.bandwidth_share >= kMemoryBar;
+    v.meets = v.bandwidth_share >= kMemoryBar || v.peak_share >= kComputeBar;
   }
   return v;
 }

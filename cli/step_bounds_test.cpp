@@ -49,6 +49,18 @@ TEST_CASE("step_verdict: a streaming kernel is memory-bound, a large product com
   CHECK(v.meets);
   CHECK_FALSE(step_verdict(add, 50.0, 1, 100, 10).meets);  // 40%
 
+  // A memory-bound step near the balance (9 FLOP/B) at 36% of peak and 40% of the bandwidth is not
+  // "below 30% of peak": it meets the acceptance's words although it misses the 50% bandwidth bar.
+  StepWork dw;
+  dw.flops = 900u << 20;
+  dw.bytes = 100u << 20;
+  v = step_verdict(dw, 26.2144, 1, 100, 10);
+  CHECK(v.bound == StepBound::memory);
+  CHECK(v.peak_share == doctest::Approx(0.36).epsilon(1e-3));
+  CHECK(v.bandwidth_share == doctest::Approx(0.40).epsilon(1e-3));
+  CHECK(v.meets);
+  CHECK_FALSE(step_verdict(dw, 40.0, 1, 100, 10).meets);  // 23.6% of peak, 26% of the bandwidth
+
   StepWork mm;  // 512^3 matrix product: 268 MFLOP over 3 MiB, ~85 FLOP/B
   mm.flops = 2ull * 512 * 512 * 512;
   mm.bytes = 3ull * 512 * 512 * 4;
