@@ -781,17 +781,19 @@ bool device::queue_kick(bool sdma, bool without_bulk, std::string *err) {
   const uint32_t w[2] = {lo32(wptr), hi32(wptr)};
   const uint64_t bell = uint64_t(sdma ? kDoorbellSdma0 : kDoorbellMecRing0) * 8;
   std::string e;
+  // `without_bulk`: over control transfers only, while a staging read is armed.
+  auto bar_write = [&](int bar, uint64_t off) {
+    return without_bulk ? pci_.bar_write_without_bulk(bar, off, w, 2, &e) : pci_.bar_write(bar, off, w, 2, &e);
+  };
+  // The write pointer's 8 aligned bytes into VRAM, the HDP flush, then the doorbell.
   bool ok = booted_ || fail("not booted");
-  if (ok && !without_bulk) {
-    ok = vram_write(wptr_pa, w, 8) && hdp_flush();
-    if (ok && !pci_.bar_write(kBarDoorbell, bell, w, 2, &e)) ok = fail("ringing the doorbell: " + e);
-  } else if (ok) {
+  if (ok) {
     stats_.vram_bytes_written += 8;
     hdp_dirty_ = true;
-    if (!pci_.bar_write_without_bulk(kBarVram, wptr_pa, w, 2, &e)) ok = fail("writing the write pointer: " + e);
-    ok = ok && hdp_flush(true);
-    if (ok && !pci_.bar_write_without_bulk(kBarDoorbell, bell, w, 2, &e)) ok = fail("ringing the doorbell: " + e);
+    if (!bar_write(kBarVram, wptr_pa)) ok = fail("writing the write pointer: " + e);
   }
+  ok = ok && hdp_flush(without_bulk);
+  if (ok && !bar_write(kBarDoorbell, bell)) ok = fail("ringing the doorbell: " + e);
   if (!ok) *err = err_;
   return ok;
 }
