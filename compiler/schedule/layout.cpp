@@ -169,6 +169,76 @@ std::vector<int64_t> blocks_choose(const Program &p, const std::vector<std::vect
   return block;
 }
 
+// A copy kernel of buffer `from` into buffer `to`, both viewed as the row-layout [N, C, H, W]
+// `shape`, element for element; named "reorder" (reorder_tile walks it in position tiles).
+Kernel reorder_kernel(const Kernel &k, int from_buffer, int to_buffer, const Shape &shape) {
+  const Shape st = shape_strides(shape);
+  Kernel r;
+  r.name = "reorder";
+  r.source_nodes = k.source_nodes.empty() ? std::vector<std::string>{} : std::vector<std::string>{k.source_nodes[0]};
+  r.axes = shape;
+  r.n_parallel = 4;
+  Access from, to;
+  from.buffer = from_buffer;
+  to.buffer = to_buffer;
+  for (int d = 0; d < 4; d++) {
+    DimIndex di;
+    di.terms = {{d, 1}};
+    di.extent = shape[d];
+    di.stride = st[d];
+    from.dims.push_back(di);
+    to.dims.push_back(di);
+  }
+  r.result = r.expr_load(from, DType::f32);
+  r.store = to;
+  return r;
+}
+
+// The other direction: a window reduction (depthwise convolution, pooling) that writes the blocked
+// layout but reads a buffer no block fits (ShuffleNet's channel shuffle writes its output through
+// a 5-D view) gathers its input one element per lane, a map's height apart, in every multiply-add:
+// shufflenet_like's 3x3 stride-2 depthwise on 232 channels ran at 4.7 GFLOP/s (0.043 ms, its
+// blocked twin 0.004 ms; NOTES issue 17). Such an input gets a copy in the row layout [N, C, H, W]
+// that the blocking then blocks (one "reorder" kernel right before the reduction, reading rows and
+// writing blocks), when the reduction reads each input element at least twice (a gathered
+// multiply-add, ~0.4 ns there, costs about what copying one element does). Appends the copies to
+// `kernels` and points k's loads at them.
+void reorder_to_blocks(Program &p, Kernel &k, const std::vector<int64_t> &block, std::vector<Kernel> &kernels) {
+  const int64_t CB = block[k.store.buffer];
+  if (k.reduce == Reduce::none || !CB) return;
+  const int sc = channel_axis(k, k.store, 1, CB);
+  if (sc < 0 || sc >= k.n_parallel) return;
+  int64_t points = 1;
+  for (int64_t e : k.axes) points *= e;
+  std::map<int, int> copy_of;
+  for (Access &a : k.loads) {
+    const int b = a.buffer;
+    if (copy_of.count(b)) {
+      a.buffer = copy_of[b];
+      continue;
+    }
+    const Buffer &B = p.buffers[b];
+    if (block[b] || B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || a.dims.size() != 4) continue;
+    if (channel_axis(k, a, 1, CB) != sc || points < 2 * B.numel) continue;
+    // A contiguous [N, C, H, W] view of the whole buffer, or a channel slice of it on block
+    // boundaries (the same element offsets in both layouts).
+    const int64_t N = a.dims[0].extent, H = a.dims[2].extent, W = a.dims[3].extent;
+    if (N * H * W == 0 || B.numel % (N * H * W) != 0) continue;
+    const Shape shape = {N, B.numel / (N * H * W), H, W}, st = shape_strides(shape);
+    bool ok = shape[1] % CB == 0 && H * W > 1 && a.offset % st[1] == 0 && (a.offset / st[1]) % CB == 0 && a.dims[1].extent % CB == 0;
+    for (int d = 0; d < 4 && ok; d++) ok = a.dims[d].extent == 1 || a.dims[d].stride == st[d];
+    if (!ok) continue;
+    if (getenv("CAPGRAPH_DEBUG_LAYOUT")) fprintf(stderr, "layout: reorder %s to the blocked layout\n", B.name.c_str());
+    Buffer copy = B;  // B dangles after the push
+    copy.name = B.name + "_blocks";
+    p.buffers.push_back(copy);
+    const int c = (int)p.buffers.size() - 1;
+    kernels.push_back(reorder_kernel(k, b, c, shape));
+    copy_of[b] = c;
+    a.buffer = c;
+  }
+}
+
 // Reorders at layout boundaries (as oneDNN's): a product (convolution, matrix product) whose
 // output stays in the row layout (its channels do not divide by 8, or it is a model output) but
 // which reduces over the channels of a blockable input would read that input with a stride of
@@ -188,6 +258,7 @@ std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
   std::vector<Kernel> kernels;
   for (size_t ki = 0; ki < p.kernels.size(); ki++) {
     Kernel &k = p.kernels[ki];
+    reorder_to_blocks(p, k, block, kernels);
     bool product = k.reduce == Reduce::sum && k.body >= 0 && k.exprs[k.body].op == Op::mul && !block[k.store.buffer];
     for (size_t li = 0; product && li < k.loads.size(); li++) {
       Access &a = k.loads[li];
@@ -198,30 +269,12 @@ std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
       // The copy: [N, C, H, W] element for element, in the first view's shape.
       const Access &view = *uses[b][0].access;
       const int64_t N = view.dims[0].extent, H = view.dims[2].extent, W = view.dims[3].extent;
-      const Shape shape = {N, p.buffers[b].numel / (N * H * W), H, W}, st = shape_strides(shape);
+      const Shape shape = {N, p.buffers[b].numel / (N * H * W), H, W};
       Buffer copy = p.buffers[b];
       copy.name = p.buffers[b].name + "_rows";
       p.buffers.push_back(copy);
       const int c = (int)p.buffers.size() - 1;
-      Kernel r;
-      r.name = "reorder";
-      r.source_nodes = k.source_nodes.empty() ? std::vector<std::string>{} : std::vector<std::string>{k.source_nodes[0]};
-      r.axes = shape;
-      r.n_parallel = 4;
-      Access from, to;
-      from.buffer = b;
-      to.buffer = c;
-      for (int d = 0; d < 4; d++) {
-        DimIndex di;
-        di.terms = {{d, 1}};
-        di.extent = shape[d];
-        di.stride = st[d];
-        from.dims.push_back(di);
-        to.dims.push_back(di);
-      }
-      r.result = r.expr_load(from, DType::f32);
-      r.store = to;
-      kernels.push_back(r);
+      kernels.push_back(reorder_kernel(k, b, c, shape));
       // Every load of k from that buffer reads the copy (same offsets: same row layout).
       for (Access &o : k.loads)
         if (o.buffer == b) o.buffer = c;
