@@ -1004,3 +1004,67 @@ TEST_CASE("a reorder pays from 8 multiply-adds per copied element: 48 -> 12 chan
   CHECK(fed == std::vector<std::string>{"conv12"});
   check_blocked_like_plain(p, path, opt);
 }
+
+TEST_CASE("a window reduction writing blocks after a channel shuffle reads a blocked copy: odd widths, strides 1 and 2") {
+  // ShuffleNet's channel shuffle (Reshape, Transpose, Reshape) writes its output through a 5-D view
+  // no block fits; a depthwise conv or pool after it writes blocks and, without a reorder, read its
+  // input one channel per lane a map apart (shufflenet_like's Conv_87: 4.7 GFLOP/s). 7, 5 and 3
+  // wide output rows (tails of every vector width), stride 1 and 2 (each input read 9 and 2.25
+  // times: a reorder each) and a 3x3 stride-3 window (each read once: no reorder).
+  struct Case {
+    const char *op;
+    int64_t stride, out;
+    bool reorder;
+  };
+  const Case cases[] = {{"Conv", 1, 7, true}, {"Conv", 1, 5, true}, {"Conv", 1, 3, true}, {"Conv", 2, 7, true},
+                        {"Conv", 2, 5, true}, {"Conv", 2, 3, true}, {"Conv", 3, 3, false}, {"MaxPool", 2, 7, true}};
+  for (const Case &c : cases)
+    for (const char *target : {"cpu-x86_64-avx512", "cpu-x86_64"}) {
+      CAPTURE(c.op);
+      CAPTURE(c.stride);
+      CAPTURE(c.out);
+      CAPTURE(target);
+      const int64_t C = 16, pad = c.stride == 3 ? 0 : 1, H = c.stride == 1 ? c.out : c.stride * c.out, W = H;
+      ModelBuilder b(13);
+      b.input("x", DataType::float32, {1, C, H + 1, W});  // one more row than column: rows and columns differ
+      b.initializer("w1", ramp(C * C, 0.03f), {C, C, 1, 1});
+      b.initializer("split", std::vector<int64_t>{1, 2, C / 2, H + 1, W}, {5});
+      b.initializer("merge", std::vector<int64_t>{1, C, H + 1, W}, {4});
+      b.initializer("wdw", ramp(C * 9, 0.05f), {C, 1, 3, 3});
+      b.initializer("w2", ramp(C * C, 0.02f), {C, C, 1, 1});
+      b.node("Conv", {"x", "w1"}, {"c1"}).name = "conv1";
+      b.node("Reshape", {"c1", "split"}, {"s5"}).name = "split";
+      b.node("Transpose", {"s5"}, {"t5"}, {attr_ints("perm", {0, 2, 1, 3, 4})}).name = "shuffle";
+      b.node("Reshape", {"t5", "merge"}, {"sh"}).name = "merge";
+      const std::vector<int64_t> pads = {pad, pad, pad, pad}, strides = {c.stride, c.stride};
+      if (std::string(c.op) == "Conv")
+        b.node("Conv", {"sh", "wdw"}, {"d"}, {attr_int("group", C), attr_ints("pads", pads), attr_ints("strides", strides)}).name = "window";
+      else
+        b.node("MaxPool", {"sh"}, {"d"}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", pads), attr_ints("strides", strides)}).name =
+            "window";
+      b.node("Relu", {"d"}, {"r"}).name = "relu";
+      b.node("Conv", {"r", "w2"}, {"y"}).name = "conv2";
+      b.output("y", DataType::float32);
+      const std::string path = scratch_dir() + "/shuffle_window.onnx";
+      b.save(path);
+      CompileOptions opt;
+      opt.target = target;
+      Program p = compile_schedule(path, opt, nullptr);
+      int reorders = 0, windows = 0;
+      for (size_t i = 0; i < p.kernels.size(); i++) {
+        const Kernel &k = p.kernels[i];
+        // Right before the reduction it feeds (conv2, a model output, reads a row-layout copy of
+        // the blocked relu output: the other direction).
+        if (k.name == "reorder" && i + 1 < p.kernels.size() && p.kernels[i + 1].source_nodes[0] == "window") reorders++;
+        if (k.source_nodes.empty() || k.source_nodes[0] != "window" || k.name == "reorder") continue;
+        windows++;
+        // The window writes blocks of channels (the innermost parallel axis) either way; with the
+        // reorder it also reads them, and a conv runs as a channel tile.
+        CHECK((k.axes[k.n_parallel - 1] == 8 || k.axes[k.n_parallel - 1] == 16));
+        if (std::string(c.op) == "Conv") CHECK(channel_tile_plan(k, p, cpu_target_named(target)).ok == c.reorder);
+      }
+      CHECK(windows == 1);
+      CHECK(reorders == (c.reorder ? 1 : 0));
+      check_blocked_like_plain(p, path, opt);
+    }
+}
