@@ -41,6 +41,7 @@ const npy_types = {
   '<i8': { type: 'int64', array: BigInt64Array },
   '<i4': { type: 'int32', array: Int32Array },
   '|u1': { type: 'uint8', array: Uint8Array },
+  '|i1': { type: 'int8', array: Int8Array },
   '|b1': { type: 'bool', array: Uint8Array },
 };
 const npy_descr_of = Object.fromEntries(Object.entries(npy_types).map(([descr, t]) => [t.type, descr]));
