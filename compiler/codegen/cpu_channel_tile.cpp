@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "codegen/kernel_emit.h"
+#include "schedule/fuse.h"
 #include "schedule/layout.h"
 
 namespace capgraph {
@@ -34,39 +35,6 @@ constexpr int64_t kUnrolledLanes = 8;
 // Elements between an unblocked input's channels from which the window loops go inside.
 constexpr int64_t kPlaneStride = 1024;
 
-// Whether expression i is an affine chain of one integer graph-input load (*x gets that load):
-// cast to f32 of the load, add / sub / mul / div / neg with constants and plainly indexed loads
-// that move with reduction axes only (per-input-channel means and scales), so the chain is one
-// scalar per position and reduction point.
-bool x_chain(const Kernel &k, const Program &p, int i, int *x, int *x_expr) {
-  const Expr &e = k.exprs[i];
-  switch (e.op) {
-    case Op::constant: return true;
-    case Op::load: {
-      const Access &a = k.loads[e.access];
-      if (e.dtype != DType::f32 || p.buffers[a.buffer].dtype != DType::f32) return false;
-      for (const DimIndex &d : a.dims) {
-        if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return false;
-        for (const AxisTerm &t : d.terms)
-          if (t.coef != 0 && t.axis < k.n_parallel && k.axes[t.axis] > 1) return false;
-      }
-      return true;
-    }
-    case Op::cast: {
-      const Expr &l = k.exprs[e.a];
-      if (e.dtype != DType::f32 || l.op != Op::load || *x >= 0) return false;
-      const Buffer &B = p.buffers[k.loads[l.access].buffer];
-      if (B.kind != Buffer::Kind::input || (B.dtype != DType::u8 && B.dtype != DType::i8)) return false;
-      *x = l.access, *x_expr = e.a;
-      return true;
-    }
-    case Op::neg: return e.dtype == DType::f32 && x_chain(k, p, e.a, x, x_expr);
-    case Op::add: case Op::sub: case Op::mul: case Op::div:
-      return e.dtype == DType::f32 && x_chain(k, p, e.a, x, x_expr) && x_chain(k, p, e.b, x, x_expr);
-    default: return false;
-  }
-}
-
 // The most rows (channels) an X chain's byte table may have: 64 x 256 floats, 64 KiB of stack.
 constexpr int64_t kTableRows = 64;
 
@@ -95,12 +63,13 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
     const Expr &ex = k.exprs[side];
     int l = -1;
     if (ex.op == Op::load && ex.dtype == DType::f32 && p.buffers[k.loads[ex.access].buffer].dtype == DType::f32) l = ex.access;
-    else if (cp.x_expr < 0 && x_chain(k, p, side, &chain_load, &cp.x_load_expr) && chain_load >= 0) l = chain_load, cp.x_expr = side;
+    else if (cp.x_expr < 0 && expr_input_affine(k, p, side, &chain_load, &cp.x_load_expr) && chain_load >= 0) l = chain_load, cp.x_expr = side;
     else return cp;
     (la < 0 ? la : lb) = l;
   }
   if (cp.x_expr >= 0) {
-    // The table's axis: the one reduction axis the chain's other loads move with.
+    // The table's axis: the one reduction axis the chain's constants move with (per-channel
+    // means and scales), so the chain is one value per byte and table row.
     std::vector<int> loads_of(1, cp.x_expr);
     for (size_t i = 0; i < loads_of.size(); i++) {
       const Expr &ex = k.exprs[loads_of[i]];
@@ -108,7 +77,7 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
         for (const DimIndex &d : k.loads[ex.access].dims)
           for (const AxisTerm &t : d.terms) {
             if (t.coef == 0 || k.axes[t.axis] == 1 || t.axis == cp.x_table_axis) continue;
-            if (cp.x_table_axis >= 0) return cp;
+            if (cp.x_table_axis >= 0 || t.axis < k.n_parallel) return cp;
             cp.x_table_axis = t.axis;
           }
       }

@@ -23,6 +23,10 @@ int program_fuse(Program &p);
 // `accept` sees each rewritten product and may refuse it (the CPU takes only products its channel
 // tile runs); one refusal keeps the chain's kernel as it is. Returns how many chains were folded.
 int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &)> &accept);
+// Whether expression i of k is such a chain: Cast to f32 of one uint8 / int8 graph-input load (*x
+// gets the load, *x_expr its expression; it must appear once), then Add / Sub / Mul / Div / Neg
+// with constants and plainly indexed constant buffers.
+bool expr_input_affine(const Kernel &k, const Program &p, int i, int *x, int *x_expr);
 
 // Merges adjacent parallel axes that every access walks as one contiguous range (a 1x1
 // convolution's or an elementwise op's (h, w) becomes one axis of h*w), so short rows become long

@@ -1,15 +1,13 @@
+// Folding a camera frame's cast + scale into the products that read it (fuse.h,
+// program_fuse_input_casts): the float copy of a uint8 frame is as large as the frame times four
+// and is read once, by the first convolution, so computing it there saves its write and read.
 #include <map>
 
 #include "schedule/fuse.h"
 
 namespace capgraph {
 
-namespace {
-
-// Whether expression i of k (and everything below it) is an affine map of one integer load of a
-// graph input: cast to f32, then add / sub / mul / div / neg by constants or plainly indexed
-// constant buffers. *x gets the input's load (it must appear exactly once).
-bool affine_chain(const Kernel &k, const Program &p, int i, int *x) {
+bool expr_input_affine(const Kernel &k, const Program &p, int i, int *x, int *x_expr) {
   const Expr &e = k.exprs[i];
   switch (e.op) {
     case Op::constant: return true;
@@ -26,15 +24,17 @@ bool affine_chain(const Kernel &k, const Program &p, int i, int *x) {
       if (e.dtype != DType::f32 || l.op != Op::load || *x >= 0) return false;
       const Buffer &B = p.buffers[k.loads[l.access].buffer];
       if (B.kind != Buffer::Kind::input || (B.dtype != DType::u8 && B.dtype != DType::i8)) return false;
-      *x = l.access;
+      *x = l.access, *x_expr = e.a;
       return true;
     }
-    case Op::neg: return e.dtype == DType::f32 && affine_chain(k, p, e.a, x);
+    case Op::neg: return e.dtype == DType::f32 && expr_input_affine(k, p, e.a, x, x_expr);
     case Op::add: case Op::sub: case Op::mul: case Op::div:
-      return e.dtype == DType::f32 && affine_chain(k, p, e.a, x) && affine_chain(k, p, e.b, x);
+      return e.dtype == DType::f32 && expr_input_affine(k, p, e.a, x, x_expr) && expr_input_affine(k, p, e.b, x, x_expr);
     default: return false;
   }
 }
+
+namespace {
 
 // The store of k writes element (i_0, ..., i_n) of its buffer at sum(i_a * stride_a): one plain dim
 // per iteration axis, in order.
@@ -144,8 +144,8 @@ int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &
     const int buf = e.store.buffer;
     const Buffer &B = p.buffers[buf];
     if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || writers[buf] != 1 || !store_identity(e)) continue;
-    int xl = -1;
-    if (!affine_chain(e, p, e.result, &xl) || xl < 0) continue;
+    int xl = -1, xe = -1;
+    if (!expr_input_affine(e, p, e.result, &xl, &xe) || xl < 0) continue;
     // The input element each point reads is the one it writes (same offsets, same shape), so a
     // consumer's access of the buffer reads the input's element at the same place.
     std::map<int, int64_t> cx, cs;
