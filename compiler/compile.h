@@ -23,12 +23,13 @@ struct CompileOptions {
 // compile_model records the ones that are set into the capture (Capture.compile_options), so a
 // capture says how it was made; debugging knobs that only print are not listed.
 inline constexpr const char *k_output_knobs[] = {"CAPGRAPH_NO_BLOCK", "CAPGRAPH_NO_REORDER", "CAPGRAPH_NO_TILE", "CAPGRAPH_TILE",
-                                                 "CAPGRAPH_NO_PAIR", "CAPGRAPH_STRATEGY", "CAPGRAPH_SCALAR_EPILOGUE",
+                                                 "CAPGRAPH_NO_PAIR", "CAPGRAPH_STRATEGY", "CAPGRAPH_SCALAR_EPILOGUE", "CAPGRAPH_NO_INPUT_FUSE",
                                                  "CAPGRAPH_ADRENO_SCALAR"};
 
 struct CompileReport {
   int onnx_nodes = 0, folded_batchnorms = 0, folded_pads = 0, removed_nodes = 0;
   int kernels = 0, unique_kernels = 0, fused = 0, blocked_buffers = 0;
+  int input_casts_fused = 0;  // integer-input cast + scale chains folded into products' loads
   uint64_t arena_bytes = 0, arena_naive_bytes = 0, weight_bytes = 0, capture_bytes = 0;
   double ms_read = 0, ms_graph = 0, ms_schedule = 0, ms_codegen = 0, ms_write = 0;
 };

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "codegen/kernel_emit.h"
+#include "schedule/fuse.h"
 #include "schedule/layout.h"
 
 namespace capgraph {
@@ -34,6 +35,9 @@ constexpr int64_t kUnrolledLanes = 8;
 // Elements between an unblocked input's channels from which the window loops go inside.
 constexpr int64_t kPlaneStride = 1024;
 
+// The most rows (channels) an X chain's byte table may have: 64 x 256 floats, 64 KiB of stack.
+constexpr int64_t kTableRows = 64;
+
 // Dims of X whose skip bound the window checks make (they must not use the inner axes).
 bool skip_dim(const DimIndex &d) { return d.bound == Bound::skip; }
 
@@ -52,11 +56,38 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
   cp.chains = 4 * t.fma_units;
   const Expr &body = k.exprs[k.body];
   if (body.op != Op::mul) return cp;
-  const Expr &ea = k.exprs[body.a], &eb = k.exprs[body.b];
-  if (ea.op != Op::load || eb.op != Op::load || ea.dtype != DType::f32 || eb.dtype != DType::f32) return cp;
-  for (int l : {ea.access, eb.access}) {
+  // Each operand a plain f32 load, or (at most one, which is then X) an affine chain of one
+  // integer input load whose constants move with reduction axes only.
+  int la = -1, lb = -1, chain_load = -1;
+  for (int side : {body.a, body.b}) {
+    const Expr &ex = k.exprs[side];
+    int l = -1;
+    if (ex.op == Op::load && ex.dtype == DType::f32 && p.buffers[k.loads[ex.access].buffer].dtype == DType::f32) l = ex.access;
+    else if (cp.x_expr < 0 && expr_input_affine(k, p, side, &chain_load, &cp.x_load_expr) && chain_load >= 0) l = chain_load, cp.x_expr = side;
+    else return cp;
+    (la < 0 ? la : lb) = l;
+  }
+  if (cp.x_expr >= 0) {
+    // The table's axis: the one reduction axis the chain's constants move with (per-channel
+    // means and scales), so the chain is one value per byte and table row.
+    std::vector<int> loads_of(1, cp.x_expr);
+    for (size_t i = 0; i < loads_of.size(); i++) {
+      const Expr &ex = k.exprs[loads_of[i]];
+      if (ex.op == Op::load && ex.access != chain_load) {
+        for (const DimIndex &d : k.loads[ex.access].dims)
+          for (const AxisTerm &t : d.terms) {
+            if (t.coef == 0 || k.axes[t.axis] == 1 || t.axis == cp.x_table_axis) continue;
+            if (cp.x_table_axis >= 0 || t.axis < k.n_parallel) return cp;
+            cp.x_table_axis = t.axis;
+          }
+      }
+      for (int o : {ex.a, ex.b})
+        if (o >= 0 && ex.op != Op::cast) loads_of.push_back(o);
+    }
+    if (cp.x_table_axis >= 0 && k.axes[cp.x_table_axis] > kTableRows) return cp;
+  }
+  for (int l : {la, lb}) {
     const Access &a = k.loads[l];
-    if (p.buffers[a.buffer].dtype != DType::f32) return cp;
     for (const DimIndex &d : a.dims)
       if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip)) return cp;
   }
@@ -65,11 +96,12 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
       if (d.bound != Bound::none) return false;
     return true;
   };
-  for (auto [wl, xl] : {std::pair{ea.access, eb.access}, std::pair{eb.access, ea.access}}) {
+  for (auto [wl, xl] : {std::pair{la, lb}, std::pair{lb, la}}) {
     bool wplain, xplain;
+    if (cp.x_expr >= 0 && xl != chain_load) continue;
     if (mem_coef(k.loads[wl], v, &wplain) != 1 || !wplain || !all_plain(wl)) continue;
     int64_t xc = mem_coef(k.loads[xl], v, &xplain);
-    if (xc != 0 && (xc != 1 || !xplain)) continue;
+    if (xc != 0 && (xc != 1 || !xplain || cp.x_expr >= 0)) continue;
     cp.w = wl, cp.x = xl, cp.x_vector = xc == 1;
     break;
   }
@@ -229,9 +261,10 @@ struct TileEmitter {
   llvm::FixedVectorType *at;        // one accumulator: L x pair lanes
   bool vector_epilogue = false;     // the result can be evaluated and stored L channels at once
   bool window_inside = false;       // window loops inside the rest (see emit)
+  Value *table = nullptr;           // the X chain's byte table (channel_tile_table)
 
-  TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c)
-      : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v),
+  TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c, Value *t)
+      : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v), table(t),
         vt(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)c.L)),
         at(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)(c.L * c.pair))) {
     for (size_t di = 0; di < X.dims.size(); di++)
@@ -331,10 +364,23 @@ struct TileEmitter {
       for (int64_t c = 0; c < cols; c++) cv[c] = cp.pair == 1 ? wv[c] : b.CreateShuffleVector(wv[2 * c], wv[2 * c + 1], join);
       for (int64_t r : live) {
         set_pos(pos[r]);
-        Value *ok;
-        Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
-        Value *xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
-                                : b.CreateVectorSplat((unsigned)(L * cp.pair), b.CreateLoad(b.getFloatTy(), ptr));
+        Value *xv;
+        if (cp.x_expr >= 0) {
+          // The byte, then its table entry (X's checked dims are marked: the load reads without a
+          // check, this point runs only where X is inside).
+          Value *ok;
+          Value *byte = b.CreateLoad(b.getInt8Ty(), e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok)));
+          Value *row = e.p.buffers[X.buffer].dtype == DType::i8 ? b.CreateAdd(b.CreateSExt(byte, b.getInt64Ty()), i64(128))
+                                                                : b.CreateZExt(byte, b.getInt64Ty());
+          if (cp.x_table_axis >= 0) row = b.CreateAdd(row, b.CreateMul(e.iv[cp.x_table_axis], i64(256)));
+          Value *xs = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), table, row));
+          xv = b.CreateVectorSplat((unsigned)(L * cp.pair), xs);
+        } else {
+          Value *ok;
+          Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
+          xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
+                           : b.CreateVectorSplat((unsigned)(L * cp.pair), b.CreateLoad(b.getFloatTy(), ptr));
+        }
         for (int64_t c = 0; c < cols; c++) {
           llvm::AllocaInst *a = into[c * Rt + r];
           b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {at}, {xv, cv[c], b.CreateLoad(at, a)}), a);
@@ -494,7 +540,34 @@ struct TileEmitter {
 
 }  // namespace
 
-void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
+Value *channel_tile_table(KernelEmitter &e, const ChannelTilePlan &cp) {
+  if (cp.x_expr < 0) return nullptr;
+  llvm::IRBuilder<> &b = e.b;
+  const Kernel &k = e.k;
+  const int64_t rows = cp.x_table_axis >= 0 ? k.axes[cp.x_table_axis] : 1;
+  const bool signed_byte = e.p.buffers[k.loads[cp.x].buffer].dtype == DType::i8;
+  Value *table = b.CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), rows * 256));
+  // The chain's other loads read at index 0 of every axis but the table's (the plan made sure
+  // they move with no other).
+  std::vector<Value *> saved = e.iv;
+  for (Value *&v : e.iv) v = e.i64(0);
+  e.loop(rows, [&](Value *r) {
+    if (cp.x_table_axis >= 0) e.iv[cp.x_table_axis] = r;
+    e.loop(256, [&](Value *j) {
+      e.cache.clear();
+      e.in_body = false, e.valid = nullptr;
+      // The byte's value as the load would give it (integers are i64 in registers).
+      e.cache[cp.x_load_expr] = signed_byte ? b.CreateSub(j, e.i64(128)) : j;
+      Value *v = e.eval(cp.x_expr);
+      e.cache.clear();
+      b.CreateStore(v, b.CreateInBoundsGEP(b.getFloatTy(), table, b.CreateAdd(b.CreateMul(r, e.i64(256)), j)));
+    });
+  });
+  e.iv = saved;
+  return table;
+}
+
+void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w, Value *table) {
   llvm::IRBuilder<> &b = e.b;
   const Kernel &k = e.k;
   const int64_t R = cp.R, VB = cp.VB;
@@ -509,7 +582,7 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w) {
   }
   e.iv[cp.v] = e.i64(0);
   Value *o0 = cp.o >= 0 ? e.iv[cp.o] : nullptr;
-  TileEmitter te(e, cp);
+  TileEmitter te(e, cp, table);
   auto branch = [&](Value *cond, const std::function<void()> &then, const std::function<void()> &other) {
     llvm::BasicBlock *a = llvm::BasicBlock::Create(e.ctx, "tile_a", e.fn), *c = llvm::BasicBlock::Create(e.ctx, "tile_b", e.fn),
                      *join = llvm::BasicBlock::Create(e.ctx, "tile_join", e.fn);

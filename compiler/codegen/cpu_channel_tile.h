@@ -27,6 +27,14 @@ struct ChannelTilePlan {
   bool ok = false;
   int x = -1, w = -1;    // loads: X varies with the position, W is contiguous along the block
   bool x_vector = false; // X is contiguous along the block too (depthwise): vector, not broadcast
+  // X is read through this expression, or -1: an affine chain (cast, add, sub, mul, div by
+  // constants) of a uint8 / int8 load of a graph input (schedule/fuse.h
+  // program_fuse_input_casts). Evaluated per position it would cost several scalar operations
+  // per multiply-add (the comma-like stem conv ran 3-4x slower so); instead each work range
+  // first tabulates the chain for every byte value (x_table_axis: the one reduction axis its
+  // constants move with, e.g. per-channel means, or -1), and a point loads the byte and
+  // broadcasts its table entry: two loads where a float X takes one, bit for bit the same value.
+  int x_expr = -1, x_load_expr = -1, x_table_axis = -1;
   int v = -1;            // the channel-block axis (innermost parallel, extent L)
   int64_t L = 8;         // channels per block: 8, or the target's wider block (16 on AVX-512)
   int regs = 16;         // <L x float> registers a tile may hold (the target's, per block)
@@ -59,7 +67,9 @@ struct ChannelTilePlan {
 ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTarget &t);
 // Work items of a kernel laid out by the plan (positions and o counted in tiles).
 int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp);
-// Emits one work item `w` (the caller loops over its range).
-void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, llvm::Value *w);
+// The byte table of an X chain (see x_expr), emitted before the work loop; nullptr without one.
+llvm::Value *channel_tile_table(KernelEmitter &e, const ChannelTilePlan &cp);
+// Emits one work item `w` (the caller loops over its range); `table` from channel_tile_table.
+void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, llvm::Value *w, llvm::Value *table);
 
 }  // namespace capgraph

@@ -465,7 +465,8 @@ struct CpuKernelEmitter : KernelEmitter {
     }
     Value *begin = fn->getArg(slots.size()), *end = fn->getArg(slots.size() + 1);
     if (s == Strategy::ctile) {
-      loop(begin, end, [&](Value *w) { channel_tile_emit(*this, cp, w); });
+      Value *table = channel_tile_table(*this, cp);
+      loop(begin, end, [&](Value *w) { channel_tile_emit(*this, cp, w, table); });
       b.CreateRetVoid();
       emit_entry(symbol, t);
       return;

@@ -3,6 +3,7 @@
 // the epilogue of the convolution or matrix product before them and their intermediate buffers
 // disappear.
 #pragma once
+#include <functional>
 #include <map>
 
 #include "schedule/kernel.h"
@@ -11,6 +12,21 @@ namespace capgraph {
 
 // Fuses in place; returns how many kernels were merged away.
 int program_fuse(Program &p);
+
+// Folds the cast and scale of an integer camera frame into the products reading it: a kernel
+// computing an affine chain of one uint8 / int8 graph input (Cast to float, then Add / Sub / Mul /
+// Div by constants or constant tensors such as per-channel means) whose every reader is a product
+// (convolution, matrix product) taking it as one operand is evaluated inside those products' input
+// loads instead, so they read the 1-byte input and its float copy disappears. The products keep
+// their skip bounds on the input: a padded point adds nothing, as the float graph's zero padding
+// does (not the chain applied to a zero byte). Constants indexed through a bounded dim refuse.
+// `accept` sees each rewritten product and may refuse it (the CPU takes only products its channel
+// tile runs); one refusal keeps the chain's kernel as it is. Returns how many chains were folded.
+int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &)> &accept);
+// Whether expression i of k is such a chain: Cast to f32 of one uint8 / int8 graph-input load (*x
+// gets the load, *x_expr its expression; it must appear once), then Add / Sub / Mul / Div / Neg
+// with constants and plainly indexed constant buffers.
+bool expr_input_affine(const Kernel &k, const Program &p, int i, int *x, int *x_expr);
 
 // Merges adjacent parallel axes that every access walks as one contiguous range (a 1x1
 // convolution's or an elementwise op's (h, w) becomes one axis of h*w), so short rows become long

@@ -296,3 +296,47 @@ TEST_CASE("axis merging: a 1x1 convolution's spatial axes merge, a padded 3x3's 
   }
   // (Their numbers against ONNX Runtime: tests/e2e/op_conformance_test.cpp, conv cases.)
 }
+
+// A uint8 frame 1x3x7x9: Cast -> Sub (per-channel means) -> Div (scalar) -> Conv 3x3 pad 1 to 16
+// channels -> Relu -> Conv 1x1 to 8 (the stem's output an intermediate, so the CPU tiles it).
+ModelBuilder camera_model() {
+  ModelBuilder b(13);
+  b.input("x", DataType::uint8, {1, 3, 7, 9});
+  b.initializer("mean", std::vector<float>{100.f, 120.f, 90.f}, {1, 3, 1, 1});
+  b.initializer("scale", std::vector<float>{2.5f}, {});
+  b.initializer("w", ramp(16 * 27, 0.1f), {16, 3, 3, 3});
+  b.initializer("w2", ramp(8 * 16, 0.05f), {8, 16, 1, 1});
+  b.node("Cast", {"x"}, {"f"}, {attr_int("to", 1)});
+  b.node("Sub", {"f", "mean"}, {"s"});
+  b.node("Div", {"s", "scale"}, {"n"});
+  b.node("Conv", {"n", "w"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "stem";
+  b.node("Relu", {"c"}, {"r"});
+  b.node("Conv", {"r", "w2"}, {"y"});
+  b.output("y", DataType::float32);
+  return b;
+}
+
+TEST_CASE("a uint8 frame's cast and scale fold into the conv reading it, padding still adding nothing") {
+  const ModelBuilder b = camera_model();
+  CompileReport r;
+  Program fused = compile_schedule(temp_model(b, "camera.onnx"), CompileOptions{}, &r);
+  CHECK(r.input_casts_fused == 1);
+  // No kernel writes a float copy of the frame: the stem reads the bytes.
+  const int x = fused.inputs[0].buffer;
+  bool stem_reads_bytes = false;
+  for (const Kernel &k : fused.kernels) {
+    CHECK(k.name != "Cast+Sub+Div");  // no kernel of the chain alone
+    for (const Access &a : k.loads) stem_reads_bytes |= a.buffer == x && k.reduce == Reduce::sum;
+  }
+  CHECK(stem_reads_bytes);
+  setenv("CAPGRAPH_NO_INPUT_FUSE", "1", 1);
+  CompileReport r0;
+  Program plain = compile_schedule(temp_model(b, "camera0.onnx"), CompileOptions{}, &r0);
+  unsetenv("CAPGRAPH_NO_INPUT_FUSE");
+  CHECK(r0.input_casts_fused == 0);
+  CHECK(plain.kernels.size() == fused.kernels.size() + 1);
+  // Same outputs from the interpreter: a padded point would otherwise add (0 - mean) / scale.
+  auto a = outputs_of(fused), c = outputs_of(plain);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0] == c[0]);
+}

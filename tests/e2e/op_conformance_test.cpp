@@ -191,6 +191,37 @@ std::function<void(const CompileReport &)> blocked_at_least(int n) {
   return [n](const CompileReport &r) { CHECK(r.blocked_buffers >= n); };
 }
 
+// How many integer-input cast + scale chains the CPU folded into products (schedule/fuse.h).
+std::function<void(const CompileReport &)> input_casts_fused(int n) {
+  return [n](const CompileReport &r) { CHECK(r.input_casts_fused == n); };
+}
+
+// A camera-frame stem: integer input x (dims), Cast to float, the scale ops `chain` (op, constant
+// dims) in order, then a 3x3 conv to oc channels with the given stride and padding 1, Relu and a
+// 1x1 conv to 8 channels.
+// The conv reads the bytes itself where the CPU folds the chain (padded points must add nothing,
+// as the float graph's zero padding does, not the chain applied to a zero byte).
+// reader: 0 the conv alone reads the scaled frame, 1 it is a model output too (not folded: the
+// float copy must exist), 2 a second conv (1x1, no padding) reads it too (both fold).
+ModelBuilder camera_stem(Dims x, DataType t, std::vector<std::pair<const char *, Dims>> chain, int64_t oc, int64_t stride,
+                         int reader = 0) {
+  Net n;
+  n.b.input("x", t, x);
+  std::string y = n.op("Cast", {"x"}, {attr_int("to", 1)});
+  for (auto &[op, dims] : chain) {
+    // Means around the middle of the byte range, scales away from zero.
+    bool add = std::string(op) == "Sub" || std::string(op) == "Add";
+    std::string c = "k" + std::to_string(n.n++);
+    n.b.initializer(w(c, dims, add ? 60.f : 0.01f, add ? 140.f : 0.05f).tensor);
+    y = n.op(op, {y, c});
+  }
+  std::string c = n.op("Relu", {n.conv(y, x[1], oc, 3, {pads({1, 1, 1, 1}), strides({stride, stride})})});
+  if (reader == 1) n.b.output(y, F);
+  if (reader == 2) c = n.op("Add", {c, n.conv(y, x[1], oc, 1, {strides({stride, stride})})});
+  // A last 1x1 conv: the stem's output is an intermediate, channel-blocked, as in a backbone.
+  return n.out(n.conv(c, oc, 8, 1));
+}
+
 // ---- the cases -------------------------------------------------------------------------------
 
 struct OpCase {
@@ -209,6 +240,23 @@ struct OpCase {
 
 std::vector<OpCase> op_cases() {
   return {
+      // ---- uint8 / int8 camera frames: cast + scale folded into the first conv's input load
+      {"u8_stem_per_channel_mean_std_stride1_odd", [] {
+         return camera_stem({1, 3, 9, 11}, U8, {{"Sub", {1, 3, 1, 1}}, {"Div", {1, 3, 1, 1}}}, 16, 1);
+       }, 0, 255, input_casts_fused(1)},
+      {"u8_stem_scalar_div_sub_stride2_odd", [] {  // the comma-like model's Cast -> Div -> Sub
+         return camera_stem({1, 12, 13, 17}, U8, {{"Div", {}}, {"Sub", {}}}, 16, 2);
+       }, 0, 255, input_casts_fused(1)},
+      {"u8_stem_mul_32_channels_stride2_batch2", [] {
+         return camera_stem({2, 4, 10, 7}, U8, {{"Mul", {}}}, 32, 2);
+       }, 0, 255, input_casts_fused(1)},
+      {"i8_stem_add_mul_stride1", [] {
+         return camera_stem({1, 5, 8, 12}, DataType::int8, {{"Add", {1, 5, 1, 1}}, {"Mul", {1, 5, 1, 1}}}, 8, 1);
+       }, -128, 127, input_casts_fused(1)},
+      {"u8_stem_scaled_frame_also_an_output", [] { return camera_stem({1, 3, 9, 11}, U8, {{"Mul", {}}}, 16, 1, 1); },
+       0, 255, input_casts_fused(0)},
+      {"u8_stem_two_convs_read_the_frame", [] { return camera_stem({1, 3, 9, 11}, U8, {{"Sub", {1, 3, 1, 1}}}, 16, 2, 2); },
+       0, 255, input_casts_fused(1)},
       // ---- channel-blocked layouts (several layers, intermediates with 8k channels)
       {"blocked_conv_chain_strided", [] {
          Net t;
@@ -1417,6 +1465,7 @@ capgraph_dtype runtime_dtype(DataType t) {
     case DataType::int64: return CAPGRAPH_I64;
     case DataType::int32: return CAPGRAPH_I32;
     case DataType::uint8: return CAPGRAPH_U8;
+    case DataType::int8: return CAPGRAPH_I8;
     case DataType::boolean: return CAPGRAPH_BOOL;
     default: FAIL("test inputs of type ", onnx::data_type_name(t), " are not generated"); return CAPGRAPH_F32;
   }
@@ -1436,6 +1485,7 @@ npy_array random_input(const onnx::ValueInfo &vi, double lo, double hi, std::mt1
       case CAPGRAPH_I64: ((int64_t *)a.data.data())[i] = integer(rng); break;
       case CAPGRAPH_I32: ((int32_t *)a.data.data())[i] = (int32_t)integer(rng); break;
       case CAPGRAPH_U8: a.data[i] = (uint8_t)std::clamp<int64_t>(integer(rng), 0, 255); break;
+      case CAPGRAPH_I8: a.data[i] = (uint8_t)(int8_t)std::clamp<int64_t>(integer(rng), -128, 127); break;
       case CAPGRAPH_BOOL: a.data[i] = rng() & 1; break;
       default: break;
     }

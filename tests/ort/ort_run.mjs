@@ -5,7 +5,7 @@
 // tests can compare capgraph's outputs with ONNX Runtime's file by file.
 //
 // Reference settings: CPU execution provider, 1 thread, graphOptimizationLevel 'all' (the settings
-// the zoo's reference outputs were made with). Tensors in and out: float32, int64, int32, uint8,
+// the zoo's reference outputs were made with). Tensors in and out: float32, int64, int32, uint8, int8,
 // bool, float16 (.npy, little-endian, C order).
 //
 // onnxruntime-node is found in $ORT_DIR/node_modules (default <repo>/build/deps/ort, which
@@ -41,6 +41,7 @@ const npy_types = {
   '<i8': { type: 'int64', array: BigInt64Array },
   '<i4': { type: 'int32', array: Int32Array },
   '|u1': { type: 'uint8', array: Uint8Array },
+  '|i1': { type: 'int8', array: Int8Array },
   '|b1': { type: 'bool', array: Uint8Array },
 };
 const npy_descr_of = Object.fromEntries(Object.entries(npy_types).map(([descr, t]) => [t.type, descr]));
