@@ -134,9 +134,47 @@ struct CpuKernelEmitter : KernelEmitter {
     return dot > row ? Strategy::dot : Strategy::row;
   }
 
-  void emit_map() {
+  // Whether expression i holds a float -> integer -> float cast pair (a fused QuantizeLinear +
+  // DequantizeLinear: the saturating conversion keeps LLVM's loop vectorizer out).
+  bool holds_integer_round_trip(int i) const {
+    const Expr &e = k.exprs[i];
+    if (e.op == Op::cast && !dtype_is_float(k.exprs[e.a].dtype) && k.exprs[e.a].op == Op::cast) return true;
+    int n = op_arity(e.op);
+    return (n > 0 && holds_integer_round_trip(e.a)) || (n > 1 && holds_integer_round_trip(e.b)) || (n > 2 && holds_integer_round_trip(e.c));
+  }
+
+  // A map evaluated `width` elements at once (expr_vector_evaluable) for the maps LLVM's loop
+  // vectorizer leaves scalar: those whose expression casts to an integer type and back (the fake
+  // quantization of a QDQ model's activation that no convolution took into its epilogue; it ran
+  // at ~1.5 GB/s element by element). Other maps keep the scalar loop, which LLVM vectorizes.
+  bool map_vector(int width) const {
     int in = inner_axis();
-    loop(k.axes[in], [&](Value *j) {
+    if (width <= 1 || k.axes[in] < width || k.store_dtype != DType::f32 || p.buffers[k.store.buffer].dtype != DType::f32) return false;
+    int64_t c = 0;
+    for (const DimIndex &d : k.store.dims) {
+      if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return false;
+      for (const AxisTerm &t : d.terms)
+        if (t.axis == in) c += t.coef * d.stride;
+    }
+    return c == 1 && holds_integer_round_trip(k.result) && expr_vector_evaluable(k, p, k.result, in);
+  }
+
+  void emit_map(int width) {
+    int in = inner_axis();
+    int64_t n = k.axes[in], body = 0;
+    if (map_vector(width)) {
+      body = n / width * width;
+      loop(body / width, [&](Value *j) {
+        iv[in] = b.CreateMul(j, i64(width));
+        lanes = (unsigned)width, lane_axis = in;
+        Value *v = evaluate(k.result, false);
+        lanes = 0, lane_axis = -1;
+        Value *ok;
+        Value *off = access_offset(k.store, -1, &ok);
+        b.CreateAlignedStore(v, element_ptr(k.store.buffer, off), llvm::Align(4));
+      });
+    }
+    loop(i64(body), i64(n), [&](Value *j) {
       iv[in] = j;
       store_result(evaluate(k.result, false));
     });
@@ -489,7 +527,7 @@ struct CpuKernelEmitter : KernelEmitter {
         rem = b.CreateUDiv(rem, i64(n));
         if (s == Strategy::tile && a == tp.o) iv[a] = b.CreateMul(iv[a], i64(tp.block));
       }
-      if (s == Strategy::map) emit_map();
+      if (s == Strategy::map) emit_map(lanes);
       else if (s == Strategy::dot) emit_dot(acc);
       else if (s == Strategy::tile) emit_tile(tp, lanes, accs, acc);
       else emit_row(acc, tile);

@@ -9,6 +9,7 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -42,7 +43,7 @@ struct KernelEmitter {
   // Vector evaluation (the CPU's channel tiles): when lanes > 0, float values are <lanes x float>
   // along axis lane_axis (whose index must be 0 at the point evaluated): constants are splats and
   // loads read `lanes` consecutive elements, or one broadcast where the access does not move with
-  // the axis. Only float arithmetic may be evaluated so (vector_evaluable says which).
+  // the axis. Only what vector_evaluable accepts may be evaluated so.
   unsigned lanes = 0;
   int lane_axis = -1;
 
@@ -75,9 +76,9 @@ struct KernelEmitter {
   llvm::Value *load_value(const Expr &e);
   llvm::Value *constant(double v, DType t);
   llvm::Value *eval(int i);
-  // Whether expression `root` can be evaluated in vector form along `axis`: f32 arithmetic on
-  // loads that are unbounded and contiguous along the axis or independent of it.
+  // Whether expression `root` can be evaluated in vector form along `axis` (expr_vector_evaluable).
   bool vector_evaluable(int root, int axis) const;
+  llvm::Value *vector_cast(const Expr &e);  // a cast to float32 that vector_evaluable accepted
   // Evaluates root fresh at the current point (LICM hoists what does not change).
   llvm::Value *evaluate(int root, bool body);
   void store_result(llvm::Value *v);
@@ -92,6 +93,18 @@ struct KernelEmitter {
   llvm::Value *floor_div(llvm::Value *a, int64_t d);  // d > 0
   llvm::Value *ceil_div(llvm::Value *a, int64_t d) { return b.CreateNeg(floor_div(b.CreateNeg(a), d)); }
 };
+
+// The values a kernel expression can take as far as its ops tell (NaN aside): [lo, hi], and
+// whether every value is an integer. A float32 expression from float inputs is unbounded.
+struct ValueRange {
+  double lo = -INFINITY, hi = INFINITY;
+  bool integral = false;
+};
+ValueRange expr_range(const Kernel &k, const Program &p, int i);
+// Whether expression `root` can be evaluated in vector form along `axis` (KernelEmitter::lanes):
+// float32 arithmetic, rounding and clamps on plain loads (contiguous along the axis or independent
+// of it), integer loads widened to float, and casts through an integer type that keep the value.
+bool expr_vector_evaluable(const Kernel &k, const Program &p, int root, int axis);
 
 // A structural key: kernels with equal keys compile to identical code.
 std::string kernel_key(const Kernel &k, const Program &p);
