@@ -10,6 +10,7 @@
 
 #include "codegen/cpu_channel_tile.h"
 #include "codegen/cpu_matvec.h"
+#include "codegen/expr_vector.h"
 #include "codegen/kernel_emit.h"
 #include "error.h"
 
@@ -147,7 +148,9 @@ struct CpuKernelEmitter : KernelEmitter {
   // vectorizer leaves scalar: those whose expression casts to an integer type and back (the fake
   // quantization of a QDQ model's activation that no convolution took into its epilogue; it ran
   // at ~1.5 GB/s element by element). Other maps keep the scalar loop, which LLVM vectorizes.
-  bool map_vector(int width) const {
+  // The same for the results of a map or a row-layout tile along the inner axis: a float32
+  // store, plain and contiguous along it.
+  bool result_vector(int width) const {
     int in = inner_axis();
     if (width <= 1 || k.axes[in] < width || k.store_dtype != DType::f32 || p.buffers[k.store.buffer].dtype != DType::f32) return false;
     int64_t c = 0;
@@ -159,20 +162,24 @@ struct CpuKernelEmitter : KernelEmitter {
     return c == 1 && holds_integer_round_trip(k.result) && expr_vector_evaluable(k, p, k.result, in);
   }
 
+  // Evaluates the result `width` elements at once from inner index j (acc_value already set) and
+  // stores it.
+  void result_vector_store(int width, Value *j) {
+    iv[inner_axis()] = j;
+    lanes = (unsigned)width, lane_axis = inner_axis();
+    Value *v = evaluate(k.result, false);
+    lanes = 0, lane_axis = -1;
+    Value *ok;
+    Value *off = access_offset(k.store, -1, &ok);
+    b.CreateAlignedStore(v, element_ptr(k.store.buffer, off), llvm::Align(4));
+  }
+
   void emit_map(int width) {
     int in = inner_axis();
     int64_t n = k.axes[in], body = 0;
-    if (map_vector(width)) {
+    if (result_vector(width)) {
       body = n / width * width;
-      loop(body / width, [&](Value *j) {
-        iv[in] = b.CreateMul(j, i64(width));
-        lanes = (unsigned)width, lane_axis = in;
-        Value *v = evaluate(k.result, false);
-        lanes = 0, lane_axis = -1;
-        Value *ok;
-        Value *off = access_offset(k.store, -1, &ok);
-        b.CreateAlignedStore(v, element_ptr(k.store.buffer, off), llvm::Align(4));
-      });
+      loop(body / width, [&](Value *j) { result_vector_store(width, b.CreateMul(j, i64(width))); });
     }
     loop(i64(body), i64(n), [&](Value *j) {
       iv[in] = j;
@@ -450,9 +457,25 @@ struct CpuKernelEmitter : KernelEmitter {
         for (int u = 0; u < U; u++)
           b.CreateAlignedStore(b.CreateLoad(vt, accs[bo * U + u]), b.CreateInBoundsGEP(row_ty, spill, {i64(bo), i64(u * lanes)}), llvm::Align(4));
       Value *jend = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(j0, i64(T)), i64(L)), b.CreateAdd(j0, i64(T)), i64(L));
+      // A fake-quantizing result (result_vector) of a whole tile in vectors; a partial tile (and
+      // every other result) element by element.
+      Value *jstart = j0;
+      if (result_vector(T)) {
+        Value *whole = b.CreateICmpSLE(b.CreateAdd(j0, i64(T)), i64(L));
+        guarded(whole, [&] {
+          for (int64_t bo = 0; bo < B; bo++) {
+            if (obase) iv[tp.o] = b.CreateAdd(obase, i64(bo));
+            for (int u = 0; u < U; u++) {
+              acc_value = b.CreateLoad(vt, accs[bo * U + u]);
+              result_vector_store(lanes, b.CreateAdd(j0, i64(u * lanes)));
+            }
+          }
+        });
+        jstart = b.CreateSelect(whole, jend, j0);
+      }
       loop(i64(0), i64(B), [&](Value *bo) {
         if (obase) iv[tp.o] = b.CreateAdd(obase, bo);
-        loop(j0, jend, [&](Value *j) {
+        loop(jstart, jend, [&](Value *j) {
           iv[in] = j;
           acc_value = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(row_ty, spill, {bo, b.CreateSub(j, j0)}));
           store_result(evaluate(k.result, false));

@@ -9,7 +9,6 @@
 #include <llvm/IR/Module.h>
 #include <llvm/Target/TargetMachine.h>
 
-#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -93,18 +92,6 @@ struct KernelEmitter {
   llvm::Value *floor_div(llvm::Value *a, int64_t d);  // d > 0
   llvm::Value *ceil_div(llvm::Value *a, int64_t d) { return b.CreateNeg(floor_div(b.CreateNeg(a), d)); }
 };
-
-// The values a kernel expression can take as far as its ops tell (NaN aside): [lo, hi], and
-// whether every value is an integer. A float32 expression from float inputs is unbounded.
-struct ValueRange {
-  double lo = -INFINITY, hi = INFINITY;
-  bool integral = false;
-};
-ValueRange expr_range(const Kernel &k, const Program &p, int i);
-// Whether expression `root` can be evaluated in vector form along `axis` (KernelEmitter::lanes):
-// float32 arithmetic, rounding and clamps on plain loads (contiguous along the axis or independent
-// of it), integer loads widened to float, and casts through an integer type that keep the value.
-bool expr_vector_evaluable(const Kernel &k, const Program &p, int root, int axis);
 
 // A structural key: kernels with equal keys compile to identical code.
 std::string kernel_key(const Kernel &k, const Program &p);
