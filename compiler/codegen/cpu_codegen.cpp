@@ -137,11 +137,21 @@ struct CpuKernelEmitter : KernelEmitter {
 
   // Whether expression i holds a float -> integer -> float cast pair (a fused QuantizeLinear +
   // DequantizeLinear: the saturating conversion keeps LLVM's loop vectorizer out).
-  bool holds_integer_round_trip(int i) const {
-    const Expr &e = k.exprs[i];
-    if (e.op == Op::cast && !dtype_is_float(k.exprs[e.a].dtype) && k.exprs[e.a].op == Op::cast) return true;
-    int n = op_arity(e.op);
-    return (n > 0 && holds_integer_round_trip(e.a)) || (n > 1 && holds_integer_round_trip(e.b)) || (n > 2 && holds_integer_round_trip(e.c));
+  // Each expression once (shared subexpressions would make a recursion exponential).
+  bool holds_integer_round_trip(int root) const {
+    std::vector<char> seen(k.exprs.size(), 0);
+    std::vector<int> todo = {root};
+    while (!todo.empty()) {
+      int i = todo.back();
+      todo.pop_back();
+      if (i < 0 || seen[i]) continue;
+      seen[i] = 1;
+      const Expr &e = k.exprs[i];
+      int n = op_arity(e.op);
+      if (e.op == Op::cast && !dtype_is_float(k.exprs[e.a].dtype) && k.exprs[e.a].op == Op::cast) return true;
+      for (int o : {n > 0 ? e.a : -1, n > 1 ? e.b : -1, n > 2 ? e.c : -1}) todo.push_back(o);
+    }
+    return false;
   }
 
   // A map evaluated `width` elements at once (expr_vector_evaluable) for the maps LLVM's loop

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <vector>
 
 namespace capgraph {
 
@@ -46,14 +48,16 @@ bool dtype_vector_loadable(DType t) {
   return t == DType::u8 || t == DType::i8 || t == DType::u16 || t == DType::i16 || t == DType::i32;
 }
 
-}  // namespace
+// Both walks below remember each expression's answer: fused kernels share subexpressions (a
+// swish uses its input twice), and a plain recursion would visit them 2^depth times.
+ValueRange range_of(const Kernel &k, const Program &p, int i, std::vector<std::optional<ValueRange>> &memo);
 
-ValueRange expr_range(const Kernel &k, const Program &p, int i) {
+ValueRange range_compute(const Kernel &k, const Program &p, int i, std::vector<std::optional<ValueRange>> &memo) {
   const Expr &e = k.exprs[i];
   if (e.op == Op::constant) return {e.value, e.value, std::isfinite(e.value) && e.value == std::floor(e.value)};
   if (e.op == Op::load) return dtype_range(p.buffers[k.loads[e.access].buffer].dtype);
   if (op_arity(e.op) == 0 || e.dtype == DType::boolean) return dtype_is_float(e.dtype) ? ValueRange{} : dtype_range(e.dtype);
-  ValueRange a = expr_range(k, p, e.a), b = op_arity(e.op) > 1 ? expr_range(k, p, e.b) : ValueRange{};
+  ValueRange a = range_of(k, p, e.a, memo), b = op_arity(e.op) > 1 ? range_of(k, p, e.b, memo) : ValueRange{};
   switch (e.op) {
     case Op::cast: {
       if (dtype_is_float(e.dtype)) return a;  // (to float16/bfloat16 the values are outside the vector path anyway)
@@ -74,7 +78,25 @@ ValueRange expr_range(const Kernel &k, const Program &p, int i) {
   }
 }
 
-bool expr_vector_evaluable(const Kernel &k, const Program &p, int root, int axis) {
+ValueRange range_of(const Kernel &k, const Program &p, int i, std::vector<std::optional<ValueRange>> &memo) {
+  if (!memo[i]) memo[i] = range_compute(k, p, i, memo);
+  return *memo[i];
+}
+
+struct VectorWalk {
+  const Kernel &k;
+  const Program &p;
+  int axis;
+  std::vector<std::optional<ValueRange>> ranges;
+  std::vector<signed char> memo;  // -1 unknown, else the answer
+  bool evaluable(int i) {
+    if (memo[i] < 0) memo[i] = compute(i);
+    return memo[i];
+  }
+  bool compute(int root);
+};
+
+bool VectorWalk::compute(int root) {
   const Expr &e = k.exprs[root];
   if (e.dtype != DType::f32) return false;
   switch (e.op) {
@@ -86,21 +108,33 @@ bool expr_vector_evaluable(const Kernel &k, const Program &p, int root, int axis
       // QuantizeLinear + DequantizeLinear pair fused into one kernel: round, add the zero point,
       // clamp to the quantized type, cast there and back), where the pair only truncates.
       const Expr &o = k.exprs[e.a];
-      if (o.dtype == DType::f32) return expr_vector_evaluable(k, p, e.a, axis);
+      if (o.dtype == DType::f32) return evaluable(e.a);
       if (o.op == Op::load) {
         DType bt = p.buffers[k.loads[o.access].buffer].dtype;
         return bt == o.dtype && dtype_vector_loadable(bt) && load_vector_plain(k.loads[o.access], axis);
       }
       if (o.op != Op::cast || dtype_is_float(o.dtype) || o.dtype == DType::boolean || k.exprs[o.a].dtype != DType::f32) return false;
-      ValueRange r = expr_range(k, p, o.a), t = dtype_range(o.dtype);
-      return r.lo >= t.lo && r.hi <= t.hi && expr_vector_evaluable(k, p, o.a, axis);
+      ValueRange r = range_of(k, p, o.a, ranges), t = dtype_range(o.dtype);
+      return r.lo >= t.lo && r.hi <= t.hi && evaluable(o.a);
     }
     case Op::neg: case Op::abs: case Op::sqrt: case Op::exp: case Op::log: case Op::tanh: case Op::sigmoid: case Op::erf:
     case Op::floor: case Op::ceil: case Op::round: case Op::trunc:
     case Op::recip: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::max: case Op::min: case Op::pow:
-      return expr_vector_evaluable(k, p, e.a, axis) && (op_arity(e.op) < 2 || expr_vector_evaluable(k, p, e.b, axis));
+      return evaluable(e.a) && (op_arity(e.op) < 2 || evaluable(e.b));
     default: return false;
   }
+}
+
+}  // namespace
+
+ValueRange expr_range(const Kernel &k, const Program &p, int i) {
+  std::vector<std::optional<ValueRange>> memo(k.exprs.size());
+  return range_of(k, p, i, memo);
+}
+
+bool expr_vector_evaluable(const Kernel &k, const Program &p, int root, int axis) {
+  VectorWalk w{k, p, axis, std::vector<std::optional<ValueRange>>(k.exprs.size()), std::vector<signed char>(k.exprs.size(), -1)};
+  return w.evaluable(root);
 }
 
 }  // namespace capgraph
