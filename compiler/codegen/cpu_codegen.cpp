@@ -154,12 +154,12 @@ struct CpuKernelEmitter : KernelEmitter {
     return false;
   }
 
-  // A map evaluated `width` elements at once (expr_vector_evaluable) for the maps LLVM's loop
-  // vectorizer leaves scalar: those whose expression casts to an integer type and back (the fake
-  // quantization of a QDQ model's activation that no convolution took into its epilogue; it ran
-  // at ~1.5 GB/s element by element). Other maps keep the scalar loop, which LLVM vectorizes.
-  // The same for the results of a map or a row-layout tile along the inner axis: a float32
-  // store, plain and contiguous along it.
+  // Whether a map's result, or a row-layout tile's epilogue, is evaluated `width` elements at once
+  // along the inner axis: a float32 store, plain and contiguous along it, an expression
+  // expr_vector_evaluable accepts, and only where that expression casts to an integer type and
+  // back, which LLVM's loop vectorizer leaves scalar (the fake quantization of a QDQ activation
+  // that no channel tile took ran at ~1.5 GB/s element by element). Other results keep the scalar
+  // loop that LLVM vectorizes, so float models' code is unchanged.
   bool result_vector(int width) const {
     int in = inner_axis();
     if (width <= 1 || k.axes[in] < width || k.store_dtype != DType::f32 || p.buffers[k.store.buffer].dtype != DType::f32) return false;
