@@ -6,6 +6,7 @@
 #include "codegen/cpu_codegen.h"
 #include "codegen/cpu_channel_tile.h"
 #include "codegen/cpu_matvec.h"
+#include "codegen/expr_vector.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <filesystem>
 #include <map>
 #include <random>
+#include <set>
 #include <typeinfo>
 
 #include "capgraph_runtime.h"
@@ -1067,4 +1069,137 @@ TEST_CASE("a window reduction writing blocks after a channel shuffle reads a blo
       CHECK(reorders == (c.reorder ? 1 : 0));
       check_blocked_like_plain(p, path, opt);
     }
+}
+
+TEST_CASE("every float32 elementwise op is vector-evaluable, or listed here as scalar on purpose") {
+  // A channel tile's epilogue and a fake-quantizing map run in vectors only where
+  // expr_vector_evaluable accepts the whole expression; an op it lacks silently makes such a
+  // kernel scalar (a QDQ conv's round and casts once cost 200x). A new op lands in one of the two.
+  const std::set<Op> scalar_on_purpose = {
+      Op::iota, Op::logical_not, Op::logical_and, Op::logical_or, Op::select,  // no float32 result
+      Op::lt, Op::le, Op::gt, Op::ge, Op::eq, Op::ne,                           // boolean results
+      Op::mod,  // float Mod (fmod = 0 form): no model epilogue seen with it
+  };
+  builder b;
+  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {16});
+  for (int o = 0; o <= (int)Op::select; o++) {
+    Op op = (Op)o;
+    CAPTURE(op_name(op));
+    Kernel k;
+    k.axes = {16};
+    k.n_parallel = 1;
+    int l = k.expr_load(contiguous(x, {16}), DType::f32);
+    int n = op_arity(op);
+    if (op == Op::load) k.result = l;
+    else if (op == Op::constant) k.result = k.expr_const(1.5, DType::f32);
+    else if (op == Op::acc) k.result = k.expr_unary(Op::acc, -1, DType::f32);
+    else if (op == Op::cast) k.result = k.expr_cast(l, DType::f32);
+    else if (n == 1) k.result = k.expr_unary(op, l, DType::f32);
+    else if (n == 2) k.result = k.expr_binary(op, l, k.expr_const(2, DType::f32), DType::f32);
+    else continue;
+    CHECK(expr_vector_evaluable(k, b.p, k.result, 0) != (scalar_on_purpose.count(op) > 0));
+  }
+}
+
+TEST_CASE("QDQ fake quantization runs in vectors in conv epilogues and maps, rounding half to even and saturating") {
+  // Integer-valued activations and weights keep every conv sum exact in any order, and scales of
+  // 2, 4 and 0.5 make x / scale land on halves: round half to even decides them (truncation or
+  // half-away would differ by one scale), and conv sums up to +-864 saturate uint8 at both ends.
+  // Conv -> per-tensor uint8 Q/DQ -> Conv -> per-axis int8 Q/DQ (fused into the convs), and a
+  // per-tensor uint8 Q/DQ alone on an input of 105 elements (a map: vector body and scalar tail).
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 16, 6, 7});
+  b.input("u", DataType::float32, {1, 3, 5, 7});
+  std::vector<float> w1(16 * 16 * 9), w2(16 * 16);
+  for (size_t i = 0; i < w1.size(); i++) w1[i] = float((int)(i * 7 % 5) - 2);
+  for (size_t i = 0; i < w2.size(); i++) w2[i] = float((int)(i * 5 % 3) - 1);
+  b.initializer("w1", w1, {16, 16, 3, 3});
+  b.initializer("w2", w2, {16, 16, 1, 1});
+  b.initializer("s1", std::vector<float>{2.0f}, {});
+  b.initializer(tensor_make("z1", DataType::uint8, std::vector<uint8_t>{100}, {}));
+  std::vector<float> s2(16);
+  std::vector<int8_t> z2(16);
+  for (int c = 0; c < 16; c++) s2[c] = c % 2 ? 4.0f : 2.0f, z2[c] = (int8_t)(c % 11 - 5);
+  b.initializer("s2", s2, {16});
+  b.initializer(tensor_make("z2", DataType::int8, z2, {16}));
+  b.initializer("s3", std::vector<float>{0.5f}, {});
+  b.initializer(tensor_make("z3", DataType::uint8, std::vector<uint8_t>{128}, {}));
+  b.node("Conv", {"x", "w1"}, {"c1"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "conv1";
+  b.node("QuantizeLinear", {"c1", "s1", "z1"}, {"q1"});
+  b.node("DequantizeLinear", {"q1", "s1", "z1"}, {"d1"});
+  b.node("Conv", {"d1", "w2"}, {"c2"}).name = "conv2";
+  b.node("QuantizeLinear", {"c2", "s2", "z2"}, {"q2"}, {attr_int("axis", 1)});
+  b.node("DequantizeLinear", {"q2", "s2", "z2"}, {"y"}, {attr_int("axis", 1)});
+  b.node("QuantizeLinear", {"u", "s3", "z3"}, {"q3"});
+  b.node("DequantizeLinear", {"q3", "s3", "z3"}, {"y3"});
+  b.output("y", DataType::float32);
+  b.output("y3", DataType::float32);
+  Program p = schedule(b, "qdq_vector");
+  const CpuTarget t = cpu_target_named("cpu");
+  // Channel tiles evaluate along their lane axis; row-layout tiles and maps along the inner axis.
+  int epilogues = 0, maps = 0;
+  for (const Kernel &k : p.kernels) {
+    if (k.name.find("quantize") == std::string::npos) continue;
+    CAPTURE(k.name);
+    ChannelTilePlan cp = channel_tile_plan(k, p, t);
+    CHECK(expr_vector_evaluable(k, p, k.result, cp.ok ? cp.v : k.n_parallel - 1));
+    (k.reduce == Reduce::none ? maps : epilogues)++;
+  }
+  CHECK(epilogues == 2);
+  CHECK(maps == 1);
+  std::vector<std::vector<uint8_t>> inputs(p.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); i++)
+    if (p.buffers[i].kind != Buffer::Kind::constant) inputs[i].assign(p.buffers[i].numel * dtype_size(p.buffers[i].dtype), 0);
+  std::vector<float> uv(105);
+  for (const auto &port : p.inputs) {
+    const Buffer &buf = p.buffers[port.buffer];
+    for (int64_t i = 0; i < buf.numel; i++) {
+      // x: integers in [-3, 3]; u: quarters in [-70, 70], so u / 0.5 + 128 crosses 0 and 255.
+      float v = port.name == "x" ? float((int)(i * 13 % 7) - 3) : float((int)(i * 37 % 561) - 280) / 4;
+      if (port.name == "u") uv[i] = v;
+      element_store(DType::f32, inputs[port.buffer].data(), i, v);
+    }
+  }
+  outputs want = run_interpreter(p, inputs);
+  // y3 from the ONNX definition directly: saturate(roundeven(u / 0.5) + 128), then (q - 128) * 0.5.
+  for (size_t o = 0; o < p.outputs.size(); o++)
+    if (p.outputs[o].name == "y3")
+      for (int64_t i = 0; i < 105; i++) {
+        float q = std::clamp(std::nearbyint(uv[i] / 0.5f) + 128, 0.0f, 255.0f);
+        REQUIRE(element_load(DType::f32, want.bytes[o].data(), i) == (q - 128) * 0.5f);
+      }
+  outputs_compare(p, run_compiled(p, inputs, 1), want, 0);
+  outputs_compare(p, run_compiled(p, inputs, 3), want, 0);
+  setenv("CAPGRAPH_SCALAR_EPILOGUE", "1", 1);
+  outputs_compare(p, run_compiled(p, inputs, 1), want, 0);
+  unsetenv("CAPGRAPH_SCALAR_EPILOGUE");
+}
+
+TEST_CASE("value ranges: a clamp bounds, rounding makes integers, a cast pair is kept only inside its type") {
+  builder b;
+  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {16}), z = b.buffer(Buffer::Kind::constant, DType::u8, "z", {1});
+  Kernel k;
+  k.axes = {16};
+  k.n_parallel = 1;
+  int v = k.expr_unary(Op::round, k.expr_load(contiguous(x, {16}), DType::f32), DType::f32);
+  Access za;
+  za.buffer = z;
+  za.dims.push_back(dim({}, 1, 1));
+  v = k.expr_binary(Op::add, v, k.expr_cast(k.expr_load(za, DType::u8), DType::f32), DType::f32);
+  ValueRange r = expr_range(k, b.p, v);
+  CHECK(r.integral);
+  CHECK(r.lo == -INFINITY);
+  int clamped = k.expr_binary(Op::min, k.expr_binary(Op::max, v, k.expr_const(0, DType::f32), DType::f32), k.expr_const(255, DType::f32), DType::f32);
+  r = expr_range(k, b.p, clamped);
+  CHECK(r.lo == 0);
+  CHECK(r.hi == 255);
+  CHECK(r.integral);
+  // Inside uint8: the pair is vector-evaluable; into int8 (255 > 127) it is not.
+  k.result = k.expr_cast(k.expr_cast(clamped, DType::u8), DType::f32);
+  CHECK(expr_vector_evaluable(k, b.p, k.result, 0));
+  k.result = k.expr_cast(k.expr_cast(clamped, DType::i8), DType::f32);
+  CHECK_FALSE(expr_vector_evaluable(k, b.p, k.result, 0));
+  // Unclamped: the fused (saturate) and stored (wrap) forms differ, so not.
+  k.result = k.expr_cast(k.expr_cast(v, DType::u8), DType::f32);
+  CHECK_FALSE(expr_vector_evaluable(k, b.p, k.result, 0));
 }

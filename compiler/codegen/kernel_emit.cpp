@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "codegen/cpu_codegen.h"
+#include "codegen/expr_vector.h"
 #include "codegen/math_ir.h"
 #include "error.h"
 
@@ -237,33 +238,38 @@ int64_t int_constant_saturate(double v, DType t) {
   return std::clamp(int64_saturate(v), lo, hi);
 }
 
-bool KernelEmitter::vector_evaluable(int root, int axis) const {
-  const Expr &e = k.exprs[root];
-  if (e.dtype != DType::f32) return false;
-  switch (e.op) {
-    case Op::constant: case Op::acc: return true;
-    case Op::load: {
-      const Access &a = k.loads[e.access];
-      if (p.buffers[a.buffer].dtype != DType::f32) return false;
-      int64_t c = 0;
-      for (const DimIndex &d : a.dims) {
-        if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return false;
-        for (const AxisTerm &t : d.terms)
-          if (t.axis == axis) c += t.coef * d.stride;
-      }
-      return c == 0 || c == 1;
-    }
-    case Op::neg: case Op::abs: case Op::sqrt: case Op::exp: case Op::log: case Op::tanh: case Op::sigmoid: case Op::erf:
-    case Op::recip: case Op::add: case Op::sub: case Op::mul: case Op::div: case Op::max: case Op::min: case Op::pow:
-      return vector_evaluable(e.a, axis) && (op_arity(e.op) < 2 || vector_evaluable(e.b, axis));
-    default: return false;
+bool KernelEmitter::vector_evaluable(int root, int axis) const { return expr_vector_evaluable(k, p, root, axis); }
+
+// A cast to float32 in vector form (expr_vector_evaluable says which): the same values the scalar
+// form gives.
+Value *KernelEmitter::vector_cast(const Expr &e) {
+  const Expr &o = k.exprs[e.a];
+  auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
+  if (o.dtype == DType::f32) return eval(e.a);
+  if (o.op == Op::load) {
+    const Access &a = k.loads[o.access];
+    DType bt = p.buffers[a.buffer].dtype;
+    Value *ok;
+    Value *ptr = element_ptr(a.buffer, access_offset(a, o.access, &ok));
+    int64_t c = 0;
+    for (const DimIndex &d : a.dims) c += coef_of(d, lane_axis) * d.stride;
+    llvm::Type *mt = mem_type(bt);
+    Value *raw = c ? (Value *)b.CreateAlignedLoad(llvm::FixedVectorType::get(mt, lanes), ptr, llvm::Align(1))
+                   : b.CreateVectorSplat(lanes, b.CreateLoad(mt, ptr));
+    return bt == DType::u8 || bt == DType::u16 ? b.CreateUIToFP(raw, vt) : b.CreateSIToFP(raw, vt);
   }
+  // float -> integer -> float with the value inside the integer type: truncation, NaN gives 0
+  // (as llvm.fptosi.sat does); nothing to truncate where the value is already an integer.
+  Value *v = eval(o.a);
+  Value *t = expr_range(k, p, o.a).integral ? v : b.CreateUnaryIntrinsic(llvm::Intrinsic::trunc, v);
+  return b.CreateSelect(b.CreateFCmpUNO(v, v), llvm::ConstantFP::get(vt, 0), t);
 }
 
 Value *KernelEmitter::eval(int i) {
   auto it = cache.find(i);
   if (it != cache.end()) return it->second;
   const Expr &e = k.exprs[i];
+  if (lanes && e.op == Op::cast) return cache[i] = vector_cast(e);
   bool fl = dtype_is_float(e.dtype);
   Value *a = nullptr, *bb = nullptr, *c = nullptr;
   int n = op_arity(e.op);

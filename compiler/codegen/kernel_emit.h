@@ -42,7 +42,7 @@ struct KernelEmitter {
   // Vector evaluation (the CPU's channel tiles): when lanes > 0, float values are <lanes x float>
   // along axis lane_axis (whose index must be 0 at the point evaluated): constants are splats and
   // loads read `lanes` consecutive elements, or one broadcast where the access does not move with
-  // the axis. Only float arithmetic may be evaluated so (vector_evaluable says which).
+  // the axis. Only what vector_evaluable accepts may be evaluated so.
   unsigned lanes = 0;
   int lane_axis = -1;
 
@@ -75,9 +75,9 @@ struct KernelEmitter {
   llvm::Value *load_value(const Expr &e);
   llvm::Value *constant(double v, DType t);
   llvm::Value *eval(int i);
-  // Whether expression `root` can be evaluated in vector form along `axis`: f32 arithmetic on
-  // loads that are unbounded and contiguous along the axis or independent of it.
+  // Whether expression `root` can be evaluated in vector form along `axis` (expr_vector_evaluable).
   bool vector_evaluable(int root, int axis) const;
+  llvm::Value *vector_cast(const Expr &e);  // a cast to float32 that vector_evaluable accepted
   // Evaluates root fresh at the current point (LICM hoists what does not change).
   llvm::Value *evaluate(int root, bool body);
   void store_result(llvm::Value *v);
