@@ -14,6 +14,10 @@
 #     directly in a tight loop, medians of 5 rounds, for captures made for 1 thread (split by the
 #     runtime) and for the thread count itself (the compiler's partition).
 # TARGET=NAME compiles for that CPU target (default cpu: this machine; cpu-x86_64 is AVX2 only).
+# AVX2_ONLY=1 times both sides as on an AVX2-only x86-64 CPU on an AVX-512 one: fma_peak, capgraph
+# and ONNX Runtime run with tests/tools/libavx2_only.so preloaded (CPUID faulting hides AVX-512, so
+# ONNX Runtime's MLAS picks its AVX2 kernels and fma_peak measures 256-bit FMAs) and glibc's
+# AVX-512 string functions off; TARGET defaults to cpu-x86_64 (strict x86-64-v3) there.
 # Needs a build (scripts/setup.sh) and onnxruntime-node and the OCR models
 # (scripts/fetch_test_deps.sh; in $CAPGRAPH_TEST_DEPS or build/deps).
 set -euo pipefail
@@ -31,6 +35,14 @@ for tool in "$capgraph" "$replay_rss" "$build/tests/tools/replay_overhead" "$bui
   [[ -x $tool ]] || { echo "bench: $tool is missing: build first (scripts/setup.sh)" >&2; exit 1; }
 done
 [[ -d $zoo ]] || { echo "bench: no zoo at $zoo" >&2; exit 1; }
+masked=()
+if [[ ${AVX2_ONLY:-0} == 1 ]]; then
+  [[ -f $build/tests/tools/libavx2_only.so ]] || { echo "bench: AVX2_ONLY=1 needs $build/tests/tools/libavx2_only.so (x86-64 Linux build)" >&2; exit 1; }
+  grep -qw cpuid_fault /proc/cpuinfo || { echo "bench: AVX2_ONLY=1 needs CPUID faulting (cpuid_fault in /proc/cpuinfo), which this machine lacks" >&2; exit 1; }
+  masked=(env LD_PRELOAD="$build/tests/tools/libavx2_only.so"
+    GLIBC_TUNABLES=glibc.cpu.hwcaps=-AVX512F,-AVX512VL,-AVX512BW,-AVX512DQ,-AVX512CD,-AVX512_VNNI,-AVX512_BF16,-AVX512_FP16)
+  TARGET=${TARGET:-cpu-x86_64}
+fi
 work=$(mktemp -d /tmp/capgraph-bench.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 json() { node -e "const o=JSON.parse(require('fs').readFileSync(0,'utf8')); console.log(o$1)"; }
@@ -50,12 +62,12 @@ fi
 
 # Peak: one core measured, times the thread count (a multi-thread measurement is at the mercy of
 # whatever else runs on the other cores at that instant; the models are timed over many runs).
-"$build/tests/tools/fma_peak" 1 >"$work/peak.json"  # to a file first: node must not start while it measures
+"${masked[@]}" "$build/tests/tools/fma_peak" 1 >"$work/peak.json"  # to a file first: node must not start while it measures
 core_peak=$(json .gflops <"$work/peak.json")
 vector=$(json .vector <"$work/peak.json")
 declare -A peak
 for t in "${threads[@]}"; do peak[$t]=$(awk -v p="$core_peak" -v t="$t" 'BEGIN { print p * t }'); done
-echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak: $core_peak GFLOP/s per core (measured on $vector vectors) x threads; capgraph target: ${TARGET:-cpu}"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | xargs); FP32 peak: $core_peak GFLOP/s per core (measured on $vector vectors) x threads; capgraph target: ${TARGET:-cpu}${masked:+; AVX2_ONLY: CPUID masked to AVX2 for fma_peak, capgraph and ONNX Runtime}"
 echo "date: $(date -u +%Y-%m-%d), runs per timing: $runs, capgraph $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo '?')"
 echo
 median() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -85,9 +97,9 @@ for dir in "$zoo"/*/ "$work"/extra/*/; do
     : >"$work/rss_cg"; : >"$work/rss_ort"
     for round in 1 2 3; do
       # Output to a file first: parsing through a pipe would start node while the runs are timed.
-      "$capgraph" bench "$work/$name.cap" --runs "$runs" --threads "$t" >"$work/cg.json"
+      "${masked[@]}" "$capgraph" bench "$work/$name.cap" --runs "$runs" --threads "$t" >"$work/cg.json"
       cg=$(json .median_ms <"$work/cg.json")
-      node "$repo/tests/ort/ort_bench.mjs" "$dir/model.onnx" "$t" "$runs" "${feeds[@]}" >"$work/ort.json"
+      "${masked[@]}" node "$repo/tests/ort/ort_bench.mjs" "$dir/model.onnx" "$t" "$runs" "${feeds[@]}" >"$work/ort.json"
       ort=$(json .ort_median_ms <"$work/ort.json")
       json .ort_peak_rss_kib <"$work/ort.json" >>"$work/rss_ort"
       json .node_rss_kib <"$work/ort.json" >>"$work/rss_node"
