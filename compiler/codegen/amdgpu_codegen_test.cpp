@@ -37,6 +37,20 @@
 
 using namespace capgraph;
 using namespace capgraph::model_gen;
+
+// How much slower than release the compiler runs in this build (the compile-time bounds below).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr double kCompileSlowdown = 3;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr double kCompileSlowdown = 3;
+#else
+constexpr double kCompileSlowdown = 1;
+#endif
+#else
+constexpr double kCompileSlowdown = 1;
+#endif
+
 namespace fs = std::filesystem;
 
 namespace {
@@ -650,7 +664,10 @@ TEST_CASE("models: the zoo compiles for gfx1100") {
                                          << " s (" << cpu << " s of CPU time)");
     // Under 10 s per model, judged by CPU time (all threads together): wall time on this shared
     // machine depends on what else runs, and one core's worth of CPU time bounds it when idle.
-    CHECK(cpu < 10);
+    // The bound is the release compiler's; ASan's instrumentation makes the compiler itself 2-3x
+    // slower (det: 10.2 s of CPU time under ASan in a clean-clone CI run, 3.7 s in release), so
+    // sanitizer builds get three times the budget.
+    CHECK(cpu < 10 * kCompileSlowdown);
     CHECK(capture_check(cap, t) == r.unique_kernels);
     models++;
   }
