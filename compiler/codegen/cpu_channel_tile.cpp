@@ -2,6 +2,9 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <map>
+
+#include <llvm/IR/InlineAsm.h>
 
 #include "codegen/kernel_emit.h"
 #include "schedule/fuse.h"
@@ -264,9 +267,9 @@ struct TileEmitter {
   Value *table = nullptr;           // the X chain's byte table (channel_tile_table)
 
   TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c, Value *t)
-      : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v), table(t),
+      : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v),
         vt(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)c.L)),
-        at(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)(c.L * c.pair))) {
+        at(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)(c.L * c.pair))), table(t) {
     for (size_t di = 0; di < X.dims.size(); di++)
       if (skip_dim(X.dims[di])) checked_dims.push_back(di);
     for (int a = k.n_parallel; a < (int)k.axes.size(); a++) {
@@ -288,6 +291,15 @@ struct TileEmitter {
                       !getenv("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
   }
   Value *i64(int64_t x) { return e.i64(x); }
+  // p, as a value the optimizer cannot see through: loads through copies with different ids are
+  // never merged. An empty asm statement (no instruction; the id only keeps the copies distinct).
+  Value *opaque_copy(Value *p, int64_t id) {
+    auto *ft = llvm::FunctionType::get(p->getType(), {p->getType(), b.getInt64Ty()}, false);
+    llvm::CallInst *c = b.CreateCall(ft, llvm::InlineAsm::get(ft, "", "=r,0,i", false), {p, i64(id)});
+    c->setDoesNotAccessMemory();
+    c->setDoesNotThrow();
+    return c;
+  }
   // The last o tile may hold fewer than VB real blocks: their loads read the last real block.
   bool o_ragged() const { return cp.o >= 0 && k.axes[cp.o] % cp.VB != 0; }
   Value *o_block(Value *o0, int64_t vb) {
@@ -429,15 +441,9 @@ struct TileEmitter {
       else body(live);
     };
     auto window_nest = [&](const LiveFn &body) {
-      std::vector<int64_t> all(Rt);
-      for (int64_t r = 0; r < Rt; r++) all[r] = r;
-      if (!fixed) {
-        // Each window offset inside X for the tile's first position, hence for all: add it.
-        return e.nest_order(window, 0, [&] { guarded(checked_dims, all, body); });
-      }
-      // Window axes moving the positions' dims are unrolled; for each of their values the
-      // positions inside X are known here. The other dims are checked at run time (the same for
-      // every position of the tile).
+      // Window axes moving the positions' dims: in a fixed tile they are unrolled, and for each
+      // of their values the positions inside X are known here. The other dims are checked at run
+      // time (the same for every position of the tile).
       std::vector<size_t> pos_dims, other_dims;
       for (size_t di : checked_dims) (moves_position(X.dims[di]) ? pos_dims : other_dims).push_back(di);
       std::vector<int> unrolled, looped;
@@ -447,26 +453,74 @@ struct TileEmitter {
         (u ? unrolled : looped).push_back(a);
       }
       std::vector<int64_t> wval(k.axes.size(), 0);
-      std::function<void(size_t)> unroll = [&](size_t at) {
-        if (at < unrolled.size()) {
-          for (int64_t i = 0; i < k.axes[unrolled[at]]; i++) {
-            wval[unrolled[at]] = i, e.iv[unrolled[at]] = i64(i);
-            unroll(at + 1);
-          }
-          return;
-        }
+      // The tile's positions inside X at the current window values (a runtime tile: all).
+      auto live_now = [&] {
         std::vector<int64_t> live;
         for (int64_t r = 0; r < Rt; r++) {
           bool in = true;
           for (size_t di : pos_dims) {
             int64_t x = fixed_index(X.dims[di], q0 + r, wval);
-            in = in && x >= 0 && x < X.dims[di].extent;
+            in = in && (!fixed || (x >= 0 && x < X.dims[di].extent));
           }
           if (in) live.push_back(r);
         }
-        if (!live.empty()) guarded(other_dims, live, body);
+        return live;
       };
-      e.nest_order(looped, 0, [&] { unroll(0); });
+      std::function<void(size_t, const std::function<void()> &)> each_combo = [&](size_t at, const std::function<void()> &f) {
+        if (at == unrolled.size()) return f();
+        for (int64_t i = 0; i < k.axes[unrolled[at]]; i++) {
+          wval[unrolled[at]] = i, e.iv[unrolled[at]] = i64(i);
+          each_combo(at + 1, f);
+        }
+      };
+      // The window offsets, unrolled (by us or by LLVM), read many of the same elements of X
+      // (position r + 1 at offset 0 is position r at offset 1). Merged, each such load stays live
+      // from its first use to its last. Where those values and the accumulators far outnumber
+      // the registers, each offset reads X through its own opaque copy of X's base pointer, so
+      // that nothing merges and each load folds into its FMA. Merged past the registers, the
+      // grouped 3x3 convs of regnet_like spilled 240 broadcasts per window row and reloaded them
+      // from a 7 KB frame; their time then followed the stack's address (the spill stores
+      // 4K-aliasing the tile's loads): 0.20 ms in one process, 0.40 ms in the next; apart 0.167 ms
+      // in most. The 28-wide depthwise tiles of mobilenet_v2 ran 1.5-1.8x faster apart. Where
+      // the merged values fit, or overflow by a few spills (16- and 22-wide depthwise tiles),
+      // merged is faster (1.1-1.15x): it loads each element once.
+      std::map<std::vector<int64_t>, int> uses;  // X point (its position dims) -> window offsets reading it
+      int64_t combos = 0;
+      each_combo(0, [&] {
+        combos++;
+        for (int64_t r : live_now()) {
+          std::vector<int64_t> at;
+          for (size_t di : pos_dims) at.push_back(fixed_index(X.dims[di], q0 + r, wval));
+          uses[at]++;
+        }
+      });
+      int64_t shared = 0;
+      for (const auto &u : uses) shared += u.second > 1;
+      const int64_t lanes_unrolled = !window_inside && !rest.empty() && k.axes[rest.back()] <= kUnrolledLanes ? k.axes[rest.back()] : 1;
+      const int64_t merged_live = S * Rt * cols + shared * lanes_unrolled + cols;
+      const bool apart = combos > 1 && !getenv("CAPGRAPH_CSE_WINDOW") && 2 * merged_live > 3 * cp.regs;  // env: experiments
+      if (getenv("CAPGRAPH_DEBUG_TILE") && combos > 1)
+        fprintf(stderr, "window %s: %s tile at %lld, %lld positions, %lld shared X points x %lld lanes, %lld merged values: %s\n",
+                k.name.c_str(), fixed ? "fixed" : "runtime", (long long)q0, (long long)Rt, (long long)shared,
+                (long long)lanes_unrolled, (long long)merged_live, apart ? "apart" : "merged");
+      std::vector<int64_t> all(Rt);
+      for (int64_t r = 0; r < Rt; r++) all[r] = r;
+      if (!fixed && !apart) {
+        // Each window offset inside X for the tile's first position, hence for all: add it.
+        return e.nest_order(window, 0, [&] { guarded(checked_dims, all, body); });
+      }
+      int64_t combo = 0;
+      e.nest_order(looped, 0, [&] {
+        each_combo(0, [&] {
+          std::vector<int64_t> live = live_now();
+          if (live.empty()) return;
+          Value *base = e.slot_ptr[X.buffer];
+          if (apart && combo > 0) e.slot_ptr[X.buffer] = opaque_copy(base, combo);
+          combo++;
+          guarded(fixed ? other_dims : checked_dims, live, body);
+          e.slot_ptr[X.buffer] = base;
+        });
+      });
     };
     auto checked_point = [&](const std::vector<llvm::AllocaInst *> &set, const std::vector<int64_t> &live) {
       for (size_t di : checked_dims) e.checked[cp.x][di] = 1;

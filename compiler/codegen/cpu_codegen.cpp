@@ -606,6 +606,25 @@ struct CpuKernelEmitter : KernelEmitter {
 
 }  // namespace
 
+namespace {
+
+// Unique kernels o, o + n, o + 2n, ... of the program in one module, compiled.
+std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const KernelDedupe &d, int o, int n,
+                                    llvm::CodeGenFileType type) {
+  std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
+  tm->Options.MCOptions.AsmVerbose = true;  // assembly text: with the register allocator's spill comments
+  llvm::LLVMContext ctx;
+  llvm::Module m("capgraph_" + std::to_string(o), ctx);
+  for (size_t u = 0; u < d.reps.size(); u++) {
+    if ((int)(u % n) != o) continue;
+    CpuKernelEmitter e(m, p.kernels[d.reps[u]], p);
+    e.emit(kernel_symbol(p.kernels[d.reps[u]], (int)u), t);
+  }
+  return module_compile(m, *tm, type);
+}
+
+}  // namespace
+
 CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
   CodegenResult r;
   r.kernels.resize(p.kernels.size());
@@ -627,18 +646,13 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
   }
   r.unique_kernels = (int)d.reps.size();
   r.objects.resize(n_obj);
-  parallel_run(n_obj, [&](int o) {
-    std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
-    llvm::LLVMContext ctx;
-    llvm::Module m("capgraph_" + std::to_string(o), ctx);
-    for (size_t u = 0; u < d.reps.size(); u++) {
-      if ((int)(u % n_obj) != o) continue;
-      CpuKernelEmitter e(m, p.kernels[d.reps[u]], p);
-      e.emit(kernel_symbol(p.kernels[d.reps[u]], (int)u), t);
-    }
-    r.objects[o] = module_compile(m, *tm);
-  });
+  parallel_run(n_obj, [&](int o) { r.objects[o] = compile_unique(p, t, d, o, n_obj, llvm::CodeGenFileType::ObjectFile); });
   return r;
+}
+
+std::string cpu_codegen_assembly(const Program &p, const CpuTarget &t) {
+  std::vector<uint8_t> text = compile_unique(p, t, kernels_dedupe(p), 0, 1, llvm::CodeGenFileType::AssemblyFile);
+  return std::string(text.begin(), text.end());
 }
 
 }  // namespace capgraph

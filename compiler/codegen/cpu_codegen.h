@@ -31,6 +31,9 @@ struct CodegenResult {
 // Compiles every kernel of the program; `jobs` objects are built in parallel threads.
 CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs);
 
+// The assembly text of every unique kernel of the program (tests look at the machine code).
+std::string cpu_codegen_assembly(const Program &p, const CpuTarget &t);
+
 // The distinct buffers of a kernel in slot order.
 std::vector<int> kernel_slots(const Kernel &k);
 // Number of work items of a kernel (product of its parallel axes but the innermost).
