@@ -135,25 +135,6 @@ struct CpuKernelEmitter : KernelEmitter {
     return dot > row ? Strategy::dot : Strategy::row;
   }
 
-  // Whether expression i holds a float -> integer -> float cast pair (a fused QuantizeLinear +
-  // DequantizeLinear: the saturating conversion keeps LLVM's loop vectorizer out).
-  // Each expression once (shared subexpressions would make a recursion exponential).
-  bool holds_integer_round_trip(int root) const {
-    std::vector<char> seen(k.exprs.size(), 0);
-    std::vector<int> todo = {root};
-    while (!todo.empty()) {
-      int i = todo.back();
-      todo.pop_back();
-      if (i < 0 || seen[i]) continue;
-      seen[i] = 1;
-      const Expr &e = k.exprs[i];
-      int n = op_arity(e.op);
-      if (e.op == Op::cast && !dtype_is_float(k.exprs[e.a].dtype) && k.exprs[e.a].op == Op::cast) return true;
-      for (int o : {n > 0 ? e.a : -1, n > 1 ? e.b : -1, n > 2 ? e.c : -1}) todo.push_back(o);
-    }
-    return false;
-  }
-
   // Whether a map's result, or a row-layout tile's epilogue, is evaluated `width` elements at once
   // along the inner axis: a float32 store, plain and contiguous along it, an expression
   // expr_vector_evaluable accepts, and only where that expression casts to an integer type and
@@ -169,7 +150,7 @@ struct CpuKernelEmitter : KernelEmitter {
       for (const AxisTerm &t : d.terms)
         if (t.axis == in) c += t.coef * d.stride;
     }
-    return c == 1 && holds_integer_round_trip(k.result) && expr_vector_evaluable(k, p, k.result, in);
+    return c == 1 && expr_holds_integer_round_trip(k, k.result) && expr_vector_evaluable(k, p, k.result, in);
   }
 
   // Evaluates the result `width` elements at once from inner index j (acc_value already set) and

@@ -137,4 +137,21 @@ bool expr_vector_evaluable(const Kernel &k, const Program &p, int root, int axis
   return w.evaluable(root);
 }
 
+bool expr_holds_integer_round_trip(const Kernel &k, int root) {
+  // Each expression once (shared subexpressions would make a recursion exponential).
+  std::vector<char> seen(k.exprs.size(), 0);
+  std::vector<int> todo = {root};
+  while (!todo.empty()) {
+    int i = todo.back();
+    todo.pop_back();
+    if (i < 0 || seen[i]) continue;
+    seen[i] = 1;
+    const Expr &e = k.exprs[i];
+    int n = op_arity(e.op);
+    if (e.op == Op::cast && !dtype_is_float(k.exprs[e.a].dtype) && k.exprs[e.a].op == Op::cast) return true;
+    for (int o : {n > 0 ? e.a : -1, n > 1 ? e.b : -1, n > 2 ? e.c : -1}) todo.push_back(o);
+  }
+  return false;
+}
+
 }  // namespace capgraph

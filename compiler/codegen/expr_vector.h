@@ -21,5 +21,8 @@ ValueRange expr_range(const Kernel &k, const Program &p, int i);
 // float32 arithmetic, rounding and clamps on plain loads (contiguous along the axis or independent
 // of it), integer loads widened to float, and casts through an integer type that keep the value.
 bool expr_vector_evaluable(const Kernel &k, const Program &p, int root, int axis);
+// Whether expression `root` holds a float -> integer -> float cast pair (a fused QuantizeLinear +
+// DequantizeLinear: the saturating conversion keeps LLVM's loop vectorizer out).
+bool expr_holds_integer_round_trip(const Kernel &k, int root);
 
 }  // namespace capgraph

@@ -64,14 +64,12 @@ Access access_remap(Access a, const std::vector<int> &axis_map) {
 // not yet (the RDNA3 emulator lacks the conversions; NOTES.md "ONNX conformance").
 int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype, const std::vector<int> &axis_map) {
   std::vector<int> map(c.exprs.size(), -1);
-  int load_base = (int)p.loads.size();
   std::vector<int> load_map(c.loads.size(), -1);
   for (size_t i = 0; i < c.loads.size(); i++) {
     if (c.loads[i].buffer == buffer) continue;
     load_map[i] = (int)p.loads.size();
     p.loads.push_back(access_remap(c.loads[i], axis_map));
   }
-  (void)load_base;
   int produced = p.result;
   if (buffer_dtype == DType::bf16) produced = p.expr_cast(p.result, buffer_dtype);
   for (size_t i = 0; i < c.exprs.size(); i++) {
