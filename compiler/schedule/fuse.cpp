@@ -63,7 +63,6 @@ Access access_remap(Access a, const std::vector<int> &axis_map) {
 // bfloat16 (the code generators round there) before the consumer reads it. A float16 buffer does
 // not yet (the RDNA3 emulator lacks the conversions; NOTES.md "ONNX conformance").
 int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype, const std::vector<int> &axis_map) {
-  std::vector<int> map(c.exprs.size(), -1);
   std::vector<int> load_map(c.loads.size(), -1);
   for (size_t i = 0; i < c.loads.size(); i++) {
     if (c.loads[i].buffer == buffer) continue;
@@ -72,26 +71,23 @@ int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype, cons
   }
   int produced = p.result;
   if (buffer_dtype == DType::bf16) produced = p.expr_cast(p.result, buffer_dtype);
+  std::vector<int> with(c.exprs.size(), -1);
   for (size_t i = 0; i < c.exprs.size(); i++) {
-    Expr e = c.exprs[i];
-    if (e.op == Op::load && c.loads[e.access].buffer == buffer) {
-      map[i] = produced == p.result ? produced : p.expr_cast(produced, e.dtype);
-      continue;
+    const Expr &e = c.exprs[i];
+    if (e.op == Op::load && c.loads[e.access].buffer == buffer)
+      with[i] = produced == p.result ? produced : p.expr_cast(produced, e.dtype);
+  }
+  const size_t first = p.exprs.size();
+  std::vector<int> map = p.expr_append(c, load_map, with);
+  for (size_t i = first; i < p.exprs.size(); i++) {
+    Expr &e = p.exprs[i];
+    if (e.op != Op::iota) continue;
+    if (axis_map[e.access] < 0) {  // a size-1 axis: its index is always 0
+      e.op = Op::constant;
+      e.value = 0;
+    } else {
+      e.access = axis_map[e.access];
     }
-    if (e.a >= 0) e.a = map[e.a];
-    if (e.b >= 0) e.b = map[e.b];
-    if (e.c >= 0) e.c = map[e.c];
-    if (e.op == Op::load) e.access = load_map[e.access];
-    if (e.op == Op::iota) {
-      if (axis_map[e.access] < 0) {  // a size-1 axis: its index is always 0
-        e.op = Op::constant;
-        e.value = 0;
-      } else {
-        e.access = axis_map[e.access];
-      }
-    }
-    p.exprs.push_back(e);
-    map[i] = (int)p.exprs.size() - 1;
   }
   for (size_t i = 0; i < c.loads.size(); i++)
     if (load_map[i] >= 0)

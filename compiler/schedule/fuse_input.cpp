@@ -95,31 +95,14 @@ bool splice_into(const Kernel &e, int xl, const Kernel &c, int bl, Kernel &out) 
     load_map[l] = (int)out.loads.size();
     out.loads.push_back(k);
   }
-  // e's expressions first (operands before users, as kernel_check wants), then c's, its load of
-  // the buffer replaced by e's result.
+  // e's expressions first, then c's, its load of the buffer replaced by e's result.
   out.exprs.clear();
-  std::vector<int> emap(e.exprs.size()), cmap(c.exprs.size());
-  for (size_t i = 0; i < e.exprs.size(); i++) {
-    Expr x = e.exprs[i];
-    if (x.a >= 0) x.a = emap[x.a];
-    if (x.b >= 0) x.b = emap[x.b];
-    if (x.c >= 0) x.c = emap[x.c];
-    if (x.op == Op::load) x.access = load_map[x.access];
-    out.exprs.push_back(x);
-    emap[i] = (int)out.exprs.size() - 1;
-  }
-  for (size_t i = 0; i < c.exprs.size(); i++) {
-    Expr x = c.exprs[i];
-    if (x.op == Op::load && x.access == bl) {
-      cmap[i] = emap[e.result];
-      continue;
-    }
-    if (x.a >= 0) x.a = cmap[x.a];
-    if (x.b >= 0) x.b = cmap[x.b];
-    if (x.c >= 0) x.c = cmap[x.c];
-    out.exprs.push_back(x);
-    cmap[i] = (int)out.exprs.size() - 1;
-  }
+  std::vector<int> emap = out.expr_append(e, load_map);
+  std::vector<int> same_loads(c.loads.size()), with(c.exprs.size(), -1);
+  for (size_t l = 0; l < c.loads.size(); l++) same_loads[l] = (int)l;
+  for (size_t i = 0; i < c.exprs.size(); i++)
+    if (c.exprs[i].op == Op::load && c.exprs[i].access == bl) with[i] = emap[e.result];
+  std::vector<int> cmap = out.expr_append(c, same_loads, with);
   if (out.exprs.size() > kKernelMaxExprs) return false;
   out.body = cmap[c.body];
   out.result = c.result >= 0 ? cmap[c.result] : -1;

@@ -101,6 +101,24 @@ int Kernel::expr_iota(int axis, DType t) {
   return (int)exprs.size() - 1;
 }
 
+std::vector<int> Kernel::expr_append(const Kernel &src, const std::vector<int> &load_map, const std::vector<int> &with) {
+  std::vector<int> map(src.exprs.size(), -1);
+  for (size_t i = 0; i < src.exprs.size(); i++) {
+    if (!with.empty() && with[i] >= 0) {
+      map[i] = with[i];
+      continue;
+    }
+    Expr e = src.exprs[i];
+    if (e.a >= 0) e.a = map[e.a];
+    if (e.b >= 0) e.b = map[e.b];
+    if (e.c >= 0) e.c = map[e.c];
+    if (e.op == Op::load) e.access = load_map[e.access];
+    exprs.push_back(e);
+    map[i] = (int)exprs.size() - 1;
+  }
+  return map;
+}
+
 int Kernel::expr_cast(int a, DType t) {
   if (exprs[a].dtype == t) return a;
   return expr_unary(Op::cast, a, t);

@@ -107,6 +107,11 @@ struct Kernel {
   int expr_select(int cond, int a, int b, DType t);
   int expr_cast(int a, DType t);
   int expr_iota(int axis, DType t);
+  // Appends src's expressions in order (operands before users, as kernel_check wants), their
+  // operands renumbered and a load's access through load_map; src expression i is not appended
+  // where with[i] >= 0 (empty: nowhere) but stands for this kernel's expression with[i]. Returns
+  // where each of src's expressions went.
+  std::vector<int> expr_append(const Kernel &src, const std::vector<int> &load_map, const std::vector<int> &with = {});
 };
 
 // A buffer of the kernel program. Constants become capture weights; the others get arena space.
