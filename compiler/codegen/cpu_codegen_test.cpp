@@ -1242,3 +1242,84 @@ TEST_CASE("unrolled window offsets do not spill: grouped and depthwise 3x3 tiles
     check_blocked_like_plain(p, path, opt);
   }
 }
+
+TEST_CASE("a float16 buffer that fusion removes still rounds: Cast to float16 and back is not the identity") {
+  // Fusion keeps the value in float32 inside the kernel; the Cast to float16 must still round it
+  // (to nearest even, to infinity above 65519.99, to subnormals and zero below 2^-14), as the
+  // stored buffer would have. Until the sixth session only bfloat16 did.
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {2, 16});
+  b.node("Cast", {"x"}, {"h"}, {attr_int("to", 10)});
+  b.node("Cast", {"h"}, {"y"}, {attr_int("to", 1)});
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/cast_f16_back.onnx";
+  b.save(path);
+  CompileOptions opt;
+  CompileReport r;
+  Program p = compile_schedule(path, opt, &r);
+  REQUIRE(p.kernels.size() == 1);  // both Casts in one kernel: no float16 buffer is stored
+  const float xs[] = {1 + 0x1p-12f, 1 + 0x1p-11f, 1 + 3 * 0x1p-11f, 65519.0f, 65520.0f, 70000.0f, -1e6f, 0x1p-25f,
+                      0x1.8p-25f, 1e-7f, -3e-8f, 0.1f, 1.0f / 3, -2.71828f, 1000.1f, 0x1.ffep-15f};
+  std::vector<std::vector<uint8_t>> in(p.buffers.size());
+  const Buffer &xb = p.buffers[p.inputs[0].buffer];
+  in[p.inputs[0].buffer].resize(size_t(xb.numel) * 4);
+  for (int64_t i = 0; i < xb.numel; i++) element_store(DType::f32, in[p.inputs[0].buffer].data(), i, i < 16 ? xs[i] : -xs[i - 16]);
+  outputs got = run_compiled(p, in, 1);
+  REQUIRE(got.bytes.size() == 1);
+  for (int64_t i = 0; i < xb.numel; i++) {
+    const float x = i < 16 ? xs[i] : -xs[i - 16];
+    float y;
+    std::memcpy(&y, got.bytes[0].data() + 4 * i, 4);
+    const float want = half_to_float(half_from_double(x));
+    CAPTURE(x);
+    CHECK(std::memcmp(&y, &want, 4) == 0);
+  }
+}
+
+TEST_CASE("a conv's vector epilogue rounds a removed float16 buffer too") {
+  // conv -> Cast to float16 -> Cast back -> Relu -> 1x1 conv by the identity: the Casts and the
+  // Relu fuse into the first conv's epilogue, which writes a blocked intermediate and so runs 8
+  // or 16 channels at once (vector_cast); the identity conv passes it on exactly (1 x v plus
+  // zeros). Expected: the same model without the Casts (the same tiles, so the same sums),
+  // rounded to half (Relu and rounding commute).
+  auto model = [](bool casts) {
+    ModelBuilder b(13);
+    b.input("x", DataType::float32, {1, 16, 6, 6});
+    b.initializer("w", ramp(16 * 16 * 9, 0.37f), {16, 16, 3, 3});
+    std::vector<float> eye(16 * 16, 0.0f);
+    for (int c = 0; c < 16; c++) eye[c * 16 + c] = 1.0f;
+    b.initializer("eye", eye, {16, 16, 1, 1});
+    b.node("Conv", {"x", "w"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
+    if (casts) {
+      b.node("Cast", {"c"}, {"h"}, {attr_int("to", 10)});
+      b.node("Cast", {"h"}, {"f"}, {attr_int("to", 1)});
+    }
+    b.node("Relu", {casts ? "f" : "c"}, {"r"});
+    b.node("Conv", {"r", "eye"}, {"y"});
+    b.output("y", DataType::float32);
+    const std::string path = scratch_dir() + (casts ? "/conv_f16_round.onnx" : "/conv_plain.onnx");
+    b.save(path);
+    return path;
+  };
+  CompileOptions opt;
+  CompileReport r1, r2;
+  Program with = compile_schedule(model(true), opt, &r1), plain = compile_schedule(model(false), opt, &r2);
+  REQUIRE(with.kernels.size() == plain.kernels.size());  // the Casts fused away
+  std::vector<std::vector<uint8_t>> in1(with.buffers.size()), in2(plain.buffers.size());
+  in1[with.inputs[0].buffer].resize(16 * 36 * 4);
+  inputs_fill(with, in1, 7);
+  in2[plain.inputs[0].buffer] = in1[with.inputs[0].buffer];
+  outputs got = run_compiled(with, in1, 1), ref = run_compiled(plain, in2, 1);
+  const int64_t n = 16 * 36;
+  int rounded = 0;
+  for (int64_t i = 0; i < n; i++) {
+    float y, z;
+    std::memcpy(&y, got.bytes[0].data() + 4 * i, 4);
+    std::memcpy(&z, ref.bytes[0].data() + 4 * i, 4);
+    const float want = half_to_float(half_from_double(z));
+    rounded += want != z;
+    CAPTURE(i);
+    CHECK(std::memcmp(&y, &want, 4) == 0);
+  }
+  CHECK(rounded > n / 4);  // most sums are not halves: the check sees the rounding
+}

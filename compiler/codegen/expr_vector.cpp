@@ -113,6 +113,8 @@ bool VectorWalk::compute(int root) {
         DType bt = p.buffers[k.loads[o.access].buffer].dtype;
         return bt == o.dtype && dtype_vector_loadable(bt) && load_vector_plain(k.loads[o.access], axis);
       }
+      // A float32 value rounded to float16 and widened back (a float16 buffer that fusion removed).
+      if (o.op == Op::cast && o.dtype == DType::f16 && k.exprs[o.a].dtype == DType::f32) return evaluable(o.a);
       if (o.op != Op::cast || dtype_is_float(o.dtype) || o.dtype == DType::boolean || k.exprs[o.a].dtype != DType::f32) return false;
       ValueRange r = range_of(k, p, o.a, ranges), t = dtype_range(o.dtype);
       return r.lo >= t.lo && r.hi <= t.hi && evaluable(o.a);

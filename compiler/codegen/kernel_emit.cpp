@@ -258,6 +258,9 @@ Value *KernelEmitter::vector_cast(const Expr &e) {
                    : b.CreateVectorSplat(lanes, b.CreateLoad(mt, ptr));
     return bt == DType::u8 || bt == DType::u16 ? b.CreateUIToFP(raw, vt) : b.CreateSIToFP(raw, vt);
   }
+  // float32 -> float16 -> float32: rounded to half in whole registers (F16C, AVX-512, NEON).
+  if (o.op == Op::cast && o.dtype == DType::f16)
+    return b.CreateFPExt(b.CreateFPTrunc(eval(o.a), llvm::FixedVectorType::get(b.getHalfTy(), lanes)), vt);
   // float -> integer -> float with the value inside the integer type: truncation, NaN gives 0
   // (as llvm.fptosi.sat does); nothing to truncate where the value is already an integer.
   Value *v = eval(o.a);
@@ -289,10 +292,11 @@ Value *KernelEmitter::eval(int i) {
     case Op::cast: {
       DType from = k.exprs[e.a].dtype;
       r = convert(a, from, e.dtype);
-      // bfloat16 is computed in float32: a cast to it rounds here, so a value that a fused kernel
-      // no longer stores is still the one bfloat16 holds. (float16 does not, yet: the RDNA3
-      // emulator in tests/emu lacks the conversions that rounding emits; NOTES.md.)
+      // bfloat16 and float16 are computed in float32: a cast to them rounds here, so a value that
+      // a fused kernel no longer stores is still the one the narrow type holds (vector_cast does
+      // the same for float16 in vectors).
       if (e.dtype == DType::bf16 && !lanes) r = b.CreateBitCast(b.CreateShl(b.CreateZExt(bf16_round(r), b.getInt32Ty()), 16), b.getFloatTy());
+      if (e.dtype == DType::f16 && !lanes) r = b.CreateFPExt(b.CreateFPTrunc(r, b.getHalfTy()), b.getFloatTy());
       break;
     }
     case Op::neg: r = fl ? b.CreateFNeg(a) : b.CreateNeg(a); break;

@@ -59,9 +59,8 @@ Access access_remap(Access a, const std::vector<int> &axis_map) {
 
 // Appends consumer c's expressions to producer p, with c's loads of `buffer` replaced by p's
 // result. Returns the index of c's result inside p.
-// A bfloat16 buffer that fusion removes still rounds: the producer's float32 result is cast to
-// bfloat16 (the code generators round there) before the consumer reads it. A float16 buffer does
-// not yet (the RDNA3 emulator lacks the conversions; NOTES.md "ONNX conformance").
+// A bfloat16 or float16 buffer that fusion removes still rounds: the producer's float32 result is
+// cast to the buffer's type (the code generators round there) before the consumer reads it.
 int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype, const std::vector<int> &axis_map) {
   std::vector<int> load_map(c.loads.size(), -1);
   for (size_t i = 0; i < c.loads.size(); i++) {
@@ -70,7 +69,7 @@ int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype, cons
     p.loads.push_back(access_remap(c.loads[i], axis_map));
   }
   int produced = p.result;
-  if (buffer_dtype == DType::bf16) produced = p.expr_cast(p.result, buffer_dtype);
+  if (buffer_dtype == DType::bf16 || buffer_dtype == DType::f16) produced = p.expr_cast(p.result, buffer_dtype);
   std::vector<int> with(c.exprs.size(), -1);
   for (size_t i = 0; i < c.exprs.size(); i++) {
     const Expr &e = c.exprs[i];
@@ -130,7 +129,7 @@ int program_fuse(Program &p) {
         if (w.store_dtype != p.buffers[buf].dtype) continue;
         // A fused kernel stays small enough for the code generators' recursion (kernel.h).
         const DType bt = p.buffers[buf].dtype;
-        const size_t rounding = bt == DType::bf16 ? 1 + own : 0;  // expr_splice's casts
+        const size_t rounding = bt == DType::bf16 || bt == DType::f16 ? 1 + own : 0;  // expr_splice's casts
         if (w.exprs.size() + c.exprs.size() + rounding > kKernelMaxExprs) continue;
         Shape wpar(w.axes.begin(), w.axes.begin() + w.n_parallel);
         std::vector<int> axis_map;

@@ -196,7 +196,7 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
       in->src[1] = 256 + ((w0 >> 9) & 0xff);
       in->dst = 256 + ((w0 >> 17) & 0xff);
       // Carry in and out, and cndmask's selector, are VCC in the 32-bit form.
-      in->src[2] = in->op == op::v_fmac_f32 ? in->dst : 106;
+      in->src[2] = in->op == op::v_fmac_f32 || in->op == op::v_fmac_f16 ? in->dst : 106;
       in->sdst = 106;
       if (in->op == op::v_fmamk_f32 || in->op == op::v_fmaak_f32) has_lit = true;
     }

@@ -292,7 +292,8 @@ float div_fixup(float q, float den, float num) {
 }
 
 bool is_fma(op o) {
-  return o == op::v_fma_f32 || o == op::v_fmac_f32 || o == op::v_fmamk_f32 || o == op::v_fmaak_f32;
+  return o == op::v_fma_f32 || o == op::v_fmac_f32 || o == op::v_fmamk_f32 || o == op::v_fmaak_f32 ||
+         o == op::v_fma_f16 || o == op::v_fmac_f16;
 }
 
 // The 32-bit two-source VALU operations VOPD pairs and VOP2/VOP3 share: d = op(a, b) (c: the old
@@ -648,10 +649,39 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
 #undef U3
 #undef F3
   if (!done) {
-    // 16-bit integer operations: the halves opsel names in, the half opsel[3] names out, the
-    // other half kept (ch. 6.2.3 "16-bit operations").
+    // 16-bit integer and float operations: the halves opsel names in, the half opsel[3] names
+    // out, the other half kept (ch. 6.2.3 "16-bit operations").
     bool ok = true;
+    // Float halves: abs and neg act on the half's own sign bit, inline float constants are halves
+    // (ch. 3.6), and the sources are read again here without the 32-bit modifiers lanes_read
+    // applies. Sums, differences and products are computed in float and rounded once to half:
+    // exact, since float has at least 2 x 11 + 2 significand bits (double rounding is innocuous
+    // then: S. Figueroa, "When is double rounding innocuous?", SIGNUM Newsletter 30(3), 1995).
+    // fma goes through double: exact unless c and a * b are more than ~30 binades apart.
+    auto half_in = [&](int k, int l) -> float {
+      static const uint16_t kHalfInline[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
+      const uint16_t c = in.src[k];
+      uint32_t h;
+      if (c >= 240 && c <= 248) h = kHalfInline[c - 240];
+      else h = ((c >= 256 ? w.v[size_t(c - 256) * 32 + l] : scalar_read(w, c, in.lit)) >> (((in.opsel >> k) & 1) ? 16 : 0)) & 0xffff;
+      if ((in.abs >> k) & 1) h &= 0x7fff;
+      if ((in.neg >> k) & 1) h ^= 0x8000;
+      return f16_to_f32(h);
+    };
+    auto half_acc = [&](int l) -> float {  // v_fmac_f16: the accumulator is the destination's half
+      return f16_to_f32((d[l] >> (((in.opsel >> 3) & 1) ? 16 : 0)) & 0xffff);
+    };
     switch (o) {
+#define HF(name, expr) case op::name: LANES { const float x = half_in(0, l), y = half_in(1, l); (void)y; r[l] = f32_to_f16(expr); } break;
+      HF(v_add_f16, x + y)
+      HF(v_sub_f16, x - y)
+      HF(v_subrev_f16, y - x)
+      HF(v_mul_f16, x * y)
+      HF(v_max_f16, float_max(x, y))
+      HF(v_min_f16, float_min(x, y))
+      HF(v_fmac_f16, float(double(x) * y + half_acc(l)))
+      HF(v_fma_f16, float(double(x) * y + half_in(2, l)))
+#undef HF
 #define H2(name, expr) case op::name: LANES { const uint16_t x = h16(a, 0, l), y = h16(b, 1, l); r[l] = uint16_t(expr); } break;
       H2(v_sub_nc_u16, x - y)
       H2(v_add_nc_u16, x + y)
