@@ -593,7 +593,7 @@ namespace {
 std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const KernelDedupe &d, int o, int n,
                                     llvm::CodeGenFileType type) {
   std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
-  tm->Options.MCOptions.AsmVerbose = true;  // assembly text: with the register allocator's spill comments
+  if (type == llvm::CodeGenFileType::AssemblyFile) tm->Options.MCOptions.AsmVerbose = true;  // with the allocator's spill comments
   llvm::LLVMContext ctx;
   llvm::Module m("capgraph_" + std::to_string(o), ctx);
   for (size_t u = 0; u < d.reps.size(); u++) {

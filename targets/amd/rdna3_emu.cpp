@@ -147,6 +147,19 @@ const uint32_t *lanes_read(const wave &w, const rdna3_inst &in, uint16_t c, int 
   }
   return tmp;
 }
+// Source k of lane l as a 16-bit float operand (ch. 6.2.3, 3.6): the half opsel names, abs and
+// neg on the half's own sign bit (lanes_read's modifiers act on bit 31), inline float constants
+// as halves (0.5 is 0x3800).
+float half_source(const wave &w, const rdna3_inst &in, int k, int l) {
+  static const uint16_t kHalfInline[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
+  const uint16_t c = in.src[k];
+  uint32_t h;
+  if (c >= 240 && c <= 248) h = kHalfInline[c - 240];
+  else h = ((c >= 256 ? w.v[size_t(c - 256) * 32 + l] : scalar_read(w, c, in.lit)) >> (((in.opsel >> k) & 1) ? 16 : 0)) & 0xffff;
+  if ((in.abs >> k) & 1) h &= 0x7fff;
+  if ((in.neg >> k) & 1) h ^= 0x8000;
+  return f16_to_f32(h);
+}
 // 64-bit source of lane l.
 struct src64 {
   const uint32_t *lo = nullptr, *hi = nullptr;
@@ -371,16 +384,7 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       switch (fa.cmp_type) {
         case 'c': LANES mask |= uint32_t(float_class(f(a[l]), b[l])) << l; break;
         case 'f': LANES mask |= uint32_t(float_compare(o, f(a[l]), f(b[l]))) << l; break;
-        case 'e': {
-          // 16-bit float operands take the inline float constants as halves (ch. 3.6: 0.5 is 0x3800).
-          static const uint16_t kHalfInline[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
-          auto half = [&](int k, uint32_t v, int sh) -> float {
-            const uint16_t c = in.src[k];
-            return f16_to_f32(c >= 240 && c <= 248 ? kHalfInline[c - 240] : (v >> sh) & 0xffff);
-          };
-          LANES mask |= uint32_t(float_compare(o, half(0, a[l], s0), half(1, b[l], s1))) << l;
-          break;
-        }
+        case 'e': LANES mask |= uint32_t(float_compare(o, half_source(w, in, 0, l), half_source(w, in, 1, l))) << l; break;
         case 'i': LANES mask |= uint32_t(int_compare<int32_t>(kind, int32_t(a[l]), int32_t(b[l]))) << l; break;
         case 'u': LANES mask |= uint32_t(int_compare<uint32_t>(kind, a[l], b[l])) << l; break;
         case 'h': LANES mask |= uint32_t(int_compare<int16_t>(kind, int16_t(a[l] >> s0), int16_t(b[l] >> s1))) << l; break;
@@ -652,27 +656,16 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
     // 16-bit integer and float operations: the halves opsel names in, the half opsel[3] names
     // out, the other half kept (ch. 6.2.3 "16-bit operations").
     bool ok = true;
-    // Float halves: abs and neg act on the half's own sign bit, inline float constants are halves
-    // (ch. 3.6), and the sources are read again here without the 32-bit modifiers lanes_read
-    // applies. Sums, differences and products are computed in float and rounded once to half:
-    // exact, since float has at least 2 x 11 + 2 significand bits (double rounding is innocuous
-    // then: S. Figueroa, "When is double rounding innocuous?", SIGNUM Newsletter 30(3), 1995).
-    // fma goes through double: exact unless c and a * b are more than ~30 binades apart.
-    auto half_in = [&](int k, int l) -> float {
-      static const uint16_t kHalfInline[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
-      const uint16_t c = in.src[k];
-      uint32_t h;
-      if (c >= 240 && c <= 248) h = kHalfInline[c - 240];
-      else h = ((c >= 256 ? w.v[size_t(c - 256) * 32 + l] : scalar_read(w, c, in.lit)) >> (((in.opsel >> k) & 1) ? 16 : 0)) & 0xffff;
-      if ((in.abs >> k) & 1) h &= 0x7fff;
-      if ((in.neg >> k) & 1) h ^= 0x8000;
-      return f16_to_f32(h);
-    };
+    // Float halves (half_source) are computed in float and rounded once to half: exact for sums,
+    // differences and products, since float has at least 2 x 11 + 2 significand bits (double
+    // rounding is innocuous then: S. Figueroa, "When is double rounding innocuous?", SIGNUM
+    // Newsletter 30(3), 1995). fma goes through double: exact unless c and a * b are more than ~30
+    // binades apart.
     auto half_acc = [&](int l) -> float {  // v_fmac_f16: the accumulator is the destination's half
       return f16_to_f32((d[l] >> (((in.opsel >> 3) & 1) ? 16 : 0)) & 0xffff);
     };
     switch (o) {
-#define HF(name, expr) case op::name: LANES { const float x = half_in(0, l), y = half_in(1, l); (void)y; r[l] = f32_to_f16(expr); } break;
+#define HF(name, expr) case op::name: LANES { const float x = half_source(w, in, 0, l), y = half_source(w, in, 1, l); (void)y; r[l] = f32_to_f16(expr); } break;
       HF(v_add_f16, x + y)
       HF(v_sub_f16, x - y)
       HF(v_subrev_f16, y - x)
@@ -680,7 +673,7 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       HF(v_max_f16, float_max(x, y))
       HF(v_min_f16, float_min(x, y))
       HF(v_fmac_f16, float(double(x) * y + half_acc(l)))
-      HF(v_fma_f16, float(double(x) * y + half_in(2, l)))
+      HF(v_fma_f16, float(double(x) * y + half_source(w, in, 2, l)))
 #undef HF
 #define H2(name, expr) case op::name: LANES { const uint16_t x = h16(a, 0, l), y = h16(b, 1, l); r[l] = uint16_t(expr); } break;
       H2(v_sub_nc_u16, x - y)

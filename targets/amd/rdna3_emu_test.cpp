@@ -161,6 +161,38 @@ TEST_CASE("rdna3: f16 compares read the low halves and take inline constants as 
   for (int l = 0; l < 32; l++) CHECK_MESSAGE(out[l] == cases[l % 8].want, "half " << cases[l % 8].half);
 }
 
+TEST_CASE("rdna3: f16 compares apply abs and neg to the half's own sign bit") {
+  // VOP3 modifiers on a 16-bit source act on bit 15 of the half opsel names, not on bit 31 of the
+  // register (the emulator once applied them to the whole register: the high half's sign flipped).
+  const std::vector<uint32_t> code = {
+      0xF4080100, 0xF8000000,  // s_load_b128 s[4:7], s[0:1], 0x0
+      0x30000082,              // v_lshlrev_b32 v0, 2, v0
+      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0xDC520000, 0x01040000,  // global_load_b32 v1, v0, s[4:5]
+      0xBF8903F7,              // s_waitcnt vmcnt(0)
+      0xD4010008, 0x20010101,  // v_cmp_lt_f16_e64 s8, -v1, 0      a > 0
+      0xD5010002, 0x00210280,  // v_cndmask_b32_e64 v2, 0, 1, s8
+      0xD4010108, 0x0001E501,  // v_cmp_lt_f16_e64 s8, |v1|, 1.0   |a| < 1
+      0xD5010003, 0x00210480,  // v_cndmask_b32_e64 v3, 0, 2, s8
+      0x38040702,              // v_or_b32 v2, v2, v3
+      0xDC6A0000, 0x00060200,  // global_store_b32 v0, v2, s[6:7]
+      0xBFB00000,              // s_endpgm
+  };
+  // Low halves (the high halves hold 0xABCD, whose sign must not matter): 1 if a > 0, plus 2 if |a| < 1.
+  const struct { uint16_t half; uint32_t want; } cases[] = {
+      {0x3800, 3}, {0xB800, 2}, {0x3C00, 1}, {0xBC01, 0}, {0x0000, 2}, {0x7E00, 0}, {0x4400, 1}, {0x8001, 2},
+  };
+  gpu_memory m;
+  m.code(code);
+  m.arg(0, gpu_memory::buf0);
+  m.arg(1, gpu_memory::buf1);
+  uint32_t *in = m.at<uint32_t>(gpu_memory::buf0);
+  for (int l = 0; l < 32; l++) in[l] = 0xABCD0000u | cases[l % 8].half;
+  REQUIRE(run(m, dispatch_of(1, 32)) == "");
+  const uint32_t *out = m.at<uint32_t>(gpu_memory::buf1);
+  for (int l = 0; l < 32; l++) CHECK_MESSAGE(out[l] == cases[l % 8].want, "half " << cases[l % 8].half);
+}
+
 TEST_CASE("rdna3: f16 VOP2/VOP3 arithmetic rounds once to half, honours half modifiers and opsel, keeps the other half") {
   // LLVM emits these once a float16 buffer that fusion removes still rounds (the sixth session):
   // the op-conformance suite found VOP2 0x32 (v_add_f16) and 0x35 (v_mul_f16) missing. Encodings
