@@ -26,7 +26,9 @@ std::vector<BufferUsers> buffer_users(const fb::Capture *c) {
     const fb::PlannedBuffer *pb = c->buffers()->Get(b);
     BufferUsers &u = users[b];
     auto touch = [&](const fb::BufferRef *ref, uint64_t size, uint32_t step, bool writes) {
-      if (!ref || ref->space() != fb::Space::arena || !ranges_overlap(ref->offset(), size, pb->offset(), pb->size())) return;
+      if (!ref || ref->space() != fb::Space::arena ||
+          !ranges_overlap(ref->offset(), size, pb->offset(), pb->size()))
+        return;
       add_once(writes ? u.writers : u.readers, step);
     };
     // The file was verified by flatbuffers only: clamp the lifetime rather than trust it.

@@ -15,10 +15,10 @@ struct BufferUsers {
 
 // One entry per Capture.buffers entry (empty when the capture has no plan). A step uses a planned
 // buffer when one of its arena bindings overlaps the buffer's bytes during the buffer's lifetime
-// [first_step, last_step]: outside it the same bytes hold other buffers. A launch's first binding is
-// the buffer it stores to (the compiler's "slots": the stored buffer first, then the loaded ones,
-// compiler/codegen/cpu_codegen.h), so it writes; its other bindings are read. A copy writes dst and
-// reads src.
+// [first_step, last_step]: outside it the same bytes hold other buffers. A launch's first binding
+// is the buffer it stores to (the compiler's "slots": the stored buffer first, then the loaded
+// ones, compiler/codegen/cpu_codegen.h), so it writes; its other bindings are read. A copy writes
+// dst and reads src.
 std::vector<BufferUsers> buffer_users(const fb::Capture *c);
 
 }  // namespace capgraph

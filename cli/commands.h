@@ -13,10 +13,11 @@ struct Capture;
 int cmd_inspect(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
 int cmd_view(int argc, char **argv);
-// What `inspect --json` prints for the capture read from `path` (cli/README.md, "inspect --json"); `view`
-// embeds the same document in its page.
+// What `inspect --json` prints for the capture read from `path` (cli/README.md, "inspect --json");
+// `view` embeds the same document in its page.
 std::string inspect_json(const std::string &path, const fb::Capture *c);
-// Writes bytes to path through a temporary file and a rename: a failure leaves no half-written file.
+// Writes bytes to path through a temporary file and a rename: a failure leaves no half-written
+// file.
 void file_write_atomic(const std::string &path, const std::vector<uint8_t> &bytes);
 // The value after the flag argv[i] (advancing i), or an Error saying the flag needs one.
 std::string arg_value(int &i, int argc, char **argv);

@@ -72,7 +72,9 @@ std::string steps_list(const std::vector<uint32_t> &steps) {
 }
 
 std::string kernel_name(const fb::Capture *c, const fb::Launch *l) {
-  return c->kernels() && l->kernel() < c->kernels()->size() ? c->kernels()->Get(l->kernel())->name()->str() : std::string("?");
+  return c->kernels() && l->kernel() < c->kernels()->size()
+             ? c->kernels()->Get(l->kernel())->name()->str()
+             : std::string("?");
 }
 
 std::string shape_of(const flatbuffers::Vector<int64_t> *s) {
@@ -97,62 +99,76 @@ std::vector<uint8_t> capture_read_verified(const std::string &path) {
   if (!f) throw Error(path + ": cannot open");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
   flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 100000000);
-  if (bytes.size() < 8 || !fb::CaptureBufferHasIdentifier(bytes.data())) throw Error(path + ": not a capgraph capture (no CAPG identifier)");
+  if (bytes.size() < 8 || !fb::CaptureBufferHasIdentifier(bytes.data()))
+    throw Error(path + ": not a capgraph capture (no CAPG identifier)");
   {
     // The version first, as the runtime reads it: another major version may lay out the other
     // tables differently, and deserves "version" rather than "corrupt" (or a misreading).
     flatbuffers::Verifier vv(bytes.data(), bytes.size());
-    const auto *root = vv.VerifyOffset(0) ? flatbuffers::GetRoot<flatbuffers::Table>(bytes.data()) : nullptr;
-    if (!root || !root->VerifyTableStart(vv) || !root->VerifyField<uint16_t>(vv, fb::Capture::VT_VERSION_MAJOR, 2) ||
+    const auto *root =
+        vv.VerifyOffset(0) ? flatbuffers::GetRoot<flatbuffers::Table>(bytes.data()) : nullptr;
+    if (!root || !root->VerifyTableStart(vv) ||
+        !root->VerifyField<uint16_t>(vv, fb::Capture::VT_VERSION_MAJOR, 2) ||
         !root->VerifyField<uint16_t>(vv, fb::Capture::VT_VERSION_MINOR, 2))
       throw Error(path + ": the capture is corrupt or truncated (its root table is invalid)");
     const unsigned major = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MAJOR, 1);
     const unsigned minor = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MINOR, 0);
     if (major != 1 && major != 2)
-      throw Error(path + ": capture format version " + std::to_string(major) + "." + std::to_string(minor) +
+      throw Error(path + ": capture format version " + std::to_string(major) + "." +
+                  std::to_string(minor) +
                   " cannot be read by this capgraph, which reads versions 1.x and 2.x");
   }
-  if (!fb::VerifyCaptureBuffer(v)) throw Error(path + ": the capture is corrupt or truncated (flatbuffers verification failed)");
+  if (!fb::VerifyCaptureBuffer(v))
+    throw Error(path + ": the capture is corrupt or truncated (flatbuffers verification failed)");
   return bytes;
 }
 
 std::string inspect_json(const std::string &path, const fb::Capture *c) {
   const Totals t = totals_count(c);
   std::string o;
-  appendf(o, "{\"file\": %s, \"version\": \"%u.%u\", \"target\": %s, \"threads\": %u,\n", json_quote(path).c_str(), c->version_major(),
-          c->version_minor(), json_quote(c->target()->name()->str()).c_str(), c->threads());
+  appendf(o, "{\"file\": %s, \"version\": \"%u.%u\", \"target\": %s, \"threads\": %u,\n",
+          json_quote(path).c_str(), c->version_major(), c->version_minor(),
+          json_quote(c->target()->name()->str()).c_str(), c->threads());
   // The environment knobs that changed the output (Capture.compile_options), [] for none.
   o += " \"compile_options\": [";
   if (c->compile_options())
     for (size_t i = 0; i < c->compile_options()->size(); i++)
       o += (i ? ", " : "") + json_quote(c->compile_options()->Get(i)->str());
   o += "],\n";
-  auto ports = [&](const char *key, const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *v) {
+  auto ports = [&](const char *key,
+                   const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *v) {
     appendf(o, " \"%s\": [", key);
     for (size_t i = 0; i < v->size(); i++) {
       const auto *t = v->Get(i);
-      appendf(o, "%s{\"name\": %s, \"dtype\": \"%s\", \"shape\": [", i ? ", " : "", json_quote(t->name()->str()).c_str(),
-              dtype_name((DType)t->dtype()));
-      for (size_t d = 0; d < t->shape()->size(); d++) appendf(o, "%s%lld", d ? ", " : "", (long long)t->shape()->Get(d));
-      appendf(o, "], \"offset\": %llu, \"bytes\": %llu}", (unsigned long long)t->offset(), (unsigned long long)t->size());
+      appendf(o, "%s{\"name\": %s, \"dtype\": \"%s\", \"shape\": [", i ? ", " : "",
+              json_quote(t->name()->str()).c_str(), dtype_name((DType)t->dtype()));
+      for (size_t d = 0; d < t->shape()->size(); d++)
+        appendf(o, "%s%lld", d ? ", " : "", (long long)t->shape()->Get(d));
+      appendf(o, "], \"offset\": %llu, \"bytes\": %llu}", (unsigned long long)t->offset(),
+              (unsigned long long)t->size());
     }
     o += "],\n";
   };
   ports("inputs", c->inputs());
   ports("outputs", c->outputs());
-  appendf(o, " \"arena_bytes\": %llu, \"arena_naive_bytes\": %llu, \"weights\": %u, \"weight_bytes\": %llu, \"programs\": %u,\n",
-          (unsigned long long)c->arena_size(), (unsigned long long)c->arena_naive_size(), c->weights() ? c->weights()->size() : 0,
-          (unsigned long long)t.weight_bytes, c->programs() ? c->programs()->size() : 0);
-  appendf(o, " \"kernels\": %u, \"launches\": %d, \"copies\": %d, \"flops\": %llu,\n \"steps\": [\n", c->kernels() ? c->kernels()->size() : 0,
-          t.launches, t.copies, (unsigned long long)t.flops);
+  appendf(o,
+          " \"arena_bytes\": %llu, \"arena_naive_bytes\": %llu, \"weights\": %u, \"weight_bytes\": "
+          "%llu, \"programs\": %u,\n",
+          (unsigned long long)c->arena_size(), (unsigned long long)c->arena_naive_size(),
+          c->weights() ? c->weights()->size() : 0, (unsigned long long)t.weight_bytes,
+          c->programs() ? c->programs()->size() : 0);
+  appendf(
+      o, " \"kernels\": %u, \"launches\": %d, \"copies\": %d, \"flops\": %llu,\n \"steps\": [\n",
+      c->kernels() ? c->kernels()->size() : 0, t.launches, t.copies, (unsigned long long)t.flops);
   auto ref_json = [&](const fb::BufferRef *r, uint64_t bytes) {
     std::string j;
     if (!r) return std::string("null");
     if (r->space() == fb::Space::weight)
-      appendf(j, "{\"space\": \"weight\", \"index\": %u, \"offset\": %llu, \"bytes\": %llu}", r->index(), (unsigned long long)r->offset(),
-              (unsigned long long)bytes);
+      appendf(j, "{\"space\": \"weight\", \"index\": %u, \"offset\": %llu, \"bytes\": %llu}",
+              r->index(), (unsigned long long)r->offset(), (unsigned long long)bytes);
     else
-      appendf(j, "{\"space\": \"arena\", \"offset\": %llu, \"bytes\": %llu}", (unsigned long long)r->offset(), (unsigned long long)bytes);
+      appendf(j, "{\"space\": \"arena\", \"offset\": %llu, \"bytes\": %llu}",
+              (unsigned long long)r->offset(), (unsigned long long)bytes);
     return j;
   };
   std::vector<std::vector<uint32_t>> weight_readers(c->weights() ? c->weights()->size() : 0);
@@ -163,38 +179,51 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
       const auto *l = s->launch();
       std::string srcs, bindings;
       if (l->source_nodes())
-        for (size_t j = 0; j < l->source_nodes()->size(); j++) srcs += (j ? ", " : "") + json_quote(l->source_nodes()->Get(j)->str());
+        for (size_t j = 0; j < l->source_nodes()->size(); j++)
+          srcs += (j ? ", " : "") + json_quote(l->source_nodes()->Get(j)->str());
       for (uint32_t j = 0; j < l->buffers()->size(); j++) {
         const fb::BufferRef *r = l->buffers()->Get(j);
-        bindings += (j ? ", " : "") + ref_json(r, j < l->buffer_sizes()->size() ? l->buffer_sizes()->Get(j) : 0);
+        bindings += (j ? ", " : "") +
+                    ref_json(r, j < l->buffer_sizes()->size() ? l->buffer_sizes()->Get(j) : 0);
         if (r->space() == fb::Space::weight && r->index() < weight_readers.size() &&
             (weight_readers[r->index()].empty() || weight_readers[r->index()].back() != i))
           weight_readers[r->index()].push_back(i);
       }
-      appendf(o, "  {\"kind\": \"launch\", \"kernel\": %s, \"sources\": [%s], \"work\": %llu, \"flops\": %llu, \"bytes_read\": %llu, "
+      appendf(o,
+              "  {\"kind\": \"launch\", \"kernel\": %s, \"sources\": [%s], \"work\": %llu, "
+              "\"flops\": %llu, \"bytes_read\": %llu, "
               "\"bytes_written\": %llu, \"bindings\": [%s]}%s\n",
-              json_quote(kernel_name(c, l)).c_str(), srcs.c_str(), (unsigned long long)l->work_size(), (unsigned long long)l->flops(),
-              (unsigned long long)l->bytes_read(), (unsigned long long)l->bytes_written(), bindings.c_str(), sep);
+              json_quote(kernel_name(c, l)).c_str(), srcs.c_str(),
+              (unsigned long long)l->work_size(), (unsigned long long)l->flops(),
+              (unsigned long long)l->bytes_read(), (unsigned long long)l->bytes_written(),
+              bindings.c_str(), sep);
     } else {
       const fb::Copy *cp = s->copy();
-      appendf(o, "  {\"kind\": \"copy\", \"bytes\": %llu, \"src\": %s, \"dst\": %s}%s\n", cp ? (unsigned long long)cp->size() : 0ull,
-              ref_json(cp ? cp->src() : nullptr, cp ? cp->size() : 0).c_str(), ref_json(cp ? cp->dst() : nullptr, cp ? cp->size() : 0).c_str(),
-              sep);
+      appendf(o, "  {\"kind\": \"copy\", \"bytes\": %llu, \"src\": %s, \"dst\": %s}%s\n",
+              cp ? (unsigned long long)cp->size() : 0ull,
+              ref_json(cp ? cp->src() : nullptr, cp ? cp->size() : 0).c_str(),
+              ref_json(cp ? cp->dst() : nullptr, cp ? cp->size() : 0).c_str(), sep);
     }
   }
   o += " ],\n \"buffers\": [\n";
   const std::vector<BufferUsers> users = buffer_users(c);
   for (size_t i = 0; i < users.size(); i++) {
     const fb::PlannedBuffer *b = c->buffers()->Get(i);
-    appendf(o, "  {\"name\": %s, \"offset\": %llu, \"bytes\": %llu, \"first_step\": %u, \"last_step\": %u, \"writers\": %s, \"readers\": %s}%s\n",
-            json_quote(b->name() ? b->name()->str() : "").c_str(), (unsigned long long)b->offset(), (unsigned long long)b->size(), b->first_step(),
-            b->last_step(), steps_list(users[i].writers).c_str(), steps_list(users[i].readers).c_str(), i + 1 < users.size() ? "," : "");
+    appendf(o,
+            "  {\"name\": %s, \"offset\": %llu, \"bytes\": %llu, \"first_step\": %u, "
+            "\"last_step\": %u, \"writers\": %s, \"readers\": %s}%s\n",
+            json_quote(b->name() ? b->name()->str() : "").c_str(), (unsigned long long)b->offset(),
+            (unsigned long long)b->size(), b->first_step(), b->last_step(),
+            steps_list(users[i].writers).c_str(), steps_list(users[i].readers).c_str(),
+            i + 1 < users.size() ? "," : "");
   }
   o += " ],\n \"weight_blobs\": [\n";
   for (size_t i = 0; i < weight_readers.size(); i++) {
     const fb::Weight *w = c->weights()->Get(i);
-    appendf(o, "  {\"name\": %s, \"bytes\": %llu, \"readers\": %s}%s\n", json_quote(w->name() ? w->name()->str() : "").c_str(),
-            (unsigned long long)w->data()->size(), steps_list(weight_readers[i]).c_str(), i + 1 < weight_readers.size() ? "," : "");
+    appendf(o, "  {\"name\": %s, \"bytes\": %llu, \"readers\": %s}%s\n",
+            json_quote(w->name() ? w->name()->str() : "").c_str(),
+            (unsigned long long)w->data()->size(), steps_list(weight_readers[i]).c_str(),
+            i + 1 < weight_readers.size() ? "," : "");
   }
   o += " ]" + inspect_amd_json(c) + inspect_adreno_json(c) + inspect_nv_json(c) + "}\n";
   return o;
@@ -205,9 +234,12 @@ int cmd_inspect(int argc, char **argv) {
   bool json = false;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "--json") json = true;
-    else if (!a.empty() && a[0] == '-') throw Error("inspect: unknown option " + a);
-    else path = a;
+    if (a == "--json")
+      json = true;
+    else if (!a.empty() && a[0] == '-')
+      throw Error("inspect: unknown option " + a);
+    else
+      path = a;
   }
   if (path.empty()) throw Error("usage: capgraph inspect MODEL.cap [--json]");
   std::vector<uint8_t> bytes = capture_read_verified(path);
@@ -217,25 +249,35 @@ int cmd_inspect(int argc, char **argv) {
     return 0;
   }
   const Totals t = totals_count(c);
-  std::printf("%s: capture v%u.%u for %s (%s %s), %u thread(s)\n", path.c_str(), c->version_major(), c->version_minor(),
-              c->target()->name()->c_str(), c->target()->triple() ? c->target()->triple()->c_str() : "",
+  std::printf("%s: capture v%u.%u for %s (%s %s), %u thread(s)\n", path.c_str(), c->version_major(),
+              c->version_minor(), c->target()->name()->c_str(),
+              c->target()->triple() ? c->target()->triple()->c_str() : "",
               c->target()->cpu() ? c->target()->cpu()->c_str() : "", c->threads());
   if (c->compile_options())
     for (const auto *o : *c->compile_options()) std::printf("  compiled with %s\n", o->c_str());
-  for (const auto *t : *c->inputs()) std::printf("  input  %-24s %-8s %s\n", t->name()->c_str(), dtype_name((DType)t->dtype()), shape_of(t->shape()).c_str());
-  for (const auto *t : *c->outputs()) std::printf("  output %-24s %-8s %s\n", t->name()->c_str(), dtype_name((DType)t->dtype()), shape_of(t->shape()).c_str());
-  std::printf("  %d launches of %u kernels, %d copies, %.3f GFLOP\n", t.launches, c->kernels() ? c->kernels()->size() : 0, t.copies, t.flops / 1e9);
-  std::printf("  arena %.2f MiB (sum of intermediates %.2f MiB), weights %.2f MiB in %u blobs\n", c->arena_size() / 1048576.0,
-              c->arena_naive_size() / 1048576.0, t.weight_bytes / 1048576.0, c->weights() ? c->weights()->size() : 0);
-  std::printf("  %-4s %-40s %-28s %10s %12s\n", "step", "kernel", "first ONNX node", "work", "MFLOP");
+  for (const auto *t : *c->inputs())
+    std::printf("  input  %-24s %-8s %s\n", t->name()->c_str(), dtype_name((DType)t->dtype()),
+                shape_of(t->shape()).c_str());
+  for (const auto *t : *c->outputs())
+    std::printf("  output %-24s %-8s %s\n", t->name()->c_str(), dtype_name((DType)t->dtype()),
+                shape_of(t->shape()).c_str());
+  std::printf("  %d launches of %u kernels, %d copies, %.3f GFLOP\n", t.launches,
+              c->kernels() ? c->kernels()->size() : 0, t.copies, t.flops / 1e9);
+  std::printf("  arena %.2f MiB (sum of intermediates %.2f MiB), weights %.2f MiB in %u blobs\n",
+              c->arena_size() / 1048576.0, c->arena_naive_size() / 1048576.0,
+              t.weight_bytes / 1048576.0, c->weights() ? c->weights()->size() : 0);
+  std::printf("  %-4s %-40s %-28s %10s %12s\n", "step", "kernel", "first ONNX node", "work",
+              "MFLOP");
   for (size_t i = 0; i < c->steps()->size(); i++) {
     const auto *s = c->steps()->Get(i);
     if (s->kind() != fb::StepKind::launch || !s->launch()) continue;
     const auto *l = s->launch();
-    std::string src = l->source_nodes() && l->source_nodes()->size() ? l->source_nodes()->Get(0)->str() : "";
-    if (l->source_nodes() && l->source_nodes()->size() > 1) src += " +" + std::to_string(l->source_nodes()->size() - 1);
-    std::printf("  %-4zu %-40.40s %-28.28s %10llu %12.2f\n", i, kernel_name(c, l).c_str(), src.c_str(), (unsigned long long)l->work_size(),
-                l->flops() / 1e6);
+    std::string src =
+        l->source_nodes() && l->source_nodes()->size() ? l->source_nodes()->Get(0)->str() : "";
+    if (l->source_nodes() && l->source_nodes()->size() > 1)
+      src += " +" + std::to_string(l->source_nodes()->size() - 1);
+    std::printf("  %-4zu %-40.40s %-28.28s %10llu %12.2f\n", i, kernel_name(c, l).c_str(),
+                src.c_str(), (unsigned long long)l->work_size(), l->flops() / 1e6);
   }
   std::fputs(inspect_amd_text(c).c_str(), stdout);
   std::fputs(inspect_adreno_text(c).c_str(), stdout);

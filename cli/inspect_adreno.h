@@ -1,4 +1,5 @@
-// The Adreno (a6xx) launch facts of a capture's kernels (schema AdrenoKernel), for `capgraph inspect`.
+// The Adreno (a6xx) launch facts of a capture's kernels (schema AdrenoKernel), for `capgraph
+// inspect`.
 #pragma once
 #include <string>
 

@@ -14,17 +14,23 @@ size_t utf8_length(const std::string &s, size_t i) {
   size_t n;
   unsigned cp;
   if (c < 0x80) return 1;
-  if (c >= 0xc2 && c <= 0xdf) n = 2, cp = c & 0x1f;
-  else if (c >= 0xe0 && c <= 0xef) n = 3, cp = c & 0x0f;
-  else if (c >= 0xf0 && c <= 0xf4) n = 4, cp = c & 0x07;
-  else return 0;
+  if (c >= 0xc2 && c <= 0xdf)
+    n = 2, cp = c & 0x1f;
+  else if (c >= 0xe0 && c <= 0xef)
+    n = 3, cp = c & 0x0f;
+  else if (c >= 0xf0 && c <= 0xf4)
+    n = 4, cp = c & 0x07;
+  else
+    return 0;
   if (i + n > s.size()) return 0;
   for (size_t k = 1; k < n; k++) {
     const unsigned char d = (unsigned char)s[i + k];
     if ((d & 0xc0) != 0x80) return 0;
     cp = cp << 6 | (d & 0x3f);
   }
-  if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff))) return 0;
+  if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+      (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+    return 0;
   return n;
 }
 
@@ -41,8 +47,10 @@ std::string json_quote(const std::string &s) {
       i++;
       continue;
     }
-    if (n == 3 && c == 0xe2 && (unsigned char)s[i + 1] == 0x80 && ((unsigned char)s[i + 2] | 1) == 0xa9) {
-      r += (unsigned char)s[i + 2] == 0xa8 ? "\\u2028" : "\\u2029";  // line/paragraph separators end a JS line
+    if (n == 3 && c == 0xe2 && (unsigned char)s[i + 1] == 0x80 &&
+        ((unsigned char)s[i + 2] | 1) == 0xa9) {
+      r += (unsigned char)s[i + 2] == 0xa8 ? "\\u2028"
+                                           : "\\u2029";  // line/paragraph separators end a JS line
     } else if (c == '"' || c == '\\') {
       r += '\\';
       r += (char)c;

@@ -1,6 +1,6 @@
-// capgraph: the command line. compile (ONNX -> capture), run, bench, inspect, profile, view, devices.
-// See ../shared/DESIGN.md "Command line" for the contract; every failure prints one message that
-// names the file, input, node or device, and exits non-zero.
+// capgraph: the command line. compile (ONNX -> capture), run, bench, inspect, profile, view,
+// devices. See ../shared/DESIGN.md "Command line" for the contract; every failure prints one
+// message that names the file, input, node or device, and exits non-zero.
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -58,7 +58,9 @@ void file_write_atomic(const std::string &path, const std::vector<uint8_t> &byte
 int int_arg(const std::string &flag, const std::string &v, int lo, int hi) {
   char *end = nullptr;
   long n = std::strtol(v.c_str(), &end, 10);
-  if (v.empty() || *end || n < lo || n > hi) throw Error(flag + " must be a number from " + std::to_string(lo) + " to " + std::to_string(hi) + ", got '" + v + "'");
+  if (v.empty() || *end || n < lo || n > hi)
+    throw Error(flag + " must be a number from " + std::to_string(lo) + " to " +
+                std::to_string(hi) + ", got '" + v + "'");
   return (int)n;
 }
 
@@ -70,28 +72,37 @@ std::string arg_value(int &i, int argc, char **argv) {
 namespace {
 
 int usage() {
-  std::fprintf(stderr,
-               "usage:\n"
-               "  capgraph compile MODEL.onnx -o MODEL.cap [--target cpu|cpu-x86_64|cpu-x86_64-avx512|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942|null|adreno-a630] [--input-shape NAME=1x3x640x640]...\n"
-               "                   [--threads T] [--fold-limit-mb MB] [--bind NAME=FILE.npy]...\n"
-               "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs SEED] [--threads T]\n"
-               "               [--device cpu|amd|amd:N|fake-amd|null] [--check]\n"
-               "      --check: on a GPU device, replay kernel by kernel against the host twins the capture\n"
-               "               carries and name the first kernel whose result differs\n"
-               "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device cpu|amd|amd:N|fake-amd]\n"
-               "  capgraph inspect MODEL.cap [--json]\n"
-               "  capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] [--best-of K] [--peak GFLOPS --bandwidth GBPS] [--json] | MODEL.cap --device fake-amd[:CHIP]\n"
-               "  capgraph view MODEL.cap -o VIEW.html [--profile] [--runs N] [--threads T]\n"
-               "  capgraph devices\n"
-               "  capgraph flash IMAGE [--dry-run] [--device SEL] [--backup FILE] [--config-restore FILE]\n");
+  std::fprintf(
+      stderr,
+      "usage:\n"
+      "  capgraph compile MODEL.onnx -o MODEL.cap [--target "
+      "cpu|cpu-x86_64|cpu-x86_64-avx512|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942|"
+      "null|adreno-a630] [--input-shape NAME=1x3x640x640]...\n"
+      "                   [--threads T] [--fold-limit-mb MB] [--bind NAME=FILE.npy]...\n"
+      "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs "
+      "SEED] [--threads T]\n"
+      "               [--device cpu|amd|amd:N|fake-amd|null] [--check]\n"
+      "      --check: on a GPU device, replay kernel by kernel against the host twins the capture\n"
+      "               carries and name the first kernel whose result differs\n"
+      "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device cpu|amd|amd:N|fake-amd]\n"
+      "  capgraph inspect MODEL.cap [--json]\n"
+      "  capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] [--best-of K] "
+      "[--peak GFLOPS --bandwidth GBPS] [--json] | MODEL.cap --device fake-amd[:CHIP]\n"
+      "  capgraph view MODEL.cap -o VIEW.html [--profile] [--runs N] [--threads T]\n"
+      "  capgraph devices\n"
+      "  capgraph flash IMAGE [--dry-run] [--device SEL] [--backup FILE] [--config-restore "
+      "FILE]\n");
   return 2;
 }
 
 std::string human_bytes(double b) {
   char buf[64];
-  if (b >= 1 << 20) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1 << 20));
-  else if (b >= 1 << 10) std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
-  else std::snprintf(buf, sizeof buf, "%.0f B", b);
+  if (b >= 1 << 20)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1 << 20));
+  else if (b >= 1 << 10)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / (1 << 10));
+  else
+    std::snprintf(buf, sizeof buf, "%.0f B", b);
   return buf;
 }
 
@@ -100,45 +111,59 @@ int cmd_compile(int argc, char **argv) {
   CompileOptions opt;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "-o" || a == "--output") out = arg_value(i, argc, argv);
-    else if (a == "--target") opt.target = arg_value(i, argc, argv);
-    else if (a == "--threads") opt.threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
-    else if (a == "--fold-limit-mb") opt.fold_limit_bytes = (int64_t)int_arg(a, arg_value(i, argc, argv), 1, 1 << 20) << 20;
+    if (a == "-o" || a == "--output")
+      out = arg_value(i, argc, argv);
+    else if (a == "--target")
+      opt.target = arg_value(i, argc, argv);
+    else if (a == "--threads")
+      opt.threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (a == "--fold-limit-mb")
+      opt.fold_limit_bytes = (int64_t)int_arg(a, arg_value(i, argc, argv), 1, 1 << 20) << 20;
     else if (a == "--input-shape") {
       std::string v = arg_value(i, argc, argv);
       size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) throw Error("--input-shape expects NAME=DxDx..., got '" + v + "'");
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        throw Error("--input-shape expects NAME=DxDx..., got '" + v + "'");
       opt.input_shapes[v.substr(0, eq)] = shape_parse(v.substr(eq + 1));
     } else if (a == "--bind") {
       // A graph input made a compile-time constant (shapes, scales, axes given as inputs).
       std::string v = arg_value(i, argc, argv);
       size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size()) throw Error("--bind expects NAME=FILE.npy, got '" + v + "'");
+      if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
+        throw Error("--bind expects NAME=FILE.npy, got '" + v + "'");
       std::string name = v.substr(0, eq);
       if (opt.bound_inputs.count(name)) throw Error("--bind names '" + name + "' twice");
       npy_array arr;
       std::string err;
       if (!npy_read(v.substr(eq + 1), &arr, &err)) throw Error("--bind " + name + ": " + err);
       // capgraph_dtype and DType share their numbering (both are the capture schema's DType).
-      static_assert((int)CAPGRAPH_BOOL == (int)DType::boolean && (int)CAPGRAPH_F16 == (int)DType::f16);
-      opt.bound_inputs.emplace(name, Tensor::from_bytes((DType)arr.dtype, arr.shape, std::move(arr.data)));
-    } else if (!a.empty() && a[0] == '-') throw Error("compile: unknown option " + a);
-    else if (in.empty()) in = a;
-    else throw Error("compile: unexpected argument " + a);
+      static_assert((int)CAPGRAPH_BOOL == (int)DType::boolean &&
+                    (int)CAPGRAPH_F16 == (int)DType::f16);
+      opt.bound_inputs.emplace(
+          name, Tensor::from_bytes((DType)arr.dtype, arr.shape, std::move(arr.data)));
+    } else if (!a.empty() && a[0] == '-')
+      throw Error("compile: unknown option " + a);
+    else if (in.empty())
+      in = a;
+    else
+      throw Error("compile: unexpected argument " + a);
   }
   if (in.empty() || out.empty()) return usage();
   auto t0 = std::chrono::steady_clock::now();
   CompileReport r;
   std::vector<uint8_t> bytes = compile_model(in, opt, &r);
   file_write_atomic(out, bytes);
-  double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("compiled %s -> %s in %.0f ms\n", in.c_str(), out.c_str(), ms);
-  std::printf("  %d ONNX nodes -> %d kernels (%d distinct, %d fused away, %d BatchNorms folded)\n", r.onnx_nodes, r.kernels,
-              r.unique_kernels, r.fused, r.folded_batchnorms);
-  std::printf("  arena %s (without reuse %s), weights %s, capture %s\n", human_bytes(r.arena_bytes).c_str(),
-              human_bytes(r.arena_naive_bytes).c_str(), human_bytes(r.weight_bytes).c_str(), human_bytes(r.capture_bytes).c_str());
-  std::printf("  time: read %.0f ms, graph %.0f ms, schedule %.0f ms, codegen %.0f ms, write %.0f ms\n", r.ms_read, r.ms_graph,
-              r.ms_schedule, r.ms_codegen, r.ms_write);
+  std::printf("  %d ONNX nodes -> %d kernels (%d distinct, %d fused away, %d BatchNorms folded)\n",
+              r.onnx_nodes, r.kernels, r.unique_kernels, r.fused, r.folded_batchnorms);
+  std::printf("  arena %s (without reuse %s), weights %s, capture %s\n",
+              human_bytes(r.arena_bytes).c_str(), human_bytes(r.arena_naive_bytes).c_str(),
+              human_bytes(r.weight_bytes).c_str(), human_bytes(r.capture_bytes).c_str());
+  std::printf(
+      "  time: read %.0f ms, graph %.0f ms, schedule %.0f ms, codegen %.0f ms, write %.0f ms\n",
+      r.ms_read, r.ms_graph, r.ms_schedule, r.ms_codegen, r.ms_write);
   return 0;
 }
 
@@ -188,7 +213,8 @@ void inputs_random(Model &m, unsigned seed) {
         case CAPGRAPH_F32: ((float *)t.data)[j] = u(rng); break;
         case CAPGRAPH_U8: ((uint8_t *)t.data)[j] = rng() & 255; break;
         case CAPGRAPH_I64: ((int64_t *)t.data)[j] = 0; break;
-        default: std::memset((uint8_t *)t.data + j * npy_dtype_size(t.dtype), 0, npy_dtype_size(t.dtype));
+        default:
+          std::memset((uint8_t *)t.data + j * npy_dtype_size(t.dtype), 0, npy_dtype_size(t.dtype));
       }
     }
   }
@@ -203,24 +229,34 @@ int cmd_run(int argc, char **argv) {
   bool check = false;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "--check") check = true;
+    if (a == "--check")
+      check = true;
     else if (a == "--input") {
       std::string v = arg_value(i, argc, argv);
       size_t eq = v.find('=');
-      if (eq == std::string::npos || eq == 0) throw Error("--input expects NAME=FILE.npy, got '" + v + "'");
+      if (eq == std::string::npos || eq == 0)
+        throw Error("--input expects NAME=FILE.npy, got '" + v + "'");
       inputs.push_back({v.substr(0, eq), v.substr(eq + 1)});
-    } else if (a == "--output-dir") outdir = arg_value(i, argc, argv);
-    else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
-    else if (a == "--random-inputs") seed = int_arg(a, arg_value(i, argc, argv), 0, 1 << 30);
-    else if (a == "--device") device = arg_value(i, argc, argv);
-    else if (!a.empty() && a[0] == '-') throw Error("run: unknown option " + a);
-    else if (path.empty()) path = a;
-    else throw Error("run: unexpected argument " + a);
+    } else if (a == "--output-dir")
+      outdir = arg_value(i, argc, argv);
+    else if (a == "--threads")
+      threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (a == "--random-inputs")
+      seed = int_arg(a, arg_value(i, argc, argv), 0, 1 << 30);
+    else if (a == "--device")
+      device = arg_value(i, argc, argv);
+    else if (!a.empty() && a[0] == '-')
+      throw Error("run: unknown option " + a);
+    else if (path.empty())
+      path = a;
+    else
+      throw Error("run: unexpected argument " + a);
   }
   if (path.empty()) return usage();
   auto t0 = std::chrono::steady_clock::now();
   Model m(path, threads, device);
-  double load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  double load_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   // Random values first, so that files given beside --random-inputs replace them.
   if (seed >= 0) inputs_random(m, (unsigned)seed);
   std::string err;
@@ -228,15 +264,19 @@ int cmd_run(int argc, char **argv) {
   if (!outdir.empty() && !output_dir_create(outdir, &err)) throw Error(err);
   t0 = std::chrono::steady_clock::now();
   std::string checked;
-  if (check) checked = m.run_check();
-  else m.run();
-  double run_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  if (check)
+    checked = m.run_check();
+  else
+    m.run();
+  double run_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   std::printf("%s: loaded in %.1f ms, replayed in %.2f ms%s\n", path.c_str(), load_ms, run_ms,
               check ? " (kernel by kernel, --check)" : "");
   if (check) std::printf("check: %s\n", checked.c_str());
   for (int i = 0; i < capgraph_num_outputs(m.m); i++) {
     capgraph_tensor t = m.output(i);
-    std::string line = std::string("  output '") + t.name + "' " + npy_descr(t.dtype) + " " + shape_text(t);
+    std::string line =
+        std::string("  output '") + t.name + "' " + npy_descr(t.dtype) + " " + shape_text(t);
     if (t.dtype == CAPGRAPH_F32) {
       const float *f = (const float *)t.data;
       size_t n = t.size_bytes / 4;
@@ -266,12 +306,18 @@ int cmd_bench(int argc, char **argv) {
   int runs = 20, threads = 0;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "--device") device = arg_value(i, argc, argv);
-    else if (a == "--runs") runs = int_arg(a, arg_value(i, argc, argv), 1, 1000000);
-    else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
-    else if (!a.empty() && a[0] == '-') throw Error("bench: unknown option " + a);
-    else if (path.empty()) path = a;
-    else throw Error("bench: unexpected argument " + a);
+    if (a == "--device")
+      device = arg_value(i, argc, argv);
+    else if (a == "--runs")
+      runs = int_arg(a, arg_value(i, argc, argv), 1, 1000000);
+    else if (a == "--threads")
+      threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (!a.empty() && a[0] == '-')
+      throw Error("bench: unknown option " + a);
+    else if (path.empty())
+      path = a;
+    else
+      throw Error("bench: unexpected argument " + a);
   }
   if (path.empty()) return usage();
   Model m(path, threads, device);
@@ -281,12 +327,15 @@ int cmd_bench(int argc, char **argv) {
   for (int i = 0; i < runs; i++) {
     auto t0 = std::chrono::steady_clock::now();
     m.run();
-    ts.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    ts.push_back(
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
   }
   std::sort(ts.begin(), ts.end());
-  std::printf("{\"model\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"p90_ms\": %.4f, \"runs\": %d, \"threads\": %d}\n", path.c_str(),
-              ts[ts.size() / 2], ts[0], ts[std::min(ts.size() - 1, ts.size() * 9 / 10)], runs,
-              threads ? threads : 1);
+  std::printf(
+      "{\"model\": \"%s\", \"median_ms\": %.4f, \"min_ms\": %.4f, \"p90_ms\": %.4f, \"runs\": %d, "
+      "\"threads\": %d}\n",
+      path.c_str(), ts[ts.size() / 2], ts[0], ts[std::min(ts.size() - 1, ts.size() * 9 / 10)], runs,
+      threads ? threads : 1);
   return 0;
 }
 

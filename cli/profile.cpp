@@ -45,10 +45,13 @@ std::vector<StepInfo> steps_describe(const fb::Capture *c, uint32_t threads) {
     i.work = step_work(s, c->threads(), threads);
     if (s->kind() == fb::StepKind::launch && s->launch()) {
       const auto *l = s->launch();
-      i.name = c->kernels() && l->kernel() < c->kernels()->size() ? c->kernels()->Get(l->kernel())->name()->str() : "?";
+      i.name = c->kernels() && l->kernel() < c->kernels()->size()
+                   ? c->kernels()->Get(l->kernel())->name()->str()
+                   : "?";
       if (l->source_nodes() && l->source_nodes()->size()) {
         i.source = l->source_nodes()->Get(0)->str();
-        if (l->source_nodes()->size() > 1) i.source += " +" + std::to_string(l->source_nodes()->size() - 1);
+        if (l->source_nodes()->size() > 1)
+          i.source += " +" + std::to_string(l->source_nodes()->size() - 1);
       }
       i.flops = l->flops();
     } else {
@@ -62,14 +65,16 @@ std::vector<StepInfo> steps_describe(const fb::Capture *c, uint32_t threads) {
 // The emulator's counts: the fake prints them (on stderr) when the model is freed.
 int device_profile(const std::string &path, const std::string &device) {
   if (device.rfind("fake-amd", 0) != 0)
-    throw Error("profile --device " + device + ": only fake-amd[:CHIP] counts instructions; timed profiles run on the CPU "
+    throw Error("profile --device " + device +
+                ": only fake-amd[:CHIP] counts instructions; timed profiles run on the CPU "
                 "(no --device)");
   std::string dev = device;
   if (dev.find(":profile") == std::string::npos) dev += ":profile";
   capgraph_options o{1};
   capgraph_model *m = nullptr;
   char err[1024] = {0};
-  if (capgraph_load_device(path.c_str(), dev.c_str(), &o, &m, err, sizeof err) != CAPGRAPH_OK) throw Error(err);
+  if (capgraph_load_device(path.c_str(), dev.c_str(), &o, &m, err, sizeof err) != CAPGRAPH_OK)
+    throw Error(err);
   // Seeded values in [-1, 1) for float inputs, zeros otherwise (counts depend on shapes only,
   // except data-dependent gathers).
   uint32_t x = 1;
@@ -96,67 +101,89 @@ int device_profile(const std::string &path, const std::string &device) {
 double rate_arg(const std::string &flag, const std::string &v) {
   char *end = nullptr;
   const double x = std::strtod(v.c_str(), &end);
-  if (v.empty() || *end || !(x > 0) || !(x < 1e9)) throw Error(flag + " must be a positive number, got '" + v + "'");
+  if (v.empty() || *end || !(x > 0) || !(x < 1e9))
+    throw Error(flag + " must be a positive number, got '" + v + "'");
   return x;
 }
 
-void profile_json_print(const std::string &path, int runs, uint32_t threads, double peak, double bandwidth, double total,
-                        const std::vector<StepInfo> &info, const std::vector<double> &ms, const std::vector<StepVerdict> &verdict) {
+void profile_json_print(const std::string &path, int runs, uint32_t threads, double peak,
+                        double bandwidth, double total, const std::vector<StepInfo> &info,
+                        const std::vector<double> &ms, const std::vector<StepVerdict> &verdict) {
   const bool bars = peak > 0;
-  std::printf("{\"capture\": %s, \"runs\": %d, \"threads\": %u, \"total_ms\": %.6f", json_quote(path).c_str(), runs, threads, total);
+  std::printf("{\"capture\": %s, \"runs\": %d, \"threads\": %u, \"total_ms\": %.6f",
+              json_quote(path).c_str(), runs, threads, total);
   if (bars)
-    std::printf(", \"peak_gflops\": %.3f, \"bandwidth_gbps\": %.3f, \"compute_bar\": %.2f, \"memory_bar\": %.2f, \"small_us\": %.1f", peak,
-                bandwidth, kComputeBar, kMemoryBar, kSmallStepUs);
+    std::printf(
+        ", \"peak_gflops\": %.3f, \"bandwidth_gbps\": %.3f, \"compute_bar\": %.2f, \"memory_bar\": "
+        "%.2f, \"small_us\": %.1f",
+        peak, bandwidth, kComputeBar, kMemoryBar, kSmallStepUs);
   std::printf(", \"steps\": [\n");
   for (size_t s = 0; s < ms.size(); s++) {
     const StepVerdict &v = verdict[s];
-    std::printf("  {\"step\": %zu, \"kernel\": %s, \"onnx\": %s, \"ms\": %.6f, \"flops\": %llu, \"bytes\": %llu, \"active_threads\": %u, "
-                "\"gflops\": %.3f, \"gbps\": %.3f, \"intensity\": %.4f",
-                s, json_quote(info[s].name).c_str(), json_quote(info[s].source).c_str(), ms[s], (unsigned long long)info[s].work.flops,
-                (unsigned long long)info[s].work.bytes, info[s].work.active_threads, v.gflops, v.gbps, v.intensity);
+    std::printf(
+        "  {\"step\": %zu, \"kernel\": %s, \"onnx\": %s, \"ms\": %.6f, \"flops\": %llu, \"bytes\": "
+        "%llu, \"active_threads\": %u, "
+        "\"gflops\": %.3f, \"gbps\": %.3f, \"intensity\": %.4f",
+        s, json_quote(info[s].name).c_str(), json_quote(info[s].source).c_str(), ms[s],
+        (unsigned long long)info[s].work.flops, (unsigned long long)info[s].work.bytes,
+        info[s].work.active_threads, v.gflops, v.gbps, v.intensity);
     if (bars)
-      std::printf(", \"bound\": \"%s\", \"peak_share\": %.4f, \"bandwidth_share\": %.4f, \"meets\": %s", step_bound_name(v.bound),
-                  v.peak_share, v.bandwidth_share, v.meets ? "true" : "false");
+      std::printf(
+          ", \"bound\": \"%s\", \"peak_share\": %.4f, \"bandwidth_share\": %.4f, \"meets\": %s",
+          step_bound_name(v.bound), v.peak_share, v.bandwidth_share, v.meets ? "true" : "false");
     std::printf("}%s\n", s + 1 < ms.size() ? "," : "");
   }
   std::printf("]}\n");
 }
 
-void profile_table_print(const std::string &path, int runs, uint32_t run_threads, double peak, double bandwidth, double total,
-                         const std::vector<StepInfo> &info, const std::vector<double> &median_ms, const std::vector<StepVerdict> &verdict) {
+void profile_table_print(const std::string &path, int runs, uint32_t run_threads, double peak,
+                         double bandwidth, double total, const std::vector<StepInfo> &info,
+                         const std::vector<double> &median_ms,
+                         const std::vector<StepVerdict> &verdict) {
   const bool bars = peak > 0;
   const size_t n = median_ms.size();
-  std::printf("%s: %zu steps, %d timed runs, %u thread(s); sum of per-step medians %.3f ms\n", path.c_str(), n, runs, run_threads,
-              total);
+  std::printf("%s: %zu steps, %d timed runs, %u thread(s); sum of per-step medians %.3f ms\n",
+              path.c_str(), n, runs, run_threads, total);
   if (bars)
-    std::printf("  bars: compute-bound >= %.0f%% of %.1f GFLOP/s, memory-bound >= %.0f%% of %.1f GB/s (balance %.1f FLOP/B); small: ideal "
-                "time < %.0f us\n",
-                100 * kComputeBar, peak, 100 * kMemoryBar, bandwidth, peak / bandwidth, kSmallStepUs);
-  std::printf("  %-4s %-36s %-28s %10s %7s %9s %9s %8s %7s", "step", "kernel", "first ONNX node", "ms", "share", "GFLOP/s", "MB",
-              "GB/s", "FLOP/B");
+    std::printf(
+        "  bars: compute-bound >= %.0f%% of %.1f GFLOP/s, memory-bound >= %.0f%% of %.1f GB/s "
+        "(balance %.1f FLOP/B); small: ideal "
+        "time < %.0f us\n",
+        100 * kComputeBar, peak, 100 * kMemoryBar, bandwidth, peak / bandwidth, kSmallStepUs);
+  std::printf("  %-4s %-36s %-28s %10s %7s %9s %9s %8s %7s", "step", "kernel", "first ONNX node",
+              "ms", "share", "GFLOP/s", "MB", "GB/s", "FLOP/B");
   if (bars) std::printf(" %6s %6s %-7s %s", "%peak", "%bw", "bound", "bar");
   std::printf("\n");
   double missed_ms = 0, small_ms = 0;
   size_t missed = 0, small = 0;
   for (size_t s = 0; s < n; s++) {
     const StepVerdict &v = verdict[s];
-    std::printf("  %-4zu %-36.36s %-28.28s %10.4f %6.1f%% %9.2f %9.3f %8.2f %7.2f", s, info[s].name.c_str(), info[s].source.c_str(),
-                median_ms[s], total > 0 ? 100 * median_ms[s] / total : 0.0, v.gflops, info[s].work.bytes / 1e6, v.gbps, v.intensity);
+    std::printf("  %-4zu %-36.36s %-28.28s %10.4f %6.1f%% %9.2f %9.3f %8.2f %7.2f", s,
+                info[s].name.c_str(), info[s].source.c_str(), median_ms[s],
+                total > 0 ? 100 * median_ms[s] / total : 0.0, v.gflops, info[s].work.bytes / 1e6,
+                v.gbps, v.intensity);
     if (bars)
-      std::printf(" %5.0f%% %5.0f%% %-7s %s", 100 * v.peak_share, 100 * v.bandwidth_share, step_bound_name(v.bound),
-                  v.bound == StepBound::small ? "-" : v.meets ? "ok" : "MISS");
+      std::printf(" %5.0f%% %5.0f%% %-7s %s", 100 * v.peak_share, 100 * v.bandwidth_share,
+                  step_bound_name(v.bound),
+                  v.bound == StepBound::small ? "-"
+                  : v.meets                   ? "ok"
+                                              : "MISS");
     std::printf("\n");
     if (!v.meets) missed++, missed_ms += median_ms[s];
     if (v.bound == StepBound::small) small++, small_ms += median_ms[s];
   }
   if (bars)
-    std::printf("  below their bar: %zu steps, %.1f%% of the time; small: %zu steps, %.1f%% of the time\n", missed,
-                total > 0 ? 100 * missed_ms / total : 0.0, small, total > 0 ? 100 * small_ms / total : 0.0);
+    std::printf(
+        "  below their bar: %zu steps, %.1f%% of the time; small: %zu steps, %.1f%% of the time\n",
+        missed, total > 0 ? 100 * missed_ms / total : 0.0, small,
+        total > 0 ? 100 * small_ms / total : 0.0);
   std::vector<size_t> order(n);
   for (size_t s = 0; s < n; s++) order[s] = s;
-  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return median_ms[a] > median_ms[b]; });
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return median_ms[a] > median_ms[b]; });
   std::printf("  slowest:");
-  for (size_t i = 0; i < std::min<size_t>(5, n); i++) std::printf(" %zu (%.1f%%)", order[i], total > 0 ? 100 * median_ms[order[i]] / total : 0.0);
+  for (size_t i = 0; i < std::min<size_t>(5, n); i++)
+    std::printf(" %zu (%.1f%%)", order[i], total > 0 ? 100 * median_ms[order[i]] / total : 0.0);
   std::printf("\n");
 }
 
@@ -169,23 +196,38 @@ int cmd_profile(int argc, char **argv) {
   bool json = false;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "--runs") runs = int_arg(a, arg_value(i, argc, argv), 1, 100000);
-    else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
-    else if (a == "--trace") trace = arg_value(i, argc, argv);
-    else if (a == "--device") device = arg_value(i, argc, argv);
-    else if (a == "--peak") peak = rate_arg(a, arg_value(i, argc, argv));
-    else if (a == "--bandwidth") bandwidth = rate_arg(a, arg_value(i, argc, argv));
-    else if (a == "--json") json = true;
-    else if (a == "--best-of") best_of = int_arg(a, arg_value(i, argc, argv), 1, 100);
-    else if (!a.empty() && a[0] == '-') throw Error("profile: unknown option " + a);
-    else if (path.empty()) path = a;
-    else throw Error("profile: unexpected argument " + a);
+    if (a == "--runs")
+      runs = int_arg(a, arg_value(i, argc, argv), 1, 100000);
+    else if (a == "--threads")
+      threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (a == "--trace")
+      trace = arg_value(i, argc, argv);
+    else if (a == "--device")
+      device = arg_value(i, argc, argv);
+    else if (a == "--peak")
+      peak = rate_arg(a, arg_value(i, argc, argv));
+    else if (a == "--bandwidth")
+      bandwidth = rate_arg(a, arg_value(i, argc, argv));
+    else if (a == "--json")
+      json = true;
+    else if (a == "--best-of")
+      best_of = int_arg(a, arg_value(i, argc, argv), 1, 100);
+    else if (!a.empty() && a[0] == '-')
+      throw Error("profile: unknown option " + a);
+    else if (path.empty())
+      path = a;
+    else
+      throw Error("profile: unexpected argument " + a);
   }
   const char *usage =
-      "usage: capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] [--best-of K] [--peak GFLOPS --bandwidth GBPS] [--json] | "
+      "usage: capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] [--best-of "
+      "K] [--peak GFLOPS --bandwidth GBPS] [--json] | "
       "MODEL.cap --device fake-amd[:CHIP]";
   if (path.empty()) throw Error(usage);
-  if ((peak > 0) != (bandwidth > 0)) throw Error(std::string("profile: --peak and --bandwidth go together (the bound is their ratio)\n") + usage);
+  if ((peak > 0) != (bandwidth > 0))
+    throw Error(
+        std::string("profile: --peak and --bandwidth go together (the bound is their ratio)\n") +
+        usage);
   if (!device.empty() && device != "cpu") return device_profile(path, device);
   std::vector<uint8_t> bytes = capture_read_verified(path);
   const fb::Capture *capture = fb::GetCapture(bytes.data());
@@ -203,24 +245,32 @@ int cmd_profile(int argc, char **argv) {
   double total = 0;
   for (double ms : median_ms) total += ms;
   std::vector<StepVerdict> verdict(n);
-  for (size_t s = 0; s < n; s++) verdict[s] = step_verdict(info[s].work, median_ms[s], run_threads, peak, bandwidth);
-  if (json) profile_json_print(path, runs, run_threads, peak, bandwidth, total, info, median_ms, verdict);
-  else profile_table_print(path, runs, run_threads, peak, bandwidth, total, info, median_ms, verdict);
+  for (size_t s = 0; s < n; s++)
+    verdict[s] = step_verdict(info[s].work, median_ms[s], run_threads, peak, bandwidth);
+  if (json)
+    profile_json_print(path, runs, run_threads, peak, bandwidth, total, info, median_ms, verdict);
+  else
+    profile_table_print(path, runs, run_threads, peak, bandwidth, total, info, median_ms, verdict);
   if (!trace.empty()) {
     // One replay laid out with each step's median time, as complete ("X") events in microseconds.
     std::string out = "{\"traceEvents\": [\n";
     double at_us = 0;
     for (size_t s = 0; s < n; s++) {
       char buf[160];
-      std::snprintf(buf, sizeof buf, "\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f", at_us, median_ms[s] * 1000);
+      std::snprintf(buf, sizeof buf,
+                    "\"ph\": \"X\", \"pid\": 1, \"tid\": 1, \"ts\": %.3f, \"dur\": %.3f", at_us,
+                    median_ms[s] * 1000);
       out += "  {\"name\": " + json_quote(info[s].name) + ", \"cat\": \"kernel\", " + buf +
-             ", \"args\": {\"step\": " + std::to_string(s) + ", \"onnx\": " + json_quote(info[s].source) +
+             ", \"args\": {\"step\": " + std::to_string(s) +
+             ", \"onnx\": " + json_quote(info[s].source) +
              ", \"flops\": " + std::to_string(info[s].flops) + "}}" + (s + 1 < n ? ",\n" : "\n");
       at_us += median_ms[s] * 1000;
     }
     out += "], \"displayTimeUnit\": \"ms\"}\n";
     file_write_atomic(trace, std::vector<uint8_t>(out.begin(), out.end()));
-    std::fprintf(json ? stderr : stdout, "  trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n", trace.c_str());
+    std::fprintf(json ? stderr : stdout,
+                 "  trace: %s (open in https://ui.perfetto.dev or chrome://tracing)\n",
+                 trace.c_str());
   }
   return 0;
 }

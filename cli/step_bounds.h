@@ -1,7 +1,8 @@
 // Is each step of a capture as fast as this machine allows? The check of issue 17's acceptance:
 // no kernel below 30% of the FP32 peak except memory-bound ones, which reach >= 50% of the
-// measured memory bandwidth (so a memory-bound kernel meets it with either). `capgraph profile --peak G --bandwidth B` prints it per step; scripts/bench_kernels.sh
-// lists the misses over a set of models.
+// measured memory bandwidth (so a memory-bound kernel meets it with either). `capgraph profile
+// --peak G --bandwidth B` prints it per step; scripts/bench_kernels.sh lists the misses over a set
+// of models.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -48,7 +49,8 @@ struct StepVerdict {
 // Classifies a step by arithmetic intensity against the machine balance (peak / bandwidth), both
 // scaled to the step's share of the threads (linearly: a step on 1 of 2 threads gets half of
 // each). peak_gflops and bandwidth_gbps are for all `threads` (fma_peak and mem_bw at that count).
-StepVerdict step_verdict(const StepWork &w, double ms, uint32_t threads, double peak_gflops, double bandwidth_gbps);
+StepVerdict step_verdict(const StepWork &w, double ms, uint32_t threads, double peak_gflops,
+                         double bandwidth_gbps);
 
 const char *step_bound_name(StepBound b);
 

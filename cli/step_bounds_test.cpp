@@ -7,12 +7,14 @@ using namespace capgraph;
 namespace {
 
 // A capture step as the compiler writes it: a launch with its bindings' sizes and partition.
-std::vector<uint8_t> launch_step_build(uint64_t flops, uint64_t written, std::vector<uint64_t> sizes, std::vector<uint64_t> partition,
+std::vector<uint8_t> launch_step_build(uint64_t flops, uint64_t written,
+                                       std::vector<uint64_t> sizes, std::vector<uint64_t> partition,
                                        uint64_t work) {
   flatbuffers::FlatBufferBuilder fbb;
   std::vector<fb::BufferRef> refs(sizes.size(), fb::BufferRef(fb::Space::arena, 0, 0));
-  auto launch = fb::CreateLaunch(fbb, 0, fbb.CreateVectorOfStructs(refs), 0, work, fbb.CreateVector(partition), 0, flops, 0, written,
-                                 fbb.CreateVector(sizes));
+  auto launch =
+      fb::CreateLaunch(fbb, 0, fbb.CreateVectorOfStructs(refs), 0, work,
+                       fbb.CreateVector(partition), 0, flops, 0, written, fbb.CreateVector(sizes));
   fbb.Finish(fb::CreateStep(fbb, fb::StepKind::launch, launch, 0));
   return {fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize()};
 }
@@ -74,7 +76,8 @@ TEST_CASE("step_verdict: a streaming kernel is memory-bound, a large product com
   CHECK(step_verdict(mm, 5.36870912, 2, 200, 20).peak_share == doctest::Approx(0.5));
 }
 
-TEST_CASE("step_verdict: a step too small to be timed beside its launch cost is small, never a miss") {
+TEST_CASE(
+    "step_verdict: a step too small to be timed beside its launch cost is small, never a miss") {
   StepWork tiny;
   tiny.flops = 1000;
   tiny.bytes = 4096;  // 0.4 us at 10 GB/s

@@ -35,7 +35,8 @@ std::vector<double> step_estimate_ms(const fb::Capture *c) {
     } else if (s->copy()) {
       bytes = 2.0 * double(s->copy()->size());
     }
-    const double compute_ms = flops / (kEstimateGflops * 1e6 * threads), memory_ms = bytes / (kEstimateGBps * 1e6 * threads);
+    const double compute_ms = flops / (kEstimateGflops * 1e6 * threads),
+                 memory_ms = bytes / (kEstimateGBps * 1e6 * threads);
     ms.push_back(std::max(compute_ms, memory_ms) + kEstimateLaunchUs / 1000);
   }
   return ms;
@@ -49,13 +50,20 @@ int cmd_view(int argc, char **argv) {
   int runs = 20, threads = 0;
   for (int i = 2; i < argc; i++) {
     std::string a = argv[i];
-    if (a == "-o" || a == "--output") out = arg_value(i, argc, argv);
-    else if (a == "--profile") profile = true;
-    else if (a == "--runs") runs = int_arg(a, arg_value(i, argc, argv), 1, 100000);
-    else if (a == "--threads") threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
-    else if (!a.empty() && a[0] == '-') throw Error("view: unknown option " + a);
-    else if (path.empty()) path = a;
-    else throw Error("view: unexpected argument " + a);
+    if (a == "-o" || a == "--output")
+      out = arg_value(i, argc, argv);
+    else if (a == "--profile")
+      profile = true;
+    else if (a == "--runs")
+      runs = int_arg(a, arg_value(i, argc, argv), 1, 100000);
+    else if (a == "--threads")
+      threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (!a.empty() && a[0] == '-')
+      throw Error("view: unknown option " + a);
+    else if (path.empty())
+      path = a;
+    else
+      throw Error("view: unexpected argument " + a);
   }
   if (path.empty() || out.empty())
     throw Error("usage: capgraph view MODEL.cap -o VIEW.html [--profile] [--runs N] [--threads T]" +
@@ -68,13 +76,15 @@ int cmd_view(int argc, char **argv) {
   if (profile) {
     ms = step_median_ms(bytes, path, runs, threads);
     kind = "measured";
-    note = "median of " + std::to_string(runs) + " timed replays per step on this machine, " + std::to_string(threads ? threads : 1) +
-           " thread(s)";
+    note = "median of " + std::to_string(runs) + " timed replays per step on this machine, " +
+           std::to_string(threads ? threads : 1) + " thread(s)";
   } else {
     ms = step_estimate_ms(c);
     kind = "estimated";
     char buf[200];
-    std::snprintf(buf, sizeof buf, "roofline estimate: max(FLOPs / %.0f GFLOP/s, bytes / %.0f GB/s) per thread + %.0f µs; view --profile measures",
+    std::snprintf(buf, sizeof buf,
+                  "roofline estimate: max(FLOPs / %.0f GFLOP/s, bytes / %.0f GB/s) per thread + "
+                  "%.0f µs; view --profile measures",
                   kEstimateGflops, kEstimateGBps, kEstimateLaunchUs);
     note = buf;
   }
@@ -85,13 +95,16 @@ int cmd_view(int argc, char **argv) {
     times += buf;
   }
   times += "]";
-  const std::string model = c->model_name() && c->model_name()->size() ? c->model_name()->str() : path;
-  const std::string data = "{\"model\": " + json_quote(model) + ",\n\"times\": {\"kind\": \"" + kind + "\", \"note\": " + json_quote(note) +
-                           ", \"ms\": " + times + "},\n\"capture\": " + inspect_json(path, c) + "}";
+  const std::string model =
+      c->model_name() && c->model_name()->size() ? c->model_name()->str() : path;
+  const std::string data = "{\"model\": " + json_quote(model) + ",\n\"times\": {\"kind\": \"" +
+                           kind + "\", \"note\": " + json_quote(note) + ", \"ms\": " + times +
+                           "},\n\"capture\": " + inspect_json(path, c) + "}";
   const std::string page = view_page_html(data);
   file_write_atomic(out, std::vector<uint8_t>(page.begin(), page.end()));
-  std::printf("%s: %u steps, %u planned buffers, times %s -> %s\n", path.c_str(), c->steps()->size(), c->buffers() ? c->buffers()->size() : 0,
-              kind.c_str(), out.c_str());
+  std::printf("%s: %u steps, %u planned buffers, times %s -> %s\n", path.c_str(),
+              c->steps()->size(), c->buffers() ? c->buffers()->size() : 0, kind.c_str(),
+              out.c_str());
   return 0;
 }
 

@@ -377,7 +377,8 @@ page_build();
 }  // namespace
 
 std::string view_page_html(const std::string &data_json) {
-  if (data_json.find('<') != std::string::npos) throw Error("internal: the view's data holds an unescaped '<'");
+  if (data_json.find('<') != std::string::npos)
+    throw Error("internal: the view's data holds an unescaped '<'");
   std::string page = kPage;
   const std::string mark = "@CAPGRAPH_DATA@";
   page.replace(page.find(mark), mark.size(), data_json);

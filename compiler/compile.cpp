@@ -43,7 +43,8 @@ Program graph_lower(Graph &g) {
     L.node = nullptr;
     Loc l = L.loc(out);
     Buffer &b = L.prog.buffers[l.buffer];
-    bool whole = l.offset == 0 && l.contiguous() && b.numel == shape_numel(l.shape) && b.dtype == out->dtype;
+    bool whole =
+        l.offset == 0 && l.contiguous() && b.numel == shape_numel(l.shape) && b.dtype == out->dtype;
     int buf;
     if (whole && b.kind == Buffer::Kind::intermediate && !claimed.count(l.buffer)) {
       b.kind = Buffer::Kind::output;
@@ -62,7 +63,8 @@ Program graph_lower(Graph &g) {
 
 }  // namespace
 
-Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt, CompileReport *report) {
+Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt,
+                         CompileReport *report) {
   CompileReport local;
   CompileReport &r = report ? *report : local;
   auto t0 = std::chrono::steady_clock::now();
@@ -111,13 +113,15 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   return p;
 }
 
-std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOptions &opt, CompileReport *report) {
+std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOptions &opt,
+                                   CompileReport *report) {
   CompileReport local;
   CompileReport &r = report ? *report : local;
   if (opt.threads < 1 || opt.threads > 256) throw Error("--threads must be between 1 and 256");
   const TargetEntry &target = target_find(opt.target);
   if (!target.threads && opt.threads != 1)
-    throw Error("--threads applies to CPU targets; " + opt.target + " captures replay on one GPU queue");
+    throw Error("--threads applies to CPU targets; " + opt.target +
+                " captures replay on one GPU queue");
   Program p = compile_schedule(onnx_path, opt, &r);
   auto t0 = std::chrono::steady_clock::now();
   TargetCode code = target.codegen(p, opt.target, opt.jobs);

@@ -14,17 +14,21 @@ struct CompileOptions {
   std::string target = "cpu";
   InputShapes input_shapes;
   InputBindings bound_inputs;  // --bind: graph inputs made compile-time constants (graph_import)
-  int threads = 1;    // thread count the static partition is made for
-  int jobs = 2;       // parallel code generation
-  int64_t fold_limit_bytes = kFoldLimitBytes;  // memory constant folding may allocate (graph/passes.h)
+  int threads = 1;             // thread count the static partition is made for
+  int jobs = 2;                // parallel code generation
+  int64_t fold_limit_bytes =
+      kFoldLimitBytes;  // memory constant folding may allocate (graph/passes.h)
 };
 
 // The environment knobs that change compiled output (experiments: layouts, tiling, strategy).
 // compile_model records the ones that are set into the capture (Capture.compile_options), so a
 // capture says how it was made; debugging knobs that only print are not listed.
-inline constexpr const char *k_output_knobs[] = {"CAPGRAPH_NO_BLOCK", "CAPGRAPH_NO_REORDER", "CAPGRAPH_NO_TILE", "CAPGRAPH_TILE",
-                                                 "CAPGRAPH_NO_PAIR", "CAPGRAPH_STRATEGY", "CAPGRAPH_SCALAR_EPILOGUE", "CAPGRAPH_NO_INPUT_FUSE",
-                                                 "CAPGRAPH_ADRENO_SCALAR"};
+inline constexpr const char *k_output_knobs[] = {
+    "CAPGRAPH_NO_BLOCK",        "CAPGRAPH_NO_REORDER",
+    "CAPGRAPH_NO_TILE",         "CAPGRAPH_TILE",
+    "CAPGRAPH_NO_PAIR",         "CAPGRAPH_STRATEGY",
+    "CAPGRAPH_SCALAR_EPILOGUE", "CAPGRAPH_NO_INPUT_FUSE",
+    "CAPGRAPH_ADRENO_SCALAR"};
 
 struct CompileReport {
   int onnx_nodes = 0, folded_batchnorms = 0, folded_pads = 0, removed_nodes = 0;
@@ -35,9 +39,11 @@ struct CompileReport {
 };
 
 // Reads, optimises and lowers the model into a scheduled program (no code generation).
-Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt, CompileReport *report);
+Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt,
+                         CompileReport *report);
 
 // The whole pipeline. Throws Error with a message naming the file/node/op/target on failure.
-std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOptions &opt, CompileReport *report);
+std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOptions &opt,
+                                   CompileReport *report);
 
 }  // namespace capgraph

@@ -113,7 +113,8 @@ TEST_CASE("capgraph-run refuses mistakes with a message") {
 
   result r = capgraph_run_exec(model + " --input a=" + a_path);
   CHECK(r.exit_code == 1);
-  CHECK(r.output.find("missing input 'b' (<f4 1000): pass --input b=FILE.npy") != std::string::npos);
+  CHECK(r.output.find("missing input 'b' (<f4 1000): pass --input b=FILE.npy") !=
+        std::string::npos);
 
   r = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + wrong);
   CHECK(r.exit_code == 1);

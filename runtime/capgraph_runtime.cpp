@@ -57,8 +57,8 @@ capgraph_status model_build_hcq(capgraph_model *m, const char *device, std::stri
     *err = label + ": " + why;
     return st;
   }
-  if ((st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err,
-                           t, &limits)) != CAPGRAPH_OK)
+  if ((st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err, t, &limits)) !=
+      CAPGRAPH_OK)
     return st;
   // A replay's bound: 10 s unless CAPGRAPH_TIMEOUT_MS says otherwise (1 ms to 1 hour).
   hcq::graph_options opt;
@@ -98,8 +98,7 @@ capgraph_status model_build(capgraph_model *m, int32_t threads, const char *devi
     *err = label + ": " + why;
     return st;
   }
-  st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err, nullptr,
-                      &limits);
+  st = capture_verify(m->file.data(), m->file.size(), label.c_str(), &c, err, nullptr, &limits);
   if (st != CAPGRAPH_OK) return st;
   if (threads == 0) threads = int32_t(c->threads());
 
@@ -232,13 +231,13 @@ capgraph_status tensor_get(capgraph_model *m, const std::vector<model_tensor> &l
   out->size_bytes = size_t(t.size);
   const std::vector<void *> &bound = &list == &m->inputs ? m->inputs_bound : m->outputs_bound;
   out->data = size_t(index) < bound.size() && bound[size_t(index)] ? bound[size_t(index)]
-                                                                  : m->arena_base + t.offset;
+                                                                   : m->arena_base + t.offset;
   return CAPGRAPH_OK;
 }
 
 capgraph_status tensor_bind(capgraph_model *m, std::vector<model_tensor> &list,
-                            std::vector<void *> &bound, const char *kind, int32_t index,
-                            void *data, size_t size_bytes) {
+                            std::vector<void *> &bound, const char *kind, int32_t index, void *data,
+                            size_t size_bytes) {
   if (!m) return CAPGRAPH_ERR_ARGUMENT;
   try {
     if (index < 0 || size_t(index) >= list.size()) {
@@ -249,12 +248,15 @@ capgraph_status tensor_bind(capgraph_model *m, std::vector<model_tensor> &list,
     const model_tensor &t = list[size_t(index)];
     const std::string what = m->label + ": capgraph_bind_" + kind + " '" + t.name + "': ";
     if (!m->graph) {
-      m->error = what + "binding caller memory needs a GPU device that can import it (adreno); "
-                        "on the CPU write and read through the pointers capgraph_" + kind + " gives";
+      m->error = what +
+                 "binding caller memory needs a GPU device that can import it (adreno); "
+                 "on the CPU write and read through the pointers capgraph_" +
+                 kind + " gives";
       return CAPGRAPH_ERR_ARGUMENT;
     }
     if (data && (uintptr_t(data) % 4096 || size_bytes % 4096 || size_bytes < t.size)) {
-      m->error = what + "the buffer must be page-aligned (4096 bytes) in address and size and hold its " +
+      m->error = what +
+                 "the buffer must be page-aligned (4096 bytes) in address and size and hold its " +
                  std::to_string(t.size) + " bytes (" + std::to_string(size_bytes) + " given)";
       return CAPGRAPH_ERR_ARGUMENT;
     }
@@ -315,8 +317,8 @@ capgraph_status capgraph_load(const char *path, const capgraph_options *opts, ca
 }
 
 capgraph_status capgraph_load_device(const char *path, const char *device,
-                                     const capgraph_options *opts, capgraph_model **out,
-                                     char *err, size_t err_len) {
+                                     const capgraph_options *opts, capgraph_model **out, char *err,
+                                     size_t err_len) {
   if (!path) {
     if (out) *out = nullptr;
     error_copy("capgraph_load: path is NULL", err, err_len);
@@ -333,9 +335,9 @@ capgraph_status capgraph_load_memory(const void *data, size_t size, const capgra
     error_copy("capgraph_load_memory: data is NULL", err, err_len);
     return CAPGRAPH_ERR_ARGUMENT;
   }
-  return model_load("<memory>", opts, nullptr, out, err, err_len, [&](capgraph_model *m, std::string *msg) {
-    return m->file.copy(data, size, msg);
-  });
+  return model_load(
+      "<memory>", opts, nullptr, out, err, err_len,
+      [&](capgraph_model *m, std::string *msg) { return m->file.copy(data, size, msg); });
 }
 
 int32_t capgraph_num_inputs(const capgraph_model *m) { return m ? int32_t(m->inputs.size()) : 0; }
@@ -355,11 +357,15 @@ capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tenso
   return m ? tensor_get(m, m->outputs, "output", index, out) : CAPGRAPH_ERR_ARGUMENT;
 }
 
-capgraph_status capgraph_bind_input(capgraph_model *m, int32_t index, void *data, size_t size_bytes) {
-  return m ? tensor_bind(m, m->inputs, m->inputs_bound, "input", index, data, size_bytes) : CAPGRAPH_ERR_ARGUMENT;
+capgraph_status capgraph_bind_input(capgraph_model *m, int32_t index, void *data,
+                                    size_t size_bytes) {
+  return m ? tensor_bind(m, m->inputs, m->inputs_bound, "input", index, data, size_bytes)
+           : CAPGRAPH_ERR_ARGUMENT;
 }
-capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *data, size_t size_bytes) {
-  return m ? tensor_bind(m, m->outputs, m->outputs_bound, "output", index, data, size_bytes) : CAPGRAPH_ERR_ARGUMENT;
+capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *data,
+                                     size_t size_bytes) {
+  return m ? tensor_bind(m, m->outputs, m->outputs_bound, "output", index, data, size_bytes)
+           : CAPGRAPH_ERR_ARGUMENT;
 }
 
 int32_t capgraph_num_steps(const capgraph_model *m) {
@@ -377,7 +383,8 @@ capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t 
   if (m->sticky != CAPGRAPH_OK) return m->sticky;
   if (m->graph) {
     const capgraph_status st = graph_replay(m);
-    if (st == CAPGRAPH_OK) m->graph->step_times(step_ns);  // the engines' timestamps after each step
+    if (st == CAPGRAPH_OK)
+      m->graph->step_times(step_ns);  // the engines' timestamps after each step
     return st;
   }
   return cpu_replay_status(m, replay_run_timed(m->plan, m->pool.get(), step_ns));
@@ -397,8 +404,9 @@ capgraph_status capgraph_run_check(capgraph_model *m, char *report, size_t repor
   if (!m) return CAPGRAPH_ERR_ARGUMENT;
   if (m->sticky != CAPGRAPH_OK) return m->sticky;
   if (!m->graph) {
-    m->error = m->label + ": --check compares a GPU's kernels with their host twins; on the CPU the "
-                          "capture's kernels are what runs";
+    m->error = m->label +
+               ": --check compares a GPU's kernels with their host twins; on the CPU the "
+               "capture's kernels are what runs";
     return CAPGRAPH_ERR_ARGUMENT;
   }
   try {
@@ -429,15 +437,17 @@ capgraph_status capgraph_run_check(capgraph_model *m, char *report, size_t repor
       std::string nodes;
       if (l->source_nodes())
         for (const auto *n : *l->source_nodes()) nodes += (nodes.empty() ? "" : ", ") + n->str();
-      snprintf(figures, sizeof figures, "%llu words differ, max |device - twin| %.6g, tolerance %.3g",
+      snprintf(figures, sizeof figures,
+               "%llu words differ, max |device - twin| %.6g, tolerance %.3g",
                (unsigned long long)r.words_differ, r.max_diff, r.tolerance);
-      m->error = m->label + ": check: kernel '" + k->name()->str() + "' (kernel " +
-                 std::to_string(r.kernel) + ", step " + std::to_string(r.step) +
-                 (nodes.empty() ? "" : ", ONNX nodes " + nodes) +
-                 ") differs from its host twin: " + figures +
-                 (r.outside_outputs ? "; it changed memory outside its outputs (first at arena byte " +
-                                          std::to_string(r.first_offset) + ")"
-                                    : ", first at arena byte " + std::to_string(r.first_offset));
+      m->error =
+          m->label + ": check: kernel '" + k->name()->str() + "' (kernel " +
+          std::to_string(r.kernel) + ", step " + std::to_string(r.step) +
+          (nodes.empty() ? "" : ", ONNX nodes " + nodes) +
+          ") differs from its host twin: " + figures +
+          (r.outside_outputs ? "; it changed memory outside its outputs (first at arena byte " +
+                                   std::to_string(r.first_offset) + ")"
+                             : ", first at arena byte " + std::to_string(r.first_offset));
       return CAPGRAPH_ERR_MISMATCH;
     }
     snprintf(figures, sizeof figures, "%u launches match their host twins", r.launches_checked);

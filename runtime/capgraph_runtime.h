@@ -19,46 +19,55 @@ extern "C" {
 
 typedef enum capgraph_status {
   CAPGRAPH_OK = 0,
-  CAPGRAPH_ERR_IO = 1,          /* file missing or unreadable */
-  CAPGRAPH_ERR_FORMAT = 2,      /* not a capture, truncated, corrupt, or semantically invalid */
-  CAPGRAPH_ERR_VERSION = 3,     /* capture format version this runtime cannot read */
-  CAPGRAPH_ERR_TARGET = 4,      /* compiled for another target (CPU arch or missing CPU features) */
-  CAPGRAPH_ERR_ARGUMENT = 5,    /* bad index, name, or option */
-  CAPGRAPH_ERR_DEVICE = 6,      /* the device failed */
-  CAPGRAPH_ERR_TIMEOUT = 7,     /* the device did not finish in time */
-  CAPGRAPH_ERR_MEMORY = 8,      /* out of memory at load */
-  CAPGRAPH_ERR_MISMATCH = 9     /* capgraph_run_check: a kernel's result differs from its host twin */
+  CAPGRAPH_ERR_IO = 1,       /* file missing or unreadable */
+  CAPGRAPH_ERR_FORMAT = 2,   /* not a capture, truncated, corrupt, or semantically invalid */
+  CAPGRAPH_ERR_VERSION = 3,  /* capture format version this runtime cannot read */
+  CAPGRAPH_ERR_TARGET = 4,   /* compiled for another target (CPU arch or missing CPU features) */
+  CAPGRAPH_ERR_ARGUMENT = 5, /* bad index, name, or option */
+  CAPGRAPH_ERR_DEVICE = 6,   /* the device failed */
+  CAPGRAPH_ERR_TIMEOUT = 7,  /* the device did not finish in time */
+  CAPGRAPH_ERR_MEMORY = 8,   /* out of memory at load */
+  CAPGRAPH_ERR_MISMATCH = 9  /* capgraph_run_check: a kernel's result differs from its host twin */
 } capgraph_status;
 
 /* Element types; values match schema/capture.fbs DType. */
 typedef enum capgraph_dtype {
-  CAPGRAPH_F32 = 0, CAPGRAPH_F16 = 1, CAPGRAPH_F64 = 2, CAPGRAPH_I8 = 3, CAPGRAPH_U8 = 4,
-  CAPGRAPH_I16 = 5, CAPGRAPH_I32 = 6, CAPGRAPH_I64 = 7, CAPGRAPH_BOOL = 8,
+  CAPGRAPH_F32 = 0,
+  CAPGRAPH_F16 = 1,
+  CAPGRAPH_F64 = 2,
+  CAPGRAPH_I8 = 3,
+  CAPGRAPH_U8 = 4,
+  CAPGRAPH_I16 = 5,
+  CAPGRAPH_I32 = 6,
+  CAPGRAPH_I64 = 7,
+  CAPGRAPH_BOOL = 8,
   CAPGRAPH_BF16 = 9, /* bfloat16; in .npy files as its bits, '<u2' */
-  CAPGRAPH_U16 = 10, CAPGRAPH_U32 = 11, CAPGRAPH_U64 = 12
+  CAPGRAPH_U16 = 10,
+  CAPGRAPH_U32 = 11,
+  CAPGRAPH_U64 = 12
 } capgraph_dtype;
 
 #define CAPGRAPH_MAX_RANK 8
 
 typedef struct capgraph_tensor {
-  const char *name;                   /* owned by the model */
+  const char *name; /* owned by the model */
   capgraph_dtype dtype;
   int32_t rank;
   int64_t shape[CAPGRAPH_MAX_RANK];
   size_t size_bytes;
-  void *data;                         /* inside the model's arena; valid until capgraph_free */
+  void *data; /* inside the model's arena; valid until capgraph_free */
 } capgraph_tensor;
 
 typedef struct capgraph_options {
-  int32_t threads;                    /* 0: the thread count the capture was compiled for */
+  int32_t threads; /* 0: the thread count the capture was compiled for */
 } capgraph_options;
 
 typedef struct capgraph_model capgraph_model;
 
 /* Loads and verifies a capture. On failure returns non-OK, sets *out to NULL and writes a
  * message naming the file and the problem into err (if err_len > 0). opts may be NULL. */
-capgraph_status capgraph_load(const char *path, const capgraph_options *opts,
-                              capgraph_model **out, char *err, size_t err_len);
+capgraph_status capgraph_load(const char *path, const capgraph_options *opts, capgraph_model **out,
+                              char *err, size_t err_len);
 /* Same, from bytes in memory (copied as needed; the caller keeps ownership). */
 capgraph_status capgraph_load_memory(const void *data, size_t size, const capgraph_options *opts,
                                      capgraph_model **out, char *err, size_t err_len);
@@ -66,12 +75,13 @@ capgraph_status capgraph_load_memory(const void *data, size_t size, const capgra
  * this runtime was built with (CAPGRAPH_TARGETS: "amd" or "amd:N", an AMD GPU through the amdgpu
  * driver's /dev/kfd; "nv" or "nv:N" (also spelled "nvidia"), an NVIDIA GPU through the RM/UVM
  * driver; "null", the null device of targets/null), or a device the program
- * registered (the capgraph CLI and the tests add "fake-amd" and "fake-nv", fake GPUs for tests). Inputs and outputs still
- * live in the model's arena (CPU-visible device memory on a GPU). A capture compiled for
- * another kind of device is CAPGRAPH_ERR_TARGET, saying which device runs it. */
+ * registered (the capgraph CLI and the tests add "fake-amd" and "fake-nv", fake GPUs for tests).
+ * Inputs and outputs still live in the model's arena (CPU-visible device memory on a GPU). A
+ * capture compiled for another kind of device is CAPGRAPH_ERR_TARGET, saying which device runs it.
+ */
 capgraph_status capgraph_load_device(const char *path, const char *device,
-                                     const capgraph_options *opts, capgraph_model **out,
-                                     char *err, size_t err_len);
+                                     const capgraph_options *opts, capgraph_model **out, char *err,
+                                     size_t err_len);
 
 int32_t capgraph_num_inputs(const capgraph_model *m);
 int32_t capgraph_num_outputs(const capgraph_model *m);
@@ -89,8 +99,10 @@ capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tenso
  * MAP_USER_MEM after a D-cache clean); binding another buffer only patches its address into the
  * recorded launches. capgraph_input/capgraph_output then give the bound pointer. Devices whose
  * driver can import memory only (adreno, fake-adreno); elsewhere CAPGRAPH_ERR_ARGUMENT. */
-capgraph_status capgraph_bind_input(capgraph_model *m, int32_t index, void *data, size_t size_bytes);
-capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *data, size_t size_bytes);
+capgraph_status capgraph_bind_input(capgraph_model *m, int32_t index, void *data,
+                                    size_t size_bytes);
+capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *data,
+                                     size_t size_bytes);
 
 /* Replays the capture once. */
 capgraph_status capgraph_run(capgraph_model *m);

@@ -27,8 +27,8 @@ struct load_result {
 load_result load(const std::vector<uint8_t> &bytes) {
   capgraph_model *m = nullptr;
   char err[1024] = "";
-  const capgraph_status st = capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err,
-                                                  sizeof err);
+  const capgraph_status st =
+      capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err);
   CHECK((st == CAPGRAPH_OK) == (m != nullptr));
   capgraph_free(m);
   return {st, err};
@@ -78,8 +78,8 @@ capture_spec gather_spec(std::vector<int32_t> idx) {
   k.bounds_sizes = {32, n * 4, n * 4};
   k.index_tables = {{1, fb::DType::i32, 0, 8}};
   s.kernels = {k};
-  s.steps = {test::launch_step(0, {test::arena_ref(0), test::weight_ref(0), test::arena_ref(64)},
-                               n, 1)};
+  s.steps = {
+      test::launch_step(0, {test::arena_ref(0), test::weight_ref(0), test::arena_ref(64)}, n, 1)};
   s.steps[0].launch.buffer_sizes = {32, n * 4, n * 4};
   return s;
 }
@@ -108,8 +108,7 @@ TEST_CASE("a launch asking for more than its kernel's code was compiled for is r
   s = tight_spec(1);
   s.kernels[3].bounds_scalars = std::vector<int64_t>{4};  // copy_rows: rows of 4 floats
   s.steps[4].launch.scalars = {8};
-  expect_refused(s, CAPGRAPH_ERR_FORMAT,
-                 "scalar 0 is 8, but its kernel's code was compiled for 4");
+  expect_refused(s, CAPGRAPH_ERR_FORMAT, "scalar 0 is 8, but its kernel's code was compiled for 4");
 }
 
 TEST_CASE("kernel bounds must be present, consistent and match their checksum") {
@@ -123,7 +122,8 @@ TEST_CASE("kernel bounds must be present, consistent and match their checksum") 
   expect_refused(s, CAPGRAPH_ERR_FORMAT, "kernel 2 'exp': its bounds do not match their checksum");
   s = tight_spec(1);
   s.kernels[0].bounds_sizes = {4000, 4000};
-  expect_refused(s, CAPGRAPH_ERR_FORMAT, "kernel 0 'add_table': its bounds give 2 buffer sizes for 3");
+  expect_refused(s, CAPGRAPH_ERR_FORMAT,
+                 "kernel 0 'add_table': its bounds give 2 buffer sizes for 3");
   s = tight_spec(1);
   s.kernels[0].index_tables = {{5, fb::DType::i32, 0, 8}};
   expect_refused(s, CAPGRAPH_ERR_FORMAT, "index table 0 is binding 5, the kernel takes 3");
@@ -133,7 +133,8 @@ TEST_CASE("kernel bounds must be present, consistent and match their checksum") 
 }
 
 TEST_CASE("a work size beyond what the buffers hold is refused even with a recomputed checksum") {
-  // The fixture recomputes the bounds' checksum as an attacker would: work 2^32 over 3 x 4000 bytes.
+  // The fixture recomputes the bounds' checksum as an attacker would: work 2^32 over 3 x 4000
+  // bytes.
   capture_spec s = tight_spec(1);
   const uint64_t work = uint64_t(1) << 32;
   s.kernels[1].bounds_work_size = work;
@@ -147,9 +148,9 @@ TEST_CASE("index tables: in-range tables run, any entry out of range is refused 
   capgraph_model *m = nullptr;
   char err[512] = "";
   const std::vector<uint8_t> bytes = test::capture_build(gather_spec(good));
-  REQUIRE_MESSAGE(capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err) ==
-                      CAPGRAPH_OK,
-                  err);
+  REQUIRE_MESSAGE(
+      capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err) == CAPGRAPH_OK,
+      err);
   capgraph_tensor x, y;
   REQUIRE(capgraph_input(m, 0, &x) == CAPGRAPH_OK);
   REQUIRE(capgraph_output(m, 0, &y) == CAPGRAPH_OK);
@@ -191,7 +192,8 @@ TEST_CASE("a misaligned 8-byte vector is refused, never read (UBSan finding)") {
   for (int pad = 0; pad < 4; ++pad) {
     capture_spec s = tight_spec(1);
     s.outputs.push_back({"scalar", fb::DType::f32, {}, 0, 4});
-    for (int i = 0; i < pad; ++i) s.outputs.push_back({"s" + std::to_string(i), fb::DType::u8, {}, 0, 1});
+    for (int i = 0; i < pad; ++i)
+      s.outputs.push_back({"s" + std::to_string(i), fb::DType::u8, {}, 0, 1});
     const load_result r = load(test::capture_build(s));
     INFO(r.message);
     CHECK(r.status == CAPGRAPH_OK);
@@ -245,9 +247,9 @@ TEST_CASE("a replay thread that never reaches its barrier is a timeout, not a ha
   env_set e("CAPGRAPH_TIMEOUT_MS", "300");
   capgraph_model *m = nullptr;
   char err[512] = "";
-  REQUIRE_MESSAGE(capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err) ==
-                      CAPGRAPH_OK,
-                  err);
+  REQUIRE_MESSAGE(
+      capgraph_load_memory(bytes.data(), bytes.size(), nullptr, &m, err, sizeof err) == CAPGRAPH_OK,
+      err);
   capgraph_tensor flag;
   REQUIRE(capgraph_input(m, 0, &flag) == CAPGRAPH_OK);
   volatile int32_t *f = static_cast<int32_t *>(flag.data);

@@ -61,5 +61,5 @@ struct capgraph_model {
   std::unique_ptr<capgraph::hcq::transport> device;
   std::unique_ptr<capgraph::hcq::graph> graph;
   std::unique_ptr<capgraph::hcq::host_twins> twins;  // linked at the first capgraph_run_check
-  std::unique_ptr<capgraph::thread_pool> pool;  // declared last: stops before the rest goes
+  std::unique_ptr<capgraph::thread_pool> pool;       // declared last: stops before the rest goes
 };

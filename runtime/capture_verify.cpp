@@ -1,7 +1,5 @@
 #include "capture_verify.h"
 
-#include "capture_hash.h"
-
 #include <unistd.h>
 
 #include <cerrno>
@@ -11,6 +9,7 @@
 #include <cstring>
 #include <set>
 
+#include "capture_hash.h"
 #include "cpu_target.h"
 #include "elf_link.h"
 #include "hcq/target.h"
@@ -55,9 +54,10 @@ class semantic_check {
       return fail("threads is %u; it must be 1 to %u", threads_, k_max_threads);
     arena_ = c_->arena_size();
     if (arena_ > limits_.max_arena_bytes)
-      return fail("the arena is %llu bytes, more than the %llu this runtime allows "
-                  "(CAPGRAPH_MAX_ARENA_BYTES)",
-                  (unsigned long long)arena_, (unsigned long long)limits_.max_arena_bytes);
+      return fail(
+          "the arena is %llu bytes, more than the %llu this runtime allows "
+          "(CAPGRAPH_MAX_ARENA_BYTES)",
+          (unsigned long long)arena_, (unsigned long long)limits_.max_arena_bytes);
     if (c_->buffers())
       for (uint32_t i = 0; i < c_->buffers()->size(); ++i) {
         const fb::PlannedBuffer *b = c_->buffers()->Get(i);
@@ -155,12 +155,13 @@ class semantic_check {
       const fb::Program *p = c_->programs()->Get(i);
       const bool gpu_code = device_ && p->format() == device_->program_format;
       if (p->format() != fb::ProgramFormat::elf_relocatable && !gpu_code)
-        return fail("program %u has format %u; this runtime loads elf_relocatable (0)%s", i,
-                    unsigned(p->format()),
-                    device_ ? (std::string(" and ") + fb::EnumNameProgramFormat(device_->program_format) +
-                               " (" + std::to_string(unsigned(device_->program_format)) + ")")
-                                  .c_str()
-                            : "");
+        return fail(
+            "program %u has format %u; this runtime loads elf_relocatable (0)%s", i,
+            unsigned(p->format()),
+            device_ ? (std::string(" and ") + fb::EnumNameProgramFormat(device_->program_format) +
+                       " (" + std::to_string(unsigned(device_->program_format)) + ")")
+                          .c_str()
+                    : "");
       // Damaged machine code must be refused here: once linked it runs unchecked.
       if (capture_hash(p->binary()->data(), p->binary()->size()) != p->hash())
         return fail("program %u is damaged: its code does not match its checksum", i);
@@ -195,9 +196,10 @@ class semantic_check {
     const char *name = k->name()->c_str();
     const fb::KernelBounds *b = k->bounds();
     if (!b)
-      return fail("kernel %u '%s' has no bounds (KernelBounds, capture format 1.2): the file was "
-                  "written by an older compiler; compile the model again",
-                  i, name);
+      return fail(
+          "kernel %u '%s' has no bounds (KernelBounds, capture format 1.2): the file was "
+          "written by an older compiler; compile the model again",
+          i, name);
     if (b->buffer_sizes()->size() != k->num_buffers())
       return fail("kernel %u '%s': its bounds give %u buffer sizes for %u buffers", i, name,
                   b->buffer_sizes()->size(), k->num_buffers());
@@ -220,8 +222,8 @@ class semantic_check {
     for (uint32_t j = 0; j < tables; ++j) {
       const fb::IndexTable *t = b->index_tables()->Get(j);
       if (t->buffer() >= k->num_buffers())
-        return fail("kernel %u '%s': index table %u is binding %u, the kernel takes %u", i, name,
-                    j, t->buffer(), k->num_buffers());
+        return fail("kernel %u '%s': index table %u is binding %u, the kernel takes %u", i, name, j,
+                    t->buffer(), k->num_buffers());
       if (t->dtype() != fb::DType::i32 && t->dtype() != fb::DType::i64)
         return fail("kernel %u '%s': index table %u has dtype %u, not i32 or i64", i, name, j,
                     unsigned(t->dtype()));
@@ -358,10 +360,11 @@ class semantic_check {
                   where.c_str(), (unsigned long long)l->work_size(),
                   (unsigned long long)b->work_size());
     if (l->work_size() > limits_.max_work_size)
-      return fail("%s: work_size %llu is more than the %llu this runtime allows "
-                  "(CAPGRAPH_MAX_WORK_SIZE)",
-                  where.c_str(), (unsigned long long)l->work_size(),
-                  (unsigned long long)limits_.max_work_size);
+      return fail(
+          "%s: work_size %llu is more than the %llu this runtime allows "
+          "(CAPGRAPH_MAX_WORK_SIZE)",
+          where.c_str(), (unsigned long long)l->work_size(),
+          (unsigned long long)limits_.max_work_size);
     // Every work item stores at least one byte of its own, so a kernel's work cannot exceed the
     // bytes it touches: a bound on replay time that no checksum can fake.
     unsigned __int128 touched = 0;
@@ -413,10 +416,11 @@ class semantic_check {
         v = v32;
       }
       if (v < t.low() || v >= t.high())
-        return fail("%s: index table in buffer %u (weight %u) holds %lld at element %llu; its "
-                    "kernel reads out of bounds outside [%lld, %lld)",
-                    where.c_str(), t.buffer(), r->index(), (long long)v,
-                    (unsigned long long)(at / elem), (long long)t.low(), (long long)t.high());
+        return fail(
+            "%s: index table in buffer %u (weight %u) holds %lld at element %llu; its "
+            "kernel reads out of bounds outside [%lld, %lld)",
+            where.c_str(), t.buffer(), r->index(), (long long)v, (unsigned long long)(at / elem),
+            (long long)t.low(), (long long)t.high());
     }
     return true;
   }
@@ -478,7 +482,9 @@ class semantic_check {
 
 namespace {
 
-bool starts_with(const char *s, const char *prefix) { return strncmp(s, prefix, strlen(prefix)) == 0; }
+bool starts_with(const char *s, const char *prefix) {
+  return strncmp(s, prefix, strlen(prefix)) == 0;
+}
 
 // Whether a capture for `name` runs on `device`; *why says which device it needs.
 capgraph_status target_check(const fb::Target *t, const hcq::target *device, std::string *why) {
@@ -492,8 +498,9 @@ capgraph_status target_check(const fb::Target *t, const hcq::target *device, std
       }
       // A GPU target no device of this build replays (adreno-a630 before its runtime
       // sides exist): the compiler writes such captures, the runtime names the target.
-      *why = std::string("compiled for target '") + name + "', which no device of this runtime runs (it replays '" +
-             cpu_target_name() + "' captures on the CPU and GPU captures of the targets it was built with)";
+      *why = std::string("compiled for target '") + name +
+             "', which no device of this runtime runs (it replays '" + cpu_target_name() +
+             "' captures on the CPU and GPU captures of the targets it was built with)";
       return CAPGRAPH_ERR_TARGET;
     }
     return cpu_target_check(name, t->features() ? t->features()->c_str() : "", why);
@@ -538,8 +545,8 @@ capgraph_status load_limits_from_env(load_limits *out, std::string *err) {
 }
 
 capgraph_status capture_verify(const uint8_t *data, size_t size, const char *label,
-                               const fb::Capture **out, std::string *err,
-                               const hcq::target *device, const load_limits *limits) {
+                               const fb::Capture **out, std::string *err, const hcq::target *device,
+                               const load_limits *limits) {
   *out = nullptr;
   const std::string prefix = std::string(label) + ": ";
   if (size < 8 || !fb::CaptureBufferHasIdentifier(data)) {
@@ -571,7 +578,8 @@ capgraph_status capture_verify(const uint8_t *data, size_t size, const char *lab
     const uint16_t minor = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MINOR, 0);
     if (major != 1 && major != 2) {
       *err = prefix + "capture format version " + std::to_string(major) + "." +
-             std::to_string(minor) + " cannot be read by this runtime, which reads versions 1.x "
+             std::to_string(minor) +
+             " cannot be read by this runtime, which reads versions 1.x "
              "and 2.x";
       return CAPGRAPH_ERR_VERSION;
     }
@@ -592,7 +600,8 @@ capgraph_status capture_verify(const uint8_t *data, size_t size, const char *lab
   // union: a GPU capture from before that has no facts this runtime can read.
   if (device && c->version_major() < 2) {
     *err = prefix + "capture format version " + std::to_string(c->version_major()) + "." +
-           std::to_string(c->version_minor()) + " is a GPU capture from an older capgraph (its "
+           std::to_string(c->version_minor()) +
+           " is a GPU capture from an older capgraph (its "
            "kernel launch facts predate version 2.0); compile the model again";
     return CAPGRAPH_ERR_VERSION;
   }

@@ -75,8 +75,9 @@ TEST_CASE("file identity and version") {
 }
 
 TEST_CASE("an NVIDIA capture loaded for the CPU is refused naming the NVIDIA devices") {
-  expect_refused([](capture_spec &s) { s.target = "nv-sm90", s.version_major = 2, s.version_minor = 2; },
-                 CAPGRAPH_ERR_TARGET, "compiled for nv-sm90; run it with --device nv");
+  expect_refused(
+      [](capture_spec &s) { s.target = "nv-sm90", s.version_major = 2, s.version_minor = 2; },
+      CAPGRAPH_ERR_TARGET, "compiled for nv-sm90; run it with --device nv");
   expect_refused([](capture_spec &s) { s.target = "nv-sm86"; }, CAPGRAPH_ERR_TARGET, "nv-sm86");
 }
 
@@ -127,30 +128,18 @@ TEST_CASE("target architecture and CPU features") {
 
 TEST_CASE("threads and partitions") {
   expect_refused([](capture_spec &s) { s.threads = 0; }, CAPGRAPH_ERR_FORMAT, "threads is 0");
-  expect_refused(
-      [](capture_spec &s) {
-        s.steps[1].launch.partition = {0, 1000};
-      },
-      CAPGRAPH_ERR_FORMAT,
-      "step 1 (launch of kernel 'scale', ONNX nodes node_1): partition has 2 entries; "
-      "threads is 2 so it needs 3");
-  expect_refused(
-      [](capture_spec &s) {
-        s.steps[0].launch.partition = {5, 500, 1000};
-      },
-      CAPGRAPH_ERR_FORMAT, "partition starts at 5, not 0");
-  expect_refused(
-      [](capture_spec &s) {
-        s.steps[0].launch.partition = {0, 600, 500};
-      },
-      CAPGRAPH_ERR_FORMAT, "partition decreases at thread 1");
-  expect_refused(
-      [](capture_spec &s) {
-        s.steps[2].launch.partition = {0, 500, 999};
-      },
-      CAPGRAPH_ERR_FORMAT,
-      "step 2 (launch of kernel 'exp', ONNX nodes node_2): "
-      "partition ends at 999, not at work_size 1000");
+  expect_refused([](capture_spec &s) { s.steps[1].launch.partition = {0, 1000}; },
+                 CAPGRAPH_ERR_FORMAT,
+                 "step 1 (launch of kernel 'scale', ONNX nodes node_1): partition has 2 entries; "
+                 "threads is 2 so it needs 3");
+  expect_refused([](capture_spec &s) { s.steps[0].launch.partition = {5, 500, 1000}; },
+                 CAPGRAPH_ERR_FORMAT, "partition starts at 5, not 0");
+  expect_refused([](capture_spec &s) { s.steps[0].launch.partition = {0, 600, 500}; },
+                 CAPGRAPH_ERR_FORMAT, "partition decreases at thread 1");
+  expect_refused([](capture_spec &s) { s.steps[2].launch.partition = {0, 500, 999}; },
+                 CAPGRAPH_ERR_FORMAT,
+                 "step 2 (launch of kernel 'exp', ONNX nodes node_2): "
+                 "partition ends at 999, not at work_size 1000");
   expect_refused(
       [](capture_spec &s) {
         s.steps[0].launch.work_size = uint64_t(1) << 63;
@@ -170,7 +159,8 @@ TEST_CASE("launch bindings") {
                  "kernel takes 1");
   expect_refused(
       [](capture_spec &s) { s.steps[1].launch.buffers[1] = test::arena_ref(s.arena_size); },
-      CAPGRAPH_ERR_FORMAT, "buffer 1 (arena offset 28224, 0 bytes) is outside the arena (28224 bytes)");
+      CAPGRAPH_ERR_FORMAT,
+      "buffer 1 (arena offset 28224, 0 bytes) is outside the arena (28224 bytes)");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = test::weight_ref(3); },
                  CAPGRAPH_ERR_FORMAT, "buffer 1: weight 3 does not exist (the capture has 1)");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = test::weight_ref(0, 4000); },
@@ -223,11 +213,8 @@ TEST_CASE("steps agree with their kind") {
 TEST_CASE("inputs, outputs and the memory plan") {
   expect_refused([](capture_spec &s) { s.inputs[1].size = 3996; }, CAPGRAPH_ERR_FORMAT,
                  "input 'b': size is 3996 bytes but its shape and dtype make 4000");
-  expect_refused(
-      [](capture_spec &s) {
-        s.outputs[2].shape = {250, 2};
-      },
-      CAPGRAPH_ERR_FORMAT, "output 'rows/r': size is 4000 bytes but its shape and dtype make 2000");
+  expect_refused([](capture_spec &s) { s.outputs[2].shape = {250, 2}; }, CAPGRAPH_ERR_FORMAT,
+                 "output 'rows/r': size is 4000 bytes but its shape and dtype make 2000");
   expect_refused([](capture_spec &s) { s.outputs[0].dtype = fb::DType::f64; }, CAPGRAPH_ERR_FORMAT,
                  "output 'y:0': size is 4000 bytes but its shape and dtype make 8000");
   expect_refused([](capture_spec &s) { s.outputs[1].offset = s.arena_size - 64; },
@@ -237,16 +224,10 @@ TEST_CASE("inputs, outputs and the memory plan") {
                  "input 'a': unknown dtype 42");
   expect_refused([](capture_spec &s) { s.inputs[0].shape = {1, 1, 1, 1, 1, 1, 1, 1, 1000}; },
                  CAPGRAPH_ERR_FORMAT, "input 'a': rank 9 is more than 8");
-  expect_refused(
-      [](capture_spec &s) {
-        s.inputs[0].shape = {-2, -500};
-      },
-      CAPGRAPH_ERR_FORMAT, "input 'a': dimension -2 is negative");
-  expect_refused(
-      [](capture_spec &s) {
-        s.inputs[0].shape = {int64_t(1) << 40, int64_t(1) << 40};
-      },
-      CAPGRAPH_ERR_FORMAT, "input 'a': the shape's byte size overflows");
+  expect_refused([](capture_spec &s) { s.inputs[0].shape = {-2, -500}; }, CAPGRAPH_ERR_FORMAT,
+                 "input 'a': dimension -2 is negative");
+  expect_refused([](capture_spec &s) { s.inputs[0].shape = {int64_t(1) << 40, int64_t(1) << 40}; },
+                 CAPGRAPH_ERR_FORMAT, "input 'a': the shape's byte size overflows");
   expect_refused([](capture_spec &s) { s.inputs[1].name = s.inputs[0].name; }, CAPGRAPH_ERR_FORMAT,
                  "input 1 'a': the name is used twice");
   expect_refused([](capture_spec &s) { s.buffers[1].size = 1u << 20; }, CAPGRAPH_ERR_FORMAT,
@@ -332,7 +313,8 @@ TEST_CASE("a binding's whole extent must lie inside its region") {
   expect_refused(
       [](capture_spec &s) {
         s.steps[0].launch.buffer_sizes.assign(s.steps[0].launch.buffers.size(), 16);
-        s.steps[0].launch.buffer_sizes[0] = s.arena_size - s.steps[0].launch.buffers[0].offset() + 1;
+        s.steps[0].launch.buffer_sizes[0] =
+            s.arena_size - s.steps[0].launch.buffers[0].offset() + 1;
       },
       CAPGRAPH_ERR_FORMAT, "is outside the arena");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffer_sizes = {8}; }, CAPGRAPH_ERR_FORMAT,

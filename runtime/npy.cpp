@@ -15,14 +15,22 @@ struct dtype_entry {
 };
 
 const dtype_entry k_dtypes[] = {
-    {CAPGRAPH_F32, "f4", 4}, {CAPGRAPH_F16, "f2", 2}, {CAPGRAPH_F64, "f8", 8},
-    {CAPGRAPH_I8, "i1", 1},  {CAPGRAPH_U8, "u1", 1},  {CAPGRAPH_I16, "i2", 2},
-    {CAPGRAPH_I32, "i4", 4}, {CAPGRAPH_I64, "i8", 8}, {CAPGRAPH_BOOL, "b1", 1},
+    {CAPGRAPH_F32, "f4", 4},
+    {CAPGRAPH_F16, "f2", 2},
+    {CAPGRAPH_F64, "f8", 8},
+    {CAPGRAPH_I8, "i1", 1},
+    {CAPGRAPH_U8, "u1", 1},
+    {CAPGRAPH_I16, "i2", 2},
+    {CAPGRAPH_I32, "i4", 4},
+    {CAPGRAPH_I64, "i8", 8},
+    {CAPGRAPH_BOOL, "b1", 1},
     // NumPy has no bfloat16: its bits travel as uint16 (what onnx.numpy_helper gives for it). A
     // '<u2' file parses as U16 (the later entry wins in npy_parse); inputs_bind takes it for a
     // bfloat16 input.
     {CAPGRAPH_BF16, "u2", 2},
-    {CAPGRAPH_U16, "u2", 2}, {CAPGRAPH_U32, "u4", 4}, {CAPGRAPH_U64, "u8", 8},
+    {CAPGRAPH_U16, "u2", 2},
+    {CAPGRAPH_U32, "u4", 4},
+    {CAPGRAPH_U64, "u8", 8},
 };
 
 const char k_magic[] = "\x93NUMPY";
@@ -143,7 +151,8 @@ bool npy_parse(const uint8_t *bytes, size_t size, const char *label, npy_array *
   for (const dtype_entry &e : k_dtypes)
     if (kind == e.descr) type = &e;
   if (!type)
-    return fail(err, label, "dtype " + descr + " is not supported (f4 f8 f2 i8 i4 i2 i1 u1 u2 u4 u8 b1)");
+    return fail(err, label,
+                "dtype " + descr + " is not supported (f4 f8 f2 i8 i4 i2 i1 u1 u2 u4 u8 b1)");
   if (order == '|' && type->size != 1)
     return fail(err, label, "dtype " + descr + " has no byte order");
 

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+
 #include "clock_text.h"
 
 namespace capgraph {

@@ -43,8 +43,8 @@ std::vector<uint8_t> capture_with(const std::vector<launch_cost> &launches, uint
 }
 
 replay_plan plan_of(const std::vector<uint8_t> &capture, int threads) {
-  void (*const kernel)(void *const *, const int64_t *, int64_t, int64_t) =
-      [](void *const *, const int64_t *, int64_t, int64_t) {};
+  void (*const kernel)(void *const *, const int64_t *, int64_t,
+                       int64_t) = [](void *const *, const int64_t *, int64_t, int64_t) {};
   replay_plan p;
   replay_plan_build(fb::GetCapture(capture.data()), nullptr, {}, {kernel}, threads, &p);
   return p;
@@ -130,18 +130,19 @@ void replay_serial(const replay_plan &p) {
       continue;
     }
     for (int t = 0; t < p.threads; ++t)
-      if (s.bounds[t] < s.bounds[t + 1]) kernel_call(s.entry, s.buffers, s.scalars, s.bounds[t], s.bounds[t + 1]);
+      if (s.bounds[t] < s.bounds[t + 1])
+        kernel_call(s.entry, s.buffers, s.scalars, s.bounds[t], s.bounds[t + 1]);
   }
 }
 
 }  // namespace
 
 TEST_CASE("split evenly, except launches of one unit or too small to be worth a barrier") {
-  const std::vector<uint8_t> cap = capture_with({{1000, 1000000, 4096},   // big: split
-                                                 {1000, 100, 4000},       // tiny: thread 0
-                                                 {1, 1000000000, 0},      // one unit: thread 0
-                                                 {1000, 0, 0},            // no cost given: split
-                                                 {3, 60000, 6000}},       // 2^16 or more: split
+  const std::vector<uint8_t> cap = capture_with({{1000, 1000000, 4096},  // big: split
+                                                 {1000, 100, 4000},      // tiny: thread 0
+                                                 {1, 1000000000, 0},     // one unit: thread 0
+                                                 {1000, 0, 0},           // no cost given: split
+                                                 {3, 60000, 6000}},      // 2^16 or more: split
                                                 1);
   const replay_plan p = plan_of(cap, 2);
   CHECK(bounds_of(p, 0) == std::vector<int64_t>{0, 500, 1000});
@@ -192,7 +193,7 @@ TEST_CASE("a barrier wherever another thread may read or overwrite what was writ
                                   //    they meet after 8 (as early as needed, never later)
   m.launch(&nothing, {0, 0, 1});  // 10: thread 1 -> none after 9
   const std::vector<bool> want = {true, false, false, false, true, false,
-                                  true, true, true,  false, false};
+                                  true, true,  true,  false, false};
   CHECK(barriers(m.done()) == want);
 }
 

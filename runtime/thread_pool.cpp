@@ -7,6 +7,7 @@
 
 #include <climits>
 #include <ctime>
+
 #include "clock_text.h"
 
 namespace capgraph {

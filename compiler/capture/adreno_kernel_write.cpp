@@ -4,7 +4,8 @@
 
 namespace capgraph {
 
-flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBufferBuilder &fbb, const AdrenoKernelFacts &f,
+flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBufferBuilder &fbb,
+                                                          const AdrenoKernelFacts &f,
                                                           const AdrenoTarget &t) {
   auto imm = fbb.CreateVector(f.immediates);
   fb::AdrenoKernelBuilder k(fbb);
@@ -72,13 +73,16 @@ AdrenoKernelFacts adreno_kernel_read(const fb::AdrenoKernel &k, const std::strin
   if (f.branch_stack > 63) bad("branch stack over 63");
   for (uint32_t w : f.workgroup_size)
     if (w == 0 || w > 1024) bad("workgroup size outside 1..1024");
-  if (f.workgroup_size[0] * f.workgroup_size[1] * f.workgroup_size[2] > 1024) bad("workgroup of more than 1024 work items");
+  if (f.workgroup_size[0] * f.workgroup_size[1] * f.workgroup_size[2] > 1024)
+    bad("workgroup of more than 1024 work items");
   if (f.grid[0] == 0 || f.grid[1] == 0 || f.grid[2] == 0) bad("empty launch grid");
   if (f.constlen_vec4 > 512) bad("constant file over 512 vec4");
-  if ((uint64_t)f.params_offset_vec4 * 16 + f.params_bytes > (uint64_t)f.constlen_vec4 * 16) bad("parameters outside the loaded constant file");
+  if ((uint64_t)f.params_offset_vec4 * 16 + f.params_bytes > (uint64_t)f.constlen_vec4 * 16)
+    bad("parameters outside the loaded constant file");
   if ((uint64_t)f.immediates_offset_vec4 * 4 + f.immediates.size() > (uint64_t)f.constlen_vec4 * 4)
     bad("immediates outside the loaded constant file");
-  if (f.instr_dwords == 0 || f.instr_dwords % 2) bad("instruction size not a whole number of 64-bit instructions");
+  if (f.instr_dwords == 0 || f.instr_dwords % 2)
+    bad("instruction size not a whole number of 64-bit instructions");
   if (f.lanes == 0) bad("zero lanes");
   return f;
 }

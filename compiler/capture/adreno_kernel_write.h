@@ -1,6 +1,6 @@
-// The Adreno kernel facts (codegen/adreno_codegen.h) in their capture form (AdrenoKernel in schema/capture.fbs)
-// and back. The read side is what inspect and the runtime's loader will use; the round trip is
-// tested so the two cannot drift.
+// The Adreno kernel facts (codegen/adreno_codegen.h) in their capture form (AdrenoKernel in
+// schema/capture.fbs) and back. The read side is what inspect and the runtime's loader will use;
+// the round trip is tested so the two cannot drift.
 #pragma once
 #include <flatbuffers/flatbuffers.h>
 
@@ -9,7 +9,8 @@
 
 namespace capgraph {
 
-flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBufferBuilder &fbb, const AdrenoKernelFacts &f,
+flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBufferBuilder &fbb,
+                                                          const AdrenoKernelFacts &f,
                                                           const AdrenoTarget &t);
 // The facts a capture holds (everything but the binary, which lives in its Program). Throws Error
 // naming `what` when a field is out of the range the a6xx registers can hold.

@@ -1,12 +1,14 @@
-// The Adreno kernel facts survive their capture form (AdrenoKernel in schema/capture.fbs) unchanged, and the
-// reader refuses values the a6xx registers cannot hold. With Mesa, the facts come from a real ir3
-// compile; without it, from a hand-made set (the format does not depend on Mesa).
+// The Adreno kernel facts survive their capture form (AdrenoKernel in schema/capture.fbs)
+// unchanged, and the reader refuses values the a6xx registers cannot hold. With Mesa, the facts
+// come from a real ir3 compile; without it, from a hand-made set (the format does not depend on
+// Mesa).
+#include "capture/adreno_kernel_write.h"
+
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "capture/adreno_kernel_write.h"
 #include "compile.h"
 #include "error.h"
 #include "onnx_writer.h"

@@ -13,7 +13,8 @@
 
 namespace capgraph {
 
-std::vector<ArenaRequest> capture_arena_requests(const Program &p, std::vector<int> &arena_buffers) {
+std::vector<ArenaRequest> capture_arena_requests(const Program &p,
+                                                 std::vector<int> &arena_buffers) {
   std::vector<int> req_of(p.buffers.size(), -1);
   std::vector<ArenaRequest> reqs;
   for (size_t i = 0; i < p.buffers.size(); i++) {
@@ -56,7 +57,8 @@ struct IndexTableFact {
   int64_t low, high;
 };
 
-std::vector<IndexTableFact> index_tables_find(const Kernel &k, const Program &p, const std::vector<int> &slots) {
+std::vector<IndexTableFact> index_tables_find(const Kernel &k, const Program &p,
+                                              const std::vector<int> &slots) {
   std::vector<IndexTableFact> out;
   auto scan = [&](const Access &a) {
     for (const DimIndex &d : a.dims) {
@@ -66,9 +68,13 @@ std::vector<IndexTableFact> index_tables_find(const Kernel &k, const Program &p,
       const Expr &load = k.exprs[e];
       const int buf = load.op == Op::load ? k.loads[load.access].buffer : -1;
       if (buf < 0 || p.buffers[buf].kind != Buffer::Kind::constant ||
-          (p.buffers[buf].dtype != DType::i32 && p.buffers[buf].dtype != DType::i64) || d.divisor != 1)
-        throw Error("internal: kernel " + k.name + " indexes by a value that is not a constant integer table; replay could not check it");
-      // The affine part's range over the iteration space; the entry must keep the sum in [0, extent).
+          (p.buffers[buf].dtype != DType::i32 && p.buffers[buf].dtype != DType::i64) ||
+          d.divisor != 1)
+        throw Error(
+            "internal: kernel " + k.name +
+            " indexes by a value that is not a constant integer table; replay could not check it");
+      // The affine part's range over the iteration space; the entry must keep the sum in [0,
+      // extent).
       int64_t lo = d.shift, hi = d.shift;
       for (const AxisTerm &t : d.terms) {
         const int64_t span = t.coef * (k.axes[t.axis] - 1);
@@ -76,7 +82,8 @@ std::vector<IndexTableFact> index_tables_find(const Kernel &k, const Program &p,
       }
       uint32_t slot = 0;
       while (slot < slots.size() && slots[slot] != buf) slot++;
-      if (slot == slots.size()) throw Error("internal: kernel " + k.name + " reads an index table it does not bind");
+      if (slot == slots.size())
+        throw Error("internal: kernel " + k.name + " reads an index table it does not bind");
       out.push_back({slot, p.buffers[buf].dtype, -lo, d.extent - hi});
     }
   };
@@ -89,9 +96,9 @@ std::vector<IndexTableFact> index_tables_find(const Kernel &k, const Program &p,
 // `sizes`: the bytes of each binding, the smallest over every launch of this code (launches of
 // one deduplicated kernel may bind buffers of different sizes; the code reaches no further than
 // the smallest).
-flatbuffers::Offset<fb::KernelBounds> kernel_bounds_build(flatbuffers::FlatBufferBuilder &fbb, const Kernel &k, const Program &p,
-                                                          const CodegenKernel &ck, const std::vector<uint64_t> &sizes,
-                                                          uint64_t program_hash, const CodegenKernel *twin) {
+flatbuffers::Offset<fb::KernelBounds> kernel_bounds_build(
+    flatbuffers::FlatBufferBuilder &fbb, const Kernel &k, const Program &p, const CodegenKernel &ck,
+    const std::vector<uint64_t> &sizes, uint64_t program_hash, const CodegenKernel *twin) {
   const std::vector<IndexTableFact> tables = index_tables_find(k, p, ck.slots);
   capture_bounds_hash h(program_hash);
   h.str(ck.symbol.data(), ck.symbol.size());
@@ -115,13 +122,15 @@ flatbuffers::Offset<fb::KernelBounds> kernel_bounds_build(flatbuffers::FlatBuffe
     if (ck.slots[s] == k.store.buffer) written.push_back(s);
   h.u64(written.size());
   for (uint32_t s : written) h.u64(s);
-  return fb::CreateKernelBounds(fbb, (uint64_t)ck.work_size, fbb.CreateVector(sizes), 0, tables.empty() ? 0 : fbb.CreateVector(fb_tables),
+  return fb::CreateKernelBounds(fbb, (uint64_t)ck.work_size, fbb.CreateVector(sizes), 0,
+                                tables.empty() ? 0 : fbb.CreateVector(fb_tables),
                                 fbb.CreateVector(written), h.value());
 }
 
 }  // namespace
 
-std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const CaptureInfo &info, ArenaPlan *plan_out) {
+std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const CaptureInfo &info,
+                                   ArenaPlan *plan_out) {
   const CodegenResult &code = tc.code;
   const CpuTarget &t = tc.target;
   std::vector<int> arena_buffers;
@@ -130,7 +139,8 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
   if (!arena_plan_valid(reqs, plan)) throw Error("internal: the memory plan overlaps live buffers");
   if (plan_out) *plan_out = plan;
   std::vector<int64_t> arena_offset(p.buffers.size(), -1), weight_index(p.buffers.size(), -1);
-  for (size_t i = 0; i < arena_buffers.size(); i++) arena_offset[arena_buffers[i]] = (int64_t)plan.offsets[i];
+  for (size_t i = 0; i < arena_buffers.size(); i++)
+    arena_offset[arena_buffers[i]] = (int64_t)plan.offsets[i];
 
   flatbuffers::FlatBufferBuilder fbb(1 << 20);
   // Weights first (largest data), each 64-byte aligned.
@@ -149,24 +159,27 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
     program_hashes.push_back(capture_hash(obj.data(), obj.size()));
     fbb.ForceVectorAlignment(obj.size(), 1, 16);
     auto bin = fbb.CreateVector(obj.data(), obj.size());
-    programs.push_back(fb::CreateProgram(fbb, tc.format, bin, 0,
-                                         capture_hash(obj.data(), obj.size())));
+    programs.push_back(
+        fb::CreateProgram(fbb, tc.format, bin, 0, capture_hash(obj.data(), obj.size())));
   }
   // Host twins follow the GPU programs.
   const bool twins = !tc.twins.objects.empty();
   const uint32_t twin_base = (uint32_t)programs.size();
   if (twins) {
-    if (tc.twins.kernels.size() != p.kernels.size()) throw Error("internal: host twins do not match the program's kernels");
+    if (tc.twins.kernels.size() != p.kernels.size())
+      throw Error("internal: host twins do not match the program's kernels");
     for (const auto &obj : tc.twins.objects) {
       fbb.ForceVectorAlignment(obj.size(), 1, 16);
       auto bin = fbb.CreateVector(obj.data(), obj.size());
-      programs.push_back(fb::CreateProgram(fbb, fb::ProgramFormat::elf_relocatable, bin, 0, capture_hash(obj.data(), obj.size())));
+      programs.push_back(fb::CreateProgram(fbb, fb::ProgramFormat::elf_relocatable, bin, 0,
+                                           capture_hash(obj.data(), obj.size())));
     }
   }
   // Each binding's bytes per launch, and per distinct symbol the smallest (kernel_bounds_build).
   auto launch_sizes = [&](const CodegenKernel &ck) {
     std::vector<uint64_t> sizes;
-    for (int buf : ck.slots) sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
+    for (int buf : ck.slots)
+      sizes.push_back(p.buffers[buf].numel * dtype_size(p.buffers[buf].dtype));
     return sizes;
   };
   std::map<std::string, std::vector<uint64_t>> symbol_sizes;
@@ -176,10 +189,12 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
     const std::vector<uint64_t> sizes = launch_sizes(ck);
     auto [it, fresh] = symbol_sizes.emplace(ck.symbol, sizes);
     if (!fresh)
-      for (size_t j = 0; j < sizes.size() && j < it->second.size(); j++) it->second[j] = std::min(it->second[j], sizes[j]);
+      for (size_t j = 0; j < sizes.size() && j < it->second.size(); j++)
+        it->second[j] = std::min(it->second[j], sizes[j]);
     auto [w, first] = symbol_work.emplace(ck.symbol, ck.work_size);
     if (!first && w->second != ck.work_size)
-      throw Error("internal: kernel " + p.kernels[i].name + " shares its code with a kernel of another work size");
+      throw Error("internal: kernel " + p.kernels[i].name +
+                  " shares its code with a kernel of another work size");
   }
   // Kernels: one per distinct symbol.
   std::vector<flatbuffers::Offset<fb::Kernel>> kernels;
@@ -194,14 +209,17 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
       std::pair<fb::KernelFacts, flatbuffers::Offset<void>> facts{fb::KernelFacts::NONE, 0};
       if (tc.facts) facts = tc.facts(fbb, i);
       const CodegenKernel *twin = twins ? &tc.twins.kernels[i] : nullptr;
-      auto bounds = kernel_bounds_build(fbb, p.kernels[i], p, ck, symbol_sizes.at(ck.symbol), program_hashes.at(ck.object), twin);
-      kernels.push_back(fb::CreateKernelDirect(fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0,
-                                               twin ? (int32_t)(twin_base + twin->object) : -1, twin ? twin->symbol.c_str() : nullptr,
-                                               twin ? (uint64_t)twin->work_size : 0, facts.first, facts.second, bounds));
+      auto bounds = kernel_bounds_build(fbb, p.kernels[i], p, ck, symbol_sizes.at(ck.symbol),
+                                        program_hashes.at(ck.object), twin);
+      kernels.push_back(fb::CreateKernelDirect(
+          fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0,
+          twin ? (int32_t)(twin_base + twin->object) : -1, twin ? twin->symbol.c_str() : nullptr,
+          twin ? (uint64_t)twin->work_size : 0, facts.first, facts.second, bounds));
       if (twin) twin_symbol.push_back(twin->symbol);
     } else if (twins && twin_symbol[it->second] != tc.twins.kernels[i].symbol) {
       // Equal GPU kernels must have equal twins: both come from the same kernel deduplication.
-      throw Error("internal: kernel " + p.kernels[i].name + " shares a GPU entry but not a host twin");
+      throw Error("internal: kernel " + p.kernels[i].name +
+                  " shares a GPU entry but not a host twin");
     }
     launch_kernel[i] = it->second;
   }
@@ -214,32 +232,40 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
     uint64_t bytes_read = 0;
     sizes = launch_sizes(ck);
     for (int buf : ck.slots) {
-      if (weight_index[buf] >= 0) refs.emplace_back(fb::Space::weight, (uint32_t)weight_index[buf], 0);
-      else refs.emplace_back(fb::Space::arena, 0, (uint64_t)arena_offset[buf]);
+      if (weight_index[buf] >= 0)
+        refs.emplace_back(fb::Space::weight, (uint32_t)weight_index[buf], 0);
+      else
+        refs.emplace_back(fb::Space::arena, 0, (uint64_t)arena_offset[buf]);
     }
-    for (const Access &a : k.loads) bytes_read += p.buffers[a.buffer].numel * dtype_size(p.buffers[a.buffer].dtype);
+    for (const Access &a : k.loads)
+      bytes_read += p.buffers[a.buffer].numel * dtype_size(p.buffers[a.buffer].dtype);
     int64_t out_elems = 1;
     for (int a = 0; a < k.n_parallel; a++) out_elems *= k.axes[a];
     // Even slices, except that a launch too small to pay for the threads meeting (one unit of
     // work, or under k_split_min_cost flops + bytes: a few microseconds) runs whole on thread 0,
     // so the runtime needs no barrier around it (runtime/replay.h, replay_plan_barriers).
-    uint64_t cost = (uint64_t)k.flops + bytes_read + (uint64_t)out_elems * dtype_size(k.store_dtype);
+    uint64_t cost =
+        (uint64_t)k.flops + bytes_read + (uint64_t)out_elems * dtype_size(k.store_dtype);
     bool whole = ck.work_size <= 1 || cost < k_split_min_cost;
     std::vector<uint64_t> partition;
     for (int th = 0; th <= info.threads; th++)
-      partition.push_back(whole ? (th ? (uint64_t)ck.work_size : 0) : (uint64_t)(ck.work_size * th / info.threads));
+      partition.push_back(whole ? (th ? (uint64_t)ck.work_size : 0)
+                                : (uint64_t)(ck.work_size * th / info.threads));
     std::vector<flatbuffers::Offset<flatbuffers::String>> srcs;
     for (const std::string &s : k.source_nodes) srcs.push_back(fbb.CreateString(s));
-    auto launch = fb::CreateLaunch(fbb, launch_kernel[i], fbb.CreateVectorOfStructs(refs), 0, ck.work_size, fbb.CreateVector(partition),
-                                   fbb.CreateVector(srcs), k.flops, bytes_read, out_elems * dtype_size(k.store_dtype),
-                                   fbb.CreateVector(sizes));
+    auto launch =
+        fb::CreateLaunch(fbb, launch_kernel[i], fbb.CreateVectorOfStructs(refs), 0, ck.work_size,
+                         fbb.CreateVector(partition), fbb.CreateVector(srcs), k.flops, bytes_read,
+                         out_elems * dtype_size(k.store_dtype), fbb.CreateVector(sizes));
     steps.push_back(fb::CreateStep(fbb, fb::StepKind::launch, launch, 0));
   }
   auto tensor_infos = [&](const std::vector<Program::Port> &ports) {
     std::vector<flatbuffers::Offset<fb::TensorInfo>> v;
     for (const auto &port : ports) {
-      if (arena_offset[port.buffer] < 0) throw Error("internal: port '" + port.name + "' is not in the arena");
-      v.push_back(fb::CreateTensorInfoDirect(fbb, port.name.c_str(), fb_dtype(port.dtype), &port.shape, arena_offset[port.buffer],
+      if (arena_offset[port.buffer] < 0)
+        throw Error("internal: port '" + port.name + "' is not in the arena");
+      v.push_back(fb::CreateTensorInfoDirect(fbb, port.name.c_str(), fb_dtype(port.dtype),
+                                             &port.shape, arena_offset[port.buffer],
                                              shape_numel(port.shape) * dtype_size(port.dtype)));
     }
     return fbb.CreateVector(v);
@@ -248,38 +274,46 @@ std::vector<uint8_t> capture_build(const Program &p, const TargetCode &tc, const
   std::vector<flatbuffers::Offset<fb::PlannedBuffer>> planned;
   for (size_t i = 0; i < arena_buffers.size(); i++) {
     const Buffer &b = p.buffers[arena_buffers[i]];
-    planned.push_back(fb::CreatePlannedBufferDirect(fbb, b.name.c_str(), plan.offsets[i], reqs[i].size, reqs[i].first, reqs[i].last));
+    planned.push_back(fb::CreatePlannedBufferDirect(fbb, b.name.c_str(), plan.offsets[i],
+                                                    reqs[i].size, reqs[i].first, reqs[i].last));
   }
   std::vector<flatbuffers::Offset<fb::Sample>> samples;
   if (!info.sample_inputs.empty()) {
     std::vector<flatbuffers::Offset<fb::TensorData>> ins, outs;
     for (size_t i = 0; i < info.sample_inputs.size(); i++)
-      ins.push_back(fb::CreateTensorDataDirect(fbb, p.inputs[i].name.c_str(), &info.sample_inputs[i]));
+      ins.push_back(
+          fb::CreateTensorDataDirect(fbb, p.inputs[i].name.c_str(), &info.sample_inputs[i]));
     for (size_t i = 0; i < info.sample_outputs.size(); i++)
-      outs.push_back(fb::CreateTensorDataDirect(fbb, p.outputs[i].name.c_str(), &info.sample_outputs[i]));
-    samples.push_back(fb::CreateSample(fbb, fbb.CreateVector(ins), fbb.CreateVector(outs), (float)k_output_rel_tol));
+      outs.push_back(
+          fb::CreateTensorDataDirect(fbb, p.outputs[i].name.c_str(), &info.sample_outputs[i]));
+    samples.push_back(fb::CreateSample(fbb, fbb.CreateVector(ins), fbb.CreateVector(outs),
+                                       (float)k_output_rel_tol));
   }
-  auto target = fb::CreateTargetDirect(fbb, t.name.c_str(), t.triple.c_str(), t.cpu.c_str(), t.features.c_str());
+  auto target = fb::CreateTargetDirect(fbb, t.name.c_str(), t.triple.c_str(), t.cpu.c_str(),
+                                       t.features.c_str());
   flatbuffers::Offset<fb::Target> twin_target = 0;
   if (twins) {
     const CpuTarget &tt = tc.twin_target;
-    twin_target = fb::CreateTargetDirect(fbb, tt.name.c_str(), tt.triple.c_str(), tt.cpu.c_str(), tt.features.c_str());
+    twin_target = fb::CreateTargetDirect(fbb, tt.name.c_str(), tt.triple.c_str(), tt.cpu.c_str(),
+                                         tt.features.c_str());
   }
   // Every capture carries KernelBounds: 1.2 for CPU targets (format 1), 2.1 for targets with kernel
   // facts (format 2, the KernelFacts union; capture.fbs), or the newer minor version a target's
   // facts need (Adreno, NVIDIA: 2.2).
   const uint16_t minor = std::max<uint16_t>(tc.version_major == 1 ? 2 : 1, tc.version_minor);
-  auto cap = fb::CreateCapture(fbb, tc.version_major, minor, fbb.CreateString("capgraph 0.1.0"), fbb.CreateString(info.model_name), target, inputs,
-                               outputs, fbb.CreateVector(weights), plan.size, plan.naive_size, fbb.CreateVector(planned),
-                               fbb.CreateVector(programs), fbb.CreateVector(kernels), fbb.CreateVector(steps), (uint32_t)info.threads,
-                               samples.empty() ? 0 : fbb.CreateVector(samples), twin_target,
-                               info.compile_options.empty() ? 0 : fbb.CreateVectorOfStrings(info.compile_options));
+  auto cap = fb::CreateCapture(
+      fbb, tc.version_major, minor, fbb.CreateString("capgraph 0.1.0"),
+      fbb.CreateString(info.model_name), target, inputs, outputs, fbb.CreateVector(weights),
+      plan.size, plan.naive_size, fbb.CreateVector(planned), fbb.CreateVector(programs),
+      fbb.CreateVector(kernels), fbb.CreateVector(steps), (uint32_t)info.threads,
+      samples.empty() ? 0 : fbb.CreateVector(samples), twin_target,
+      info.compile_options.empty() ? 0 : fbb.CreateVectorOfStrings(info.compile_options));
   fbb.Finish(cap, fb::CaptureIdentifier());
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
 
-std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, const CpuTarget &t, const CaptureInfo &info,
-                                   ArenaPlan *plan_out) {
+std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, const CpuTarget &t,
+                                   const CaptureInfo &info, ArenaPlan *plan_out) {
   TargetCode tc;
   tc.target = t;
   tc.code = code;

@@ -23,12 +23,12 @@ struct CaptureInfo {
 
 // Plans the arena and serialises everything for the target that produced `code` (target
 // table): its programs, with the kernels' launch facts and host twins where it has them.
-std::vector<uint8_t> capture_build(const Program &p, const TargetCode &code, const CaptureInfo &info,
-                                   ArenaPlan *plan_out = nullptr);
+std::vector<uint8_t> capture_build(const Program &p, const TargetCode &code,
+                                   const CaptureInfo &info, ArenaPlan *plan_out = nullptr);
 
 // The same for a CPU target's code.
-std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, const CpuTarget &t, const CaptureInfo &info,
-                                   ArenaPlan *plan_out = nullptr);
+std::vector<uint8_t> capture_build(const Program &p, const CodegenResult &code, const CpuTarget &t,
+                                   const CaptureInfo &info, ArenaPlan *plan_out = nullptr);
 
 // Buffer lifetimes in kernel steps, as the planner sees them (inputs/outputs pinned).
 std::vector<ArenaRequest> capture_arena_requests(const Program &p, std::vector<int> &arena_buffers);

@@ -13,7 +13,8 @@
 namespace capgraph {
 
 // `ptxas_version` names the assembler that made the cubin (NvCodegenResult::ptxas_version).
-flatbuffers::Offset<fb::NvKernel> nv_kernel_write(flatbuffers::FlatBufferBuilder &fbb, const NvKernelFacts &f, const NvTarget &t,
+flatbuffers::Offset<fb::NvKernel> nv_kernel_write(flatbuffers::FlatBufferBuilder &fbb,
+                                                  const NvKernelFacts &f, const NvTarget &t,
                                                   const std::string &ptxas_version);
 // The facts a capture holds (everything but the cubin, which lives in its Program; the parameters
 // are the capture's ABI: 8-byte pointers at 8 * i; max_threads is not carried). Throws Error

@@ -2,12 +2,13 @@
 // reader refuses values the GPU or the launch descriptor cannot take. With ptxas, the facts come
 // from a real compile for each target; without it, from a hand-made set (the format does not
 // depend on ptxas).
+#include "capture/nv_kernel_write.h"
+
 #include <doctest/doctest.h>
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "capture/nv_kernel_write.h"
 #include "codegen/nvptx_codegen.h"
 #include "compile.h"
 #include "error.h"
@@ -148,5 +149,6 @@ TEST_CASE("the reader refuses facts the GPU or the QMD cannot take, naming the k
   }
   // A QMD version that does not fit the SM.
   std::vector<uint8_t> bytes = written(facts_made(), nv_target_named("nv-sm86"));
-  CHECK_THROWS_WITH_AS(nv_kernel_read(*fb::GetNvKernel(bytes.data()), "k"), doctest::Contains("QMD version 3"), Error);
+  CHECK_THROWS_WITH_AS(nv_kernel_read(*fb::GetNvKernel(bytes.data()), "k"),
+                       doctest::Contains("QMD version 3"), Error);
 }

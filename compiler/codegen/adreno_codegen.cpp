@@ -67,37 +67,49 @@ struct Ir3Compiler {
 // Checks what the runtime relies on: every parameter in the constant file, nothing that needs a
 // descriptor the capture does not carry. Mesa's own drivers bind such state per draw; a capture's
 // dispatch is fixed at compile time, so anything unexpected here is an error, not a guess.
-void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v, const AdrenoKernelFacts &f, const AdrenoNirKernel &nk) {
-  auto fail = [&](const std::string &what) { throw Error("kernel " + k.name + " (target " + t.name + "): " + what); };
+void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v,
+                 const AdrenoKernelFacts &f, const AdrenoNirKernel &nk) {
+  auto fail = [&](const std::string &what) {
+    throw Error("kernel " + k.name + " (target " + t.name + "): " + what);
+  };
   const struct ir3_const_state *cs = v->const_state;
   const ir3_const_allocation &params = cs->allocs.consts[IR3_CONST_ALLOC_KERNEL_PARAMS];
   if (f.params_bytes > 0) {
     if (params.size_vec4 * 16 < f.params_bytes)
-      fail("ir3 gave the kernel parameters " + std::to_string(params.size_vec4 * 16) + " bytes of constants, they need " +
-           std::to_string(f.params_bytes));
+      fail("ir3 gave the kernel parameters " + std::to_string(params.size_vec4 * 16) +
+           " bytes of constants, they need " + std::to_string(f.params_bytes));
     if (params.offset_vec4 * 16 + f.params_bytes > f.constlen_vec4 * 16)
-      fail("the kernel parameters end past the loaded constant file (constlen " + std::to_string(f.constlen_vec4) + " vec4)");
+      fail("the kernel parameters end past the loaded constant file (constlen " +
+           std::to_string(f.constlen_vec4) + " vec4)");
   }
   if (cs->ubo_state.num_enabled != 0)
-    fail("ir3 reads " + std::to_string(cs->ubo_state.num_enabled) + " UBO ranges; the capture binds none");
-  if (cs->consts_ubo.idx >= 0 || cs->driver_params_ubo.idx >= 0) fail("ir3 placed constants or driver params in a UBO");
+    fail("ir3 reads " + std::to_string(cs->ubo_state.num_enabled) +
+         " UBO ranges; the capture binds none");
+  if (cs->consts_ubo.idx >= 0 || cs->driver_params_ubo.idx >= 0)
+    fail("ir3 placed constants or driver params in a UBO");
   if (v->constant_data_size > 0)
     fail("the kernel has NIR constant data, which the capture does not upload");
-  if (v->num_ibos != 0 || v->num_ssbos != 0) fail("the kernel uses storage buffers or images; the capture binds none");
-  if (v->info.max_reg + 1 > 64 || v->info.max_half_reg + 1 > 64) fail("register footprint over the 6-bit field of SP_CS_CNTL_0");
+  if (v->num_ibos != 0 || v->num_ssbos != 0)
+    fail("the kernel uses storage buffers or images; the capture binds none");
+  if (v->info.max_reg + 1 > 64 || v->info.max_half_reg + 1 > 64)
+    fail("register footprint over the 6-bit field of SP_CS_CNTL_0");
   // The shared memory the dispatch programs (SP_CS_CTRL_REG1 SHARED_SIZE) is this fact: it must
   // cover what the NIR declared, and fit the chip.
   if (f.shared_memory_bytes < nk.shared_bytes)
-    fail("ir3 reports " + std::to_string(f.shared_memory_bytes) + " bytes of shared memory, the kernel declares " + std::to_string(nk.shared_bytes));
+    fail("ir3 reports " + std::to_string(f.shared_memory_bytes) +
+         " bytes of shared memory, the kernel declares " + std::to_string(nk.shared_bytes));
   if (f.shared_memory_bytes > t.shared_bytes)
-    fail(std::to_string(f.shared_memory_bytes) + " bytes of shared memory, over the " + std::to_string(t.shared_bytes) + " a workgroup may have");
+    fail(std::to_string(f.shared_memory_bytes) + " bytes of shared memory, over the " +
+         std::to_string(t.shared_bytes) + " a workgroup may have");
   // Workgroups or work items that cannot tell themselves apart would all do the same work.
-  if (f.grid[0] > 1 && f.workgroup_id_regid == kNoRegid) fail("the kernel runs several workgroups but reads no workgroup id");
+  if (f.grid[0] > 1 && f.workgroup_id_regid == kNoRegid)
+    fail("the kernel runs several workgroups but reads no workgroup id");
   if (f.work_items > (int64_t)f.grid[0] && f.local_id_regid == kNoRegid)
     fail("the kernel runs several work items per workgroup but reads no local id");
 }
 
-AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v, const AdrenoNirKernel &nk) {
+AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir3_shader_variant *v,
+                                const AdrenoNirKernel &nk) {
   AdrenoKernelFacts f;
   const uint8_t *bin = reinterpret_cast<const uint8_t *>(v->bin);
   f.binary.assign(bin, bin + v->info.size);
@@ -118,11 +130,16 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.params_bytes = nk.param_bytes;
   f.immediates_offset_vec4 = cs->allocs.max_const_offset_vec4;
   // Immediates past constlen are ones the shader does not read; Mesa uploads only those inside
-  // (ir3_emit_immediates in src/gallium/drivers/freedreno/ir3/ir3_const.h), and so does the capture.
-  size_t imm_room = v->constlen > f.immediates_offset_vec4 ? 4 * (size_t)(v->constlen - f.immediates_offset_vec4) : 0;
-  f.immediates.assign(cs->immediates, cs->immediates + std::min<size_t>(cs->immediates_count, imm_room));
+  // (ir3_emit_immediates in src/gallium/drivers/freedreno/ir3/ir3_const.h), and so does the
+  // capture.
+  size_t imm_room = v->constlen > f.immediates_offset_vec4
+                        ? 4 * (size_t)(v->constlen - f.immediates_offset_vec4)
+                        : 0;
+  f.immediates.assign(cs->immediates,
+                      cs->immediates + std::min<size_t>(cs->immediates_count, imm_room));
   const ir3_const_allocation &dp = cs->allocs.consts[IR3_CONST_ALLOC_DRIVER_PARAMS];
-  if (dp.size_vec4 > 0 && dp.offset_vec4 < v->constlen) f.driver_params_offset_vec4 = dp.offset_vec4;
+  if (dp.size_vec4 > 0 && dp.offset_vec4 < v->constlen)
+    f.driver_params_offset_vec4 = dp.offset_vec4;
   f.workgroup_id_regid = v->cs.work_group_id;
   f.local_id_regid = v->cs.local_invocation_id;
   f.workgroup_size[0] = (uint32_t)t.workgroup_size;
@@ -142,7 +159,8 @@ std::mutex &mesa_mutex() {
   return m;
 }
 
-AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program &p, const AdrenoTarget &t) {
+AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program &p,
+                                 const AdrenoTarget &t) {
   AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), adreno_gpu_facts(t));
   nir_shader *s = nk.shader;
   if (getenv("CAPGRAPH_DUMP_NIR")) nir_print_shader(s, stderr);
@@ -159,11 +177,13 @@ AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program
   // Waves of 64 or 128 work items, as ir3 prefers; the facts say which it picked.
   options.api_wavesize = IR3_SINGLE_OR_DOUBLE;
   options.real_wavesize = IR3_SINGLE_OR_DOUBLE;
-  std::unique_ptr<ir3_shader, ShaderDeleter> shader(ir3_shader_from_nir(c, s, &options, nullptr));  // owns s now
+  std::unique_ptr<ir3_shader, ShaderDeleter> shader(
+      ir3_shader_from_nir(c, s, &options, nullptr));    // owns s now
   shader->cs.req_input_mem = (nk.param_bytes + 3) / 4;  // dwords of kernel parameters
   ir3_shader_key key{};
   ir3_shader_variant *v = ir3_shader_create_variant(shader.get(), &key, false);
-  if (!v) throw Error("kernel " + k.name + " (target " + t.name + "): Mesa's ir3 failed to compile it");
+  if (!v)
+    throw Error("kernel " + k.name + " (target " + t.name + "): Mesa's ir3 failed to compile it");
   AdrenoKernelFacts f = variant_facts(k, t, v, nk);
   ralloc_free(v);
   return f;
@@ -202,7 +222,8 @@ AdrenoCodegenResult adreno_codegen(const Program &p, const AdrenoTarget &t) {
   return r;
 }
 
-AdrenoDisassembly adreno_disassemble_words(const std::vector<uint8_t> &code, const AdrenoTarget &t) {
+AdrenoDisassembly adreno_disassemble_words(const std::vector<uint8_t> &code,
+                                           const AdrenoTarget &t) {
   AdrenoDisassembly d;
   char *text = nullptr;
   size_t size = 0;
@@ -227,12 +248,14 @@ AdrenoDisassembly adreno_disassemble_words(const std::vector<uint8_t> &code, con
   // A word with no matching encoding is never counted as matched; a matched one with decode
   // errors prints them after a tab and "; ".
   d.errors = words - counts.matched;
-  for (size_t at = d.text.find("\t; "); at != std::string::npos; at = d.text.find("\t; ", at + 1)) d.errors++;
+  for (size_t at = d.text.find("\t; "); at != std::string::npos; at = d.text.find("\t; ", at + 1))
+    d.errors++;
   return d;
 }
 
 AdrenoDisassembly adreno_disassemble(const AdrenoKernelFacts &f, const AdrenoTarget &t) {
-  std::vector<uint8_t> code(f.binary.begin(), f.binary.begin() + std::min<size_t>(f.binary.size(), f.instr_dwords * 4u));
+  std::vector<uint8_t> code(
+      f.binary.begin(), f.binary.begin() + std::min<size_t>(f.binary.size(), f.instr_dwords * 4u));
   return adreno_disassemble_words(code, t);
 }
 

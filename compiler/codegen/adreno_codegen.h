@@ -48,18 +48,18 @@ inline GpuFacts adreno_gpu_facts(const AdrenoTarget &t) {
 // Everything the runtime needs to dispatch one compiled kernel, named as in the capture. Register
 // ids are ir3 "regid"s: register number * 4 + component (0xfc: not used).
 struct AdrenoKernelFacts {
-  std::vector<uint8_t> binary;        // instructions, then NIR constant data (none today), padded
-  uint32_t instr_dwords = 0;          // 32-bit words of instructions (the disassembled part)
-  uint32_t instr_count = 0;           // instructions, repeats expanded
-  uint32_t full_regs = 0;             // full-precision vec4 registers used (SP_CS_CNTL_0 FULLREGFOOTPRINT)
-  uint32_t half_regs = 0;             // half-precision vec4 registers used (HALFREGFOOTPRINT)
-  bool merged_regs = true;            // half registers alias full ones (a6xx)
-  uint32_t branch_stack = 0;          // SP_CS_CNTL_0 BRANCHSTACK value (ir3_shader_branchstack_hw)
-  uint32_t private_memory_bytes = 0;  // per work item (spills, local arrays)
+  std::vector<uint8_t> binary;  // instructions, then NIR constant data (none today), padded
+  uint32_t instr_dwords = 0;    // 32-bit words of instructions (the disassembled part)
+  uint32_t instr_count = 0;     // instructions, repeats expanded
+  uint32_t full_regs = 0;     // full-precision vec4 registers used (SP_CS_CNTL_0 FULLREGFOOTPRINT)
+  uint32_t half_regs = 0;     // half-precision vec4 registers used (HALFREGFOOTPRINT)
+  bool merged_regs = true;    // half registers alias full ones (a6xx)
+  uint32_t branch_stack = 0;  // SP_CS_CNTL_0 BRANCHSTACK value (ir3_shader_branchstack_hw)
+  uint32_t private_memory_bytes = 0;     // per work item (spills, local arrays)
   bool private_memory_per_wave = false;  // its layout (SP_CS_PVT_MEM_SIZE PERWAVEMEMLAYOUT)
-  uint32_t shared_memory_bytes = 0;   // per workgroup
-  bool double_threadsize = false;     // waves of 128 work items (THREAD128) instead of 64
-  uint32_t max_waves = 0;             // ir3's occupancy estimate
+  uint32_t shared_memory_bytes = 0;      // per workgroup
+  bool double_threadsize = false;        // waves of 128 work items (THREAD128) instead of 64
+  uint32_t max_waves = 0;                // ir3's occupancy estimate
   // The constant file (vec4 units of 4 x 32 bits): constlen vec4 are loaded; the kernel
   // parameters live at [params_offset_vec4, +params_bytes); ir3's immediates at
   // immediates_offset_vec4 (values in `immediates`); driver params, when the kernel needs them,
@@ -73,11 +73,11 @@ struct AdrenoKernelFacts {
   uint32_t workgroup_id_regid = 0xfc;  // SP_CS_CONST_CONFIG_0 WGIDCONSTID (HLSQ_CS_CNTL_0)
   uint32_t local_id_regid = 0xfc;      // SP_CS_CONST_CONFIG_0 LOCALIDREGID
   uint32_t workgroup_size[3] = {1, 1, 1};
-  uint32_t grid[3] = {1, 1, 1};        // workgroups
-  int64_t work_items = 0;              // work items that compute something; grid * workgroup covers them
-  uint32_t lanes = 1;                  // consecutive outputs per work item (4: vec4 loads and stores)
-  bool group_reduce = false;           // one workgroup per output, reducing through shared memory
-  bool tiled = false;                  // gpu_tile's plan: a tile of outputs per workgroup (not in the capture)
+  uint32_t grid[3] = {1, 1, 1};  // workgroups
+  int64_t work_items = 0;        // work items that compute something; grid * workgroup covers them
+  uint32_t lanes = 1;            // consecutive outputs per work item (4: vec4 loads and stores)
+  bool group_reduce = false;     // one workgroup per output, reducing through shared memory
+  bool tiled = false;  // gpu_tile's plan: a tile of outputs per workgroup (not in the capture)
 };
 
 struct AdrenoCodegenResult {

@@ -5,6 +5,8 @@
 //
 // There is no Adreno GPU here: these tests check encodings and launch facts, not what the
 // kernels compute. Without Mesa (CAPGRAPH_ADRENO=OFF) every case says so and skips.
+#include "codegen/adreno_codegen.h"
+
 #include <doctest/doctest.h>
 #include <unistd.h>
 
@@ -16,7 +18,6 @@
 #include <random>
 #include <sstream>
 
-#include "codegen/adreno_codegen.h"
 #include "compile.h"
 #include "error.h"
 #include "onnx_writer.h"
@@ -39,7 +40,9 @@ struct TempDir {
 
 bool mesa_present() {
   if (adreno_available()) return true;
-  MESSAGE("SKIPPED: capgraph was built without Mesa's ir3 (CAPGRAPH_ADRENO=OFF; run scripts/mesa_ir3.sh, then configure)");
+  MESSAGE(
+      "SKIPPED: capgraph was built without Mesa's ir3 (CAPGRAPH_ADRENO=OFF; run "
+      "scripts/mesa_ir3.sh, then configure)");
   return false;
 }
 
@@ -61,7 +64,8 @@ fs::path model_mixed(const fs::path &dir) {
   b.node("Conv", {"x", "w", "bias"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
   b.node("Sigmoid", {"c"}, {"s"});
   b.node("Mul", {"c", "s"}, {"silu"});
-  b.node("MaxPool", {"silu"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+  b.node("MaxPool", {"silu"}, {"p"},
+         {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
   b.node("Erf", {"p"}, {"e"});
   b.node("Tanh", {"e"}, {"th"});
   b.node("Softmax", {"th"}, {"sm"}, {attr_int("axis", 3)});
@@ -95,7 +99,9 @@ fs::path model_views(const fs::path &dir) {
   b.node("Pad", {"x", "pads"}, {"pe"}, {attr_string("mode", "edge")});
   b.node("Add", {"pr", "pe"}, {"pa"});
   b.node("Resize", {"pa", "", "scales"}, {"rs"}, {attr_string("mode", "linear")});
-  b.node("AveragePool", {"rs"}, {"ap"}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+  b.node("AveragePool", {"rs"}, {"ap"},
+         {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}),
+          attr_ints("strides", {2, 2})});
   b.node("Gather", {"ap", "idx"}, {"g"}, {attr_int("axis", 1)});
   b.node("Slice", {"g", "starts", "ends", "axes"}, {"sl"});
   b.node("ReduceMax", {"sl"}, {"rm"}, {attr_ints("axes", {1}), attr_int("keepdims", 1)});
@@ -171,7 +177,9 @@ int disasm_count(const std::string &text, const std::string &op, const std::stri
   std::istringstream lines(text);
   int c = 0;
   for (std::string l; std::getline(lines, l);)
-    if (l.find(op) != std::string::npos && l.size() > n.size() + 2 && l.compare(l.size() - n.size() - 2, std::string::npos, ", " + n) == 0) c++;
+    if (l.find(op) != std::string::npos && l.size() > n.size() + 2 &&
+        l.compare(l.size() - n.size() - 2, std::string::npos, ", " + n) == 0)
+      c++;
   return c;
 }
 
@@ -193,16 +201,18 @@ TEST_CASE("a small kernel compiles for a630; Mesa's disassembler reads it and th
   AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
   REQUIRE(r.unique.size() == 1);
   const AdrenoKernelFacts &f = r.unique[0];
-  CHECK(f.lanes == 4);                   // rows of 64 floats: vec4 loads and stores
+  CHECK(f.lanes == 4);  // rows of 64 floats: vec4 loads and stores
   CHECK(f.work_items * f.lanes == 4 * 8 * 8);
-  CHECK(f.grid[0] == 1);                 // 64 work items in one workgroup of 128
-  CHECK(f.params_bytes == 3 * 8);        // y, x, k
-  CHECK(f.private_memory_bytes == 0);    // nothing spilled in a kernel this small
+  CHECK(f.grid[0] == 1);               // 64 work items in one workgroup of 128
+  CHECK(f.params_bytes == 3 * 8);      // y, x, k
+  CHECK(f.private_memory_bytes == 0);  // nothing spilled in a kernel this small
   CHECK(f.shared_memory_bytes == 0);
   CHECK(kernel_verify(p.kernels[0], f) > 4);
   AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
-  MESSAGE("a630 disassembly of " << p.kernels[0].name << " (" << f.instr_count << " instructions, " << f.full_regs << " full regs, constlen "
-                                 << f.constlen_vec4 << " vec4, params at c" << f.params_offset_vec4 << ".x):\n" << d.text);
+  MESSAGE("a630 disassembly of " << p.kernels[0].name << " (" << f.instr_count << " instructions, "
+                                 << f.full_regs << " full regs, constlen " << f.constlen_vec4
+                                 << " vec4, params at c" << f.params_offset_vec4 << ".x):\n"
+                                 << d.text);
 }
 
 // A large reduction over few outputs takes a workgroup per output, combining through shared
@@ -270,17 +280,20 @@ TEST_CASE("a 3x3 convolution is tiled through shared memory on a630") {
   kernel_verify(p.kernels[0], f);
   AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
   INFO(d.text);
-  auto count = [&](const std::string &op, const std::string &n) { return disasm_count(d.text, op, n); };
+  auto count = [&](const std::string &op, const std::string &n) {
+    return disasm_count(d.text, op, n);
+  };
   CHECK(count("stl.", "1") > 0);    // staging into shared memory, one element per work item
   CHECK(count("ldl.", "4") > 0);    // operands from shared memory, four at a time (vec4)
   CHECK(count("ldl.", "1") == 0);   // ... and never one at a time
   CHECK(count("stg.a.", "4") > 0);  // four neighbouring pixels per store
   CHECK(count("stg.a.", "1") == 0);
-  CHECK(count("ldg.a.", "1") > 0);  // the staged global loads
+  CHECK(count("ldg.a.", "1") > 0);                     // the staged global loads
   CHECK(d.text.find("bar") != std::string::npos);      // workgroup barriers around each chunk
   CHECK(d.text.find("mad.f32") != std::string::npos);  // the multiply-adds
-  MESSAGE("tiled 3x3 conv: " << f.instr_count << " instructions, " << f.full_regs << " full regs, " << f.shared_memory_bytes
-                             << " B shared, grid " << f.grid[0] << " x " << f.workgroup_size[0]);
+  MESSAGE("tiled 3x3 conv: " << f.instr_count << " instructions, " << f.full_regs << " full regs, "
+                             << f.shared_memory_bytes << " B shared, grid " << f.grid[0] << " x "
+                             << f.workgroup_size[0]);
 }
 
 // A matrix product's rows are contiguous along its columns (n): each work item stores its four
@@ -408,7 +421,8 @@ namespace {
 // TM * TN outputs; padded positions are counted as loads (an upper bound: the code skips them).
 struct ProductCost {
   int launches = 0, tiled = 0;
-  double fmas = 0, tiled_fmas = 0, loads = 0, slots = 0;  // slots: multiply-adds the tiles execute, padding included
+  double fmas = 0, tiled_fmas = 0, loads = 0,
+         slots = 0;  // slots: multiply-adds the tiles execute, padding included
 };
 ProductCost product_cost(const Program &p, const AdrenoCodegenResult &r) {
   ProductCost c;
@@ -471,16 +485,22 @@ TEST_CASE("models: every kernel of every zoo model compiles for a630 and disasse
       spilling += f.private_memory_bytes > 0;
       regs = std::max(regs, f.full_regs);
     }
-    MESSAGE(e.path().filename().string() << ": " << p.kernels.size() << " launches, " << r.unique.size() << " a630 kernels (" << vec4
-                                         << " vec4, " << group << " workgroup reductions, " << tiled << " tiled (the largest " << tiled_instrs << " instructions), " << spilling << " using private memory, at most "
-                                         << regs << " full registers), " << instructions << " instructions disassembled, " << s << " s");
+    MESSAGE(e.path().filename().string()
+            << ": " << p.kernels.size() << " launches, " << r.unique.size() << " a630 kernels ("
+            << vec4 << " vec4, " << group << " workgroup reductions, " << tiled
+            << " tiled (the largest " << tiled_instrs << " instructions), " << spilling
+            << " using private memory, at most " << regs << " full registers), " << instructions
+            << " instructions disassembled, " << s << " s");
     const ProductCost pc = product_cost(p, r);
-    MESSAGE(e.path().filename().string() << " cost: " << pc.launches << " product launches (" << pc.tiled << " tiled), " << pc.fmas / 1e6
-                                         << " M multiply-adds (" << 100 * pc.tiled_fmas / std::max(pc.fmas, 1.0) << "% tiled), "
-                                         << 4 * pc.loads / std::max(pc.fmas, 1.0) << " global B per multiply-add, "
-                                         << 100 * pc.fmas / std::max(pc.slots, 1.0) << "% of executed multiply-adds useful");
+    MESSAGE(e.path().filename().string()
+            << " cost: " << pc.launches << " product launches (" << pc.tiled << " tiled), "
+            << pc.fmas / 1e6 << " M multiply-adds (" << 100 * pc.tiled_fmas / std::max(pc.fmas, 1.0)
+            << "% tiled), " << 4 * pc.loads / std::max(pc.fmas, 1.0)
+            << " global B per multiply-add, " << 100 * pc.fmas / std::max(pc.slots, 1.0)
+            << "% of executed multiply-adds useful");
     CHECK(instructions > 0);
-    if (!getenv("CAPGRAPH_GPU_NO_TILE")) CHECK(pc.tiled > 0);  // every zoo model has a convolution the plan tiles
+    if (!getenv("CAPGRAPH_GPU_NO_TILE"))
+      CHECK(pc.tiled > 0);  // every zoo model has a convolution the plan tiles
     models++;
   }
   CHECK(models >= 1);

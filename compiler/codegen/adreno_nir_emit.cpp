@@ -29,12 +29,12 @@ struct NirKernelEmitter {
   nir_builder b;
   nir_function_impl *impl = nullptr;
   std::vector<int> slots;
-  std::map<int, nir_def *> base;           // buffer -> 64-bit GPU address
-  std::map<int, nir_def *> base_pair;      // buffer -> the same as two 32-bit halves
-  std::vector<nir_def *> iv;               // current index of each axis (32-bit)
-  std::map<int, nir_def *> cache;          // expression values of the current evaluation
+  std::map<int, nir_def *> base;       // buffer -> 64-bit GPU address
+  std::map<int, nir_def *> base_pair;  // buffer -> the same as two 32-bit halves
+  std::vector<nir_def *> iv;           // current index of each axis (32-bit)
+  std::map<int, nir_def *> cache;      // expression values of the current evaluation
   nir_def *acc_value = nullptr;
-  nir_def *valid = nullptr;                // AND of skip checks in the current reduction body
+  nir_def *valid = nullptr;  // AND of skip checks in the current reduction body
   bool in_body = false;
   // Lanes: a work item computes `lanes` consecutive outputs along lane_axis (the innermost
   // parallel axis), evaluating the expressions once per lane; a load that is contiguous along that
@@ -42,7 +42,7 @@ struct NirKernelEmitter {
   // and the results leave in one vector store. lane_base is the axis index of lane 0.
   int lanes = 1, lane = 0, lane_axis = -1;
   nir_def *lane_base = nullptr;
-  std::vector<char> load_vector;           // per load: read as a vector
+  std::vector<char> load_vector;             // per load: read as a vector
   std::map<int, nir_def *> vec_raw, vec_ok;  // per load: its vector and validity at this point
 
   NirKernelEmitter(const Kernel &kk, const Program &pp) : k(kk), p(pp) {}
@@ -53,7 +53,8 @@ struct NirKernelEmitter {
 
   unsigned value_bits(DType t) const {
     switch (t) {
-      case DType::f32: case DType::f16: return 32;
+      case DType::f32:
+      case DType::f16: return 32;
       case DType::boolean: return 1;
       case DType::f64: fail("64-bit floats are not supported on Adreno (ir3 has no fp64)");
       default: return 64;
@@ -66,7 +67,8 @@ struct NirKernelEmitter {
   // for (i = lo; i < hi; i++) body(i), i in a function-temporary variable that
   // nir_lower_vars_to_ssa turns into a phi.
   // `rolled`: NIR must not unroll it (code size: the a630's instruction cache is 8 KiB).
-  void loop(nir_def *lo, nir_def *hi, const std::function<void(nir_def *)> &body, bool rolled = false) {
+  void loop(nir_def *lo, nir_def *hi, const std::function<void(nir_def *)> &body,
+            bool rolled = false) {
     nir_variable *var = nir_local_variable_create(impl, glsl_int_type(), "i");
     nir_store_var(&b, var, lo, 1);
     nir_loop *l = nir_push_loop(&b);
@@ -94,7 +96,8 @@ struct NirKernelEmitter {
 
   nir_def *affine(const DimIndex &d) {
     nir_def *r = i32(d.shift);
-    for (const AxisTerm &t : d.terms) r = nir_iadd(&b, r, nir_imul_imm(&b, iv[t.axis], (uint64_t)t.coef));
+    for (const AxisTerm &t : d.terms)
+      r = nir_iadd(&b, r, nir_imul_imm(&b, iv[t.axis], (uint64_t)t.coef));
     return r;
   }
   nir_def *floor_mod(nir_def *a, int64_t m) {  // m > 0, result in [0, m)
@@ -203,7 +206,8 @@ struct NirKernelEmitter {
   void global_store(int buffer, nir_def *off, nir_def *value) {
     unsigned bytes = mem_bytes(p.buffers[buffer].dtype);
     if (bytes == 4) {
-      nir_intrinsic_instr *st = nir_intrinsic_instr_create(b.shader, nir_intrinsic_store_global_ir3);
+      nir_intrinsic_instr *st =
+          nir_intrinsic_instr_create(b.shader, nir_intrinsic_store_global_ir3);
       st->num_components = (uint8_t)value->num_components;
       st->src[0] = nir_src_for_ssa(value);
       st->src[1] = nir_src_for_ssa(base_pair.at(buffer));
@@ -211,7 +215,8 @@ struct NirKernelEmitter {
       nir_intrinsic_set_align(st, 4, 0);
       nir_builder_instr_insert(&b, &st->instr);
     } else {
-      nir_store_global(&b, element_addr(buffer, off), bytes, value, (nir_component_mask_t)((1u << value->num_components) - 1));
+      nir_store_global(&b, element_addr(buffer, off), bytes, value,
+                       (nir_component_mask_t)((1u << value->num_components) - 1));
     }
   }
 
@@ -239,13 +244,17 @@ struct NirKernelEmitter {
       case DType::f16: v = nir_f2f32(&b, raw); break;
       case DType::boolean: v = nir_ine_imm(&b, raw, 0); break;
       case DType::u8: v = nir_u2u64(&b, raw); break;
-      case DType::i8: case DType::i16: case DType::i32: v = nir_i2i64(&b, raw); break;
+      case DType::i8:
+      case DType::i16:
+      case DType::i32: v = nir_i2i64(&b, raw); break;
       default: v = raw;
     }
     v = convert(v, bt, e.dtype);
     if (ok) {
-      if (in_body) valid = valid ? nir_iand(&b, valid, ok) : ok;
-      else v = nir_bcsel(&b, ok, v, constant(a.fill, e.dtype));
+      if (in_body)
+        valid = valid ? nir_iand(&b, valid, ok) : ok;
+      else
+        v = nir_bcsel(&b, ok, v, constant(a.fill, e.dtype));
     }
     return v;
   }
@@ -259,21 +268,26 @@ struct NirKernelEmitter {
   }
   nir_def *poly(nir_def *x, std::initializer_list<double> coefs) {  // Horner, highest degree first
     nir_def *r = nullptr;
-    for (double c : coefs) r = r ? nir_fadd_imm(&b, nir_fmul(&b, r, x), c) : nir_imm_float(&b, (float)c);
+    for (double c : coefs)
+      r = r ? nir_fadd_imm(&b, nir_fmul(&b, r, x), c) : nir_imm_float(&b, (float)c);
     return r;
   }
   nir_def *ftanh(nir_def *x) {  // sign(x) (1 - 2 / (exp(2|x|) + 1)); odd series near 0
     nir_def *ax = nir_fabs(&b, x);
     nir_def *e = fexp(nir_fmul_imm(&b, ax, 2.0));
-    nir_def *t = nir_fsub(&b, nir_imm_float(&b, 1), nir_fdiv(&b, nir_imm_float(&b, 2), nir_fadd_imm(&b, e, 1)));
-    nir_def *small = nir_fmul(&b, x, poly(nir_fmul(&b, x, x), {-17.0 / 315, 2.0 / 15, -1.0 / 3, 1}));
+    nir_def *t = nir_fsub(&b, nir_imm_float(&b, 1),
+                          nir_fdiv(&b, nir_imm_float(&b, 2), nir_fadd_imm(&b, e, 1)));
+    nir_def *small =
+        nir_fmul(&b, x, poly(nir_fmul(&b, x, x), {-17.0 / 315, 2.0 / 15, -1.0 / 3, 1}));
     return nir_bcsel(&b, nir_flt_imm(&b, ax, 0.0625), small, copysign(t, x));
   }
   nir_def *ferf(nir_def *x) {  // Abramowitz & Stegun 7.1.26, as math_ir.cpp
     nir_def *ax = nir_fabs(&b, x);
     nir_def *t = nir_frcp(&b, nir_fadd_imm(&b, nir_fmul_imm(&b, ax, 0.3275911), 1));
-    nir_def *pl = nir_fmul(&b, t, poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
-    nir_def *r = nir_fsub(&b, nir_imm_float(&b, 1), nir_fmul(&b, pl, fexp(nir_fneg(&b, nir_fmul(&b, ax, ax)))));
+    nir_def *pl = nir_fmul(
+        &b, t, poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
+    nir_def *r = nir_fsub(&b, nir_imm_float(&b, 1),
+                          nir_fmul(&b, pl, fexp(nir_fneg(&b, nir_fmul(&b, ax, ax)))));
     return copysign(r, x);
   }
   nir_def *fpow(nir_def *x, nir_def *y, int yexpr) {
@@ -325,7 +339,11 @@ struct NirKernelEmitter {
       case Op::constant: r = constant(e.value, e.dtype); break;
       case Op::load: r = load_value(e); break;
       case Op::acc: r = acc_value; break;
-      case Op::iota: r = fl ? nir_i2f32(&b, iv[e.access]) : value_bits(e.dtype) == 1 ? nir_ine_imm(&b, iv[e.access], 0) : nir_i2i64(&b, iv[e.access]); break;
+      case Op::iota:
+        r = fl                         ? nir_i2f32(&b, iv[e.access])
+            : value_bits(e.dtype) == 1 ? nir_ine_imm(&b, iv[e.access], 0)
+                                       : nir_i2i64(&b, iv[e.access]);
+        break;
       case Op::cast: r = convert(a, k.exprs[e.a].dtype, e.dtype); break;
       case Op::neg: r = fl ? nir_fneg(&b, a) : nir_ineg(&b, a); break;
       case Op::abs: r = fl ? nir_fabs(&b, a) : nir_iabs(&b, a); break;
@@ -349,7 +367,8 @@ struct NirKernelEmitter {
           r = nir_fdiv(&b, a, bb);
         } else {  // integer division by zero gives 0, as on the CPU
           nir_def *zero = nir_ieq_imm(&b, bb, 0);
-          r = nir_bcsel(&b, zero, nir_imm_int64(&b, 0), nir_idiv(&b, a, nir_bcsel(&b, zero, nir_imm_int64(&b, 1), bb)));
+          r = nir_bcsel(&b, zero, nir_imm_int64(&b, 0),
+                        nir_idiv(&b, a, nir_bcsel(&b, zero, nir_imm_int64(&b, 1), bb)));
         }
         break;
       case Op::mod:
@@ -357,7 +376,8 @@ struct NirKernelEmitter {
           r = nir_fsub(&b, a, nir_fmul(&b, nir_ffloor(&b, nir_fdiv(&b, a, bb)), bb));
         } else {  // floored modulo (sign of the divisor); 0 for a zero divisor
           nir_def *zero = nir_ieq_imm(&b, bb, 0);
-          r = nir_bcsel(&b, zero, nir_imm_int64(&b, 0), nir_imod(&b, a, nir_bcsel(&b, zero, nir_imm_int64(&b, 1), bb)));
+          r = nir_bcsel(&b, zero, nir_imm_int64(&b, 0),
+                        nir_imod(&b, a, nir_bcsel(&b, zero, nir_imm_int64(&b, 1), bb)));
         }
         break;
       case Op::pow:
@@ -370,12 +390,16 @@ struct NirKernelEmitter {
         break;
       // max/min: NaN in the second operand wins, as on the CPU (kernel_emit.cpp).
       case Op::max:
-        if (afl) r = nir_bcsel(&b, nir_fneu(&b, bb, bb), bb, nir_bcsel(&b, nir_fge(&b, bb, a), bb, a));
-        else r = nir_imax(&b, a, bb);
+        if (afl)
+          r = nir_bcsel(&b, nir_fneu(&b, bb, bb), bb, nir_bcsel(&b, nir_fge(&b, bb, a), bb, a));
+        else
+          r = nir_imax(&b, a, bb);
         break;
       case Op::min:
-        if (afl) r = nir_bcsel(&b, nir_fneu(&b, bb, bb), bb, nir_bcsel(&b, nir_fge(&b, a, bb), bb, a));
-        else r = nir_imin(&b, a, bb);
+        if (afl)
+          r = nir_bcsel(&b, nir_fneu(&b, bb, bb), bb, nir_bcsel(&b, nir_fge(&b, a, bb), bb, a));
+        else
+          r = nir_imin(&b, a, bb);
         break;
       case Op::lt: r = afl ? nir_flt(&b, a, bb) : nir_ilt(&b, a, bb); break;
       case Op::le: r = afl ? nir_fge(&b, bb, a) : nir_ige(&b, bb, a); break;
@@ -411,9 +435,11 @@ struct NirKernelEmitter {
       case Reduce::prod: return fl ? nir_fmul(&b, acc, v) : nir_imul(&b, acc, v);
       // NaN propagates as in the interpreter and the CPU code.
       case Reduce::max:
-        return fl ? nir_bcsel(&b, nir_ior(&b, nir_flt(&b, acc, v), nir_fneu(&b, v, v)), v, acc) : nir_imax(&b, acc, v);
+        return fl ? nir_bcsel(&b, nir_ior(&b, nir_flt(&b, acc, v), nir_fneu(&b, v, v)), v, acc)
+                  : nir_imax(&b, acc, v);
       case Reduce::min:
-        return fl ? nir_bcsel(&b, nir_ior(&b, nir_flt(&b, v, acc), nir_fneu(&b, v, v)), v, acc) : nir_imin(&b, acc, v);
+        return fl ? nir_bcsel(&b, nir_ior(&b, nir_flt(&b, v, acc), nir_fneu(&b, v, v)), v, acc)
+                  : nir_imin(&b, acc, v);
       case Reduce::none: break;
     }
     return v;
@@ -435,10 +461,13 @@ struct NirKernelEmitter {
     if (lanes > 1) iv[lane_axis] = lane_base;
     nir_def *off = access_offset(s, &ok);
     std::vector<nir_def *> parts = m;
-    nir_def *value = parts.size() == 1 ? parts[0] : nir_vec(&b, parts.data(), (unsigned)parts.size());
+    nir_def *value =
+        parts.size() == 1 ? parts[0] : nir_vec(&b, parts.data(), (unsigned)parts.size());
     auto emit = [&] { global_store(s.buffer, off, value); };
-    if (ok) guarded(ok, emit);
-    else emit();
+    if (ok)
+      guarded(ok, emit);
+    else
+      emit();
   }
 
   // Workgroup shared memory, 32-bit words at byte offset `off`.
@@ -466,7 +495,8 @@ struct NirKernelEmitter {
   // GLSL's barrier() in a compute shader as NIR spells it (workgroup execution and memory scope,
   // acquire-release on shared memory). ir3 makes the execution scope a `bar` and keeps shared
   // loads and stores on their side of it. Sources: Mesa 25.0.7 src/compiler/glsl/glsl_to_nir.cpp
-  // (nir_visitor::visit(ir_barrier *)), src/freedreno/ir3/ir3_compiler_nir.c emit_intrinsic_barrier.
+  // (nir_visitor::visit(ir_barrier *)), src/freedreno/ir3/ir3_compiler_nir.c
+  // emit_intrinsic_barrier.
   void workgroup_barrier() {
     nir_intrinsic_instr *bar = nir_intrinsic_instr_create(b.shader, nir_intrinsic_barrier);
     nir_intrinsic_set_execution_scope(bar, SCOPE_WORKGROUP);
@@ -557,17 +587,22 @@ struct NirKernelEmitter {
   // tn (or tm) neighbours as one vec4 where the plan says they are contiguous.
   void tile_emit(const GpuTilePlan &pl, const GpuFacts &f, nir_def *group, nir_def *local) {
     const int64_t TM = pl.TM(), TN = pl.TN(), GS = f.group_size, E = k.axes[pl.chunk];
-    if (pl.tm != 4 || pl.tn != 4) fail("the tile plan's micro tile is not 4 x 4 (one vec4 per operand row)");
+    if (pl.tm != 4 || pl.tn != 4)
+      fail("the tile plan's micro tile is not 4 x 4 (one vec4 per operand row)");
     const uint32_t slab_b = (uint32_t)(4 * pl.kc * TM);
     std::vector<nir_variable *> acc((size_t)(pl.tm * pl.tn));
     for (auto &x : acc) {
       x = nir_local_variable_create(impl, glsl_float_type(), "acc");
       nir_store_var(&b, x, nir_imm_float(&b, 0), 1);
     }
-    nir_def *ln = nir_umod_imm(&b, local, (uint64_t)pl.lanes_n), *lm = nir_udiv_imm(&b, local, (uint64_t)pl.lanes_n);
-    nir_def *tile_n = nir_umod_imm(&b, group, (uint64_t)pl.tiles_n), *rest = nir_udiv_imm(&b, group, (uint64_t)pl.tiles_n);
-    nir_def *tile_m = nir_umod_imm(&b, rest, (uint64_t)pl.tiles_m), *batch = nir_udiv_imm(&b, rest, (uint64_t)pl.tiles_m);
-    nir_def *m0 = nir_imul_imm(&b, tile_m, (uint64_t)TM), *n0 = nir_imul_imm(&b, tile_n, (uint64_t)TN);
+    nir_def *ln = nir_umod_imm(&b, local, (uint64_t)pl.lanes_n),
+            *lm = nir_udiv_imm(&b, local, (uint64_t)pl.lanes_n);
+    nir_def *tile_n = nir_umod_imm(&b, group, (uint64_t)pl.tiles_n),
+            *rest = nir_udiv_imm(&b, group, (uint64_t)pl.tiles_n);
+    nir_def *tile_m = nir_umod_imm(&b, rest, (uint64_t)pl.tiles_m),
+            *batch = nir_udiv_imm(&b, rest, (uint64_t)pl.tiles_m);
+    nir_def *m0 = nir_imul_imm(&b, tile_m, (uint64_t)TM),
+            *n0 = nir_imul_imm(&b, tile_n, (uint64_t)TN);
     decompose(batch, pl.batch);
 
     // slab[kk][t] = load(position base + t, reduction point c0 + kk), 0 outside the tile, the
@@ -575,7 +610,8 @@ struct NirKernelEmitter {
     // on neighbouring positions. The full steps are a rolled loop: unrolled, each repeats the
     // index arithmetic (~70 instructions), and the chunk loop's body outgrew the a630's 8 KiB
     // instruction cache (freedreno_devices.py instr_cache_size = 64 units of 128 bytes).
-    auto stage = [&](uint32_t slab, int load, int64_t T, nir_def *base, int64_t ext, const std::vector<int> &axes, nir_def *c0) {
+    auto stage = [&](uint32_t slab, int load, int64_t T, nir_def *base, int64_t ext,
+                     const std::vector<int> &axes, nir_def *c0) {
       const Access &a = k.loads[load];
       auto step = [&](nir_def *idx) {
         nir_def *kk = nir_udiv_imm(&b, idx, (uint64_t)T), *t = nir_umod_imm(&b, idx, (uint64_t)T);
@@ -603,8 +639,13 @@ struct NirKernelEmitter {
         shared_store(at, staged);
       };
       const int64_t full = pl.kc * T / GS;
-      if (full > 1) loop(i32(0), i32(full), [&](nir_def *st) { step(nir_iadd(&b, local, nir_imul_imm(&b, st, (uint64_t)GS))); }, true);
-      else if (full == 1) step(local);
+      if (full > 1)
+        loop(
+            i32(0), i32(full),
+            [&](nir_def *st) { step(nir_iadd(&b, local, nir_imul_imm(&b, st, (uint64_t)GS))); },
+            true);
+      else if (full == 1)
+        step(local);
       if (pl.kc * T % GS) {  // the last, partial step: only the work items with an element in it
         nir_def *idx = nir_iadd_imm(&b, local, (uint64_t)(full * GS));
         guarded(nir_ult(&b, idx, i32(pl.kc * T)), [&] { step(idx); });
@@ -625,13 +666,16 @@ struct NirKernelEmitter {
         stage(slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
         workgroup_barrier();
         loop(i32(0), i32(pl.kc), [&](nir_def *kk) {
-          nir_def *at_a = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TM)), nir_imul_imm(&b, lm, (uint64_t)(4 * pl.tm)));
-          nir_def *at_b = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TN)), nir_imul_imm(&b, ln, (uint64_t)(4 * pl.tn)));
+          nir_def *at_a = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TM)),
+                                   nir_imul_imm(&b, lm, (uint64_t)(4 * pl.tm)));
+          nir_def *at_b = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TN)),
+                                   nir_imul_imm(&b, ln, (uint64_t)(4 * pl.tn)));
           nir_def *av = shared_load4(at_a), *bv = shared_load4(nir_iadd_imm(&b, at_b, slab_b));
           for (int64_t i = 0; i < pl.tm; i++)
             for (int64_t j = 0; j < pl.tn; j++) {
               nir_variable *x = acc[(size_t)(i * pl.tn + j)];
-              nir_def *prod = nir_fmul(&b, nir_channel(&b, av, (unsigned)i), nir_channel(&b, bv, (unsigned)j));
+              nir_def *prod =
+                  nir_fmul(&b, nir_channel(&b, av, (unsigned)i), nir_channel(&b, bv, (unsigned)j));
               nir_store_var(&b, x, nir_fadd(&b, nir_load_var(&b, x), prod), 1);
             }
         });
@@ -643,19 +687,24 @@ struct NirKernelEmitter {
     for (size_t x = k.n_parallel; x < k.axes.size(); x++) iv[x] = i32(0);
 
     // Epilogue: each accumulator is one output element, finished as in the untiled form.
-    const bool vec_store = mem_bytes(p.buffers[k.store.buffer].dtype) == 4;  // one stg.a of 4 dwords
-    const bool along_n = vec_store && pl.store_vector == 'n', along_m = vec_store && pl.store_vector == 'm';
+    const bool vec_store =
+        mem_bytes(p.buffers[k.store.buffer].dtype) == 4;  // one stg.a of 4 dwords
+    const bool along_n = vec_store && pl.store_vector == 'n',
+               along_m = vec_store && pl.store_vector == 'm';
     const int64_t rows = along_m ? 1 : pl.tm, cols = along_n ? 1 : pl.tn;
     for (int64_t i = 0; i < rows; i++)
       for (int64_t j = 0; j < cols; j++) {
-        nir_def *m = nir_iadd(&b, m0, nir_iadd_imm(&b, nir_imul_imm(&b, lm, (uint64_t)pl.tm), (uint64_t)i));
-        nir_def *n = nir_iadd(&b, n0, nir_iadd_imm(&b, nir_imul_imm(&b, ln, (uint64_t)pl.tn), (uint64_t)j));
+        nir_def *m =
+            nir_iadd(&b, m0, nir_iadd_imm(&b, nir_imul_imm(&b, lm, (uint64_t)pl.tm), (uint64_t)i));
+        nir_def *n =
+            nir_iadd(&b, n0, nir_iadd_imm(&b, nir_imul_imm(&b, ln, (uint64_t)pl.tn), (uint64_t)j));
         // With a vector store, M (or N) is a multiple of 4 (the plan checked the innermost axis):
         // the first of the four in range means all four are.
         guarded(nir_iand(&b, nir_ult(&b, m, i32(pl.M)), nir_ult(&b, n, i32(pl.N))), [&] {
           int count = along_n ? (int)pl.tn : along_m ? (int)pl.tm : 1;
           std::vector<nir_def *> results;
-          for (int l = count - 1; l >= 0; l--) {  // the last evaluated is element 0: its indices address the store
+          for (int l = count - 1; l >= 0;
+               l--) {  // the last evaluated is element 0: its indices address the store
             decompose(along_m ? nir_iadd_imm(&b, m, (uint64_t)l) : m, pl.m);
             decompose(along_n ? nir_iadd_imm(&b, n, (uint64_t)l) : n, pl.n);
             int64_t ai = along_m ? l : i, aj = along_n ? l : j;
@@ -675,7 +724,8 @@ struct NirKernelEmitter {
       if (value_bits(k.acc_dtype) == 1) fail("boolean accumulators are not supported");
       std::vector<nir_variable *> acc(lanes);
       for (int l = 0; l < lanes; l++) {
-        acc[l] = nir_local_variable_create(impl, value_bits(k.acc_dtype) == 32 ? glsl_float_type() : glsl_int64_t_type(), "acc");
+        acc[l] = nir_local_variable_create(
+            impl, value_bits(k.acc_dtype) == 32 ? glsl_float_type() : glsl_int64_t_type(), "acc");
         nir_store_var(&b, acc[l], constant(reduce_identity(k.reduce), k.acc_dtype), 1);
       }
       nest(k.n_parallel, (int)k.axes.size(), [&] {
@@ -732,11 +782,12 @@ bool load_is_vector(const Access &a, int ax) {
 }
 
 // Whether a reduction is worth a workgroup per output: many points to fold and few outputs to
-// spread them over (global pooling, softmax rows, matrix-vector products), so that one work item per
-// output would leave the GPU idle while each walks its whole reduction. Float accumulators only
+// spread them over (global pooling, softmax rows, matrix-vector products), so that one work item
+// per output would leave the GPU idle while each walks its whole reduction. Float accumulators only
 // (shared memory holds 32-bit words). CAPGRAPH_ADRENO_SCALAR=1 turns it off (for comparison).
 bool kernel_group_reduces(const Kernel &k, int64_t outputs) {
-  if (getenv("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none || k.acc_dtype != DType::f32) return false;
+  if (getenv("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none || k.acc_dtype != DType::f32)
+    return false;
   int64_t points = 1;
   for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
   return points >= 256 && outputs <= 16384;
@@ -750,7 +801,8 @@ int64_t parallel_points(const Kernel &k) {
 
 }  // namespace
 
-AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_shader_compiler_options *options,
+AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
+                                 const nir_shader_compiler_options *options,
                                  const GpuFacts &facts) {
   NirKernelEmitter e(k, p);
   AdrenoNirKernel r;
@@ -761,22 +813,28 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
   e.lanes = r.group_reduce || r.tiled ? 1 : kernel_lanes(k, p);
   e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;
   e.load_vector.assign(k.loads.size(), 0);
-  for (size_t i = 0; i < k.loads.size() && e.lanes > 1; i++) e.load_vector[i] = load_is_vector(k.loads[i], e.lane_axis);
+  for (size_t i = 0; i < k.loads.size() && e.lanes > 1; i++)
+    e.load_vector[i] = load_is_vector(k.loads[i], e.lane_axis);
   r.lanes = e.lanes;
   r.work_items = parallel_points(k) / e.lanes;
   e.slots = kernel_slots(k);
   for (int s : e.slots) {
     const Buffer &buf = p.buffers[s];
-    if (buf.dtype == DType::f64) e.fail("buffer " + buf.name + " holds 64-bit floats, which ir3 cannot compute with");
-    if (buf.dtype == DType::bf16 || buf.dtype == DType::u16 || buf.dtype == DType::u32 || buf.dtype == DType::u64)
-      e.fail("buffer " + buf.name + " holds " + dtype_name(buf.dtype) + ", which this emitter has no loads and stores for (CPU, AMD and NVIDIA targets have)");
+    if (buf.dtype == DType::f64)
+      e.fail("buffer " + buf.name + " holds 64-bit floats, which ir3 cannot compute with");
+    if (buf.dtype == DType::bf16 || buf.dtype == DType::u16 || buf.dtype == DType::u32 ||
+        buf.dtype == DType::u64)
+      e.fail("buffer " + buf.name + " holds " + dtype_name(buf.dtype) +
+             ", which this emitter has no loads and stores for (CPU, AMD and NVIDIA targets have)");
     if (buf.numel * dtype_size(buf.dtype) >= (int64_t(1) << 31))
       e.fail("buffer " + buf.name + " is 2 GiB or larger; Adreno kernels index with 32 bits");
   }
   // A fused kernel may compute in them without a buffer of them (expr_splice's rounding casts).
   for (const Expr &x : k.exprs)
-    if (x.dtype == DType::bf16 || x.dtype == DType::u16 || x.dtype == DType::u32 || x.dtype == DType::u64)
-      e.fail(std::string("computes in ") + dtype_name(x.dtype) + ", which this emitter has no conversions for (CPU, AMD and NVIDIA targets have)");
+    if (x.dtype == DType::bf16 || x.dtype == DType::u16 || x.dtype == DType::u32 ||
+        x.dtype == DType::u64)
+      e.fail(std::string("computes in ") + dtype_name(x.dtype) +
+             ", which this emitter has no conversions for (CPU, AMD and NVIDIA targets have)");
   if (r.work_items >= (int64_t(1) << 31)) e.fail("more than 2^31 output elements");
   for (int64_t a : k.axes)
     if (a >= (int64_t(1) << 31)) e.fail("an axis of 2^31 or more points");
@@ -840,7 +898,8 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_sh
   nir_def *gid = nir_iadd(&e.b, nir_imul_imm(&e.b, group, (uint64_t)workgroup_size), local);
   e.guarded(nir_ult(&e.b, gid, e.i32(r.work_items)), [&] {
     nir_def *rem = gid;
-    for (int a = k.n_parallel - 1; a >= 0; a--) {  // innermost fastest: neighbouring work items store neighbours
+    for (int a = k.n_parallel - 1; a >= 0;
+         a--) {  // innermost fastest: neighbouring work items store neighbours
       int64_t extent = a == e.lane_axis ? k.axes[a] / e.lanes : k.axes[a];
       if (extent == 1) {
         e.iv[a] = e.i32(0);

@@ -36,16 +36,16 @@ struct AdrenoNirKernel {
   uint32_t param_bytes = 0;      // bytes of kernel parameters (8 per slot)
   int64_t work_items = 0;        // work items: points of the parallel space / lanes
   int lanes = 1;                 // consecutive outputs per work item (4: vec4 loads and stores)
-  bool group_reduce = false;     // a workgroup per output, the reduction split across its work items
-  bool tiled = false;            // gpu_tile's schedule: a workgroup per output tile
-  uint32_t shared_bytes = 0;     // shared memory the NIR declares (shader_info.shared_size)
-  int64_t grid = 0;              // workgroups to launch
+  bool group_reduce = false;  // a workgroup per output, the reduction split across its work items
+  bool tiled = false;         // gpu_tile's schedule: a workgroup per output tile
+  uint32_t shared_bytes = 0;  // shared memory the NIR declares (shader_info.shared_size)
+  int64_t grid = 0;           // workgroups to launch
 };
 
 // Builds the NIR of kernel `k` with the compiler's NIR options for a target with `facts`
-// (facts.group_size work items per workgroup along x). Throws Error naming the kernel for what this lowering does not support
-// (64-bit floats, buffers of 2^31 bytes or more).
-AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p, const nir_shader_compiler_options *options,
-                                 const GpuFacts &facts);
+// (facts.group_size work items per workgroup along x). Throws Error naming the kernel for what this
+// lowering does not support (64-bit floats, buffers of 2^31 bytes or more).
+AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
+                                 const nir_shader_compiler_options *options, const GpuFacts &facts);
 
 }  // namespace capgraph

@@ -17,7 +17,6 @@
 #include <string>
 
 #include "codegen/adreno_codegen.h"
-
 #include "nir.h"
 #include "nir_builder.h"
 
@@ -27,8 +26,10 @@ namespace {
 
 bool validator_present() {
   if (adreno_nir_validated()) return true;
-  MESSAGE("SKIPPED: the linked Mesa does not validate NIR (release variant; CAPGRAPH_MESA_VALIDATE=1 scripts/mesa_ir3.sh "
-          "builds the validating one, as scripts/sanitize.sh does)");
+  MESSAGE(
+      "SKIPPED: the linked Mesa does not validate NIR (release variant; CAPGRAPH_MESA_VALIDATE=1 "
+      "scripts/mesa_ir3.sh "
+      "builds the validating one, as scripts/sanitize.sh does)");
   return false;
 }
 
@@ -83,7 +84,9 @@ ChildResult malformed_validate_in_child() {
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   char buf[4096];
   for (;;) {
-    int left = (int)std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
+    int left = (int)std::chrono::duration_cast<std::chrono::milliseconds>(
+                   deadline - std::chrono::steady_clock::now())
+                   .count();
     if (left <= 0) break;
     pollfd p{fds[0], POLLIN, 0};
     if (poll(&p, 1, left) <= 0) continue;

@@ -21,8 +21,8 @@ std::vector<AmdTarget> targets_all() {
   for (unsigned i = 0; i < n; ++i) {
     const amd::chip &c = chips[i];
     const bool w32 = c.wave_size == 32;
-    v.push_back({std::string("amd-") + c.name, "amdgcn-amd-amdhsa", c.name, w32 ? "+wavefrontsize32" : "+wavefrontsize64",
-                 c.wave_size, 8, 256});
+    v.push_back({std::string("amd-") + c.name, "amdgcn-amd-amdhsa", c.name,
+                 w32 ? "+wavefrontsize32" : "+wavefrontsize64", c.wave_size, 8, 256});
   }
   return v;
 }
@@ -42,7 +42,10 @@ std::string amd_target_names() {
 AmdTarget amd_target_named(const std::string &name) {
   for (const AmdTarget &t : kTargets)
     if (t.name == name) return t;
-  throw Error("unknown target '" + name + "': known targets are cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, cpu-aarch64, " + amd_target_names());
+  throw Error(
+      "unknown target '" + name +
+      "': known targets are cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, cpu-aarch64, " +
+      amd_target_names());
 }
 
 }  // namespace capgraph

@@ -6,10 +6,10 @@
 namespace capgraph {
 
 struct AmdTarget {
-  std::string name;        // capture target name, e.g. "amd-gfx1100"
-  std::string triple;      // "amdgcn-amd-amdhsa": the HSA code object ABI
-  std::string cpu;         // LLVM processor, e.g. "gfx1100"
-  std::string features;    // LLVM feature string, e.g. "+wavefrontsize32"
+  std::string name;      // capture target name, e.g. "amd-gfx1100"
+  std::string triple;    // "amdgcn-amd-amdhsa": the HSA code object ABI
+  std::string cpu;       // LLVM processor, e.g. "gfx1100"
+  std::string features;  // LLVM feature string, e.g. "+wavefrontsize32"
   unsigned wavefront_size = 32;
   // Work-items per VGPR block in COMPUTE_PGM_RSRC1.GRANULATED_WORKITEM_VGPR_COUNT, used to
   // cross-check the descriptor against the metadata's .vgpr_count.

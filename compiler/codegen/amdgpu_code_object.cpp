@@ -39,9 +39,9 @@ void put(std::vector<uint8_t> &out, uint64_t at, const T &v) {
 }
 
 struct OutSection {
-  uint32_t in_index;      // section index in the input object
+  uint32_t in_index;  // section index in the input object
   std::string name;
-  uint64_t addr = 0;      // = file offset
+  uint64_t addr = 0;  // = file offset
   uint32_t type, flags;
   uint64_t align;
   std::vector<uint8_t> data;
@@ -65,12 +65,14 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
       if (!(s.sh_flags & E::SHF_ALLOC)) continue;  // symbols, strings, relocations, comments
       std::string name = take(in.getSectionName(s), "section name").str();
       if (s.sh_type == E::SHT_NOBITS || (s.sh_flags & E::SHF_WRITE))
-        throw Error("AMDGPU link: section " + name + " holds writable data; kernels may not have any");
+        throw Error("AMDGPU link: section " + name +
+                    " holds writable data; kernels may not have any");
       int g = s.sh_type == E::SHT_NOTE ? 0 : (s.sh_flags & E::SHF_EXECINSTR) ? 2 : 1;
       if (g != group) continue;
       auto bytes = take(in.getSectionContents(s), "contents of " + name);
       out_of[i] = (int)out_secs.size();
-      out_secs.push_back({(uint32_t)i, name, 0, s.sh_type, (uint32_t)s.sh_flags, std::max<uint64_t>(s.sh_addralign, 1),
+      out_secs.push_back({(uint32_t)i, name, 0, s.sh_type, (uint32_t)s.sh_flags,
+                          std::max<uint64_t>(s.sh_addralign, 1),
                           std::vector<uint8_t>(bytes.begin(), bytes.end())});
     }
 
@@ -107,7 +109,9 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
   auto sym_name = [&](const auto &sym) { return take(sym.getName(strtab), "symbol name").str(); };
   auto sym_addr = [&](size_t i) -> uint64_t {
     const auto &sym = syms[i];
-    if (sym.st_shndx == E::SHN_UNDEF) throw Error("AMDGPU link: undefined symbol '" + sym_name(sym) + "' (kernels may call nothing)");
+    if (sym.st_shndx == E::SHN_UNDEF)
+      throw Error("AMDGPU link: undefined symbol '" + sym_name(sym) +
+                  "' (kernels may call nothing)");
     if (sym.st_shndx == E::SHN_ABS) return sym.st_value;
     if (sym.st_shndx >= sections.size() || out_of[sym.st_shndx] < 0)
       throw Error("AMDGPU link: symbol '" + sym_name(sym) + "' is in a section that is not loaded");
@@ -121,16 +125,19 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
   // REL32_LO = (S+A-P) & 0xFFFFFFFF, REL32_HI = (S+A-P) >> 32.
   for (const auto &rs : sections) {
     if (rs.sh_type == E::SHT_REL) throw Error("AMDGPU link: SHT_REL relocations are not supported");
-    if (rs.sh_type != E::SHT_RELA || rs.sh_info >= sections.size() || out_of[rs.sh_info] < 0) continue;
+    if (rs.sh_type != E::SHT_RELA || rs.sh_info >= sections.size() || out_of[rs.sh_info] < 0)
+      continue;
     OutSection &target = out_secs[out_of[rs.sh_info]];
     for (const auto &r : take(in.relas(rs), "relocations of " + target.name)) {
       uint32_t type = r.getType(false);
       if (type == E::R_AMDGPU_NONE) continue;
       uint32_t si = r.getSymbol(false);
-      if (si == 0 || si >= syms.size()) throw Error("AMDGPU link: a relocation in " + target.name + " has no symbol");
+      if (si == 0 || si >= syms.size())
+        throw Error("AMDGPU link: a relocation in " + target.name + " has no symbol");
       int64_t v = (int64_t)(sym_addr(si) + r.r_addend - (target.addr + r.r_offset));
       size_t width = type == E::R_AMDGPU_REL64 ? 8 : 4;
-      if (r.r_offset + width > target.data.size()) throw Error("AMDGPU link: a relocation lies outside " + target.name);
+      if (r.r_offset + width > target.data.size())
+        throw Error("AMDGPU link: a relocation lies outside " + target.name);
       uint8_t *w = target.data.data() + r.r_offset;
       switch (type) {
         case E::R_AMDGPU_REL64: std::memcpy(w, &v, 8); break;
@@ -146,7 +153,8 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
           break;
         }
         default:
-          throw Error("AMDGPU link: relocation type " + std::to_string(type) + " against '" + sym_name(syms[si]) + "' in " + target.name +
+          throw Error("AMDGPU link: relocation type " + std::to_string(type) + " against '" +
+                      sym_name(syms[si]) + "' in " + target.name +
                       " is not supported (it would need the loader to patch the code object)");
       }
     }
@@ -154,7 +162,8 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
 
   // The output: headers, sections, then a symbol table, its strings and the section names.
   std::vector<uint8_t> out(text_end, 0);
-  for (const OutSection &o : out_secs) std::memcpy(out.data() + o.addr, o.data.data(), o.data.size());
+  for (const OutSection &o : out_secs)
+    std::memcpy(out.data() + o.addr, o.data.data(), o.data.size());
   std::string strings(1, '\0'), shstr(1, '\0');
   auto add_str = [](std::string &tab, const std::string &s) {
     uint32_t off = (uint32_t)tab.size();
@@ -170,15 +179,18 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
     for (size_t i = 1; i < syms.size(); i++) {
       const auto &sym = syms[i];
       bool local = sym.getBinding() == E::STB_LOCAL;
-      if (local != (pass == 0) || sym.getType() == E::STT_SECTION || sym.getType() == E::STT_FILE) continue;
-      bool loaded = sym.st_shndx == E::SHN_ABS || (sym.st_shndx < sections.size() && out_of[sym.st_shndx] >= 0);
+      if (local != (pass == 0) || sym.getType() == E::STT_SECTION || sym.getType() == E::STT_FILE)
+        continue;
+      bool loaded = sym.st_shndx == E::SHN_ABS ||
+                    (sym.st_shndx < sections.size() && out_of[sym.st_shndx] >= 0);
       if (!loaded) continue;  // e.g. in debug sections, which are not kept
       E::Elf64_Sym o;
       std::memset(&o, 0, sizeof o);
       o.st_name = add_str(strings, sym_name(sym));
       o.st_info = sym.st_info;
       o.st_other = sym.st_other;
-      o.st_shndx = sym.st_shndx == E::SHN_ABS ? (uint16_t)E::SHN_ABS : (uint16_t)(out_of[sym.st_shndx] + 1);
+      o.st_shndx =
+          sym.st_shndx == E::SHN_ABS ? (uint16_t)E::SHN_ABS : (uint16_t)(out_of[sym.st_shndx] + 1);
       o.st_value = sym_addr(i);
       o.st_size = sym.st_size;
       out_syms.push_back(o);
@@ -204,7 +216,8 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
     shdrs.push_back(h);
   }
   uint32_t symtab_index = (uint32_t)shdrs.size();
-  auto plain = [&](const std::string &name, uint32_t type, uint64_t off, uint64_t size, uint64_t align) {
+  auto plain = [&](const std::string &name, uint32_t type, uint64_t off, uint64_t size,
+                   uint64_t align) {
     E::Elf64_Shdr h;
     std::memset(&h, 0, sizeof h);
     h.sh_name = add_str(shstr, name);
@@ -215,7 +228,8 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
     shdrs.push_back(h);
     return &shdrs.back();
   };
-  E::Elf64_Shdr *sh = plain(".symtab", E::SHT_SYMTAB, symtab_off, out_syms.size() * sizeof(E::Elf64_Sym), 8);
+  E::Elf64_Shdr *sh =
+      plain(".symtab", E::SHT_SYMTAB, symtab_off, out_syms.size() * sizeof(E::Elf64_Sym), 8);
   sh->sh_link = symtab_index + 1;
   sh->sh_info = first_global;
   sh->sh_entsize = sizeof(E::Elf64_Sym);
@@ -230,7 +244,9 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
   for (const E::Elf64_Shdr &h : shdrs) put(out, out.size(), h);
 
   E::Elf64_Ehdr h;
-  std::memcpy(&h, &eh, sizeof h);  // e_ident (class, data, OS ABI = HSA, ABI version) and e_flags (the processor)
+  std::memcpy(
+      &h, &eh,
+      sizeof h);  // e_ident (class, data, OS ABI = HSA, ABI version) and e_flags (the processor)
   h.e_type = E::ET_DYN;
   h.e_entry = 0;
   h.e_phoff = sizeof(E::Elf64_Ehdr);
@@ -242,7 +258,8 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
   h.e_shnum = (uint16_t)shdrs.size();
   h.e_shstrndx = (uint16_t)shstr_index;
   put(out, 0, h);
-  auto phdr = [&](int i, uint32_t type, uint32_t flags, uint64_t off, uint64_t end, uint64_t align) {
+  auto phdr = [&](int i, uint32_t type, uint32_t flags, uint64_t off, uint64_t end,
+                  uint64_t align) {
     E::Elf64_Phdr p;
     p.p_type = type;
     p.p_flags = flags;
@@ -262,18 +279,21 @@ namespace {
 // The kernels of the AMDHSA metadata note (msgpack), by name.
 struct NoteKernel {
   std::string symbol;
-  uint64_t kernarg_size = 0, kernarg_align = 0, group = 0, priv = 0, sgprs = 0, vgprs = 0, wave = 0, max_wg = 0;
+  uint64_t kernarg_size = 0, kernarg_align = 0, group = 0, priv = 0, sgprs = 0, vgprs = 0, wave = 0,
+           max_wg = 0;
   bool dynamic_stack = false;
   std::vector<uint64_t> reqd_wg;
 };
 
 uint64_t note_uint(llvm::msgpack::MapDocNode &m, const char *key, const std::string &kernel) {
   auto it = m.find(key);
-  if (it == m.end()) throw Error("AMDGPU code object: kernel " + kernel + ": metadata has no " + key);
+  if (it == m.end())
+    throw Error("AMDGPU code object: kernel " + kernel + ": metadata has no " + key);
   llvm::msgpack::DocNode &n = it->second;
   if (n.getKind() == llvm::msgpack::Type::UInt) return n.getUInt();
   if (n.getKind() == llvm::msgpack::Type::Int && n.getInt() >= 0) return (uint64_t)n.getInt();
-  throw Error("AMDGPU code object: kernel " + kernel + ": metadata " + key + " is not a non-negative integer");
+  throw Error("AMDGPU code object: kernel " + kernel + ": metadata " + key +
+              " is not a non-negative integer");
 }
 
 std::map<std::string, NoteKernel> note_kernels(const Elf &elf, const AmdTarget &t) {
@@ -287,21 +307,26 @@ std::map<std::string, NoteKernel> note_kernels(const Elf &elf, const AmdTarget &
       notes++;
       llvm::ArrayRef<uint8_t> desc = note.getDesc(4);
       llvm::msgpack::Document doc;
-      if (!doc.readFromBlob(llvm::StringRef((const char *)desc.data(), desc.size()), false) || !doc.getRoot().isMap())
+      if (!doc.readFromBlob(llvm::StringRef((const char *)desc.data(), desc.size()), false) ||
+          !doc.getRoot().isMap())
         throw Error("AMDGPU code object: the AMDHSA metadata note is not valid msgpack");
       auto &root = doc.getRoot().getMap();
       auto tgt = root.find("amdhsa.target");
       std::string want = "amdgcn-amd-amdhsa--" + t.cpu;
-      if (tgt == root.end() || !tgt->second.isString() || tgt->second.getString().str().rfind(want, 0) != 0 ||
-          (tgt->second.getString().size() > want.size() && tgt->second.getString()[want.size()] != ':'))
+      if (tgt == root.end() || !tgt->second.isString() ||
+          tgt->second.getString().str().rfind(want, 0) != 0 ||
+          (tgt->second.getString().size() > want.size() &&
+           tgt->second.getString()[want.size()] != ':'))
         throw Error("AMDGPU code object: metadata amdhsa.target is not " + want);
       auto ks = root.find("amdhsa.kernels");
-      if (ks == root.end() || !ks->second.isArray()) throw Error("AMDGPU code object: metadata has no amdhsa.kernels");
+      if (ks == root.end() || !ks->second.isArray())
+        throw Error("AMDGPU code object: metadata has no amdhsa.kernels");
       for (auto &kn : ks->second.getArray()) {
         if (!kn.isMap()) throw Error("AMDGPU code object: an amdhsa.kernels entry is not a map");
         auto &m = kn.getMap();
         auto name = m.find(".name"), sym = m.find(".symbol");
-        if (name == m.end() || sym == m.end() || !name->second.isString() || !sym->second.isString())
+        if (name == m.end() || sym == m.end() || !name->second.isString() ||
+            !sym->second.isString())
           throw Error("AMDGPU code object: a kernel's metadata has no .name or .symbol");
         std::string kname = name->second.getString().str();
         NoteKernel k;
@@ -315,16 +340,22 @@ std::map<std::string, NoteKernel> note_kernels(const Elf &elf, const AmdTarget &
         k.wave = note_uint(m, ".wavefront_size", kname);
         k.max_wg = note_uint(m, ".max_flat_workgroup_size", kname);
         auto ds = m.find(".uses_dynamic_stack");
-        k.dynamic_stack = ds != m.end() && ds->second.getKind() == llvm::msgpack::Type::Boolean && ds->second.getBool();
+        k.dynamic_stack = ds != m.end() && ds->second.getKind() == llvm::msgpack::Type::Boolean &&
+                          ds->second.getBool();
         auto rw = m.find(".reqd_workgroup_size");
         if (rw != m.end() && rw->second.isArray())
-          for (auto &v : rw->second.getArray()) k.reqd_wg.push_back(v.getKind() == llvm::msgpack::Type::UInt ? v.getUInt() : 0);
-        if (!r.emplace(kname, k).second) throw Error("AMDGPU code object: kernel " + kname + " appears twice in the metadata");
+          for (auto &v : rw->second.getArray())
+            k.reqd_wg.push_back(v.getKind() == llvm::msgpack::Type::UInt ? v.getUInt() : 0);
+        if (!r.emplace(kname, k).second)
+          throw Error("AMDGPU code object: kernel " + kname + " appears twice in the metadata");
       }
     }
     if (err) throw Error("AMDGPU code object: bad note: " + llvm::toString(std::move(err)));
   }
-  if (notes != 1) throw Error("AMDGPU code object: expected one AMDHSA metadata note in a PT_NOTE segment, found " + std::to_string(notes));
+  if (notes != 1)
+    throw Error(
+        "AMDGPU code object: expected one AMDHSA metadata note in a PT_NOTE segment, found " +
+        std::to_string(notes));
   return r;
 }
 
@@ -336,21 +367,29 @@ uint32_t read32(const std::vector<uint8_t> &b, uint64_t at) {
 
 }  // namespace
 
-std::map<std::string, AmdKernelFacts> amdgpu_code_object_read(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
+std::map<std::string, AmdKernelFacts> amdgpu_code_object_read(const std::vector<uint8_t> &bytes,
+                                                              const AmdTarget &t) {
   Elf elf = elf_open(bytes, "reading");
   const auto &eh = elf.getHeader();
-  if (eh.e_type != E::ET_DYN || eh.e_machine != E::EM_AMDGPU || eh.e_ident[E::EI_OSABI] != E::ELFOSABI_AMDGPU_HSA)
+  if (eh.e_type != E::ET_DYN || eh.e_machine != E::EM_AMDGPU ||
+      eh.e_ident[E::EI_OSABI] != E::ELFOSABI_AMDGPU_HSA)
     throw Error("AMDGPU code object: not an HSA code object (ELF64 ET_DYN, EM_AMDGPU, OS ABI HSA)");
-  // Loaded image == file: every PT_LOAD has p_vaddr == p_offset and p_memsz == p_filesz, inside the file.
+  // Loaded image == file: every PT_LOAD has p_vaddr == p_offset and p_memsz == p_filesz, inside the
+  // file.
   auto phdrs = take(elf.program_headers(), "program headers");
   auto exec_contains = [&](uint64_t a) {
     for (const auto &ph : phdrs)
-      if (ph.p_type == E::PT_LOAD && (ph.p_flags & E::PF_X) && a >= ph.p_vaddr && a < ph.p_vaddr + ph.p_memsz) return true;
+      if (ph.p_type == E::PT_LOAD && (ph.p_flags & E::PF_X) && a >= ph.p_vaddr &&
+          a < ph.p_vaddr + ph.p_memsz)
+        return true;
     return false;
   };
   for (const auto &ph : phdrs)
-    if (ph.p_type == E::PT_LOAD && (ph.p_vaddr != ph.p_offset || ph.p_memsz != ph.p_filesz || ph.p_offset + ph.p_filesz > bytes.size()))
-      throw Error("AMDGPU code object: a PT_LOAD segment is not laid out as in the file (the runtime copies the file as it is)");
+    if (ph.p_type == E::PT_LOAD && (ph.p_vaddr != ph.p_offset || ph.p_memsz != ph.p_filesz ||
+                                    ph.p_offset + ph.p_filesz > bytes.size()))
+      throw Error(
+          "AMDGPU code object: a PT_LOAD segment is not laid out as in the file (the runtime "
+          "copies the file as it is)");
   std::map<std::string, uint64_t> sym_addr;
   for (const auto &s : take(elf.sections(), "section table")) {
     if (s.sh_type != E::SHT_SYMTAB) continue;
@@ -358,7 +397,8 @@ std::map<std::string, AmdKernelFacts> amdgpu_code_object_read(const std::vector<
     llvm::StringRef strtab = take(elf.getStringTableForSymtab(s), "symbol names");
     for (size_t i = 1; i < syms.size(); i++) {
       std::string name = take(syms[i].getName(strtab), "symbol name").str();
-      if (syms[i].st_shndx == E::SHN_UNDEF) throw Error("AMDGPU code object: undefined symbol '" + name + "'");
+      if (syms[i].st_shndx == E::SHN_UNDEF)
+        throw Error("AMDGPU code object: undefined symbol '" + name + "'");
       sym_addr[name] = syms[i].st_value;
     }
   }
@@ -366,14 +406,18 @@ std::map<std::string, AmdKernelFacts> amdgpu_code_object_read(const std::vector<
   namespace D = llvm::amdhsa;
   std::map<std::string, AmdKernelFacts> r;
   for (const auto &[name, nk] : note_kernels(elf, t)) {
-    auto fail = [&](const std::string &what) { throw Error("AMDGPU code object: kernel " + name + ": " + what); };
+    auto fail = [&](const std::string &what) {
+      throw Error("AMDGPU code object: kernel " + name + ": " + what);
+    };
     auto kd = sym_addr.find(nk.symbol);
     if (kd == sym_addr.end()) fail("no descriptor symbol " + nk.symbol);
-    if (kd->second % 64 || kd->second + sizeof(D::kernel_descriptor_t) > bytes.size()) fail("descriptor " + nk.symbol + " is misplaced");
+    if (kd->second % 64 || kd->second + sizeof(D::kernel_descriptor_t) > bytes.size())
+      fail("descriptor " + nk.symbol + " is misplaced");
     AmdKernelFacts f;
     f.descriptor_offset = kd->second;
     uint64_t at = kd->second;
-    uint32_t group = read32(bytes, at + D::GROUP_SEGMENT_FIXED_SIZE_OFFSET), priv = read32(bytes, at + D::PRIVATE_SEGMENT_FIXED_SIZE_OFFSET),
+    uint32_t group = read32(bytes, at + D::GROUP_SEGMENT_FIXED_SIZE_OFFSET),
+             priv = read32(bytes, at + D::PRIVATE_SEGMENT_FIXED_SIZE_OFFSET),
              kernarg = read32(bytes, at + D::KERNARG_SIZE_OFFSET);
     int64_t entry;
     std::memcpy(&entry, bytes.data() + at + D::KERNEL_CODE_ENTRY_BYTE_OFFSET_OFFSET, 8);
@@ -385,24 +429,39 @@ std::map<std::string, AmdKernelFacts> amdgpu_code_object_read(const std::vector<
     std::memcpy(&preload, bytes.data() + at + D::KERNARG_PRELOAD_OFFSET, 2);
 
     // The descriptor and the note must tell the same story.
-    if (group != nk.group) fail("descriptor LDS " + std::to_string(group) + " != metadata " + std::to_string(nk.group));
-    if (priv != nk.priv) fail("descriptor scratch " + std::to_string(priv) + " != metadata " + std::to_string(nk.priv));
-    if (kernarg != nk.kernarg_size) fail("descriptor kernarg size " + std::to_string(kernarg) + " != metadata " + std::to_string(nk.kernarg_size));
-    unsigned wave = (f.kernel_code_properties & D::KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32) ? 32 : 64;
+    if (group != nk.group)
+      fail("descriptor LDS " + std::to_string(group) + " != metadata " + std::to_string(nk.group));
+    if (priv != nk.priv)
+      fail("descriptor scratch " + std::to_string(priv) + " != metadata " +
+           std::to_string(nk.priv));
+    if (kernarg != nk.kernarg_size)
+      fail("descriptor kernarg size " + std::to_string(kernarg) + " != metadata " +
+           std::to_string(nk.kernarg_size));
+    unsigned wave =
+        (f.kernel_code_properties & D::KERNEL_CODE_PROPERTY_ENABLE_WAVEFRONT_SIZE32) ? 32 : 64;
     if (wave != nk.wave || wave != t.wavefront_size)
-      fail("wavefront size: descriptor " + std::to_string(wave) + ", metadata " + std::to_string(nk.wave) + ", target " + std::to_string(t.wavefront_size));
+      fail("wavefront size: descriptor " + std::to_string(wave) + ", metadata " +
+           std::to_string(nk.wave) + ", target " + std::to_string(t.wavefront_size));
     uint32_t blocks = AMDHSA_BITS_GET(f.rsrc1, D::COMPUTE_PGM_RSRC1_GRANULATED_WORKITEM_VGPR_COUNT);
-    uint64_t want_blocks = (std::max<uint64_t>(nk.vgprs, 1) + t.vgpr_granule - 1) / t.vgpr_granule - 1;
-    if (blocks != want_blocks) fail("descriptor VGPR blocks " + std::to_string(blocks) + " do not fit metadata .vgpr_count " + std::to_string(nk.vgprs));
+    uint64_t want_blocks =
+        (std::max<uint64_t>(nk.vgprs, 1) + t.vgpr_granule - 1) / t.vgpr_granule - 1;
+    if (blocks != want_blocks)
+      fail("descriptor VGPR blocks " + std::to_string(blocks) +
+           " do not fit metadata .vgpr_count " + std::to_string(nk.vgprs));
     if (priv > 0 && !(f.rsrc2 & D::COMPUTE_PGM_RSRC2_ENABLE_PRIVATE_SEGMENT))
       fail("uses scratch but the descriptor does not enable the private segment");
     if (preload) fail("uses kernarg preloading, which the capture's ABI does not describe");
     if (nk.dynamic_stack) fail("uses a dynamic stack: its scratch size is unknown at compile time");
-    if (!exec_contains(kd->second + entry)) fail("descriptor code entry does not point into executable code");
+    if (!exec_contains(kd->second + entry))
+      fail("descriptor code entry does not point into executable code");
     auto fn = sym_addr.find(name);
-    if (fn == sym_addr.end() || fn->second != kd->second + entry) fail("descriptor code entry is not the kernel's symbol");
-    if (nk.max_wg < t.workgroup_size) fail("max workgroup size " + std::to_string(nk.max_wg) + " < " + std::to_string(t.workgroup_size));
-    if (!nk.reqd_wg.empty() && (nk.reqd_wg.size() != 3 || nk.reqd_wg[0] != t.workgroup_size || nk.reqd_wg[1] != 1 || nk.reqd_wg[2] != 1))
+    if (fn == sym_addr.end() || fn->second != kd->second + entry)
+      fail("descriptor code entry is not the kernel's symbol");
+    if (nk.max_wg < t.workgroup_size)
+      fail("max workgroup size " + std::to_string(nk.max_wg) + " < " +
+           std::to_string(t.workgroup_size));
+    if (!nk.reqd_wg.empty() && (nk.reqd_wg.size() != 3 || nk.reqd_wg[0] != t.workgroup_size ||
+                                nk.reqd_wg[1] != 1 || nk.reqd_wg[2] != 1))
       fail("required workgroup size is not " + std::to_string(t.workgroup_size) + "x1x1");
     f.group_segment_size = group;
     f.private_segment_size = priv;

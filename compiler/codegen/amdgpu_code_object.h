@@ -39,6 +39,7 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable);
 // field by field against the note (segment sizes, kernarg size, wavefront size, VGPR granules,
 // code entry inside an executable segment, workgroup size t.workgroup_size). Returns the facts by
 // kernel name (the entry symbol). Throws an Error naming the kernel and field on any mismatch.
-std::map<std::string, AmdKernelFacts> amdgpu_code_object_read(const std::vector<uint8_t> &code_object, const AmdTarget &t);
+std::map<std::string, AmdKernelFacts> amdgpu_code_object_read(
+    const std::vector<uint8_t> &code_object, const AmdTarget &t);
 
 }  // namespace capgraph

@@ -8,6 +8,8 @@
 // There is no AMD GPU here: these tests check the code objects and their launch facts, not what the
 // kernels compute. The GPU kernels and the host twins are emitted from the same kernel IR by the
 // same emitter (codegen/kernel_emit.h); the fake GPU of the runtime replays the captures.
+#include "codegen/amdgpu_codegen.h"
+
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -27,7 +29,6 @@
 #include "capgraph/capture_generated.h"
 #include "capgraph_runtime.h"
 #include "capture/capture_write.h"
-#include "codegen/amdgpu_codegen.h"
 #include "capture_hash.h"
 #include "codegen/amd_target.h"
 #include "codegen/gpu_tile.h"
@@ -106,8 +107,10 @@ std::map<std::string, NoteKernel> readelf_note_kernels(const std::string &text) 
   std::istringstream in(text);
   std::string line;
   while (std::getline(in, line)) {
-    if (line.rfind("amdhsa.kernels:", 0) == 0) in_kernels = true;
-    else if (!line.empty() && line[0] != ' ') in_kernels = false;
+    if (line.rfind("amdhsa.kernels:", 0) == 0)
+      in_kernels = true;
+    else if (!line.empty() && line[0] != ' ')
+      in_kernels = false;
     if (!in_kernels) continue;
     if (line.rfind("  - ", 0) == 0) {  // a new kernel; its first key is on this line
       flush();
@@ -137,7 +140,9 @@ std::map<std::string, ElfSymbol> readelf_symbols(const std::string &text, int *u
   while (std::getline(in, line)) {
     std::istringstream ls(line);
     std::string num, value, size, type, bind, vis, ndx, name;
-    if (!(ls >> num >> value >> size >> type >> bind >> vis >> ndx) || num.back() != ':' || num == "Num:") continue;
+    if (!(ls >> num >> value >> size >> type >> bind >> vis >> ndx) || num.back() != ':' ||
+        num == "Num:")
+      continue;
     ls >> name;
     if (num == "0:") continue;  // the null symbol
     if (ndx == "UND") ++*undefined;
@@ -270,7 +275,8 @@ int capture_check(const std::vector<uint8_t> &bytes, const AmdTarget &t) {
     if (a && a->group_segment_size() > 0) {
       CHECK(l->work_size() % a->workgroup_size() == 0);
       CHECK(l->bytes_written() <= l->work_size() * 16 * 8);
-      CHECK(c->kernels()->Get(l->kernel())->twin_work_size() * 4 <= l->bytes_written());  // the twin: one per output
+      CHECK(c->kernels()->Get(l->kernel())->twin_work_size() * 4 <=
+            l->bytes_written());  // the twin: one per output
       continue;
     }
     uint64_t per_item = l->bytes_written() / l->work_size();
@@ -300,7 +306,8 @@ fs::path model_mixed(const fs::path &dir) {
   b.node("Conv", {"x", "w", "bias"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
   b.node("Sigmoid", {"c"}, {"s"});
   b.node("Mul", {"c", "s"}, {"silu"});
-  b.node("MaxPool", {"silu"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+  b.node("MaxPool", {"silu"}, {"p"},
+         {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
   b.node("Erf", {"p"}, {"e"});
   b.node("Tanh", {"e"}, {"th"});
   b.node("Softmax", {"th"}, {"sm"}, {attr_int("axis", 3)});
@@ -318,7 +325,8 @@ fs::path model_mixed(const fs::path &dir) {
   return p;
 }
 
-std::vector<uint8_t> compile_for(const fs::path &model, const std::string &target, CompileReport *r = nullptr, InputShapes shapes = {}) {
+std::vector<uint8_t> compile_for(const fs::path &model, const std::string &target,
+                                 CompileReport *r = nullptr, InputShapes shapes = {}) {
   CompileOptions opt;
   opt.target = target;
   opt.input_shapes = std::move(shapes);
@@ -331,14 +339,16 @@ std::vector<std::vector<uint8_t>> replay(const std::vector<uint8_t> &cap, unsign
   capgraph_model *m = nullptr;
   char err[512] = "";
   capgraph_options opts{1};
-  REQUIRE_MESSAGE(capgraph_load_memory(cap.data(), cap.size(), &opts, &m, err, sizeof err) == CAPGRAPH_OK, err);
+  REQUIRE_MESSAGE(
+      capgraph_load_memory(cap.data(), cap.size(), &opts, &m, err, sizeof err) == CAPGRAPH_OK, err);
   std::mt19937 rng(seed);
   for (int32_t i = 0; i < capgraph_num_inputs(m); i++) {
     capgraph_tensor t;
     REQUIRE(capgraph_input(m, i, &t) == CAPGRAPH_OK);
     REQUIRE(t.dtype == CAPGRAPH_F32);
     float *f = (float *)t.data;
-    for (size_t j = 0; j < t.size_bytes / 4; j++) f[j] = std::uniform_real_distribution<float>(-2, 2)(rng);
+    for (size_t j = 0; j < t.size_bytes / 4; j++)
+      f[j] = std::uniform_real_distribution<float>(-2, 2)(rng);
   }
   REQUIRE_MESSAGE(capgraph_run(m) == CAPGRAPH_OK, capgraph_error(m));
   std::vector<std::vector<uint8_t>> out;
@@ -366,7 +376,9 @@ fs::path model_views(const fs::path &dir) {
   b.node("Pad", {"x", "pads"}, {"pe"}, {attr_string("mode", "edge")});
   b.node("Add", {"pr", "pe"}, {"pa"});
   b.node("Resize", {"pa", "", "scales"}, {"rs"}, {attr_string("mode", "linear")});
-  b.node("AveragePool", {"rs"}, {"ap"}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+  b.node("AveragePool", {"rs"}, {"ap"},
+         {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}),
+          attr_ints("strides", {2, 2})});
   b.node("Gather", {"ap", "idx"}, {"g"}, {attr_int("axis", 1)});
   b.node("Slice", {"g", "starts", "ends", "axes"}, {"sl"});
   b.node("ReduceMax", {"sl"}, {"rm"}, {attr_ints("axes", {1}), attr_int("keepdims", 1)});
@@ -406,8 +418,10 @@ TEST_CASE("the GPU work items, run on the host, compute what the host twins comp
         REQUIRE(got[o].size() == want[o].size());
         const float *g = (const float *)got[o].data(), *w = (const float *)want[o].data();
         double peak = 1, worst = 0;
-        for (size_t i = 0; i < want[o].size() / 4; i++) peak = std::max(peak, (double)std::fabs(w[i]));
-        for (size_t i = 0; i < want[o].size() / 4; i++) worst = std::max(worst, (double)std::fabs(g[i] - w[i]));
+        for (size_t i = 0; i < want[o].size() / 4; i++)
+          peak = std::max(peak, (double)std::fabs(w[i]));
+        for (size_t i = 0; i < want[o].size() / 4; i++)
+          worst = std::max(worst, (double)std::fabs(g[i] - w[i]));
         CHECK(worst <= 1e-5 * peak);
         CHECK(want[o].size() > 0);
       }
@@ -419,7 +433,9 @@ TEST_CASE("the GPU work items, run on the host, compute what the host twins comp
 // and a matrix product, and what the capture then says (LDS, whole workgroups). What the tiled
 // kernels compute is checked by running their machine code in the RDNA3 emulator
 // (targets_amd_fake_e2e_*, op_conformance_amd_test, with fake-amd:check against the twins).
-TEST_CASE("convolutions and matrix products are tiled through LDS; the rest keep one work item per output") {
+TEST_CASE(
+    "convolutions and matrix products are tiled through LDS; the rest keep one work item per "
+    "output") {
   TempDir dir;
   ModelBuilder b(13);
   b.input("x", DataType::float32, {1, 16, 10, 10});
@@ -444,16 +460,17 @@ TEST_CASE("convolutions and matrix products are tiled through LDS; the rest keep
   REQUIRE(plans.count("conv3x3+Relu"));
   const GpuTilePlan &conv = plans["conv3x3+Relu"];
   CHECK(conv.ok);
-  CHECK(conv.M == 100);      // pixels: the input (the body's first operand) moves with them
-  CHECK(conv.N == 24);       // output channels: the weights move with them
-  CHECK(conv.kc == 16);      // the 16 input channels are the chunked axis, the 3x3 window outer
+  CHECK(conv.M == 100);  // pixels: the input (the body's first operand) moves with them
+  CHECK(conv.N == 24);   // output channels: the weights move with them
+  CHECK(conv.kc == 16);  // the 16 input channels are the chunked axis, the 3x3 window outer
   CHECK(conv.outer.size() == 2);
   CHECK(conv.lanes_m * conv.lanes_n == 256);
   CHECK(conv.TM() * conv.tiles_m >= conv.M);
   CHECK(conv.TN() * conv.tiles_n >= conv.N);
   bool matmul = false, reduce = false;
   for (const auto &[name, pl] : plans) {
-    if (name.find("matmul") != std::string::npos) matmul = pl.ok && pl.M * pl.N == 24 * 40 && pl.kc > 0;
+    if (name.find("matmul") != std::string::npos)
+      matmul = pl.ok && pl.M * pl.N == 24 * 40 && pl.kc > 0;
     if (name.find("reduce") != std::string::npos) reduce = !pl.ok;  // a plain sum: no product
   }
   CHECK(matmul);
@@ -498,33 +515,45 @@ std::vector<uint8_t> llc_object(const TempDir &dir, const std::string &ir) {
   fs::path ll = dir.path / "k.ll", o = dir.path / "k.o";
   std::ofstream(ll) << ir;
   int rc;
-  std::string out = run(tool("llc") + " -O1 -mtriple=amdgcn-amd-amdhsa -mcpu=gfx1100 -filetype=obj " + ll.string() + " -o " + o.string(), &rc);
+  std::string out =
+      run(tool("llc") + " -O1 -mtriple=amdgcn-amd-amdhsa -mcpu=gfx1100 -filetype=obj " +
+              ll.string() + " -o " + o.string(),
+          &rc);
   REQUIRE_MESSAGE(rc == 0, out);
   std::ifstream f(o, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
 }
 
 TEST_CASE("the linker refuses what a code object cannot hold, naming it") {
   TempDir dir;
   const std::string attrs = "attributes #0 = { \"amdgpu-no-implicitarg-ptr\" }\n";
   // A call to a function nothing defines.
-  std::vector<uint8_t> call = llc_object(dir, "declare void @helper(ptr addrspace(1))\n"
-                                              "define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {\n"
-                                              "  call void @helper(ptr addrspace(1) %p)\n  ret void\n}\n" + attrs);
+  std::vector<uint8_t> call =
+      llc_object(dir,
+                 "declare void @helper(ptr addrspace(1))\n"
+                 "define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {\n"
+                 "  call void @helper(ptr addrspace(1) %p)\n  ret void\n}\n" +
+                     attrs);
   CHECK_THROWS_WITH_AS(amdgpu_link(call), doctest::Contains("undefined symbol 'helper'"), Error);
   // A writable global.
-  std::vector<uint8_t> data = llc_object(dir, "@counter = addrspace(1) global i32 0\n"
-                                              "define amdgpu_kernel void @k() #0 {\n"
-                                              "  %v = load i32, ptr addrspace(1) @counter\n  %w = add i32 %v, 1\n"
-                                              "  store i32 %w, ptr addrspace(1) @counter\n  ret void\n}\n" + attrs);
+  std::vector<uint8_t> data =
+      llc_object(dir,
+                 "@counter = addrspace(1) global i32 0\n"
+                 "define amdgpu_kernel void @k() #0 {\n"
+                 "  %v = load i32, ptr addrspace(1) @counter\n  %w = add i32 %v, 1\n"
+                 "  store i32 %w, ptr addrspace(1) @counter\n  ret void\n}\n" +
+                     attrs);
   CHECK_THROWS_WITH_AS(amdgpu_link(data), doctest::Contains("writable data"), Error);
   // Not an AMDGPU relocatable object at all.
   CHECK_THROWS_AS(amdgpu_link(std::vector<uint8_t>(100, 0)), Error);
   std::vector<uint8_t> cut(call.begin(), call.begin() + call.size() / 2);
   CHECK_THROWS_AS(amdgpu_link(cut), Error);
   // A valid kernel links, and its code object reads back (no workgroup size required).
-  std::vector<uint8_t> ok = llc_object(dir, "define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {\n"
-                                            "  store float 1.0, ptr addrspace(1) %p\n  ret void\n}\n" + attrs);
+  std::vector<uint8_t> ok = llc_object(dir,
+                                       "define amdgpu_kernel void @k(ptr addrspace(1) %p) #0 {\n"
+                                       "  store float 1.0, ptr addrspace(1) %p\n  ret void\n}\n" +
+                                           attrs);
   AmdTarget t = amd_target_named("amd-gfx1100");
   t.workgroup_size = 1;
   auto facts = amdgpu_code_object_read(amdgpu_link(ok), t);
@@ -551,13 +580,20 @@ TEST_CASE("a code object whose descriptor disagrees with its metadata is refused
     std::memcpy(b.data() + at, &v, 4);
     return b;
   };
-  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 0, 64), t), doctest::Contains("LDS"), Error);
-  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 4, 16), t), doctest::Contains("scratch"), Error);
-  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 8, 8), t), doctest::Contains("kernarg size"), Error);
-  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 16, 4), t), doctest::Contains("code entry"), Error);
-  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 48, 1), t), doctest::Contains("VGPR"), Error);
-  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(co, amd_target_named("amd-gfx1200")), doctest::Contains("amdhsa.target"), Error);
-  CHECK_THROWS_AS(amdgpu_code_object_read(std::vector<uint8_t>(co.begin(), co.begin() + 200), t), Error);
+  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 0, 64), t),
+                       doctest::Contains("LDS"), Error);
+  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 4, 16), t),
+                       doctest::Contains("scratch"), Error);
+  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 8, 8), t),
+                       doctest::Contains("kernarg size"), Error);
+  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 16, 4), t),
+                       doctest::Contains("code entry"), Error);
+  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(damaged(f.descriptor_offset + 48, 1), t),
+                       doctest::Contains("VGPR"), Error);
+  CHECK_THROWS_WITH_AS(amdgpu_code_object_read(co, amd_target_named("amd-gfx1200")),
+                       doctest::Contains("amdhsa.target"), Error);
+  CHECK_THROWS_AS(amdgpu_code_object_read(std::vector<uint8_t>(co.begin(), co.begin() + 200), t),
+                  Error);
 }
 
 TEST_CASE("bad AMD targets and options are refused, naming what is known") {
@@ -577,7 +613,8 @@ TEST_CASE("bad AMD targets and options are refused, naming what is known") {
   CompileOptions opt;
   opt.target = "amd-gfx1100";
   opt.threads = 2;
-  CHECK_THROWS_WITH_AS(compile_model(model.string(), opt, nullptr), doctest::Contains("one GPU queue"), Error);
+  CHECK_THROWS_WITH_AS(compile_model(model.string(), opt, nullptr),
+                       doctest::Contains("one GPU queue"), Error);
 }
 
 TEST_CASE("models: PaddleOCR compiles for gfx1100") {
@@ -588,16 +625,20 @@ TEST_CASE("models: PaddleOCR compiles for gfx1100") {
   const char *deps = getenv("CAPGRAPH_TEST_DEPS");
   fs::path assets = fs::path(deps ? deps : "") / "ocr-models/package/assets";
   if (!deps || !fs::exists(assets / "ch_PP-OCRv4_det_infer.onnx")) {
-    MESSAGE("SKIPPED: no PaddleOCR models in $CAPGRAPH_TEST_DEPS (scripts/fetch_test_deps.sh fetches them)");
+    MESSAGE(
+        "SKIPPED: no PaddleOCR models in $CAPGRAPH_TEST_DEPS (scripts/fetch_test_deps.sh fetches "
+        "them)");
     return;
   }
   AmdTarget t = amd_target_named("amd-gfx1100");
   // Input sizes as the demo uses them.
-  const std::pair<std::string, InputShapes> models[] = {{"ch_PP-OCRv4_det_infer.onnx", {{"x", {1, 3, 128, 352}}}},
-                                                        {"ch_ppocr_mobile_v2.0_cls_infer.onnx", {{"x", {1, 3, 48, 192}}}},
-                                                        {"ch_PP-OCRv4_rec_infer.onnx", {{"x", {1, 3, 48, 320}}}}};
+  const std::pair<std::string, InputShapes> models[] = {
+      {"ch_PP-OCRv4_det_infer.onnx", {{"x", {1, 3, 128, 352}}}},
+      {"ch_ppocr_mobile_v2.0_cls_infer.onnx", {{"x", {1, 3, 48, 192}}}},
+      {"ch_PP-OCRv4_rec_infer.onnx", {{"x", {1, 3, 48, 320}}}}};
   // det and cls are also in the zoo: compiled there when it is present, to keep the suite short.
-  const bool zoo = fs::is_directory(fs::path(CAPGRAPH_REPO_DIR) / "../shared/zoo/ch_PP-OCRv4_det_infer");
+  const bool zoo =
+      fs::is_directory(fs::path(CAPGRAPH_REPO_DIR) / "../shared/zoo/ch_PP-OCRv4_det_infer");
   for (const auto &[m, shape] : models) {
     if (zoo && m.find("_rec_") == std::string::npos) continue;
     INFO(m);
@@ -605,7 +646,8 @@ TEST_CASE("models: PaddleOCR compiles for gfx1100") {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<uint8_t> cap = compile_for(assets / m, t.name, &r, shape);
     double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    MESSAGE(m << ": " << r.kernels << " launches, " << r.unique_kernels << " kernels, compiled in " << s << " s");
+    MESSAGE(m << ": " << r.kernels << " launches, " << r.unique_kernels << " kernels, compiled in "
+              << s << " s");
     CHECK(capture_check(cap, t) == r.unique_kernels);
   }
 }
@@ -658,10 +700,13 @@ TEST_CASE("models: the zoo compiles for gfx1100") {
     CompileReport r;
     auto t0 = std::chrono::steady_clock::now();
     double cpu0 = cpu_seconds();
-    std::vector<uint8_t> cap = compile_for(e.path() / "model.onnx", t.name, &r, zoo_input_shapes(e.path() / "meta.json"));
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), cpu = cpu_seconds() - cpu0;
-    MESSAGE(e.path().filename().string() << ": " << r.kernels << " launches, " << r.unique_kernels << " kernels, compiled in " << s
-                                         << " s (" << cpu << " s of CPU time)");
+    std::vector<uint8_t> cap =
+        compile_for(e.path() / "model.onnx", t.name, &r, zoo_input_shapes(e.path() / "meta.json"));
+    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(),
+           cpu = cpu_seconds() - cpu0;
+    MESSAGE(e.path().filename().string()
+            << ": " << r.kernels << " launches, " << r.unique_kernels << " kernels, compiled in "
+            << s << " s (" << cpu << " s of CPU time)");
     // Under 10 s per model, judged by CPU time (all threads together): wall time on this shared
     // machine depends on what else runs, and one core's worth of CPU time bounds it when idle.
     // The bound is the release compiler's; ASan's instrumentation makes the compiler itself 2-3x

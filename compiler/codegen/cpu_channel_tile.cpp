@@ -1,10 +1,10 @@
 #include "codegen/cpu_channel_tile.h"
 
+#include <llvm/IR/InlineAsm.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <map>
-
-#include <llvm/IR/InlineAsm.h>
 
 #include "codegen/kernel_emit.h"
 #include "schedule/fuse.h"
@@ -48,7 +48,9 @@ bool skip_dim(const DimIndex &d) { return d.bound == Bound::skip; }
 
 ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTarget &t) {
   ChannelTilePlan cp;
-  if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2) return cp;
+  if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 ||
+      k.n_parallel < 2)
+    return cp;
   int v = k.n_parallel - 1;
   if ((k.axes[v] != kChannelBlock && k.axes[v] != t.channel_block) || k.body < 0) return cp;
   cp.L = k.axes[v];
@@ -65,9 +67,14 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
   for (int side : {body.a, body.b}) {
     const Expr &ex = k.exprs[side];
     int l = -1;
-    if (ex.op == Op::load && ex.dtype == DType::f32 && p.buffers[k.loads[ex.access].buffer].dtype == DType::f32) l = ex.access;
-    else if (cp.x_expr < 0 && expr_input_affine(k, p, side, &chain_load, &cp.x_load_expr) && chain_load >= 0) l = chain_load, cp.x_expr = side;
-    else return cp;
+    if (ex.op == Op::load && ex.dtype == DType::f32 &&
+        p.buffers[k.loads[ex.access].buffer].dtype == DType::f32)
+      l = ex.access;
+    else if (cp.x_expr < 0 && expr_input_affine(k, p, side, &chain_load, &cp.x_load_expr) &&
+             chain_load >= 0)
+      l = chain_load, cp.x_expr = side;
+    else
+      return cp;
     (la < 0 ? la : lb) = l;
   }
   if (cp.x_expr >= 0) {
@@ -92,7 +99,8 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
   for (int l : {la, lb}) {
     const Access &a = k.loads[l];
     for (const DimIndex &d : a.dims)
-      if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip)) return cp;
+      if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip))
+        return cp;
   }
   auto all_plain = [&](int l) {
     for (const DimIndex &d : k.loads[l].dims)
@@ -134,24 +142,30 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
     if (uses_pos || uses_pos2)
       for (const AxisTerm &t : d.terms) {
         if (t.coef == 0 || t.axis == cp.pos || t.axis == cp.pos2 || k.axes[t.axis] == 1) continue;
-        if (t.axis >= k.n_parallel) unrolled_flat[t.axis] = 1;
-        else flat_ok = false;
+        if (t.axis >= k.n_parallel)
+          unrolled_flat[t.axis] = 1;
+        else
+          flat_ok = false;
       }
     if (!uses_pos) continue;
     int64_t c = 0, wmin = d.shift, wmax = d.shift;
     for (const AxisTerm &t : d.terms) {
-      if (t.axis == cp.pos) c += t.coef;
+      if (t.axis == cp.pos)
+        c += t.coef;
       else if (t.axis >= k.n_parallel) {
-        wmin += std::min<int64_t>(0, t.coef * (k.axes[t.axis] - 1)), wmax += std::max<int64_t>(0, t.coef * (k.axes[t.axis] - 1));
+        wmin += std::min<int64_t>(0, t.coef * (k.axes[t.axis] - 1)),
+            wmax += std::max<int64_t>(0, t.coef * (k.axes[t.axis] - 1));
         if (t.coef != 0) unrolled[t.axis] = 1;
-      } else if (k.axes[t.axis] > 1 && t.coef != 0) c = 0, wmin = 1, wmax = -1, fixed_ok = false;  // another output axis moves it
+      } else if (k.axes[t.axis] > 1 && t.coef != 0)
+        c = 0, wmin = 1, wmax = -1, fixed_ok = false;  // another output axis moves it
     }
     if (c <= 0 || wmin > wmax) {
       cp.lo = 0, cp.hi = 0;
       continue;
     }
     // c*p + wmin >= 0 and c*p + wmax <= extent - 1
-    int64_t lo = wmin >= 0 ? 0 : (-wmin + c - 1) / c, hi = d.extent - 1 - wmax < 0 ? 0 : (d.extent - 1 - wmax) / c + 1;
+    int64_t lo = wmin >= 0 ? 0 : (-wmin + c - 1) / c,
+            hi = d.extent - 1 - wmax < 0 ? 0 : (d.extent - 1 - wmax) / c + 1;
     cp.lo = std::max(cp.lo, lo), cp.hi = std::min(cp.hi, hi);
   }
   if (cp.hi <= cp.lo) cp.lo = cp.hi = 0;  // no interior
@@ -172,70 +186,83 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
   // measure, counted per lane (each paired FMA does two blocks' work). Sources: Intel
   // Optimization Reference Manual (Sapphire Rapids: 512-bit FMAs on ports 0 and 5, the 256-bit
   // insert joining two weight rows on port 5: one per accumulator column per reduction point).
-  const bool pairable = cp.L * 2 == t.f32_lanes && cp.o >= 0 && !cp.x_vector && !getenv("CAPGRAPH_NO_PAIR");
+  const bool pairable =
+      cp.L * 2 == t.f32_lanes && cp.o >= 0 && !cp.x_vector && !getenv("CAPGRAPH_NO_PAIR");
   double best = -1;
   bool best_flat = false;
   for (int mode = 0; mode < 3; mode++) {  // split, fixed along pos, flat
     if ((mode == 1 && !fixed_ok) || (mode == 2 && !flat_ok)) continue;
     const int64_t P = mode == 2 ? P1 * P2 : P1;
     for (int64_t pair = 1; pair <= (pairable ? 2 : 1); pair++)
-    for (int64_t cols = 1; cols <= 4; cols++) {
-      // VB blocks in `cols` accumulator columns; a paired tile's last block may lie past E (its
-      // loads read the last real block, it is never stored).
-      const int64_t VB = cols * pair;
-      if (VB > 1 && (cp.o < 0 || k.axes[cp.o] <= VB - pair || cp.x_vector)) continue;
-      const int regs = pair == 1 ? cp.regs : cpu_target_block_registers(t, cp.L * pair);
-      int64_t E = cp.o >= 0 ? k.axes[cp.o] : 1;
-      // A last o tile may be partial (its missing blocks recompute the last real one, never
-      // stored). Ragged tiles measured slower than exact ones (squeezenet's 32-block 3x3: 46 vs
-      // 78 GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E (of 2
-      // blocks, paired).
-      double o_used = double(E) / double((E + VB - 1) / VB * VB);
-      if (E % VB && (E % 2 == 0 || (pair == 1 && E % 3 == 0))) o_used = 0;
-      for (int64_t R = 1; R <= P && R * cols + cols + 1 <= regs; R++) {
-        double fmas = 0, loads = 0;
-        int64_t tiles = 0, t_lo = 0, t_hi = 0;
-        if (mode == 0) {
-          int64_t mid = (cp.hi - cp.lo + R - 1) / R;
-          tiles = cp.lo + mid + (P - cp.hi);
-          fmas = double(P * cols), loads = double((P - (cp.hi - cp.lo)) * (1 + VB) + mid * (R + VB));
-        } else {
-          tiles = (P + R - 1) / R;
-          if (mode == 1) t_lo = (cp.lo + R - 1) / R, t_hi = std::max(t_lo, cp.hi / R);
-          for (int64_t t = 0; t < tiles; t++) loads += double(std::min(R, P - t * R) + VB);
-          fmas = double(P * cols);
-          int64_t fixed_tiles = tiles - (t_hi - t_lo);
-          if (fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled) > kFixedCopies) continue;
-        }
-        double score = fmas / loads * o_used * double(pair);
-        if (const char *force = getenv("CAPGRAPH_TILE")) {  // "R,VB": experiments only
-          long fr = 0, fv = 0;
-          if (sscanf(force, "%ld,%ld", &fr, &fv) == 2 && (fr != R || fv != VB)) continue;
-        }
-        if (score > best + 1e-9) {
-          best = score, cp.R = R, cp.VB = VB, cp.pair = pair, cp.P = P, cp.tiles = tiles, cp.t_lo = t_lo, cp.t_hi = t_hi;
-          cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
-          best_flat = mode == 2;
+      for (int64_t cols = 1; cols <= 4; cols++) {
+        // VB blocks in `cols` accumulator columns; a paired tile's last block may lie past E (its
+        // loads read the last real block, it is never stored).
+        const int64_t VB = cols * pair;
+        if (VB > 1 && (cp.o < 0 || k.axes[cp.o] <= VB - pair || cp.x_vector)) continue;
+        const int regs = pair == 1 ? cp.regs : cpu_target_block_registers(t, cp.L * pair);
+        int64_t E = cp.o >= 0 ? k.axes[cp.o] : 1;
+        // A last o tile may be partial (its missing blocks recompute the last real one, never
+        // stored). Ragged tiles measured slower than exact ones (squeezenet's 32-block 3x3: 46 vs
+        // 78 GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E (of 2
+        // blocks, paired).
+        double o_used = double(E) / double((E + VB - 1) / VB * VB);
+        if (E % VB && (E % 2 == 0 || (pair == 1 && E % 3 == 0))) o_used = 0;
+        for (int64_t R = 1; R <= P && R * cols + cols + 1 <= regs; R++) {
+          double fmas = 0, loads = 0;
+          int64_t tiles = 0, t_lo = 0, t_hi = 0;
+          if (mode == 0) {
+            int64_t mid = (cp.hi - cp.lo + R - 1) / R;
+            tiles = cp.lo + mid + (P - cp.hi);
+            fmas = double(P * cols),
+            loads = double((P - (cp.hi - cp.lo)) * (1 + VB) + mid * (R + VB));
+          } else {
+            tiles = (P + R - 1) / R;
+            if (mode == 1) t_lo = (cp.lo + R - 1) / R, t_hi = std::max(t_lo, cp.hi / R);
+            for (int64_t t = 0; t < tiles; t++) loads += double(std::min(R, P - t * R) + VB);
+            fmas = double(P * cols);
+            int64_t fixed_tiles = tiles - (t_hi - t_lo);
+            if (fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled) > kFixedCopies) continue;
+          }
+          double score = fmas / loads * o_used * double(pair);
+          if (const char *force = getenv("CAPGRAPH_TILE")) {  // "R,VB": experiments only
+            long fr = 0, fv = 0;
+            if (sscanf(force, "%ld,%ld", &fr, &fv) == 2 && (fr != R || fv != VB)) continue;
+          }
+          if (score > best + 1e-9) {
+            best = score, cp.R = R, cp.VB = VB, cp.pair = pair, cp.P = P, cp.tiles = tiles,
+            cp.t_lo = t_lo, cp.t_hi = t_hi;
+            cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
+            best_flat = mode == 2;
+          }
         }
       }
-    }
   }
   if (best < 0) return cp;  // CAPGRAPH_TILE forced a shape that does not fit: no tile
   if (!best_flat) cp.pos2 = -1;
   if (cp.pair > 1) cp.regs = cpu_target_block_registers(t, cp.L * cp.pair);
   cp.ok = true;
   if (getenv("CAPGRAPH_DEBUG_TILE"))
-    fprintf(stderr, "tile %s: %s L=%lld P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld pair=%lld o=%lld x_vector=%d\n", k.name.c_str(),
-            cp.mode == ChannelTilePlan::Mode::split ? "split" : cp.pos2 >= 0 ? "flat" : "fixed", (long long)cp.L, (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
-            (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R, (long long)cp.VB, (long long)cp.pair,
-            (long long)(cp.o >= 0 ? k.axes[cp.o] : 0), cp.x_vector);
+    fprintf(stderr,
+            "tile %s: %s L=%lld P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld "
+            "pair=%lld o=%lld x_vector=%d\n",
+            k.name.c_str(),
+            cp.mode == ChannelTilePlan::Mode::split ? "split"
+            : cp.pos2 >= 0                          ? "flat"
+                                                    : "fixed",
+            (long long)cp.L, (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
+            (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R,
+            (long long)cp.VB, (long long)cp.pair, (long long)(cp.o >= 0 ? k.axes[cp.o] : 0),
+            cp.x_vector);
   return cp;
 }
 
 // How many work-item indices axis a (< v) counts: tiles along the position axis (pos2 folded into
 // it for flat tiles), VB-block tiles along o, the axis's own extent elsewhere.
 static int64_t tile_axis_extent(const Kernel &k, const ChannelTilePlan &cp, int a) {
-  return a == cp.pos ? cp.tiles : a == cp.pos2 ? 1 : a == cp.o ? (k.axes[a] + cp.VB - 1) / cp.VB : k.axes[a];
+  return a == cp.pos    ? cp.tiles
+         : a == cp.pos2 ? 1
+         : a == cp.o    ? (k.axes[a] + cp.VB - 1) / cp.VB
+                        : k.axes[a];
 }
 
 int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp) {
@@ -257,19 +284,26 @@ struct TileEmitter {
   llvm::IRBuilder<> &b;
   const Kernel &k;
   const Access &X, &W;
-  int pa;                           // the position axis (or the block axis when there is none)
-  std::vector<int> window, rest;    // reduction axes moving X's checked dims, and the others
-  std::vector<size_t> checked_dims; // X's dims with skip bounds
-  llvm::FixedVectorType *vt;        // one block: L lanes
-  llvm::FixedVectorType *at;        // one accumulator: L x pair lanes
-  bool vector_epilogue = false;     // the result can be evaluated and stored L channels at once
-  bool window_inside = false;       // window loops inside the rest (see emit)
-  Value *table = nullptr;           // the X chain's byte table (channel_tile_table)
+  int pa;                            // the position axis (or the block axis when there is none)
+  std::vector<int> window, rest;     // reduction axes moving X's checked dims, and the others
+  std::vector<size_t> checked_dims;  // X's dims with skip bounds
+  llvm::FixedVectorType *vt;         // one block: L lanes
+  llvm::FixedVectorType *at;         // one accumulator: L x pair lanes
+  bool vector_epilogue = false;      // the result can be evaluated and stored L channels at once
+  bool window_inside = false;        // window loops inside the rest (see emit)
+  Value *table = nullptr;            // the X chain's byte table (channel_tile_table)
 
   TileEmitter(KernelEmitter &ee, const ChannelTilePlan &c, Value *t)
-      : e(ee), cp(c), b(ee.b), k(ee.k), X(k.loads[c.x]), W(k.loads[c.w]), pa(c.pos >= 0 ? c.pos : c.v),
+      : e(ee),
+        cp(c),
+        b(ee.b),
+        k(ee.k),
+        X(k.loads[c.x]),
+        W(k.loads[c.w]),
+        pa(c.pos >= 0 ? c.pos : c.v),
         vt(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)c.L)),
-        at(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)(c.L * c.pair))), table(t) {
+        at(llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)(c.L * c.pair))),
+        table(t) {
     for (size_t di = 0; di < X.dims.size(); di++)
       if (skip_dim(X.dims[di])) checked_dims.push_back(di);
     for (int a = k.n_parallel; a < (int)k.axes.size(); a++) {
@@ -287,7 +321,8 @@ struct TileEmitter {
       bool plain_x;
       window_inside = std::abs(mem_coef(X, rest.back(), &plain_x)) >= kPlaneStride;
     }
-    vector_epilogue = plain && sc == 1 && k.store_dtype == DType::f32 && e.p.buffers[k.store.buffer].dtype == DType::f32 &&
+    vector_epilogue = plain && sc == 1 && k.store_dtype == DType::f32 &&
+                      e.p.buffers[k.store.buffer].dtype == DType::f32 &&
                       !getenv("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
   }
   Value *i64(int64_t x) { return e.i64(x); }
@@ -295,7 +330,8 @@ struct TileEmitter {
   // never merged. An empty asm statement (no instruction; the id only keeps the copies distinct).
   Value *opaque_copy(Value *p, int64_t id) {
     auto *ft = llvm::FunctionType::get(p->getType(), {p->getType(), b.getInt64Ty()}, false);
-    llvm::CallInst *c = b.CreateCall(ft, llvm::InlineAsm::get(ft, "", "=r,0,i", false), {p, i64(id)});
+    llvm::CallInst *c =
+        b.CreateCall(ft, llvm::InlineAsm::get(ft, "", "=r,0,i", false), {p, i64(id)});
     c->setDoesNotAccessMemory();
     c->setDoesNotThrow();
     return c;
@@ -327,13 +363,18 @@ struct TileEmitter {
   int64_t fixed_index(const DimIndex &d, int64_t q, const std::vector<int64_t> &wval) const {
     int64_t x = d.shift;
     for (const AxisTerm &t : d.terms) {
-      if (t.axis == cp.pos) x += t.coef * (cp.pos2 >= 0 ? q % cp.W : q);
-      else if (t.axis == cp.pos2) x += t.coef * (q / cp.W);
-      else if (t.axis >= k.n_parallel) x += t.coef * wval[t.axis];
+      if (t.axis == cp.pos)
+        x += t.coef * (cp.pos2 >= 0 ? q % cp.W : q);
+      else if (t.axis == cp.pos2)
+        x += t.coef * (q / cp.W);
+      else if (t.axis >= k.n_parallel)
+        x += t.coef * wval[t.axis];
     }
     return x;
   }
-  bool moves_position(const DimIndex &d) const { return (cp.pos >= 0 && dim_uses(d, cp.pos)) || (cp.pos2 >= 0 && dim_uses(d, cp.pos2)); }
+  bool moves_position(const DimIndex &d) const {
+    return (cp.pos >= 0 && dim_uses(d, cp.pos)) || (cp.pos2 >= 0 && dim_uses(d, cp.pos2));
+  }
 
   // fixed_at >= 0: a fixed tile whose first position is fixed_at (p0 is that constant).
   void emit(int64_t Rt, Value *p0, Value *o0, int64_t end, int64_t fixed_at = -1) {
@@ -343,7 +384,8 @@ struct TileEmitter {
     std::vector<Value *> pos(Rt);
     for (int64_t r = 0; r < Rt; r++) {
       Value *q = b.CreateAdd(p0, i64(r));
-      pos[r] = r == 0 || end < 0 ? q : b.CreateSelect(b.CreateICmpSLT(q, i64(end)), q, i64(end - 1));
+      pos[r] =
+          r == 0 || end < 0 ? q : b.CreateSelect(b.CreateICmpSLT(q, i64(end)), q, i64(end - 1));
     }
     // Small tiles (border positions, matrix-vector products) have too few accumulators to hide the
     // FMA latency (cp.chains are needed): the innermost reduction loop then cycles through S sets
@@ -351,9 +393,12 @@ struct TileEmitter {
     int64_t S = 1;
     if (!rest.empty())
       for (int64_t d = 2; d <= k.axes[rest.back()]; d++)
-        if (k.axes[rest.back()] % d == 0 && d * Rt * cols <= cp.chains && d * Rt * cols + cols + 1 <= cp.regs) S = d;
+        if (k.axes[rest.back()] % d == 0 && d * Rt * cols <= cp.chains &&
+            d * Rt * cols + cols + 1 <= cp.regs)
+          S = d;
     llvm::IRBuilder<> entry(&e.fn->getEntryBlock(), e.fn->getEntryBlock().begin());
-    std::vector<std::vector<llvm::AllocaInst *>> sets(S, std::vector<llvm::AllocaInst *>(cols * Rt));
+    std::vector<std::vector<llvm::AllocaInst *>> sets(S,
+                                                      std::vector<llvm::AllocaInst *>(cols * Rt));
     for (auto &set : sets)
       for (auto &a : set) {
         a = entry.CreateAlloca(at);
@@ -362,18 +407,21 @@ struct TileEmitter {
     std::vector<llvm::AllocaInst *> &acc = sets[0];
 
     // One reduction point for the positions `live` (those inside X at this window offset).
-    auto point = [&](const std::vector<llvm::AllocaInst *> &into, const std::vector<int64_t> &live) {
+    auto point = [&](const std::vector<llvm::AllocaInst *> &into,
+                     const std::vector<int64_t> &live) {
       std::vector<Value *> wv(VB), cv(cols);
       for (int64_t vb = 0; vb < VB; vb++) {
         if (o0) e.iv[cp.o] = o_block(o0, vb);
         Value *ok;
-        wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)), llvm::Align(4));
+        wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)),
+                                     llvm::Align(4));
       }
       if (o0) e.iv[cp.o] = o0;
       // A paired column joins its two blocks' weight rows (one 256-bit insert on AVX-512).
       llvm::SmallVector<int, 32> join;
       for (int64_t j = 0; j < L * cp.pair; j++) join.push_back((int)j);
-      for (int64_t c = 0; c < cols; c++) cv[c] = cp.pair == 1 ? wv[c] : b.CreateShuffleVector(wv[2 * c], wv[2 * c + 1], join);
+      for (int64_t c = 0; c < cols; c++)
+        cv[c] = cp.pair == 1 ? wv[c] : b.CreateShuffleVector(wv[2 * c], wv[2 * c + 1], join);
       for (int64_t r : live) {
         set_pos(pos[r]);
         Value *xv;
@@ -381,21 +429,27 @@ struct TileEmitter {
           // The byte, then its table entry (X's checked dims are marked: the load reads without a
           // check, this point runs only where X is inside).
           Value *ok;
-          Value *byte = b.CreateLoad(b.getInt8Ty(), e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok)));
-          Value *row = e.p.buffers[X.buffer].dtype == DType::i8 ? b.CreateAdd(b.CreateSExt(byte, b.getInt64Ty()), i64(128))
-                                                                : b.CreateZExt(byte, b.getInt64Ty());
-          if (cp.x_table_axis >= 0) row = b.CreateAdd(row, b.CreateMul(e.iv[cp.x_table_axis], i64(256)));
+          Value *byte =
+              b.CreateLoad(b.getInt8Ty(), e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok)));
+          Value *row = e.p.buffers[X.buffer].dtype == DType::i8
+                           ? b.CreateAdd(b.CreateSExt(byte, b.getInt64Ty()), i64(128))
+                           : b.CreateZExt(byte, b.getInt64Ty());
+          if (cp.x_table_axis >= 0)
+            row = b.CreateAdd(row, b.CreateMul(e.iv[cp.x_table_axis], i64(256)));
           Value *xs = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), table, row));
           xv = b.CreateVectorSplat((unsigned)(L * cp.pair), xs);
         } else {
           Value *ok;
           Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
           xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
-                           : b.CreateVectorSplat((unsigned)(L * cp.pair), b.CreateLoad(b.getFloatTy(), ptr));
+                           : b.CreateVectorSplat((unsigned)(L * cp.pair),
+                                                 b.CreateLoad(b.getFloatTy(), ptr));
         }
         for (int64_t c = 0; c < cols; c++) {
           llvm::AllocaInst *a = into[c * Rt + r];
-          b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {at}, {xv, cv[c], b.CreateLoad(at, a)}), a);
+          b.CreateStore(
+              b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {at}, {xv, cv[c], b.CreateLoad(at, a)}),
+              a);
         }
       }
       set_pos(p0);
@@ -430,22 +484,26 @@ struct TileEmitter {
       });
     };
     // The checks the loops make at run time: over `dims`, at the tile's first position.
-    auto guarded = [&](const std::vector<size_t> &dims, const std::vector<int64_t> &live, const LiveFn &body) {
+    auto guarded = [&](const std::vector<size_t> &dims, const std::vector<int64_t> &live,
+                       const LiveFn &body) {
       Value *in = nullptr;
       set_pos(p0);
       for (size_t di : dims) {
         Value *c = b.CreateICmpULT(e.affine(X.dims[di]), i64(X.dims[di].extent));
         in = in ? b.CreateAnd(in, c) : c;
       }
-      if (in) e.guarded(in, [&] { body(live); });
-      else body(live);
+      if (in)
+        e.guarded(in, [&] { body(live); });
+      else
+        body(live);
     };
     auto window_nest = [&](const LiveFn &body) {
       // Window axes moving the positions' dims: in a fixed tile they are unrolled, and for each
       // of their values the positions inside X are known here. The other dims are checked at run
       // time (the same for every position of the tile).
       std::vector<size_t> pos_dims, other_dims;
-      for (size_t di : checked_dims) (moves_position(X.dims[di]) ? pos_dims : other_dims).push_back(di);
+      for (size_t di : checked_dims)
+        (moves_position(X.dims[di]) ? pos_dims : other_dims).push_back(di);
       std::vector<int> unrolled, looped;
       for (int a : window) {
         bool u = false;
@@ -466,13 +524,14 @@ struct TileEmitter {
         }
         return live;
       };
-      std::function<void(size_t, const std::function<void()> &)> each_combo = [&](size_t at, const std::function<void()> &f) {
-        if (at == unrolled.size()) return f();
-        for (int64_t i = 0; i < k.axes[unrolled[at]]; i++) {
-          wval[unrolled[at]] = i, e.iv[unrolled[at]] = i64(i);
-          each_combo(at + 1, f);
-        }
-      };
+      std::function<void(size_t, const std::function<void()> &)> each_combo =
+          [&](size_t at, const std::function<void()> &f) {
+            if (at == unrolled.size()) return f();
+            for (int64_t i = 0; i < k.axes[unrolled[at]]; i++) {
+              wval[unrolled[at]] = i, e.iv[unrolled[at]] = i64(i);
+              each_combo(at + 1, f);
+            }
+          };
       // The window offsets, unrolled (by us or by LLVM), read many of the same elements of X
       // (position r + 1 at offset 0 is position r at offset 1). Merged, each such load stays live
       // from its first use to its last. Where those values and the accumulators far outnumber
@@ -484,7 +543,8 @@ struct TileEmitter {
       // in most. The 28-wide depthwise tiles of mobilenet_v2 ran 1.5-1.8x faster apart. Where
       // the merged values fit, or overflow by a few spills (16- and 22-wide depthwise tiles),
       // merged is faster (1.1-1.15x): it loads each element once.
-      std::map<std::vector<int64_t>, int> uses;  // X point (its position dims) -> window offsets reading it
+      std::map<std::vector<int64_t>, int>
+          uses;  // X point (its position dims) -> window offsets reading it
       int64_t combos = 0;
       each_combo(0, [&] {
         combos++;
@@ -496,13 +556,20 @@ struct TileEmitter {
       });
       int64_t shared = 0;
       for (const auto &u : uses) shared += u.second > 1;
-      const int64_t lanes_unrolled = !window_inside && !rest.empty() && k.axes[rest.back()] <= kUnrolledLanes ? k.axes[rest.back()] : 1;
+      const int64_t lanes_unrolled =
+          !window_inside && !rest.empty() && k.axes[rest.back()] <= kUnrolledLanes
+              ? k.axes[rest.back()]
+              : 1;
       const int64_t merged_live = S * Rt * cols + shared * lanes_unrolled + cols;
-      const bool apart = combos > 1 && !getenv("CAPGRAPH_CSE_WINDOW") && 2 * merged_live > 3 * cp.regs;  // env: experiments
+      const bool apart = combos > 1 && !getenv("CAPGRAPH_CSE_WINDOW") &&
+                         2 * merged_live > 3 * cp.regs;  // env: experiments
       if (getenv("CAPGRAPH_DEBUG_TILE") && combos > 1)
-        fprintf(stderr, "window %s: %s tile at %lld, %lld positions, %lld shared X points x %lld lanes, %lld merged values: %s\n",
-                k.name.c_str(), fixed ? "fixed" : "runtime", (long long)q0, (long long)Rt, (long long)shared,
-                (long long)lanes_unrolled, (long long)merged_live, apart ? "apart" : "merged");
+        fprintf(stderr,
+                "window %s: %s tile at %lld, %lld positions, %lld shared X points x %lld lanes, "
+                "%lld merged values: %s\n",
+                k.name.c_str(), fixed ? "fixed" : "runtime", (long long)q0, (long long)Rt,
+                (long long)shared, (long long)lanes_unrolled, (long long)merged_live,
+                apart ? "apart" : "merged");
       std::vector<int64_t> all(Rt);
       for (int64_t r = 0; r < Rt; r++) all[r] = r;
       if (!fixed && !apart) {
@@ -522,19 +589,25 @@ struct TileEmitter {
         });
       });
     };
-    auto checked_point = [&](const std::vector<llvm::AllocaInst *> &set, const std::vector<int64_t> &live) {
+    auto checked_point = [&](const std::vector<llvm::AllocaInst *> &set,
+                             const std::vector<int64_t> &live) {
       for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
       point(set, live);
       for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
     };
     if (window_inside)
-      rest_nest([&](const std::vector<llvm::AllocaInst *> &set) { window_nest([&](const std::vector<int64_t> &live) { checked_point(set, live); }); });
+      rest_nest([&](const std::vector<llvm::AllocaInst *> &set) {
+        window_nest([&](const std::vector<int64_t> &live) { checked_point(set, live); });
+      });
     else
-      window_nest([&](const std::vector<int64_t> &live) { rest_nest([&](const std::vector<llvm::AllocaInst *> &set) { checked_point(set, live); }); });
+      window_nest([&](const std::vector<int64_t> &live) {
+        rest_nest([&](const std::vector<llvm::AllocaInst *> &set) { checked_point(set, live); });
+      });
 
     for (int64_t si = 1; si < S; si++)
       for (size_t i = 0; i < acc.size(); i++)
-        b.CreateStore(b.CreateFAdd(b.CreateLoad(at, acc[i]), b.CreateLoad(at, sets[si][i])), acc[i]);
+        b.CreateStore(b.CreateFAdd(b.CreateLoad(at, acc[i]), b.CreateLoad(at, sets[si][i])),
+                      acc[i]);
 
     if (vector_epilogue) {
       // Epilogue in vectors: each accumulator through the result expression, L channels at once.
@@ -552,13 +625,16 @@ struct TileEmitter {
             Value *off = e.access_offset(k.store, -1, &ok);
             b.CreateAlignedStore(v, e.element_ptr(k.store.buffer, off), llvm::Align(4));
           };
-          Value *real = r == 0 || end < 0 ? nullptr : b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end));
+          Value *real =
+              r == 0 || end < 0 ? nullptr : b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end));
           if (vb > 0 && o_ragged()) {
             Value *o_real = b.CreateICmpSLT(b.CreateAdd(o0, i64(vb)), i64(k.axes[cp.o]));
             real = real ? b.CreateAnd(real, o_real) : o_real;
           }
-          if (real) e.guarded(real, store);
-          else store();
+          if (real)
+            e.guarded(real, store);
+          else
+            store();
         }
       if (o0) e.iv[cp.o] = o0;
       set_pos(p0);
@@ -570,10 +646,16 @@ struct TileEmitter {
     for (int64_t vb = 0; vb < VB; vb++)
       for (int64_t r = 0; r < Rt; r++)
         b.CreateAlignedStore(block_of(b.CreateLoad(at, acc[vb / cp.pair * Rt + r]), vb),
-                             b.CreateInBoundsGEP(row_ty, spill, {i64(0), i64((vb * Rt + r) * L)}), llvm::Align(4));
-    Value *n_pos = Rt == 1 || end < 0 ? i64(Rt) : b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(p0, i64(Rt)), i64(end)), i64(Rt), b.CreateSub(i64(end), p0));
-    Value *n_vb = o_ragged() ? b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(o0, i64(VB)), i64(k.axes[cp.o])), i64(VB), b.CreateSub(i64(k.axes[cp.o]), o0))
-                             : i64(VB);
+                             b.CreateInBoundsGEP(row_ty, spill, {i64(0), i64((vb * Rt + r) * L)}),
+                             llvm::Align(4));
+    Value *n_pos = Rt == 1 || end < 0
+                       ? i64(Rt)
+                       : b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(p0, i64(Rt)), i64(end)),
+                                        i64(Rt), b.CreateSub(i64(end), p0));
+    Value *n_vb = o_ragged()
+                      ? b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(o0, i64(VB)), i64(k.axes[cp.o])),
+                                       i64(VB), b.CreateSub(i64(k.axes[cp.o]), o0))
+                      : i64(VB);
     e.loop(i64(0), n_vb, [&](Value *vb) {
       if (o0) e.iv[cp.o] = b.CreateAdd(o0, vb);
       e.loop(i64(0), n_pos, [&](Value *r) {
@@ -581,7 +663,8 @@ struct TileEmitter {
         Value *base = b.CreateMul(b.CreateAdd(b.CreateMul(vb, i64(Rt)), r), i64(L));
         e.loop(L, [&](Value *j) {
           e.iv[cp.v] = j;
-          e.acc_value = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(row_ty, spill, {i64(0), b.CreateAdd(base, j)}));
+          e.acc_value = b.CreateLoad(
+              b.getFloatTy(), b.CreateInBoundsGEP(row_ty, spill, {i64(0), b.CreateAdd(base, j)}));
           e.store_result(e.evaluate(k.result, false));
         });
       });
@@ -614,7 +697,8 @@ Value *channel_tile_table(KernelEmitter &e, const ChannelTilePlan &cp) {
       e.cache[cp.x_load_expr] = signed_byte ? b.CreateSub(j, e.i64(128)) : j;
       Value *v = e.eval(cp.x_expr);
       e.cache.clear();
-      b.CreateStore(v, b.CreateInBoundsGEP(b.getFloatTy(), table, b.CreateAdd(b.CreateMul(r, e.i64(256)), j)));
+      b.CreateStore(v, b.CreateInBoundsGEP(b.getFloatTy(), table,
+                                           b.CreateAdd(b.CreateMul(r, e.i64(256)), j)));
     });
   });
   e.iv = saved;
@@ -637,8 +721,10 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w, Va
   e.iv[cp.v] = e.i64(0);
   Value *o0 = cp.o >= 0 ? e.iv[cp.o] : nullptr;
   TileEmitter te(e, cp, table);
-  auto branch = [&](Value *cond, const std::function<void()> &then, const std::function<void()> &other) {
-    llvm::BasicBlock *a = llvm::BasicBlock::Create(e.ctx, "tile_a", e.fn), *c = llvm::BasicBlock::Create(e.ctx, "tile_b", e.fn),
+  auto branch = [&](Value *cond, const std::function<void()> &then,
+                    const std::function<void()> &other) {
+    llvm::BasicBlock *a = llvm::BasicBlock::Create(e.ctx, "tile_a", e.fn),
+                     *c = llvm::BasicBlock::Create(e.ctx, "tile_b", e.fn),
                      *join = llvm::BasicBlock::Create(e.ctx, "tile_join", e.fn);
     b.CreateCondBr(cond, a, c);
     b.SetInsertPoint(a);
@@ -657,16 +743,20 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w, Va
       return te.emit(R, p0, o0, cp.P);
     }
     // Tiles: [0, lo) single border positions, then n_mid interior tiles, then the rest single.
-    Value *mid = b.CreateAnd(b.CreateICmpSGE(t, e.i64(cp.lo)), b.CreateICmpSLT(t, e.i64(cp.lo + n_mid)));
+    Value *mid =
+        b.CreateAnd(b.CreateICmpSGE(t, e.i64(cp.lo)), b.CreateICmpSLT(t, e.i64(cp.lo + n_mid)));
     return branch(
         mid,
         [&] {
-          Value *p0 = b.CreateAdd(e.i64(cp.lo), b.CreateMul(b.CreateSub(t, e.i64(cp.lo)), e.i64(R)));
+          Value *p0 =
+              b.CreateAdd(e.i64(cp.lo), b.CreateMul(b.CreateSub(t, e.i64(cp.lo)), e.i64(R)));
           e.iv[cp.pos] = p0;
           te.emit(R, p0, o0, cp.hi);
         },
         [&] {
-          Value *p1 = b.CreateSelect(b.CreateICmpSLT(t, e.i64(cp.lo)), t, b.CreateAdd(e.i64(cp.hi), b.CreateSub(t, e.i64(cp.lo + n_mid))));
+          Value *p1 =
+              b.CreateSelect(b.CreateICmpSLT(t, e.i64(cp.lo)), t,
+                             b.CreateAdd(e.i64(cp.hi), b.CreateSub(t, e.i64(cp.lo + n_mid))));
           e.iv[cp.pos] = p1;
           te.emit(1, p1, o0, cp.P);
         });
@@ -701,7 +791,8 @@ void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, Value *w, Va
     te.emit(R, p0, o0, -1);
   };
   if (cp.t_lo == 0 && cp.t_hi == cp.tiles) return runtime_tile();
-  branch(b.CreateAnd(b.CreateICmpSGE(t, e.i64(cp.t_lo)), b.CreateICmpSLT(t, e.i64(cp.t_hi))), runtime_tile, fixed_tiles);
+  branch(b.CreateAnd(b.CreateICmpSGE(t, e.i64(cp.t_lo)), b.CreateICmpSLT(t, e.i64(cp.t_hi))),
+         runtime_tile, fixed_tiles);
 }
 
 }  // namespace capgraph

@@ -25,8 +25,8 @@ struct KernelEmitter;  // codegen/kernel_emit.h (LLVM): the plan is usable witho
 
 struct ChannelTilePlan {
   bool ok = false;
-  int x = -1, w = -1;    // loads: X varies with the position, W is contiguous along the block
-  bool x_vector = false; // X is contiguous along the block too (depthwise): vector, not broadcast
+  int x = -1, w = -1;     // loads: X varies with the position, W is contiguous along the block
+  bool x_vector = false;  // X is contiguous along the block too (depthwise): vector, not broadcast
   // X is read through this expression, or -1: an affine chain (cast, add, sub, mul, div by
   // constants) of a uint8 / int8 load of a graph input (schedule/fuse.h
   // program_fuse_input_casts). Evaluated per position it would cost several scalar operations
@@ -35,21 +35,21 @@ struct ChannelTilePlan {
   // constants move with, e.g. per-channel means, or -1), and a point loads the byte and
   // broadcasts its table entry: two loads where a float X takes one, bit for bit the same value.
   int x_expr = -1, x_load_expr = -1, x_table_axis = -1;
-  int v = -1;            // the channel-block axis (innermost parallel, extent L)
-  int64_t L = 8;         // channels per block: 8, or the target's wider block (16 on AVX-512)
-  int regs = 16;         // <L x float> registers a tile may hold (the target's, per block)
-  int chains = 8;        // independent FMA chains that hide the FMA latency
-  int pos = -1;          // the position axis, R per tile
-  int pos2 = -1;         // flat tiles: the next position axis, walked together with pos as one
-  int o = -1;            // the axis W depends on and X does not, VB per tile (or -1)
-  int64_t R = 1, VB = 1;   // VB counts L-channel blocks (a multiple of `pair`)
+  int v = -1;             // the channel-block axis (innermost parallel, extent L)
+  int64_t L = 8;          // channels per block: 8, or the target's wider block (16 on AVX-512)
+  int regs = 16;          // <L x float> registers a tile may hold (the target's, per block)
+  int chains = 8;         // independent FMA chains that hide the FMA latency
+  int pos = -1;           // the position axis, R per tile
+  int pos2 = -1;          // flat tiles: the next position axis, walked together with pos as one
+  int o = -1;             // the axis W depends on and X does not, VB per tile (or -1)
+  int64_t R = 1, VB = 1;  // VB counts L-channel blocks (a multiple of `pair`)
   // Blocks per accumulator: 2 where one register holds two L-channel blocks (8-channel blocks on
   // 16-lane AVX-512): the accumulator holds blocks o and o + 1 of one position, its weight vector
   // is their two L-lane weight rows joined, and the input is broadcast to all 2L lanes, so an
   // 8-blocked output (1000 channels, mobilenet's 24/40/80) runs at the full vector width.
   int64_t pair = 1;
-  int64_t P = 1;           // positions (ext(pos), times ext(pos2) for flat tiles)
-  int64_t W = 1;           // ext(pos): a flat position q is (q / W, q % W) along (pos2, pos)
+  int64_t P = 1;  // positions (ext(pos), times ext(pos2) for flat tiles)
+  int64_t W = 1;  // ext(pos): a flat position q is (q / W, q % W) along (pos2, pos)
   // How positions make tiles:
   //  - split: single positions below lo and from hi on, R at a time in [lo, hi); the window
   //    checks run for every tile (the fallback when static tiles do not apply);
@@ -70,6 +70,7 @@ int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp);
 // The byte table of an X chain (see x_expr), emitted before the work loop; nullptr without one.
 llvm::Value *channel_tile_table(KernelEmitter &e, const ChannelTilePlan &cp);
 // Emits one work item `w` (the caller loops over its range); `table` from channel_tile_table.
-void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, llvm::Value *w, llvm::Value *table);
+void channel_tile_emit(KernelEmitter &e, const ChannelTilePlan &cp, llvm::Value *w,
+                       llvm::Value *table);
 
 }  // namespace capgraph

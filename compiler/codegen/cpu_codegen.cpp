@@ -40,24 +40,29 @@ namespace {
 // loops; X is read once per tile row and shared by the whole block of o.
 struct TilePlan {
   bool ok = false;
-  int x = -1, w = -1;       // load indices
-  int x_dim = -1;           // X's dimension that moves with the innermost axis
-  int64_t x_step = 1;       // ... by this many elements per step (1, or 2: stride-2 convolutions)
-  int o = -1;               // the blocked parallel axis
-  int64_t block = 1;        // values of o per tile
+  int x = -1, w = -1;  // load indices
+  int x_dim = -1;      // X's dimension that moves with the innermost axis
+  int64_t x_step = 1;  // ... by this many elements per step (1, or 2: stride-2 convolutions)
+  int o = -1;          // the blocked parallel axis
+  int64_t block = 1;   // values of o per tile
 };
 
 TilePlan tile_plan(const Kernel &k, const Program &p) {
   TilePlan tp;
-  if (k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2 || getenv("CAPGRAPH_NO_TILE")) return tp;
+  if (k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2 ||
+      getenv("CAPGRAPH_NO_TILE"))
+    return tp;
   const Expr &body = k.exprs[k.body];
   if (body.op != Op::mul) return tp;
   const Expr &ea = k.exprs[body.a], &eb = k.exprs[body.b];
-  if (ea.op != Op::load || eb.op != Op::load || ea.dtype != DType::f32 || eb.dtype != DType::f32) return tp;
+  if (ea.op != Op::load || eb.op != Op::load || ea.dtype != DType::f32 || eb.dtype != DType::f32)
+    return tp;
   int inner = k.n_parallel - 1;
   if (k.axes[inner] < 8) return tp;
   int la = ea.access, lb = eb.access;
-  if (p.buffers[k.loads[la].buffer].dtype != DType::f32 || p.buffers[k.loads[lb].buffer].dtype != DType::f32) return tp;
+  if (p.buffers[k.loads[la].buffer].dtype != DType::f32 ||
+      p.buffers[k.loads[lb].buffer].dtype != DType::f32)
+    return tp;
   bool a_in = access_uses(k.loads[la], inner), b_in = access_uses(k.loads[lb], inner);
   if (a_in == b_in) return tp;
   tp.x = a_in ? la : lb;
@@ -65,7 +70,8 @@ TilePlan tile_plan(const Kernel &k, const Program &p) {
   const Access &X = k.loads[tp.x], &W = k.loads[tp.w];
   for (size_t di = 0; di < X.dims.size(); di++) {
     const DimIndex &d = X.dims[di];
-    if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip)) return tp;
+    if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip))
+      return tp;
     int64_t c = 0;
     for (const AxisTerm &t : d.terms)
       if (t.axis == inner) c += t.coef;
@@ -95,13 +101,13 @@ int vector_lanes(const CpuTarget &t) { return t.f32_lanes; }
 
 // How a reduction kernel is laid out in loops.
 enum class Strategy {
-  map,  // no reduction: a loop over the innermost parallel axis
-  row,  // per tile of the innermost parallel axis: accumulators in an array, reduction loops
-        // outside, the tile loop innermost (contiguous along output rows: convolutions, pooling)
-  dot,  // per output point: a scalar accumulator, reduction loops innermost (dot products)
-  tile, // register-blocked products (see TilePlan)
-  ctile, // register-blocked channel-blocked products (cpu_channel_tile.h)
-  matvec, // products against row-major weights, R outputs per item (cpu_matvec.h)
+  map,     // no reduction: a loop over the innermost parallel axis
+  row,     // per tile of the innermost parallel axis: accumulators in an array, reduction loops
+           // outside, the tile loop innermost (contiguous along output rows: convolutions, pooling)
+  dot,     // per output point: a scalar accumulator, reduction loops innermost (dot products)
+  tile,    // register-blocked products (see TilePlan)
+  ctile,   // register-blocked channel-blocked products (cpu_channel_tile.h)
+  matvec,  // products against row-major weights, R outputs per item (cpu_matvec.h)
 };
 
 // The CPU loop layouts around the shared emitter: work items are rows, [begin, end) per call.
@@ -124,14 +130,16 @@ struct CpuKernelEmitter : KernelEmitter {
 
   Strategy choose() {
     if (k.reduce == Reduce::none) return Strategy::map;
-    if (const char *f = getenv("CAPGRAPH_STRATEGY")) return std::string(f) == "dot" ? Strategy::dot : Strategy::row;
+    if (const char *f = getenv("CAPGRAPH_STRATEGY"))
+      return std::string(f) == "dot" ? Strategy::dot : Strategy::row;
     int last_red = (int)k.axes.size() - 1;
     if (k.axes[inner_axis()] == 1) return Strategy::dot;
     // Vectorise along whichever innermost loop gives more contiguous work: unit-stride loads
     // weighted by how long the loop is (a 3-wide kernel window gives little to vectorise). The
     // row layout also stores contiguously, and needs no horizontal sum at the end.
     int64_t dot = unit_stride_loads(last_red) * std::min<int64_t>(k.axes[last_red], 64);
-    int64_t row = (unit_stride_loads(inner_axis()) + 1) * std::min<int64_t>(k.axes[inner_axis()], 64);
+    int64_t row =
+        (unit_stride_loads(inner_axis()) + 1) * std::min<int64_t>(k.axes[inner_axis()], 64);
     return dot > row ? Strategy::dot : Strategy::row;
   }
 
@@ -143,14 +151,17 @@ struct CpuKernelEmitter : KernelEmitter {
   // loop that LLVM vectorizes, so float models' code is unchanged.
   bool result_vector(int width) const {
     int in = inner_axis();
-    if (width <= 1 || k.axes[in] < width || k.store_dtype != DType::f32 || p.buffers[k.store.buffer].dtype != DType::f32) return false;
+    if (width <= 1 || k.axes[in] < width || k.store_dtype != DType::f32 ||
+        p.buffers[k.store.buffer].dtype != DType::f32)
+      return false;
     int64_t c = 0;
     for (const DimIndex &d : k.store.dims) {
       if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return false;
       for (const AxisTerm &t : d.terms)
         if (t.axis == in) c += t.coef * d.stride;
     }
-    return c == 1 && expr_holds_integer_round_trip(k, k.result) && expr_vector_evaluable(k, p, k.result, in);
+    return c == 1 && expr_holds_integer_round_trip(k, k.result) &&
+           expr_vector_evaluable(k, p, k.result, in);
   }
 
   // Evaluates the result `width` elements at once from inner index j (acc_value already set) and
@@ -226,9 +237,11 @@ struct CpuKernelEmitter : KernelEmitter {
     }
     loop(i64(0), i64((L + tile - 1) / tile), [&](Value *t) {
       Value *t0 = b.CreateMul(t, i64(tile));
-      Value *t1 = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(t0, i64(tile)), i64(L)), b.CreateAdd(t0, i64(tile)), i64(L));
+      Value *t1 = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(t0, i64(tile)), i64(L)),
+                                 b.CreateAdd(t0, i64(tile)), i64(L));
       loop(tile, [&](Value *j) {
-        b.CreateStore(constant(reduce_identity(k.reduce), k.acc_dtype), b.CreateInBoundsGEP(arr, accs, {i64(0), j}));
+        b.CreateStore(constant(reduce_identity(k.reduce), k.acc_dtype),
+                      b.CreateInBoundsGEP(arr, accs, {i64(0), j}));
       });
       nest(k.n_parallel, na, [&] {
         // Range of the tile axis where every checked dim is in range, and the checks that do
@@ -268,8 +281,10 @@ struct CpuKernelEmitter : KernelEmitter {
             b.CreateStore(nv, slot);
           });
         };
-        if (outer_ok) guarded(outer_ok, inner);
-        else inner();
+        if (outer_ok)
+          guarded(outer_ok, inner);
+        else
+          inner();
       });
       loop(t0, t1, [&](Value *j) {
         iv[in] = j;
@@ -287,8 +302,11 @@ struct CpuKernelEmitter : KernelEmitter {
     for (size_t u = 0; u < xf.size(); u++) {
       std::vector<Value *> parts;
       for (int64_t h = 0; h < S; h++)
-        parts.push_back(b.CreateAlignedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64((int64_t(u) * S + h) * lanes))),
-                                            llvm::Align(4)));
+        parts.push_back(
+            b.CreateAlignedLoad(vt,
+                                b.CreateGEP(b.getFloatTy(), base_ptr,
+                                            b.CreateAdd(off, i64((int64_t(u) * S + h) * lanes))),
+                                llvm::Align(4)));
       xf[u] = strided_pick(parts, lanes, S);
     }
   }
@@ -296,13 +314,14 @@ struct CpuKernelEmitter : KernelEmitter {
   // The same at borders and the tail: masked loads of the S * lanes range enabling only the
   // elements a live lane reads (in [0, extent) of X's row when it is bounds-checked), so no
   // disabled address is ever touched.
-  void strided_edge_loads(std::vector<Value *> &xs, Value *base_ptr, Value *off, Value *raw, Value *j0, int64_t L, const DimIndex &xd,
-                          int lanes, int64_t S) {
+  void strided_edge_loads(std::vector<Value *> &xs, Value *base_ptr, Value *off, Value *raw,
+                          Value *j0, int64_t L, const DimIndex &xd, int lanes, int64_t S) {
     auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
     for (size_t u = 0; u < xs.size(); u++) {
       std::vector<Value *> parts;
       for (int64_t h = 0; h < S; h++) {
-        const int64_t first = (int64_t(u) * S + h) * lanes;  // element of the tile's S * T range at lane 0 of this load
+        const int64_t first = (int64_t(u) * S + h) *
+                              lanes;  // element of the tile's S * T range at lane 0 of this load
         std::vector<llvm::Constant *> elem, keep;
         for (int l = 0; l < lanes; l++) {
           elem.push_back(b.getInt64(first + l));
@@ -310,14 +329,17 @@ struct CpuKernelEmitter : KernelEmitter {
         }
         Value *e = llvm::ConstantVector::get(elem);
         // Output position of element e: j0 + e / S.
-        Value *pos = b.CreateAdd(b.CreateVectorSplat(lanes, j0), b.CreateUDiv(e, b.CreateVectorSplat(lanes, i64(S))));
-        Value *mask = b.CreateAnd(llvm::ConstantVector::get(keep), b.CreateICmpSLT(pos, b.CreateVectorSplat(lanes, i64(L))));
+        Value *pos = b.CreateAdd(b.CreateVectorSplat(lanes, j0),
+                                 b.CreateUDiv(e, b.CreateVectorSplat(lanes, i64(S))));
+        Value *mask = b.CreateAnd(llvm::ConstantVector::get(keep),
+                                  b.CreateICmpSLT(pos, b.CreateVectorSplat(lanes, i64(L))));
         if (xd.bound == Bound::skip) {
           Value *xi = b.CreateAdd(b.CreateVectorSplat(lanes, raw), e);
           mask = b.CreateAnd(mask, b.CreateICmpULT(xi, b.CreateVectorSplat(lanes, i64(xd.extent))));
         }
-        parts.push_back(b.CreateMaskedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(first))), llvm::Align(4), mask,
-                                           llvm::Constant::getNullValue(vt)));
+        parts.push_back(b.CreateMaskedLoad(
+            vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(first))), llvm::Align(4),
+            mask, llvm::Constant::getNullValue(vt)));
       }
       xs[u] = strided_pick(parts, lanes, S);
     }
@@ -334,7 +356,8 @@ struct CpuKernelEmitter : KernelEmitter {
   }
 
   // The tile layout. Work items cover the outer parallel axes with axis o in blocks.
-  void emit_tile(const TilePlan &tp, int lanes, const std::vector<llvm::AllocaInst *> &accs, llvm::AllocaInst *spill) {
+  void emit_tile(const TilePlan &tp, int lanes, const std::vector<llvm::AllocaInst *> &accs,
+                 llvm::AllocaInst *spill) {
     int in = inner_axis(), na = (int)k.axes.size();
     const int U = 2, T = lanes * U;
     const int64_t S = tp.x_step;
@@ -391,10 +414,15 @@ struct CpuKernelEmitter : KernelEmitter {
           // All lanes in range: plain loads; at borders and the tail: masked loads.
           Value *full = b.CreateICmpSLE(b.CreateAdd(j0, i64(T)), i64(L));
           if (xd.bound == Bound::skip)
-            full = b.CreateAnd(full, b.CreateAnd(b.CreateICmpSGE(raw, i64(0)), b.CreateICmpSLE(b.CreateAdd(raw, i64(T)), i64(xd.extent))));
-          // Strided: the plain loads read S * T elements, the last S - 1 of them past the last lane.
-          if (S > 1) full = b.CreateAnd(full, b.CreateICmpSLE(b.CreateAdd(raw, i64(S * T)), i64(xd.extent)));
-          llvm::BasicBlock *fast = llvm::BasicBlock::Create(ctx, "tile_full", fn), *slow = llvm::BasicBlock::Create(ctx, "tile_edge", fn),
+            full = b.CreateAnd(
+                full, b.CreateAnd(b.CreateICmpSGE(raw, i64(0)),
+                                  b.CreateICmpSLE(b.CreateAdd(raw, i64(T)), i64(xd.extent))));
+          // Strided: the plain loads read S * T elements, the last S - 1 of them past the last
+          // lane.
+          if (S > 1)
+            full = b.CreateAnd(full, b.CreateICmpSLE(b.CreateAdd(raw, i64(S * T)), i64(xd.extent)));
+          llvm::BasicBlock *fast = llvm::BasicBlock::Create(ctx, "tile_full", fn),
+                           *slow = llvm::BasicBlock::Create(ctx, "tile_edge", fn),
                            *join = llvm::BasicBlock::Create(ctx, "tile_join", fn);
           b.CreateCondBr(full, fast, slow);
           Value *base_ptr = slot_ptr[X.buffer];
@@ -404,21 +432,27 @@ struct CpuKernelEmitter : KernelEmitter {
             strided_loads(xf, base_ptr, off, lanes, S);
           } else {
             for (int u = 0; u < U; u++)
-              xf[u] = b.CreateAlignedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))), llvm::Align(4));
+              xf[u] = b.CreateAlignedLoad(
+                  vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))),
+                  llvm::Align(4));
           }
           llvm::BasicBlock *fast_end = b.GetInsertBlock();
           b.CreateBr(join);
           b.SetInsertPoint(slow);
           for (int u = 0; u < U && S == 1; u++) {
-            Value *pos = b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(j0, i64(u * lanes))), lane_vec);
+            Value *pos =
+                b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(j0, i64(u * lanes))), lane_vec);
             Value *mask = b.CreateICmpSLT(pos, b.CreateVectorSplat(lanes, i64(L)));
             if (xd.bound == Bound::skip) {
-              Value *xi = b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(raw, i64(u * lanes))), lane_vec);
-              mask = b.CreateAnd(mask, b.CreateICmpULT(xi, b.CreateVectorSplat(lanes, i64(xd.extent))));
+              Value *xi = b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(raw, i64(u * lanes))),
+                                      lane_vec);
+              mask = b.CreateAnd(mask,
+                                 b.CreateICmpULT(xi, b.CreateVectorSplat(lanes, i64(xd.extent))));
             }
             // Disabled lanes are never read (their addresses may lie outside the buffer).
-            xs[u] = b.CreateMaskedLoad(vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))), llvm::Align(4), mask,
-                                       llvm::Constant::getNullValue(vt));
+            xs[u] = b.CreateMaskedLoad(
+                vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))),
+                llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
           }
           if (S > 1) strided_edge_loads(xs, base_ptr, off, raw, j0, L, xd, lanes, S);
           llvm::BasicBlock *slow_end = b.GetInsertBlock();
@@ -439,15 +473,20 @@ struct CpuKernelEmitter : KernelEmitter {
             }
           }
         };
-        if (ok) guarded(ok, body);
-        else body();
+        if (ok)
+          guarded(ok, body);
+        else
+          body();
       });
       // Epilogue: the accumulators through the result expression, element by element.
       auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), T);
       for (int64_t bo = 0; bo < B; bo++)
         for (int u = 0; u < U; u++)
-          b.CreateAlignedStore(b.CreateLoad(vt, accs[bo * U + u]), b.CreateInBoundsGEP(row_ty, spill, {i64(bo), i64(u * lanes)}), llvm::Align(4));
-      Value *jend = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(j0, i64(T)), i64(L)), b.CreateAdd(j0, i64(T)), i64(L));
+          b.CreateAlignedStore(b.CreateLoad(vt, accs[bo * U + u]),
+                               b.CreateInBoundsGEP(row_ty, spill, {i64(bo), i64(u * lanes)}),
+                               llvm::Align(4));
+      Value *jend = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(j0, i64(T)), i64(L)),
+                                   b.CreateAdd(j0, i64(T)), i64(L));
       // A fake-quantizing result (result_vector) of a whole tile in vectors; a partial tile (and
       // every other result) element by element.
       Value *jstart = j0;
@@ -468,7 +507,8 @@ struct CpuKernelEmitter : KernelEmitter {
         if (obase) iv[tp.o] = b.CreateAdd(obase, bo);
         loop(jstart, jend, [&](Value *j) {
           iv[in] = j;
-          acc_value = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(row_ty, spill, {bo, b.CreateSub(j, j0)}));
+          acc_value = b.CreateLoad(b.getFloatTy(),
+                                   b.CreateInBoundsGEP(row_ty, spill, {bo, b.CreateSub(j, j0)}));
           store_result(evaluate(k.result, false));
         });
       });
@@ -497,13 +537,19 @@ struct CpuKernelEmitter : KernelEmitter {
     ChannelTilePlan cp = channel_tile_plan(k, p, t);
     TilePlan tp = cp.ok ? TilePlan{} : tile_plan(k, p);
     MatvecPlan mp = cp.ok || tp.ok ? MatvecPlan{} : matvec_plan(k, p, t);
-    Strategy s = cp.ok ? Strategy::ctile : tp.ok ? Strategy::tile : mp.ok ? Strategy::matvec : choose();
+    Strategy s = cp.ok   ? Strategy::ctile
+                 : tp.ok ? Strategy::tile
+                 : mp.ok ? Strategy::matvec
+                         : choose();
     if (getenv("CAPGRAPH_DEBUG_TILE")) {
       static const char *names[] = {"map", "row", "dot", "tile", "ctile", "matvec"};
       std::string axes;
-      for (size_t a = 0; a < k.axes.size(); a++) axes += (a == (size_t)k.n_parallel ? " | " : " ") + std::to_string(k.axes[a]);
+      for (size_t a = 0; a < k.axes.size(); a++)
+        axes += (a == (size_t)k.n_parallel ? " | " : " ") + std::to_string(k.axes[a]);
       fprintf(stderr, "strategy %s: %s [%s ]%s\n", names[(int)s], k.name.c_str(), axes.c_str(),
-              s == Strategy::tile ? (" o=" + std::to_string(tp.o) + " block=" + std::to_string(tp.block)).c_str() : "");
+              s == Strategy::tile
+                  ? (" o=" + std::to_string(tp.o) + " block=" + std::to_string(tp.block)).c_str()
+                  : "");
     }
     int64_t tile = std::min<int64_t>(k.axes[inner_axis()], 256);
     int lanes = vector_lanes(t);
@@ -512,8 +558,10 @@ struct CpuKernelEmitter : KernelEmitter {
     if (s == Strategy::row) acc = b.CreateAlloca(llvm::ArrayType::get(ir_type(k.acc_dtype), tile));
     if (s == Strategy::dot) acc = b.CreateAlloca(ir_type(k.acc_dtype));
     if (s == Strategy::tile) {
-      for (int64_t i = 0; i < tp.block * 2; i++) accs.push_back(b.CreateAlloca(llvm::FixedVectorType::get(b.getFloatTy(), lanes)));
-      acc = b.CreateAlloca(llvm::ArrayType::get(llvm::ArrayType::get(b.getFloatTy(), lanes * 2), tp.block));
+      for (int64_t i = 0; i < tp.block * 2; i++)
+        accs.push_back(b.CreateAlloca(llvm::FixedVectorType::get(b.getFloatTy(), lanes)));
+      acc = b.CreateAlloca(
+          llvm::ArrayType::get(llvm::ArrayType::get(b.getFloatTy(), lanes * 2), tp.block));
     }
     Value *begin = fn->getArg(slots.size()), *end = fn->getArg(slots.size() + 1);
     if (s == Strategy::ctile) {
@@ -542,10 +590,14 @@ struct CpuKernelEmitter : KernelEmitter {
         rem = b.CreateUDiv(rem, i64(n));
         if (s == Strategy::tile && a == tp.o) iv[a] = b.CreateMul(iv[a], i64(tp.block));
       }
-      if (s == Strategy::map) emit_map(lanes);
-      else if (s == Strategy::dot) emit_dot(acc);
-      else if (s == Strategy::tile) emit_tile(tp, lanes, accs, acc);
-      else emit_row(acc, tile);
+      if (s == Strategy::map)
+        emit_map(lanes);
+      else if (s == Strategy::dot)
+        emit_dot(acc);
+      else if (s == Strategy::tile)
+        emit_tile(tp, lanes, accs, acc);
+      else
+        emit_row(acc, tile);
     });
     b.CreateRetVoid();
     emit_entry(symbol, t);
@@ -554,8 +606,10 @@ struct CpuKernelEmitter : KernelEmitter {
   // The exported entry: unpack the buffer table, call the implementation.
   void emit_entry(const std::string &symbol, const CpuTarget &t) {
     llvm::Type *ptr = b.getPtrTy();
-    auto *entry_ty = llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, b.getInt64Ty(), b.getInt64Ty()}, false);
-    llvm::Function *ef = llvm::Function::Create(entry_ty, llvm::GlobalValue::ExternalLinkage, symbol, mod);
+    auto *entry_ty =
+        llvm::FunctionType::get(b.getVoidTy(), {ptr, ptr, b.getInt64Ty(), b.getInt64Ty()}, false);
+    llvm::Function *ef =
+        llvm::Function::Create(entry_ty, llvm::GlobalValue::ExternalLinkage, symbol, mod);
     ef->setDSOLocal(true);
     function_attrs(ef, t);
     b.SetInsertPoint(llvm::BasicBlock::Create(ctx, "entry", ef));
@@ -590,10 +644,11 @@ struct CpuKernelEmitter : KernelEmitter {
 namespace {
 
 // Unique kernels o, o + n, o + 2n, ... of the program in one module, compiled.
-std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const KernelDedupe &d, int o, int n,
-                                    llvm::CodeGenFileType type) {
+std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const KernelDedupe &d,
+                                    int o, int n, llvm::CodeGenFileType type) {
   std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
-  if (type == llvm::CodeGenFileType::AssemblyFile) tm->Options.MCOptions.AsmVerbose = true;  // with the allocator's spill comments
+  if (type == llvm::CodeGenFileType::AssemblyFile)
+    tm->Options.MCOptions.AsmVerbose = true;  // with the allocator's spill comments
   llvm::LLVMContext ctx;
   llvm::Module m("capgraph_" + std::to_string(o), ctx);
   for (size_t u = 0; u < d.reps.size(); u++) {
@@ -627,12 +682,15 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
   }
   r.unique_kernels = (int)d.reps.size();
   r.objects.resize(n_obj);
-  parallel_run(n_obj, [&](int o) { r.objects[o] = compile_unique(p, t, d, o, n_obj, llvm::CodeGenFileType::ObjectFile); });
+  parallel_run(n_obj, [&](int o) {
+    r.objects[o] = compile_unique(p, t, d, o, n_obj, llvm::CodeGenFileType::ObjectFile);
+  });
   return r;
 }
 
 std::string cpu_codegen_assembly(const Program &p, const CpuTarget &t) {
-  std::vector<uint8_t> text = compile_unique(p, t, kernels_dedupe(p), 0, 1, llvm::CodeGenFileType::AssemblyFile);
+  std::vector<uint8_t> text =
+      compile_unique(p, t, kernels_dedupe(p), 0, 1, llvm::CodeGenFileType::AssemblyFile);
   return std::string(text.begin(), text.end());
 }
 

@@ -16,10 +16,10 @@
 namespace capgraph {
 
 struct CodegenKernel {
-  int object = 0;               // which object holds the code
-  std::string symbol;           // entry point (identical kernels share one)
-  std::vector<int> slots;       // Program buffer index of each slot
-  int64_t work_size = 1;        // work items
+  int object = 0;          // which object holds the code
+  std::string symbol;      // entry point (identical kernels share one)
+  std::vector<int> slots;  // Program buffer index of each slot
+  int64_t work_size = 1;   // work items
 };
 
 struct CodegenResult {

@@ -4,9 +4,6 @@
 // each loop strategy (map/row/dot); views cover padding, strides, transposes, gathers; dtypes cover
 // float, integers and bool. The math functions are checked over wide ranges against std::.
 #include "codegen/cpu_codegen.h"
-#include "codegen/cpu_channel_tile.h"
-#include "codegen/cpu_matvec.h"
-#include "codegen/expr_vector.h"
 
 #include <doctest/doctest.h>
 #include <unistd.h>
@@ -23,6 +20,9 @@
 
 #include "capgraph_runtime.h"
 #include "capture/capture_write.h"
+#include "codegen/cpu_channel_tile.h"
+#include "codegen/cpu_matvec.h"
+#include "codegen/expr_vector.h"
 #include "compile.h"
 #include "error.h"
 #include "onnx_writer.h"
@@ -47,10 +47,14 @@ void inputs_fill(const Program &p, std::vector<std::vector<uint8_t>> &host, unsi
     const Buffer &b = p.buffers[port.buffer];
     for (int64_t i = 0; i < b.numel; i++) {
       double v;
-      if (dtype_is_float(b.dtype)) v = std::uniform_real_distribution<double>(-3, 3)(rng);
-      else if (b.dtype == DType::boolean) v = rng() & 1;
-      else if (b.dtype == DType::u8) v = rng() % 256;
-      else v = double(int(rng() % 41) - 20);
+      if (dtype_is_float(b.dtype))
+        v = std::uniform_real_distribution<double>(-3, 3)(rng);
+      else if (b.dtype == DType::boolean)
+        v = rng() & 1;
+      else if (b.dtype == DType::u8)
+        v = rng() % 256;
+      else
+        v = double(int(rng() % 41) - 20);
       element_store(b.dtype, host[port.buffer].data(), i, v);
     }
   }
@@ -70,7 +74,8 @@ outputs run_interpreter(const Program &p, const std::vector<std::vector<uint8_t>
   return o;
 }
 
-outputs run_compiled(const Program &p, const std::vector<std::vector<uint8_t>> &inputs, int threads) {
+outputs run_compiled(const Program &p, const std::vector<std::vector<uint8_t>> &inputs,
+                     int threads) {
   CpuTarget t = cpu_target_named("cpu");
   CodegenResult code = cpu_codegen(p, t, 2);
   CaptureInfo info;
@@ -79,7 +84,8 @@ outputs run_compiled(const Program &p, const std::vector<std::vector<uint8_t>> &
   capgraph_model *m = nullptr;
   char err[512] = "";
   capgraph_options opts{threads};
-  REQUIRE_MESSAGE(capgraph_load_memory(cap.data(), cap.size(), &opts, &m, err, sizeof err) == CAPGRAPH_OK, err);
+  REQUIRE_MESSAGE(
+      capgraph_load_memory(cap.data(), cap.size(), &opts, &m, err, sizeof err) == CAPGRAPH_OK, err);
   for (size_t i = 0; i < p.inputs.size(); i++) {
     capgraph_tensor ti;
     REQUIRE(capgraph_input(m, (int32_t)i, &ti) == CAPGRAPH_OK);
@@ -114,12 +120,17 @@ void outputs_compare(const Program &p, const outputs &got, const outputs &want, 
     }
     int bad = 0;
     for (int64_t i = 0; i < n && bad < 5; i++) {
-      double g = element_load(t, got.bytes[o].data(), i), w = element_load(t, want.bytes[o].data(), i);
+      double g = element_load(t, got.bytes[o].data(), i),
+             w = element_load(t, want.bytes[o].data(), i);
       bool ok;
-      if (!dtype_is_float(t)) ok = g == w;
-      else if (std::isnan(w)) ok = std::isnan(g);
-      else if (std::isinf(w)) ok = g == w;
-      else ok = std::fabs(g - w) <= rel * scale;
+      if (!dtype_is_float(t))
+        ok = g == w;
+      else if (std::isnan(w))
+        ok = std::isnan(g);
+      else if (std::isinf(w))
+        ok = g == w;
+      else
+        ok = std::fabs(g - w) <= rel * scale;
       if (!ok) {
         bad++;
         FAIL_CHECK("element " << i << ": compiled " << g << ", interpreter " << w);
@@ -132,7 +143,8 @@ void outputs_compare(const Program &p, const outputs &got, const outputs &want, 
 void check_program(const Program &p, double rel = 2e-5, unsigned seed = 1) {
   std::vector<std::vector<uint8_t>> inputs(p.buffers.size());
   for (size_t i = 0; i < p.buffers.size(); i++)
-    if (p.buffers[i].kind != Buffer::Kind::constant) inputs[i].assign(p.buffers[i].numel * dtype_size(p.buffers[i].dtype), 0);
+    if (p.buffers[i].kind != Buffer::Kind::constant)
+      inputs[i].assign(p.buffers[i].numel * dtype_size(p.buffers[i].dtype), 0);
   inputs_fill(p, inputs, seed);
   for (const Kernel &k : p.kernels) kernel_check(k, p);
   outputs want = run_interpreter(p, inputs);
@@ -142,10 +154,13 @@ void check_program(const Program &p, double rel = 2e-5, unsigned seed = 1) {
     if (*strategy && !reduces) continue;
     std::string strategy_name = *strategy ? strategy : "default";
     CAPTURE(strategy_name);
-    if (*strategy) setenv("CAPGRAPH_STRATEGY", strategy, 1);
-    else unsetenv("CAPGRAPH_STRATEGY");
+    if (*strategy)
+      setenv("CAPGRAPH_STRATEGY", strategy, 1);
+    else
+      unsetenv("CAPGRAPH_STRATEGY");
     outputs_compare(p, run_compiled(p, inputs, 1), want, rel);
-    if (!*strategy) outputs_compare(p, run_compiled(p, inputs, 3), want, rel);  // re-split for 3 threads
+    if (!*strategy)
+      outputs_compare(p, run_compiled(p, inputs, 3), want, rel);  // re-split for 3 threads
   }
   unsetenv("CAPGRAPH_STRATEGY");
 }
@@ -154,7 +169,8 @@ void check_program(const Program &p, double rel = 2e-5, unsigned seed = 1) {
 
 std::string scratch_dir() {
   static std::string dir = [] {
-    std::string d = std::filesystem::temp_directory_path().string() + "/capgraph_codegen_test_" + std::to_string(getpid());
+    std::string d = std::filesystem::temp_directory_path().string() + "/capgraph_codegen_test_" +
+                    std::to_string(getpid());
     std::filesystem::create_directories(d);
     return d;
   }();
@@ -163,7 +179,9 @@ std::string scratch_dir() {
 struct cleanup {
   ~cleanup() {
     std::error_code ec;
-    std::filesystem::remove_all(std::filesystem::temp_directory_path().string() + "/capgraph_codegen_test_" + std::to_string(getpid()), ec);
+    std::filesystem::remove_all(std::filesystem::temp_directory_path().string() +
+                                    "/capgraph_codegen_test_" + std::to_string(getpid()),
+                                ec);
   }
 } cleanup_at_exit;
 
@@ -186,8 +204,9 @@ bool has_strategy_choice(const Program &p) {
 }
 
 // One node over float inputs of the given shapes, all outputs declared float32 unless `out_types`.
-ModelBuilder one_node(const std::string &op, const std::vector<std::vector<int64_t>> &in_shapes, std::vector<onnx::Attribute> attrs,
-                      int n_out = 1, std::vector<DataType> out_types = {}, DataType in_type = DataType::float32) {
+ModelBuilder one_node(const std::string &op, const std::vector<std::vector<int64_t>> &in_shapes,
+                      std::vector<onnx::Attribute> attrs, int n_out = 1,
+                      std::vector<DataType> out_types = {}, DataType in_type = DataType::float32) {
   ModelBuilder b(13);
   std::vector<std::string> ins, outs;
   for (size_t i = 0; i < in_shapes.size(); i++) {
@@ -196,7 +215,8 @@ ModelBuilder one_node(const std::string &op, const std::vector<std::vector<int64
   }
   for (int i = 0; i < n_out; i++) outs.push_back("out" + std::to_string(i));
   b.node(op, ins, outs, std::move(attrs)).name = op + "_node";
-  for (int i = 0; i < n_out; i++) b.output(outs[i], out_types.empty() ? DataType::float32 : out_types[i]);
+  for (int i = 0; i < n_out; i++)
+    b.output(outs[i], out_types.empty() ? DataType::float32 : out_types[i]);
   return b;
 }
 
@@ -231,7 +251,8 @@ Access contiguous(int buf, const Shape &s) {
 // Y = f(X) elementwise over n values of dtype t.
 Program unary_program(Op op, DType t, int64_t n) {
   builder b;
-  int x = b.buffer(Buffer::Kind::input, t, "x", {n}), y = b.buffer(Buffer::Kind::output, t, "y", {n});
+  int x = b.buffer(Buffer::Kind::input, t, "x", {n}),
+      y = b.buffer(Buffer::Kind::output, t, "y", {n});
   Kernel k;
   k.name = op_name(op);
   k.axes = {n};
@@ -253,17 +274,36 @@ TEST_CASE("convolutions: padding, strides, dilation, groups, 1x1, each strategy"
   };
   const conv_case cases[] = {
       {"3x3_pad1", {1, 3, 9, 10}, {4, 3, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},
-      {"3x3_s2_d2_asym", {2, 2, 11, 9}, {3, 2, 3, 3}, {attr_ints("pads", {0, 2, 1, 0}), attr_ints("strides", {2, 2}), attr_ints("dilations", {2, 2})}},
-      {"depthwise", {1, 4, 7, 7}, {4, 1, 3, 3}, {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})}},
+      {"3x3_s2_d2_asym",
+       {2, 2, 11, 9},
+       {3, 2, 3, 3},
+       {attr_ints("pads", {0, 2, 1, 0}), attr_ints("strides", {2, 2}),
+        attr_ints("dilations", {2, 2})}},
+      {"depthwise",
+       {1, 4, 7, 7},
+       {4, 1, 3, 3},
+       {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})}},
       {"1x1", {1, 8, 5, 6}, {3, 8, 1, 1}, {}},
       {"conv1d", {1, 2, 17}, {2, 2, 5}, {attr_ints("pads", {2, 2})}},
-      {"wide_row", {1, 1, 3, 300}, {2, 1, 3, 3}, {attr_ints("pads", {1, 1, 1, 1})}},  // more than one 256-wide tile
+      {"wide_row",
+       {1, 1, 3, 300},
+       {2, 1, 3, 3},
+       {attr_ints("pads", {1, 1, 1, 1})}},  // more than one 256-wide tile
       // Stride 2 along rows of at least 8 outputs: the register tile reading every other element
       // (plain loads + shuffle in the middle, masked loads at the borders and the tail).
-      {"3x3_s2_rows", {1, 3, 9, 70}, {4, 3, 3, 3}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
-      {"depthwise_s2_rows", {1, 5, 8, 81}, {5, 1, 3, 3}, {attr_int("group", 5), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
+      {"3x3_s2_rows",
+       {1, 3, 9, 70},
+       {4, 3, 3, 3},
+       {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
+      {"depthwise_s2_rows",
+       {1, 5, 8, 81},
+       {5, 1, 3, 3},
+       {attr_int("group", 5), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}},
       {"3x3_s2_unpadded", {1, 2, 6, 133}, {3, 2, 3, 3}, {attr_ints("strides", {2, 2})}},
-      {"1x5_s2_right_pad", {1, 1, 2, 40}, {2, 1, 1, 5}, {attr_ints("pads", {0, 0, 0, 3}), attr_ints("strides", {1, 2})}},
+      {"1x5_s2_right_pad",
+       {1, 1, 2, 40},
+       {2, 1, 1, 5},
+       {attr_ints("pads", {0, 0, 0, 3}), attr_ints("strides", {1, 2})}},
   };
   for (const conv_case &c : cases) {
     std::string conv = c.name;
@@ -288,15 +328,23 @@ TEST_CASE("transposed convolution (divisor indices) and pooling with padding") {
     ModelBuilder b(13);
     b.input("x", DataType::float32, {1, 2, 5, 4});
     b.initializer("w", ramp(2 * 3 * 3 * 3, 0.1f), {2, 3, 3, 3});
-    b.node("ConvTranspose", {"x", "w"}, {"y"}, {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 0, 0, 1})}).name = "deconv";
+    b.node("ConvTranspose", {"x", "w"}, {"y"},
+           {attr_ints("strides", {2, 2}), attr_ints("pads", {1, 0, 0, 1})})
+        .name = "deconv";
     b.output("y", DataType::float32);
     check_program(schedule(b, "convtranspose"));
   }
-  check_program(schedule(one_node("MaxPool", {{1, 2, 9, 8}}, {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}), attr_ints("pads", {1, 1, 1, 1})}), "maxpool"));
+  check_program(schedule(one_node("MaxPool", {{1, 2, 9, 8}},
+                                  {attr_ints("kernel_shape", {3, 3}), attr_ints("strides", {2, 2}),
+                                   attr_ints("pads", {1, 1, 1, 1})}),
+                         "maxpool"));
   for (int include : {0, 1}) {
     CAPTURE(include);
-    check_program(schedule(one_node("AveragePool", {{1, 3, 7, 7}}, {attr_ints("kernel_shape", {3, 2}), attr_ints("pads", {1, 0, 1, 1}), attr_int("count_include_pad", include)}),
-                           "avgpool" + std::to_string(include)));
+    check_program(
+        schedule(one_node("AveragePool", {{1, 3, 7, 7}},
+                          {attr_ints("kernel_shape", {3, 2}), attr_ints("pads", {1, 0, 1, 1}),
+                           attr_int("count_include_pad", include)}),
+                 "avgpool" + std::to_string(include)));
   }
   check_program(schedule(one_node("GlobalAveragePool", {{2, 3, 5, 5}}, {}), "gap"));
 }
@@ -306,22 +354,33 @@ TEST_CASE("matrix products: MatMul, batched and broadcast, Gemm with transposed 
   check_program(schedule(one_node("MatMul", {{2, 3, 7}, {7, 2}}, {}), "matmul_batched"));
   check_program(schedule(one_node("MatMul", {{7}, {2, 7, 3}}, {}), "matmul_vec"));
   check_program(schedule(one_node("MatMul", {{1, 300}, {300, 1}}, {}), "matmul_long_k"));
-  check_program(schedule(one_node("Gemm", {{5, 3}, {4, 5}, {4}}, {attr_int("transA", 1), attr_int("transB", 1), attr_float("alpha", 0.5f), attr_float("beta", 2.0f)}), "gemm_tt"));
+  check_program(schedule(one_node("Gemm", {{5, 3}, {4, 5}, {4}},
+                                  {attr_int("transA", 1), attr_int("transB", 1),
+                                   attr_float("alpha", 0.5f), attr_float("beta", 2.0f)}),
+                         "gemm_tt"));
 }
 
 TEST_CASE("reductions and normalisations over several axes") {
-  check_program(schedule(one_node("ReduceMean", {{2, 3, 4, 5}}, {attr_ints("axes", {1, 3}), attr_int("keepdims", 1)}), "reducemean"));
-  check_program(schedule(one_node("ReduceMax", {{2, 3, 4}}, {attr_ints("axes", {0, 2}), attr_int("keepdims", 0)}), "reducemax"));
-  check_program(schedule(one_node("ReduceMin", {{6, 5}}, {attr_int("keepdims", 0)}), "reducemin_all"));
+  check_program(schedule(
+      one_node("ReduceMean", {{2, 3, 4, 5}}, {attr_ints("axes", {1, 3}), attr_int("keepdims", 1)}),
+      "reducemean"));
+  check_program(schedule(
+      one_node("ReduceMax", {{2, 3, 4}}, {attr_ints("axes", {0, 2}), attr_int("keepdims", 0)}),
+      "reducemax"));
+  check_program(
+      schedule(one_node("ReduceMin", {{6, 5}}, {attr_int("keepdims", 0)}), "reducemin_all"));
   check_program(schedule(one_node("ReduceProd", {{3, 4}}, {attr_ints("axes", {1})}), "reduceprod"));
-  check_program(schedule(one_node("ReduceLogSumExp", {{3, 4}}, {attr_ints("axes", {1})}), "logsumexp"));
+  check_program(
+      schedule(one_node("ReduceLogSumExp", {{3, 4}}, {attr_ints("axes", {1})}), "logsumexp"));
   check_program(schedule(one_node("Softmax", {{3, 9}}, {attr_int("axis", -1)}), "softmax"));
   check_program(schedule(one_node("Softmax", {{4, 3, 2}}, {attr_int("axis", 1)}), "softmax_mid"));
   check_program(schedule(one_node("LogSoftmax", {{2, 7}}, {}), "logsoftmax"));
-  check_program(schedule(one_node("ArgMax", {{3, 5}}, {attr_int("axis", 1)}, 1, {DataType::int64}), "argmax"));
+  check_program(schedule(one_node("ArgMax", {{3, 5}}, {attr_int("axis", 1)}, 1, {DataType::int64}),
+                         "argmax"));
 }
 
-TEST_CASE("views: pads of every mode, transposes, strided and reversed slices, concat, tile, resize") {
+TEST_CASE(
+    "views: pads of every mode, transposes, strided and reversed slices, concat, tile, resize") {
   for (const char *mode : {"constant", "reflect", "edge"}) {
     std::string pad_mode = mode;
     CAPTURE(pad_mode);
@@ -333,7 +392,8 @@ TEST_CASE("views: pads of every mode, transposes, strided and reversed slices, c
     b.output("y", DataType::float32);
     check_program(schedule(b, std::string("pad_") + mode));
   }
-  check_program(schedule(one_node("Transpose", {{2, 3, 4}}, {attr_ints("perm", {2, 0, 1})}), "transpose"));
+  check_program(
+      schedule(one_node("Transpose", {{2, 3, 4}}, {attr_ints("perm", {2, 0, 1})}), "transpose"));
   {
     ModelBuilder b(13);
     b.input("x", DataType::float32, {6, 10});
@@ -385,7 +445,8 @@ TEST_CASE("views: pads of every mode, transposes, strided and reversed slices, c
     b.node("Gather", {"x", "i"}, {"y"}, {attr_int("axis", 0)}).name = "gather";
     b.output("y", DataType::float32);
     Program p = schedule(b, "gather");
-    // indices in [-20, 20] fall outside [-5, 5): gather's out-of-range rule is part of the semantics
+    // indices in [-20, 20] fall outside [-5, 5): gather's out-of-range rule is part of the
+    // semantics
     check_program(p);
   }
 }
@@ -399,17 +460,23 @@ TEST_CASE("integer and bool dtypes: arithmetic, comparisons, logic, casts, selec
       check_program(schedule(one_node(op, {{3, 4}, {4}}, {}, 1, {t}, t), std::string("int_") + op));
     }
     check_program(schedule(one_node("Mod", {{12}, {12}}, {}, 1, {t}, t), "int_mod"));
-    check_program(schedule(one_node("Mod", {{12}, {12}}, {attr_int("fmod", 1)}, 1, {t}, t), "int_fmod"));
+    check_program(
+        schedule(one_node("Mod", {{12}, {12}}, {attr_int("fmod", 1)}, 1, {t}, t), "int_fmod"));
     check_program(schedule(one_node("Abs", {{12}}, {}, 1, {t}, t), "int_abs"));
     check_program(schedule(one_node("Neg", {{12}}, {}, 1, {t}, t), "int_neg"));
     for (const char *op : {"Equal", "Less", "Greater", "LessOrEqual", "GreaterOrEqual"}) {
       std::string op_s = op;
       CAPTURE(op_s);
-      check_program(schedule(one_node(op, {{3, 4}, {3, 1}}, {}, 1, {DataType::boolean}, t), std::string("cmp_") + op));
+      check_program(schedule(one_node(op, {{3, 4}, {3, 1}}, {}, 1, {DataType::boolean}, t),
+                             std::string("cmp_") + op));
     }
   }
-  for (const char *op : {"And", "Or"}) check_program(schedule(one_node(op, {{2, 5}, {5}}, {}, 1, {DataType::boolean}, DataType::boolean), std::string("bool_") + op));
-  check_program(schedule(one_node("Not", {{7}}, {}, 1, {DataType::boolean}, DataType::boolean), "bool_not"));
+  for (const char *op : {"And", "Or"})
+    check_program(
+        schedule(one_node(op, {{2, 5}, {5}}, {}, 1, {DataType::boolean}, DataType::boolean),
+                 std::string("bool_") + op));
+  check_program(
+      schedule(one_node("Not", {{7}}, {}, 1, {DataType::boolean}, DataType::boolean), "bool_not"));
   {
     ModelBuilder b(13);
     b.input("c", DataType::boolean, {2, 3});
@@ -417,10 +484,10 @@ TEST_CASE("integer and bool dtypes: arithmetic, comparisons, logic, casts, selec
     b.input("x", DataType::float32, {2, 3});
     b.node("Cast", {"a"}, {"af"}, {attr_int("to", 1)}).name = "cast_af";
     b.node("Where", {"c", "af", "x"}, {"w"}).name = "where";
-    b.node("Cast", {"w"}, {"wi"}, {attr_int("to", 3)}).name = "cast_i8";      // float -> int8
-    b.node("Cast", {"w"}, {"wu"}, {attr_int("to", 2)}).name = "cast_u8";      // float -> uint8
-    b.node("Cast", {"w"}, {"wb"}, {attr_int("to", 9)}).name = "cast_bool";    // float -> bool
-    b.node("Cast", {"c"}, {"ci"}, {attr_int("to", 7)}).name = "cast_c_i64";   // bool -> int64
+    b.node("Cast", {"w"}, {"wi"}, {attr_int("to", 3)}).name = "cast_i8";     // float -> int8
+    b.node("Cast", {"w"}, {"wu"}, {attr_int("to", 2)}).name = "cast_u8";     // float -> uint8
+    b.node("Cast", {"w"}, {"wb"}, {attr_int("to", 9)}).name = "cast_bool";   // float -> bool
+    b.node("Cast", {"c"}, {"ci"}, {attr_int("to", 7)}).name = "cast_c_i64";  // bool -> int64
     b.node("Cast", {"w"}, {"w16"}, {attr_int("to", 5)}).name = "cast_i16";
     b.node("Cast", {"w"}, {"wd"}, {attr_int("to", 11)}).name = "cast_f64";
     b.output("wi", DataType::int8);
@@ -437,7 +504,8 @@ TEST_CASE("hand-built: skip/clamp/reflect/wrap bounds and divisors, in map and r
   for (Bound bound : {Bound::skip, Bound::clamp, Bound::reflect, Bound::wrap}) {
     CAPTURE(int(bound));
     builder b;
-    int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {3, 5}), y = b.buffer(Buffer::Kind::output, DType::f32, "y", {3, 19});
+    int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {3, 5}),
+        y = b.buffer(Buffer::Kind::output, DType::f32, "y", {3, 19});
     Kernel k;
     k.name = "bounds";
     k.axes = {3, 19};
@@ -445,14 +513,16 @@ TEST_CASE("hand-built: skip/clamp/reflect/wrap bounds and divisors, in map and r
     Access a;
     a.buffer = x;
     a.fill = -7.5;
-    a.dims = {dim({{0, 1}}, 3, 5), dim({{1, -1}}, 5, 1, 13, bound)};  // x[i][13 - j]: far out on both sides
+    a.dims = {dim({{0, 1}}, 3, 5),
+              dim({{1, -1}}, 5, 1, 13, bound)};  // x[i][13 - j]: far out on both sides
     k.result = k.expr_load(a, DType::f32);
     k.store = contiguous(y, {3, 19});
     b.p.kernels.push_back(k);
     check_program(b.p);
     // the same view summed over a window: y2[i][j] = sum_r x[i][j + r - 4] (r < 9)
     builder r;
-    int rx = r.buffer(Buffer::Kind::input, DType::f32, "x", {3, 5}), ry = r.buffer(Buffer::Kind::output, DType::f32, "y", {3, 7});
+    int rx = r.buffer(Buffer::Kind::input, DType::f32, "x", {3, 5}),
+        ry = r.buffer(Buffer::Kind::output, DType::f32, "y", {3, 7});
     Kernel kr;
     kr.name = "window";
     kr.axes = {3, 7, 9};
@@ -469,7 +539,8 @@ TEST_CASE("hand-built: skip/clamp/reflect/wrap bounds and divisors, in map and r
   }
   // divisor: y[o] = sum_k x[(o + 1 - k) / 3] where 3 divides it
   builder b;
-  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {4}), y = b.buffer(Buffer::Kind::output, DType::f32, "y", {13});
+  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {4}),
+      y = b.buffer(Buffer::Kind::output, DType::f32, "y", {13});
   Kernel k;
   k.name = "divisor";
   k.axes = {13, 4};
@@ -489,7 +560,8 @@ TEST_CASE("hand-built: skip/clamp/reflect/wrap bounds and divisors, in map and r
 
 TEST_CASE("hand-built: iota, f64 and integer reductions, a transposed strided store") {
   builder b;
-  int x = b.buffer(Buffer::Kind::input, DType::f64, "x", {4, 6}), y = b.buffer(Buffer::Kind::output, DType::i64, "y", {6}),
+  int x = b.buffer(Buffer::Kind::input, DType::f64, "x", {4, 6}),
+      y = b.buffer(Buffer::Kind::output, DType::i64, "y", {6}),
       z = b.buffer(Buffer::Kind::output, DType::f64, "z", {6, 4});
   Kernel k;  // y[j] = max_i (int)(x[i][j] * 10) + j
   k.name = "int_max";
@@ -498,10 +570,13 @@ TEST_CASE("hand-built: iota, f64 and integer reductions, a transposed strided st
   Access a;
   a.buffer = x;
   a.dims = {dim({{1, 1}}, 4, 6), dim({{0, 1}}, 6, 1)};
-  k.body = k.expr_cast(k.expr_binary(Op::mul, k.expr_load(a, DType::f64), k.expr_const(10, DType::f64), DType::f64), DType::i64);
+  k.body = k.expr_cast(
+      k.expr_binary(Op::mul, k.expr_load(a, DType::f64), k.expr_const(10, DType::f64), DType::f64),
+      DType::i64);
   k.reduce = Reduce::max;
   k.acc_dtype = DType::i64;
-  k.result = k.expr_binary(Op::add, k.expr_unary(Op::acc, -1, DType::i64), k.expr_iota(0, DType::i64), DType::i64);
+  k.result = k.expr_binary(Op::add, k.expr_unary(Op::acc, -1, DType::i64),
+                           k.expr_iota(0, DType::i64), DType::i64);
   k.store = contiguous(y, {6});
   k.store_dtype = DType::i64;
   b.p.kernels.push_back(k);
@@ -518,19 +593,22 @@ TEST_CASE("hand-built: iota, f64 and integer reductions, a transposed strided st
 }
 
 // The max/min identities are -inf/+inf; for an integer accumulator they must become the type's
-// minimum/maximum. (They were cast to int64 unchecked: undefined behaviour, and on x86 INT64_MIN for
-// both, i.e. 0 once truncated to 32 bits or less: the max of negative values came out 0 and most
-// mins came out 0 or the type's minimum.) All-negative maxima and all-positive minima catch it.
+// minimum/maximum. (They were cast to int64 unchecked: undefined behaviour, and on x86 INT64_MIN
+// for both, i.e. 0 once truncated to 32 bits or less: the max of negative values came out 0 and
+// most mins came out 0 or the type's minimum.) All-negative maxima and all-positive minima catch
+// it.
 TEST_CASE("integer max/min reductions start from the type's limits, for every integer type") {
   for (DType t : {DType::i8, DType::u8, DType::i16, DType::i32, DType::i64}) {
     CAPTURE(dtype_name(t));
     builder b;
-    int x = b.buffer(Buffer::Kind::input, t, "x", {4, 6}), ymax = b.buffer(Buffer::Kind::output, t, "ymax", {6}),
+    int x = b.buffer(Buffer::Kind::input, t, "x", {4, 6}),
+        ymax = b.buffer(Buffer::Kind::output, t, "ymax", {6}),
         ymin = b.buffer(Buffer::Kind::output, t, "ymin", {6});
     // x is in [-20, 20] (u8: [0, 255]); max over x - 50 < 0, min over x + 50 > 0 (u8: min over x).
     const bool is_unsigned = t == DType::u8;
-    for (auto [name, r, out, shift] : {std::tuple{"max_negative", Reduce::max, ymax, is_unsigned ? 0.0 : -50.0},
-                                       std::tuple{"min_positive", Reduce::min, ymin, is_unsigned ? 0.0 : 50.0}}) {
+    for (auto [name, r, out, shift] :
+         {std::tuple{"max_negative", Reduce::max, ymax, is_unsigned ? 0.0 : -50.0},
+          std::tuple{"min_positive", Reduce::min, ymin, is_unsigned ? 0.0 : 50.0}}) {
       Kernel k;
       k.name = name;
       k.axes = {6, 4};
@@ -552,9 +630,11 @@ TEST_CASE("integer max/min reductions start from the type's limits, for every in
 
 TEST_CASE("NaN through max/min reductions and elementwise max/min agrees with the interpreter") {
   builder b;
-  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {4, 3}), ymax = b.buffer(Buffer::Kind::output, DType::f32, "ymax", {4}),
+  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {4, 3}),
+      ymax = b.buffer(Buffer::Kind::output, DType::f32, "ymax", {4}),
       ymin = b.buffer(Buffer::Kind::output, DType::f32, "ymin", {4});
-  for (auto [name, r, out] : {std::tuple{"max", Reduce::max, ymax}, std::tuple{"min", Reduce::min, ymin}}) {
+  for (auto [name, r, out] :
+       {std::tuple{"max", Reduce::max, ymax}, std::tuple{"min", Reduce::min, ymin}}) {
     Kernel k;
     k.name = name;
     k.axes = {4, 3};
@@ -585,9 +665,12 @@ namespace {
 // The values the math functions are checked on: specials, both sides of every range boundary of
 // the implementations, and a log-uniform sweep of both signs from 1e-40 to 1e38.
 std::vector<float> math_inputs() {
-  std::vector<float> v = {0.0f, -0.0f, INFINITY, -INFINITY, NAN, FLT_MIN, FLT_MAX, FLT_TRUE_MIN, 1.0f, 0.5f, 2.0f, 0.0625f,
-                          0.0624f, 0.0626f, 0.6931472f, 1.4142135f, 0.70710677f, 9.0f, 10.0f, 15.0f, 20.0f, 30.0f, 80.0f, 87.0f,
-                          87.3f, 87.4f, 88.0f, 88.3f, 88.5f, 88.7f, 88.72f, 88.73f, 89.0f, 100.0f, 103.0f, 104.0f, 700.0f, 1e10f};
+  std::vector<float> v = {
+      0.0f,        -0.0f,  INFINITY, -INFINITY, NAN,     FLT_MIN, FLT_MAX,    FLT_TRUE_MIN,
+      1.0f,        0.5f,   2.0f,     0.0625f,   0.0624f, 0.0626f, 0.6931472f, 1.4142135f,
+      0.70710677f, 9.0f,   10.0f,    15.0f,     20.0f,   30.0f,   80.0f,      87.0f,
+      87.3f,       87.4f,  88.0f,    88.3f,     88.5f,   88.7f,   88.72f,     88.73f,
+      89.0f,       100.0f, 103.0f,   104.0f,    700.0f,  1e10f};
   const size_t fixed = v.size();
   for (size_t i = 0; i < fixed; i++) v.push_back(-v[i]);
   std::mt19937 rng(12345);
@@ -596,7 +679,8 @@ std::vector<float> math_inputs() {
     float x = (float)std::pow(10.0, e(rng));
     v.push_back(i % 2 ? x : -x);
   }
-  for (int i = 0; i < 2000; i++) v.push_back((float)std::uniform_real_distribution<double>(-12, 12)(rng));
+  for (int i = 0; i < 2000; i++)
+    v.push_back((float)std::uniform_real_distribution<double>(-12, 12)(rng));
   return v;
 }
 
@@ -648,10 +732,13 @@ TEST_CASE("exp, log, tanh, sigmoid, erf: accuracy over the whole float range aga
     for (size_t i = 0; i < xs.size(); i++) {
       const double want = (float)f.ref(xs[i]);
       // The interpreter is the same function in double, rounded once.
-      CHECK_MESSAGE((yi[i] == want || (std::isnan(yi[i]) && std::isnan(want))), "interpreter at x = " << xs[i]);
+      CHECK_MESSAGE((yi[i] == want || (std::isnan(yi[i]) && std::isnan(want))),
+                    "interpreter at x = " << xs[i]);
       bool ok;
-      if (std::isnan(want)) ok = std::isnan(y[i]);
-      else if (std::isinf(want)) ok = y[i] == want;
+      if (std::isnan(want))
+        ok = std::isnan(y[i]);
+      else if (std::isinf(want))
+        ok = y[i] == want;
       else {
         double err = std::fabs(y[i] - want);
         ok = std::isfinite(y[i]) && err <= f.rel * std::fabs(want) + f.abs;
@@ -663,18 +750,22 @@ TEST_CASE("exp, log, tanh, sigmoid, erf: accuracy over the whole float range aga
           acc.max_abs = std::max(acc.max_abs, err);
         }
       }
-      if (!ok && failures++ < 8) FAIL_CHECK(fn << "(" << xs[i] << "): got " << y[i] << ", want " << want);
+      if (!ok && failures++ < 8)
+        FAIL_CHECK(fn << "(" << xs[i] << "): got " << y[i] << ", want " << want);
     }
-    MESSAGE(fn << ": max relative error " << acc.max_rel << " (at x = " << acc.worst << "), max absolute " << acc.max_abs
-                          << ", " << xs.size() << " inputs");
+    MESSAGE(fn << ": max relative error " << acc.max_rel << " (at x = " << acc.worst
+               << "), max absolute " << acc.max_abs << ", " << xs.size() << " inputs");
   }
 }
 
 TEST_CASE("exp and log in double precision: relative 1e-13 over the double range") {
-  std::vector<double> xs = {0, 1, -1, 0.5, 700, 709, 709.7, -700, -708, -745, 1e-300, 1e300, INFINITY, -INFINITY, NAN, 1e-320};
+  std::vector<double> xs = {0,    1,    -1,     0.5,   700,      709,       709.7, -700,
+                            -708, -745, 1e-300, 1e300, INFINITY, -INFINITY, NAN,   1e-320};
   std::mt19937 rng(99);
-  for (int i = 0; i < 1000; i++) xs.push_back(std::uniform_real_distribution<double>(-700, 700)(rng));
-  for (int i = 0; i < 1000; i++) xs.push_back(std::pow(10.0, std::uniform_real_distribution<double>(-300, 300)(rng)));
+  for (int i = 0; i < 1000; i++)
+    xs.push_back(std::uniform_real_distribution<double>(-700, 700)(rng));
+  for (int i = 0; i < 1000; i++)
+    xs.push_back(std::pow(10.0, std::uniform_real_distribution<double>(-300, 300)(rng)));
   for (Op op : {Op::exp, Op::log}) {
     std::string fn = op_name(op);
     CAPTURE(fn);
@@ -690,10 +781,14 @@ TEST_CASE("exp and log in double precision: relative 1e-13 over the double range
     for (size_t i = 0; i < xs.size(); i++) {
       const double want = op == Op::exp ? std::exp(xs[i]) : std::log(xs[i]);
       bool ok;
-      if (std::isnan(want)) ok = std::isnan(y[i]);
-      else if (std::isinf(want)) ok = y[i] == want;
-      else ok = std::fabs(y[i] - want) <= 1e-13 * std::fabs(want) + (op == Op::exp ? DBL_MIN : 0);
-      if (!ok && failures++ < 8) FAIL_CHECK(fn << "(" << xs[i] << "): got " << y[i] << ", want " << want);
+      if (std::isnan(want))
+        ok = std::isnan(y[i]);
+      else if (std::isinf(want))
+        ok = y[i] == want;
+      else
+        ok = std::fabs(y[i] - want) <= 1e-13 * std::fabs(want) + (op == Op::exp ? DBL_MIN : 0);
+      if (!ok && failures++ < 8)
+        FAIL_CHECK(fn << "(" << xs[i] << "): got " << y[i] << ", want " << want);
     }
   }
 }
@@ -778,7 +873,8 @@ TEST_CASE("AVX-512 schedules block by 16 where channels allow and by 8 elsewhere
   opt.target = "cpu-x86_64";
   Program p8 = compile_schedule(path, opt, nullptr);
   for (const Kernel &k : p8.kernels)
-    if (!k.source_nodes.empty() && k.source_nodes[0] == "conv48") CHECK(k.axes[k.n_parallel - 1] == 8);
+    if (!k.source_nodes.empty() && k.source_nodes[0] == "conv48")
+      CHECK(k.axes[k.n_parallel - 1] == 8);
   // Either way the code computes what the interpreter does (on this machine's CPU target).
   check_program(p);
   check_program(p8);
@@ -786,7 +882,8 @@ TEST_CASE("AVX-512 schedules block by 16 where channels allow and by 8 elsewhere
 
 // The blocked program p (compiled from `path` with `opt`) computes what the unblocked one does
 // (both interpreted), and the compiled code what the interpreter does.
-void check_blocked_like_plain(const Program &p, const std::string &path, const CompileOptions &opt) {
+void check_blocked_like_plain(const Program &p, const std::string &path,
+                              const CompileOptions &opt) {
   setenv("CAPGRAPH_NO_BLOCK", "1", 1);
   Program plain = compile_schedule(path, opt, nullptr);
   unsetenv("CAPGRAPH_NO_BLOCK");
@@ -794,14 +891,16 @@ void check_blocked_like_plain(const Program &p, const std::string &path, const C
   for (size_t i = 0; i < p.buffers.size(); i++)
     if (p.buffers[i].kind != Buffer::Kind::constant) in_p[i].assign(p.buffers[i].numel * 4, 0);
   for (size_t i = 0; i < plain.buffers.size(); i++)
-    if (plain.buffers[i].kind != Buffer::Kind::constant) in_plain[i].assign(plain.buffers[i].numel * 4, 0);
+    if (plain.buffers[i].kind != Buffer::Kind::constant)
+      in_plain[i].assign(plain.buffers[i].numel * 4, 0);
   inputs_fill(p, in_p, 3);
   inputs_fill(plain, in_plain, 3);
   outputs_compare(p, run_interpreter(p, in_p), run_interpreter(plain, in_plain), 2e-5);
   check_program(p);
 }
 
-TEST_CASE("matrix-vector products against row-major weights: R-row groups, row and reduction tails") {
+TEST_CASE(
+    "matrix-vector products against row-major weights: R-row groups, row and reduction tails") {
   // 37 outputs: no multiple of 8, so no register tile; 100 = 6 x 16 + 4 (or 12 x 8 + 4): a masked
   // tail step on every target. Batch 1 and batch 3, with a bias and an activation after.
   for (int64_t m : {1, 3}) {
@@ -822,15 +921,18 @@ TEST_CASE("matrix-vector products against row-major weights: R-row groups, row a
   }
 }
 
-TEST_CASE("products against [K, N] weights walk the weight rows as vectors of outputs, tails masked") {
+TEST_CASE(
+    "products against [K, N] weights walk the weight rows as vectors of outputs, tails masked") {
   // 37 outputs (a last vector of 5 or 37 - 32 lanes), reductions of 20; a weight (MatMul by an
   // initializer) and an activation (both operands inputs) as the [K, N] operand.
   for (bool weight : {true, false}) {
     CAPTURE(weight);
     ModelBuilder b(13);
     b.input("x", DataType::float32, {3, 20});
-    if (weight) b.initializer("w", ramp(20 * 37, 0.02f), {20, 37});
-    else b.input("w", DataType::float32, {20, 37});
+    if (weight)
+      b.initializer("w", ramp(20 * 37, 0.02f), {20, 37});
+    else
+      b.input("w", DataType::float32, {20, 37});
     b.node("MatMul", {"x", "w"}, {"m"}).name = "matmul";
     b.node("Tanh", {"m"}, {"y"}).name = "tanh";
     b.output("y", DataType::float32);
@@ -859,9 +961,12 @@ TEST_CASE("grouped convolutions with 8 and 16 channels per group stay channel-bl
   b.initializer("w5", ramp(5 * 32, 0.05f), {5, 32, 1, 1});
   b.node("Conv", {"x", "w1"}, {"c1"}).name = "conv1";
   b.node("Relu", {"c1"}, {"r1"}).name = "relu1";
-  b.node("Conv", {"r1", "w2"}, {"c2"}, {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})}).name = "group8";
+  b.node("Conv", {"r1", "w2"}, {"c2"}, {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})})
+      .name = "group8";
   b.node("Conv", {"c2", "w3"}, {"c3"}).name = "conv3";
-  b.node("Conv", {"c3", "w4"}, {"c4"}, {attr_int("group", 2), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}).name = "group16";
+  b.node("Conv", {"c3", "w4"}, {"c4"},
+         {attr_int("group", 2), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})})
+      .name = "group16";
   b.node("Relu", {"c4"}, {"r4"}).name = "relu4";
   b.node("Conv", {"r4", "w5"}, {"y"}).name = "conv5";
   b.output("y", DataType::float32);
@@ -875,7 +980,8 @@ TEST_CASE("grouped convolutions with 8 and 16 channels per group stay channel-bl
     Program p = compile_schedule(path, opt, &r);
     CHECK(r.blocked_buffers >= 4);
     for (const Kernel &k : p.kernels)
-      if (!k.source_nodes.empty() && (k.source_nodes[0] == "group8" || k.source_nodes[0] == "group16")) {
+      if (!k.source_nodes.empty() &&
+          (k.source_nodes[0] == "group8" || k.source_nodes[0] == "group16")) {
         CAPTURE(k.source_nodes[0]);
         CHECK((k.axes[k.n_parallel - 1] == 8 || k.axes[k.n_parallel - 1] == 16));
       }
@@ -883,9 +989,11 @@ TEST_CASE("grouped convolutions with 8 and 16 channels per group stay channel-bl
   }
 }
 
-TEST_CASE("a product that cannot write the blocked layout reads a reordered row-layout copy of its input") {
-  // 3 -> 24 channels (blocked by 8), then 24 -> 58 (58 does not divide by 8): the second conv gets a
-  // reorder of its input to the row layout; the first conv still writes blocks.
+TEST_CASE(
+    "a product that cannot write the blocked layout reads a reordered row-layout copy of its "
+    "input") {
+  // 3 -> 24 channels (blocked by 8), then 24 -> 58 (58 does not divide by 8): the second conv gets
+  // a reorder of its input to the row layout; the first conv still writes blocks.
   ModelBuilder b(13);
   b.input("x", DataType::float32, {1, 3, 12, 11});
   b.initializer("w1", ramp(24 * 3 * 9, 0.05f), {24, 3, 3, 3});
@@ -911,7 +1019,8 @@ TEST_CASE("a product that cannot write the blocked layout reads a reordered row-
     }
   CHECK(reorders == 1);
   for (const Kernel &k : p.kernels)
-    if (!k.source_nodes.empty() && k.source_nodes[0] == "conv24") CHECK(k.axes[k.n_parallel - 1] == 8);
+    if (!k.source_nodes.empty() && k.source_nodes[0] == "conv24")
+      CHECK(k.axes[k.n_parallel - 1] == 8);
   check_blocked_like_plain(p, path, opt);
   setenv("CAPGRAPH_NO_REORDER", "1", 1);
   Program no_reorder = compile_schedule(path, opt, nullptr);
@@ -919,7 +1028,9 @@ TEST_CASE("a product that cannot write the blocked layout reads a reordered row-
   for (const Kernel &k : no_reorder.kernels) CHECK(k.name != "reorder");
 }
 
-TEST_CASE("8-channel blocks on 16-lane targets: two blocks per accumulator, odd block counts, every epilogue") {
+TEST_CASE(
+    "8-channel blocks on 16-lane targets: two blocks per accumulator, odd block counts, every "
+    "epilogue") {
   // 40 (5 blocks of 8) and 24 (3) channels do not divide by 16: on AVX-512 their products pair
   // blocks in zmm accumulators; 5 and 3 blocks leave a last pair with one real block (never
   // stored). A 3x3 conv with padding has border tiles; the Gemm to 72 outputs (9 blocks) is a
@@ -943,7 +1054,8 @@ TEST_CASE("8-channel blocks on 16-lane targets: two blocks per accumulator, odd 
   CompileOptions opt;
   opt.target = "cpu-x86_64-avx512";
   Program p = compile_schedule(path, opt, nullptr);
-  const CpuTarget avx512 = cpu_target_named("cpu-x86_64-avx512"), avx2 = cpu_target_named("cpu-x86_64");
+  const CpuTarget avx512 = cpu_target_named("cpu-x86_64-avx512"),
+                  avx2 = cpu_target_named("cpu-x86_64");
   std::map<std::string, ChannelTilePlan> plans;
   for (const Kernel &k : p.kernels)
     if (!k.source_nodes.empty()) plans[k.source_nodes[0]] = channel_tile_plan(k, p, avx512);
@@ -974,10 +1086,13 @@ TEST_CASE("8-channel blocks on 16-lane targets: two blocks per accumulator, odd 
   check_blocked_like_plain(p, path, opt);
 }
 
-TEST_CASE("a reorder pays from 8 multiply-adds per copied element: 48 -> 12 channels gets one, 48 -> 4 not") {
+TEST_CASE(
+    "a reorder pays from 8 multiply-adds per copied element: 48 -> 12 channels gets one, 48 -> 4 "
+    "not") {
   // PP-OCRv4 det's 1x1 convs 48 -> 12 and 48 -> 18 read their blocked inputs with a stride of one
   // block at 2-3 GFLOP/s (15 and 7 ms) while the bar was 32 multiply-adds per element.
-  // 16 x 12 positions: the reorder walks them 16 at a time (reorder_tile, compiler/schedule/layout.cpp).
+  // 16 x 12 positions: the reorder walks them 16 at a time (reorder_tile,
+  // compiler/schedule/layout.cpp).
   ModelBuilder b(13);
   b.input("x", DataType::float32, {1, 3, 16, 12});
   b.initializer("w1", ramp(48 * 3 * 9, 0.05f), {48, 3, 3, 3});
@@ -1007,7 +1122,9 @@ TEST_CASE("a reorder pays from 8 multiply-adds per copied element: 48 -> 12 chan
   check_blocked_like_plain(p, path, opt);
 }
 
-TEST_CASE("a window reduction writing blocks after a channel shuffle reads a blocked copy: odd widths, strides 1 and 2") {
+TEST_CASE(
+    "a window reduction writing blocks after a channel shuffle reads a blocked copy: odd widths, "
+    "strides 1 and 2") {
   // ShuffleNet's channel shuffle (Reshape, Transpose, Reshape) writes its output through a 5-D view
   // no block fits; a depthwise conv or pool after it writes blocks and, without a reorder, read its
   // input one channel per lane a map apart (shufflenet_like's Conv_87: 4.7 GFLOP/s). 7, 5 and 3
@@ -1018,17 +1135,20 @@ TEST_CASE("a window reduction writing blocks after a channel shuffle reads a blo
     int64_t stride, out;
     bool reorder;
   };
-  const Case cases[] = {{"Conv", 1, 7, true}, {"Conv", 1, 5, true}, {"Conv", 1, 3, true}, {"Conv", 2, 7, true},
-                        {"Conv", 2, 5, true}, {"Conv", 2, 3, true}, {"Conv", 3, 3, false}, {"MaxPool", 2, 7, true}};
+  const Case cases[] = {{"Conv", 1, 7, true},  {"Conv", 1, 5, true},   {"Conv", 1, 3, true},
+                        {"Conv", 2, 7, true},  {"Conv", 2, 5, true},   {"Conv", 2, 3, true},
+                        {"Conv", 3, 3, false}, {"MaxPool", 2, 7, true}};
   for (const Case &c : cases)
     for (const char *target : {"cpu-x86_64-avx512", "cpu-x86_64"}) {
       CAPTURE(c.op);
       CAPTURE(c.stride);
       CAPTURE(c.out);
       CAPTURE(target);
-      const int64_t C = 16, pad = c.stride == 3 ? 0 : 1, H = c.stride == 1 ? c.out : c.stride * c.out, W = H;
+      const int64_t C = 16, pad = c.stride == 3 ? 0 : 1,
+                    H = c.stride == 1 ? c.out : c.stride * c.out, W = H;
       ModelBuilder b(13);
-      b.input("x", DataType::float32, {1, C, H + 1, W});  // one more row than column: rows and columns differ
+      b.input("x", DataType::float32,
+              {1, C, H + 1, W});  // one more row than column: rows and columns differ
       b.initializer("w1", ramp(C * C, 0.03f), {C, C, 1, 1});
       b.initializer("split", std::vector<int64_t>{1, 2, C / 2, H + 1, W}, {5});
       b.initializer("merge", std::vector<int64_t>{1, C, H + 1, W}, {4});
@@ -1040,10 +1160,14 @@ TEST_CASE("a window reduction writing blocks after a channel shuffle reads a blo
       b.node("Reshape", {"t5", "merge"}, {"sh"}).name = "merge";
       const std::vector<int64_t> pads = {pad, pad, pad, pad}, strides = {c.stride, c.stride};
       if (std::string(c.op) == "Conv")
-        b.node("Conv", {"sh", "wdw"}, {"d"}, {attr_int("group", C), attr_ints("pads", pads), attr_ints("strides", strides)}).name = "window";
+        b.node("Conv", {"sh", "wdw"}, {"d"},
+               {attr_int("group", C), attr_ints("pads", pads), attr_ints("strides", strides)})
+            .name = "window";
       else
-        b.node("MaxPool", {"sh"}, {"d"}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", pads), attr_ints("strides", strides)}).name =
-            "window";
+        b.node("MaxPool", {"sh"}, {"d"},
+               {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", pads),
+                attr_ints("strides", strides)})
+            .name = "window";
       b.node("Relu", {"d"}, {"r"}).name = "relu";
       b.node("Conv", {"r", "w2"}, {"y"}).name = "conv2";
       b.output("y", DataType::float32);
@@ -1057,13 +1181,17 @@ TEST_CASE("a window reduction writing blocks after a channel shuffle reads a blo
         const Kernel &k = p.kernels[i];
         // Right before the reduction it feeds (conv2, a model output, reads a row-layout copy of
         // the blocked relu output: the other direction).
-        if (k.name == "reorder" && i + 1 < p.kernels.size() && p.kernels[i + 1].source_nodes[0] == "window") reorders++;
-        if (k.source_nodes.empty() || k.source_nodes[0] != "window" || k.name == "reorder") continue;
+        if (k.name == "reorder" && i + 1 < p.kernels.size() &&
+            p.kernels[i + 1].source_nodes[0] == "window")
+          reorders++;
+        if (k.source_nodes.empty() || k.source_nodes[0] != "window" || k.name == "reorder")
+          continue;
         windows++;
         // The window writes blocks of channels (the innermost parallel axis) either way; with the
         // reorder it also reads them, and a conv runs as a channel tile.
         CHECK((k.axes[k.n_parallel - 1] == 8 || k.axes[k.n_parallel - 1] == 16));
-        if (std::string(c.op) == "Conv") CHECK(channel_tile_plan(k, p, cpu_target_named(target)).ok == c.reorder);
+        if (std::string(c.op) == "Conv")
+          CHECK(channel_tile_plan(k, p, cpu_target_named(target)).ok == c.reorder);
       }
       CHECK(windows == 1);
       CHECK(reorders == (c.reorder ? 1 : 0));
@@ -1077,7 +1205,8 @@ TEST_CASE("every float32 elementwise op is vector-evaluable, or listed here as s
   // kernel scalar (a QDQ conv's round and casts once cost 200x). A new op lands in one of the two.
   const std::set<Op> scalar_on_purpose = {
       Op::iota, Op::logical_not, Op::logical_and, Op::logical_or, Op::select,  // no float32 result
-      Op::lt, Op::le, Op::gt, Op::ge, Op::eq, Op::ne,                           // boolean results
+      Op::lt,   Op::le,          Op::gt,          Op::ge,         Op::eq,
+      Op::ne,   // boolean results
       Op::mod,  // float Mod (fmod = 0 form): no model epilogue seen with it
   };
   builder b;
@@ -1090,18 +1219,27 @@ TEST_CASE("every float32 elementwise op is vector-evaluable, or listed here as s
     k.n_parallel = 1;
     int l = k.expr_load(contiguous(x, {16}), DType::f32);
     int n = op_arity(op);
-    if (op == Op::load) k.result = l;
-    else if (op == Op::constant) k.result = k.expr_const(1.5, DType::f32);
-    else if (op == Op::acc) k.result = k.expr_unary(Op::acc, -1, DType::f32);
-    else if (op == Op::cast) k.result = k.expr_cast(l, DType::f32);
-    else if (n == 1) k.result = k.expr_unary(op, l, DType::f32);
-    else if (n == 2) k.result = k.expr_binary(op, l, k.expr_const(2, DType::f32), DType::f32);
-    else continue;
+    if (op == Op::load)
+      k.result = l;
+    else if (op == Op::constant)
+      k.result = k.expr_const(1.5, DType::f32);
+    else if (op == Op::acc)
+      k.result = k.expr_unary(Op::acc, -1, DType::f32);
+    else if (op == Op::cast)
+      k.result = k.expr_cast(l, DType::f32);
+    else if (n == 1)
+      k.result = k.expr_unary(op, l, DType::f32);
+    else if (n == 2)
+      k.result = k.expr_binary(op, l, k.expr_const(2, DType::f32), DType::f32);
+    else
+      continue;
     CHECK(expr_vector_evaluable(k, b.p, k.result, 0) != (scalar_on_purpose.count(op) > 0));
   }
 }
 
-TEST_CASE("QDQ fake quantization runs in vectors in conv epilogues and maps, rounding half to even and saturating") {
+TEST_CASE(
+    "QDQ fake quantization runs in vectors in conv epilogues and maps, rounding half to even and "
+    "saturating") {
   // Integer-valued activations and weights keep every conv sum exact in any order, and scales of
   // 2, 4 and 0.5 make x / scale land on halves: round half to even decides them (truncation or
   // half-away would differ by one scale), and conv sums up to +-864 saturate uint8 at both ends.
@@ -1149,13 +1287,15 @@ TEST_CASE("QDQ fake quantization runs in vectors in conv epilogues and maps, rou
   CHECK(maps == 1);
   std::vector<std::vector<uint8_t>> inputs(p.buffers.size());
   for (size_t i = 0; i < p.buffers.size(); i++)
-    if (p.buffers[i].kind != Buffer::Kind::constant) inputs[i].assign(p.buffers[i].numel * dtype_size(p.buffers[i].dtype), 0);
+    if (p.buffers[i].kind != Buffer::Kind::constant)
+      inputs[i].assign(p.buffers[i].numel * dtype_size(p.buffers[i].dtype), 0);
   std::vector<float> uv(105);
   for (const auto &port : p.inputs) {
     const Buffer &buf = p.buffers[port.buffer];
     for (int64_t i = 0; i < buf.numel; i++) {
       // x: integers in [-3, 3]; u: quarters in [-70, 70], so u / 0.5 + 128 crosses 0 and 255.
-      float v = port.name == "x" ? float((int)(i * 13 % 7) - 3) : float((int)(i * 37 % 561) - 280) / 4;
+      float v =
+          port.name == "x" ? float((int)(i * 13 % 7) - 3) : float((int)(i * 37 % 561) - 280) / 4;
       if (port.name == "u") uv[i] = v;
       element_store(DType::f32, inputs[port.buffer].data(), i, v);
     }
@@ -1175,9 +1315,12 @@ TEST_CASE("QDQ fake quantization runs in vectors in conv epilogues and maps, rou
   unsetenv("CAPGRAPH_SCALAR_EPILOGUE");
 }
 
-TEST_CASE("value ranges: a clamp bounds, rounding makes integers, a cast pair is kept only inside its type") {
+TEST_CASE(
+    "value ranges: a clamp bounds, rounding makes integers, a cast pair is kept only inside its "
+    "type") {
   builder b;
-  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {16}), z = b.buffer(Buffer::Kind::constant, DType::u8, "z", {1});
+  int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {16}),
+      z = b.buffer(Buffer::Kind::constant, DType::u8, "z", {1});
   Kernel k;
   k.axes = {16};
   k.n_parallel = 1;
@@ -1189,7 +1332,9 @@ TEST_CASE("value ranges: a clamp bounds, rounding makes integers, a cast pair is
   ValueRange r = expr_range(k, b.p, v);
   CHECK(r.integral);
   CHECK(r.lo == -INFINITY);
-  int clamped = k.expr_binary(Op::min, k.expr_binary(Op::max, v, k.expr_const(0, DType::f32), DType::f32), k.expr_const(255, DType::f32), DType::f32);
+  int clamped =
+      k.expr_binary(Op::min, k.expr_binary(Op::max, v, k.expr_const(0, DType::f32), DType::f32),
+                    k.expr_const(255, DType::f32), DType::f32);
   r = expr_range(k, b.p, clamped);
   CHECK(r.lo == 0);
   CHECK(r.hi == 255);
@@ -1204,7 +1349,8 @@ TEST_CASE("value ranges: a clamp bounds, rounding makes integers, a cast pair is
   CHECK_FALSE(expr_vector_evaluable(k, b.p, k.result, 0));
 }
 
-// Vector register spills (the register allocator's "16/32/64-byte Spill" comments) in assembly text.
+// Vector register spills (the register allocator's "16/32/64-byte Spill" comments) in assembly
+// text.
 static int vector_spills(const std::string &text) {
   int n = 0;
   for (const char *c : {"# 16-byte Spill", "# 32-byte Spill", "# 64-byte Spill"})
@@ -1212,7 +1358,8 @@ static int vector_spills(const std::string &text) {
   return n;
 }
 
-TEST_CASE("unrolled window offsets do not spill: grouped and depthwise 3x3 tiles keep X's loads apart") {
+TEST_CASE(
+    "unrolled window offsets do not spill: grouped and depthwise 3x3 tiles keep X's loads apart") {
   // regnet_like's grouped conv (4 groups of 8 channels on 56x56) and a wide depthwise one. Merged
   // across the unrolled window offsets, the input loads outnumbered the registers: LLVM spilled
   // them (1377 vector spills on AVX-512, 820 on AVX2, a 7 KB frame) and the kernel's time
@@ -1221,9 +1368,11 @@ TEST_CASE("unrolled window offsets do not spill: grouped and depthwise 3x3 tiles
   b.input("x", DataType::float32, {1, 32, 56, 56});
   b.initializer("wg", ramp(32 * 8 * 9, 0.03f), {32, 8, 3, 3});
   b.initializer("wd", ramp(32 * 9, 0.05f), {32, 1, 3, 3});
-  b.node("Conv", {"x", "wg"}, {"g"}, {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})}).name = "grouped";
+  b.node("Conv", {"x", "wg"}, {"g"}, {attr_int("group", 4), attr_ints("pads", {1, 1, 1, 1})}).name =
+      "grouped";
   b.node("Relu", {"g"}, {"r"});
-  b.node("Conv", {"r", "wd"}, {"y"}, {attr_int("group", 32), attr_ints("pads", {1, 1, 1, 1})}).name = "depthwise";
+  b.node("Conv", {"r", "wd"}, {"y"}, {attr_int("group", 32), attr_ints("pads", {1, 1, 1, 1})})
+      .name = "depthwise";
   b.output("y", DataType::float32);
   const std::string path = scratch_dir() + "/window_spill.onnx";
   b.save(path);
@@ -1243,7 +1392,9 @@ TEST_CASE("unrolled window offsets do not spill: grouped and depthwise 3x3 tiles
   }
 }
 
-TEST_CASE("a float16 buffer that fusion removes still rounds: Cast to float16 and back is not the identity") {
+TEST_CASE(
+    "a float16 buffer that fusion removes still rounds: Cast to float16 and back is not the "
+    "identity") {
   // Fusion keeps the value in float32 inside the kernel; the Cast to float16 must still round it
   // (to nearest even, to infinity above 65519.99, to subnormals and zero below 2^-14), as the
   // stored buffer would have. Until the sixth session only bfloat16 did.
@@ -1258,12 +1409,14 @@ TEST_CASE("a float16 buffer that fusion removes still rounds: Cast to float16 an
   CompileReport r;
   Program p = compile_schedule(path, opt, &r);
   REQUIRE(p.kernels.size() == 1);  // both Casts in one kernel: no float16 buffer is stored
-  const float xs[] = {1 + 0x1p-12f, 1 + 0x1p-11f, 1 + 3 * 0x1p-11f, 65519.0f, 65520.0f, 70000.0f, -1e6f, 0x1p-25f,
-                      0x1.8p-25f, 1e-7f, -3e-8f, 0.1f, 1.0f / 3, -2.71828f, 1000.1f, 0x1.ffep-15f};
+  const float xs[] = {1 + 0x1p-12f, 1 + 0x1p-11f, 1 + 3 * 0x1p-11f, 65519.0f,    65520.0f, 70000.0f,
+                      -1e6f,        0x1p-25f,     0x1.8p-25f,       1e-7f,       -3e-8f,   0.1f,
+                      1.0f / 3,     -2.71828f,    1000.1f,          0x1.ffep-15f};
   std::vector<std::vector<uint8_t>> in(p.buffers.size());
   const Buffer &xb = p.buffers[p.inputs[0].buffer];
   in[p.inputs[0].buffer].resize(size_t(xb.numel) * 4);
-  for (int64_t i = 0; i < xb.numel; i++) element_store(DType::f32, in[p.inputs[0].buffer].data(), i, i < 16 ? xs[i] : -xs[i - 16]);
+  for (int64_t i = 0; i < xb.numel; i++)
+    element_store(DType::f32, in[p.inputs[0].buffer].data(), i, i < 16 ? xs[i] : -xs[i - 16]);
   outputs got = run_compiled(p, in, 1);
   REQUIRE(got.bytes.size() == 1);
   for (int64_t i = 0; i < xb.numel; i++) {
@@ -1303,7 +1456,8 @@ TEST_CASE("a conv's vector epilogue rounds a removed float16 buffer too") {
   };
   CompileOptions opt;
   CompileReport r1, r2;
-  Program with = compile_schedule(model(true), opt, &r1), plain = compile_schedule(model(false), opt, &r2);
+  Program with = compile_schedule(model(true), opt, &r1),
+          plain = compile_schedule(model(false), opt, &r2);
   REQUIRE(with.kernels.size() == plain.kernels.size());  // the Casts fused away
   std::vector<std::vector<uint8_t>> in1(with.buffers.size()), in2(plain.buffers.size());
   in1[with.inputs[0].buffer].resize(16 * 36 * 4);

@@ -1,11 +1,11 @@
 #include "codegen/cpu_matvec.h"
 
-#include "codegen/kernel_emit.h"
-
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
 #include <cstdlib>
+
+#include "codegen/kernel_emit.h"
 
 namespace capgraph {
 
@@ -40,14 +40,17 @@ bool plain(const Access &a) {
 
 MatvecPlan matvec_plan(const Kernel &k, const Program &p, const CpuTarget &t) {
   MatvecPlan mp;
-  if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.body < 0) return mp;
+  if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 ||
+      k.body < 0)
+    return mp;
   if (k.n_parallel < 1 || (int)k.axes.size() != k.n_parallel + 1) return mp;  // one reduction axis
   const int n = k.n_parallel - 1, r = k.n_parallel;
   if (k.axes[n] < 2) return mp;
   const Expr &body = k.exprs[k.body];
   if (body.op != Op::mul) return mp;
   const Expr &ea = k.exprs[body.a], &eb = k.exprs[body.b];
-  if (ea.op != Op::load || eb.op != Op::load || ea.dtype != DType::f32 || eb.dtype != DType::f32) return mp;
+  if (ea.op != Op::load || eb.op != Op::load || ea.dtype != DType::f32 || eb.dtype != DType::f32)
+    return mp;
   const Access &A = k.loads[ea.access], &B = k.loads[eb.access];
   if (p.buffers[A.buffer].dtype != DType::f32 || p.buffers[B.buffer].dtype != DType::f32) return mp;
   const bool a_n = access_uses(A, n), b_n = access_uses(B, n);
@@ -59,12 +62,14 @@ MatvecPlan matvec_plan(const Kernel &k, const Program &p, const CpuTarget &t) {
   mp.n = n;
   mp.r = r;
   mp.lanes = t.f32_lanes;
-  if (contiguous_along(k.loads[mp.w], r) && contiguous_along(k.loads[mp.x], r) && k.axes[r] >= t.f32_lanes) {
+  if (contiguous_along(k.loads[mp.w], r) && contiguous_along(k.loads[mp.x], r) &&
+      k.axes[r] >= t.f32_lanes) {
     // R rows + X + one weight vector in registers: 8 fits 16-register targets and keeps 8 FMA
     // chains in flight (the FMA latency of 4 cycles x 2 units).
     mp.R = 8;
     mp.ok = true;
-  } else if (contiguous_along(k.loads[mp.w], n) && plain(k.loads[mp.x]) && k.axes[n] >= t.f32_lanes) {
+  } else if (contiguous_along(k.loads[mp.w], n) && plain(k.loads[mp.x]) &&
+             k.axes[n] >= t.f32_lanes) {
     // W [K, N] walked along its rows (a MatMul by a weight, an attention product): R vectors of
     // outputs per item, X broadcast per reduction step.
     mp.along_n = true;
@@ -85,7 +90,8 @@ int64_t matvec_work_size(const Kernel &k, const MatvecPlan &mp) {
 static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
   llvm::IRBuilder<> &b = e.b;
   const Kernel &k = e.k;
-  const int64_t N = k.axes[mp.n], K = k.axes[mp.r], L = mp.lanes, chunk = mp.R * L, groups = (N + chunk - 1) / chunk;
+  const int64_t N = k.axes[mp.n], K = k.axes[mp.r], L = mp.lanes, chunk = mp.R * L,
+                groups = (N + chunk - 1) / chunk;
   auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)L);
   Value *rem = w;
   Value *g = b.CreateURem(rem, e.i64(groups));
@@ -116,7 +122,9 @@ static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
       e.iv[mp.r] = j;
       e.iv[mp.n] = n0;
       Value *ok = nullptr;
-      Value *xs = b.CreateLoad(b.getFloatTy(), e.element_ptr(k.loads[mp.x].buffer, e.access_offset(k.loads[mp.x], -1, &ok)));
+      Value *xs = b.CreateLoad(
+          b.getFloatTy(),
+          e.element_ptr(k.loads[mp.x].buffer, e.access_offset(k.loads[mp.x], -1, &ok)));
       Value *xv = b.CreateVectorSplat((unsigned)L, xs);
       for (int64_t i = 0; i < mp.R; i++) {
         Value *first = b.CreateAdd(n0, e.i64(i * L));
@@ -125,7 +133,9 @@ static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
         Value *wv;
         if (masked) {
           // Lanes past the last output are never read (their addresses may lie outside W).
-          Value *mask = b.CreateICmpSLT(b.CreateAdd(b.CreateVectorSplat((unsigned)L, first), lane_vec), b.CreateVectorSplat((unsigned)L, e.i64(N)));
+          Value *mask =
+              b.CreateICmpSLT(b.CreateAdd(b.CreateVectorSplat((unsigned)L, first), lane_vec),
+                              b.CreateVectorSplat((unsigned)L, e.i64(N)));
           wv = b.CreateMaskedLoad(vt, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
         } else {
           wv = b.CreateAlignedLoad(vt, ptr, llvm::Align(4));
@@ -135,7 +145,8 @@ static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
       }
     });
   };
-  llvm::BasicBlock *whole = llvm::BasicBlock::Create(e.ctx, "rows_whole", fn), *part = llvm::BasicBlock::Create(e.ctx, "rows_tail", fn),
+  llvm::BasicBlock *whole = llvm::BasicBlock::Create(e.ctx, "rows_whole", fn),
+                   *part = llvm::BasicBlock::Create(e.ctx, "rows_tail", fn),
                    *join = llvm::BasicBlock::Create(e.ctx, "rows_join", fn);
   b.CreateCondBr(b.CreateICmpSLE(b.CreateAdd(n0, e.i64(chunk)), e.i64(N)), whole, part);
   b.SetInsertPoint(whole);
@@ -148,12 +159,16 @@ static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
   // Epilogue: each output through the result expression.
   auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), chunk);
   for (int64_t i = 0; i < mp.R; i++)
-    b.CreateAlignedStore(b.CreateLoad(vt, accs[i]), b.CreateInBoundsGEP(row_ty, spill, {e.i64(0), e.i64(i * L)}), llvm::Align(4));
-  Value *end = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(n0, e.i64(chunk)), e.i64(N)), b.CreateAdd(n0, e.i64(chunk)), e.i64(N));
+    b.CreateAlignedStore(b.CreateLoad(vt, accs[i]),
+                         b.CreateInBoundsGEP(row_ty, spill, {e.i64(0), e.i64(i * L)}),
+                         llvm::Align(4));
+  Value *end = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(n0, e.i64(chunk)), e.i64(N)),
+                              b.CreateAdd(n0, e.i64(chunk)), e.i64(N));
   e.iv[mp.r] = nullptr;
   e.loop(n0, end, [&](Value *j) {
     e.iv[mp.n] = j;
-    e.acc_value = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(row_ty, spill, {e.i64(0), b.CreateSub(j, n0)}));
+    e.acc_value = b.CreateLoad(b.getFloatTy(),
+                               b.CreateInBoundsGEP(row_ty, spill, {e.i64(0), b.CreateSub(j, n0)}));
     e.store_result(e.evaluate(k.result, false));
   });
 }
@@ -200,7 +215,9 @@ void matvec_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
     for (auto *a : accs) b.CreateStore(llvm::Constant::getNullValue(vt), a);
     auto step = [&](Value *j, Value *mask) {
       auto load = [&](Value *ptr) {
-        if (mask) return (Value *)b.CreateMaskedLoad(vt, ptr, llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
+        if (mask)
+          return (Value *)b.CreateMaskedLoad(vt, ptr, llvm::Align(4), mask,
+                                             llvm::Constant::getNullValue(vt));
         return (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4));
       };
       Value *xv = load(vec_ptr(mp.x, first, j));
@@ -216,7 +233,8 @@ void matvec_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
       // The lanes summed in any order (the reduction is reassociated, as every vector kernel's).
       llvm::FastMathFlags fm;
       fm.setAllowReassoc();
-      llvm::CallInst *sum = b.CreateFAddReduce(llvm::ConstantFP::get(b.getFloatTy(), 0.0), b.CreateLoad(vt, accs[i]));
+      llvm::CallInst *sum =
+          b.CreateFAddReduce(llvm::ConstantFP::get(b.getFloatTy(), 0.0), b.CreateLoad(vt, accs[i]));
       sum->setFastMathFlags(fm);
       e.iv[mp.n] = b.CreateAdd(first, e.i64(i));
       e.iv[mp.r] = nullptr;

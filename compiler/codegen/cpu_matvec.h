@@ -33,7 +33,7 @@ struct MatvecPlan {
   // product): R vectors of L consecutive outputs per work item, X broadcast per reduction step,
   // masked loads for the last outputs, the result expression per output at the end.
   bool along_n = false;
-  int lanes = 8;       // f32 lanes per vector (the target's)
+  int lanes = 8;  // f32 lanes per vector (the target's)
 };
 
 // The plan for kernel k on target t, or one with ok == false. CAPGRAPH_NO_TILE=1 disables it.

@@ -59,18 +59,23 @@ static CpuTarget host_target() {
 
 static CpuTarget target_known(const std::string &name) {
   if (name.empty() || name == "cpu") return host_target();
-  if (name == "cpu-x86_64") return {"cpu-x86_64", "x86_64-unknown-linux-gnu", "x86-64-v3", "+avx,+avx2,+fma,+f16c,+sse4.1,+sse4.2,+popcnt"};
+  if (name == "cpu-x86_64")
+    return {"cpu-x86_64", "x86_64-unknown-linux-gnu", "x86-64-v3",
+            "+avx,+avx2,+fma,+f16c,+sse4.1,+sse4.2,+popcnt"};
   if (name == "cpu-x86_64-avx512")
     return {"cpu-x86_64", "x86_64-unknown-linux-gnu", "x86-64-v4",
-            "+avx,+avx2,+fma,+f16c,+sse4.1,+sse4.2,+popcnt,+avx512f,+avx512bw,+avx512cd,+avx512dq,+avx512vl,+evex512"};
+            "+avx,+avx2,+fma,+f16c,+sse4.1,+sse4.2,+popcnt,+avx512f,+avx512bw,+avx512cd,+avx512dq,+"
+            "avx512vl,+evex512"};
   if (name == "cpu-aarch64") {
     // This machine if it is one (its own features), else the Cortex-A75 baseline.
     CpuTarget host = host_target();
     if (host.name == "cpu-aarch64") return host;
     return {"cpu-aarch64", "aarch64-unknown-linux-gnu", "cortex-a75", "+neon,+fp-armv8"};
   }
-  throw Error("unknown target '" + name + "': known targets are cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, cpu-aarch64, " +
-              amd_target_names());
+  throw Error(
+      "unknown target '" + name +
+      "': known targets are cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, cpu-aarch64, " +
+      amd_target_names());
 }
 
 CpuTarget cpu_target_named(const std::string &name) {

@@ -12,10 +12,10 @@ struct CpuTarget {
   std::string cpu;       // LLVM CPU name
   std::string features;  // LLVM feature string, e.g. "+avx2,+fma"
   // Vector facts (derived from the features by cpu_target_facts):
-  int f32_lanes = 4;         // f32 lanes of one vector register (4 SSE/NEON, 8 AVX2, 16 AVX-512)
-  int vector_registers = 16; // architectural vector registers (16 AVX2, 32 AVX-512 and NEON)
-  int fma_units = 2;         // vector FMAs issued per cycle (sizes the accumulator chains)
-  int64_t channel_block = 8; // channels per block of a channel-blocked activation (NCHWc)
+  int f32_lanes = 4;          // f32 lanes of one vector register (4 SSE/NEON, 8 AVX2, 16 AVX-512)
+  int vector_registers = 16;  // architectural vector registers (16 AVX2, 32 AVX-512 and NEON)
+  int fma_units = 2;          // vector FMAs issued per cycle (sizes the accumulator chains)
+  int64_t channel_block = 8;  // channels per block of a channel-blocked activation (NCHWc)
 };
 
 // "cpu" (this machine, with its vector features), "cpu-x86_64" (AVX2 + FMA, x86-64-v3: its

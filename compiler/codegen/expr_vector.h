@@ -1,7 +1,7 @@
-// Which kernel expressions the CPU code generator may evaluate in vector form (KernelEmitter::lanes:
-// a channel tile's epilogue L channels at once, a fake-quantizing map `width` elements at once),
-// and the value ranges that decide when a cast through an integer type keeps its value.
-// No LLVM here: the tests ask these questions of scheduled programs directly.
+// Which kernel expressions the CPU code generator may evaluate in vector form
+// (KernelEmitter::lanes: a channel tile's epilogue L channels at once, a fake-quantizing map
+// `width` elements at once), and the value ranges that decide when a cast through an integer type
+// keeps its value. No LLVM here: the tests ask these questions of scheduled programs directly.
 #pragma once
 
 #include <cmath>

@@ -1,12 +1,12 @@
 #include "codegen/gpu_tile.h"
 
-#include "codegen/gpu_work_item.h"
-
 #include <llvm/IR/GlobalVariable.h>
 
 #include <algorithm>
-#include <functional>
 #include <cstdlib>
+#include <functional>
+
+#include "codegen/gpu_work_item.h"
 
 namespace capgraph {
 
@@ -47,7 +47,8 @@ bool store_contiguous(const Kernel &k, int axis, int64_t count) {
 void loop_rolled(KernelEmitter &e, int64_t n, const std::function<void(Value *)> &body) {
   llvm::IRBuilder<> &b = e.b;
   llvm::BasicBlock *pre = b.GetInsertBlock();
-  llvm::BasicBlock *head = llvm::BasicBlock::Create(e.ctx, "tile_loop", e.fn), *bodyb = llvm::BasicBlock::Create(e.ctx, "tile_body", e.fn),
+  llvm::BasicBlock *head = llvm::BasicBlock::Create(e.ctx, "tile_loop", e.fn),
+                   *bodyb = llvm::BasicBlock::Create(e.ctx, "tile_body", e.fn),
                    *exit = llvm::BasicBlock::Create(e.ctx, "tile_exit", e.fn);
   b.CreateBr(head);
   b.SetInsertPoint(head);
@@ -58,14 +59,16 @@ void loop_rolled(KernelEmitter &e, int64_t n, const std::function<void(Value *)>
   body(i);
   i->addIncoming(b.CreateAdd(i, e.i64(1), "", true, true), b.GetInsertBlock());
   llvm::BranchInst *latch = b.CreateBr(head);
-  llvm::MDNode *off = llvm::MDNode::get(e.ctx, {llvm::MDString::get(e.ctx, "llvm.loop.unroll.disable")});
+  llvm::MDNode *off =
+      llvm::MDNode::get(e.ctx, {llvm::MDString::get(e.ctx, "llvm.loop.unroll.disable")});
   llvm::MDNode *id = llvm::MDNode::getDistinct(e.ctx, {nullptr, off});
   id->replaceOperandWith(0, id);
   latch->setMetadata(llvm::LLVMContext::MD_loop, id);
   b.SetInsertPoint(exit);
 }
 
-void nest_rolled(KernelEmitter &e, const std::vector<int> &axes, size_t at, const std::function<void()> &body) {
+void nest_rolled(KernelEmitter &e, const std::vector<int> &axes, size_t at,
+                 const std::function<void()> &body) {
   if (at == axes.size()) return body();
   loop_rolled(e, e.k.axes[axes[at]], [&](Value *i) {
     e.iv[axes[at]] = i;
@@ -88,14 +91,19 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
   for (int x = 0; x < k.n_parallel; x++) {
     if (k.axes[x] == 1) continue;
     bool ua = access_uses(la, x), ub = access_uses(lb, x);
-    if (ua && ub) pl.batch.push_back(x), pl.batches *= k.axes[x];
-    else if (ua) pl.m.push_back(x), pl.M *= k.axes[x];
-    else if (ub) pl.n.push_back(x), pl.N *= k.axes[x];
-    else return pl;  // an output axis neither operand moves with: not a product
+    if (ua && ub)
+      pl.batch.push_back(x), pl.batches *= k.axes[x];
+    else if (ua)
+      pl.m.push_back(x), pl.M *= k.axes[x];
+    else if (ub)
+      pl.n.push_back(x), pl.N *= k.axes[x];
+    else
+      return pl;  // an output axis neither operand moves with: not a product
   }
   // Tiles pay off from a few lanes' worth of rows and columns on; below that the staging and
   // barriers cost more than the reuse gives.
-  if (pl.M < 16 || pl.N < 16 || pl.M > INT32_MAX || pl.N > INT32_MAX || pl.batches > INT32_MAX) return pl;
+  if (pl.M < 16 || pl.N < 16 || pl.M > INT32_MAX || pl.N > INT32_MAX || pl.batches > INT32_MAX)
+    return pl;
   for (int x = k.n_parallel; x < (int)k.axes.size(); x++) {
     if (k.axes[x] == 1) continue;
     if (pl.chunk < 0 || k.axes[x] > k.axes[pl.chunk]) pl.chunk = x;
@@ -110,12 +118,16 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
   std::vector<int64_t> grids;  // lanes along m, squarest first
   for (int64_t lm = 4; lm * 4 <= (int64_t)f.group_size; lm *= 2)
     if (f.group_size % lm == 0) grids.push_back(lm);
-  auto skew = [&](int64_t lm) { return std::max(lm * lm, (int64_t)f.group_size) / std::min(lm * lm, (int64_t)f.group_size); };
-  std::stable_sort(grids.begin(), grids.end(), [&](int64_t x, int64_t y) { return skew(x) < skew(y); });
+  auto skew = [&](int64_t lm) {
+    return std::max(lm * lm, (int64_t)f.group_size) / std::min(lm * lm, (int64_t)f.group_size);
+  };
+  std::stable_sort(grids.begin(), grids.end(),
+                   [&](int64_t x, int64_t y) { return skew(x) < skew(y); });
   int64_t best = -1;
   for (int64_t lm : grids) {
     int64_t ln = f.group_size / lm;
-    int64_t cost = ceil_div(pl.M, lm * pl.tm) * lm * pl.tm * ceil_div(pl.N, ln * pl.tn) * ln * pl.tn;
+    int64_t cost =
+        ceil_div(pl.M, lm * pl.tm) * lm * pl.tm * ceil_div(pl.N, ln * pl.tn) * ln * pl.tn;
     if (best < 0 || cost < best) best = cost, pl.lanes_m = lm, pl.lanes_n = ln;
   }
   if (best < 0) return pl;
@@ -134,13 +146,16 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
   // Half the shared memory at most: two workgroups can share a compute unit.
   while (pl.kc > 1 && pl.shared_bytes() > f.shared_bytes / 2) pl.kc /= 2;
   if (pl.shared_bytes() > f.shared_bytes / 2) return pl;
-  if (store_contiguous(k, pl.n.back(), pl.tn)) pl.store_vector = 'n';
-  else if (store_contiguous(k, pl.m.back(), pl.tm)) pl.store_vector = 'm';
+  if (store_contiguous(k, pl.n.back(), pl.tn))
+    pl.store_vector = 'n';
+  else if (store_contiguous(k, pl.m.back(), pl.tm))
+    pl.store_vector = 'm';
   pl.ok = true;
   return pl;
 }
 
-void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &pl, const GpuFacts &f, const GpuIntrinsics &ids) {
+void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &pl, const GpuFacts &f,
+                   const GpuIntrinsics &ids) {
   llvm::IRBuilder<> &b = e.b;
   const Kernel &k = e.k;
   llvm::Type *f32 = b.getFloatTy(), *i32 = b.getInt32Ty();
@@ -152,8 +167,9 @@ void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &pl, const GpuFacts &f, c
   // LLVM AMDGPUUsage "Address Spaces" (3: local / LDS), NVPTXUsage "Address Spaces" (3: shared).
   auto slab = [&](int64_t n, const char *name) {
     auto *ty = llvm::ArrayType::get(f32, n);
-    auto *g = new llvm::GlobalVariable(e.mod, ty, false, llvm::GlobalValue::InternalLinkage, llvm::UndefValue::get(ty),
-                                       e.fn->getName() + name, nullptr, llvm::GlobalValue::NotThreadLocal, 3);
+    auto *g = new llvm::GlobalVariable(e.mod, ty, false, llvm::GlobalValue::InternalLinkage,
+                                       llvm::UndefValue::get(ty), e.fn->getName() + name, nullptr,
+                                       llvm::GlobalValue::NotThreadLocal, 3);
     g->setAlignment(llvm::Align(16));
     return g;
   };
@@ -167,7 +183,8 @@ void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &pl, const GpuFacts &f, c
   Value *group = b.CreateIntrinsic(ids.group_id, {}, {});
   Value *local = b.CreateIntrinsic(ids.local_id, {}, {});
   Value *ln = b.CreateURem(local, c32(pl.lanes_n)), *lm = b.CreateUDiv(local, c32(pl.lanes_n));
-  Value *tile_n = b.CreateURem(group, c32(pl.tiles_n)), *rest = b.CreateUDiv(group, c32(pl.tiles_n));
+  Value *tile_n = b.CreateURem(group, c32(pl.tiles_n)),
+        *rest = b.CreateUDiv(group, c32(pl.tiles_n));
   Value *tile_m = b.CreateURem(rest, c32(pl.tiles_m)), *batch = b.CreateUDiv(rest, c32(pl.tiles_m));
   Value *m0 = b.CreateMul(tile_m, c32(TM)), *n0 = b.CreateMul(tile_n, c32(TN));
 
@@ -191,8 +208,8 @@ void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &pl, const GpuFacts &f, c
 
   const int64_t E = k.axes[pl.chunk];
   // Stages slab[kk][t] = load(pos = base + t, reduction point c0 + kk), or 0 outside.
-  auto stage = [&](llvm::GlobalVariable *dst, int load, int64_t T, Value *base, int64_t ext, const std::vector<int> &axes,
-                   Value *c0) {
+  auto stage = [&](llvm::GlobalVariable *dst, int load, int64_t T, Value *base, int64_t ext,
+                   const std::vector<int> &axes, Value *c0) {
     for (int64_t s = 0; s < ceil_div(pl.kc * T, GS); s++) {
       Value *idx = b.CreateAdd(c32(s * GS), local);
       auto one = [&] {
@@ -205,7 +222,8 @@ void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &pl, const GpuFacts &f, c
         Value *off = e.access_offset(k.loads[load], load, &ok);
         if (ok) in = b.CreateAnd(in, ok);
         llvm::BasicBlock *pre = b.GetInsertBlock();
-        llvm::BasicBlock *then = llvm::BasicBlock::Create(e.ctx, "stage", e.fn), *done = llvm::BasicBlock::Create(e.ctx, "staged", e.fn);
+        llvm::BasicBlock *then = llvm::BasicBlock::Create(e.ctx, "stage", e.fn),
+                         *done = llvm::BasicBlock::Create(e.ctx, "staged", e.fn);
         b.CreateCondBr(in, then, done);
         b.SetInsertPoint(then);
         Value *v = b.CreateLoad(f32, e.element_ptr(k.loads[load].buffer, off));
@@ -216,8 +234,10 @@ void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &pl, const GpuFacts &f, c
         phi->addIncoming(v, then);
         b.CreateStore(phi, b.CreateInBoundsGEP(f32, dst, idx));
       };
-      if ((s + 1) * GS > pl.kc * T) e.guarded(b.CreateICmpULT(idx, c32(pl.kc * T)), one);
-      else one();
+      if ((s + 1) * GS > pl.kc * T)
+        e.guarded(b.CreateICmpULT(idx, c32(pl.kc * T)), one);
+      else
+        one();
     }
   };
 
@@ -231,14 +251,16 @@ void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &pl, const GpuFacts &f, c
         Value *k32 = b.CreateTrunc(kk, i32);
         auto row = [&](llvm::GlobalVariable *s, int64_t T, Value *lane, int64_t t) {
           Value *at = b.CreateAdd(b.CreateMul(k32, c32(T)), b.CreateMul(lane, c32(t)));
-          return b.CreateAlignedLoad(llvm::FixedVectorType::get(f32, t), b.CreateInBoundsGEP(f32, s, at), llvm::Align(16));
+          return b.CreateAlignedLoad(llvm::FixedVectorType::get(f32, t),
+                                     b.CreateInBoundsGEP(f32, s, at), llvm::Align(16));
         };
         Value *av = row(slab_a, TM, lm, pl.tm), *bv = row(slab_b, TN, ln, pl.tn);
         for (int64_t i = 0; i < pl.tm; i++)
           for (int64_t j = 0; j < pl.tn; j++) {
             llvm::AllocaInst *x = acc[i * pl.tn + j];
             Value *s = b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {f32},
-                                         {b.CreateExtractElement(av, i), b.CreateExtractElement(bv, j), b.CreateLoad(f32, x)});
+                                         {b.CreateExtractElement(av, i),
+                                          b.CreateExtractElement(bv, j), b.CreateLoad(f32, x)});
             b.CreateStore(s, x);
           }
       });

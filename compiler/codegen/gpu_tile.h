@@ -43,14 +43,14 @@ struct GpuFacts {
 
 struct GpuTilePlan {
   bool ok = false;
-  int a = -1, b = -1;                        // the body's loads (indices into Kernel::loads)
-  std::vector<int> batch, m, n;              // parallel axes of extent > 1, outermost first
-  int chunk = -1;                            // the reduction axis staged kc at a time
-  std::vector<int> outer;                    // the other reduction axes of extent > 1
-  int64_t batches = 1, M = 1, N = 1;         // flattened extents
-  int64_t lanes_m = 16, lanes_n = 16;        // lane grid, lanes_m * lanes_n == group_size
-  int64_t tm = 4, tn = 4;                    // accumulators per lane along m and n
-  int64_t kc = 16;                           // reduction points per chunk
+  int a = -1, b = -1;                  // the body's loads (indices into Kernel::loads)
+  std::vector<int> batch, m, n;        // parallel axes of extent > 1, outermost first
+  int chunk = -1;                      // the reduction axis staged kc at a time
+  std::vector<int> outer;              // the other reduction axes of extent > 1
+  int64_t batches = 1, M = 1, N = 1;   // flattened extents
+  int64_t lanes_m = 16, lanes_n = 16;  // lane grid, lanes_m * lanes_n == group_size
+  int64_t tm = 4, tn = 4;              // accumulators per lane along m and n
+  int64_t kc = 16;                     // reduction points per chunk
   int64_t tiles_m = 1, tiles_n = 1;
   // Where a lane's accumulators are neighbours in the output: 'n' when the tn accumulators of a
   // row are consecutive elements of the stored buffer (the innermost n axis has stride 1 and a

@@ -33,7 +33,8 @@ void gpu_work_item_emit(KernelEmitter &e, Value *gid, Value *acc) {
   e.iv.assign(k.axes.size(), nullptr);
   e.guarded(b.CreateICmpULT(gid, e.i64(gpu_work_size(k))), [&] {
     Value *rem = gid;
-    for (int a = k.n_parallel - 1; a >= 0; a--) {  // innermost fastest: neighbouring lanes store neighbours
+    for (int a = k.n_parallel - 1; a >= 0;
+         a--) {  // innermost fastest: neighbouring lanes store neighbours
       if (k.axes[a] == 1) {
         e.iv[a] = e.i64(0);
         continue;
@@ -45,10 +46,13 @@ void gpu_work_item_emit(KernelEmitter &e, Value *gid, Value *acc) {
   });
 }
 
-Value *gpu_acc_alloca(KernelEmitter &e) { return e.k.reduce != Reduce::none ? e.b.CreateAlloca(e.ir_type(e.k.acc_dtype)) : nullptr; }
+Value *gpu_acc_alloca(KernelEmitter &e) {
+  return e.k.reduce != Reduce::none ? e.b.CreateAlloca(e.ir_type(e.k.acc_dtype)) : nullptr;
+}
 
-void gpu_kernel_emit(KernelEmitter &e, const std::string &symbol, const std::function<void(llvm::Function *)> &attrs,
-                     const GpuIntrinsics &ids, const GpuFacts &f) {
+void gpu_kernel_emit(KernelEmitter &e, const std::string &symbol,
+                     const std::function<void(llvm::Function *)> &attrs, const GpuIntrinsics &ids,
+                     const GpuFacts &f) {
   llvm::IRBuilder<> &b = e.b;
   e.slots = kernel_slots(e.k);
   std::vector<llvm::Type *> params(e.slots.size(), b.getPtrTy(1));

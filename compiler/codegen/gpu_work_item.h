@@ -24,7 +24,8 @@ struct GpuIntrinsics {
 
 // Emits the body of a planned kernel at the current insertion point (entry block of e.fn, slot
 // pointers bound).
-void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &plan, const GpuFacts &f, const GpuIntrinsics &ids);
+void gpu_tile_emit(KernelEmitter &e, const GpuTilePlan &plan, const GpuFacts &f,
+                   const GpuIntrinsics &ids);
 
 // Work items of the GPU launch: every point of the parallel space.
 int64_t gpu_work_size(const Kernel &k);
@@ -44,7 +45,8 @@ llvm::Value *gpu_acc_alloca(KernelEmitter &e);
 // slot, no alias between them; a tiled workgroup (gpu_tile.h) where the plan covers the kernel,
 // else one work item at global id group * group_size + local, from the target's two id
 // intrinsics. `attrs` sets the target's calling convention and attributes.
-void gpu_kernel_emit(KernelEmitter &e, const std::string &symbol, const std::function<void(llvm::Function *)> &attrs,
-                     const GpuIntrinsics &ids, const GpuFacts &f);
+void gpu_kernel_emit(KernelEmitter &e, const std::string &symbol,
+                     const std::function<void(llvm::Function *)> &attrs, const GpuIntrinsics &ids,
+                     const GpuFacts &f);
 
 }  // namespace capgraph

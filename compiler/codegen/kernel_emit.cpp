@@ -36,7 +36,9 @@ KernelEmitter::KernelEmitter(llvm::Module &m, const Kernel &kk, const Program &p
 
 llvm::Type *KernelEmitter::ir_type(DType t) {
   switch (t) {
-    case DType::f32: case DType::f16: case DType::bf16: return b.getFloatTy();
+    case DType::f32:
+    case DType::f16:
+    case DType::bf16: return b.getFloatTy();
     case DType::f64: return b.getDoubleTy();
     case DType::boolean: return b.getInt1Ty();
     default: return b.getInt64Ty();  // every integer type, uint64 included (its ops are unsigned)
@@ -47,10 +49,16 @@ llvm::Type *KernelEmitter::mem_type(DType t) {
     case DType::f32: return b.getFloatTy();
     case DType::f16: return b.getHalfTy();
     case DType::f64: return b.getDoubleTy();
-    case DType::i8: case DType::u8: case DType::boolean: return b.getInt8Ty();
-    case DType::i16: case DType::u16: case DType::bf16: return b.getInt16Ty();
-    case DType::i32: case DType::u32: return b.getInt32Ty();
-    case DType::i64: case DType::u64: return b.getInt64Ty();
+    case DType::i8:
+    case DType::u8:
+    case DType::boolean: return b.getInt8Ty();
+    case DType::i16:
+    case DType::u16:
+    case DType::bf16: return b.getInt16Ty();
+    case DType::i32:
+    case DType::u32: return b.getInt32Ty();
+    case DType::i64:
+    case DType::u64: return b.getInt64Ty();
   }
   return nullptr;
 }
@@ -59,7 +67,8 @@ llvm::Type *KernelEmitter::mem_type(DType t) {
 // for (i = lo; i < hi; i++) body(i)
 void KernelEmitter::loop(Value *lo, Value *hi, const std::function<void(Value *)> &body) {
   llvm::BasicBlock *pre = b.GetInsertBlock();
-  llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx, "loop", fn), *bodyb = llvm::BasicBlock::Create(ctx, "body", fn),
+  llvm::BasicBlock *head = llvm::BasicBlock::Create(ctx, "loop", fn),
+                   *bodyb = llvm::BasicBlock::Create(ctx, "body", fn),
                    *exit = llvm::BasicBlock::Create(ctx, "exit", fn);
   b.CreateBr(head);
   b.SetInsertPoint(head);
@@ -75,7 +84,8 @@ void KernelEmitter::loop(Value *lo, Value *hi, const std::function<void(Value *)
 }
 // Runs body only if cond holds.
 void KernelEmitter::guarded(Value *cond, const std::function<void()> &body) {
-  llvm::BasicBlock *then = llvm::BasicBlock::Create(ctx, "then", fn), *done = llvm::BasicBlock::Create(ctx, "done", fn);
+  llvm::BasicBlock *then = llvm::BasicBlock::Create(ctx, "then", fn),
+                   *done = llvm::BasicBlock::Create(ctx, "done", fn);
   b.CreateCondBr(cond, then, done);
   b.SetInsertPoint(then);
   body();
@@ -168,9 +178,16 @@ Value *KernelEmitter::convert(Value *v, DType from, DType to) {
   if (v->getType() == t) return v;
   bool ff = v->getType()->isFloatingPointTy(), tf = t->isFloatingPointTy();
   if (ff && tf) return b.CreateFPCast(v, t);
-  if (to == DType::boolean) return ff ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0)) : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
-  if (ff) return b.CreateIntrinsic(to == DType::u64 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat, {t, v->getType()}, {v});
-  if (tf) return from == DType::boolean || from == DType::u64 ? b.CreateUIToFP(v, t) : b.CreateSIToFP(v, t);
+  if (to == DType::boolean)
+    return ff ? b.CreateFCmpUNE(v, llvm::ConstantFP::get(v->getType(), 0))
+              : b.CreateICmpNE(v, llvm::ConstantInt::get(v->getType(), 0));
+  if (ff)
+    return b.CreateIntrinsic(
+        to == DType::u64 ? llvm::Intrinsic::fptoui_sat : llvm::Intrinsic::fptosi_sat,
+        {t, v->getType()}, {v});
+  if (tf)
+    return from == DType::boolean || from == DType::u64 ? b.CreateUIToFP(v, t)
+                                                        : b.CreateSIToFP(v, t);
   return b.CreateZExt(v, t);
 }
 
@@ -179,22 +196,30 @@ Value *KernelEmitter::load_value(const Expr &e) {
   DType bt = p.buffers[a.buffer].dtype;
   Value *ok;
   Value *off = access_offset(a, e.access, &ok);
-  if (lanes) {  // vector_evaluable checked: f32, unbounded, contiguous along lane_axis or not moving
+  if (lanes) {  // vector_evaluable checked: f32, unbounded, contiguous along lane_axis or not
+                // moving
     int64_t c = 0;
     for (const DimIndex &d : a.dims) c += coef_of(d, lane_axis) * d.stride;
     Value *ptr = element_ptr(a.buffer, off);
     auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
-    return c ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4)) : b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(), ptr));
+    return c ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
+             : b.CreateVectorSplat(lanes, b.CreateLoad(b.getFloatTy(), ptr));
   }
   Value *raw = b.CreateLoad(mem_type(bt), element_ptr(a.buffer, off));
   Value *v;
   switch (bt) {
     case DType::f16: v = b.CreateFPExt(raw, b.getFloatTy()); break;
     // bfloat16 is the upper half of a float32.
-    case DType::bf16: v = b.CreateBitCast(b.CreateShl(b.CreateZExt(raw, b.getInt32Ty()), 16), b.getFloatTy()); break;
+    case DType::bf16:
+      v = b.CreateBitCast(b.CreateShl(b.CreateZExt(raw, b.getInt32Ty()), 16), b.getFloatTy());
+      break;
     case DType::boolean: v = b.CreateICmpNE(raw, b.getInt8(0)); break;
-    case DType::u8: case DType::u16: case DType::u32: v = b.CreateZExt(raw, b.getInt64Ty()); break;
-    case DType::i8: case DType::i16: case DType::i32: v = b.CreateSExt(raw, b.getInt64Ty()); break;
+    case DType::u8:
+    case DType::u16:
+    case DType::u32: v = b.CreateZExt(raw, b.getInt64Ty()); break;
+    case DType::i8:
+    case DType::i16:
+    case DType::i32: v = b.CreateSExt(raw, b.getInt64Ty()); break;
     default: v = raw;
   }
   v = convert(v, bt, e.dtype);
@@ -210,7 +235,8 @@ Value *KernelEmitter::load_value(const Expr &e) {
 
 Value *KernelEmitter::constant(double v, DType t) {
   llvm::Type *ty = ir_type(t);
-  if (ty->isFloatingPointTy()) return llvm::ConstantFP::get(lanes ? llvm::FixedVectorType::get(ty, lanes) : ty, v);
+  if (ty->isFloatingPointTy())
+    return llvm::ConstantFP::get(lanes ? llvm::FixedVectorType::get(ty, lanes) : ty, v);
   if (ty->isIntegerTy(1)) return b.getInt1(v != 0);
   return llvm::ConstantInt::get(ty, (uint64_t)int_constant_saturate(v, t), true);
 }
@@ -229,7 +255,7 @@ int64_t int_constant_saturate(double v, DType t) {
     case DType::i32: lo = INT32_MIN, hi = INT32_MAX; break;
     case DType::u16: lo = 0, hi = UINT16_MAX; break;
     case DType::u32: lo = 0, hi = UINT32_MAX; break;
-    case DType::u64:  // the bits of the unsigned value (min's identity +inf: all ones)
+    case DType::u64:           // the bits of the unsigned value (min's identity +inf: all ones)
       if (!(v > 0)) return 0;  // NaN too
       if (v >= 18446744073709551616.0) return -1;
       return (int64_t)(uint64_t)v;
@@ -238,7 +264,9 @@ int64_t int_constant_saturate(double v, DType t) {
   return std::clamp(int64_saturate(v), lo, hi);
 }
 
-bool KernelEmitter::vector_evaluable(int root, int axis) const { return expr_vector_evaluable(k, p, root, axis); }
+bool KernelEmitter::vector_evaluable(int root, int axis) const {
+  return expr_vector_evaluable(k, p, root, axis);
+}
 
 // A cast to float32 in vector form (expr_vector_evaluable says which): the same values the scalar
 // form gives.
@@ -254,13 +282,15 @@ Value *KernelEmitter::vector_cast(const Expr &e) {
     int64_t c = 0;
     for (const DimIndex &d : a.dims) c += coef_of(d, lane_axis) * d.stride;
     llvm::Type *mt = mem_type(bt);
-    Value *raw = c ? (Value *)b.CreateAlignedLoad(llvm::FixedVectorType::get(mt, lanes), ptr, llvm::Align(1))
-                   : b.CreateVectorSplat(lanes, b.CreateLoad(mt, ptr));
+    Value *raw =
+        c ? (Value *)b.CreateAlignedLoad(llvm::FixedVectorType::get(mt, lanes), ptr, llvm::Align(1))
+          : b.CreateVectorSplat(lanes, b.CreateLoad(mt, ptr));
     return bt == DType::u8 || bt == DType::u16 ? b.CreateUIToFP(raw, vt) : b.CreateSIToFP(raw, vt);
   }
   // float32 -> float16 -> float32: rounded to half in whole registers (F16C, AVX-512, NEON).
   if (o.op == Op::cast && o.dtype == DType::f16)
-    return b.CreateFPExt(b.CreateFPTrunc(eval(o.a), llvm::FixedVectorType::get(b.getHalfTy(), lanes)), vt);
+    return b.CreateFPExt(
+        b.CreateFPTrunc(eval(o.a), llvm::FixedVectorType::get(b.getHalfTy(), lanes)), vt);
   // float -> integer -> float with the value inside the integer type: truncation, NaN gives 0
   // (as llvm.fptosi.sat does); nothing to truncate where the value is already an integer.
   Value *v = eval(o.a);
@@ -295,12 +325,18 @@ Value *KernelEmitter::eval(int i) {
       // bfloat16 and float16 are computed in float32: a cast to them rounds here, so a value that
       // a fused kernel no longer stores is still the one the narrow type holds (vector_cast does
       // the same for float16 in vectors).
-      if (e.dtype == DType::bf16 && !lanes) r = b.CreateBitCast(b.CreateShl(b.CreateZExt(bf16_round(r), b.getInt32Ty()), 16), b.getFloatTy());
-      if (e.dtype == DType::f16 && !lanes) r = b.CreateFPExt(b.CreateFPTrunc(r, b.getHalfTy()), b.getFloatTy());
+      if (e.dtype == DType::bf16 && !lanes)
+        r = b.CreateBitCast(b.CreateShl(b.CreateZExt(bf16_round(r), b.getInt32Ty()), 16),
+                            b.getFloatTy());
+      if (e.dtype == DType::f16 && !lanes)
+        r = b.CreateFPExt(b.CreateFPTrunc(r, b.getHalfTy()), b.getFloatTy());
       break;
     }
     case Op::neg: r = fl ? b.CreateFNeg(a) : b.CreateNeg(a); break;
-    case Op::abs: r = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a) : b.CreateSelect(b.CreateICmpSLT(a, i64(0)), b.CreateNeg(a), a); break;
+    case Op::abs:
+      r = fl ? b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, a)
+             : b.CreateSelect(b.CreateICmpSLT(a, i64(0)), b.CreateNeg(a), a);
+      break;
     case Op::sqrt: r = b.CreateUnaryIntrinsic(llvm::Intrinsic::sqrt, a); break;
     case Op::exp: r = ir_exp(b, a); break;
     case Op::log: r = ir_log(b, a); break;
@@ -327,7 +363,9 @@ Value *KernelEmitter::eval(int i) {
       break;
     case Op::mod:
       if (fl) {  // a - floor(a/b)*b
-        r = b.CreateFSub(a, b.CreateFMul(b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b.CreateFDiv(a, bb)), bb));
+        r = b.CreateFSub(
+            a,
+            b.CreateFMul(b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, b.CreateFDiv(a, bb)), bb));
       } else if (uns) {
         Value *zero = b.CreateICmpEQ(bb, i64(0));
         r = b.CreateSelect(zero, i64(0), b.CreateURem(a, b.CreateSelect(zero, i64(1), bb)));
@@ -335,7 +373,9 @@ Value *KernelEmitter::eval(int i) {
         Value *zero = b.CreateICmpEQ(bb, i64(0));
         Value *safe = b.CreateSelect(zero, i64(1), bb);
         Value *m = b.CreateSRem(a, safe);
-        Value *fix = b.CreateAnd(b.CreateICmpNE(m, i64(0)), b.CreateICmpNE(b.CreateICmpSLT(m, i64(0)), b.CreateICmpSLT(safe, i64(0))));
+        Value *fix =
+            b.CreateAnd(b.CreateICmpNE(m, i64(0)),
+                        b.CreateICmpNE(b.CreateICmpSLT(m, i64(0)), b.CreateICmpSLT(safe, i64(0))));
         r = b.CreateSelect(zero, i64(0), b.CreateSelect(fix, b.CreateAdd(m, safe), m));
       }
       break;
@@ -344,22 +384,33 @@ Value *KernelEmitter::eval(int i) {
         r = ir_pow(b, a, bb);
       } else {
         Value *fa = uns ? b.CreateUIToFP(a, b.getDoubleTy()) : b.CreateSIToFP(a, b.getDoubleTy());
-        Value *fb = k.exprs[e.b].dtype == DType::u64 ? b.CreateUIToFP(bb, b.getDoubleTy()) : b.CreateSIToFP(bb, b.getDoubleTy());
+        Value *fb = k.exprs[e.b].dtype == DType::u64 ? b.CreateUIToFP(bb, b.getDoubleTy())
+                                                     : b.CreateSIToFP(bb, b.getDoubleTy());
         r = to_i64(b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, ir_pow(b, fa, fb)));
       }
       break;
     case Op::max:
-      r = afl ? b.CreateSelect(b.CreateFCmpUGT(a, bb), a, bb) : b.CreateSelect(uns ? b.CreateICmpUGT(a, bb) : b.CreateICmpSGT(a, bb), a, bb);
+      r = afl ? b.CreateSelect(b.CreateFCmpUGT(a, bb), a, bb)
+              : b.CreateSelect(uns ? b.CreateICmpUGT(a, bb) : b.CreateICmpSGT(a, bb), a, bb);
       if (afl) r = b.CreateSelect(b.CreateFCmpUNO(bb, bb), bb, r);
       break;
     case Op::min:
-      r = afl ? b.CreateSelect(b.CreateFCmpULT(a, bb), a, bb) : b.CreateSelect(uns ? b.CreateICmpULT(a, bb) : b.CreateICmpSLT(a, bb), a, bb);
+      r = afl ? b.CreateSelect(b.CreateFCmpULT(a, bb), a, bb)
+              : b.CreateSelect(uns ? b.CreateICmpULT(a, bb) : b.CreateICmpSLT(a, bb), a, bb);
       if (afl) r = b.CreateSelect(b.CreateFCmpUNO(bb, bb), bb, r);
       break;
-    case Op::lt: r = afl ? b.CreateFCmpOLT(a, bb) : uns ? b.CreateICmpULT(a, bb) : b.CreateICmpSLT(a, bb); break;
-    case Op::le: r = afl ? b.CreateFCmpOLE(a, bb) : uns ? b.CreateICmpULE(a, bb) : b.CreateICmpSLE(a, bb); break;
-    case Op::gt: r = afl ? b.CreateFCmpOGT(a, bb) : uns ? b.CreateICmpUGT(a, bb) : b.CreateICmpSGT(a, bb); break;
-    case Op::ge: r = afl ? b.CreateFCmpOGE(a, bb) : uns ? b.CreateICmpUGE(a, bb) : b.CreateICmpSGE(a, bb); break;
+    case Op::lt:
+      r = afl ? b.CreateFCmpOLT(a, bb) : uns ? b.CreateICmpULT(a, bb) : b.CreateICmpSLT(a, bb);
+      break;
+    case Op::le:
+      r = afl ? b.CreateFCmpOLE(a, bb) : uns ? b.CreateICmpULE(a, bb) : b.CreateICmpSLE(a, bb);
+      break;
+    case Op::gt:
+      r = afl ? b.CreateFCmpOGT(a, bb) : uns ? b.CreateICmpUGT(a, bb) : b.CreateICmpSGT(a, bb);
+      break;
+    case Op::ge:
+      r = afl ? b.CreateFCmpOGE(a, bb) : uns ? b.CreateICmpUGE(a, bb) : b.CreateICmpSGE(a, bb);
+      break;
     case Op::eq: r = afl ? b.CreateFCmpOEQ(a, bb) : b.CreateICmpEQ(a, bb); break;
     case Op::ne: r = afl ? b.CreateFCmpUNE(a, bb) : b.CreateICmpNE(a, bb); break;
     case Op::logical_and: r = b.CreateAnd(a, bb); break;
@@ -387,13 +438,19 @@ void KernelEmitter::store_result(Value *v) {
   Value *off = access_offset(s, -1, &ok);
   DType bt = p.buffers[s.buffer].dtype;
   Value *m = v;
-  if (bt == DType::boolean) m = b.CreateZExt(v, b.getInt8Ty());
-  else if (bt == DType::f16) m = b.CreateFPTrunc(v, b.getHalfTy());
-  else if (bt == DType::bf16) m = bf16_round(v);
-  else if (!dtype_is_float(bt)) m = b.CreateTrunc(v, mem_type(bt));
+  if (bt == DType::boolean)
+    m = b.CreateZExt(v, b.getInt8Ty());
+  else if (bt == DType::f16)
+    m = b.CreateFPTrunc(v, b.getHalfTy());
+  else if (bt == DType::bf16)
+    m = bf16_round(v);
+  else if (!dtype_is_float(bt))
+    m = b.CreateTrunc(v, mem_type(bt));
   auto emit = [&] { b.CreateStore(m, element_ptr(s.buffer, off)); };
-  if (ok) guarded(ok, emit);
-  else emit();
+  if (ok)
+    guarded(ok, emit);
+  else
+    emit();
 }
 
 // A float32 to bfloat16's bits, rounded to nearest even; NaN stays a quiet NaN (its top bits kept,
@@ -416,10 +473,14 @@ Value *KernelEmitter::combine(Value *acc, Value *v) {
     // accumulator stays (an unordered compare alone would let the next number replace it).
     case Reduce::max:
       return fl ? b.CreateSelect(b.CreateOr(b.CreateFCmpOGT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
-                : b.CreateSelect(k.acc_dtype == DType::u64 ? b.CreateICmpUGT(v, acc) : b.CreateICmpSGT(v, acc), v, acc);
+                : b.CreateSelect(
+                      k.acc_dtype == DType::u64 ? b.CreateICmpUGT(v, acc) : b.CreateICmpSGT(v, acc),
+                      v, acc);
     case Reduce::min:
       return fl ? b.CreateSelect(b.CreateOr(b.CreateFCmpOLT(v, acc), b.CreateFCmpUNO(v, v)), v, acc)
-                : b.CreateSelect(k.acc_dtype == DType::u64 ? b.CreateICmpULT(v, acc) : b.CreateICmpSLT(v, acc), v, acc);
+                : b.CreateSelect(
+                      k.acc_dtype == DType::u64 ? b.CreateICmpULT(v, acc) : b.CreateICmpSLT(v, acc),
+                      v, acc);
     case Reduce::none: break;
   }
   return v;
@@ -427,7 +488,8 @@ Value *KernelEmitter::combine(Value *acc, Value *v) {
 
 // The loops over all axes in [first, last) with iv bound; body runs at the innermost point.
 // Loops over the given axes, outermost first.
-void KernelEmitter::nest_order(const std::vector<int> &axes, size_t at, const std::function<void()> &body) {
+void KernelEmitter::nest_order(const std::vector<int> &axes, size_t at,
+                               const std::function<void()> &body) {
   if (at == axes.size()) return body();
   loop(k.axes[axes[at]], [&](Value *i) {
     iv[axes[at]] = i;
@@ -445,7 +507,8 @@ void KernelEmitter::nest(int first, int last, const std::function<void()> &body)
 
 Value *KernelEmitter::floor_div(Value *a, int64_t d) {  // d > 0
   Value *q = b.CreateSDiv(a, i64(d));
-  Value *fix = b.CreateAnd(b.CreateICmpNE(b.CreateSRem(a, i64(d)), i64(0)), b.CreateICmpSLT(a, i64(0)));
+  Value *fix =
+      b.CreateAnd(b.CreateICmpNE(b.CreateSRem(a, i64(d)), i64(0)), b.CreateICmpSLT(a, i64(0)));
   return b.CreateSub(q, b.CreateZExt(fix, b.getInt64Ty()));
 }
 
@@ -483,19 +546,36 @@ std::string kernel_key(const Kernel &k, const Program &p) {
     put(a.offset);
     s += std::to_string(a.fill) + ";";
     for (const DimIndex &d : a.dims) {
-      for (const AxisTerm &t : d.terms) { put(t.axis); put(t.coef); }
+      for (const AxisTerm &t : d.terms) {
+        put(t.axis);
+        put(t.coef);
+      }
       s += "|";
-      put(d.shift); put(d.expr); put(d.extent); put(d.stride); put((int)d.bound); put(d.divisor);
+      put(d.shift);
+      put(d.expr);
+      put(d.extent);
+      put(d.stride);
+      put((int)d.bound);
+      put(d.divisor);
     }
     s += "/";
   };
   for (const Access &a : k.loads) access(a);
   access(k.store);
   for (const Expr &e : k.exprs) {
-    put((int)e.op); put((int)e.dtype); put(e.a); put(e.b); put(e.c); put(e.access);
+    put((int)e.op);
+    put((int)e.dtype);
+    put(e.a);
+    put(e.b);
+    put(e.c);
+    put(e.access);
     s += std::to_string(e.value) + ";";
   }
-  put(k.body); put((int)k.reduce); put((int)k.acc_dtype); put(k.result); put((int)k.store_dtype);
+  put(k.body);
+  put((int)k.reduce);
+  put((int)k.acc_dtype);
+  put(k.result);
+  put((int)k.store_dtype);
   return s;
 }
 
@@ -504,7 +584,6 @@ std::string kernel_symbol(const Kernel &k, int index) {
   for (char c : k.name) s += std::isalnum((unsigned char)c) ? c : '_';
   return s.substr(0, 80);
 }
-
 
 KernelDedupe kernels_dedupe(const Program &p) {
   KernelDedupe d;
@@ -528,26 +607,30 @@ void llvm_init_once() {
   });
 }
 
-std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &triple, const std::string &cpu,
+std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &triple,
+                                                           const std::string &cpu,
                                                            const std::string &features) {
   llvm_init_once();
   std::string err;
   const llvm::Target *target = llvm::TargetRegistry::lookupTarget(triple, err);
   if (!target) throw Error("LLVM has no backend for " + triple + ": " + err);
   llvm::TargetOptions opts;
-  std::unique_ptr<llvm::TargetMachine> tm(target->createTargetMachine(triple, cpu, features, opts, llvm::Reloc::PIC_,
-                                                                      llvm::CodeModel::Small, llvm::CodeGenOptLevel::Aggressive));
+  std::unique_ptr<llvm::TargetMachine> tm(
+      target->createTargetMachine(triple, cpu, features, opts, llvm::Reloc::PIC_,
+                                  llvm::CodeModel::Small, llvm::CodeGenOptLevel::Aggressive));
   if (!tm) throw Error("LLVM cannot create a target machine for " + triple + " " + cpu);
   return tm;
 }
 
-std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm, llvm::CodeGenFileType type) {
+std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm,
+                                    llvm::CodeGenFileType type) {
   const std::string triple = tm.getTargetTriple().str();
   m.setTargetTriple(triple);
   m.setDataLayout(tm.createDataLayout());
   std::string verr;
   llvm::raw_string_ostream vs(verr);
-  if (llvm::verifyModule(m, &vs)) throw Error("internal: generated LLVM IR is invalid: " + vs.str().substr(0, 2000));
+  if (llvm::verifyModule(m, &vs))
+    throw Error("internal: generated LLVM IR is invalid: " + vs.str().substr(0, 2000));
   if (getenv("CAPGRAPH_DUMP_IR")) {  // modules compile in parallel: one at a time on stderr
     static std::mutex dump_mutex;
     std::lock_guard<std::mutex> lock(dump_mutex);

@@ -32,12 +32,12 @@ struct KernelEmitter {
   const Program &p;
   llvm::Function *fn = nullptr;
   std::vector<int> slots;
-  std::map<int, llvm::Value *> slot_ptr;      // buffer -> pointer (generic address space)
-  std::vector<llvm::Value *> iv;              // current index of each axis (i64)
-  llvm::Value *acc_value = nullptr;           // Op::acc inside the result
-  std::map<int, llvm::Value *> cache;         // expression values of the current evaluation
-  llvm::Value *valid = nullptr;               // AND of per-element skip checks in the current body
-  std::vector<std::vector<char>> checked;     // [load][dim]: validity already ensured by the loops
+  std::map<int, llvm::Value *> slot_ptr;   // buffer -> pointer (generic address space)
+  std::vector<llvm::Value *> iv;           // current index of each axis (i64)
+  llvm::Value *acc_value = nullptr;        // Op::acc inside the result
+  std::map<int, llvm::Value *> cache;      // expression values of the current evaluation
+  llvm::Value *valid = nullptr;            // AND of per-element skip checks in the current body
+  std::vector<std::vector<char>> checked;  // [load][dim]: validity already ensured by the loops
   bool in_body = false;
   // Vector evaluation (the CPU's channel tiles): when lanes > 0, float values are <lanes x float>
   // along axis lane_axis (whose index must be 0 at the point evaluated): constants are splats and
@@ -54,7 +54,9 @@ struct KernelEmitter {
 
   // for (i = lo; i < hi; i++) body(i)
   void loop(llvm::Value *lo, llvm::Value *hi, const std::function<void(llvm::Value *)> &body);
-  void loop(int64_t n, const std::function<void(llvm::Value *)> &body) { loop(i64(0), i64(n), body); }
+  void loop(int64_t n, const std::function<void(llvm::Value *)> &body) {
+    loop(i64(0), i64(n), body);
+  }
   // Runs body only if cond holds.
   void guarded(llvm::Value *cond, const std::function<void()> &body);
   // Loops over the given axes, outermost first; body runs at the innermost point.
@@ -90,7 +92,9 @@ struct KernelEmitter {
 
   int inner_axis() const { return k.n_parallel - 1; }
   llvm::Value *floor_div(llvm::Value *a, int64_t d);  // d > 0
-  llvm::Value *ceil_div(llvm::Value *a, int64_t d) { return b.CreateNeg(floor_div(b.CreateNeg(a), d)); }
+  llvm::Value *ceil_div(llvm::Value *a, int64_t d) {
+    return b.CreateNeg(floor_div(b.CreateNeg(a), d));
+  }
 };
 
 // A structural key: kernels with equal keys compile to identical code.
@@ -106,7 +110,8 @@ struct KernelDedupe {
 KernelDedupe kernels_dedupe(const Program &p);
 
 void llvm_init_once();
-std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &triple, const std::string &cpu,
+std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &triple,
+                                                           const std::string &cpu,
                                                            const std::string &features);
 // Verifies, optimises (O2 with the vectorizers) and compiles the module to an ELF relocatable
 // object for the target machine (or to its assembly text: NVPTX's output is PTX).

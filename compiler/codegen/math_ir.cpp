@@ -8,7 +8,9 @@ namespace capgraph {
 
 using llvm::Value;
 
-static Value *cst(llvm::IRBuilder<> &b, Value *like, double v) { return llvm::ConstantFP::get(like->getType(), v); }
+static Value *cst(llvm::IRBuilder<> &b, Value *like, double v) {
+  return llvm::ConstantFP::get(like->getType(), v);
+}
 
 static Value *poly(llvm::IRBuilder<> &b, Value *x, std::initializer_list<double> coefs) {
   // Horner, highest degree first.
@@ -26,20 +28,25 @@ Value *ir_exp(llvm::IRBuilder<> &b, Value *x) {
   bool d = is_f64(x);
   double hi = d ? 709.782712893384 : 88.72283935546875, lo = d ? -708.0 : -87.33;
   Value *xc = b.CreateMinNum(b.CreateMaxNum(x, cst(b, x, lo)), cst(b, x, hi));
-  Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, cst(b, x, 1.4426950408889634)));
+  Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven,
+                                    b.CreateFMul(xc, cst(b, x, 1.4426950408889634)));
   Value *r = b.CreateFSub(xc, b.CreateFMul(n, cst(b, x, 0.693145751953125)));
   r = b.CreateFSub(r, b.CreateFMul(n, cst(b, x, 1.428606820309417232e-6)));
   Value *p;
   if (d)
-    p = poly(b, r, {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
+    p = poly(b, r,
+             {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720,
+              1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
   else
     p = poly(b, r, {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
-  llvm::Type *it = x->getType()->getWithNewType(d ? b.getInt64Ty() : b.getInt32Ty());  // vectors too
+  llvm::Type *it =
+      x->getType()->getWithNewType(d ? b.getInt64Ty() : b.getInt32Ty());  // vectors too
   Value *ni = b.CreateFPToSI(n, it);
   // 2^n as 2^(n/2) * 2^(n - n/2): near hi, n is 128 (float) or 1024 (double), one more than the
   // largest exponent a single factor can hold.
   auto pow2 = [&](Value *e) {
-    Value *bits = b.CreateShl(b.CreateAdd(e, llvm::ConstantInt::get(it, d ? 1023 : 127)), d ? 52 : 23);
+    Value *bits =
+        b.CreateShl(b.CreateAdd(e, llvm::ConstantInt::get(it, d ? 1023 : 127)), d ? 52 : 23);
     return b.CreateBitCast(bits, x->getType());
   };
   Value *n1 = b.CreateAShr(ni, 1);
@@ -53,24 +60,31 @@ Value *ir_exp(llvm::IRBuilder<> &b, Value *x) {
 // log(x) = e*ln2 + log(m), m in [sqrt(1/2), sqrt(2)); log(m) = 2 atanh(s), s = (m-1)/(m+1).
 Value *ir_log(llvm::IRBuilder<> &b, Value *x) {
   bool d = is_f64(x);
-  llvm::Type *it = x->getType()->getWithNewType(d ? b.getInt64Ty() : b.getInt32Ty());  // vectors too
+  llvm::Type *it =
+      x->getType()->getWithNewType(d ? b.getInt64Ty() : b.getInt32Ty());  // vectors too
   int mant = d ? 52 : 23;
-  uint64_t mant_mask = d ? 0xFFFFFFFFFFFFFull : 0x7FFFFFull, one_bits = d ? 0x3FF0000000000000ull : 0x3F800000ull;
+  uint64_t mant_mask = d ? 0xFFFFFFFFFFFFFull : 0x7FFFFFull,
+           one_bits = d ? 0x3FF0000000000000ull : 0x3F800000ull;
   int bias = d ? 1023 : 127;
   // Subnormals: scale up first so the exponent field is meaningful.
   Value *tiny = b.CreateFCmpOLT(x, cst(b, x, d ? 2.2250738585072014e-308 : 1.17549435e-38));
-  Value *xs = b.CreateSelect(tiny, b.CreateFMul(x, cst(b, x, d ? 4503599627370496.0 : 8388608.0)), x);
+  Value *xs =
+      b.CreateSelect(tiny, b.CreateFMul(x, cst(b, x, d ? 4503599627370496.0 : 8388608.0)), x);
   Value *adj = b.CreateSelect(tiny, cst(b, x, d ? -52 : -23), cst(b, x, 0));
   Value *bits = b.CreateBitCast(xs, it);
   Value *e = b.CreateSub(b.CreateLShr(bits, mant), llvm::ConstantInt::get(it, bias));
-  Value *m = b.CreateBitCast(b.CreateOr(b.CreateAnd(bits, llvm::ConstantInt::get(it, mant_mask)), llvm::ConstantInt::get(it, one_bits)), x->getType());
+  Value *m = b.CreateBitCast(b.CreateOr(b.CreateAnd(bits, llvm::ConstantInt::get(it, mant_mask)),
+                                        llvm::ConstantInt::get(it, one_bits)),
+                             x->getType());
   Value *big = b.CreateFCmpOGT(m, cst(b, x, M_SQRT2));
   m = b.CreateSelect(big, b.CreateFMul(m, cst(b, x, 0.5)), m);
   Value *ef = b.CreateFAdd(b.CreateSIToFP(e, x->getType()), adj);
   ef = b.CreateSelect(big, b.CreateFAdd(ef, cst(b, x, 1)), ef);
   Value *s = b.CreateFDiv(b.CreateFSub(m, cst(b, x, 1)), b.CreateFAdd(m, cst(b, x, 1)));
   Value *s2 = b.CreateFMul(s, s);
-  Value *series = d ? poly(b, s2, {2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11, 2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3, 2})
+  Value *series = d ? poly(b, s2,
+                           {2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11, 2.0 / 9, 2.0 / 7,
+                            2.0 / 5, 2.0 / 3, 2})
                     : poly(b, s2, {2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3, 2});
   Value *res = b.CreateFAdd(b.CreateFMul(ef, cst(b, x, M_LN2)), b.CreateFMul(s, series));
   res = b.CreateSelect(b.CreateFCmpOEQ(x, cst(b, x, 0)), cst(b, x, -INFINITY), res);
@@ -87,10 +101,14 @@ Value *ir_log(llvm::IRBuilder<> &b, Value *x) {
 // a single ln2 reduction (|n| <= 127: error below 3e-7 relative) and e^r by its degree-6 series
 // evaluated in Estrin's scheme (error 1.2e-7 for |r| <= ln2/2). NaN goes through every step.
 Value *ir_sigmoid(llvm::IRBuilder<> &b, Value *x) {
-  if (is_f64(x)) return b.CreateFDiv(cst(b, x, 1), b.CreateFAdd(cst(b, x, 1), ir_exp(b, b.CreateFNeg(x))));
-  auto fma = [&](Value *m, Value *n, Value *a) { return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {m, n, a}); };
+  if (is_f64(x))
+    return b.CreateFDiv(cst(b, x, 1), b.CreateFAdd(cst(b, x, 1), ir_exp(b, b.CreateFNeg(x))));
+  auto fma = [&](Value *m, Value *n, Value *a) {
+    return b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {x->getType()}, {m, n, a});
+  };
   Value *z = b.CreateFNeg(x);
-  z = b.CreateSelect(b.CreateFCmpOLT(z, cst(b, x, -87.33)), cst(b, x, -87.33), z);  // NaN: not less, kept
+  z = b.CreateSelect(b.CreateFCmpOLT(z, cst(b, x, -87.33)), cst(b, x, -87.33),
+                     z);  // NaN: not less, kept
   z = b.CreateSelect(b.CreateFCmpOGT(z, cst(b, x, 88.0)), cst(b, x, 88.0), z);
   const double magic = 12582912.0 + 127;
   Value *j = fma(z, cst(b, x, 1.4426950408889634), cst(b, x, magic));
@@ -120,9 +138,12 @@ Value *ir_tanh(llvm::IRBuilder<> &b, Value *x) {
 // Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
 Value *ir_erf(llvm::IRBuilder<> &b, Value *x) {
   Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
-  Value *t = b.CreateFDiv(cst(b, x, 1), b.CreateFAdd(cst(b, x, 1), b.CreateFMul(ax, cst(b, x, 0.3275911))));
-  Value *p = b.CreateFMul(t, poly(b, t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
-  Value *r = b.CreateFSub(cst(b, x, 1), b.CreateFMul(p, ir_exp(b, b.CreateFNeg(b.CreateFMul(ax, ax)))));
+  Value *t = b.CreateFDiv(cst(b, x, 1),
+                          b.CreateFAdd(cst(b, x, 1), b.CreateFMul(ax, cst(b, x, 0.3275911))));
+  Value *p = b.CreateFMul(
+      t, poly(b, t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
+  Value *r =
+      b.CreateFSub(cst(b, x, 1), b.CreateFMul(p, ir_exp(b, b.CreateFNeg(b.CreateFMul(ax, ax)))));
   return b.CreateCopySign(r, x);
 }
 
@@ -142,7 +163,8 @@ Value *ir_pow(llvm::IRBuilder<> &b, Value *x, Value *y) {
   Value *r = ir_exp(b, b.CreateFMul(y, ir_log(b, ax)));
   Value *yint = b.CreateFCmpOEQ(b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, y), y);
   Value *half = b.CreateFMul(y, cst(b, y, 0.5));
-  Value *yodd = b.CreateAnd(yint, b.CreateFCmpONE(b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, half), half));
+  Value *yodd = b.CreateAnd(
+      yint, b.CreateFCmpONE(b.CreateUnaryIntrinsic(llvm::Intrinsic::floor, half), half));
   Value *neg = b.CreateFCmpOLT(x, cst(b, x, 0));
   r = b.CreateSelect(b.CreateAnd(neg, yodd), b.CreateFNeg(r), r);
   r = b.CreateSelect(b.CreateAnd(neg, b.CreateNot(yint)), cst(b, x, NAN), r);

@@ -27,7 +27,7 @@ struct Section {
 
 struct Record {
   uint8_t format = 0, attr = 0;
-  uint16_t value = 0;          // HVAL/BVAL value, or the SVAL payload size
+  uint16_t value = 0;             // HVAL/BVAL value, or the SVAL payload size
   const uint8_t *data = nullptr;  // SVAL payload
 };
 
@@ -52,12 +52,15 @@ class Cubin {
     if (machine != kEmCuda) bad("ELF machine " + std::to_string(machine) + " is not EM_CUDA (190)");
     uint32_t flags = at<uint32_t>(48, "e_flags");
     sm_ = d_[8] >= kAbiSmInBits15To8 ? (flags >> 8) & 0xff : flags & 0xff;
-    if (sm_ != sm) bad("built for sm_" + std::to_string(sm_) + ", expected sm_" + std::to_string(sm));
+    if (sm_ != sm)
+      bad("built for sm_" + std::to_string(sm_) + ", expected sm_" + std::to_string(sm));
     uint64_t shoff = at<uint64_t>(40, "e_shoff");
-    uint16_t shentsize = at<uint16_t>(58, "e_shentsize"), shnum = at<uint16_t>(60, "e_shnum"), shstrndx = at<uint16_t>(62, "e_shstrndx");
+    uint16_t shentsize = at<uint16_t>(58, "e_shentsize"), shnum = at<uint16_t>(60, "e_shnum"),
+             shstrndx = at<uint16_t>(62, "e_shstrndx");
     if (shentsize != 64) bad("section header size " + std::to_string(shentsize) + " is not 64");
     if (shnum == 0 || shstrndx >= shnum) bad("no section name table");
-    if (shoff > d_.size() || (d_.size() - shoff) / 64 < shnum) bad("section headers lie outside the file");
+    if (shoff > d_.size() || (d_.size() - shoff) / 64 < shnum)
+      bad("section headers lie outside the file");
     secs_.resize(shnum);
     std::vector<uint32_t> names(shnum);
     for (uint16_t i = 0; i < shnum; i++) {
@@ -74,11 +77,14 @@ class Cubin {
       if (s.type != kShtNobits && (s.offset > d_.size() || d_.size() - s.offset < s.size))
         bad("section " + std::to_string(i) + " lies outside the file");
     }
-    for (uint16_t i = 0; i < shnum; i++) secs_[i].name = string_at(secs_[shstrndx], names[i], "section name");
+    for (uint16_t i = 0; i < shnum; i++)
+      secs_[i].name = string_at(secs_[shstrndx], names[i], "section name");
     for (const Section &s : secs_) {
       if (s.type != kShtSymtab) continue;
       if (s.link >= secs_.size()) bad("symbol table without its string table");
-      for (uint64_t o = 0; o + 24 <= s.size; o += 24) symbols_.push_back(string_at(secs_[s.link], at<uint32_t>(s.offset + o, "symbol"), "symbol name"));
+      for (uint64_t o = 0; o + 24 <= s.size; o += 24)
+        symbols_.push_back(
+            string_at(secs_[s.link], at<uint32_t>(s.offset + o, "symbol"), "symbol name"));
     }
   }
 
@@ -96,7 +102,8 @@ class Cubin {
     return nullptr;
   }
   std::string symbol(uint32_t index, const std::string &what) const {
-    if (index >= symbols_.size()) bad(what + " names symbol " + std::to_string(index) + ", which does not exist");
+    if (index >= symbols_.size())
+      bad(what + " names symbol " + std::to_string(index) + ", which does not exist");
     return symbols_[index];
   }
 
@@ -111,11 +118,13 @@ class Cubin {
       rec.value = at<uint16_t>(s.offset + i + 2, s.name);
       i += 4;
       if (rec.format == kEifmtSval) {
-        if (s.size - i < rec.value) bad(s.name + ": attribute 0x" + hex(rec.attr) + " runs past its section");
+        if (s.size - i < rec.value)
+          bad(s.name + ": attribute 0x" + hex(rec.attr) + " runs past its section");
         rec.data = d_.data() + s.offset + i;
         i += rec.value;
       } else if (rec.format < kEifmtNval || rec.format > kEifmtHval) {
-        bad(s.name + ": attribute 0x" + hex(rec.attr) + " has unknown format " + std::to_string(rec.format));
+        bad(s.name + ": attribute 0x" + hex(rec.attr) + " has unknown format " +
+            std::to_string(rec.format));
       }
       r.push_back(rec);
     }
@@ -145,7 +154,8 @@ uint32_t u32_of(const Record &r, size_t at) {
 // An SVAL record's payload must be `n` bytes: the layouts above are fixed.
 void sval_need(const Record &r, uint16_t n, const std::string &where) {
   if (r.format != kEifmtSval || r.value != n)
-    Cubin::bad(where + ": attribute 0x" + Cubin::hex(r.attr) + " is not the expected " + std::to_string(n) + "-byte record");
+    Cubin::bad(where + ": attribute 0x" + Cubin::hex(r.attr) + " is not the expected " +
+               std::to_string(n) + "-byte record");
 }
 
 }  // namespace
@@ -183,16 +193,20 @@ std::map<std::string, NvKernelFacts> nv_cubin_read(const std::vector<uint8_t> &c
     NvKernelFacts f;
     f.sm = c.sm_;
     const Section &text = need(".text." + k);
-    if (!(text.flags & kShfExecinstr) || text.type == kShtNobits) Cubin::bad(where + ": .text." + k + " is not executable code");
+    if (!(text.flags & kShfExecinstr) || text.type == kShtNobits)
+      Cubin::bad(where + ": .text." + k + " is not executable code");
     f.text_offset = text.offset;
     f.text_size = text.size;
     f.text_align = (uint32_t)text.align;
     f.cbank0_bytes = (uint32_t)need(".nv.constant0." + k).size;
     if (const Section *sh = c.section(".nv.shared." + k)) f.shared_bytes = (uint32_t)sh->size;
-    auto per_function = [&](const std::map<std::string, uint32_t> &m, uint32_t *to, bool required, const char *what) {
+    auto per_function = [&](const std::map<std::string, uint32_t> &m, uint32_t *to, bool required,
+                            const char *what) {
       auto it = m.find(k);
-      if (it != m.end()) *to = it->second;
-      else if (required) Cubin::bad(where + ": .nv.info has no " + what);
+      if (it != m.end())
+        *to = it->second;
+      else if (required)
+        Cubin::bad(where + ": .nv.info has no " + what);
     };
     per_function(regcount, &f.registers, true, "EIATTR_REGCOUNT");
     per_function(frame, &f.frame_bytes, false, "");
@@ -201,7 +215,8 @@ std::map<std::string, NvKernelFacts> nv_cubin_read(const std::vector<uint8_t> &c
     // sm_86 cubins repeat the register count in the code section's sh_info bits 31:24.
     uint32_t text_regs = text.info >> 24;
     if (text_regs != 0 && text_regs != f.registers)
-      Cubin::bad(where + ": .text." + k + " says " + std::to_string(text_regs) + " registers, EIATTR_REGCOUNT " + std::to_string(f.registers));
+      Cubin::bad(where + ": .text." + k + " says " + std::to_string(text_regs) +
+                 " registers, EIATTR_REGCOUNT " + std::to_string(f.registers));
     bool have_cbank = false;
     int32_t cbank_param_size = -1;
     std::map<uint32_t, std::pair<uint32_t, uint32_t>> params;  // ordinal -> (offset, size)
@@ -233,7 +248,9 @@ std::map<std::string, NvKernelFacts> nv_cubin_read(const std::vector<uint8_t> &c
           for (int i = 0; i < 3; i++) f.max_threads[i] = u32_of(r, 4 * i);
           break;
         case Eiattr::maxreg_count: f.max_registers = r.value; break;
-        case Eiattr::num_barriers: f.barriers = r.format == kEifmtSval ? (r.value >= 4 ? u32_of(r, 0) : 0) : r.value; break;
+        case Eiattr::num_barriers:
+          f.barriers = r.format == kEifmtSval ? (r.value >= 4 ? u32_of(r, 0) : 0) : r.value;
+          break;
         case Eiattr::crs_stack_size:
           sval_need(r, 4, s.name);
           f.crs_stack_bytes = u32_of(r, 0);
@@ -241,19 +258,23 @@ std::map<std::string, NvKernelFacts> nv_cubin_read(const std::vector<uint8_t> &c
         default: break;
       }
     }
-    if (!have_cbank) Cubin::bad(where + ": no EIATTR_PARAM_CBANK: where its parameters go is unknown");
+    if (!have_cbank)
+      Cubin::bad(where + ": no EIATTR_PARAM_CBANK: where its parameters go is unknown");
     if (cbank_param_size >= 0 && (uint32_t)cbank_param_size != f.param_bytes)
-      Cubin::bad(where + ": EIATTR_CBANK_PARAM_SIZE " + std::to_string(cbank_param_size) + " disagrees with EIATTR_PARAM_CBANK's " +
-                 std::to_string(f.param_bytes));
+      Cubin::bad(where + ": EIATTR_CBANK_PARAM_SIZE " + std::to_string(cbank_param_size) +
+                 " disagrees with EIATTR_PARAM_CBANK's " + std::to_string(f.param_bytes));
     if ((uint64_t)f.param_offset + f.param_bytes > f.cbank0_bytes)
-      Cubin::bad(where + ": parameters [" + std::to_string(f.param_offset) + ", +" + std::to_string(f.param_bytes) + ") lie outside its " +
+      Cubin::bad(where + ": parameters [" + std::to_string(f.param_offset) + ", +" +
+                 std::to_string(f.param_bytes) + ") lie outside its " +
                  std::to_string(f.cbank0_bytes) + "-byte constant bank 0");
     f.param_count = (uint32_t)params.size();
     uint32_t expect = 0;
     for (const auto &[ordinal, os] : params) {
-      if (ordinal != expect++) Cubin::bad(where + ": parameter " + std::to_string(expect - 1) + " is not described");
+      if (ordinal != expect++)
+        Cubin::bad(where + ": parameter " + std::to_string(expect - 1) + " is not described");
       if ((uint64_t)os.first + os.second > f.param_bytes)
-        Cubin::bad(where + ": parameter " + std::to_string(ordinal) + " lies outside the " + std::to_string(f.param_bytes) + " parameter bytes");
+        Cubin::bad(where + ": parameter " + std::to_string(ordinal) + " lies outside the " +
+                   std::to_string(f.param_bytes) + " parameter bytes");
       f.param_offsets.push_back(os.first);
       f.param_sizes.push_back(os.second);
     }

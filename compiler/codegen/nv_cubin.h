@@ -30,11 +30,11 @@ namespace capgraph {
 // .nv.info attribute codes this reader uses (u8 in each record). Source: nv_plan.md §2.9, the
 // values seen in ptxas 13.0 output for the samples there and in this module's tests.
 enum class Eiattr : uint8_t {
-  param_cbank = 0x0a,       // SVAL 8: u32 symbol of .nv.constant0.<k>, u16 offset, u16 size
-  reqntid = 0x10,           // SVAL 12: u32 x, y, z
-  frame_size = 0x11,        // SVAL 8: u32 symbol, u32 bytes per thread
-  min_stack_size = 0x12,    // SVAL 8: u32 symbol, u32 bytes per thread
-  kparam_info = 0x17,       // SVAL 12: u32 index, u16 ordinal, u16 offset, u32 flags (size in 31:18)
+  param_cbank = 0x0a,     // SVAL 8: u32 symbol of .nv.constant0.<k>, u16 offset, u16 size
+  reqntid = 0x10,         // SVAL 12: u32 x, y, z
+  frame_size = 0x11,      // SVAL 8: u32 symbol, u32 bytes per thread
+  min_stack_size = 0x12,  // SVAL 8: u32 symbol, u32 bytes per thread
+  kparam_info = 0x17,     // SVAL 12: u32 index, u16 ordinal, u16 offset, u32 flags (size in 31:18)
   cbank_param_size = 0x19,  // HVAL: bytes of parameters
   maxreg_count = 0x1b,      // HVAL: register limit ptxas honoured (0xff: none given)
   max_threads = 0x05,       // SVAL 12: u32 x, y, z (from .maxntid)
@@ -45,23 +45,23 @@ enum class Eiattr : uint8_t {
 };
 
 struct NvKernelFacts {
-  uint32_t sm = 0;                        // from the ELF header
+  uint32_t sm = 0;                          // from the ELF header
   uint64_t text_offset = 0, text_size = 0;  // .text.<kernel> in the cubin file
-  uint32_t text_align = 0;                // its sh_addralign: the program address alignment
+  uint32_t text_align = 0;                  // its sh_addralign: the program address alignment
   uint32_t registers = 0;
   uint32_t barriers = 0;
-  uint32_t shared_bytes = 0;              // static shared memory per block (incl. sm_90's reservation)
-  uint32_t frame_bytes = 0;               // EIATTR_FRAME_SIZE: local memory per thread
-  uint32_t min_stack_bytes = 0;           // EIATTR_MIN_STACK_SIZE
-  uint32_t max_stack_bytes = 0;           // EIATTR_MAX_STACK_SIZE (0 when absent)
-  uint32_t crs_stack_bytes = 0;           // EIATTR_CRS_STACK_SIZE (0 when absent)
-  uint32_t cbank0_bytes = 0;              // size of .nv.constant0.<kernel>
-  uint32_t param_offset = 0;              // where the parameters start in constant bank 0
-  uint32_t param_bytes = 0;               // their size (EIATTR_PARAM_CBANK, = CBANK_PARAM_SIZE)
-  uint32_t param_count = 0;               // EIATTR_KPARAM_INFO records
-  uint32_t reqntid[3] = {0, 0, 0};        // required block, 0 when not given
-  uint32_t max_threads[3] = {0, 0, 0};    // .maxntid, 0 when not given
-  uint32_t max_registers = 0;             // EIATTR_MAXREG_COUNT, 0 when absent
+  uint32_t shared_bytes = 0;        // static shared memory per block (incl. sm_90's reservation)
+  uint32_t frame_bytes = 0;         // EIATTR_FRAME_SIZE: local memory per thread
+  uint32_t min_stack_bytes = 0;     // EIATTR_MIN_STACK_SIZE
+  uint32_t max_stack_bytes = 0;     // EIATTR_MAX_STACK_SIZE (0 when absent)
+  uint32_t crs_stack_bytes = 0;     // EIATTR_CRS_STACK_SIZE (0 when absent)
+  uint32_t cbank0_bytes = 0;        // size of .nv.constant0.<kernel>
+  uint32_t param_offset = 0;        // where the parameters start in constant bank 0
+  uint32_t param_bytes = 0;         // their size (EIATTR_PARAM_CBANK, = CBANK_PARAM_SIZE)
+  uint32_t param_count = 0;         // EIATTR_KPARAM_INFO records
+  uint32_t reqntid[3] = {0, 0, 0};  // required block, 0 when not given
+  uint32_t max_threads[3] = {0, 0, 0};  // .maxntid, 0 when not given
+  uint32_t max_registers = 0;           // EIATTR_MAXREG_COUNT, 0 when absent
   // Per parameter (ordinal order): offset from param_offset and size in bytes.
   std::vector<uint32_t> param_offsets, param_sizes;
 };

@@ -9,9 +9,9 @@
 namespace capgraph {
 
 struct NvTarget {
-  std::string name;        // capture target name, e.g. "nv-sm90"
-  std::string cpu;         // LLVM NVPTX processor and ptxas -arch, e.g. "sm_90"
-  uint32_t sm = 0;         // 90: the SM version the cubin's ELF header must carry
+  std::string name;  // capture target name, e.g. "nv-sm90"
+  std::string cpu;   // LLVM NVPTX processor and ptxas -arch, e.g. "sm_90"
+  uint32_t sm = 0;   // 90: the SM version the cubin's ELF header must carry
   // Launch descriptor version the runtime will write: QMD V03_00 on Ampere/Ada, V04_00 on Hopper.
   // Sources: ../shared/research/nv_plan.md §0.2 and §2.7 (open-gpu-doc clc6c0qmd.h, clcbc0qmd.h;
   // Mesa NVK nak/qmd.rs selects Qmd4_0 for HOPPER_COMPUTE_A and later).

@@ -20,9 +20,9 @@ namespace capgraph {
 struct NvCodegenResult {
   // objects: cubins; kernels: per Program kernel, work_size = GPU threads.
   CodegenResult code;
-  std::vector<std::string> ptx;        // per object: the PTX ptxas assembled
-  std::vector<NvKernelFacts> facts;    // per Program kernel
-  std::string ptxas, ptxas_version;    // which ptxas made the cubins ("release 13.0, V13.0.88")
+  std::vector<std::string> ptx;      // per object: the PTX ptxas assembled
+  std::vector<NvKernelFacts> facts;  // per Program kernel
+  std::string ptxas, ptxas_version;  // which ptxas made the cubins ("release 13.0, V13.0.88")
 };
 
 // The ptxas to use: $CAPGRAPH_PTXAS if set (an error if it is not an executable file; "none" means

@@ -8,6 +8,8 @@
 // There is no NVIDIA GPU here: these tests check the cubins and their launch facts. What the
 // kernels compute is the shared GPU work item (codegen/gpu_work_item.h), whose host-run form is
 // checked against the host twins by amdgpu_codegen_test.
+#include "codegen/nvptx_codegen.h"
+
 #include <doctest/doctest.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -24,7 +26,6 @@
 #include <sstream>
 
 #include "codegen/nv_cubin.h"
-#include "codegen/nvptx_codegen.h"
 #include "compile.h"
 #include "error.h"
 #include "onnx_writer.h"
@@ -69,8 +70,10 @@ struct PtxasOverride {
     setenv("CAPGRAPH_PTXAS", value, 1);
   }
   ~PtxasOverride() {
-    if (had) setenv("CAPGRAPH_PTXAS", was.c_str(), 1);
-    else unsetenv("CAPGRAPH_PTXAS");
+    if (had)
+      setenv("CAPGRAPH_PTXAS", was.c_str(), 1);
+    else
+      unsetenv("CAPGRAPH_PTXAS");
   }
 };
 
@@ -78,8 +81,10 @@ struct PtxasOverride {
 std::string ptxas_or_skip() {
   std::string p = ptxas_find();
   if (p.empty())
-    MESSAGE("SKIPPED: no ptxas (searched $PATH, $CUDA_PATH/bin, /usr/local/cuda/bin, /usr/bin): the NVIDIA compile checks need the CUDA "
-            "toolkit's ptxas or Debian's nvidia-cuda-toolkit");
+    MESSAGE(
+        "SKIPPED: no ptxas (searched $PATH, $CUDA_PATH/bin, /usr/local/cuda/bin, /usr/bin): the "
+        "NVIDIA compile checks need the CUDA "
+        "toolkit's ptxas or Debian's nvidia-cuda-toolkit");
   return p;
 }
 
@@ -99,11 +104,14 @@ long number_before(const std::string &line, const std::string &what) {
 }
 
 // Runs ptxas -v on `ptx` for `arch` and parses its report, by function name.
-std::map<std::string, PtxasFacts> ptxas_report(const std::string &ptxas, const std::string &ptx, const std::string &arch) {
+std::map<std::string, PtxasFacts> ptxas_report(const std::string &ptxas, const std::string &ptx,
+                                               const std::string &arch) {
   TempDir dir;
   std::ofstream(dir.path / "k.ptx") << ptx;
   int rc;
-  std::string out = run(ptxas + " -v -O3 -arch=" + arch + " -o " + (dir.path / "k.cubin").string() + " " + (dir.path / "k.ptx").string(), &rc);
+  std::string out = run(ptxas + " -v -O3 -arch=" + arch + " -o " + (dir.path / "k.cubin").string() +
+                            " " + (dir.path / "k.ptx").string(),
+                        &rc);
   REQUIRE_MESSAGE(rc == 0, out);
   std::map<std::string, PtxasFacts> r;
   std::istringstream lines(out);
@@ -115,7 +123,8 @@ std::map<std::string, PtxasFacts> ptxas_report(const std::string &ptxas, const s
       continue;
     }
     if (fn.empty()) continue;
-    if (line.find("bytes stack frame") != std::string::npos) r[fn].frame = number_before(line, "bytes stack frame");
+    if (line.find("bytes stack frame") != std::string::npos)
+      r[fn].frame = number_before(line, "bytes stack frame");
     if (line.find("Used ") != std::string::npos) {
       PtxasFacts &p = r[fn];
       p.registers = number_before(line, "registers");
@@ -164,7 +173,8 @@ fs::path model_mixed(const fs::path &dir) {
   b.node("Conv", {"x", "w", "bias"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
   b.node("Sigmoid", {"c"}, {"s"});
   b.node("Mul", {"c", "s"}, {"silu"});
-  b.node("MaxPool", {"silu"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+  b.node("MaxPool", {"silu"}, {"p"},
+         {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
   b.node("Erf", {"p"}, {"e"});
   b.node("Tanh", {"e"}, {"th"});
   b.node("Softmax", {"th"}, {"sm"}, {attr_int("axis", 3)});
@@ -198,7 +208,8 @@ NvCodegenResult compile_nv(const fs::path &model, const NvTarget &t, InputShapes
 // Every kernel of `r` against ptxas -v on the PTX it came from; returns the kernels checked.
 int kernels_check(const std::string &ptxas, const NvCodegenResult &r, const NvTarget &t) {
   std::map<std::string, const NvKernelFacts *> by_symbol;
-  for (size_t i = 0; i < r.code.kernels.size(); i++) by_symbol[r.code.kernels[i].symbol] = &r.facts[i];
+  for (size_t i = 0; i < r.code.kernels.size(); i++)
+    by_symbol[r.code.kernels[i].symbol] = &r.facts[i];
   int checked = 0;
   for (size_t o = 0; o < r.ptx.size(); o++) {
     // The cubin is what ptxas makes of this PTX: read it again from scratch and compare.
@@ -272,14 +283,18 @@ const char *kSharedLocalPtx = R"(.version 7.8
 }
 )";
 
-std::vector<uint8_t> cubin_of(const std::string &ptxas, const std::string &ptx, const std::string &arch) {
+std::vector<uint8_t> cubin_of(const std::string &ptxas, const std::string &ptx,
+                              const std::string &arch) {
   TempDir dir;
   std::ofstream(dir.path / "k.ptx") << ptx;
   int rc;
-  std::string out = run(ptxas + " -O3 -arch=" + arch + " -o " + (dir.path / "k.cubin").string() + " " + (dir.path / "k.ptx").string(), &rc);
+  std::string out = run(ptxas + " -O3 -arch=" + arch + " -o " + (dir.path / "k.cubin").string() +
+                            " " + (dir.path / "k.ptx").string(),
+                        &rc);
   REQUIRE_MESSAGE(rc == 0, out);
   std::ifstream f(dir.path / "k.cubin", std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
 }
 
 std::string shared_local_ptx(const std::string &arch) {
@@ -362,13 +377,15 @@ TEST_CASE("the cubin reader refuses what is not a well-formed cubin, naming it")
   std::vector<uint8_t> good = cubin_of(ptxas, shared_local_ptx("sm_86"), "sm_86");
   CHECK(nv_cubin_read(good, 86).size() == 1);
   refused(good, 90, "built for sm_86");
-  refused(std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2), 86, "outside the file");
+  refused(std::vector<uint8_t>(good.begin(), good.begin() + good.size() / 2), 86,
+          "outside the file");
   // Rename EIATTR_PARAM_CBANK (0x0a) in the kernel's .nv.info to an unused code: the reader must
   // refuse rather than guess where the parameters go.
   std::vector<uint8_t> spoilt = good;
   bool found = false;
   for (size_t i = 0; i + 12 <= spoilt.size() && !found; i++)
-    if (spoilt[i] == 4 && spoilt[i + 1] == 0x0a && spoilt[i + 2] == 8 && spoilt[i + 3] == 0 && spoilt[i + 8] == 0x60 && spoilt[i + 9] == 0x01) {
+    if (spoilt[i] == 4 && spoilt[i + 1] == 0x0a && spoilt[i + 2] == 8 && spoilt[i + 3] == 0 &&
+        spoilt[i + 8] == 0x60 && spoilt[i + 9] == 0x01) {
       spoilt[i + 1] = 0x7e;
       found = true;
     }
@@ -376,7 +393,9 @@ TEST_CASE("the cubin reader refuses what is not a well-formed cubin, naming it")
   refused(spoilt, 86, "no EIATTR_PARAM_CBANK");
 }
 
-TEST_CASE("shared memory, a barrier, local memory and a 4-byte parameter are read as ptxas reports them") {
+TEST_CASE(
+    "shared memory, a barrier, local memory and a 4-byte parameter are read as ptxas reports "
+    "them") {
   std::string ptxas = ptxas_or_skip();
   if (ptxas.empty()) return;
   for (const char *name : {"nv-sm86", "nv-sm89", "nv-sm90"}) {
@@ -399,7 +418,9 @@ TEST_CASE("shared memory, a barrier, local memory and a 4-byte parameter are rea
   }
 }
 
-TEST_CASE("a generated model compiles for sm_86, sm_89 and sm_90 and every kernel's facts match ptxas -v") {
+TEST_CASE(
+    "a generated model compiles for sm_86, sm_89 and sm_90 and every kernel's facts match ptxas "
+    "-v") {
   std::string ptxas = ptxas_or_skip();
   if (ptxas.empty()) return;
   TempDir dir;
@@ -413,7 +434,8 @@ TEST_CASE("a generated model compiles for sm_86, sm_89 and sm_90 and every kerne
     int n = kernels_check(ptxas, r, t);
     CHECK(n == r.code.unique_kernels);
     CHECK(n >= 8);
-    for (size_t i = 0; i < r.facts.size(); i++) CHECK(r.facts[i].param_bytes == 8 * r.code.kernels[i].slots.size());
+    for (size_t i = 0; i < r.facts.size(); i++)
+      CHECK(r.facts[i].param_bytes == 8 * r.code.kernels[i].slots.size());
     // Captures are byte-for-byte reproducible: the same model gives the same PTX and cubins.
     NvCodegenResult again = compile_nv(model, t);
     CHECK(again.ptx == r.ptx);
@@ -464,14 +486,17 @@ TEST_CASE("models: the zoo compiles for nv-sm90 and nv-sm86") {
       INFO(e.path().filename().string() << " " << std::string(name));
       NvTarget t = nv_target_named(name);
       auto t0 = std::chrono::steady_clock::now();
-      NvCodegenResult r = compile_nv(e.path() / "model.onnx", t, zoo_input_shapes(e.path() / "meta.json"));
+      NvCodegenResult r =
+          compile_nv(e.path() / "model.onnx", t, zoo_input_shapes(e.path() / "meta.json"));
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       int n = kernels_check(ptxas, r, t);
       uint32_t regs = 0, local = 0;
-      for (const NvKernelFacts &f : r.facts) regs = std::max(regs, f.registers), local = std::max(local, f.frame_bytes);
-      MESSAGE(e.path().filename().string() << " " << std::string(name) << ": " << r.code.kernels.size() << " launches, " << n
-                                           << " kernels, compiled in " << s << " s; at most " << regs << " registers and " << local
-                                           << " bytes of local memory per thread");
+      for (const NvKernelFacts &f : r.facts)
+        regs = std::max(regs, f.registers), local = std::max(local, f.frame_bytes);
+      MESSAGE(e.path().filename().string()
+              << " " << std::string(name) << ": " << r.code.kernels.size() << " launches, " << n
+              << " kernels, compiled in " << s << " s; at most " << regs << " registers and "
+              << local << " bytes of local memory per thread");
       // No kernel of ours spills or keeps an array in local memory: the accumulator is a register.
       CHECK(local == 0);
       CHECK(n == r.code.unique_kernels);

@@ -75,13 +75,13 @@ DType dtype_from_onnx(onnx::DataType t, const std::string &what) {
     case onnx::DataType::uint16: return DType::u16;
     case onnx::DataType::uint32: return DType::u32;
     case onnx::DataType::uint64: return DType::u64;
-    default:
-      throw Error(what + ": element type " + onnx::data_type_name(t) + " is not supported");
+    default: throw Error(what + ": element type " + onnx::data_type_name(t) + " is not supported");
   }
 }
 
 Tensor tensor_from_onnx(const onnx::Tensor &t, const std::string &what) {
-  if (t.external) throw Error(what + ": tensor '" + t.name + "' uses external data, which is not supported");
+  if (t.external)
+    throw Error(what + ": tensor '" + t.name + "' uses external data, which is not supported");
   DType dt = dtype_from_onnx(t.dtype, what + " tensor '" + t.name + "'");
   // The dims and the data both come from the file: check they agree before trusting either.
   int64_t numel = 0;
@@ -91,8 +91,9 @@ Tensor tensor_from_onnx(const onnx::Tensor &t, const std::string &what) {
     throw Error(what + " tensor '" + t.name + "': " + e.what());
   }
   if ((uint64_t)numel * dtype_size(dt) != t.data.size())
-    throw Error(what + " tensor '" + t.name + "': shape " + shape_str(t.dims) + " needs " + std::to_string(numel * (int64_t)dtype_size(dt)) +
-                " bytes of " + dtype_name(dt) + " but the file holds " + std::to_string(t.data.size()));
+    throw Error(what + " tensor '" + t.name + "': shape " + shape_str(t.dims) + " needs " +
+                std::to_string(numel * (int64_t)dtype_size(dt)) + " bytes of " + dtype_name(dt) +
+                " but the file holds " + std::to_string(t.data.size()));
   return Tensor::from_bytes(dt, t.dims, t.data);
 }
 
@@ -104,16 +105,19 @@ Shape shape_parse(const std::string &s) {
     if (j == std::string::npos) j = s.size();
     std::string part = s.substr(i, j - i);
     // At most 15 digits: a dimension stoll can hold, and products of a few that int64 can.
-    if (part.empty() || part.size() > 15 || part.find_first_not_of("0123456789") != std::string::npos)
+    if (part.empty() || part.size() > 15 ||
+        part.find_first_not_of("0123456789") != std::string::npos)
       throw Error("bad shape '" + s + "': expected dimensions like 1x3x640x640");
     r.push_back(std::stoll(part));
     i = j + 1;
   }
-  if (r.empty() || s.back() == 'x' || s.back() == ',') throw Error("bad shape '" + s + "': expected dimensions like 1x3x640x640");
+  if (r.empty() || s.back() == 'x' || s.back() == ',')
+    throw Error("bad shape '" + s + "': expected dimensions like 1x3x640x640");
   return r;
 }
 
-Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes, const InputBindings &bound) {
+Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes,
+                   const InputBindings &bound) {
   Graph g;
   g.origin = origin;
   g.opset = m.default_opset();
@@ -140,17 +144,22 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
     if (b != bound.end()) {
       used_bindings[vi.name] = true;
       const std::string what = origin + ": --bind " + vi.name;
-      if (shapes.count(vi.name)) throw Error(what + ": the input is also given --input-shape; a bound input's shape is its file's");
+      if (shapes.count(vi.name))
+        throw Error(what +
+                    ": the input is also given --input-shape; a bound input's shape is its file's");
       DType want = dtype_from_onnx(vi.dtype, origin + ": input '" + vi.name + "'");
       if (b->second.dtype != want)
-        throw Error(what + ": the file holds " + dtype_name(b->second.dtype) + " but the model's input is " + dtype_name(want));
+        throw Error(what + ": the file holds " + dtype_name(b->second.dtype) +
+                    " but the model's input is " + dtype_name(want));
       if (vi.has_shape && vi.dims.size() != b->second.shape.size())
-        throw Error(what + ": the file's shape " + shape_str(b->second.shape) + " has rank " + std::to_string(b->second.shape.size()) +
-                    " but the model's input has rank " + std::to_string(vi.dims.size()));
+        throw Error(what + ": the file's shape " + shape_str(b->second.shape) + " has rank " +
+                    std::to_string(b->second.shape.size()) + " but the model's input has rank " +
+                    std::to_string(vi.dims.size()));
       for (size_t i = 0; vi.has_shape && i < vi.dims.size(); i++)
         if (vi.dims[i].value >= 0 && vi.dims[i].value != b->second.shape[i])
-          throw Error(what + ": the file's shape " + shape_str(b->second.shape) + " disagrees with the model's fixed dimension " +
-                      std::to_string(i) + " = " + std::to_string(vi.dims[i].value));
+          throw Error(what + ": the file's shape " + shape_str(b->second.shape) +
+                      " disagrees with the model's fixed dimension " + std::to_string(i) + " = " +
+                      std::to_string(vi.dims[i].value));
       Value *v = g.value_new(vi.name);
       v->constant = b->second;
       v->dtype = want;
@@ -166,13 +175,14 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
     if (given != shapes.end()) {
       used_shapes[vi.name] = true;
       if (vi.has_shape && given->second.size() != vi.dims.size())
-        throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(given->second) + " has rank " +
-                    std::to_string(given->second.size()) + " but the model's input has rank " +
-                    std::to_string(vi.dims.size()));
+        throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(given->second) +
+                    " has rank " + std::to_string(given->second.size()) +
+                    " but the model's input has rank " + std::to_string(vi.dims.size()));
       for (size_t i = 0; vi.has_shape && i < vi.dims.size(); i++)
         if (vi.dims[i].value >= 0 && vi.dims[i].value != given->second[i])
-          throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(given->second) + " disagrees with the model's fixed dimension " +
-                      std::to_string(i) + " = " + std::to_string(vi.dims[i].value));
+          throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(given->second) +
+                      " disagrees with the model's fixed dimension " + std::to_string(i) + " = " +
+                      std::to_string(vi.dims[i].value));
       v->shape = given->second;
     } else {
       if (!vi.has_shape) unbound.push_back(vi.name + " (no shape in the model)");
@@ -187,18 +197,22 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
       }
     }
     if (v->shape.size() > kMaxPortRank)
-      throw Error(origin + ": input '" + vi.name + "' has " + std::to_string(v->shape.size()) + " dimensions; at most " +
-                  std::to_string(kMaxPortRank) + " are supported");
+      throw Error(origin + ": input '" + vi.name + "' has " + std::to_string(v->shape.size()) +
+                  " dimensions; at most " + std::to_string(kMaxPortRank) + " are supported");
     v->typed = true;
     by_name[vi.name] = v;
     g.inputs.push_back(v);
   }
   for (const auto &[name, s] : shapes)
-    if (!used_shapes.count(name)) throw Error(origin + ": --input-shape names '" + name + "', which is not a model input");
+    if (!used_shapes.count(name))
+      throw Error(origin + ": --input-shape names '" + name + "', which is not a model input");
   for (const auto &[name, t] : bound)
-    if (!used_bindings.count(name)) throw Error(origin + ": --bind names '" + name + "', which is not a model input");
+    if (!used_bindings.count(name))
+      throw Error(origin + ": --bind names '" + name + "', which is not a model input");
   if (!unbound.empty()) {
-    std::string msg = origin + ": the model has dynamic input dimensions that must be bound with --input-shape NAME=DxDx...:";
+    std::string msg = origin +
+                      ": the model has dynamic input dimensions that must be bound with "
+                      "--input-shape NAME=DxDx...:";
     for (const auto &u : unbound) msg += "\n  " + u;
     throw Error(msg);
   }
@@ -210,7 +224,8 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
     n->op = on.op_type;
     n->attrs = on.attributes;
     if (!on.domain.empty() && on.domain != "ai.onnx")
-      throw Error(origin + ": " + n->label() + ": operator domain '" + on.domain + "' is not supported");
+      throw Error(origin + ": " + n->label() + ": operator domain '" + on.domain +
+                  "' is not supported");
     for (const std::string &in : on.inputs) {
       if (in.empty()) {
         n->inputs.push_back(nullptr);
@@ -218,7 +233,8 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
       }
       auto it = by_name.find(in);
       if (it == by_name.end())
-        throw Error(origin + ": " + n->label() + " reads '" + in + "', which no earlier node produces (graph not in topological order?)");
+        throw Error(origin + ": " + n->label() + " reads '" + in +
+                    "', which no earlier node produces (graph not in topological order?)");
       n->inputs.push_back(it->second);
     }
     for (const std::string &out : on.outputs) {
@@ -231,12 +247,20 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
     // take attributes, BatchNormalization has `spatial`...: those old forms are not read. The ops
     // below mean the same at opsets 1-6 as at 7 (their only extra attribute, consumed_inputs, was a
     // memory hint), so a model made of them is accepted.
-    static const std::set<std::string> same_before_7 = {
-        "Abs", "Ceil", "Elu", "Exp", "Floor", "GlobalAveragePool", "GlobalMaxPool", "HardSigmoid", "Identity",
-        "InstanceNormalization", "LeakyRelu", "Log", "Neg", "Not", "Reciprocal", "Relu", "Selu", "Sigmoid",
-        "Softplus", "Softsign", "Sqrt", "Tanh"};
+    static const std::set<std::string> same_before_7 = {"Abs",           "Ceil",
+                                                        "Elu",           "Exp",
+                                                        "Floor",         "GlobalAveragePool",
+                                                        "GlobalMaxPool", "HardSigmoid",
+                                                        "Identity",      "InstanceNormalization",
+                                                        "LeakyRelu",     "Log",
+                                                        "Neg",           "Not",
+                                                        "Reciprocal",    "Relu",
+                                                        "Selu",          "Sigmoid",
+                                                        "Softplus",      "Softsign",
+                                                        "Sqrt",          "Tanh"};
     if (g.opset < 7 && !same_before_7.count(n->op))
-      throw Error(origin + ": " + n->label() + ": opset " + std::to_string(g.opset) + " is not supported for " + n->op +
+      throw Error(origin + ": " + n->label() + ": opset " + std::to_string(g.opset) +
+                  " is not supported for " + n->op +
                   " (its definition before opset 7 differs; opsets 7 to 21 are)");
     node_arity_check(*n, g.opset, origin);
     g.nodes.push_back(std::move(n));
@@ -244,7 +268,8 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
 
   for (const onnx::ValueInfo &vi : m.graph.outputs) {
     auto it = by_name.find(vi.name);
-    if (it == by_name.end()) throw Error(origin + ": graph output '" + vi.name + "' is produced by no node");
+    if (it == by_name.end())
+      throw Error(origin + ": graph output '" + vi.name + "' is produced by no node");
     it->second->is_output = true;
     g.outputs.push_back(it->second);
   }

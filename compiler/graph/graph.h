@@ -25,8 +25,8 @@ struct Value {
   std::string name;
   DType dtype = DType::f32;
   Shape shape;
-  bool typed = false;             // dtype/shape known (after inference)
-  std::optional<Tensor> constant; // known at compile time
+  bool typed = false;              // dtype/shape known (after inference)
+  std::optional<Tensor> constant;  // known at compile time
   Node *producer = nullptr;
   bool is_input = false;
   bool is_output = false;
@@ -35,7 +35,7 @@ struct Value {
 struct Node {
   std::string name;
   std::string op;
-  std::vector<Value *> inputs;   // nullptr where an optional input is omitted
+  std::vector<Value *> inputs;  // nullptr where an optional input is omitted
   std::vector<Value *> outputs;
   std::vector<onnx::Attribute> attrs;
   bool removed = false;
@@ -52,10 +52,10 @@ struct Node {
 };
 
 struct Graph {
-  std::string origin;          // model file, for messages
+  std::string origin;  // model file, for messages
   int64_t opset = 0;
   std::vector<std::unique_ptr<Value>> values;
-  std::vector<std::unique_ptr<Node>> nodes;   // topological order
+  std::vector<std::unique_ptr<Node>> nodes;  // topological order
   std::vector<Value *> inputs, outputs;
 
   Value *value_new(const std::string &name);

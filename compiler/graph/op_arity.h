@@ -12,10 +12,10 @@ namespace capgraph {
 
 struct OpArity {
   const char *op;
-  int min_inputs;        // inputs 0..min_inputs-1 must be present (non-empty names)
-  int max_inputs;        // -1: variadic
-  int max_outputs;       // output 0 is always required
-  int since_opset = 0;   // from this opset on, min_inputs_since applies instead (0: never)
+  int min_inputs;       // inputs 0..min_inputs-1 must be present (non-empty names)
+  int max_inputs;       // -1: variadic
+  int max_outputs;      // output 0 is always required
+  int since_opset = 0;  // from this opset on, min_inputs_since applies instead (0: never)
   int min_inputs_since = 0;
 };
 

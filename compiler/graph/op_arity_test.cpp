@@ -6,12 +6,11 @@
 #include "graph/op_arity.h"
 
 #include <doctest/doctest.h>
-
-#include <fstream>
-#include <set>
+#include <unistd.h>
 
 #include <cstdio>
-#include <unistd.h>
+#include <fstream>
+#include <set>
 
 #include "compile.h"
 #include "error.h"
@@ -30,8 +29,8 @@ std::string model_path() {
 
 // Compiles a one-node model: input x f32 2x3x4x4, node 'n1' (op, inputs, outputs), graph output
 // `out`. Returns "" when it compiled, else the Error's message. Any other exception fails the test.
-std::string compile_one(int64_t opset, const std::string &op, std::vector<std::string> ins, std::vector<std::string> outs,
-                        const std::string &out) {
+std::string compile_one(int64_t opset, const std::string &op, std::vector<std::string> ins,
+                        std::vector<std::string> outs, const std::string &out) {
   ModelBuilder b(opset);
   b.input("x", DataType::float32, {2, 3, 4, 4});
   b.node(op, ins, outs).name = "n1";
@@ -61,12 +60,15 @@ TEST_CASE("op_arity: every op the lowering supports has a row, and every row is 
   }
 }
 
-TEST_CASE("op_arity: a node missing its first input, missing its second, or with no outputs never crashes") {
+TEST_CASE(
+    "op_arity: a node missing its first input, missing its second, or with no outputs never "
+    "crashes") {
   for (int64_t opset : {9, 13, 18}) {
     for (const std::string &op : lower_ops()) {
       const OpArity *a = op_arity_find(op);
       REQUIRE(a);
-      int required = a->since_opset && opset >= a->since_opset ? a->min_inputs_since : a->min_inputs;
+      int required =
+          a->since_opset && opset >= a->since_opset ? a->min_inputs_since : a->min_inputs;
       int n_in = std::max(required, 2);
       INFO(op << " at opset " << opset);
       // First input missing.
@@ -90,8 +92,10 @@ TEST_CASE("op_arity: a node missing its first input, missing its second, or with
       // Output 0 omitted by name, a later one given: refused, except by the recurrent layers, whose
       // outputs are all optional (a model may want only Y_h).
       msg = compile_one(opset, op, ins, {"", "y"}, "y");
-      if (op != "RNN" && op != "GRU" && op != "LSTM") CHECK(msg.find("output 0 is missing") != std::string::npos);
-      else CHECK(msg.find("output 0 is missing") == std::string::npos);
+      if (op != "RNN" && op != "GRU" && op != "LSTM")
+        CHECK(msg.find("output 0 is missing") != std::string::npos);
+      else
+        CHECK(msg.find("output 0 is missing") == std::string::npos);
     }
   }
   std::remove(model_path().c_str());
@@ -126,9 +130,12 @@ TEST_CASE("README: the supported-op list names exactly the ops the lowering supp
   std::string flat;
   int depth = 0;
   for (char c : list) {
-    if (c == '(') depth++;
-    else if (c == ')') depth--;
-    else if (depth == 0) flat += c == '\n' ? ' ' : c;
+    if (c == '(')
+      depth++;
+    else if (c == ')')
+      depth--;
+    else if (depth == 0)
+      flat += c == '\n' ? ' ' : c;
   }
   std::set<std::string> listed;
   std::string token;
@@ -148,7 +155,8 @@ TEST_CASE("README: the supported-op list names exactly the ops the lowering supp
       return;
     }
     // ReduceMean/Sum/Max: the first names the prefix ("Reduce") the others share.
-    std::string first = t.substr(0, slash), prefix = first.substr(0, first.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ", 1));
+    std::string first = t.substr(0, slash),
+                prefix = first.substr(0, first.find_first_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ", 1));
     listed.insert(first);
     for (size_t from = slash + 1; from <= t.size();) {
       size_t next = t.find('/', from);
@@ -158,12 +166,16 @@ TEST_CASE("README: the supported-op list names exactly the ops the lowering supp
     }
   };
   for (char c : flat) {
-    if (c == ',') token_end();
-    else token += c;
+    if (c == ',')
+      token_end();
+    else
+      token += c;
   }
   token_end();
   std::vector<std::string> ops = lower_ops();
   std::set<std::string> supported(ops.begin(), ops.end());
-  for (const std::string &op : supported) CHECK_MESSAGE(listed.count(op), op << " is supported but not in README.md's list");
-  for (const std::string &op : listed) CHECK_MESSAGE(supported.count(op), op << " is in README.md's list but not supported");
+  for (const std::string &op : supported)
+    CHECK_MESSAGE(listed.count(op), op << " is supported but not in README.md's list");
+  for (const std::string &op : listed)
+    CHECK_MESSAGE(supported.count(op), op << " is in README.md's list but not supported");
 }

@@ -16,7 +16,8 @@ namespace {
 constexpr int64_t kFoldLimit = 1 << 22;
 
 // Gathers a view of a host buffer into a new contiguous constant.
-Tensor loc_materialize(const Program &p, const std::vector<std::vector<uint8_t>> &host, const Loc &l) {
+Tensor loc_materialize(const Program &p, const std::vector<std::vector<uint8_t>> &host,
+                       const Loc &l) {
   size_t es = dtype_size(l.dtype);
   int64_t n = shape_numel(l.shape);
   std::vector<uint8_t> out(n * es);
@@ -64,13 +65,16 @@ void node_fold(Graph &g, Node &n, FoldBudget &budget) {
   std::vector<uint8_t *> ptrs(host.size());
   for (size_t i = 0; i < host.size(); i++) {
     const Buffer &b = L.prog.buffers[i];
-    if (b.kind == Buffer::Kind::constant) host[i] = *b.data.bytes;
-    else host[i].assign(b.numel * dtype_size(b.dtype), 0);
+    if (b.kind == Buffer::Kind::constant)
+      host[i] = *b.data.bytes;
+    else
+      host[i].assign(b.numel * dtype_size(b.dtype), 0);
     ptrs[i] = host[i].data();
   }
   for (const Kernel &k : L.prog.kernels) kernel_interpret(k, L.prog, ptrs);
   for (Value *o : n.outputs)
-    if (!o->name.empty() && !o->constant && L.bound(o)) o->constant = loc_materialize(L.prog, host, L.loc(o));
+    if (!o->name.empty() && !o->constant && L.bound(o))
+      o->constant = loc_materialize(L.prog, host, L.loc(o));
 }
 
 bool single_consumer(const Graph &g, const Value *v, const Node *who) {
@@ -87,8 +91,8 @@ void graph_infer_fold(Graph &g, int64_t limit_bytes) {
     if (!n->removed) node_fold(g, *n, budget);
   for (const Value *o : g.outputs)
     if (o->shape.size() > kMaxPortRank)
-      throw Error(g.origin + ": output '" + o->name + "' has " + std::to_string(o->shape.size()) + " dimensions; at most " +
-                  std::to_string(kMaxPortRank) + " are supported");
+      throw Error(g.origin + ": output '" + o->name + "' has " + std::to_string(o->shape.size()) +
+                  " dimensions; at most " + std::to_string(kMaxPortRank) + " are supported");
 }
 
 int graph_fold_batchnorm(Graph &g) {
@@ -105,17 +109,22 @@ int graph_fold_batchnorm(Graph &g) {
       if (!bn->input(i) || !bn->input(i)->constant) params_const = false;
     if (!params_const || bn->attr_int("training_mode", 0)) continue;
     for (size_t i = 1; i < bn->outputs.size(); i++)
-      if (!bn->outputs[i]->name.empty() && !g.consumers(bn->outputs[i]).empty()) params_const = false;
+      if (!bn->outputs[i]->name.empty() && !g.consumers(bn->outputs[i]).empty())
+        params_const = false;
     if (!params_const) continue;
-    std::vector<float> scale = bn->input(1)->constant->to_f32(), shift = bn->input(2)->constant->to_f32();
-    std::vector<float> mean = bn->input(3)->constant->to_f32(), var = bn->input(4)->constant->to_f32();
+    std::vector<float> scale = bn->input(1)->constant->to_f32(),
+                       shift = bn->input(2)->constant->to_f32();
+    std::vector<float> mean = bn->input(3)->constant->to_f32(),
+                       var = bn->input(4)->constant->to_f32();
     double eps = bn->attr_float("epsilon", 1e-5f);
     int64_t OC = w->shape[0];
     // Sizes come from the file: every table must have one entry per output channel (an empty
     // weight would divide by zero below).
-    if (OC <= 0 || (int64_t)scale.size() != OC || (int64_t)shift.size() != OC || (int64_t)mean.size() != OC || (int64_t)var.size() != OC)
+    if (OC <= 0 || (int64_t)scale.size() != OC || (int64_t)shift.size() != OC ||
+        (int64_t)mean.size() != OC || (int64_t)var.size() != OC)
       continue;
-    std::vector<float> wv = w->constant->to_f32(), bv = b ? b->constant->to_f32() : std::vector<float>(OC, 0.0f);
+    std::vector<float> wv = w->constant->to_f32(),
+                       bv = b ? b->constant->to_f32() : std::vector<float>(OC, 0.0f);
     if ((int64_t)bv.size() != OC || wv.size() % OC != 0) continue;
     int64_t per = (int64_t)wv.size() / OC;
     for (int64_t c = 0; c < OC; c++) {
@@ -149,12 +158,14 @@ int graph_fold_batchnorm(Graph &g) {
 int graph_fold_pad(Graph &g) {
   int folded = 0;
   for (auto &pad : g.nodes) {
-    if (pad->removed || pad->op != "Pad" || pad->attr_string("mode", "constant") != "constant") continue;
+    if (pad->removed || pad->op != "Pad" || pad->attr_string("mode", "constant") != "constant")
+      continue;
     Value *y = pad->outputs[0];
     std::vector<Node *> cons = g.consumers(y);
     if (cons.size() != 1 || y->is_output) continue;
     Node *c = cons[0];
-    if ((c->op != "Conv" && c->op != "MaxPool" && c->op != "AveragePool") || c->input(0) != y) continue;
+    if ((c->op != "Conv" && c->op != "MaxPool" && c->op != "AveragePool") || c->input(0) != y)
+      continue;
     if (c->attr_string("auto_pad", "NOTSET") != "NOTSET") continue;
     std::vector<int64_t> pads;
     double value = 0;

@@ -46,9 +46,11 @@ std::vector<float> ramp(size_t n, float scale, float offset = 0) {
 
 // Lowers the live graph (as compile.cpp does, without fusion) and interprets it: the outputs for
 // the given float inputs, in graph output order, as float vectors.
-std::vector<std::vector<float>> graph_eval(Graph &g, const std::vector<std::vector<float>> &inputs) {
+std::vector<std::vector<float>> graph_eval(Graph &g,
+                                           const std::vector<std::vector<float>> &inputs) {
   Lowering L(g);
-  for (Value *in : g.inputs) L.bind(in, L.buffer_new(in->dtype, in->shape, Buffer::Kind::input, in->name));
+  for (Value *in : g.inputs)
+    L.bind(in, L.buffer_new(in->dtype, in->shape, Buffer::Kind::input, in->name));
   for (auto &n : g.nodes) {
     if (n->removed) continue;
     bool all_const = true;
@@ -63,7 +65,9 @@ std::vector<std::vector<float>> graph_eval(Graph &g, const std::vector<std::vect
   std::vector<uint8_t *> ptrs;
   for (size_t i = 0; i < p.buffers.size(); i++) {
     const Buffer &b = p.buffers[i];
-    host[i] = b.kind == Buffer::Kind::constant ? *b.data.bytes : std::vector<uint8_t>(b.numel * dtype_size(b.dtype), 0);
+    host[i] = b.kind == Buffer::Kind::constant
+                  ? *b.data.bytes
+                  : std::vector<uint8_t>(b.numel * dtype_size(b.dtype), 0);
     ptrs.push_back(host[i].data());
   }
   for (size_t i = 0; i < g.inputs.size(); i++) {
@@ -81,8 +85,10 @@ std::vector<std::vector<float>> graph_eval(Graph &g, const std::vector<std::vect
       for (size_t d = 0; d < idx.size(); d++) off += idx[d] * l.strides[d];
       v.push_back((float)element_load(l.dtype, host[l.buffer].data(), off));
       for (size_t d = idx.size(); d-- > 0;)
-        if (++idx[d] < l.shape[d]) break;
-        else idx[d] = 0;
+        if (++idx[d] < l.shape[d])
+          break;
+        else
+          idx[d] = 0;
     }
     r.push_back(v);
   }
@@ -105,7 +111,8 @@ int live_nodes(const Graph &g) {
   return n;
 }
 
-// x f32 1x2x5x5 -> Conv 'conv' (w 3x2x3x3, bias optional, pads 1) -> c -> BatchNormalization 'bn' -> y
+// x f32 1x2x5x5 -> Conv 'conv' (w 3x2x3x3, bias optional, pads 1) -> c -> BatchNormalization 'bn'
+// -> y
 ModelBuilder conv_bn_model(bool bias, bool second_reader, bool conv_out_is_output) {
   ModelBuilder b(13);
   b.input("x", DataType::float32, {1, 2, 5, 5});
@@ -120,7 +127,9 @@ ModelBuilder conv_bn_model(bool bias, bool second_reader, bool conv_out_is_outpu
   b.initializer("shift", std::vector<float>{0.1f, 0.2f, 0.3f}, {3});
   b.initializer("mean", std::vector<float>{1.0f, -1.0f, 0.0f}, {3});
   b.initializer("var", std::vector<float>{4.0f, 0.25f, 1.0f}, {3});
-  b.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"y"}, {attr_float("epsilon", 1e-3f)}).name = "bn";
+  b.node("BatchNormalization", {"c", "scale", "shift", "mean", "var"}, {"y"},
+         {attr_float("epsilon", 1e-3f)})
+      .name = "bn";
   b.output("y", DataType::float32);
   if (second_reader) {
     b.node("Relu", {"c"}, {"r"}).name = "relu";
@@ -132,7 +141,9 @@ ModelBuilder conv_bn_model(bool bias, bool second_reader, bool conv_out_is_outpu
 
 }  // namespace
 
-TEST_CASE("constant folding: Shape -> Gather -> Unsqueeze -> Concat feeding Reshape folds to a constant shape") {
+TEST_CASE(
+    "constant folding: Shape -> Gather -> Unsqueeze -> Concat feeding Reshape folds to a constant "
+    "shape") {
   ModelBuilder b(13);
   b.input("x", DataType::float32, {2, 3, 4});
   b.initializer(tensor_make<int64_t>("zero", DataType::int64, {0}, {}));
@@ -165,7 +176,10 @@ TEST_CASE("constant folding: Shape -> Gather -> Unsqueeze -> Concat feeding Resh
 TEST_CASE("constant folding: Constant nodes of every value form, and arithmetic on them") {
   ModelBuilder b(13);
   b.input("x", DataType::float32, {3});
-  b.node("Constant", {}, {"t"}, {attr_tensor("value", tensor_make<float>("t", DataType::float32, {1.5f, -2.0f, 4.0f}, {3}))}).name = "c_t";
+  b.node(
+       "Constant", {}, {"t"},
+       {attr_tensor("value", tensor_make<float>("t", DataType::float32, {1.5f, -2.0f, 4.0f}, {3}))})
+      .name = "c_t";
   b.node("Constant", {}, {"f"}, {attr_float("value_float", 0.5f)}).name = "c_f";
   b.node("Constant", {}, {"fs"}, {attr_floats("value_floats", {1, 2, 3})}).name = "c_fs";
   b.node("Constant", {}, {"i"}, {attr_int("value_int", 7)}).name = "c_i";
@@ -231,15 +245,19 @@ TEST_CASE("BatchNorm folds into the Conv before it: new weights and bias, the BN
     CHECK(conv->outputs[0] == g.outputs[0]);
     CHECK(g.outputs[0]->producer == conv);
     // w'[oc] = w[oc] * scale / sqrt(var + eps); b' = (b - mean) * scale / sqrt(var + eps) + shift
-    const float scale[] = {2.0f, 0.5f, -1.0f}, shift[] = {0.1f, 0.2f, 0.3f}, mean[] = {1.0f, -1.0f, 0.0f}, var[] = {4.0f, 0.25f, 1.0f};
+    const float scale[] = {2.0f, 0.5f, -1.0f}, shift[] = {0.1f, 0.2f, 0.3f},
+                mean[] = {1.0f, -1.0f, 0.0f}, var[] = {4.0f, 0.25f, 1.0f};
     const float cb[] = {0.5f, -0.25f, 1.0f};
-    std::vector<float> w = ramp(54, 0.1f), nw = conv->input(1)->constant->to_f32(), nb = conv->input(2)->constant->to_f32();
+    std::vector<float> w = ramp(54, 0.1f), nw = conv->input(1)->constant->to_f32(),
+                       nb = conv->input(2)->constant->to_f32();
     REQUIRE(nw.size() == 54);
     REQUIRE(nb.size() == 3);
     for (int oc = 0; oc < 3; oc++) {
       double a = scale[oc] / std::sqrt((double)var[oc] + 1e-3f);
-      for (int i = 0; i < 18; i++) CHECK(nw[oc * 18 + i] == doctest::Approx(w[oc * 18 + i] * a).epsilon(1e-6));
-      CHECK(nb[oc] == doctest::Approx(((bias ? cb[oc] : 0) - mean[oc]) * a + shift[oc]).epsilon(1e-6));
+      for (int i = 0; i < 18; i++)
+        CHECK(nw[oc * 18 + i] == doctest::Approx(w[oc * 18 + i] * a).epsilon(1e-6));
+      CHECK(nb[oc] ==
+            doctest::Approx(((bias ? cb[oc] : 0) - mean[oc]) * a + shift[oc]).epsilon(1e-6));
     }
     CHECK(graph_remove_dead(g) == 0);
     check_close(graph_eval(g, {x})[0], before);
@@ -296,12 +314,13 @@ TEST_CASE("Pad with zeros on spatial dims folds into the Conv; other pads do not
     float value;
     bool second;
   };
-  for (const no_fold &c : {no_fold{{1, 0, 1, 1, 0, 0, 1, 1}, "constant", 0, false},   // batch padding
-                           no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "constant", 1.5f, false},  // not zero
-                           no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "reflect", 0, false},
-                           no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "edge", 0, false},
-                           no_fold{{0, 0, -1, 0, 0, 0, 0, 0}, "constant", 0, false},  // a crop
-                           no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "constant", 0, true}}) {  // padded value read twice
+  for (const no_fold &c :
+       {no_fold{{1, 0, 1, 1, 0, 0, 1, 1}, "constant", 0, false},     // batch padding
+        no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "constant", 1.5f, false},  // not zero
+        no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "reflect", 0, false},
+        no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "edge", 0, false},
+        no_fold{{0, 0, -1, 0, 0, 0, 0, 0}, "constant", 0, false},   // a crop
+        no_fold{{0, 0, 1, 1, 0, 0, 1, 1}, "constant", 0, true}}) {  // padded value read twice
     std::string mode = c.mode;
     CAPTURE(mode);
     CAPTURE(c.value);
@@ -320,8 +339,8 @@ TEST_CASE("dead nodes are removed; what an output needs stays") {
   b.input("x", DataType::float32, {4});
   b.node("Relu", {"x"}, {"a"}).name = "used";
   b.node("Neg", {"x"}, {"d1"}).name = "dead1";
-  b.node("Exp", {"d1"}, {"d2"}).name = "dead2";     // reads only dead values
-  b.node("Sigmoid", {"a"}, {"d3"}).name = "dead3";  // reads a live value
+  b.node("Exp", {"d1"}, {"d2"}).name = "dead2";         // reads only dead values
+  b.node("Sigmoid", {"a"}, {"d3"}).name = "dead3";      // reads a live value
   b.node("Split", {"a"}, {"s0", "s1"}).name = "split";  // one output used
   b.node("Abs", {"s1"}, {"y"}).name = "abs";
   b.output("y", DataType::float32);
@@ -350,7 +369,8 @@ TEST_CASE("import errors name the model, the node and the input") {
   c.output("y", DataType::float32);
   CHECK_THROWS_WITH_AS(graph_of(c, {{"x", {2, 2}}}), doctest::Contains("rank"), Error);
   CHECK_THROWS_WITH_AS(graph_of(c, {{"nosuch", {4}}}), doctest::Contains("'nosuch'"), Error);
-  CHECK_THROWS_WITH_AS(shape_parse("1x99999999999999999999"), doctest::Contains("99999999999999999999"), Error);
+  CHECK_THROWS_WITH_AS(shape_parse("1x99999999999999999999"),
+                       doctest::Contains("99999999999999999999"), Error);
   CHECK_THROWS_WITH_AS(shape_parse("2x-1"), doctest::Contains("2x-1"), Error);
   CHECK(shape_parse("1x3x640x640") == Shape{1, 3, 640, 640});
 }

@@ -9,10 +9,19 @@ namespace capgraph {
 
 size_t dtype_size(DType t) {
   switch (t) {
-    case DType::f32: case DType::i32: case DType::u32: return 4;
-    case DType::f16: case DType::i16: case DType::bf16: case DType::u16: return 2;
-    case DType::f64: case DType::i64: case DType::u64: return 8;
-    case DType::i8: case DType::u8: case DType::boolean: return 1;
+    case DType::f32:
+    case DType::i32:
+    case DType::u32: return 4;
+    case DType::f16:
+    case DType::i16:
+    case DType::bf16:
+    case DType::u16: return 2;
+    case DType::f64:
+    case DType::i64:
+    case DType::u64: return 8;
+    case DType::i8:
+    case DType::u8:
+    case DType::boolean: return 1;
   }
   return 0;
 }
@@ -36,7 +45,9 @@ const char *dtype_name(DType t) {
   return "?";
 }
 
-bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::f16 || t == DType::f64 || t == DType::bf16; }
+bool dtype_is_float(DType t) {
+  return t == DType::f32 || t == DType::f16 || t == DType::f64 || t == DType::bf16;
+}
 
 float bf16_to_float(uint16_t h) {
   uint32_t bits = (uint32_t)h << 16;
@@ -88,8 +99,10 @@ Shape shape_strides(const Shape &s) {
   int64_t acc = 1;
   for (size_t i = s.size(); i-- > 0;) {
     st[i] = acc;
-    if (empty && s[i] != 0 && acc > kMaxElements / s[i]) acc = kMaxElements;
-    else acc *= s[i];
+    if (empty && s[i] != 0 && acc > kMaxElements / s[i])
+      acc = kMaxElements;
+    else
+      acc *= s[i];
   }
   return st;
 }
@@ -101,7 +114,10 @@ float half_to_float(uint16_t h) {
       bits = sign << 31;
     } else {  // subnormal: renormalise
       exp = 127 - 15 + 1;
-      while (!(man & 1024)) { man <<= 1; exp--; }
+      while (!(man & 1024)) {
+        man <<= 1;
+        exp--;
+      }
       bits = (sign << 31) | (exp << 23) | ((man & 1023) << 13);
     }
   } else if (exp == 31) {
@@ -120,10 +136,12 @@ uint16_t half_from_double(double v) {
   if (std::isnan(v)) return sign | 0x7e00;
   double a = std::fabs(v);
   if (a >= 65520.0) return sign | 0x7c00;  // past the midpoint of 65504 and 2^16: infinity
-  if (a < std::ldexp(1.0, -14)) return sign | (uint16_t)std::nearbyint(std::ldexp(a, 24));  // subnormal (1024 is the first normal)
+  if (a < std::ldexp(1.0, -14))
+    return sign |
+           (uint16_t)std::nearbyint(std::ldexp(a, 24));  // subnormal (1024 is the first normal)
   int e2;
   std::frexp(a, &e2);
-  int e = e2 - 1;  // a in [2^e, 2^(e+1))
+  int e = e2 - 1;                                    // a in [2^e, 2^(e+1))
   double m = std::nearbyint(std::ldexp(a, 10 - e));  // in [1024, 2048]
   if (m == 2048) {
     m = 1024;
@@ -206,7 +224,8 @@ bool Tensor::all_equal() const {
 
 Tensor Tensor::from_bytes(DType t, Shape shape, std::vector<uint8_t> data) {
   if ((int64_t)data.size() != shape_numel(shape) * (int64_t)dtype_size(t))
-    throw Error("internal: tensor of shape " + shape_str(shape) + " given " + std::to_string(data.size()) + " bytes");
+    throw Error("internal: tensor of shape " + shape_str(shape) + " given " +
+                std::to_string(data.size()) + " bytes");
   Tensor r;
   r.dtype = t;
   r.shape = std::move(shape);
@@ -215,7 +234,9 @@ Tensor Tensor::from_bytes(DType t, Shape shape, std::vector<uint8_t> data) {
 }
 
 template <typename T>
-static void store_as(uint8_t *p, T v) { std::memcpy(p, &v, sizeof(T)); }
+static void store_as(uint8_t *p, T v) {
+  std::memcpy(p, &v, sizeof(T));
+}
 
 static void store_f64(DType t, uint8_t *p, double v) {
   switch (t) {
@@ -231,7 +252,11 @@ static void store_f64(DType t, uint8_t *p, double v) {
     case DType::bf16: store_as<uint16_t>(p, bf16_from_float((float)v)); break;
     case DType::u16: store_as<uint16_t>(p, (uint16_t)int64_saturate(v)); break;
     case DType::u32: store_as<uint32_t>(p, (uint32_t)int64_saturate(v)); break;
-    case DType::u64: store_as<uint64_t>(p, v >= 18446744073709551616.0 ? UINT64_MAX : v >= 9223372036854775808.0 ? (uint64_t)v : (uint64_t)int64_saturate(v)); break;
+    case DType::u64:
+      store_as<uint64_t>(p, v >= 18446744073709551616.0  ? UINT64_MAX
+                            : v >= 9223372036854775808.0 ? (uint64_t)v
+                                                         : (uint64_t)int64_saturate(v));
+      break;
   }
 }
 

@@ -12,7 +12,21 @@ namespace capgraph {
 // Values are schema/capture.fbs DType's. bf16 and the wide unsigned types are storage: loads widen
 // to the compute type (bf16 -> float32, u16/u32 -> int64, u64 stays 64-bit, compared and divided
 // unsigned), stores narrow (bf16 rounds to nearest even).
-enum class DType : uint8_t { f32 = 0, f16 = 1, f64 = 2, i8 = 3, u8 = 4, i16 = 5, i32 = 6, i64 = 7, boolean = 8, bf16 = 9, u16 = 10, u32 = 11, u64 = 12 };
+enum class DType : uint8_t {
+  f32 = 0,
+  f16 = 1,
+  f64 = 2,
+  i8 = 3,
+  u8 = 4,
+  i16 = 5,
+  i32 = 6,
+  i64 = 7,
+  boolean = 8,
+  bf16 = 9,
+  u16 = 10,
+  u32 = 11,
+  u64 = 12
+};
 
 size_t dtype_size(DType t);
 const char *dtype_name(DType t);
@@ -35,8 +49,8 @@ constexpr int64_t kMaxElements = int64_t(1) << 48;
 int64_t int64_saturate(double v);
 // Element count; throws Error for a negative dimension or more than kMaxElements elements.
 int64_t shape_numel(const Shape &s);
-std::string shape_str(const Shape &s);          // "1x3x224x224"
-Shape shape_strides(const Shape &s);            // row-major strides in elements
+std::string shape_str(const Shape &s);  // "1x3x224x224"
+Shape shape_strides(const Shape &s);    // row-major strides in elements
 
 // A constant tensor. Data is immutable once built and shared between values that alias it.
 struct Tensor {
@@ -51,7 +65,7 @@ struct Tensor {
   int64_t at_i64(int64_t i) const;
   std::vector<int64_t> to_i64() const;
   std::vector<float> to_f32() const;
-  bool all_equal() const;   // every element equal to the first (true for empty)
+  bool all_equal() const;  // every element equal to the first (true for empty)
 
   static Tensor from_bytes(DType t, Shape shape, std::vector<uint8_t> data);
   static Tensor from_f64(DType t, Shape shape, const std::vector<double> &v);

@@ -31,10 +31,11 @@ ArenaPlan arena_plan(const std::vector<ArenaRequest> &reqs, uint64_t alignment) 
   plan.offsets.assign(reqs.size(), 0);
   std::vector<size_t> order(reqs.size());
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return reqs[a].size > reqs[b].size; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return reqs[a].size > reqs[b].size; });
   int steps = 0;
   const bool bucketed = lifetimes_bucketable(reqs, steps);
-  std::vector<std::vector<size_t>> alive(steps);    // placed unpinned requests by step
+  std::vector<std::vector<size_t>> alive(steps);  // placed unpinned requests by step
   std::vector<size_t> placed, placed_pinned;
   std::vector<size_t> seen(reqs.size(), SIZE_MAX);  // the request whose conflicts last listed it
   std::vector<std::pair<uint64_t, uint64_t>> busy;
@@ -47,7 +48,8 @@ ArenaPlan arena_plan(const std::vector<ArenaRequest> &reqs, uint64_t alignment) 
     auto conflict = [&](size_t j) {
       if (seen[j] == i) return;
       seen[j] = i;
-      busy.push_back({plan.offsets[j], plan.offsets[j] + align_up(std::max<uint64_t>(reqs[j].size, 1), alignment)});
+      busy.push_back({plan.offsets[j],
+                      plan.offsets[j] + align_up(std::max<uint64_t>(reqs[j].size, 1), alignment)});
     };
     if (!bucketed || reqs[i].pinned) {
       for (size_t j : placed)
@@ -66,7 +68,8 @@ ArenaPlan arena_plan(const std::vector<ArenaRequest> &reqs, uint64_t alignment) 
     plan.offsets[i] = at;
     plan.size = std::max(plan.size, at + size);
     placed.push_back(i);
-    if (reqs[i].pinned) placed_pinned.push_back(i);
+    if (reqs[i].pinned)
+      placed_pinned.push_back(i);
     else if (bucketed)
       for (int t = reqs[i].first; t <= reqs[i].last; t++) alive[t].push_back(i);
   }
@@ -81,7 +84,8 @@ bool arena_plan_valid(const std::vector<ArenaRequest> &reqs, const ArenaPlan &pl
     for (size_t i = 0; i < reqs.size(); i++)
       for (size_t j = i + 1; j < reqs.size(); j++) {
         if (!lifetimes_overlap(reqs[i], reqs[j]) || !reqs[i].size || !reqs[j].size) continue;
-        bool disjoint = plan.offsets[i] + reqs[i].size <= plan.offsets[j] || plan.offsets[j] + reqs[j].size <= plan.offsets[i];
+        bool disjoint = plan.offsets[i] + reqs[i].size <= plan.offsets[j] ||
+                        plan.offsets[j] + reqs[j].size <= plan.offsets[i];
         if (!disjoint) return false;
       }
     return true;

@@ -8,16 +8,16 @@
 namespace capgraph {
 
 struct ArenaRequest {
-  uint64_t size = 0;       // bytes
-  int first = 0;           // first step that touches it
-  int last = 0;            // last step that touches it (inclusive)
-  bool pinned = false;     // alive for the whole replay and between replays (inputs, outputs)
+  uint64_t size = 0;    // bytes
+  int first = 0;        // first step that touches it
+  int last = 0;         // last step that touches it (inclusive)
+  bool pinned = false;  // alive for the whole replay and between replays (inputs, outputs)
 };
 
 struct ArenaPlan {
-  std::vector<uint64_t> offsets;   // one per request, aligned
-  uint64_t size = 0;               // arena bytes
-  uint64_t naive_size = 0;         // sum of aligned sizes: the cost without reuse
+  std::vector<uint64_t> offsets;  // one per request, aligned
+  uint64_t size = 0;              // arena bytes
+  uint64_t naive_size = 0;        // sum of aligned sizes: the cost without reuse
 };
 
 // Greedy by size: the largest buffers are placed first, each at the lowest aligned offset where

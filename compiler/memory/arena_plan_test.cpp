@@ -64,17 +64,21 @@ namespace {
 // The plan as first written: every placed request checked against every other (quadratic). The
 // planner finds conflicts through per-step lists now; it must place every request where this did.
 ArenaPlan arena_plan_pairwise(const std::vector<ArenaRequest> &reqs, uint64_t alignment) {
-  auto align = [&](uint64_t v) { return (std::max<uint64_t>(v, 1) + alignment - 1) / alignment * alignment; };
+  auto align = [&](uint64_t v) {
+    return (std::max<uint64_t>(v, 1) + alignment - 1) / alignment * alignment;
+  };
   ArenaPlan plan;
   plan.offsets.assign(reqs.size(), 0);
   std::vector<size_t> order(reqs.size());
   for (size_t i = 0; i < order.size(); i++) order[i] = i;
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return reqs[a].size > reqs[b].size; });
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return reqs[a].size > reqs[b].size; });
   std::vector<size_t> placed;
   for (size_t i : order) {
     std::vector<std::pair<uint64_t, uint64_t>> busy;
     for (size_t j : placed) {
-      bool overlap = reqs[i].pinned || reqs[j].pinned || (reqs[i].first <= reqs[j].last && reqs[j].first <= reqs[i].last);
+      bool overlap = reqs[i].pinned || reqs[j].pinned ||
+                     (reqs[i].first <= reqs[j].last && reqs[j].first <= reqs[i].last);
       if (overlap) busy.push_back({plan.offsets[j], plan.offsets[j] + align(reqs[j].size)});
     }
     std::sort(busy.begin(), busy.end());
@@ -110,7 +114,8 @@ TEST_CASE("the per-step planner places every request where the pairwise one does
     // alive at the same step
     for (size_t i = 0; i < r.size(); i++)
       for (size_t j = 0; j < r.size(); j++)
-        if (i != j && r[i].size && r[j].size && (r[i].pinned || r[j].pinned || (r[i].first <= r[j].last && r[j].first <= r[i].last))) {
+        if (i != j && r[i].size && r[j].size &&
+            (r[i].pinned || r[j].pinned || (r[i].first <= r[j].last && r[j].first <= r[i].last))) {
           ArenaPlan bad = got;
           bad.offsets[i] = bad.offsets[j];
           CHECK_FALSE(arena_plan_valid(r, bad));

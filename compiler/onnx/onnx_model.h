@@ -11,8 +11,21 @@ namespace capgraph::onnx {
 
 // TensorProto.DataType values (onnx.proto).
 enum class DataType : int32_t {
-  undefined = 0, float32 = 1, uint8 = 2, int8 = 3, uint16 = 4, int16 = 5, int32 = 6, int64 = 7,
-  string = 8, boolean = 9, float16 = 10, float64 = 11, uint32 = 12, uint64 = 13, bfloat16 = 16,
+  undefined = 0,
+  float32 = 1,
+  uint8 = 2,
+  int8 = 3,
+  uint16 = 4,
+  int16 = 5,
+  int32 = 6,
+  int64 = 7,
+  string = 8,
+  boolean = 9,
+  float16 = 10,
+  float64 = 11,
+  uint32 = 12,
+  uint64 = 13,
+  bfloat16 = 16,
 };
 const char *data_type_name(DataType t);
 
@@ -29,8 +42,8 @@ struct Tensor {
 
 // One dimension of a ValueInfo's shape: a number, a symbolic name (dim_param), or unknown.
 struct Dim {
-  int64_t value = -1;     // >= 0 when known
-  std::string param;      // dim_param when symbolic
+  int64_t value = -1;  // >= 0 when known
+  std::string param;   // dim_param when symbolic
 };
 
 struct ValueInfo {
@@ -58,10 +71,10 @@ struct Attribute {
 };
 
 struct Node {
-  std::string name;      // may be empty in the file; the reader fills "<op_type>_<index>" then
+  std::string name;  // may be empty in the file; the reader fills "<op_type>_<index>" then
   std::string op_type;
-  std::string domain;    // "" or "ai.onnx" for the default domain
-  std::vector<std::string> inputs;   // "" marks an omitted optional input
+  std::string domain;               // "" or "ai.onnx" for the default domain
+  std::vector<std::string> inputs;  // "" marks an omitted optional input
   std::vector<std::string> outputs;
   std::vector<Attribute> attributes;
 
@@ -72,7 +85,7 @@ struct Graph {
   std::string name;
   std::vector<Node> nodes;
   std::vector<Tensor> initializers;
-  std::vector<ValueInfo> inputs;    // may include initializers (IR version < 4 style)
+  std::vector<ValueInfo> inputs;  // may include initializers (IR version < 4 style)
   std::vector<ValueInfo> outputs;
   std::vector<ValueInfo> value_info;
 };

@@ -25,32 +25,71 @@ namespace {
 
 // Protobuf wire types: the low 3 bits of every field key.
 enum WireType : uint32_t {
-  wire_varint = 0, wire_fixed64 = 1, wire_bytes = 2, wire_group_start = 3, wire_group_end = 4,
+  wire_varint = 0,
+  wire_fixed64 = 1,
+  wire_bytes = 2,
+  wire_group_start = 3,
+  wire_group_end = 4,
   wire_fixed32 = 5,
 };
 
 // Field numbers from onnx/onnx.proto (stable across IR versions; numbers are never reused).
 namespace model_field {
-enum : uint32_t { ir_version = 1, producer_name = 2, producer_version = 3, graph = 7, opset_import = 8 };
+enum : uint32_t {
+  ir_version = 1,
+  producer_name = 2,
+  producer_version = 3,
+  graph = 7,
+  opset_import = 8
+};
 }
 namespace opset_field {  // OperatorSetIdProto
 enum : uint32_t { domain = 1, version = 2 };
 }
 namespace graph_field {
-enum : uint32_t { node = 1, name = 2, initializer = 5, input = 11, output = 12, value_info = 13,
-                  sparse_initializer = 15 };
+enum : uint32_t {
+  node = 1,
+  name = 2,
+  initializer = 5,
+  input = 11,
+  output = 12,
+  value_info = 13,
+  sparse_initializer = 15
+};
 }
 namespace node_field {
 enum : uint32_t { input = 1, output = 2, name = 3, op_type = 4, attribute = 5, domain = 7 };
 }
 namespace attribute_field {
-enum : uint32_t { name = 1, f = 2, i = 3, s = 4, t = 5, g = 6, floats = 7, ints = 8, strings = 9,
-                  tensors = 10, graphs = 11, type = 20 };
+enum : uint32_t {
+  name = 1,
+  f = 2,
+  i = 3,
+  s = 4,
+  t = 5,
+  g = 6,
+  floats = 7,
+  ints = 8,
+  strings = 9,
+  tensors = 10,
+  graphs = 11,
+  type = 20
+};
 }
 namespace tensor_field {
-enum : uint32_t { dims = 1, data_type = 2, float_data = 4, int32_data = 5, string_data = 6,
-                  int64_data = 7, name = 8, raw_data = 9, double_data = 10, uint64_data = 11,
-                  data_location = 14 };
+enum : uint32_t {
+  dims = 1,
+  data_type = 2,
+  float_data = 4,
+  int32_data = 5,
+  string_data = 6,
+  int64_data = 7,
+  name = 8,
+  raw_data = 9,
+  double_data = 10,
+  uint64_data = 11,
+  data_location = 14
+};
 }
 namespace value_info_field {
 enum : uint32_t { name = 1, type = 2 };
@@ -72,10 +111,17 @@ enum : uint32_t { dim_value = 1, dim_param = 2 };
 Attribute::Kind attribute_kind_from_type(uint64_t type) {
   using K = Attribute::Kind;
   switch (type) {
-    case 1: return K::f;       case 2: return K::i;       case 3: return K::s;
-    case 4: return K::t;       case 5: return K::g;       case 6: return K::floats;
-    case 7: return K::ints;    case 8: return K::strings; case 9: return K::tensors;
-    case 10: return K::graphs; default: return K::undefined;
+    case 1: return K::f;
+    case 2: return K::i;
+    case 3: return K::s;
+    case 4: return K::t;
+    case 5: return K::g;
+    case 6: return K::floats;
+    case 7: return K::ints;
+    case 8: return K::strings;
+    case 9: return K::tensors;
+    case 10: return K::graphs;
+    default: return K::undefined;
   }
 }
 
@@ -83,10 +129,19 @@ Attribute::Kind attribute_kind_from_type(uint64_t type) {
 // float8, 4-bit types): such data is passed through unchecked and the compiler rejects the type.
 size_t element_size(DataType t) {
   switch (t) {
-    case DataType::uint8: case DataType::int8: case DataType::boolean: return 1;
-    case DataType::uint16: case DataType::int16: case DataType::float16: case DataType::bfloat16: return 2;
-    case DataType::float32: case DataType::int32: case DataType::uint32: return 4;
-    case DataType::int64: case DataType::float64: case DataType::uint64: return 8;
+    case DataType::uint8:
+    case DataType::int8:
+    case DataType::boolean: return 1;
+    case DataType::uint16:
+    case DataType::int16:
+    case DataType::float16:
+    case DataType::bfloat16: return 2;
+    case DataType::float32:
+    case DataType::int32:
+    case DataType::uint32: return 4;
+    case DataType::int64:
+    case DataType::float64:
+    case DataType::uint64: return 8;
     default: return 0;
   }
 }
@@ -132,8 +187,13 @@ class Parser {
         case model_field::ir_version: model.ir_version = int64_t(varint_field_read(s, f)); break;
         case model_field::producer_name: model.producer_name = string_field_read(s, f); break;
         case model_field::producer_version: model.producer_version = string_field_read(s, f); break;
-        case model_field::opset_import: model.opsets.push_back(opset_read(message_field_read(s, f))); break;
-        case model_field::graph: model.graph = graph_read(message_field_read(s, f)); has_graph = true; break;
+        case model_field::opset_import:
+          model.opsets.push_back(opset_read(message_field_read(s, f)));
+          break;
+        case model_field::graph:
+          model.graph = graph_read(message_field_read(s, f));
+          has_graph = true;
+          break;
         default: field_skip(s, f);
       }
     }
@@ -162,8 +222,8 @@ class Parser {
   struct Frame {
     const char *message;
     const std::string *name = nullptr;
-    size_t index = SIZE_MAX;                 // position in its repeated field, when unnamed
-    const std::string *op_type = nullptr;    // NodeProto only
+    size_t index = SIZE_MAX;               // position in its repeated field, when unnamed
+    const std::string *op_type = nullptr;  // NodeProto only
   };
   struct FrameScope {
     Parser &parser;
@@ -175,8 +235,10 @@ class Parser {
     std::string msg = origin_ + ": " + what + " at byte " + std::to_string(at - base_);
     for (auto frame = frames_.rbegin(); frame != frames_.rend(); ++frame) {
       msg += std::string(" in ") + frame->message;
-      if (frame->name && !frame->name->empty()) msg += " '" + *frame->name + "'";
-      else if (frame->index != SIZE_MAX) msg += " #" + std::to_string(frame->index);
+      if (frame->name && !frame->name->empty())
+        msg += " '" + *frame->name + "'";
+      else if (frame->index != SIZE_MAX)
+        msg += " #" + std::to_string(frame->index);
       if (frame->op_type && !frame->op_type->empty() && (!frame->name || frame->name->empty()))
         msg += " (" + *frame->op_type + ")";
     }
@@ -198,7 +260,8 @@ class Parser {
   }
 
   uint64_t fixed_read(Span &s, size_t size) {  // fixed32 / fixed64, little-endian
-    if (s.left() < size) fail(s.pos, "truncated protobuf (" + std::to_string(size) + "-byte value runs past the end)");
+    if (s.left() < size)
+      fail(s.pos, "truncated protobuf (" + std::to_string(size) + "-byte value runs past the end)");
     uint64_t value = 0;
     for (size_t k = 0; k < size; ++k) value |= uint64_t(s.pos[k]) << (8 * k);
     s.pos += size;
@@ -218,7 +281,8 @@ class Parser {
       s.pos += length;
       return payload;
     }
-    std::string sizes = "field of " + std::to_string(length) + " bytes, only " + std::to_string(s.left()) + " left";
+    std::string sizes =
+        "field of " + std::to_string(length) + " bytes, only " + std::to_string(s.left()) + " left";
     if (s.end != base_ + size_) fail(start, "corrupt protobuf (" + sizes + " in its message)");
     if (!is_message) fail(start, "truncated protobuf (" + sizes + ")");
     Span payload{s.pos, s.end, true};
@@ -241,7 +305,8 @@ class Parser {
     uint64_t key = varint_read(s);
     uint64_t number = key >> 3;
     uint32_t wire = uint32_t(key & 7);
-    if (number == 0 || number > (1u << 29) - 1) fail(at, "invalid protobuf field number " + std::to_string(number));
+    if (number == 0 || number > (1u << 29) - 1)
+      fail(at, "invalid protobuf field number " + std::to_string(number));
     if (wire > wire_fixed32) fail(at, "invalid protobuf wire type " + std::to_string(wire));
     return {uint32_t(number), wire, at};
   }
@@ -254,8 +319,8 @@ class Parser {
       case wire_fixed32: fixed_read(s, 4); break;
       // Groups are a proto2 feature onnx.proto never uses; skipping them needs a nesting walk.
       default:
-        fail(f.at, "unsupported protobuf wire type " + std::to_string(f.wire) + " (group) in field " +
-                       std::to_string(f.number));
+        fail(f.at, "unsupported protobuf wire type " + std::to_string(f.wire) +
+                       " (group) in field " + std::to_string(f.number));
     }
   }
 
@@ -265,9 +330,18 @@ class Parser {
                      ", expected " + std::to_string(wire));
   }
 
-  uint64_t varint_field_read(Span &s, const Field &f) { wire_expect(f, wire_varint); return varint_read(s); }
-  Span message_field_read(Span &s, const Field &f) { wire_expect(f, wire_bytes); return bytes_read(s, true); }
-  void bytes_field_skip(Span &s, const Field &f) { wire_expect(f, wire_bytes); bytes_read(s); }
+  uint64_t varint_field_read(Span &s, const Field &f) {
+    wire_expect(f, wire_varint);
+    return varint_read(s);
+  }
+  Span message_field_read(Span &s, const Field &f) {
+    wire_expect(f, wire_bytes);
+    return bytes_read(s, true);
+  }
+  void bytes_field_skip(Span &s, const Field &f) {
+    wire_expect(f, wire_bytes);
+    bytes_read(s);
+  }
   std::string string_field_read(Span &s, const Field &f) {
     wire_expect(f, wire_bytes);
     Span b = bytes_read(s);
@@ -291,11 +365,13 @@ class Parser {
       element_read(s);
     }
   }
-  template <class T> void varints_read(Span &s, const Field &f, std::vector<T> &out) {
+  template <class T>
+  void varints_read(Span &s, const Field &f, std::vector<T> &out) {
     repeated_read(s, f, wire_varint, [&](Span &in) { out.push_back(T(varint_read(in))); });
   }
   // Fixed-size numbers are kept as their bit patterns, 4 or 8 bytes each.
-  template <class Bits> void fixeds_read(Span &s, const Field &f, std::vector<Bits> &out) {
+  template <class Bits>
+  void fixeds_read(Span &s, const Field &f, std::vector<Bits> &out) {
     static_assert(std::is_same_v<Bits, uint32_t> || std::is_same_v<Bits, uint64_t>);
     repeated_read(s, f, sizeof(Bits) == 4 ? wire_fixed32 : wire_fixed64,
                   [&](Span &in) { out.push_back(Bits(fixed_read(in, sizeof(Bits)))); });
@@ -307,9 +383,12 @@ class Parser {
     OpsetImport opset;
     FrameScope frame(*this, {"OperatorSetIdProto", &opset.domain});
     for (Field f; field_next(s, f);) {
-      if (f.number == opset_field::domain) opset.domain = string_field_read(s, f);
-      else if (f.number == opset_field::version) opset.version = int64_t(varint_field_read(s, f));
-      else field_skip(s, f);
+      if (f.number == opset_field::domain)
+        opset.domain = string_field_read(s, f);
+      else if (f.number == opset_field::version)
+        opset.version = int64_t(varint_field_read(s, f));
+      else
+        field_skip(s, f);
     }
     return opset;
   }
@@ -319,10 +398,13 @@ class Parser {
     FrameScope frame(*this, {"GraphProto", &graph.name});
     for (Field f; field_next(s, f);) {
       switch (f.number) {
-        case graph_field::node: graph.nodes.push_back(node_read(message_field_read(s, f), graph.nodes.size())); break;
+        case graph_field::node:
+          graph.nodes.push_back(node_read(message_field_read(s, f), graph.nodes.size()));
+          break;
         case graph_field::name: graph.name = string_field_read(s, f); break;
         case graph_field::initializer:
-          graph.initializers.push_back(tensor_read(message_field_read(s, f), graph.initializers.size()));
+          graph.initializers.push_back(
+              tensor_read(message_field_read(s, f), graph.initializers.size()));
           break;
         case graph_field::input:
           graph.inputs.push_back(value_info_read(message_field_read(s, f), graph.inputs.size()));
@@ -331,7 +413,8 @@ class Parser {
           graph.outputs.push_back(value_info_read(message_field_read(s, f), graph.outputs.size()));
           break;
         case graph_field::value_info:
-          graph.value_info.push_back(value_info_read(message_field_read(s, f), graph.value_info.size()));
+          graph.value_info.push_back(
+              value_info_read(message_field_read(s, f), graph.value_info.size()));
           break;
         // Dropping these would leave nodes reading names that exist nowhere; say so here instead.
         case graph_field::sparse_initializer: fail(f.at, "sparse_initializer is not supported");
@@ -340,7 +423,8 @@ class Parser {
     }
     // Errors later in the compiler name nodes, so every node gets a name.
     for (size_t k = 0; k < graph.nodes.size(); ++k)
-      if (graph.nodes[k].name.empty()) graph.nodes[k].name = graph.nodes[k].op_type + "_" + std::to_string(k);
+      if (graph.nodes[k].name.empty())
+        graph.nodes[k].name = graph.nodes[k].op_type + "_" + std::to_string(k);
     return graph;
   }
 
@@ -355,7 +439,8 @@ class Parser {
         case node_field::op_type: node.op_type = string_field_read(s, f); break;
         case node_field::domain: node.domain = string_field_read(s, f); break;
         case node_field::attribute:
-          node.attributes.push_back(attribute_read(message_field_read(s, f), node.attributes.size()));
+          node.attributes.push_back(
+              attribute_read(message_field_read(s, f), node.attributes.size()));
           break;
         default: field_skip(s, f);
       }
@@ -373,11 +458,27 @@ class Parser {
       switch (f.number) {
         case attribute_field::name: a.name = string_field_read(s, f); break;
         case attribute_field::type: type = varint_field_read(s, f); break;
-        case attribute_field::f: a.f = float_field_read(s, f); seen = K::f; break;
-        case attribute_field::i: a.i = int64_t(varint_field_read(s, f)); seen = K::i; break;
-        case attribute_field::s: a.s = string_field_read(s, f); seen = K::s; break;
-        case attribute_field::t: a.t = tensor_read(message_field_read(s, f), SIZE_MAX); seen = K::t; break;
-        case attribute_field::g: bytes_field_skip(s, f); a.has_graph = true; seen = K::g; break;
+        case attribute_field::f:
+          a.f = float_field_read(s, f);
+          seen = K::f;
+          break;
+        case attribute_field::i:
+          a.i = int64_t(varint_field_read(s, f));
+          seen = K::i;
+          break;
+        case attribute_field::s:
+          a.s = string_field_read(s, f);
+          seen = K::s;
+          break;
+        case attribute_field::t:
+          a.t = tensor_read(message_field_read(s, f), SIZE_MAX);
+          seen = K::t;
+          break;
+        case attribute_field::g:
+          bytes_field_skip(s, f);
+          a.has_graph = true;
+          seen = K::g;
+          break;
         case attribute_field::floats: {
           std::vector<uint32_t> bits;
           fixeds_read(s, f, bits);
@@ -385,13 +486,23 @@ class Parser {
           seen = K::floats;
           break;
         }
-        case attribute_field::ints: varints_read(s, f, a.ints); seen = K::ints; break;
-        case attribute_field::strings: a.strings.push_back(string_field_read(s, f)); seen = K::strings; break;
+        case attribute_field::ints:
+          varints_read(s, f, a.ints);
+          seen = K::ints;
+          break;
+        case attribute_field::strings:
+          a.strings.push_back(string_field_read(s, f));
+          seen = K::strings;
+          break;
         case attribute_field::tensors:
           a.tensors.push_back(tensor_read(message_field_read(s, f), a.tensors.size()));
           seen = K::tensors;
           break;
-        case attribute_field::graphs: bytes_field_skip(s, f); a.has_graph = true; seen = K::graphs; break;
+        case attribute_field::graphs:
+          bytes_field_skip(s, f);
+          a.has_graph = true;
+          seen = K::graphs;
+          break;
         default: field_skip(s, f);
       }
     }
@@ -420,8 +531,13 @@ class Parser {
         case tensor_field::int64_data: varints_read(s, f, fields.int64s); break;
         case tensor_field::double_data: fixeds_read(s, f, fields.double_bits); break;
         case tensor_field::uint64_data: varints_read(s, f, fields.uint64s); break;
-        case tensor_field::string_data: bytes_field_skip(s, f); fields.string_count++; break;
-        case tensor_field::data_location: t.external = varint_field_read(s, f) == 1; break;  // 1 = EXTERNAL
+        case tensor_field::string_data:
+          bytes_field_skip(s, f);
+          fields.string_count++;
+          break;
+        case tensor_field::data_location:
+          t.external = varint_field_read(s, f) == 1;
+          break;  // 1 = EXTERNAL
         default: field_skip(s, f);
       }
     }
@@ -435,13 +551,15 @@ class Parser {
     uint64_t count = 1;
     for (int64_t d : t.dims) {
       if (d < 0) fail(at, "negative dimension " + std::to_string(d));
-      if (__builtin_mul_overflow(count, uint64_t(d), &count)) fail(at, "dimensions overflow 64 bits");
+      if (__builtin_mul_overflow(count, uint64_t(d), &count))
+        fail(at, "dimensions overflow 64 bits");
     }
     if (t.external) return;  // the bytes live in another file; the compiler reports it
     size_t size = element_size(t.dtype);
     if (fields.has_raw) {
       uint64_t bytes;
-      if (size != 0 && (__builtin_mul_overflow(count, uint64_t(size), &bytes) || bytes != fields.raw_size))
+      if (size != 0 &&
+          (__builtin_mul_overflow(count, uint64_t(size), &bytes) || bytes != fields.raw_size))
         fail(at, "raw_data has " + std::to_string(fields.raw_size) + " bytes, dims need " +
                      std::to_string(count) + " x " + std::to_string(size));
       t.data.assign(fields.raw, fields.raw + fields.raw_size);
@@ -454,31 +572,42 @@ class Parser {
       field = name, found = values.size();
       if (found != count) return;  // reported below
       t.data.reserve(found * size);
-      for (auto v : values) little_endian_append(t.data, uint64_t(v), size);  // narrower types keep the low bytes
+      for (auto v : values)
+        little_endian_append(t.data, uint64_t(v), size);  // narrower types keep the low bytes
     };
     switch (t.dtype) {
       case DataType::float32: values_append(fields.float_bits, "float_data"); break;
-      case DataType::int32: case DataType::int16: case DataType::uint16: case DataType::int8:
-      case DataType::uint8: case DataType::boolean: case DataType::float16: case DataType::bfloat16:
-        values_append(fields.int32s, "int32_data"); break;
+      case DataType::int32:
+      case DataType::int16:
+      case DataType::uint16:
+      case DataType::int8:
+      case DataType::uint8:
+      case DataType::boolean:
+      case DataType::float16:
+      case DataType::bfloat16: values_append(fields.int32s, "int32_data"); break;
       case DataType::int64: values_append(fields.int64s, "int64_data"); break;
       case DataType::float64: values_append(fields.double_bits, "double_data"); break;
-      case DataType::uint32: case DataType::uint64: values_append(fields.uint64s, "uint64_data"); break;
+      case DataType::uint32:
+      case DataType::uint64: values_append(fields.uint64s, "uint64_data"); break;
       case DataType::string: field = "string_data", found = fields.string_count; break;  // not kept
       default: return;  // a type the compiler rejects by name; nothing to check here
     }
     if (found != count)
-      fail(at, std::string(data_type_name(t.dtype)) + " tensor has " + std::to_string(found) + " values in " +
-                   field + " (and no raw_data), dims need " + std::to_string(count));
+      fail(at, std::string(data_type_name(t.dtype)) + " tensor has " + std::to_string(found) +
+                   " values in " + field + " (and no raw_data), dims need " +
+                   std::to_string(count));
   }
 
   ValueInfo value_info_read(Span s, size_t index) {
     ValueInfo v;
     FrameScope frame(*this, {"ValueInfoProto", &v.name, index});
     for (Field f; field_next(s, f);) {
-      if (f.number == value_info_field::name) v.name = string_field_read(s, f);
-      else if (f.number == value_info_field::type) type_read(message_field_read(s, f), v);
-      else field_skip(s, f);
+      if (f.number == value_info_field::name)
+        v.name = string_field_read(s, f);
+      else if (f.number == value_info_field::type)
+        type_read(message_field_read(s, f), v);
+      else
+        field_skip(s, f);
     }
     return v;
   }
@@ -487,12 +616,18 @@ class Parser {
   void type_read(Span s, ValueInfo &v) {
     FrameScope frame(*this, {"TypeProto"});
     for (Field f; field_next(s, f);) {
-      if (f.number != type_field::tensor_type) { field_skip(s, f); continue; }
+      if (f.number != type_field::tensor_type) {
+        field_skip(s, f);
+        continue;
+      }
       Span tensor_type = message_field_read(s, f);
       for (Field g; field_next(tensor_type, g);) {
-        if (g.number == tensor_type_field::elem_type) v.dtype = DataType(int32_t(varint_field_read(tensor_type, g)));
-        else if (g.number == tensor_type_field::shape) shape_read(message_field_read(tensor_type, g), v);
-        else field_skip(tensor_type, g);
+        if (g.number == tensor_type_field::elem_type)
+          v.dtype = DataType(int32_t(varint_field_read(tensor_type, g)));
+        else if (g.number == tensor_type_field::shape)
+          shape_read(message_field_read(tensor_type, g), v);
+        else
+          field_skip(tensor_type, g);
       }
     }
   }
@@ -502,13 +637,19 @@ class Parser {
     v.has_shape = true;
     v.dims.clear();
     for (Field f; field_next(s, f);) {
-      if (f.number != shape_field::dim) { field_skip(s, f); continue; }
+      if (f.number != shape_field::dim) {
+        field_skip(s, f);
+        continue;
+      }
       Span d = message_field_read(s, f);
       Dim dim;
       for (Field g; field_next(d, g);) {
-        if (g.number == dim_field::dim_value) dim.value = int64_t(varint_field_read(d, g));
-        else if (g.number == dim_field::dim_param) dim.param = string_field_read(d, g);
-        else field_skip(d, g);
+        if (g.number == dim_field::dim_value)
+          dim.value = int64_t(varint_field_read(d, g));
+        else if (g.number == dim_field::dim_param)
+          dim.param = string_field_read(d, g);
+        else
+          field_skip(d, g);
       }
       v.dims.push_back(std::move(dim));
     }

@@ -6,7 +6,8 @@ namespace capgraph {
 
 // An access's element offset as a linear function of the iteration axes; false if it is not one
 // (bounds, gathers, divisions).
-bool access_linear(const Access &a, const Shape &axes, std::map<int, int64_t> &coef, int64_t &base) {
+bool access_linear(const Access &a, const Shape &axes, std::map<int, int64_t> &coef,
+                   int64_t &base) {
   coef.clear();
   base = a.offset;
   for (const DimIndex &d : a.dims) {
@@ -61,7 +62,8 @@ Access access_remap(Access a, const std::vector<int> &axis_map) {
 // result. Returns the index of c's result inside p.
 // A bfloat16 or float16 buffer that fusion removes still rounds: the producer's float32 result is
 // cast to the buffer's type (the code generators round there) before the consumer reads it.
-int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype, const std::vector<int> &axis_map) {
+int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype,
+                const std::vector<int> &axis_map) {
   std::vector<int> load_map(c.loads.size(), -1);
   for (size_t i = 0; i < c.loads.size(); i++) {
     if (c.loads[i].buffer == buffer) continue;
@@ -69,7 +71,8 @@ int expr_splice(Kernel &p, const Kernel &c, int buffer, DType buffer_dtype, cons
     p.loads.push_back(access_remap(c.loads[i], axis_map));
   }
   int produced = p.result;
-  if (buffer_dtype == DType::bf16 || buffer_dtype == DType::f16) produced = p.expr_cast(p.result, buffer_dtype);
+  if (buffer_dtype == DType::bf16 || buffer_dtype == DType::f16)
+    produced = p.expr_cast(p.result, buffer_dtype);
   std::vector<int> with(c.exprs.size(), -1);
   for (size_t i = 0; i < c.exprs.size(); i++) {
     const Expr &e = c.exprs[i];
@@ -104,7 +107,8 @@ int program_fuse(Program &p) {
   // readers are counted once and kept up to date, and a merged-away producer is moved, not
   // copied (a 100k-node chain used to take minutes here).
   const size_t K = p.kernels.size();
-  std::vector<int> writers(p.buffers.size(), 0), writer_at(p.buffers.size(), -1), reads(p.buffers.size(), 0);
+  std::vector<int> writers(p.buffers.size(), 0), writer_at(p.buffers.size(), -1),
+      reads(p.buffers.size(), 0);
   for (size_t j = 0; j < K; j++) {
     writers[p.kernels[j].store.buffer]++;
     writer_at[p.kernels[j].store.buffer] = (int)j;
@@ -129,7 +133,8 @@ int program_fuse(Program &p) {
         if (w.store_dtype != p.buffers[buf].dtype) continue;
         // A fused kernel stays small enough for the code generators' recursion (kernel.h).
         const DType bt = p.buffers[buf].dtype;
-        const size_t rounding = bt == DType::bf16 || bt == DType::f16 ? 1 + own : 0;  // expr_splice's casts
+        const size_t rounding =
+            bt == DType::bf16 || bt == DType::f16 ? 1 + own : 0;  // expr_splice's casts
         if (w.exprs.size() + c.exprs.size() + rounding > kKernelMaxExprs) continue;
         Shape wpar(w.axes.begin(), w.axes.begin() + w.n_parallel);
         std::vector<int> axis_map;
@@ -137,7 +142,8 @@ int program_fuse(Program &p) {
         // every read of buf in c must see exactly what w wrote at the same point
         bool ok = true;
         for (const Access &a : c.loads)
-          if (a.buffer == buf && !same_linear(access_remap(a, axis_map), w.axes, w.store, w.axes)) ok = false;
+          if (a.buffer == buf && !same_linear(access_remap(a, axis_map), w.axes, w.store, w.axes))
+            ok = false;
         // and w must write each element once (its store covers the buffer)
         if (shape_numel(wpar) != p.buffers[buf].numel) ok = false;
         if (!ok) continue;
@@ -237,7 +243,8 @@ int program_merge_axes(Program &p) {
     // Only the innermost parallel axis and the one before it: that is what makes rows longer.
     // Rows of 256 are long enough to vectorise; merging further would only take work items
     // away from the thread partition.
-    while (k.n_parallel >= 2 && k.axes[k.n_parallel - 1] < 256 && axes_mergeable(k, k.n_parallel - 2)) {
+    while (k.n_parallel >= 2 && k.axes[k.n_parallel - 1] < 256 &&
+           axes_mergeable(k, k.n_parallel - 2)) {
       axes_merge(k, k.n_parallel - 2);
       merged++;
     }

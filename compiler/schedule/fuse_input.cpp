@@ -14,7 +14,8 @@ bool expr_input_affine(const Kernel &k, const Program &p, int i, int *x, int *x_
     case Op::load: {
       const Access &a = k.loads[e.access];
       const Buffer &B = p.buffers[a.buffer];
-      if (B.kind != Buffer::Kind::constant || e.dtype != DType::f32 || B.dtype != DType::f32) return false;
+      if (B.kind != Buffer::Kind::constant || e.dtype != DType::f32 || B.dtype != DType::f32)
+        return false;
       for (const DimIndex &d : a.dims)
         if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return false;
       return true;
@@ -23,13 +24,18 @@ bool expr_input_affine(const Kernel &k, const Program &p, int i, int *x, int *x_
       const Expr &l = k.exprs[e.a];
       if (e.dtype != DType::f32 || l.op != Op::load || *x >= 0) return false;
       const Buffer &B = p.buffers[k.loads[l.access].buffer];
-      if (B.kind != Buffer::Kind::input || (B.dtype != DType::u8 && B.dtype != DType::i8)) return false;
+      if (B.kind != Buffer::Kind::input || (B.dtype != DType::u8 && B.dtype != DType::i8))
+        return false;
       *x = l.access, *x_expr = e.a;
       return true;
     }
     case Op::neg: return e.dtype == DType::f32 && expr_input_affine(k, p, e.a, x, x_expr);
-    case Op::add: case Op::sub: case Op::mul: case Op::div:
-      return e.dtype == DType::f32 && expr_input_affine(k, p, e.a, x, x_expr) && expr_input_affine(k, p, e.b, x, x_expr);
+    case Op::add:
+    case Op::sub:
+    case Op::mul:
+    case Op::div:
+      return e.dtype == DType::f32 && expr_input_affine(k, p, e.a, x, x_expr) &&
+             expr_input_affine(k, p, e.b, x, x_expr);
     default: return false;
   }
 }
@@ -42,8 +48,11 @@ bool store_identity(const Kernel &k) {
   if (k.store.dims.size() != k.axes.size()) return false;
   for (size_t a = 0; a < k.axes.size(); a++) {
     const DimIndex &d = k.store.dims[a];
-    if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none || d.shift != 0 || d.extent != k.axes[a]) return false;
-    if (!(d.terms.size() == 1 && d.terms[0].axis == (int)a && d.terms[0].coef == 1) && !(d.terms.empty() && d.extent == 1))
+    if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none || d.shift != 0 ||
+        d.extent != k.axes[a])
+      return false;
+    if (!(d.terms.size() == 1 && d.terms[0].axis == (int)a && d.terms[0].coef == 1) &&
+        !(d.terms.empty() && d.extent == 1))
       return false;
   }
   return true;
@@ -57,7 +66,8 @@ int product_operand(const Kernel &c, int buffer) {
   for (const Access &a : c.loads) uses += a.buffer == buffer;
   for (int side : {body.a, body.b}) {
     const Expr &e = c.exprs[side];
-    if (e.op == Op::load && c.loads[e.access].buffer == buffer && e.dtype == DType::f32) found = e.access;
+    if (e.op == Op::load && c.loads[e.access].buffer == buffer && e.dtype == DType::f32)
+      found = e.access;
   }
   return uses == 1 ? found : -1;
 }
@@ -71,7 +81,9 @@ bool splice_into(const Kernel &e, int xl, const Kernel &c, int bl, Kernel &out) 
   if (A.dims.size() != e.store.dims.size() || A.offset != e.store.offset) return false;
   for (size_t d = 0; d < A.dims.size(); d++) {
     const DimIndex &ad = A.dims[d];
-    if (ad.extent != e.store.dims[d].extent || ad.stride != e.store.dims[d].stride || ad.expr >= 0 || ad.divisor != 1) return false;
+    if (ad.extent != e.store.dims[d].extent || ad.stride != e.store.dims[d].stride ||
+        ad.expr >= 0 || ad.divisor != 1)
+      return false;
   }
   out = c;
   out.loads[bl].buffer = e.loads[xl].buffer;
@@ -123,18 +135,21 @@ int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &
   int fused = 0;
   for (size_t ei = 0; ei < p.kernels.size(); ei++) {
     const Kernel &e = p.kernels[ei];
-    if (e.reduce != Reduce::none || e.body >= 0 || e.result < 0 || e.store_dtype != DType::f32) continue;
+    if (e.reduce != Reduce::none || e.body >= 0 || e.result < 0 || e.store_dtype != DType::f32)
+      continue;
     const int buf = e.store.buffer;
     const Buffer &B = p.buffers[buf];
-    if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || writers[buf] != 1 || !store_identity(e)) continue;
+    if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || writers[buf] != 1 ||
+        !store_identity(e))
+      continue;
     int xl = -1, xe = -1;
     if (!expr_input_affine(e, p, e.result, &xl, &xe) || xl < 0) continue;
     // The input element each point reads is the one it writes (same offsets, same shape), so a
     // consumer's access of the buffer reads the input's element at the same place.
     std::map<int, int64_t> cx, cs;
     int64_t bx = 0, bs = 0;
-    if (!access_linear(e.loads[xl], e.axes, cx, bx) || !access_linear(e.store, e.axes, cs, bs) || cx != cs || bx != bs ||
-        p.buffers[e.loads[xl].buffer].numel != B.numel)
+    if (!access_linear(e.loads[xl], e.axes, cx, bx) || !access_linear(e.store, e.axes, cs, bs) ||
+        cx != cs || bx != bs || p.buffers[e.loads[xl].buffer].numel != B.numel)
       continue;
     // Every reader a product taking the buffer as one operand, each accepted once fused.
     std::vector<std::pair<size_t, Kernel>> rewritten;

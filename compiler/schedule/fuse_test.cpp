@@ -20,7 +20,8 @@ using namespace capgraph::model_gen;
 namespace {
 
 std::string temp_model(const ModelBuilder &b, const std::string &name) {
-  const std::string dir = std::filesystem::temp_directory_path().string() + "/capgraph_fuse_test_" + std::to_string(getpid());
+  const std::string dir = std::filesystem::temp_directory_path().string() + "/capgraph_fuse_test_" +
+                          std::to_string(getpid());
   std::filesystem::create_directories(dir);
   const std::string path = dir + "/" + name;
   b.save(path);
@@ -30,7 +31,9 @@ std::string temp_model(const ModelBuilder &b, const std::string &name) {
 struct cleanup {
   ~cleanup() {
     std::error_code ec;
-    std::filesystem::remove_all(std::filesystem::temp_directory_path().string() + "/capgraph_fuse_test_" + std::to_string(getpid()), ec);
+    std::filesystem::remove_all(std::filesystem::temp_directory_path().string() +
+                                    "/capgraph_fuse_test_" + std::to_string(getpid()),
+                                ec);
   }
 } cleanup_at_exit;
 
@@ -50,9 +53,12 @@ std::vector<std::vector<uint8_t>> program_run(const Program &p) {
   std::vector<uint8_t *> ptrs;
   for (size_t i = 0; i < p.buffers.size(); i++) {
     const Buffer &b = p.buffers[i];
-    host[i] = b.kind == Buffer::Kind::constant ? *b.data.bytes : std::vector<uint8_t>(b.numel * dtype_size(b.dtype), 0);
+    host[i] = b.kind == Buffer::Kind::constant
+                  ? *b.data.bytes
+                  : std::vector<uint8_t>(b.numel * dtype_size(b.dtype), 0);
     if (b.kind == Buffer::Kind::input)
-      for (int64_t j = 0; j < b.numel; j++) element_store(b.dtype, host[i].data(), j, (double)(j % 7) - 3.5);
+      for (int64_t j = 0; j < b.numel; j++)
+        element_store(b.dtype, host[i].data(), j, (double)(j % 7) - 3.5);
     ptrs.push_back(host[i].data());
   }
   for (const Kernel &k : p.kernels) {
@@ -85,7 +91,8 @@ struct two_kernels {
   int x, bbuf, y;
 };
 
-two_kernels two_kernel_program(const std::function<Access(int buffer)> &read, Shape k1_axes = {4, 3}) {
+two_kernels two_kernel_program(const std::function<Access(int buffer)> &read,
+                               Shape k1_axes = {4, 3}) {
   two_kernels t;
   Program &p = t.p;
   auto buffer = [&](Buffer::Kind kind, const std::string &name) {
@@ -118,7 +125,8 @@ two_kernels two_kernel_program(const std::function<Access(int buffer)> &read, Sh
   k0.source_nodes = {"n0"};
   k0.axes = {4, 3};
   k0.n_parallel = 2;
-  k0.result = k0.expr_binary(Op::mul, k0.expr_load(contiguous(t.x, {4, 3}), DType::f32), k0.expr_const(2, DType::f32), DType::f32);
+  k0.result = k0.expr_binary(Op::mul, k0.expr_load(contiguous(t.x, {4, 3}), DType::f32),
+                             k0.expr_const(2, DType::f32), DType::f32);
   k0.store = contiguous(t.bbuf, {4, 3});
   Kernel k1;
   k1.name = "plus_one";
@@ -126,7 +134,8 @@ two_kernels two_kernel_program(const std::function<Access(int buffer)> &read, Sh
   k1.axes = k1_axes;
   k1.n_parallel = (int)k1_axes.size();
   int l = k1.expr_load(read(t.bbuf), DType::f32);
-  k1.result = k1.expr_binary(Op::add, k1.expr_unary(Op::exp, l, DType::f32), k1.expr_const(1, DType::f32), DType::f32);
+  k1.result = k1.expr_binary(Op::add, k1.expr_unary(Op::exp, l, DType::f32),
+                             k1.expr_const(1, DType::f32), DType::f32);
   k1.store = contiguous(t.y, k1_axes);
   p.kernels = {k0, k1};
   return t;
@@ -263,12 +272,14 @@ TEST_CASE("MatMul + bias Add fuses into the reduction's epilogue") {
 
 TEST_CASE("axis merging: contiguous (h, w) become one long row; results unchanged") {
   // Hand-built: k0 walks X and B contiguously (mergeable); k1 reads B transposed (not mergeable).
-  two_kernels t = two_kernel_program([](int buf) {
-    Access a;
-    a.buffer = buf;
-    a.dims = {DimIndex{{{1, 1}}, 0, -1, 4, 3}, DimIndex{{{0, 1}}, 0, -1, 3, 1}};
-    return a;
-  }, {3, 4});
+  two_kernels t = two_kernel_program(
+      [](int buf) {
+        Access a;
+        a.buffer = buf;
+        a.dims = {DimIndex{{{1, 1}}, 0, -1, 4, 3}, DimIndex{{{0, 1}}, 0, -1, 3, 1}};
+        return a;
+      },
+      {3, 4});
   const auto before = outputs_of(t.p);
   Program merged = t.p;
   CHECK(program_merge_axes(merged) == 1);
@@ -291,8 +302,10 @@ TEST_CASE("axis merging: a 1x1 convolution's spatial axes merge, a padded 3x3's 
   REQUIRE(p.kernels.size() == 2);
   for (const Kernel &k : p.kernels) {
     Shape par(k.axes.begin(), k.axes.begin() + k.n_parallel);
-    if (k.source_nodes[0] == "pointwise") CHECK(par.back() == 36);
-    else CHECK(par.back() == 6);
+    if (k.source_nodes[0] == "pointwise")
+      CHECK(par.back() == 36);
+    else
+      CHECK(par.back() == 6);
   }
   // (Their numbers against ONNX Runtime: tests/e2e/op_conformance_test.cpp, conv cases.)
 }
@@ -316,7 +329,8 @@ ModelBuilder camera_model() {
   return b;
 }
 
-TEST_CASE("a uint8 frame's cast and scale fold into the conv reading it, padding still adding nothing") {
+TEST_CASE(
+    "a uint8 frame's cast and scale fold into the conv reading it, padding still adding nothing") {
   const ModelBuilder b = camera_model();
   CompileReport r;
   Program fused = compile_schedule(temp_model(b, "camera.onnx"), CompileOptions{}, &r);

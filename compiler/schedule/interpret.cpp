@@ -10,11 +10,31 @@ namespace capgraph {
 double element_load(DType t, const uint8_t *base, int64_t i) {
   const uint8_t *p = base + i * dtype_size(t);
   switch (t) {
-    case DType::f32: { float v; std::memcpy(&v, p, 4); return v; }
-    case DType::f64: { double v; std::memcpy(&v, p, 8); return v; }
-    case DType::i64: { int64_t v; std::memcpy(&v, p, 8); return (double)v; }
-    case DType::i32: { int32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::i16: { int16_t v; std::memcpy(&v, p, 2); return v; }
+    case DType::f32: {
+      float v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::f64: {
+      double v;
+      std::memcpy(&v, p, 8);
+      return v;
+    }
+    case DType::i64: {
+      int64_t v;
+      std::memcpy(&v, p, 8);
+      return (double)v;
+    }
+    case DType::i32: {
+      int32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::i16: {
+      int16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
     case DType::i8: return (int8_t)*p;
     case DType::u8: return *p;
     case DType::boolean: return *p ? 1 : 0;
@@ -25,10 +45,26 @@ double element_load(DType t, const uint8_t *base, int64_t i) {
       t1.bytes = std::make_shared<const std::vector<uint8_t>>(p, p + 2);
       return t1.at_f64(0);
     }
-    case DType::bf16: { uint16_t h; std::memcpy(&h, p, 2); return bf16_to_float(h); }
-    case DType::u16: { uint16_t v; std::memcpy(&v, p, 2); return v; }
-    case DType::u32: { uint32_t v; std::memcpy(&v, p, 4); return v; }
-    case DType::u64: { uint64_t v; std::memcpy(&v, p, 8); return (double)v; }
+    case DType::bf16: {
+      uint16_t h;
+      std::memcpy(&h, p, 2);
+      return bf16_to_float(h);
+    }
+    case DType::u16: {
+      uint16_t v;
+      std::memcpy(&v, p, 2);
+      return v;
+    }
+    case DType::u32: {
+      uint32_t v;
+      std::memcpy(&v, p, 4);
+      return v;
+    }
+    case DType::u64: {
+      uint64_t v;
+      std::memcpy(&v, p, 8);
+      return (double)v;
+    }
   }
   return 0;
 }
@@ -49,20 +85,54 @@ double value_as(DType t, double v) {
 void element_store(DType t, uint8_t *base, int64_t i, double v) {
   uint8_t *p = base + i * dtype_size(t);
   switch (t) {
-    case DType::f32: { float f = (float)v; std::memcpy(p, &f, 4); break; }
+    case DType::f32: {
+      float f = (float)v;
+      std::memcpy(p, &f, 4);
+      break;
+    }
     case DType::f64: std::memcpy(p, &v, 8); break;
-    case DType::i64: { int64_t x = int64_saturate(v); std::memcpy(p, &x, 8); break; }
-    case DType::i32: { int32_t x = (int32_t)int64_saturate(v); std::memcpy(p, &x, 4); break; }
-    case DType::i16: { int16_t x = (int16_t)int64_saturate(v); std::memcpy(p, &x, 2); break; }
+    case DType::i64: {
+      int64_t x = int64_saturate(v);
+      std::memcpy(p, &x, 8);
+      break;
+    }
+    case DType::i32: {
+      int32_t x = (int32_t)int64_saturate(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
+    case DType::i16: {
+      int16_t x = (int16_t)int64_saturate(v);
+      std::memcpy(p, &x, 2);
+      break;
+    }
     case DType::i8: *p = (uint8_t)(int8_t)int64_saturate(v); break;
     case DType::u8: *p = (uint8_t)int64_saturate(v); break;
     case DType::boolean: *p = v != 0; break;
-    case DType::f16: { uint16_t h = half_from_double(v); std::memcpy(p, &h, 2); break; }
-    case DType::bf16: { uint16_t h = bf16_from_float((float)v); std::memcpy(p, &h, 2); break; }
-    case DType::u16: { uint16_t x = (uint16_t)int64_saturate(v); std::memcpy(p, &x, 2); break; }
-    case DType::u32: { uint32_t x = (uint32_t)int64_saturate(v); std::memcpy(p, &x, 4); break; }
+    case DType::f16: {
+      uint16_t h = half_from_double(v);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::bf16: {
+      uint16_t h = bf16_from_float((float)v);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case DType::u16: {
+      uint16_t x = (uint16_t)int64_saturate(v);
+      std::memcpy(p, &x, 2);
+      break;
+    }
+    case DType::u32: {
+      uint32_t x = (uint32_t)int64_saturate(v);
+      std::memcpy(p, &x, 4);
+      break;
+    }
     case DType::u64: {  // above int64: converted as unsigned, not saturated at INT64_MAX
-      uint64_t x = v >= 18446744073709551616.0 ? UINT64_MAX : v >= 9223372036854775808.0 ? (uint64_t)v : (uint64_t)int64_saturate(v);
+      uint64_t x = v >= 18446744073709551616.0  ? UINT64_MAX
+                   : v >= 9223372036854775808.0 ? (uint64_t)v
+                                                : (uint64_t)int64_saturate(v);
       std::memcpy(p, &x, 8);
       break;
     }
@@ -91,7 +161,8 @@ struct Interpreter {
       if (d.expr >= 0 && __builtin_add_overflow(i, int64_saturate(vals[d.expr]), &i)) i = -1;
       if (d.divisor != 1) {
         if (i % d.divisor != 0) {
-          if (d.bound != Bound::skip) throw Error("internal: kernel '" + k.name + "' has a divisor without skip bound");
+          if (d.bound != Bound::skip)
+            throw Error("internal: kernel '" + k.name + "' has a divisor without skip bound");
           return false;
         }
         i /= d.divisor;
@@ -99,8 +170,8 @@ struct Interpreter {
       if (i < 0 || i >= d.extent) {
         switch (d.bound) {
           case Bound::none:
-            throw Error("internal: kernel '" + k.name + "' indexes " + std::to_string(i) + " outside [0," +
-                        std::to_string(d.extent) + ")");
+            throw Error("internal: kernel '" + k.name + "' indexes " + std::to_string(i) +
+                        " outside [0," + std::to_string(d.extent) + ")");
           case Bound::skip: return false;
           case Bound::clamp: i = i < 0 ? 0 : d.extent - 1; break;
           case Bound::reflect:

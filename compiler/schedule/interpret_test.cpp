@@ -27,10 +27,13 @@ struct bench {
     b.numel = (int64_t)values.size();
     p.buffers.push_back(b);
     host.emplace_back(values.size() * dtype_size(t));
-    for (size_t i = 0; i < values.size(); i++) element_store(t, host.back().data(), (int64_t)i, values[i]);
+    for (size_t i = 0; i < values.size(); i++)
+      element_store(t, host.back().data(), (int64_t)i, values[i]);
     return (int)p.buffers.size() - 1;
   }
-  int output(DType t, int64_t n) { return buffer(t, std::vector<double>(n, -999), Buffer::Kind::output); }
+  int output(DType t, int64_t n) {
+    return buffer(t, std::vector<double>(n, -999), Buffer::Kind::output);
+  }
 
   std::vector<double> run(const Kernel &k, int out) {
     kernel_check(k, p);
@@ -38,7 +41,8 @@ struct bench {
     for (auto &h : host) ptrs.push_back(h.data());
     kernel_interpret(k, p, ptrs);
     std::vector<double> r;
-    for (int64_t i = 0; i < p.buffers[out].numel; i++) r.push_back(element_load(p.buffers[out].dtype, host[out].data(), i));
+    for (int64_t i = 0; i < p.buffers[out].numel; i++)
+      r.push_back(element_load(p.buffers[out].dtype, host[out].data(), i));
     return r;
   }
 };
@@ -54,14 +58,16 @@ Access access1(int buf, DimIndex d, double fill = 0) {
 }
 
 // Y[i] = X[coef * i + shift] with `bound`, over n points.
-std::vector<double> gather1(const std::vector<double> &x, int64_t n, int64_t coef, int64_t shift, Bound bound, double fill = 0) {
+std::vector<double> gather1(const std::vector<double> &x, int64_t n, int64_t coef, int64_t shift,
+                            Bound bound, double fill = 0) {
   bench b;
   int xb = b.buffer(DType::f32, x), yb = b.output(DType::f32, n);
   Kernel k;
   k.name = "gather1";
   k.axes = {n};
   k.n_parallel = 1;
-  k.result = k.expr_load(access1(xb, dim({{0, coef}}, (int64_t)x.size(), 1, shift, bound), fill), DType::f32);
+  k.result = k.expr_load(access1(xb, dim({{0, coef}}, (int64_t)x.size(), 1, shift, bound), fill),
+                         DType::f32);
   k.store = access1(yb, dim({{0, 1}}, n, 1));
   return b.run(k, yb);
 }
@@ -78,12 +84,17 @@ const std::vector<double> X5 = {10, 11, 12, 13, 14};
 }  // namespace
 
 TEST_CASE("bounds: skip reads the fill, clamp repeats the edge, reflect mirrors, wrap is modulo") {
-  CHECK(gather1(X5, 9, 1, -2, Bound::skip, -1) == std::vector<double>{-1, -1, 10, 11, 12, 13, 14, -1, -1});
-  CHECK(gather1(X5, 9, 1, -2, Bound::clamp) == std::vector<double>{10, 10, 10, 11, 12, 13, 14, 14, 14});
-  CHECK(gather1(X5, 9, 1, -2, Bound::reflect) == std::vector<double>{12, 11, 10, 11, 12, 13, 14, 13, 12});
-  CHECK(gather1(X5, 9, 1, -2, Bound::wrap) == std::vector<double>{13, 14, 10, 11, 12, 13, 14, 10, 11});
+  CHECK(gather1(X5, 9, 1, -2, Bound::skip, -1) ==
+        std::vector<double>{-1, -1, 10, 11, 12, 13, 14, -1, -1});
+  CHECK(gather1(X5, 9, 1, -2, Bound::clamp) ==
+        std::vector<double>{10, 10, 10, 11, 12, 13, 14, 14, 14});
+  CHECK(gather1(X5, 9, 1, -2, Bound::reflect) ==
+        std::vector<double>{12, 11, 10, 11, 12, 13, 14, 13, 12});
+  CHECK(gather1(X5, 9, 1, -2, Bound::wrap) ==
+        std::vector<double>{13, 14, 10, 11, 12, 13, 14, 10, 11});
   // far outside: several periods, negative coefficients
-  std::vector<double> r = gather1(X5, 40, -1, 17, Bound::reflect), w = gather1(X5, 40, -1, 17, Bound::wrap);
+  std::vector<double> r = gather1(X5, 40, -1, 17, Bound::reflect),
+                      w = gather1(X5, 40, -1, 17, Bound::wrap);
   for (int64_t i = 0; i < 40; i++) {
     CAPTURE(i);
     CHECK(r[i] == X5[reflect_ref(17 - i, 5)]);
@@ -132,7 +143,8 @@ TEST_CASE("divisor inside a reduction: skipped points add nothing (transposed co
   std::vector<double> want(7, 0);
   for (int o = 0; o < 7; o++)
     for (int kk = 0; kk < 3; kk++)
-      if ((o - kk) % 2 == 0 && (o - kk) / 2 >= 0 && (o - kk) / 2 < 3) want[o] += std::vector<double>{1, 10, 100}[(o - kk) / 2];
+      if ((o - kk) % 2 == 0 && (o - kk) / 2 >= 0 && (o - kk) / 2 < 3)
+        want[o] += std::vector<double>{1, 10, 100}[(o - kk) / 2];
   CHECK(b.run(k, yb) == want);
 }
 
@@ -144,7 +156,10 @@ TEST_CASE("iota and a 2-D strided store: Y[j][i] = 10 i + j (a transposed write)
   k.axes = {3, 4};
   k.n_parallel = 2;
   int i = k.expr_iota(0, DType::i64), j = k.expr_iota(1, DType::i64);
-  k.result = k.expr_cast(k.expr_binary(Op::add, k.expr_binary(Op::mul, i, k.expr_const(10, DType::i64), DType::i64), j, DType::i64), DType::i32);
+  k.result = k.expr_cast(
+      k.expr_binary(Op::add, k.expr_binary(Op::mul, i, k.expr_const(10, DType::i64), DType::i64), j,
+                    DType::i64),
+      DType::i32);
   k.store_dtype = DType::i32;
   k.store.buffer = yb;
   k.store.dims = {dim({{0, 1}}, 3, 1), dim({{1, 1}}, 4, 3)};
@@ -156,7 +171,8 @@ TEST_CASE("iota and a 2-D strided store: Y[j][i] = 10 i + j (a transposed write)
 
 TEST_CASE("gather: an index read from a buffer (with clamp) selects the element") {
   bench b;
-  int xb = b.buffer(DType::f32, X5), ib = b.buffer(DType::i64, {4, 0, -3, 9, 2}), yb = b.output(DType::f32, 5);
+  int xb = b.buffer(DType::f32, X5), ib = b.buffer(DType::i64, {4, 0, -3, 9, 2}),
+      yb = b.output(DType::f32, 5);
   Kernel k;
   k.name = "gather";
   k.axes = {5};
@@ -175,8 +191,8 @@ TEST_CASE("reductions: sum, max, min, prod per row, and an epilogue reading the 
     Reduce r;
     std::vector<double> want;
   };
-  for (const red &c : {red{Reduce::sum, {8, 12, -5.5}}, red{Reduce::max, {5, 3, 2}}, red{Reduce::min, {-2, 3, -7}},
-                       red{Reduce::prod, {-40, 81, 7}}}) {
+  for (const red &c : {red{Reduce::sum, {8, 12, -5.5}}, red{Reduce::max, {5, 3, 2}},
+                       red{Reduce::min, {-2, 3, -7}}, red{Reduce::prod, {-40, 81, 7}}}) {
     CAPTURE(int(c.r));
     bench b;
     int xb = b.buffer(DType::f32, m), yb = b.output(DType::f32, 3);
@@ -200,7 +216,8 @@ TEST_CASE("reductions: sum, max, min, prod per row, and an epilogue reading the 
   }
 }
 
-TEST_CASE("reductions: skipped points (padding) are not counted; NaN propagates through max and min") {
+TEST_CASE(
+    "reductions: skipped points (padding) are not counted; NaN propagates through max and min") {
   bench b;
   int xb = b.buffer(DType::f32, {1, 2, 3, 4}), yb = b.output(DType::f32, 4);
   // y[i] = max over k in [0,3) of x[i + k - 1], skipping the padding
@@ -240,7 +257,8 @@ TEST_CASE("integer semantics: division truncates, by zero gives 0; mod takes the
     k.name = op_name(op);
     k.axes = {7};
     k.n_parallel = 1;
-    int x = k.expr_load(access1(ab, dim({{0, 1}}, 7, 1)), t), y = k.expr_load(access1(db, dim({{0, 1}}, 7, 1)), t);
+    int x = k.expr_load(access1(ab, dim({{0, 1}}, 7, 1)), t),
+        y = k.expr_load(access1(db, dim({{0, 1}}, 7, 1)), t);
     k.result = k.expr_binary(op, x, y, t);
     k.store = access1(yb, dim({{0, 1}}, 7, 1));
     k.store_dtype = t;
@@ -266,7 +284,8 @@ TEST_CASE("element conversions: value_as rounds like the type; load/store round-
   CHECK(value_as(DType::i8, NAN) == 0);
   CHECK(value_as(DType::boolean, -0.5) == 1);
   CHECK(value_as(DType::boolean, 0) == 0);
-  for (DType t : {DType::f32, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32, DType::i64, DType::boolean}) {
+  for (DType t : {DType::f32, DType::f64, DType::i8, DType::u8, DType::i16, DType::i32, DType::i64,
+                  DType::boolean}) {
     CAPTURE(dtype_name(t));
     std::vector<uint8_t> buf(3 * dtype_size(t));
     for (double v : {0.0, 1.0, 100.0}) {
@@ -320,10 +339,11 @@ TEST_CASE("float16 results fold with one rounding to nearest even") {
   CHECK(half_from_double(-2.0) == 0xc000);
   CHECK(half_from_double(65504.0) == 0x7bff);
   CHECK(half_from_double(65519.99) == 0x7bff);
-  CHECK(half_from_double(65520.0) == 0x7c00);      // the midpoint rounds to even: infinity
+  CHECK(half_from_double(65520.0) == 0x7c00);           // the midpoint rounds to even: infinity
   CHECK(half_from_double(1.0 + 1.0 / 2048) == 0x3c00);  // a tie between 1 and 1+2^-10: even
   CHECK(half_from_double(1.0 + 3.0 / 2048) == 0x3c02);  // the other tie: up to even
-  // Through float this rounds twice (to 1 + 2^-11 exactly, then to even 1.0); once, it is above the tie.
+  // Through float this rounds twice (to 1 + 2^-11 exactly, then to even 1.0); once, it is above the
+  // tie.
   CHECK(half_from_double(1.0 + 1.0 / 2048 + 1e-12) == 0x3c01);
   CHECK(half_from_double(std::ldexp(1.0, -24)) == 0x0001);  // the smallest subnormal
   CHECK(half_from_double(std::ldexp(1.0, -26)) == 0x0000);  // under half of it: zero

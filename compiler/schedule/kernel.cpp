@@ -8,10 +8,11 @@
 namespace capgraph {
 
 const char *op_name(Op op) {
-  static const char *names[] = {"constant", "load", "acc", "iota", "cast", "neg", "abs", "sqrt", "exp", "log", "tanh",
-                                "sigmoid", "erf", "floor", "ceil", "round", "trunc", "recip", "not", "add", "sub",
-                                "mul", "div", "mod", "pow", "max", "min", "lt", "le", "gt", "ge", "eq", "ne", "and",
-                                "or", "select"};
+  static const char *names[] = {
+      "constant", "load", "acc",     "iota", "cast",  "neg",  "abs",   "sqrt",  "exp",
+      "log",      "tanh", "sigmoid", "erf",  "floor", "ceil", "round", "trunc", "recip",
+      "not",      "add",  "sub",     "mul",  "div",   "mod",  "pow",   "max",   "min",
+      "lt",       "le",   "gt",      "ge",   "eq",    "ne",   "and",   "or",    "select"};
   return names[(int)op];
 }
 
@@ -101,7 +102,8 @@ int Kernel::expr_iota(int axis, DType t) {
   return (int)exprs.size() - 1;
 }
 
-std::vector<int> Kernel::expr_append(const Kernel &src, const std::vector<int> &load_map, const std::vector<int> &with) {
+std::vector<int> Kernel::expr_append(const Kernel &src, const std::vector<int> &load_map,
+                                     const std::vector<int> &with) {
   std::vector<int> map(src.exprs.size(), -1);
   for (size_t i = 0; i < src.exprs.size(); i++) {
     if (!with.empty() && with[i] >= 0) {
@@ -124,12 +126,16 @@ int Kernel::expr_cast(int a, DType t) {
   return expr_unary(Op::cast, a, t);
 }
 
-static void check_access(const Kernel &k, const Program &p, const Access &a, int max_axis, const char *what) {
-  auto fail = [&](const std::string &m) { throw Error("internal: kernel '" + k.name + "' " + what + ": " + m); };
+static void check_access(const Kernel &k, const Program &p, const Access &a, int max_axis,
+                         const char *what) {
+  auto fail = [&](const std::string &m) {
+    throw Error("internal: kernel '" + k.name + "' " + what + ": " + m);
+  };
   if (a.buffer < 0 || a.buffer >= (int)p.buffers.size()) fail("buffer index out of range");
   for (const DimIndex &d : a.dims) {
     for (const AxisTerm &t : d.terms)
-      if (t.axis < 0 || t.axis >= max_axis) fail("axis " + std::to_string(t.axis) + " out of range");
+      if (t.axis < 0 || t.axis >= max_axis)
+        fail("axis " + std::to_string(t.axis) + " out of range");
     if (d.expr >= (int)k.exprs.size()) fail("index expression out of range");
     if (d.extent <= 0) fail("empty dimension");
     if (d.divisor < 1) fail("bad divisor");
@@ -139,7 +145,9 @@ static void check_access(const Kernel &k, const Program &p, const Access &a, int
 void kernel_check(const Kernel &k, const Program &p) {
   auto fail = [&](const std::string &m) { throw Error("internal: kernel '" + k.name + "': " + m); };
   if (k.n_parallel < 0 || k.n_parallel > (int)k.axes.size()) fail("bad n_parallel");
-  if (k.exprs.size() > kKernelMaxExprs) fail(std::to_string(k.exprs.size()) + " expressions, more than " + std::to_string(kKernelMaxExprs));
+  if (k.exprs.size() > kKernelMaxExprs)
+    fail(std::to_string(k.exprs.size()) + " expressions, more than " +
+         std::to_string(kKernelMaxExprs));
   for (int64_t n : k.axes)
     if (n <= 0) fail("empty axis");
   bool has_reduce = k.n_parallel < (int)k.axes.size();
@@ -151,9 +159,12 @@ void kernel_check(const Kernel &k, const Program &p) {
     int n = op_arity(e.op);
     int args[3] = {e.a, e.b, e.c};
     for (int j = 0; j < n; j++)
-      if (args[j] < 0 || args[j] >= (int)i) fail("expression " + std::to_string(i) + " refers forward");
-    if (e.op == Op::load && (e.access < 0 || e.access >= (int)k.loads.size())) fail("load index out of range");
-    if (e.op == Op::iota && (e.access < 0 || e.access >= (int)k.axes.size())) fail("iota axis out of range");
+      if (args[j] < 0 || args[j] >= (int)i)
+        fail("expression " + std::to_string(i) + " refers forward");
+    if (e.op == Op::load && (e.access < 0 || e.access >= (int)k.loads.size()))
+      fail("load index out of range");
+    if (e.op == Op::iota && (e.access < 0 || e.access >= (int)k.axes.size()))
+      fail("iota axis out of range");
   }
   for (const Access &a : k.loads) check_access(k, p, a, (int)k.axes.size(), "load");
   check_access(k, p, k.store, k.n_parallel, "store");

@@ -30,17 +30,17 @@ enum class Bound : uint8_t {
 };
 
 struct AxisTerm {
-  int axis;       // iteration axis
-  int64_t coef;   // multiplier
+  int axis;      // iteration axis
+  int64_t coef;  // multiplier
 };
 
 // The index into one dimension of a buffer: sum(coef * iter[axis]) + shift (+ value of `expr`).
 struct DimIndex {
   std::vector<AxisTerm> terms;
   int64_t shift = 0;
-  int expr = -1;            // integer expression added to the index (gather), or -1
-  int64_t extent = 1;       // size of this dimension of the buffer view
-  int64_t stride = 0;       // elements between consecutive indices of this dimension
+  int expr = -1;       // integer expression added to the index (gather), or -1
+  int64_t extent = 1;  // size of this dimension of the buffer view
+  int64_t stride = 0;  // elements between consecutive indices of this dimension
   Bound bound = Bound::none;
   // The raw index is divided by this; a raw index it does not divide is out of range (strided
   // transposed convolution reads input i only where o + pad - k*dilation == i * stride).
@@ -49,19 +49,51 @@ struct DimIndex {
 
 // A read or write of one buffer through a view.
 struct Access {
-  int buffer = -1;          // index into Program::buffers
-  int64_t offset = 0;       // elements: where the view starts inside the buffer
+  int buffer = -1;     // index into Program::buffers
+  int64_t offset = 0;  // elements: where the view starts inside the buffer
   std::vector<DimIndex> dims;
-  double fill = 0;          // value read where a `skip` bound is out of range (outside reductions)
+  double fill = 0;  // value read where a `skip` bound is out of range (outside reductions)
 };
 
 enum class Op : uint8_t {
   // leaves (iota: the current index of iteration axis `access`)
-  constant, load, acc, iota,
+  constant,
+  load,
+  acc,
+  iota,
   // unary
-  cast, neg, abs, sqrt, exp, log, tanh, sigmoid, erf, floor, ceil, round, trunc, recip, logical_not,
+  cast,
+  neg,
+  abs,
+  sqrt,
+  exp,
+  log,
+  tanh,
+  sigmoid,
+  erf,
+  floor,
+  ceil,
+  round,
+  trunc,
+  recip,
+  logical_not,
   // binary
-  add, sub, mul, div, mod, pow, max, min, lt, le, gt, ge, eq, ne, logical_and, logical_or,
+  add,
+  sub,
+  mul,
+  div,
+  mod,
+  pow,
+  max,
+  min,
+  lt,
+  le,
+  gt,
+  ge,
+  eq,
+  ne,
+  logical_and,
+  logical_or,
   // ternary: a ? b : c
   select,
 };
@@ -70,10 +102,10 @@ int op_arity(Op op);
 
 struct Expr {
   Op op = Op::constant;
-  DType dtype = DType::f32;   // type of the result (comparisons give boolean)
-  int a = -1, b = -1, c = -1; // operand expressions (indices into Kernel::exprs)
-  double value = 0;           // Op::constant
-  int access = -1;            // Op::load: index into Kernel::loads; Op::iota: the axis
+  DType dtype = DType::f32;    // type of the result (comparisons give boolean)
+  int a = -1, b = -1, c = -1;  // operand expressions (indices into Kernel::exprs)
+  double value = 0;            // Op::constant
+  int access = -1;             // Op::load: index into Kernel::loads; Op::iota: the axis
 };
 
 enum class Reduce : uint8_t { none, sum, max, min, prod };
@@ -91,13 +123,13 @@ struct Kernel {
   int n_parallel = 0;                     // axes[0, n_parallel) are output axes
   std::vector<Access> loads;
   std::vector<Expr> exprs;
-  int body = -1;                          // evaluated per full-space point (reduction kernels)
+  int body = -1;  // evaluated per full-space point (reduction kernels)
   Reduce reduce = Reduce::none;
   DType acc_dtype = DType::f32;
-  int result = -1;                        // evaluated per parallel point, stored
-  Access store;                           // terms reference parallel axes only
+  int result = -1;  // evaluated per parallel point, stored
+  Access store;     // terms reference parallel axes only
   DType store_dtype = DType::f32;
-  int64_t flops = 0;                      // for inspect; multiply-add counts 2
+  int64_t flops = 0;  // for inspect; multiply-add counts 2
 
   // Builders used by the scheduler (they append and return the new expression's index).
   int expr_const(double v, DType t);
@@ -111,7 +143,8 @@ struct Kernel {
   // operands renumbered and a load's access through load_map; src expression i is not appended
   // where with[i] >= 0 (empty: nowhere) but stands for this kernel's expression with[i]. Returns
   // where each of src's expressions went.
-  std::vector<int> expr_append(const Kernel &src, const std::vector<int> &load_map, const std::vector<int> &with = {});
+  std::vector<int> expr_append(const Kernel &src, const std::vector<int> &load_map,
+                               const std::vector<int> &with = {});
 };
 
 // A buffer of the kernel program. Constants become capture weights; the others get arena space.
@@ -120,8 +153,8 @@ struct Buffer {
   Kind kind = Kind::intermediate;
   DType dtype = DType::f32;
   int64_t numel = 0;
-  std::string name;         // the ONNX value it holds (first one, for views)
-  Tensor data;              // Kind::constant only
+  std::string name;  // the ONNX value it holds (first one, for views)
+  Tensor data;       // Kind::constant only
 };
 
 // The whole model after scheduling: buffers, kernels in execution order, named inputs/outputs.

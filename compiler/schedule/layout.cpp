@@ -22,7 +22,8 @@ struct Use {
 // a split into (outer, inner CB); -1 if there is none or the index is anything else.
 int channel_axis(const Kernel &k, const Access &a, size_t d, int64_t CB) {
   const DimIndex &di = a.dims[d];
-  if (di.expr >= 0 || di.divisor != 1 || (di.bound != Bound::none && di.bound != Bound::skip)) return -1;
+  if (di.expr >= 0 || di.divisor != 1 || (di.bound != Bound::none && di.bound != Bound::skip))
+    return -1;
   if (di.shift % CB != 0) return -1;
   // Other terms may add whole blocks (a grouped convolution's group: c = g * 8 + ci with 8 channels
   // per group and blocks of 8): the block index is then (theirs / CB) + the axis' outer part.
@@ -55,7 +56,8 @@ std::vector<int> block_step_axes(const Kernel &k, const Access &a, size_t d, int
 // element offset c0 * H * W is the same number in the blocked layout.
 const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> &uses, int64_t CB) {
   const Buffer &B = p.buffers[buf];
-  if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || uses.empty()) return "not an f32 intermediate";
+  if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || uses.empty())
+    return "not an f32 intermediate";
   const Access &first = *uses[0].access;
   if (first.dims.size() != 4) return "not viewed as 4-D";
   // Strides of size-1 dims do not matter (their index is 0 wherever an element is read).
@@ -63,17 +65,22 @@ const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> 
   if (N * H * W == 0 || B.numel % (N * H * W) != 0) return "not a contiguous 4-D view";
   const int64_t C = B.numel / (N * H * W);
   const Shape st = {C * H * W, H * W, W, 1};
-  if (C % CB != 0) return CB == 8 ? "channels not a multiple of 8" : "channels not a multiple of the block";
+  if (C % CB != 0)
+    return CB == 8 ? "channels not a multiple of 8" : "channels not a multiple of the block";
   if (H * W < 2) return "no spatial extent";
   for (const Use &u : uses) {
     const Access &a = *u.access;
-    if (a.dims.size() != 4 || a.offset % st[1] != 0) return "a view that is not 4-D or starts inside a channel";
+    if (a.dims.size() != 4 || a.offset % st[1] != 0)
+      return "a view that is not 4-D or starts inside a channel";
     int64_t c0 = a.offset / st[1];
     for (int d = 0; d < 4; d++)
-      if ((a.dims[d].extent > 1 && a.dims[d].stride != st[d]) || (d != 1 && a.dims[d].extent != first.dims[d].extent))
+      if ((a.dims[d].extent > 1 && a.dims[d].stride != st[d]) ||
+          (d != 1 && a.dims[d].extent != first.dims[d].extent))
         return "views with different strides or extents";
-    if (c0 % CB != 0 || a.dims[1].extent % CB != 0 || c0 + a.dims[1].extent > C) return "a channel slice not on block boundaries";
-    if (channel_axis(p.kernels[u.kernel], a, 1, CB) < 0) return "channels not indexed by one splittable axis";
+    if (c0 % CB != 0 || a.dims[1].extent % CB != 0 || c0 + a.dims[1].extent > C)
+      return "a channel slice not on block boundaries";
+    if (channel_axis(p.kernels[u.kernel], a, 1, CB) < 0)
+      return "channels not indexed by one splittable axis";
   }
   return nullptr;
 }
@@ -83,7 +90,8 @@ const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> 
 // Parallel inner axes go innermost among the parallel axes; reduction axes are reordered (unsplit
 // ones first, then split outers, then inners) so a convolution reduces over its window outside
 // and over channels inside.
-void kernel_split(Kernel &k, const std::map<int, int64_t> &split, const std::vector<int64_t> &block) {
+void kernel_split(Kernel &k, const std::map<int, int64_t> &split,
+                  const std::vector<int64_t> &block) {
   int na = (int)k.axes.size(), np = k.n_parallel;
   std::vector<int> outer(na, -1), inner(na, -1);
   Shape axes;
@@ -127,8 +135,10 @@ void kernel_split(Kernel &k, const std::map<int, int64_t> &split, const std::vec
     DimIndex c = acc.dims[1], cb, ci;
     for (const AxisTerm &t : c.terms) {
       if (axes[t.axis] == 1) continue;
-      if (is_inner[t.axis]) ci.terms.push_back({t.axis, 1});
-      else cb.terms.push_back({t.axis, t.coef / CB});  // the split outer (CB) or whole blocks
+      if (is_inner[t.axis])
+        ci.terms.push_back({t.axis, 1});
+      else
+        cb.terms.push_back({t.axis, t.coef / CB});  // the split outer (CB) or whole blocks
     }
     cb.shift = c.shift / CB;
     cb.extent = c.extent / CB;
@@ -161,11 +171,14 @@ std::vector<std::vector<Use>> program_uses(Program &p) {
 
 // Each buffer's block: the widest that fits it (its channels, its slices), else the narrow one;
 // 0 for the buffers in `rows` (kept in the row layout on purpose).
-std::vector<int64_t> blocks_choose(const Program &p, const std::vector<std::vector<Use>> &uses, int64_t widest, const std::set<int> &rows) {
+std::vector<int64_t> blocks_choose(const Program &p, const std::vector<std::vector<Use>> &uses,
+                                   int64_t widest, const std::set<int> &rows) {
   std::vector<int64_t> block(p.buffers.size(), 0);
   for (size_t b = 0; b < p.buffers.size(); b++)
     for (int64_t cb : {widest, kChannelBlock})
-      if (!block[b] && !rows.count((int)b) && cb >= kChannelBlock && !why_not_blockable(p, (int)b, uses[b], cb)) block[b] = cb;
+      if (!block[b] && !rows.count((int)b) && cb >= kChannelBlock &&
+          !why_not_blockable(p, (int)b, uses[b], cb))
+        block[b] = cb;
   return block;
 }
 
@@ -175,7 +188,8 @@ Kernel reorder_kernel(const Kernel &k, int from_buffer, int to_buffer, const Sha
   const Shape st = shape_strides(shape);
   Kernel r;
   r.name = "reorder";
-  r.source_nodes = k.source_nodes.empty() ? std::vector<std::string>{} : std::vector<std::string>{k.source_nodes[0]};
+  r.source_nodes = k.source_nodes.empty() ? std::vector<std::string>{}
+                                          : std::vector<std::string>{k.source_nodes[0]};
   r.axes = shape;
   r.n_parallel = 4;
   Access from, to;
@@ -203,7 +217,8 @@ Kernel reorder_kernel(const Kernel &k, int from_buffer, int to_buffer, const Sha
 // writing blocks), when the reduction reads each input element at least twice (a gathered
 // multiply-add, ~0.4 ns there, costs about what copying one element does). Appends the copies to
 // `kernels` and points k's loads at them.
-void reorder_to_blocks(Program &p, Kernel &k, const std::vector<int64_t> &block, std::vector<Kernel> &kernels) {
+void reorder_to_blocks(Program &p, Kernel &k, const std::vector<int64_t> &block,
+                       std::vector<Kernel> &kernels) {
   const int64_t CB = block[k.store.buffer];
   if (k.reduce == Reduce::none || !CB) return;
   const int sc = channel_axis(k, k.store, 1, CB);
@@ -218,17 +233,21 @@ void reorder_to_blocks(Program &p, Kernel &k, const std::vector<int64_t> &block,
       continue;
     }
     const Buffer &B = p.buffers[b];
-    if (block[b] || B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || a.dims.size() != 4) continue;
+    if (block[b] || B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 ||
+        a.dims.size() != 4)
+      continue;
     if (channel_axis(k, a, 1, CB) != sc || points < 2 * B.numel) continue;
     // A contiguous [N, C, H, W] view of the whole buffer, or a channel slice of it on block
     // boundaries (the same element offsets in both layouts).
     const int64_t N = a.dims[0].extent, H = a.dims[2].extent, W = a.dims[3].extent;
     if (N * H * W == 0 || B.numel % (N * H * W) != 0) continue;
     const Shape shape = {N, B.numel / (N * H * W), H, W}, st = shape_strides(shape);
-    bool ok = shape[1] % CB == 0 && H * W > 1 && a.offset % st[1] == 0 && (a.offset / st[1]) % CB == 0 && a.dims[1].extent % CB == 0;
+    bool ok = shape[1] % CB == 0 && H * W > 1 && a.offset % st[1] == 0 &&
+              (a.offset / st[1]) % CB == 0 && a.dims[1].extent % CB == 0;
     for (int d = 0; d < 4 && ok; d++) ok = a.dims[d].extent == 1 || a.dims[d].stride == st[d];
     if (!ok) continue;
-    if (getenv("CAPGRAPH_DEBUG_LAYOUT")) fprintf(stderr, "layout: reorder %s to the blocked layout\n", B.name.c_str());
+    if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
+      fprintf(stderr, "layout: reorder %s to the blocked layout\n", B.name.c_str());
     Buffer copy = B;  // B dangles after the push
     copy.name = B.name + "_blocks";
     p.buffers.push_back(copy);
@@ -259,7 +278,8 @@ std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
   for (size_t ki = 0; ki < p.kernels.size(); ki++) {
     Kernel &k = p.kernels[ki];
     reorder_to_blocks(p, k, block, kernels);
-    bool product = k.reduce == Reduce::sum && k.body >= 0 && k.exprs[k.body].op == Op::mul && !block[k.store.buffer];
+    bool product = k.reduce == Reduce::sum && k.body >= 0 && k.exprs[k.body].op == Op::mul &&
+                   !block[k.store.buffer];
     for (size_t li = 0; product && li < k.loads.size(); li++) {
       Access &a = k.loads[li];
       const int b = a.buffer;
@@ -284,18 +304,21 @@ std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
   }
   p.kernels = std::move(kernels);
   if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
-    for (int c : rows) fprintf(stderr, "layout: reorder %s to the row layout\n", p.buffers[c].name.c_str());
+    for (int c : rows)
+      fprintf(stderr, "layout: reorder %s to the row layout\n", p.buffers[c].name.c_str());
   return rows;
 }
 
 // A reorder (blocked -> rows) after the blocking: [.., P, CB] reads contiguously and writes CB
 // streams P elements apart. Where P * 4 bytes is a multiple of 4 KiB (PP-OCRv4 det: 160 x 160
 // positions) those CB lines share one L1 set and 4K-aliasing stalls every store: its 48-channel
-// reorder took ~25 ms (0.4 GB/s) on a busy machine. Walking T positions at a time, [.., P/T, CB, T],
-// reads CB lines of T * CB elements (in L1) and writes whole lines of T. Returns whether it did.
+// reorder took ~25 ms (0.4 GB/s) on a busy machine. Walking T positions at a time, [.., P/T, CB,
+// T], reads CB lines of T * CB elements (in L1) and writes whole lines of T. Returns whether it
+// did.
 bool reorder_tile(Kernel &k) {
   const int n = k.n_parallel;
-  if (k.name != "reorder" || k.reduce != Reduce::none || n < 2 || n != (int)k.axes.size()) return false;
+  if (k.name != "reorder" || k.reduce != Reduce::none || n < 2 || n != (int)k.axes.size())
+    return false;
   for (const Expr &x : k.exprs)
     if (x.op == Op::iota) return false;
   const int P = n - 2, C = n - 1;
@@ -307,8 +330,10 @@ bool reorder_tile(Kernel &k) {
     for (DimIndex &d : a.dims) {
       std::vector<AxisTerm> terms;
       for (const AxisTerm &t : d.terms) {
-        if (t.axis == P) terms.push_back({P, t.coef * T}), terms.push_back({n, t.coef});
-        else terms.push_back(t);  // the block axis keeps its index C, now second to last
+        if (t.axis == P)
+          terms.push_back({P, t.coef * T}), terms.push_back({n, t.coef});
+        else
+          terms.push_back(t);  // the block axis keeps its index C, now second to last
       }
       d.terms = terms;
     }
@@ -324,7 +349,8 @@ bool reorder_tile(Kernel &k) {
 }  // namespace
 
 int program_block_channels(Program &p, int64_t widest) {
-  const std::set<int> rows = getenv("CAPGRAPH_NO_REORDER") ? std::set<int>{} : program_reorder_boundaries(p, widest);
+  const std::set<int> rows =
+      getenv("CAPGRAPH_NO_REORDER") ? std::set<int>{} : program_reorder_boundaries(p, widest);
   std::vector<std::vector<Use>> uses = program_uses(p);
   std::vector<int64_t> block = blocks_choose(p, uses, widest, rows);
   if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
@@ -332,10 +358,15 @@ int program_block_channels(Program &p, int64_t widest) {
       if (p.buffers[b].kind == Buffer::Kind::intermediate && !uses[b].empty())
         for (const Use &u : uses[b]) {
           std::string dims;
-          for (const DimIndex &d : u.access->dims) dims += " " + std::to_string(d.extent) + "/" + std::to_string(d.stride);
-          fprintf(stderr, "layout: %s %s (%lld elements, block %lld) in %s:%s: %s\n", block[b] ? "blocked" : "not blocked",
-                  p.buffers[b].name.c_str(), (long long)p.buffers[b].numel, (long long)block[b], p.kernels[u.kernel].name.c_str(), dims.c_str(),
-                  block[b] ? "" : rows.count((int)b) ? "a reorder's row-layout copy" : why_not_blockable(p, (int)b, uses[b], kChannelBlock));
+          for (const DimIndex &d : u.access->dims)
+            dims += " " + std::to_string(d.extent) + "/" + std::to_string(d.stride);
+          fprintf(stderr, "layout: %s %s (%lld elements, block %lld) in %s:%s: %s\n",
+                  block[b] ? "blocked" : "not blocked", p.buffers[b].name.c_str(),
+                  (long long)p.buffers[b].numel, (long long)block[b],
+                  p.kernels[u.kernel].name.c_str(), dims.c_str(),
+                  block[b]             ? ""
+                  : rows.count((int)b) ? "a reorder's row-layout copy"
+                                       : why_not_blockable(p, (int)b, uses[b], kChannelBlock));
         }
 
   // A kernel can move only one parallel axis innermost: where blocked buffers would need two,
@@ -346,8 +377,8 @@ int program_block_channels(Program &p, int64_t widest) {
     changed = false;
     for (size_t ki = 0; ki < p.kernels.size() && !changed; ki++) {
       Kernel &k = p.kernels[ki];
-      std::map<int, std::vector<int>> par;  // parallel channel axis -> buffers
-      std::map<int, std::vector<int>> on;   // channel axis -> buffers
+      std::map<int, std::vector<int>> par;    // parallel channel axis -> buffers
+      std::map<int, std::vector<int>> on;     // channel axis -> buffers
       std::map<int, std::vector<int>> steps;  // axis adding whole blocks -> buffers
       split[ki].clear();
       auto note = [&](const Access &a) {
@@ -414,17 +445,20 @@ int program_block_products(Program &p, int64_t widest) {
     if (v < 0) continue;
     // A row of at most `widest` is one block already (a channel-blocked kernel's inner axis).
     const int64_t CB = k.axes[v] % widest == 0 ? widest : kChannelBlock;
-    if (k.reduce != Reduce::sum || k.body < 0 || k.axes[v] <= widest || k.axes[v] % CB != 0) continue;
+    if (k.reduce != Reduce::sum || k.body < 0 || k.axes[v] <= widest || k.axes[v] % CB != 0)
+      continue;
     const Expr &body = k.exprs[k.body];
-    if (body.op != Op::mul || k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load) continue;
+    if (body.op != Op::mul || k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load)
+      continue;
     // The store walks the row contiguously; one operand is a weight strided along it, the other
     // does not move with it.
     std::map<int, int64_t> coef;
     int64_t base;
     if (!access_linear(k.store, k.axes, coef, base) || coef[v] != 1) continue;
     auto weight = [&](const Access &a) {
-      return p.buffers[a.buffer].kind == Buffer::Kind::constant && p.buffers[a.buffer].dtype == DType::f32 &&
-             access_linear(a, k.axes, coef, base) && coef[v] > 1;
+      return p.buffers[a.buffer].kind == Buffer::Kind::constant &&
+             p.buffers[a.buffer].dtype == DType::f32 && access_linear(a, k.axes, coef, base) &&
+             coef[v] > 1;
     };
     const Access &la = k.loads[k.exprs[body.a].access], &lb = k.loads[k.exprs[body.b].access];
     if (!((weight(la) && !access_uses(lb, v)) || (weight(lb) && !access_uses(la, v)))) continue;
@@ -444,11 +478,14 @@ int program_pack_weights(Program &p, int64_t widest) {
   int packed = 0;
   for (Kernel &k : p.kernels) {
     int np = k.n_parallel;
-    if (np < 2 || (k.axes[np - 1] != kChannelBlock && k.axes[np - 1] != widest) || k.reduce == Reduce::none) continue;
+    if (np < 2 || (k.axes[np - 1] != kChannelBlock && k.axes[np - 1] != widest) ||
+        k.reduce == Reduce::none)
+      continue;
     int v = np - 1;
     for (Access &a : k.loads) {
       Buffer &B = p.buffers[a.buffer];
-      if (B.kind != Buffer::Kind::constant || B.dtype != DType::f32 || reads[a.buffer] != 1) continue;
+      if (B.kind != Buffer::Kind::constant || B.dtype != DType::f32 || reads[a.buffer] != 1)
+        continue;
       // The access as offset = base + sum(coef[axis] * i[axis]).
       std::map<int, int64_t> coef;
       int64_t base;

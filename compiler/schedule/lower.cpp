@@ -24,13 +24,16 @@ void Lowering::bind(Value *v, const Loc &l) { locs[v] = l; }
 Loc Lowering::buffer_new(DType t, const Shape &s, Buffer::Kind kind, const std::string &name) {
   // Element counts are int64 from here on (arena plan, capture sizes): a shape whose count would
   // overflow (bound by --input-shape, or computed by Expand/Tile/...) is an error, not a wrap.
-  if (s.size() > kMaxRank) fail("value '" + name + "' has " + std::to_string(s.size()) + " dimensions, more than " + std::to_string(kMaxRank));
+  if (s.size() > kMaxRank)
+    fail("value '" + name + "' has " + std::to_string(s.size()) + " dimensions, more than " +
+         std::to_string(kMaxRank));
   int64_t numel = 1;
   bool zero = false;
   for (int64_t d : s) zero = zero || d == 0;
   for (int64_t d : s)
     if (!zero && (__builtin_mul_overflow(numel, d, &numel) || numel > ((int64_t)1 << 48)))
-      fail("value '" + name + "' of shape " + shape_str(s) + " has too many elements (more than 2^48)");
+      fail("value '" + name + "' of shape " + shape_str(s) +
+           " has too many elements (more than 2^48)");
   Buffer b;
   b.kind = kind;
   b.dtype = t;
@@ -72,7 +75,9 @@ Loc Lowering::output_new(Value *out, DType t, const Shape &s) {
 void Lowering::output_view(Value *out, const Loc &l) {
   // A view allocates nothing, but what reads it counts its elements: a view of 8^23 elements
   // (Expand) is refused here, naming its node, rather than wrapping later.
-  if (l.shape.size() > kMaxRank) fail("output '" + out->name + "' has " + std::to_string(l.shape.size()) + " dimensions, more than " + std::to_string(kMaxRank));
+  if (l.shape.size() > kMaxRank)
+    fail("output '" + out->name + "' has " + std::to_string(l.shape.size()) +
+         " dimensions, more than " + std::to_string(kMaxRank));
   try {
     shape_numel(l.shape);
   } catch (const Error &e) {
@@ -88,12 +93,14 @@ void Lowering::fold_reserve(int64_t bytes) {
   auto mib = [](int64_t b) { return std::to_string((b + (1 << 20) - 1) >> 20) + " MiB"; };
   // Outside folding (a Dropout mask made while scheduling) one constant may not pass 1 GiB either.
   if (!fold_budget) {
-    if (bytes < 0 || bytes > (int64_t(1) << 30)) fail("a compile-time constant of " + mib(bytes) + " is larger than 1 GiB");
+    if (bytes < 0 || bytes > (int64_t(1) << 30))
+      fail("a compile-time constant of " + mib(bytes) + " is larger than 1 GiB");
     return;
   }
   if (bytes < 0 || bytes > fold_budget->limit - fold_budget->used)
-    fail("constant folding would allocate " + mib(bytes) + " more, past its limit of " + mib(fold_budget->limit) + " (" +
-         mib(fold_budget->used) + " used; raise it with --fold-limit-mb)");
+    fail("constant folding would allocate " + mib(bytes) + " more, past its limit of " +
+         mib(fold_budget->limit) + " (" + mib(fold_budget->used) +
+         " used; raise it with --fold-limit-mb)");
   fold_budget->used += bytes;
 }
 
@@ -127,7 +134,8 @@ const Tensor &Lowering::const_input(size_t i, const char *what) const {
           stack.push_back(w);
         }
     }
-    fail(std::string("input '") + what + "' ('" + v->name + "') must be known at compile time, but it depends on the model's inputs" +
+    fail(std::string("input '") + what + "' ('" + v->name +
+         "') must be known at compile time, but it depends on the model's inputs" +
          (from.empty() || v->is_input ? std::string() : " (" + from + ")"));
   }
   return *v->constant;
@@ -220,9 +228,11 @@ void lower_node(Lowering &L, Node &n) {
   L.node = &n;
   auto it = lower_table().find(n.op);
   if (it == lower_table().end())
-    L.fail("operator " + n.op + " is not supported by capgraph (opset " + std::to_string(L.graph.opset) + ")");
+    L.fail("operator " + n.op + " is not supported by capgraph (opset " +
+           std::to_string(L.graph.opset) + ")");
   for (size_t i = 0; i < n.inputs.size(); i++)
-    if (n.inputs[i] && !n.inputs[i]->typed) L.fail("input " + std::to_string(i) + " ('" + n.inputs[i]->name + "') has no type");
+    if (n.inputs[i] && !n.inputs[i]->typed)
+      L.fail("input " + std::to_string(i) + " ('" + n.inputs[i]->name + "') has no type");
   const size_t first_kernel = L.prog.kernels.size();
   try {
     it->second(L, n);
@@ -244,10 +254,12 @@ void lower_node(Lowering &L, Node &n) {
            ks.end());
   for (size_t i = first_kernel; i < L.prog.kernels.size(); i++)
     if (L.prog.kernels[i].exprs.size() > kKernelMaxExprs)
-      L.fail("needs " + std::to_string(L.prog.kernels[i].exprs.size()) + " expressions in one kernel, more than capgraph's limit of " +
+      L.fail("needs " + std::to_string(L.prog.kernels[i].exprs.size()) +
+             " expressions in one kernel, more than capgraph's limit of " +
              std::to_string(kKernelMaxExprs) + " (too many inputs?)");
   for (Value *o : n.outputs)
-    if (!o->name.empty() && !o->typed) L.fail("output '" + o->name + "' is not supported (optional output)");
+    if (!o->name.empty() && !o->typed)
+      L.fail("output '" + o->name + "' is not supported (optional output)");
   L.node = nullptr;
 }
 

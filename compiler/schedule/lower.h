@@ -35,7 +35,7 @@ class Lowering {
 
   const Graph &graph;
   Program prog;
-  const Node *node = nullptr;   // the node being lowered (for errors and kernel provenance)
+  const Node *node = nullptr;         // the node being lowered (for errors and kernel provenance)
   FoldBudget *fold_budget = nullptr;  // set while folding: compile-time values are charged to it
 
   // Charges `bytes` of compile-time data to the fold budget before it is allocated, or fails

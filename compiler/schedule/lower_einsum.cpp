@@ -36,7 +36,8 @@ Equation equation_parse(Lowering &L, const std::string &text) {
   size_t start = 0;
   while (true) {
     size_t comma = lhs.find(',', start);
-    e.terms.push_back(lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    e.terms.push_back(
+        lhs.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
@@ -45,7 +46,8 @@ Equation equation_parse(Lowering &L, const std::string &text) {
     size_t dots = rest.find("...");
     if (dots != std::string::npos) rest.erase(dots, 3);
     for (char c : rest)
-      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'))) L.fail("equation '" + text + "': unexpected character '" + std::string(1, c) + "'");
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')))
+        L.fail("equation '" + text + "': unexpected character '" + std::string(1, c) + "'");
   };
   for (const std::string &t : e.terms) valid(t);
   valid(e.out);
@@ -65,12 +67,15 @@ std::string ellipsis_expand(const std::string &t, int64_t n, int64_t width) {
 void lower_einsum(Lowering &L, Node &n) {
   std::string text = n.attr_string("equation", "");
   Equation e = equation_parse(L, text);
-  if (e.terms.size() != n.inputs.size()) L.fail("equation '" + text + "' has " + std::to_string(e.terms.size()) + " operands, the node " + std::to_string(n.inputs.size()) + " inputs");
+  if (e.terms.size() != n.inputs.size())
+    L.fail("equation '" + text + "' has " + std::to_string(e.terms.size()) +
+           " operands, the node " + std::to_string(n.inputs.size()) + " inputs");
   DType t = n.input(0)->dtype;
   for (const Value *v : n.inputs)
     if (!v || v->dtype != t) L.fail("every input must be given and of one element type");
   if (t != DType::f32 && t != DType::f64 && t != DType::i32 && t != DType::i64)
-    L.fail(std::string("element type ") + dtype_name(t) + " is not supported (float32, float64, int32, int64 are)");
+    L.fail(std::string("element type ") + dtype_name(t) +
+           " is not supported (float32, float64, int32, int64 are)");
   // How many dims the ellipsis covers in each operand; the widest sets the output's.
   int64_t width = 0;
   std::vector<int64_t> ell(e.terms.size(), 0);
@@ -80,7 +85,8 @@ void lower_einsum(Lowering &L, Node &n) {
     int64_t letters = (int64_t)term.size() - (has ? 3 : 0);
     int64_t rank = (int64_t)n.input(i)->shape.size();
     if (has ? rank < letters : rank != letters)
-      L.fail("operand " + std::to_string(i) + " ('" + term + "') does not fit input of shape " + shape_str(n.input(i)->shape));
+      L.fail("operand " + std::to_string(i) + " ('" + term + "') does not fit input of shape " +
+             shape_str(n.input(i)->shape));
     ell[i] = has ? rank - letters : 0;
     width = std::max(width, ell[i]);
   }
@@ -96,10 +102,13 @@ void lower_einsum(Lowering &L, Node &n) {
       uses[c]++;
       bool broadcast_dim = c >= '0' && c <= '9';
       if (!extent.count(c) || (broadcast_dim && extent[c] == 1)) {
-        if (extent.count(c) && extent[c] != 1 && x != extent[c]) L.fail("dimension '" + std::string(1, c) + "' has sizes " + std::to_string(extent[c]) + " and " + std::to_string(x));
+        if (extent.count(c) && extent[c] != 1 && x != extent[c])
+          L.fail("dimension '" + std::string(1, c) + "' has sizes " + std::to_string(extent[c]) +
+                 " and " + std::to_string(x));
         extent[c] = x;
       } else if (extent[c] != x && !(broadcast_dim && x == 1)) {
-        L.fail("letter '" + std::string(1, c) + "' has sizes " + std::to_string(extent[c]) + " and " + std::to_string(x));
+        L.fail("letter '" + std::string(1, c) + "' has sizes " + std::to_string(extent[c]) +
+               " and " + std::to_string(x));
       }
     }
   }
@@ -114,7 +123,8 @@ void lower_einsum(Lowering &L, Node &n) {
   }
   for (char c : out) {
     if (!extent.count(c)) L.fail("output letter '" + std::string(1, c) + "' is not in any operand");
-    if (std::count(out.begin(), out.end(), c) > 1) L.fail("output letter '" + std::string(1, c) + "' is repeated");
+    if (std::count(out.begin(), out.end(), c) > 1)
+      L.fail("output letter '" + std::string(1, c) + "' is repeated");
   }
   // Axes: the output's letters, then the summed ones.
   std::map<char, int> axis;

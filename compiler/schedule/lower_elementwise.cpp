@@ -13,8 +13,8 @@ namespace {
 using ExprFn = std::function<int(Kernel &, const std::vector<int> &)>;
 
 // out = f(loads of `ins`, each cast to `compute`), stored as `out_t`.
-void lower_map(Lowering &L, Node &n, const std::vector<const Value *> &ins, DType compute, DType out_t,
-               const ExprFn &f) {
+void lower_map(Lowering &L, Node &n, const std::vector<const Value *> &ins, DType compute,
+               DType out_t, const ExprFn &f) {
   Shape out_shape;
   for (size_t i = 0; i < ins.size(); i++) {
     Shape s;
@@ -23,7 +23,8 @@ void lower_map(Lowering &L, Node &n, const std::vector<const Value *> &ins, DTyp
       continue;
     }
     if (!shape_broadcast(out_shape, ins[i]->shape, s))
-      L.fail("inputs of shapes " + shape_str(out_shape) + " and " + shape_str(ins[i]->shape) + " do not broadcast");
+      L.fail("inputs of shapes " + shape_str(out_shape) + " and " + shape_str(ins[i]->shape) +
+             " do not broadcast");
     out_shape = s;
   }
   Loc out = L.output_new(n.outputs[0], out_t, out_shape);
@@ -55,8 +56,10 @@ void lower_map(Lowering &L, Node &n, const std::vector<const Value *> &ins, DTyp
 DType compute_type(DType t) { return t == DType::f16 || t == DType::bf16 ? DType::f32 : t; }
 
 DType float_type(const Lowering &L, DType t) {
-  if (t == DType::f16 || t == DType::bf16) return DType::f32;  // computed in float32, stored back as declared
-  if (!dtype_is_float(t)) L.fail(std::string("expects a floating point input, got ") + dtype_name(t));
+  if (t == DType::f16 || t == DType::bf16)
+    return DType::f32;  // computed in float32, stored back as declared
+  if (!dtype_is_float(t))
+    L.fail(std::string("expects a floating point input, got ") + dtype_name(t));
   return t;
 }
 
@@ -72,7 +75,8 @@ void unary(const char *op, std::function<int(Kernel &, int, DType, const Node &)
   lower_table()[op] = [f](Lowering &L, Node &n) {
     const Value *x = n.input(0);
     DType ct = float_type(L, x->dtype);
-    lower_map(L, n, {x}, ct, x->dtype, [&](Kernel &k, const std::vector<int> &a) { return f(k, a[0], ct, n); });
+    lower_map(L, n, {x}, ct, x->dtype,
+              [&](Kernel &k, const std::vector<int> &a) { return f(k, a[0], ct, n); });
   };
 }
 
@@ -82,7 +86,8 @@ void binary(const char *op, Op e, bool compare = false) {
     const Value *a = n.input(0), *b = n.input(1);
     if (!a || !b) L.fail("needs two inputs");
     if (a->dtype != b->dtype && !(n.op == "Pow"))
-      L.fail(std::string("input types differ: ") + dtype_name(a->dtype) + " and " + dtype_name(b->dtype));
+      L.fail(std::string("input types differ: ") + dtype_name(a->dtype) + " and " +
+             dtype_name(b->dtype));
     DType ct = compute_type(a->dtype);
     DType ot = compare ? DType::boolean : a->dtype;
     lower_map(L, n, {a, b}, ct, ot, [&](Kernel &k, const std::vector<int> &v) {
@@ -110,7 +115,8 @@ void variadic(const char *op, Op e, bool mean) {
 int relu(Kernel &k, int x, DType t) { return k.expr_binary(Op::max, x, k.expr_const(0, t), t); }
 
 int clamp(Kernel &k, int x, double lo, double hi, DType t) {
-  return k.expr_binary(Op::min, k.expr_binary(Op::max, x, k.expr_const(lo, t), t), k.expr_const(hi, t), t);
+  return k.expr_binary(Op::min, k.expr_binary(Op::max, x, k.expr_const(lo, t), t),
+                       k.expr_const(hi, t), t);
 }
 
 // x > 0 ? x : neg
@@ -121,7 +127,9 @@ int positive_or(Kernel &k, int x, int neg, DType t) {
 int softplus(Kernel &k, int x, DType t) {
   // log(1 + exp(x)) computed without overflow: max(x,0) + log(1 + exp(-|x|)).
   int e = k.expr_unary(Op::exp, k.expr_unary(Op::neg, k.expr_unary(Op::abs, x, t), t), t);
-  return k.expr_binary(Op::add, relu(k, x, t), k.expr_unary(Op::log, k.expr_binary(Op::add, k.expr_const(1, t), e, t), t), t);
+  return k.expr_binary(Op::add, relu(k, x, t),
+                       k.expr_unary(Op::log, k.expr_binary(Op::add, k.expr_const(1, t), e, t), t),
+                       t);
 }
 
 // ---- trigonometric and hyperbolic functions, composed from the kernel IR's arithmetic ----------
@@ -142,29 +150,43 @@ int odd_poly(Kernel &k, int x, const std::vector<double> &coef, DType t) {
   return mul(k, p, x, t);
 }
 
-// sin or cos: x = k * pi/2 + r with |r| <= pi/4, then the quadrant k mod 4 picks +-sin(r), +-cos(r).
+// sin or cos: x = k * pi/2 + r with |r| <= pi/4, then the quadrant k mod 4 picks +-sin(r),
+// +-cos(r).
 int sin_cos(Kernel &k, int x, DType t, bool cosine) {
   int q = k.expr_unary(Op::round, mul(k, x, c(k, M_2_PI, t), t), t);
   int r = k.expr_binary(Op::sub, x, mul(k, q, c(k, 1.5707963705062866, t), t), t);
   r = k.expr_binary(Op::sub, r, mul(k, q, c(k, -4.371139000186243e-08, t), t), t);
   // Taylor terms to r^13 / r^12: below float32 rounding for |r| <= pi/4.
-  int s = odd_poly(k, r, {1.0, -1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800, 1.0 / 6227020800}, t);
+  int s = odd_poly(
+      k, r,
+      {1.0, -1.0 / 6, 1.0 / 120, -1.0 / 5040, 1.0 / 362880, -1.0 / 39916800, 1.0 / 6227020800}, t);
   int r2 = mul(k, r, r, t), cs = c(k, 1.0 / 479001600, t);
-  for (double coef : {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5, 1.0}) cs = add(k, mul(k, cs, r2, t), c(k, coef, t), t);
+  for (double coef : {-1.0 / 3628800, 1.0 / 40320, -1.0 / 720, 1.0 / 24, -0.5, 1.0})
+    cs = add(k, mul(k, cs, r2, t), c(k, coef, t), t);
   // quadrant in 0..3 (q - 4 floor(q / 4) works for negative q too); cos(x) = sin(x + pi/2).
-  int quad = k.expr_binary(Op::sub, q, mul(k, c(k, 4, t), k.expr_unary(Op::floor, mul(k, q, c(k, 0.25, t), t), t), t), t);
-  if (cosine) quad = k.expr_binary(Op::sub, add(k, quad, c(k, 1, t), t),
-                                   mul(k, c(k, 4, t), k.expr_cast(k.expr_binary(Op::ge, quad, c(k, 3, t), DType::boolean), t), t), t);
+  int quad = k.expr_binary(
+      Op::sub, q, mul(k, c(k, 4, t), k.expr_unary(Op::floor, mul(k, q, c(k, 0.25, t), t), t), t),
+      t);
+  if (cosine)
+    quad = k.expr_binary(
+        Op::sub, add(k, quad, c(k, 1, t), t),
+        mul(k, c(k, 4, t), k.expr_cast(k.expr_binary(Op::ge, quad, c(k, 3, t), DType::boolean), t),
+            t),
+        t);
   auto is = [&](double v) { return k.expr_binary(Op::eq, quad, c(k, v, t), DType::boolean); };
   int neg_s = k.expr_unary(Op::neg, s, t), neg_c = k.expr_unary(Op::neg, cs, t);
-  return k.expr_select(is(0), s, k.expr_select(is(1), cs, k.expr_select(is(2), neg_s, neg_c, t), t), t);
+  return k.expr_select(is(0), s, k.expr_select(is(1), cs, k.expr_select(is(2), neg_s, neg_c, t), t),
+                       t);
 }
 
 int atan_of(Kernel &k, int x, DType t) {
   int a = k.expr_unary(Op::abs, x, t);
   int inv = k.expr_binary(Op::gt, a, c(k, 1, t), DType::boolean);
   int u = k.expr_select(inv, k.expr_unary(Op::recip, a, t), a, t);
-  int p = odd_poly(k, u, {0.99999944, -0.33330106, 0.19948501, -0.13915757, 0.09656133, -0.05606139, 0.02194531, -0.00407293}, t);
+  int p = odd_poly(k, u,
+                   {0.99999944, -0.33330106, 0.19948501, -0.13915757, 0.09656133, -0.05606139,
+                    0.02194531, -0.00407293},
+                   t);
   int r = k.expr_select(inv, k.expr_binary(Op::sub, c(k, M_PI_2, t), p, t), p, t);
   int neg = k.expr_binary(Op::lt, x, c(k, 0, t), DType::boolean);
   return k.expr_select(neg, k.expr_unary(Op::neg, r, t), r, t);  // NaN stays NaN through abs/select
@@ -187,18 +209,23 @@ void lower_quantize(Lowering &L, Node &n, bool quantize) {
   if (sv->dtype != DType::f32) L.fail("the scale must be float32");
   DType q = quantize ? (zv ? zv->dtype : DType::u8) : x->dtype;
   if (q != DType::u8 && q != DType::i8 && !(q == DType::i32 && !quantize))
-    L.fail(std::string("element type ") + dtype_name(q) + " is not supported (uint8 and int8 are" + (quantize ? "" : ", and int32 for dequantizing") + ")");
+    L.fail(std::string("element type ") + dtype_name(q) + " is not supported (uint8 and int8 are" +
+           (quantize ? "" : ", and int32 for dequantizing") + ")");
   if (zv && zv->dtype != q) L.fail("the zero point must have the quantized type");
   if (!quantize && x->dtype == DType::i32 && zv) L.fail("an int32 input takes no zero point");
   // Per axis: a 1-D scale of x.shape[axis] elements; otherwise one element.
-  const bool per_axis = shape_numel(sv->shape) != 1;  // a 1-element scale is per tensor whatever its rank
+  const bool per_axis =
+      shape_numel(sv->shape) != 1;  // a 1-element scale is per tensor whatever its rank
   int ax = 0;
   if (per_axis) {
     if (L.graph.opset < 13) L.fail("a per-axis scale needs opset 13");
     ax = axis_normalize(L, n.attr_int("axis", 1), r);
-    if (sv->shape != Shape{x->shape[ax]}) L.fail("the scale must have one element or " + std::to_string(x->shape[ax]) + " (axis " + std::to_string(ax) + ")");
+    if (sv->shape != Shape{x->shape[ax]})
+      L.fail("the scale must have one element or " + std::to_string(x->shape[ax]) + " (axis " +
+             std::to_string(ax) + ")");
   }
-  if (zv && zv->shape != sv->shape && shape_numel(zv->shape) != shape_numel(sv->shape)) L.fail("the zero point must have the scale's shape");
+  if (zv && zv->shape != sv->shape && shape_numel(zv->shape) != shape_numel(sv->shape))
+    L.fail("the zero point must have the scale's shape");
   Loc xl = L.loc(x), sl = L.loc(sv);
   Loc y = L.output_new(n.outputs[0], quantize ? q : DType::f32, x->shape);
   if (shape_numel(x->shape) == 0) return;
@@ -219,7 +246,8 @@ void lower_quantize(Lowering &L, Node &n, bool quantize) {
     int v = k.expr_unary(Op::round, k.expr_binary(Op::div, xe, se, DType::f32), DType::f32);
     v = k.expr_binary(Op::add, v, ze, DType::f32);
     double lo = q == DType::u8 ? 0 : -128, hi = q == DType::u8 ? 255 : 127;
-    v = k.expr_binary(Op::min, k.expr_binary(Op::max, v, k.expr_const(lo, DType::f32), DType::f32), k.expr_const(hi, DType::f32), DType::f32);
+    v = k.expr_binary(Op::min, k.expr_binary(Op::max, v, k.expr_const(lo, DType::f32), DType::f32),
+                      k.expr_const(hi, DType::f32), DType::f32);
     k.result = k.expr_cast(v, q);
   } else {
     k.result = k.expr_binary(Op::mul, k.expr_binary(Op::sub, xe, ze, DType::f32), se, DType::f32);
@@ -236,30 +264,40 @@ DType dtype_from_onnx_int(const Lowering &L, int64_t v) {
 
 void lower_register_elementwise() {
   unary("Relu", [](Kernel &k, int x, DType t, const Node &) { return relu(k, x, t); });
-  unary("Sigmoid", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::sigmoid, x, t); });
-  unary("Tanh", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::tanh, x, t); });
+  unary("Sigmoid",
+        [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::sigmoid, x, t); });
+  unary("Tanh",
+        [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::tanh, x, t); });
   unary("Exp", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::exp, x, t); });
   unary("Log", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::log, x, t); });
-  unary("Sqrt", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::sqrt, x, t); });
+  unary("Sqrt",
+        [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::sqrt, x, t); });
   unary("Erf", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::erf, x, t); });
-  unary("Reciprocal", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::recip, x, t); });
-  unary("Floor", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::floor, x, t); });
-  unary("Ceil", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::ceil, x, t); });
-  unary("Round", [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::round, x, t); });
+  unary("Reciprocal",
+        [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::recip, x, t); });
+  unary("Floor",
+        [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::floor, x, t); });
+  unary("Ceil",
+        [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::ceil, x, t); });
+  unary("Round",
+        [](Kernel &k, int x, DType t, const Node &) { return k.expr_unary(Op::round, x, t); });
   unary("Softplus", [](Kernel &k, int x, DType t, const Node &) { return softplus(k, x, t); });
   unary("Mish", [](Kernel &k, int x, DType t, const Node &) {
     return k.expr_binary(Op::mul, x, k.expr_unary(Op::tanh, softplus(k, x, t), t), t);
   });
   unary("Softsign", [](Kernel &k, int x, DType t, const Node &) {
-    return k.expr_binary(Op::div, x, k.expr_binary(Op::add, k.expr_const(1, t), k.expr_unary(Op::abs, x, t), t), t);
+    return k.expr_binary(
+        Op::div, x, k.expr_binary(Op::add, k.expr_const(1, t), k.expr_unary(Op::abs, x, t), t), t);
   });
   unary("HardSigmoid", [](Kernel &k, int x, DType t, const Node &n) {
     double alpha = n.attr_float("alpha", 0.2f), beta = n.attr_float("beta", 0.5f);
-    int y = k.expr_binary(Op::add, k.expr_binary(Op::mul, x, k.expr_const(alpha, t), t), k.expr_const(beta, t), t);
+    int y = k.expr_binary(Op::add, k.expr_binary(Op::mul, x, k.expr_const(alpha, t), t),
+                          k.expr_const(beta, t), t);
     return clamp(k, y, 0, 1, t);
   });
   unary("HardSwish", [](Kernel &k, int x, DType t, const Node &) {
-    int y = k.expr_binary(Op::add, k.expr_binary(Op::mul, x, k.expr_const(1.0 / 6, t), t), k.expr_const(0.5, t), t);
+    int y = k.expr_binary(Op::add, k.expr_binary(Op::mul, x, k.expr_const(1.0 / 6, t), t),
+                          k.expr_const(0.5, t), t);
     return k.expr_binary(Op::mul, x, clamp(k, y, 0, 1, t), t);
   });
   unary("Elu", [](Kernel &k, int x, DType t, const Node &n) {
@@ -268,7 +306,8 @@ void lower_register_elementwise() {
     return positive_or(k, x, k.expr_binary(Op::mul, em1, k.expr_const(alpha, t), t), t);
   });
   unary("Selu", [](Kernel &k, int x, DType t, const Node &n) {
-    double alpha = n.attr_float("alpha", 1.67326319217681884765625f), gamma = n.attr_float("gamma", 1.05070102214813232421875f);
+    double alpha = n.attr_float("alpha", 1.67326319217681884765625f),
+           gamma = n.attr_float("gamma", 1.05070102214813232421875f);
     int em1 = k.expr_binary(Op::sub, k.expr_unary(Op::exp, x, t), k.expr_const(1, t), t);
     int y = positive_or(k, x, k.expr_binary(Op::mul, em1, k.expr_const(alpha, t), t), t);
     return k.expr_binary(Op::mul, y, k.expr_const(gamma, t), t);
@@ -277,15 +316,21 @@ void lower_register_elementwise() {
     // max(0, x) + min(0, alpha * (exp(x / alpha) - 1))
     double alpha = n.attr_float("alpha", 1.0f);
     int e = k.expr_unary(Op::exp, k.expr_binary(Op::mul, x, k.expr_const(1.0 / alpha, t), t), t);
-    int neg = k.expr_binary(Op::mul, k.expr_binary(Op::sub, e, k.expr_const(1, t), t), k.expr_const(alpha, t), t);
-    return k.expr_binary(Op::add, relu(k, x, t), k.expr_binary(Op::min, neg, k.expr_const(0, t), t), t);
+    int neg = k.expr_binary(Op::mul, k.expr_binary(Op::sub, e, k.expr_const(1, t), t),
+                            k.expr_const(alpha, t), t);
+    return k.expr_binary(Op::add, relu(k, x, t), k.expr_binary(Op::min, neg, k.expr_const(0, t), t),
+                         t);
   });
   unary("Sin", [](Kernel &k, int x, DType t, const Node &) { return sin_cos(k, x, t, false); });
   unary("Cos", [](Kernel &k, int x, DType t, const Node &) { return sin_cos(k, x, t, true); });
-  unary("Tan", [](Kernel &k, int x, DType t, const Node &) { return k.expr_binary(Op::div, sin_cos(k, x, t, false), sin_cos(k, x, t, true), t); });
+  unary("Tan", [](Kernel &k, int x, DType t, const Node &) {
+    return k.expr_binary(Op::div, sin_cos(k, x, t, false), sin_cos(k, x, t, true), t);
+  });
   unary("Atan", [](Kernel &k, int x, DType t, const Node &) { return atan_of(k, x, t); });
   unary("Asin", [](Kernel &k, int x, DType t, const Node &) { return asin_of(k, x, t); });
-  unary("Acos", [](Kernel &k, int x, DType t, const Node &) { return k.expr_binary(Op::sub, c(k, M_PI_2, t), asin_of(k, x, t), t); });
+  unary("Acos", [](Kernel &k, int x, DType t, const Node &) {
+    return k.expr_binary(Op::sub, c(k, M_PI_2, t), asin_of(k, x, t), t);
+  });
   unary("Sinh", [](Kernel &k, int x, DType t, const Node &) {
     int e = k.expr_unary(Op::exp, x, t), en = k.expr_unary(Op::exp, k.expr_unary(Op::neg, x, t), t);
     return mul(k, k.expr_binary(Op::sub, e, en, t), c(k, 0.5, t), t);
@@ -297,18 +342,27 @@ void lower_register_elementwise() {
   unary("Asinh", [](Kernel &k, int x, DType t, const Node &) {
     // sign(x) log(|x| + sqrt(x^2 + 1)): the odd form keeps large negative x accurate.
     int a = k.expr_unary(Op::abs, x, t);
-    int r = k.expr_unary(Op::log, add(k, a, k.expr_unary(Op::sqrt, add(k, mul(k, a, a, t), c(k, 1, t), t), t), t), t);
-    return k.expr_select(k.expr_binary(Op::lt, x, c(k, 0, t), DType::boolean), k.expr_unary(Op::neg, r, t), r, t);
+    int r = k.expr_unary(
+        Op::log, add(k, a, k.expr_unary(Op::sqrt, add(k, mul(k, a, a, t), c(k, 1, t), t), t), t),
+        t);
+    return k.expr_select(k.expr_binary(Op::lt, x, c(k, 0, t), DType::boolean),
+                         k.expr_unary(Op::neg, r, t), r, t);
   });
   unary("Acosh", [](Kernel &k, int x, DType t, const Node &) {
-    return k.expr_unary(Op::log, add(k, x, k.expr_unary(Op::sqrt, k.expr_binary(Op::sub, mul(k, x, x, t), c(k, 1, t), t), t), t), t);
+    return k.expr_unary(
+        Op::log,
+        add(k, x, k.expr_unary(Op::sqrt, k.expr_binary(Op::sub, mul(k, x, x, t), c(k, 1, t), t), t),
+            t),
+        t);
   });
   unary("Atanh", [](Kernel &k, int x, DType t, const Node &) {
-    int q = k.expr_binary(Op::div, add(k, c(k, 1, t), x, t), k.expr_binary(Op::sub, c(k, 1, t), x, t), t);
+    int q = k.expr_binary(Op::div, add(k, c(k, 1, t), x, t),
+                          k.expr_binary(Op::sub, c(k, 1, t), x, t), t);
     return mul(k, k.expr_unary(Op::log, q, t), c(k, 0.5, t), t);
   });
   unary("LeakyRelu", [](Kernel &k, int x, DType t, const Node &n) {
-    return positive_or(k, x, k.expr_binary(Op::mul, x, k.expr_const(n.attr_float("alpha", 0.01f), t), t), t);
+    return positive_or(
+        k, x, k.expr_binary(Op::mul, x, k.expr_const(n.attr_float("alpha", 0.01f), t), t), t);
   });
   unary("ThresholdedRelu", [](Kernel &k, int x, DType t, const Node &n) {
     int c = k.expr_binary(Op::gt, x, k.expr_const(n.attr_float("alpha", 1.0f), t), DType::boolean);
@@ -318,12 +372,16 @@ void lower_register_elementwise() {
     if (n.attr_string("approximate", "none") == "tanh") {
       // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
       int x3 = k.expr_binary(Op::mul, k.expr_binary(Op::mul, x, x, t), x, t);
-      int in = k.expr_binary(Op::add, x, k.expr_binary(Op::mul, x3, k.expr_const(0.044715, t), t), t);
-      int th = k.expr_unary(Op::tanh, k.expr_binary(Op::mul, in, k.expr_const(std::sqrt(2 / M_PI), t), t), t);
-      return k.expr_binary(Op::mul, k.expr_binary(Op::mul, x, k.expr_const(0.5, t), t), k.expr_binary(Op::add, th, k.expr_const(1, t), t), t);
+      int in =
+          k.expr_binary(Op::add, x, k.expr_binary(Op::mul, x3, k.expr_const(0.044715, t), t), t);
+      int th = k.expr_unary(Op::tanh,
+                            k.expr_binary(Op::mul, in, k.expr_const(std::sqrt(2 / M_PI), t), t), t);
+      return k.expr_binary(Op::mul, k.expr_binary(Op::mul, x, k.expr_const(0.5, t), t),
+                           k.expr_binary(Op::add, th, k.expr_const(1, t), t), t);
     }
     int e = k.expr_unary(Op::erf, k.expr_binary(Op::mul, x, k.expr_const(M_SQRT1_2, t), t), t);
-    return k.expr_binary(Op::mul, k.expr_binary(Op::mul, x, k.expr_const(0.5, t), t), k.expr_binary(Op::add, e, k.expr_const(1, t), t), t);
+    return k.expr_binary(Op::mul, k.expr_binary(Op::mul, x, k.expr_const(0.5, t), t),
+                         k.expr_binary(Op::add, e, k.expr_const(1, t), t), t);
   });
 
   // Ops valid on any numeric type.
@@ -331,7 +389,8 @@ void lower_register_elementwise() {
     lower_table()[op] = [f](Lowering &L, Node &n) {
       const Value *x = n.input(0);
       DType ct = compute_type(x->dtype);
-      lower_map(L, n, {x}, ct, x->dtype, [&](Kernel &k, const std::vector<int> &a) { return f(k, a[0], ct); });
+      lower_map(L, n, {x}, ct, x->dtype,
+                [&](Kernel &k, const std::vector<int> &a) { return f(k, a[0], ct); });
     };
   };
   numeric_unary("Neg", [](Kernel &k, int x, DType t) { return k.expr_unary(Op::neg, x, t); });
@@ -343,7 +402,9 @@ void lower_register_elementwise() {
   });
   lower_table()["Not"] = [](Lowering &L, Node &n) {
     lower_map(L, n, {n.input(0)}, DType::boolean, DType::boolean,
-              [](Kernel &k, const std::vector<int> &a) { return k.expr_unary(Op::logical_not, a[0], DType::boolean); });
+              [](Kernel &k, const std::vector<int> &a) {
+                return k.expr_unary(Op::logical_not, a[0], DType::boolean);
+              });
   };
   auto pass_through = [](Lowering &L, Node &n) {
     // Identity and inference-mode Dropout: the output is the input (a view, no kernel).
@@ -378,7 +439,8 @@ void lower_register_elementwise() {
       }
       if (training && ratio != 0)
         L.fail("training_mode is true with ratio " + std::to_string(ratio) +
-               ": random dropout is not supported (capgraph has no random generator that matches ONNX's seeded one); "
+               ": random dropout is not supported (capgraph has no random generator that matches "
+               "ONNX's seeded one); "
                "export the model for inference");
     }
     pass_through(L, n);
@@ -454,7 +516,8 @@ void lower_register_elementwise() {
     DType to = dtype_from_onnx_int(L, n.attr_int("to", 1));
     DType ct = compute_type(x->dtype);
     lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
-      if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
+      if (to == DType::boolean)
+        return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
       return k.expr_cast(a[0], to);
     });
   };
@@ -463,7 +526,8 @@ void lower_register_elementwise() {
     DType to = like->dtype;
     DType ct = compute_type(x->dtype);
     lower_map(L, n, {x}, ct, to, [&](Kernel &k, const std::vector<int> &a) {
-      if (to == DType::boolean) return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
+      if (to == DType::boolean)
+        return k.expr_binary(Op::ne, a[0], k.expr_const(0, ct), DType::boolean);
       return k.expr_cast(a[0], to);
     });
   };
@@ -495,8 +559,14 @@ void lower_register_elementwise() {
       lo = n.attr_float("min", -INFINITY);
       hi = n.attr_float("max", INFINITY);
     } else {
-      if (n.input(1)) { ins.push_back(n.input(1)); has_min = true; }
-      if (n.input(2)) { ins.push_back(n.input(2)); has_max = true; }
+      if (n.input(1)) {
+        ins.push_back(n.input(1));
+        has_min = true;
+      }
+      if (n.input(2)) {
+        ins.push_back(n.input(2));
+        has_max = true;
+      }
     }
     for (size_t i = 1; i < ins.size(); i++)
       if (shape_numel(ins[i]->shape) != 1) L.fail("min and max must be scalars");

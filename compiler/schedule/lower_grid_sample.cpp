@@ -27,13 +27,15 @@ int reflect_expr(Kernel &k, int x, double lo, double hi) {
   auto c = [&](double v) { return k.expr_const(v, f); };
   int below = k.expr_binary(Op::lt, x, c(lo), DType::boolean);
   int above = k.expr_binary(Op::gt, x, c(hi), DType::boolean);
-  int d = k.expr_select(below, k.expr_binary(Op::sub, c(lo), x, f), k.expr_binary(Op::sub, x, c(hi), f), f);
+  int d = k.expr_select(below, k.expr_binary(Op::sub, c(lo), x, f),
+                        k.expr_binary(Op::sub, x, c(hi), f), f);
   int flips = k.expr_unary(Op::floor, k.expr_binary(Op::div, d, c(range), f), f);
   int r = k.expr_binary(Op::sub, d, k.expr_binary(Op::mul, flips, c(range), f), f);
   int half = k.expr_unary(Op::floor, k.expr_binary(Op::mul, flips, c(0.5), f), f);
   int even = k.expr_binary(Op::eq, flips, k.expr_binary(Op::mul, half, c(2), f), DType::boolean);
   int from_lo = k.expr_binary(Op::add, c(lo), r, f), from_hi = k.expr_binary(Op::sub, c(hi), r, f);
-  int if_below = k.expr_select(even, from_lo, from_hi, f), if_above = k.expr_select(even, from_hi, from_lo, f);
+  int if_below = k.expr_select(even, from_lo, from_hi, f),
+      if_above = k.expr_select(even, from_hi, from_lo, f);
   return k.expr_select(below, if_below, k.expr_select(above, if_above, x, f), f);
 }
 
@@ -43,32 +45,50 @@ int cubic_weight(Kernel &k, int tap, int frac) {
   const double A = -0.75;
   auto c = [&](double v) { return k.expr_const(v, f); };
   auto near = [&](int d) {  // ((A+2)d - (A+3)) d^2 + 1, for d <= 1
-    return k.expr_binary(Op::add, k.expr_binary(Op::mul, k.expr_binary(Op::sub, k.expr_binary(Op::mul, c(A + 2), d, f), c(A + 3), f), k.expr_binary(Op::mul, d, d, f), f), c(1), f);
+    return k.expr_binary(
+        Op::add,
+        k.expr_binary(Op::mul,
+                      k.expr_binary(Op::sub, k.expr_binary(Op::mul, c(A + 2), d, f), c(A + 3), f),
+                      k.expr_binary(Op::mul, d, d, f), f),
+        c(1), f);
   };
   auto far = [&](int d) {  // ((A(d - 5) d + 8A) d - 4A, for 1 < d < 2
-    int inner = k.expr_binary(Op::add, k.expr_binary(Op::mul, k.expr_binary(Op::mul, c(A), k.expr_binary(Op::sub, d, c(5), f), f), d, f), c(8 * A), f);
+    int inner = k.expr_binary(
+        Op::add,
+        k.expr_binary(Op::mul, k.expr_binary(Op::mul, c(A), k.expr_binary(Op::sub, d, c(5), f), f),
+                      d, f),
+        c(8 * A), f);
     return k.expr_binary(Op::sub, k.expr_binary(Op::mul, inner, d, f), c(4 * A), f);
   };
   int w0 = far(k.expr_binary(Op::add, c(1), frac, f)), w1 = near(frac);
-  int w2 = near(k.expr_binary(Op::sub, c(1), frac, f)), w3 = far(k.expr_binary(Op::sub, c(2), frac, f));
-  auto is = [&](int v) { return k.expr_binary(Op::eq, tap, k.expr_const(v, DType::i64), DType::boolean); };
+  int w2 = near(k.expr_binary(Op::sub, c(1), frac, f)),
+      w3 = far(k.expr_binary(Op::sub, c(2), frac, f));
+  auto is = [&](int v) {
+    return k.expr_binary(Op::eq, tap, k.expr_const(v, DType::i64), DType::boolean);
+  };
   return k.expr_select(is(0), w0, k.expr_select(is(1), w1, k.expr_select(is(2), w2, w3, f), f), f);
 }
 
 void lower_grid_sample(Lowering &L, Node &n) {
   const Value *xv = n.input(0), *gv = n.input(1);
   if (xv->dtype != DType::f32 || gv->dtype != DType::f32) L.fail("X and grid must be float32");
-  if (xv->shape.size() != 4) L.fail("only 2-D sampling (X of rank 4) is supported, got X of shape " + shape_str(xv->shape));
+  if (xv->shape.size() != 4)
+    L.fail("only 2-D sampling (X of rank 4) is supported, got X of shape " + shape_str(xv->shape));
   const int64_t N = xv->shape[0], C = xv->shape[1], H = xv->shape[2], W = xv->shape[3];
   if (gv->shape.size() != 4 || gv->shape[0] != N || gv->shape[3] != 2)
-    L.fail("grid must have shape [N, H_out, W_out, 2] with N = " + std::to_string(N) + ", got " + shape_str(gv->shape));
-  std::string mode = n.attr_string("mode", "bilinear"), pad = n.attr_string("padding_mode", "zeros");
+    L.fail("grid must have shape [N, H_out, W_out, 2] with N = " + std::to_string(N) + ", got " +
+           shape_str(gv->shape));
+  std::string mode = n.attr_string("mode", "bilinear"),
+              pad = n.attr_string("padding_mode", "zeros");
   bool align = n.attr_int("align_corners", 0) != 0;
-  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic") L.fail("mode '" + mode + "' is not one of bilinear, nearest, bicubic");
-  if (pad != "zeros" && pad != "border" && pad != "reflection") L.fail("padding_mode '" + pad + "' is not one of zeros, border, reflection");
+  if (mode != "bilinear" && mode != "nearest" && mode != "bicubic")
+    L.fail("mode '" + mode + "' is not one of bilinear, nearest, bicubic");
+  if (pad != "zeros" && pad != "border" && pad != "reflection")
+    L.fail("padding_mode '" + pad + "' is not one of zeros, border, reflection");
   // A reflected bicubic tap can land two pixels outside, mirrored about the half-pixel edge, which
   // no access bound expresses; refused rather than approximated.
-  if (mode == "bicubic" && pad == "reflection") L.fail("bicubic sampling with reflection padding is not supported");
+  if (mode == "bicubic" && pad == "reflection")
+    L.fail("bicubic sampling with reflection padding is not supported");
   if (H == 0 || W == 0) L.fail("X has no pixels to sample");
   const int64_t Ho = gv->shape[1], Wo = gv->shape[2];
   Loc xl = L.loc(xv), gl = L.loc(gv);
@@ -85,11 +105,22 @@ void lower_grid_sample(Lowering &L, Node &n) {
     Access a = access_axes(gl, {0, 2, 3, -1});
     a.dims[3].shift = comp;
     int g = k.expr_load(a, f);
-    int v = align ? k.expr_binary(Op::mul, k.expr_binary(Op::add, g, c(1), f), c(0.5 * (double)(size - 1)), f)
-                  : k.expr_binary(Op::mul, k.expr_binary(Op::sub, k.expr_binary(Op::mul, k.expr_binary(Op::add, g, c(1), f), c((double)size), f), c(1), f), c(0.5), f);
-    // Bicubic border clamps each tap's index instead (ONNX Runtime); for one or two taps the two agree.
-    if (pad == "border" && mode != "bicubic") v = k.expr_binary(Op::min, k.expr_binary(Op::max, v, c(0), f), c((double)(size - 1)), f);
-    if (pad == "reflection") v = align ? reflect_expr(k, v, 0, (double)(size - 1)) : reflect_expr(k, v, -0.5, (double)size - 0.5);
+    int v = align ? k.expr_binary(Op::mul, k.expr_binary(Op::add, g, c(1), f),
+                                  c(0.5 * (double)(size - 1)), f)
+                  : k.expr_binary(
+                        Op::mul,
+                        k.expr_binary(Op::sub,
+                                      k.expr_binary(Op::mul, k.expr_binary(Op::add, g, c(1), f),
+                                                    c((double)size), f),
+                                      c(1), f),
+                        c(0.5), f);
+    // Bicubic border clamps each tap's index instead (ONNX Runtime); for one or two taps the two
+    // agree.
+    if (pad == "border" && mode != "bicubic")
+      v = k.expr_binary(Op::min, k.expr_binary(Op::max, v, c(0), f), c((double)(size - 1)), f);
+    if (pad == "reflection")
+      v = align ? reflect_expr(k, v, 0, (double)(size - 1))
+                : reflect_expr(k, v, -0.5, (double)size - 0.5);
     return v;
   };
   // Per dimension: the tap's index (int64) and weight.
@@ -104,7 +135,8 @@ void lower_grid_sample(Lowering &L, Node &n) {
     int base = k.expr_unary(Op::floor, v, f);
     int frac = k.expr_binary(Op::sub, v, base, f);
     int first = k.expr_cast(base, DType::i64);
-    if (mode == "bicubic") first = k.expr_binary(Op::sub, first, k.expr_const(1, DType::i64), DType::i64);
+    if (mode == "bicubic")
+      first = k.expr_binary(Op::sub, first, k.expr_const(1, DType::i64), DType::i64);
     index = k.expr_binary(Op::add, first, t, DType::i64);
     if (mode == "bilinear") {
       int is0 = k.expr_binary(Op::eq, t, k.expr_const(0, DType::i64), DType::boolean);
@@ -138,23 +170,35 @@ void lower_grid_sample(Lowering &L, Node &n) {
 // values. Sources: the ONNX operator specification (RoiAlign, opsets 10 and 16) and ONNX Runtime's
 // CPU kernel (onnxruntime/core/providers/cpu/object_detection/roialign.cc) for the sampling: a
 // sample outside [-1, size] reads zero, one in [-1, 0) reads at 0, one past size - 1 reads the last
-// pixel; output_half_pixel (the opset 10 behaviour) makes a region at least 1x1 and does not shift it.
+// pixel; output_half_pixel (the opset 10 behaviour) makes a region at least 1x1 and does not shift
+// it.
 void lower_roi_align(Lowering &L, Node &n) {
   const Value *xv = n.input(0), *rv = n.input(1), *bv = n.input(2);
   if (xv->dtype != DType::f32 || rv->dtype != DType::f32) L.fail("X and rois must be float32");
-  if (bv->dtype != DType::i64 && bv->dtype != DType::i32) L.fail("batch_indices must be int64 or int32");
+  if (bv->dtype != DType::i64 && bv->dtype != DType::i32)
+    L.fail("batch_indices must be int64 or int32");
   if (xv->shape.size() != 4) L.fail("X must have shape [N, C, H, W], got " + shape_str(xv->shape));
-  if (rv->shape.size() != 2 || rv->shape[1] != 4) L.fail("rois must have shape [num_rois, 4], got " + shape_str(rv->shape));
+  if (rv->shape.size() != 2 || rv->shape[1] != 4)
+    L.fail("rois must have shape [num_rois, 4], got " + shape_str(rv->shape));
   const int64_t R = rv->shape[0], C = xv->shape[1], H = xv->shape[2], W = xv->shape[3];
   if (bv->shape != Shape{R}) L.fail("batch_indices must have shape [" + std::to_string(R) + "]");
   std::string mode = n.attr_string("mode", "avg");
   if (mode != "avg") L.fail("mode '" + mode + "' is not supported (avg is)");
-  const int64_t oh = n.attr_int("output_height", 1), ow = n.attr_int("output_width", 1), ratio = n.attr_int("sampling_ratio", 0);
-  if (oh <= 0 || ow <= 0 || oh > 4096 || ow > 4096) L.fail("output_height and output_width must be between 1 and 4096");
-  // With sampling_ratio 0 the count of samples depends on each region's size, known only at run time.
-  if (ratio <= 0 || ratio > 64) L.fail("sampling_ratio " + std::to_string(ratio) + " is not supported (1 to 64 are; 0, adaptive, would size the kernel from run-time regions)");
-  std::string ctm = n.attr_string("coordinate_transformation_mode", L.graph.opset >= 16 ? "half_pixel" : "output_half_pixel");
-  if (ctm != "half_pixel" && ctm != "output_half_pixel") L.fail("coordinate_transformation_mode '" + ctm + "' is not one of half_pixel, output_half_pixel");
+  const int64_t oh = n.attr_int("output_height", 1), ow = n.attr_int("output_width", 1),
+                ratio = n.attr_int("sampling_ratio", 0);
+  if (oh <= 0 || ow <= 0 || oh > 4096 || ow > 4096)
+    L.fail("output_height and output_width must be between 1 and 4096");
+  // With sampling_ratio 0 the count of samples depends on each region's size, known only at run
+  // time.
+  if (ratio <= 0 || ratio > 64)
+    L.fail("sampling_ratio " + std::to_string(ratio) +
+           " is not supported (1 to 64 are; 0, adaptive, would size the kernel from run-time "
+           "regions)");
+  std::string ctm = n.attr_string("coordinate_transformation_mode",
+                                  L.graph.opset >= 16 ? "half_pixel" : "output_half_pixel");
+  if (ctm != "half_pixel" && ctm != "output_half_pixel")
+    L.fail("coordinate_transformation_mode '" + ctm +
+           "' is not one of half_pixel, output_half_pixel");
   const bool half_pixel = ctm == "half_pixel";
   const double scale = n.attr_float("spatial_scale", 1.0f);
   if (H == 0 || W == 0) L.fail("X has no pixels");
@@ -169,25 +213,33 @@ void lower_roi_align(Lowering &L, Node &n) {
   auto roi = [&](int j) {
     Access a = access_axes(rl, {0, -1});
     a.dims[1].shift = j;
-    return k.expr_binary(Op::sub, k.expr_binary(Op::mul, k.expr_load(a, f), c(scale), f), c(half_pixel ? 0.5 : 0), f);
+    return k.expr_binary(Op::sub, k.expr_binary(Op::mul, k.expr_load(a, f), c(scale), f),
+                         c(half_pixel ? 0.5 : 0), f);
   };
   // One dimension: out axis, sample axis, tap axis, roi start/end components, size. Gives the
   // tap's index and its weight (zero for a sample outside [-1, size]).
-  auto dim = [&](int out_axis, int sample_axis, int tap_axis, int lo_j, int hi_j, int64_t size, int64_t bins, int &index, int &weight) {
+  auto dim = [&](int out_axis, int sample_axis, int tap_axis, int lo_j, int hi_j, int64_t size,
+                 int64_t bins, int &index, int &weight) {
     int start = roi(lo_j), len = k.expr_binary(Op::sub, roi(hi_j), start, f);
     if (!half_pixel) len = k.expr_binary(Op::max, len, c(1), f);
     int bin = k.expr_binary(Op::div, len, c((double)bins), f);
-    int p = k.expr_cast(k.expr_iota(out_axis, DType::i64), f), s = k.expr_cast(k.expr_iota(sample_axis, DType::i64), f);
-    int off = k.expr_binary(Op::add, p, k.expr_binary(Op::div, k.expr_binary(Op::add, s, c(0.5), f), c((double)ratio), f), f);
+    int p = k.expr_cast(k.expr_iota(out_axis, DType::i64), f),
+        s = k.expr_cast(k.expr_iota(sample_axis, DType::i64), f);
+    int off = k.expr_binary(
+        Op::add, p,
+        k.expr_binary(Op::div, k.expr_binary(Op::add, s, c(0.5), f), c((double)ratio), f), f);
     int v = k.expr_binary(Op::add, start, k.expr_binary(Op::mul, off, bin, f), f);
-    int inside = k.expr_select(k.expr_binary(Op::lt, v, c(-1), DType::boolean), k.expr_const(0, DType::boolean),
-                               k.expr_binary(Op::le, v, c((double)size), DType::boolean), DType::boolean);
+    int inside = k.expr_select(
+        k.expr_binary(Op::lt, v, c(-1), DType::boolean), k.expr_const(0, DType::boolean),
+        k.expr_binary(Op::le, v, c((double)size), DType::boolean), DType::boolean);
     v = k.expr_binary(Op::min, k.expr_binary(Op::max, v, c(0), f), c((double)(size - 1)), f);
     int low = k.expr_unary(Op::floor, v, f);
     int frac = k.expr_binary(Op::sub, v, low, f);
     int t = k.expr_iota(tap_axis, DType::i64);
-    index = k.expr_binary(Op::add, k.expr_cast(low, DType::i64), t, DType::i64);  // the high tap past the edge is clamped (weight 0)
-    int w = k.expr_select(k.expr_binary(Op::eq, t, k.expr_const(0, DType::i64), DType::boolean), k.expr_binary(Op::sub, c(1), frac, f), frac, f);
+    index = k.expr_binary(Op::add, k.expr_cast(low, DType::i64), t,
+                          DType::i64);  // the high tap past the edge is clamped (weight 0)
+    int w = k.expr_select(k.expr_binary(Op::eq, t, k.expr_const(0, DType::i64), DType::boolean),
+                          k.expr_binary(Op::sub, c(1), frac, f), frac, f);
     weight = k.expr_select(inside, w, c(0), f);
   };
   int iy, wy, ix, wx;
@@ -204,7 +256,8 @@ void lower_roi_align(Lowering &L, Node &n) {
   k.body = k.expr_binary(Op::mul, k.expr_binary(Op::mul, wy, wx, f), k.expr_load(a, f), f);
   k.reduce = Reduce::sum;
   k.acc_dtype = f;
-  k.result = k.expr_binary(Op::mul, k.expr_unary(Op::acc, -1, f), c(1.0 / (double)(ratio * ratio)), f);
+  k.result =
+      k.expr_binary(Op::mul, k.expr_unary(Op::acc, -1, f), c(1.0 / (double)(ratio * ratio)), f);
   k.store = access_store(y);
   k.store_dtype = f;
   k.flops = 3 * R * C * oh * ow * ratio * ratio * 4;

@@ -13,7 +13,8 @@ namespace {
 // A scalar input known at compile time (CumSum's axis, OneHot's depth), or fail.
 double scalar_input(Lowering &L, size_t i, const char *what) {
   const Tensor &t = L.const_input(i, what);
-  if (t.numel() != 1) L.fail(std::string(what) + " must hold one value, got shape " + shape_str(t.shape));
+  if (t.numel() != 1)
+    L.fail(std::string(what) + " must hold one value, got shape " + shape_str(t.shape));
   return t.at_f64(0);
 }
 
@@ -21,14 +22,15 @@ double scalar_input(Lowering &L, size_t i, const char *what) {
 void lower_gather_elements(Lowering &L, Node &n) {
   const Value *x = n.input(0), *iv = n.input(1);
   size_t r = x->shape.size();
-  if (iv->shape.size() != r) L.fail("indices must have the rank of data (" + std::to_string(r) + ")");
+  if (iv->shape.size() != r)
+    L.fail("indices must have the rank of data (" + std::to_string(r) + ")");
   if (iv->dtype != DType::i64 && iv->dtype != DType::i32) L.fail("indices must be int32 or int64");
   int ax = axis_normalize(L, n.attr_int("axis", 0), r);
   Loc xl = L.loc(x), il = L.loc(iv);
   for (size_t d = 0; d < r; d++)
     if ((int)d != ax && iv->shape[d] > x->shape[d])
-      L.fail("indices dimension " + std::to_string(d) + " (" + std::to_string(iv->shape[d]) + ") is larger than data's (" +
-             std::to_string(x->shape[d]) + ")");
+      L.fail("indices dimension " + std::to_string(d) + " (" + std::to_string(iv->shape[d]) +
+             ") is larger than data's (" + std::to_string(x->shape[d]) + ")");
   Loc y = L.output_new(n.outputs[0], x->dtype, iv->shape);
   if (shape_numel(iv->shape) == 0) return;
   if (x->shape[ax] == 0) L.fail("gathers from an empty axis");
@@ -39,7 +41,9 @@ void lower_gather_elements(Lowering &L, Node &n) {
   int ie = k.expr_cast(k.expr_load(access_broadcast(il, (int)r), il.dtype), DType::i64);
   // Negative indices count from the end; a bad index at run time is clamped, never read outside.
   int neg = k.expr_binary(Op::lt, ie, k.expr_const(0, DType::i64), DType::boolean);
-  ie = k.expr_select(neg, k.expr_binary(Op::add, ie, k.expr_const((double)dim, DType::i64), DType::i64), ie, DType::i64);
+  ie = k.expr_select(neg,
+                     k.expr_binary(Op::add, ie, k.expr_const((double)dim, DType::i64), DType::i64),
+                     ie, DType::i64);
   Access a = access_broadcast(xl, (int)r);
   for (size_t d = 0; d < r; d++) {
     // access_broadcast leaves size-1 dims unindexed; the other dims follow the output's axis d.
@@ -72,7 +76,8 @@ void lower_trilu(Lowering &L, Node &n) {
   k.n_parallel = (int)r;
   int row = k.expr_iota((int)r - 2, DType::i64), col = k.expr_iota((int)r - 1, DType::i64);
   int off = k.expr_binary(Op::sub, col, row, DType::i64);  // which diagonal the element is on
-  int keep = k.expr_binary(upper ? Op::ge : Op::le, off, k.expr_const((double)diag, DType::i64), DType::boolean);
+  int keep = k.expr_binary(upper ? Op::ge : Op::le, off, k.expr_const((double)diag, DType::i64),
+                           DType::boolean);
   int v = k.expr_load(access_broadcast(xl, (int)r), x->dtype);
   k.result = k.expr_select(keep, v, k.expr_const(0, x->dtype), x->dtype);
   k.store = access_store(y);
@@ -86,8 +91,10 @@ void lower_cumsum(Lowering &L, Node &n) {
   const Value *x = n.input(0);
   size_t r = x->shape.size();
   if (r == 0) L.fail("expects an input of rank >= 1");
-  if (x->dtype != DType::f32 && x->dtype != DType::f64 && x->dtype != DType::i32 && x->dtype != DType::i64)
-    L.fail(std::string("element type ") + dtype_name(x->dtype) + " is not supported (float32, float64, int32, int64 are)");
+  if (x->dtype != DType::f32 && x->dtype != DType::f64 && x->dtype != DType::i32 &&
+      x->dtype != DType::i64)
+    L.fail(std::string("element type ") + dtype_name(x->dtype) +
+           " is not supported (float32, float64, int32, int64 are)");
   int ax = axis_normalize(L, (int64_t)scalar_input(L, 1, "axis"), r);
   bool exclusive = n.attr_int("exclusive", 0) != 0, reverse = n.attr_int("reverse", 0) != 0;
   Loc xl = L.loc(x);
@@ -118,9 +125,11 @@ void lower_cumsum(Lowering &L, Node &n) {
 void lower_one_hot(Lowering &L, Node &n) {
   const Value *iv = n.input(0), *vv = n.input(2);
   double depth_f = scalar_input(L, 1, "depth");
-  if (!(depth_f >= 1 && depth_f <= (double)(int64_t(1) << 30))) L.fail("depth must be between 1 and 2^30, got " + std::to_string(depth_f));
+  if (!(depth_f >= 1 && depth_f <= (double)(int64_t(1) << 30)))
+    L.fail("depth must be between 1 and 2^30, got " + std::to_string(depth_f));
   const int64_t depth = (int64_t)depth_f;
-  if (shape_numel(vv->shape) != 2) L.fail("values must hold 2 elements (off, on), got shape " + shape_str(vv->shape));
+  if (shape_numel(vv->shape) != 2)
+    L.fail("values must hold 2 elements (off, on), got shape " + shape_str(vv->shape));
   size_t r = iv->shape.size() + 1;
   int ax = axis_normalize(L, n.attr_int("axis", -1), r);
   Shape out = iv->shape;
@@ -137,7 +146,9 @@ void lower_one_hot(Lowering &L, Node &n) {
   // Float indices are truncated toward zero (ONNX Runtime casts them to int64 so).
   int ie = k.expr_cast(k.expr_load(access_axes(il, iaxes), il.dtype), DType::i64);
   int neg = k.expr_binary(Op::lt, ie, k.expr_const(0, DType::i64), DType::boolean);
-  ie = k.expr_select(neg, k.expr_binary(Op::add, ie, k.expr_const((double)depth, DType::i64), DType::i64), ie, DType::i64);
+  ie = k.expr_select(
+      neg, k.expr_binary(Op::add, ie, k.expr_const((double)depth, DType::i64), DType::i64), ie,
+      DType::i64);
   int hit = k.expr_binary(Op::eq, ie, k.expr_iota(ax, DType::i64), DType::boolean);
   // values[0] and values[1] as loads at fixed positions of the flattened values.
   if (!vl.contiguous()) L.fail("values must be a contiguous tensor");
@@ -172,7 +183,9 @@ void lower_eye_like(Lowering &L, Node &n) {
 int index_normalize(Kernel &k, int ie, int64_t dim) {
   ie = k.expr_cast(ie, DType::i64);
   int neg = k.expr_binary(Op::lt, ie, k.expr_const(0, DType::i64), DType::boolean);
-  return k.expr_select(neg, k.expr_binary(Op::add, ie, k.expr_const((double)dim, DType::i64), DType::i64), ie, DType::i64);
+  return k.expr_select(
+      neg, k.expr_binary(Op::add, ie, k.expr_const((double)dim, DType::i64), DType::i64), ie,
+      DType::i64);
 }
 
 // A contiguous Loc seen with another shape of the same element count (a reshape view).
@@ -194,7 +207,8 @@ void lower_gather_nd(Lowering &L, Node &n) {
   if (q < 1 || r < 1) L.fail("data and indices must have rank >= 1");
   const int64_t m = iv->shape.back();
   if (b < 0 || b >= (int64_t)std::min(r, q) || m < 1 || b + m > (int64_t)r)
-    L.fail("batch_dims " + std::to_string(b) + " and the indices' last dimension " + std::to_string(m) + " do not fit data of rank " + std::to_string(r));
+    L.fail("batch_dims " + std::to_string(b) + " and the indices' last dimension " +
+           std::to_string(m) + " do not fit data of rank " + std::to_string(r));
   for (int64_t d = 0; d < b; d++)
     if (x->shape[d] != iv->shape[d]) L.fail("the batch dimensions of data and indices differ");
   Shape out(iv->shape.begin(), iv->shape.end() - 1);
@@ -223,8 +237,10 @@ void lower_gather_nd(Lowering &L, Node &n) {
         DimIndex id;
         id.extent = il.shape[e];
         id.stride = il.strides[e];
-        if (e < qi) id.terms.push_back({e, 1});
-        else id.shift = (int64_t)d - b;
+        if (e < qi)
+          id.terms.push_back({e, 1});
+        else
+          id.shift = (int64_t)d - b;
         ia.dims.push_back(id);
       }
       di.expr = index_normalize(k, k.expr_load(ia, DType::i64), xl.shape[d]);
@@ -258,7 +274,8 @@ Reduce scatter_reduction(Lowering &L, const Node &n) {
 //   axes: the output's dims, then the candidate axis `u` (extent U).
 //   match(k): whether candidate u lands on this output element; update(k, u_expr): its value.
 void scatter_lower(Lowering &L, Node &n, const Loc &data, const Loc &y, int64_t U, Reduce red,
-                   const std::function<int(Kernel &)> &match, const std::function<Access(Kernel &, int)> &update_at) {
+                   const std::function<int(Kernel &)> &match,
+                   const std::function<Access(Kernel &, int)> &update_at) {
   const int r = (int)data.shape.size();
   const DType t = data.dtype;
   auto kernel_begin = [&](const std::string &name) -> Kernel & {
@@ -277,13 +294,17 @@ void scatter_lower(Lowering &L, Node &n, const Loc &data, const Loc &y, int64_t 
     k.reduce = red;
     k.acc_dtype = t;
     int acc = k.expr_unary(Op::acc, -1, t), d = k.expr_load(access_broadcast(data, r), t);
-    Op combine = red == Reduce::sum ? Op::add : red == Reduce::prod ? Op::mul : red == Reduce::max ? Op::max : Op::min;
+    Op combine = red == Reduce::sum    ? Op::add
+                 : red == Reduce::prod ? Op::mul
+                 : red == Reduce::max  ? Op::max
+                                       : Op::min;
     k.result = k.expr_binary(combine, d, acc, t);
     k.store = access_store(y);
     k.store_dtype = t;
     return;
   }
-  Loc which = L.buffer_new(DType::i64, data.shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_which");
+  Loc which = L.buffer_new(DType::i64, data.shape, Buffer::Kind::intermediate,
+                           n.outputs[0]->name + "_which");
   {
     Kernel &k = kernel_begin("scatter_which");
     int u = k.expr_iota(r, DType::i64);
@@ -299,7 +320,8 @@ void scatter_lower(Lowering &L, Node &n, const Loc &data, const Loc &y, int64_t 
   k.n_parallel = r;
   int w = k.expr_load(access_broadcast(which, r), DType::i64);
   int hit = k.expr_binary(Op::ge, w, k.expr_const(0, DType::i64), DType::boolean);
-  k.result = k.expr_select(hit, k.expr_load(update_at(k, w), t), k.expr_load(access_broadcast(data, r), t), t);
+  k.result = k.expr_select(hit, k.expr_load(update_at(k, w), t),
+                           k.expr_load(access_broadcast(data, r), t), t);
   k.store = access_store(y);
   k.store_dtype = t;
 }
@@ -312,10 +334,12 @@ void lower_scatter_nd(Lowering &L, Node &n) {
   const size_t r = x->shape.size(), q = iv->shape.size();
   if (r < 1 || q < 1) L.fail("data and indices must have rank >= 1");
   const int64_t m = iv->shape.back();
-  if (m < 1 || m > (int64_t)r) L.fail("the indices' last dimension must be between 1 and data's rank");
+  if (m < 1 || m > (int64_t)r)
+    L.fail("the indices' last dimension must be between 1 and data's rank");
   Shape want(iv->shape.begin(), iv->shape.end() - 1);
   want.insert(want.end(), x->shape.begin() + m, x->shape.end());
-  if (uv->shape != want) L.fail("updates must have shape " + shape_str(want) + ", got " + shape_str(uv->shape));
+  if (uv->shape != want)
+    L.fail("updates must have shape " + shape_str(want) + ", got " + shape_str(uv->shape));
   const int64_t U = shape_numel(Shape(iv->shape.begin(), iv->shape.end() - 1));
   Loc data = L.loc(x);
   Loc il = loc_reshaped(L, L.loc(iv), {U, m});
@@ -358,10 +382,12 @@ void lower_scatter_elements(Lowering &L, Node &n) {
   if (iv->dtype != DType::i64 && iv->dtype != DType::i32) L.fail("indices must be int32 or int64");
   if (uv->dtype != x->dtype) L.fail("updates must have data's element type");
   const size_t r = x->shape.size();
-  if (iv->shape != uv->shape || iv->shape.size() != r) L.fail("indices and updates must have one shape, of data's rank");
+  if (iv->shape != uv->shape || iv->shape.size() != r)
+    L.fail("indices and updates must have one shape, of data's rank");
   const int ax = axis_normalize(L, n.attr_int("axis", 0), r);
   for (size_t d = 0; d < r; d++)
-    if ((int)d != ax && iv->shape[d] > x->shape[d]) L.fail("updates are larger than data in dimension " + std::to_string(d));
+    if ((int)d != ax && iv->shape[d] > x->shape[d])
+      L.fail("updates are larger than data in dimension " + std::to_string(d));
   Loc data = L.loc(x), il = L.loc(iv), ul = L.loc(uv);
   Loc y = L.output_new(n.outputs[0], x->dtype, x->shape);
   const int64_t U = iv->shape[ax];
@@ -420,7 +446,8 @@ void lower_topk(Lowering &L, Node &n) {
   const int ax = axis_normalize(L, n.attr_int("axis", -1), r);
   int64_t kk = L.graph.opset >= 10 ? (int64_t)scalar_input(L, 1, "K") : n.attr_int("k", 0);
   const int64_t len = x->shape[ax];
-  if (kk < 0 || kk > len) L.fail("K = " + std::to_string(kk) + " is outside [0, " + std::to_string(len) + "]");
+  if (kk < 0 || kk > len)
+    L.fail("K = " + std::to_string(kk) + " is outside [0, " + std::to_string(len) + "]");
   const bool largest = n.attr_int("largest", 1) != 0;
   Shape out = x->shape;
   out[ax] = kk;
@@ -428,18 +455,21 @@ void lower_topk(Lowering &L, Node &n) {
   Loc values = L.output_new(n.outputs[0], x->dtype, out);
   Loc indices = n.outputs.size() > 1 && !n.outputs[1]->name.empty()
                     ? L.output_new(n.outputs[1], DType::i64, out)
-                    : L.buffer_new(DType::i64, out, Buffer::Kind::intermediate, n.outputs[0]->name + "_indices");
+                    : L.buffer_new(DType::i64, out, Buffer::Kind::intermediate,
+                                   n.outputs[0]->name + "_indices");
   if (shape_numel(out) == 0) return;
   const int ri = (int)r;  // the reduction axis j runs along the TopK axis
   std::vector<int> along_j;
   for (int d = 0; d < ri; d++) along_j.push_back(d == ax ? ri : d);
-  Loc rank = L.buffer_new(DType::i64, x->shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_rank");
+  Loc rank =
+      L.buffer_new(DType::i64, x->shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_rank");
   {
     Kernel &k = L.kernel_new("topk_rank");
     k.axes = x->shape;
     k.axes.push_back(len);
     k.n_parallel = ri;
-    int xi = k.expr_load(access_broadcast(xl, ri), x->dtype), xj = k.expr_load(access_axes(xl, along_j), x->dtype);
+    int xi = k.expr_load(access_broadcast(xl, ri), x->dtype),
+        xj = k.expr_load(access_axes(xl, along_j), x->dtype);
     int ii = k.expr_iota(ax, DType::i64), jj = k.expr_iota(ri, DType::i64);
     int better = k.expr_binary(largest ? Op::gt : Op::lt, xj, xi, DType::boolean);
     int tie = k.expr_binary(Op::logical_and, k.expr_binary(Op::eq, xj, xi, DType::boolean),
@@ -459,7 +489,8 @@ void lower_topk(Lowering &L, Node &n) {
     k.n_parallel = ri;
     int rj = k.expr_load(access_axes(rank, along_j), DType::i64);
     int hit = k.expr_binary(Op::eq, rj, k.expr_iota(ax, DType::i64), DType::boolean);
-    k.body = k.expr_select(hit, k.expr_iota(ri, DType::i64), k.expr_const(-1, DType::i64), DType::i64);
+    k.body =
+        k.expr_select(hit, k.expr_iota(ri, DType::i64), k.expr_const(-1, DType::i64), DType::i64);
     k.reduce = Reduce::max;
     k.acc_dtype = DType::i64;
     k.result = k.expr_unary(Op::acc, -1, DType::i64);

@@ -43,7 +43,8 @@ int loss_expr(Kernel &k, const LossInputs &in, int first, bool weight_only) {
     w = k.expr_load(a, DType::f32);
   }
   if (in.has_ignore) {
-    int keep = k.expr_binary(Op::ne, t, k.expr_const((double)in.ignore_index, DType::i64), DType::boolean);
+    int keep =
+        k.expr_binary(Op::ne, t, k.expr_const((double)in.ignore_index, DType::i64), DType::boolean);
     w = k.expr_select(keep, w, k.expr_const(0, DType::f32), DType::f32);
   }
   if (weight_only) return w;
@@ -59,7 +60,8 @@ int loss_expr(Kernel &k, const LossInputs &in, int first, bool weight_only) {
 
 // A kernel summing the loss (or its weights) over every target element into the scalar `out`;
 // with `divisor` (a scalar buffer) the sum is divided by it.
-void loss_sum_kernel(Lowering &L, const LossInputs &in, const Loc &out, bool weight_only, const Loc *divisor) {
+void loss_sum_kernel(Lowering &L, const LossInputs &in, const Loc &out, bool weight_only,
+                     const Loc *divisor) {
   Kernel &k = L.kernel_new(weight_only ? "nll_weight_sum" : "nll_sum");
   k.axes = {1};
   for (int64_t d : in.target.shape) k.axes.push_back(d);
@@ -68,7 +70,9 @@ void loss_sum_kernel(Lowering &L, const LossInputs &in, const Loc &out, bool wei
   k.reduce = Reduce::sum;
   k.acc_dtype = DType::f32;
   int acc = k.expr_unary(Op::acc, -1, DType::f32);
-  if (divisor) acc = k.expr_binary(Op::div, acc, k.expr_load(access_axes(*divisor, {}), DType::f32), DType::f32);
+  if (divisor)
+    acc =
+        k.expr_binary(Op::div, acc, k.expr_load(access_axes(*divisor, {}), DType::f32), DType::f32);
   k.result = k.expr_cast(acc, out.dtype);
   k.store = access_axes(out, {});
   k.store_dtype = out.dtype;
@@ -91,14 +95,16 @@ void loss_lower(Lowering &L, Node &n, const LossInputs &in, Value *out_value) {
     k.flops = 3 * shape_numel(ts);
     return;
   }
-  if (reduction != "sum" && reduction != "mean") L.fail("reduction '" + reduction + "' is not one of none, sum, mean");
+  if (reduction != "sum" && reduction != "mean")
+    L.fail("reduction '" + reduction + "' is not one of none, sum, mean");
   if (shape_numel(ts) == 0) L.fail("reducing the loss of an empty target is not supported");
   Loc y = L.output_new(out_value, in.x.dtype, {});
   if (reduction == "sum") {
     loss_sum_kernel(L, in, y, false, nullptr);
     return;
   }
-  Loc ws = L.buffer_new(DType::f32, {}, Buffer::Kind::intermediate, out_value->name + "_weight_sum");
+  Loc ws =
+      L.buffer_new(DType::f32, {}, Buffer::Kind::intermediate, out_value->name + "_weight_sum");
   loss_sum_kernel(L, in, ws, true, nullptr);
   loss_sum_kernel(L, in, y, false, &ws);
 }
@@ -106,19 +112,25 @@ void loss_lower(Lowering &L, Node &n, const LossInputs &in, Value *out_value) {
 // Checks the shapes and types shared by both ops and gathers their locations.
 LossInputs loss_inputs(Lowering &L, Node &n, const Loc &x) {
   const Value *tv = n.input(1), *wv = n.input(2);
-  if (x.dtype != DType::f32) L.fail(std::string("element type ") + dtype_name(x.dtype) + " is not supported (float32 is)");
-  if (x.shape.size() < 2) L.fail("input must have rank >= 2 (N, C, ...), got shape " + shape_str(x.shape));
+  if (x.dtype != DType::f32)
+    L.fail(std::string("element type ") + dtype_name(x.dtype) + " is not supported (float32 is)");
+  if (x.shape.size() < 2)
+    L.fail("input must have rank >= 2 (N, C, ...), got shape " + shape_str(x.shape));
   if (tv->dtype != DType::i64 && tv->dtype != DType::i32) L.fail("target must be int32 or int64");
   Shape want = {x.shape[0]};
   want.insert(want.end(), x.shape.begin() + 2, x.shape.end());
-  if (tv->shape != want) L.fail("target has shape " + shape_str(tv->shape) + ", expected " + shape_str(want) + " (input without C)");
+  if (tv->shape != want)
+    L.fail("target has shape " + shape_str(tv->shape) + ", expected " + shape_str(want) +
+           " (input without C)");
   if (x.shape[1] == 0) L.fail("input has no classes (C = 0)");
   LossInputs in;
   in.x = x;
   in.target = L.loc(tv);
   if (wv) {
     if (wv->dtype != DType::f32) L.fail("weight must be float32");
-    if (wv->shape != Shape{x.shape[1]}) L.fail("weight has shape " + shape_str(wv->shape) + ", expected " + std::to_string(x.shape[1]) + " (C)");
+    if (wv->shape != Shape{x.shape[1]})
+      L.fail("weight has shape " + shape_str(wv->shape) + ", expected " +
+             std::to_string(x.shape[1]) + " (C)");
     in.weight = L.loc(wv);
   }
   if (n.attr("ignore_index")) {
@@ -153,7 +165,10 @@ Loc log_softmax_axis1(Lowering &L, Node &n, const Loc &x) {
     k.n_parallel = r - 1;
     int v = k.expr_load(access_axes(x, x_axes), DType::f32);
     if (pass == 1)
-      v = k.expr_unary(Op::exp, k.expr_binary(Op::sub, v, k.expr_load(access_axes(m, kept_axes), DType::f32), DType::f32), DType::f32);
+      v = k.expr_unary(
+          Op::exp,
+          k.expr_binary(Op::sub, v, k.expr_load(access_axes(m, kept_axes), DType::f32), DType::f32),
+          DType::f32);
     k.body = v;
     k.reduce = pass == 0 ? Reduce::max : Reduce::sum;
     k.acc_dtype = DType::f32;
@@ -164,7 +179,8 @@ Loc log_softmax_axis1(Lowering &L, Node &n, const Loc &x) {
   }
   bool want_log_prob = n.outputs.size() > 1 && !n.outputs[1]->name.empty();
   Loc lp = want_log_prob ? L.output_new(n.outputs[1], DType::f32, x.shape)
-                         : L.buffer_new(DType::f32, x.shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_log_prob");
+                         : L.buffer_new(DType::f32, x.shape, Buffer::Kind::intermediate,
+                                        n.outputs[0]->name + "_log_prob");
   Kernel &k = L.kernel_new("sce_log_prob");
   k.axes = x.shape;
   k.n_parallel = r;
@@ -174,7 +190,8 @@ Loc log_softmax_axis1(Lowering &L, Node &n, const Loc &x) {
   int v = k.expr_load(access_broadcast(x, r), DType::f32);
   int me = k.expr_load(access_axes(m, ms_axes), DType::f32);
   int se = k.expr_load(access_axes(s, ms_axes), DType::f32);
-  k.result = k.expr_binary(Op::sub, k.expr_binary(Op::sub, v, me, DType::f32), k.expr_unary(Op::log, se, DType::f32), DType::f32);
+  k.result = k.expr_binary(Op::sub, k.expr_binary(Op::sub, v, me, DType::f32),
+                           k.expr_unary(Op::log, se, DType::f32), DType::f32);
   k.store = access_store(lp);
   k.store_dtype = DType::f32;
   k.flops = 3 * shape_numel(x.shape);

@@ -24,21 +24,25 @@ Loc contiguous(Lowering &L, const Loc &l, const std::string &name) {
 
 Loc reshaped(Lowering &L, const Value *x, const Shape &s) {
   if (shape_numel(s) != shape_numel(x->shape))
-    L.fail("cannot reshape " + shape_str(x->shape) + " (" + std::to_string(shape_numel(x->shape)) + " elements) to " + shape_str(s));
+    L.fail("cannot reshape " + shape_str(x->shape) + " (" + std::to_string(shape_numel(x->shape)) +
+           " elements) to " + shape_str(s));
   Loc l = contiguous(L, L.loc(x), x->name + "_contiguous");
   l.shape = s;
   l.strides = shape_strides(s);
   return l;
 }
 
-std::vector<int64_t> ints_input_or_attr(Lowering &L, Node &n, size_t input, const char *attr, int64_t since_opset) {
-  if (L.graph.opset >= since_opset) return n.input(input) ? L.const_input(input, attr).to_i64() : std::vector<int64_t>{};
+std::vector<int64_t> ints_input_or_attr(Lowering &L, Node &n, size_t input, const char *attr,
+                                        int64_t since_opset) {
+  if (L.graph.opset >= since_opset)
+    return n.input(input) ? L.const_input(input, attr).to_i64() : std::vector<int64_t>{};
   return n.attr_ints(attr);
 }
 
 void lower_reshape(Lowering &L, Node &n) {
   const Value *x = n.input(0);
-  std::vector<int64_t> want = L.graph.opset >= 5 ? L.const_input(1, "shape").to_i64() : n.attr_ints("shape");
+  std::vector<int64_t> want =
+      L.graph.opset >= 5 ? L.const_input(1, "shape").to_i64() : n.attr_ints("shape");
   bool allowzero = n.attr_int("allowzero", 0) != 0;
   Shape s(want.size());
   int infer = -1;
@@ -50,7 +54,8 @@ void lower_reshape(Lowering &L, Node &n) {
       continue;
     }
     if (want[i] == 0 && !allowzero) {
-      if (i >= x->shape.size()) L.fail("target shape copies dimension " + std::to_string(i) + " that the input lacks");
+      if (i >= x->shape.size())
+        L.fail("target shape copies dimension " + std::to_string(i) + " that the input lacks");
       s[i] = x->shape[i];
     } else if (want[i] < 0) {
       L.fail("negative dimension " + std::to_string(want[i]) + " in the target shape");
@@ -87,7 +92,9 @@ void lower_squeeze(Lowering &L, Node &n) {
   }
   for (int64_t a : axes) {
     int ax = axis_normalize(L, a, x->shape.size());
-    if (x->shape[ax] != 1) L.fail("cannot squeeze axis " + std::to_string(a) + " of size " + std::to_string(x->shape[ax]));
+    if (x->shape[ax] != 1)
+      L.fail("cannot squeeze axis " + std::to_string(a) + " of size " +
+             std::to_string(x->shape[ax]));
     drop[ax] = true;
   }
   Loc l = L.loc(x), out = l;
@@ -133,7 +140,8 @@ void lower_transpose(Lowering &L, Node &n) {
   std::vector<int64_t> perm = n.attr_ints("perm");
   if (perm.empty())
     for (size_t i = 0; i < r; i++) perm.push_back((int64_t)(r - 1 - i));
-  if (perm.size() != r) L.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
+  if (perm.size() != r)
+    L.fail("perm has " + std::to_string(perm.size()) + " entries for rank " + std::to_string(r));
   std::vector<bool> seen(r, false);
   for (size_t i = 0; i < r; i++) {
     int p = axis_normalize(L, perm[i], r);
@@ -186,7 +194,8 @@ void lower_slice(Lowering &L, Node &n) {
     out.offset += s * l.strides[ax];
     out.shape[ax] = count;
     // A step past the end leaves one element whose stride is never used; keep it from overflowing.
-    if (__builtin_mul_overflow(l.strides[ax], step, &out.strides[ax])) out.strides[ax] = l.strides[ax];
+    if (__builtin_mul_overflow(l.strides[ax], step, &out.strides[ax]))
+      out.strides[ax] = l.strides[ax];
   }
   if (shape_numel(out.shape) == 0) out.offset = l.offset;
   L.output_view(n.outputs[0], out);
@@ -196,7 +205,8 @@ void lower_expand(Lowering &L, Node &n) {
   const Value *x = n.input(0);
   std::vector<int64_t> want = L.const_input(1, "shape").to_i64();
   Shape s;
-  if (!shape_broadcast(x->shape, want, s)) L.fail("cannot expand " + shape_str(x->shape) + " to " + shape_str(want));
+  if (!shape_broadcast(x->shape, want, s))
+    L.fail("cannot expand " + shape_str(x->shape) + " to " + shape_str(want));
   Loc l = L.loc(x), out;
   out = l;
   out.shape = s;
@@ -216,10 +226,14 @@ void lower_concat(Lowering &L, Node &n) {
   Shape s = ins[0]->shape;
   s[ax] = 0;
   for (const Value *v : ins) {
-    if (v->shape.size() != s.size() || v->dtype != ins[0]->dtype) L.fail("inputs differ in rank or type");
+    if (v->shape.size() != s.size() || v->dtype != ins[0]->dtype)
+      L.fail("inputs differ in rank or type");
     for (size_t d = 0; d < s.size(); d++)
-      if ((int)d != ax && v->shape[d] != s[d]) L.fail("input '" + v->name + "' of shape " + shape_str(v->shape) + " does not match " + shape_str(ins[0]->shape) + " outside axis " + std::to_string(ax));
-    if (__builtin_add_overflow(s[ax], v->shape[ax], &s[ax]) || s[ax] > kMaxElements) L.fail("the concatenated axis is too large");
+      if ((int)d != ax && v->shape[d] != s[d])
+        L.fail("input '" + v->name + "' of shape " + shape_str(v->shape) + " does not match " +
+               shape_str(ins[0]->shape) + " outside axis " + std::to_string(ax));
+    if (__builtin_add_overflow(s[ax], v->shape[ax], &s[ax]) || s[ax] > kMaxElements)
+      L.fail("the concatenated axis is too large");
   }
   Loc out = L.output_new(n.outputs[0], ins[0]->dtype, s);
   int64_t at = 0;
@@ -236,16 +250,23 @@ void lower_concat(Lowering &L, Node &n) {
 void lower_split(Lowering &L, Node &n) {
   const Value *x = n.input(0);
   int ax = axis_normalize(L, n.attr_int("axis", 0), x->shape.size());
-  std::vector<int64_t> split = L.graph.opset >= 13 ? (n.input(1) ? L.const_input(1, "split").to_i64() : std::vector<int64_t>{}) : n.attr_ints("split");
+  std::vector<int64_t> split =
+      L.graph.opset >= 13
+          ? (n.input(1) ? L.const_input(1, "split").to_i64() : std::vector<int64_t>{})
+          : n.attr_ints("split");
   size_t outs = n.outputs.size();
   int64_t dim = x->shape[ax];
   if (split.empty()) {
     int64_t each = (dim + outs - 1) / outs;
-    for (size_t i = 0; i < outs; i++) split.push_back(std::min<int64_t>(each, dim - each * (int64_t)i));
+    for (size_t i = 0; i < outs; i++)
+      split.push_back(std::min<int64_t>(each, dim - each * (int64_t)i));
   }
-  if (split.size() != outs) L.fail("split has " + std::to_string(split.size()) + " entries for " + std::to_string(outs) + " outputs");
+  if (split.size() != outs)
+    L.fail("split has " + std::to_string(split.size()) + " entries for " + std::to_string(outs) +
+           " outputs");
   for (int64_t s : split)
-    if (s < 0 || s > dim) L.fail("split size " + std::to_string(s) + " is outside 0.." + std::to_string(dim));
+    if (s < 0 || s > dim)
+      L.fail("split size " + std::to_string(s) + " is outside 0.." + std::to_string(dim));
   int64_t at = 0;
   Loc l = L.loc(x);
   for (size_t i = 0; i < outs; i++) {
@@ -255,7 +276,8 @@ void lower_split(Lowering &L, Node &n) {
     at += split[i];
     if (!n.outputs[i]->name.empty()) L.output_view(n.outputs[i], part);
   }
-  if (at != dim) L.fail("split sizes add up to " + std::to_string(at) + ", not " + std::to_string(dim));
+  if (at != dim)
+    L.fail("split sizes add up to " + std::to_string(at) + ", not " + std::to_string(dim));
 }
 
 void lower_gather(Lowering &L, Node &n) {
@@ -267,7 +289,9 @@ void lower_gather(Lowering &L, Node &n) {
   if (iv->constant && iv->shape.empty()) {  // a single index: a view without that dimension
     int64_t i = iv->constant->at_i64(0);
     if (i < 0) i += dim;
-    if (i < 0 || i >= dim) L.fail("index " + std::to_string(iv->constant->at_i64(0)) + " out of range for dimension of size " + std::to_string(dim));
+    if (i < 0 || i >= dim)
+      L.fail("index " + std::to_string(iv->constant->at_i64(0)) +
+             " out of range for dimension of size " + std::to_string(dim));
     Loc out = l;
     out.offset += i * l.strides[ax];
     out.shape.erase(out.shape.begin() + ax);
@@ -289,7 +313,8 @@ void lower_gather(Lowering &L, Node &n) {
     std::vector<int64_t> idx = iv->constant->to_i64();
     for (int64_t &i : idx) {
       if (i < 0) i += dim;
-      if (i < 0 || i >= dim) L.fail("index out of range for dimension of size " + std::to_string(dim));
+      if (i < 0 || i >= dim)
+        L.fail("index out of range for dimension of size " + std::to_string(dim));
     }
     il = L.constant_new(Tensor::from_i64(DType::i32, iv->shape, idx), n.name + "_indices");
   } else {
@@ -300,7 +325,9 @@ void lower_gather(Lowering &L, Node &n) {
   int ie = k.expr_cast(k.expr_load(access_axes(il, iaxes), il.dtype), DType::i64);
   if (!iv->constant) {
     int neg = k.expr_binary(Op::lt, ie, k.expr_const(0, DType::i64), DType::boolean);
-    ie = k.expr_select(neg, k.expr_binary(Op::add, ie, k.expr_const((double)dim, DType::i64), DType::i64), ie, DType::i64);
+    ie = k.expr_select(
+        neg, k.expr_binary(Op::add, ie, k.expr_const((double)dim, DType::i64), DType::i64), ie,
+        DType::i64);
   }
   Access a;
   a.buffer = l.buffer;
@@ -313,7 +340,8 @@ void lower_gather(Lowering &L, Node &n) {
       if (l.shape[d] != 1) di.terms.push_back({d, 1});
     } else if (d == ax) {
       di.expr = ie;
-      di.bound = iv->constant ? Bound::none : Bound::clamp;  // a bad runtime index never reads outside
+      di.bound =
+          iv->constant ? Bound::none : Bound::clamp;  // a bad runtime index never reads outside
     } else if (l.shape[d] != 1) {
       di.terms.push_back({d - 1 + q, 1});
     }
@@ -340,25 +368,40 @@ void lower_pad(Lowering &L, Node &n) {
   size_t r = x->shape.size();
   if (axes.empty())
     for (size_t i = 0; i < r; i++) axes.push_back((int64_t)i);
-  if (pads.size() != 2 * axes.size()) L.fail("pads has " + std::to_string(pads.size()) + " entries, expected " + std::to_string(2 * axes.size()));
+  if (pads.size() != 2 * axes.size())
+    L.fail("pads has " + std::to_string(pads.size()) + " entries, expected " +
+           std::to_string(2 * axes.size()));
   Shape begin(r, 0), end(r, 0);
   for (size_t i = 0; i < axes.size(); i++) {
     int ax = axis_normalize(L, axes[i], r);
     begin[ax] = pads[i];
     end[ax] = pads[axes.size() + i];
   }
-  Bound b = mode == "constant" ? Bound::skip : mode == "reflect" ? Bound::reflect : mode == "edge" ? Bound::clamp : mode == "wrap" ? Bound::wrap : Bound::none;
+  Bound b = mode == "constant"  ? Bound::skip
+            : mode == "reflect" ? Bound::reflect
+            : mode == "edge"    ? Bound::clamp
+            : mode == "wrap"    ? Bound::wrap
+                                : Bound::none;
   if (b == Bound::none) L.fail("mode '" + mode + "' is not supported");
   Loc l = L.loc(x);
   Shape s(r);
   for (size_t d = 0; d < r; d++)
-    if (__builtin_add_overflow(l.shape[d], begin[d], &s[d]) || __builtin_add_overflow(s[d], end[d], &s[d]) || s[d] > kMaxElements)
-      L.fail("pads " + std::to_string(begin[d]) + " and " + std::to_string(end[d]) + " make dimension " + std::to_string(d) + " too large");
+    if (__builtin_add_overflow(l.shape[d], begin[d], &s[d]) ||
+        __builtin_add_overflow(s[d], end[d], &s[d]) || s[d] > kMaxElements)
+      L.fail("pads " + std::to_string(begin[d]) + " and " + std::to_string(end[d]) +
+             " make dimension " + std::to_string(d) + " too large");
   // Negative pads crop: a view first, then pad what remains.
   for (size_t d = 0; d < r; d++) {
     if (begin[d] < -l.shape[d] || end[d] < -l.shape[d]) L.fail("pads crop more than the input has");
-    if (begin[d] < 0) { l.offset += -begin[d] * l.strides[d]; l.shape[d] += begin[d]; begin[d] = 0; }
-    if (end[d] < 0) { l.shape[d] += end[d]; end[d] = 0; }
+    if (begin[d] < 0) {
+      l.offset += -begin[d] * l.strides[d];
+      l.shape[d] += begin[d];
+      begin[d] = 0;
+    }
+    if (end[d] < 0) {
+      l.shape[d] += end[d];
+      end[d] = 0;
+    }
     if (l.shape[d] < 0) L.fail("pads crop more than the input has");
   }
   Loc y = L.output_new(n.outputs[0], x->dtype, s);
@@ -386,7 +429,8 @@ void lower_tile(Lowering &L, Node &n) {
   Shape s = x->shape;
   for (size_t d = 0; d < s.size(); d++)
     if (reps[d] < 0 || __builtin_mul_overflow(s[d], reps[d], &s[d]) || s[d] > kMaxElements)
-      L.fail("repeats " + std::to_string(reps[d]) + " for dimension " + std::to_string(d) + " is negative or too large");
+      L.fail("repeats " + std::to_string(reps[d]) + " for dimension " + std::to_string(d) +
+             " is negative or too large");
   Loc y = L.output_new(n.outputs[0], x->dtype, s);
   if (shape_numel(s) == 0) return;
   Kernel &k = L.kernel_new("tile");
@@ -413,29 +457,36 @@ void lower_depth_space(Lowering &L, Node &n, bool to_space) {
   Loc xl = L.loc(x);
   // axes: n, c_small, h_small, bh, w_small, bw
   int64_t Cs = to_space ? C / (b * b) : C, Hs = to_space ? H : H / b, Ws = to_space ? W : W / b;
-  if (to_space ? C % (b * b) : (H % b || W % b)) L.fail("dimensions are not divisible by the block size");
-  if (C > kMaxElements / (b * b) || H > kMaxElements / b || W > kMaxElements / b) L.fail("blocksize makes the output too large");
+  if (to_space ? C % (b * b) : (H % b || W % b))
+    L.fail("dimensions are not divisible by the block size");
+  if (C > kMaxElements / (b * b) || H > kMaxElements / b || W > kMaxElements / b)
+    L.fail("blocksize makes the output too large");
   Shape s = to_space ? Shape{N, Cs, H * b, W * b} : Shape{N, C * b * b, Hs, Ws};
   Loc y = L.output_new(n.outputs[0], x->dtype, s);
   Kernel &k = L.kernel_new(to_space ? "depth_to_space" : "space_to_depth");
   k.axes = {N, Cs, Hs, b, Ws, b};
   k.n_parallel = 6;
   // The depth index: DCR = (bh*b + bw)*Cs + c ; CRD = c*b*b + bh*b + bw
-  std::vector<AxisTerm> depth = crd ? std::vector<AxisTerm>{{1, b * b}, {3, b}, {5, 1}} : std::vector<AxisTerm>{{3, b * Cs}, {5, Cs}, {1, 1}};
+  std::vector<AxisTerm> depth = crd ? std::vector<AxisTerm>{{1, b * b}, {3, b}, {5, 1}}
+                                    : std::vector<AxisTerm>{{3, b * Cs}, {5, Cs}, {1, 1}};
   auto space_access = [&](const Loc &l) {
     Access a;
     a.buffer = l.buffer;
     a.offset = l.offset;
-    a.dims = {DimIndex{{{0, 1}}, 0, -1, l.shape[0], l.strides[0]}, DimIndex{{{1, 1}}, 0, -1, l.shape[1], l.strides[1]},
-              DimIndex{{{2, b}, {3, 1}}, 0, -1, l.shape[2], l.strides[2]}, DimIndex{{{4, b}, {5, 1}}, 0, -1, l.shape[3], l.strides[3]}};
+    a.dims = {DimIndex{{{0, 1}}, 0, -1, l.shape[0], l.strides[0]},
+              DimIndex{{{1, 1}}, 0, -1, l.shape[1], l.strides[1]},
+              DimIndex{{{2, b}, {3, 1}}, 0, -1, l.shape[2], l.strides[2]},
+              DimIndex{{{4, b}, {5, 1}}, 0, -1, l.shape[3], l.strides[3]}};
     return a;
   };
   auto depth_access = [&](const Loc &l) {
     Access a;
     a.buffer = l.buffer;
     a.offset = l.offset;
-    a.dims = {DimIndex{{{0, 1}}, 0, -1, l.shape[0], l.strides[0]}, DimIndex{depth, 0, -1, l.shape[1], l.strides[1]},
-              DimIndex{{{2, 1}}, 0, -1, l.shape[2], l.strides[2]}, DimIndex{{{4, 1}}, 0, -1, l.shape[3], l.strides[3]}};
+    a.dims = {DimIndex{{{0, 1}}, 0, -1, l.shape[0], l.strides[0]},
+              DimIndex{depth, 0, -1, l.shape[1], l.strides[1]},
+              DimIndex{{{2, 1}}, 0, -1, l.shape[2], l.strides[2]},
+              DimIndex{{{4, 1}}, 0, -1, l.shape[3], l.strides[3]}};
     return a;
   };
   k.result = k.expr_load(to_space ? depth_access(xl) : space_access(xl), x->dtype);
@@ -449,7 +500,8 @@ void lower_depth_space(Lowering &L, Node &n, bool to_space) {
 void lower_resize(Lowering &L, Node &n) {
   const Value *x = n.input(0);
   // float16 storage: loads widen to float32, the store rounds back (Kernel::store_dtype).
-  if (x->dtype != DType::f32 && x->dtype != DType::f16) L.fail("only float32 and float16 are supported");
+  if (x->dtype != DType::f32 && x->dtype != DType::f16)
+    L.fail("only float32 and float16 are supported");
   size_t r = x->shape.size();
   std::vector<double> scales;
   Shape out(r);
@@ -465,7 +517,14 @@ void lower_resize(Lowering &L, Node &n) {
     sizes_v = n.input(3);
   }
   if (scales_v && shape_numel(scales_v->shape) > 0) {
-    for (double v : [&] { std::vector<double> d; const Tensor &t = L.const_input(n.op == "Upsample" || L.graph.opset == 10 ? 1 : 2, "scales"); for (int64_t i = 0; i < t.numel(); i++) d.push_back(t.at_f64(i)); return d; }()) scales.push_back(v);
+    for (double v : [&] {
+           std::vector<double> d;
+           const Tensor &t =
+               L.const_input(n.op == "Upsample" || L.graph.opset == 10 ? 1 : 2, "scales");
+           for (int64_t i = 0; i < t.numel(); i++) d.push_back(t.at_f64(i));
+           return d;
+         }())
+      scales.push_back(v);
   }
   if (sizes_v && shape_numel(sizes_v->shape) > 0) {
     std::vector<int64_t> sz = L.const_input(3, "sizes").to_i64();
@@ -476,23 +535,32 @@ void lower_resize(Lowering &L, Node &n) {
       scales.push_back((double)sz[d] / x->shape[d]);
     }
   } else {
-    if (scales.size() != r) L.fail("scales must have one entry per dimension (" + std::to_string(r) + ")");
+    if (scales.size() != r)
+      L.fail("scales must have one entry per dimension (" + std::to_string(r) + ")");
     for (size_t d = 0; d < r; d++) {
       double o = std::floor(x->shape[d] * scales[d]);
-      if (!(o >= 0 && o <= (double)kMaxElements)) L.fail("scale " + std::to_string(scales[d]) + " gives no valid size for dimension " + std::to_string(d));
+      if (!(o >= 0 && o <= (double)kMaxElements))
+        L.fail("scale " + std::to_string(scales[d]) + " gives no valid size for dimension " +
+               std::to_string(d));
       out[d] = (int64_t)o;
     }
   }
   // Each resized axis gets index and weight tables built here, one entry per output index.
   constexpr int64_t kMaxResizedAxis = int64_t(1) << 20;
   for (size_t d = 0; d < r; d++) {
-    if (out[d] != x->shape[d] && out[d] > kMaxResizedAxis) L.fail("resized dimension " + std::to_string(d) + " of size " + std::to_string(out[d]) + " is larger than 2^20");
-    if (!(scales[d] > 0 && std::isfinite(scales[d])) && out[d] > 0) L.fail("scale " + std::to_string(scales[d]) + " for dimension " + std::to_string(d) + " is not a positive number");
+    if (out[d] != x->shape[d] && out[d] > kMaxResizedAxis)
+      L.fail("resized dimension " + std::to_string(d) + " of size " + std::to_string(out[d]) +
+             " is larger than 2^20");
+    if (!(scales[d] > 0 && std::isfinite(scales[d])) && out[d] > 0)
+      L.fail("scale " + std::to_string(scales[d]) + " for dimension " + std::to_string(d) +
+             " is not a positive number");
   }
   std::string mode = n.attr_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear" && mode != "bilinear" && mode != "cubic") L.fail("mode '" + mode + "' is not supported");
+  if (mode != "nearest" && mode != "linear" && mode != "bilinear" && mode != "cubic")
+    L.fail("mode '" + mode + "' is not supported");
   bool linear = mode != "nearest";
-  std::string ct = n.attr_string("coordinate_transformation_mode", L.graph.opset >= 11 ? "half_pixel" : "asymmetric");
+  std::string ct = n.attr_string("coordinate_transformation_mode",
+                                 L.graph.opset >= 11 ? "half_pixel" : "asymmetric");
   std::string nearest = n.attr_string("nearest_mode", "round_prefer_floor");
   // Upsample and Resize-10: asymmetric, and the nearest pixel rounds down when upsampling an
   // axis, up when downsampling it (ONNX Runtime's "simple" mode).
@@ -521,8 +589,10 @@ void lower_resize(Lowering &L, Node &n) {
       if (out[d] > 1 && std::abs(len - (double)out[d]) > 1e-6 * len) {
         char text[64];
         std::snprintf(text, sizeof text, "%lld x %g = %g", (long long)x->shape[d], scales[d], len);
-        L.fail("align_corners with scales giving a fractional resized length on dimension " + std::to_string(d) + " (" + text +
-               "): ONNX's reference divides by that length - 1, ONNX Runtime by the output size - 1 (onnx/onnx#2462); give `sizes` instead");
+        L.fail("align_corners with scales giving a fractional resized length on dimension " +
+               std::to_string(d) + " (" + text +
+               "): ONNX's reference divides by that length - 1, ONNX Runtime by the output size - "
+               "1 (onnx/onnx#2462); give `sizes` instead");
       }
     }
   }
@@ -574,7 +644,8 @@ void lower_resize(Lowering &L, Node &n) {
         for (int t = 0; t < 4; t++) w[t][o] = (float)(exclude && sum != 0 ? ws[t] / sum : ws[t]);
       }
       for (int t = 0; t < 4; t++) {
-        Loc il = L.constant_new(Tensor::from_i64(DType::i32, {out[d]}, idx[t]), n.name + "_cubic_index");
+        Loc il =
+            L.constant_new(Tensor::from_i64(DType::i32, {out[d]}, idx[t]), n.name + "_cubic_index");
         Loc wl = L.constant_new(Tensor::from_f32({out[d]}, w[t]), n.name + "_cubic_weight");
         idx_e[d][t] = k.expr_load(access_axes(il, {d}), DType::i32);
         w_e[d][t] = k.expr_load(access_axes(wl, {d}), DType::f32);
@@ -616,12 +687,18 @@ void lower_resize(Lowering &L, Node &n) {
       double s = source(o, x->shape[d], out[d], scales[d]);
       if (!linear) {
         double f;
-        if (simple) f = scales[d] < 1 ? std::ceil(s) : std::floor(s);
-        else if (nearest == "floor") f = std::floor(s);
-        else if (nearest == "ceil") f = std::ceil(s);
-        else if (nearest == "round_prefer_ceil") f = std::floor(s + 0.5);
-        else f = (s - std::floor(s) == 0.5) ? std::floor(s) : std::round(s);
-        lo[o] = (int64_t)std::clamp(f, 0.0, (double)(x->shape[d] - 1));  // clamped before the cast: a far index is not UB
+        if (simple)
+          f = scales[d] < 1 ? std::ceil(s) : std::floor(s);
+        else if (nearest == "floor")
+          f = std::floor(s);
+        else if (nearest == "ceil")
+          f = std::ceil(s);
+        else if (nearest == "round_prefer_ceil")
+          f = std::floor(s + 0.5);
+        else
+          f = (s - std::floor(s) == 0.5) ? std::floor(s) : std::round(s);
+        lo[o] = (int64_t)std::clamp(
+            f, 0.0, (double)(x->shape[d] - 1));  // clamped before the cast: a far index is not UB
       } else {
         s = std::clamp(s, 0.0, (double)x->shape[d] - 1);
         int64_t i0 = (int64_t)std::floor(s);
@@ -652,7 +729,8 @@ void lower_resize(Lowering &L, Node &n) {
       a.dims[d].terms.clear();
       a.dims[d].expr = upper ? hi_e[d] : lo_e[d];
       if (linear) {
-        int wd = upper ? w_e[d] : k.expr_binary(Op::sub, k.expr_const(1, DType::f32), w_e[d], DType::f32);
+        int wd = upper ? w_e[d]
+                       : k.expr_binary(Op::sub, k.expr_const(1, DType::f32), w_e[d], DType::f32);
         weight = weight < 0 ? wd : k.expr_binary(Op::mul, weight, wd, DType::f32);
       }
     }
@@ -677,18 +755,27 @@ void lower_shape(Lowering &L, Node &n) {
 }
 
 void lower_constant(Lowering &L, Node &n) {
-  if (const onnx::Attribute *a = n.attr("value")) return L.output_constant(n.outputs[0], tensor_from_onnx(a->t, L.graph.origin + ": " + n.label()));
-  if (const onnx::Attribute *a = n.attr("value_float")) return L.output_constant(n.outputs[0], Tensor::from_f32({}, {a->f}));
-  if (const onnx::Attribute *a = n.attr("value_floats")) return L.output_constant(n.outputs[0], Tensor::from_f32({(int64_t)a->floats.size()}, a->floats));
-  if (const onnx::Attribute *a = n.attr("value_int")) return L.output_constant(n.outputs[0], Tensor::from_i64(DType::i64, {}, {a->i}));
-  if (const onnx::Attribute *a = n.attr("value_ints")) return L.output_constant(n.outputs[0], Tensor::from_i64(DType::i64, {(int64_t)a->ints.size()}, a->ints));
+  if (const onnx::Attribute *a = n.attr("value"))
+    return L.output_constant(n.outputs[0],
+                             tensor_from_onnx(a->t, L.graph.origin + ": " + n.label()));
+  if (const onnx::Attribute *a = n.attr("value_float"))
+    return L.output_constant(n.outputs[0], Tensor::from_f32({}, {a->f}));
+  if (const onnx::Attribute *a = n.attr("value_floats"))
+    return L.output_constant(n.outputs[0],
+                             Tensor::from_f32({(int64_t)a->floats.size()}, a->floats));
+  if (const onnx::Attribute *a = n.attr("value_int"))
+    return L.output_constant(n.outputs[0], Tensor::from_i64(DType::i64, {}, {a->i}));
+  if (const onnx::Attribute *a = n.attr("value_ints"))
+    return L.output_constant(n.outputs[0],
+                             Tensor::from_i64(DType::i64, {(int64_t)a->ints.size()}, a->ints));
   L.fail("has no supported value attribute (value, value_float(s), value_int(s))");
 }
 
 void lower_constant_of_shape(Lowering &L, Node &n) {
   std::vector<int64_t> s = L.const_input(0, "input").to_i64();
   Tensor v = Tensor::from_f32({1}, {0.0f});
-  if (const onnx::Attribute *a = n.attr("value")) v = tensor_from_onnx(a->t, L.graph.origin + ": " + n.label());
+  if (const onnx::Attribute *a = n.attr("value"))
+    v = tensor_from_onnx(a->t, L.graph.origin + ": " + n.label());
   size_t es = dtype_size(v.dtype);
   int64_t count = shape_numel(s);
   if (count < 0 || count > (int64_t)1 << 28) L.fail("shape " + shape_str(s) + " is too large");
@@ -699,13 +786,14 @@ void lower_constant_of_shape(Lowering &L, Node &n) {
 }
 
 void lower_range(Lowering &L, Node &n) {
-  const Tensor &s = L.const_input(0, "start"), &lim = L.const_input(1, "limit"), &d = L.const_input(2, "delta");
+  const Tensor &s = L.const_input(0, "start"), &lim = L.const_input(1, "limit"),
+               &d = L.const_input(2, "delta");
   double start = s.at_f64(0), limit = lim.at_f64(0), delta = d.at_f64(0);
   if (delta == 0) L.fail("delta is 0");
   double steps = std::ceil((limit - start) / delta);
   if (std::isnan(steps) || steps > (double)((int64_t)1 << 28))
-    L.fail("start " + std::to_string(start) + ", limit " + std::to_string(limit) + ", delta " + std::to_string(delta) +
-           " make too many elements");
+    L.fail("start " + std::to_string(start) + ", limit " + std::to_string(limit) + ", delta " +
+           std::to_string(delta) + " make too many elements");
   int64_t count = steps > 0 ? (int64_t)steps : 0;
   L.fold_reserve(count * (int64_t)(sizeof(double) + dtype_size(s.dtype)));
   std::vector<double> v(count);
@@ -734,7 +822,10 @@ void lower_register_movement() {
   t["DepthToSpace"] = [](Lowering &L, Node &n) { lower_depth_space(L, n, true); };
   t["SpaceToDepth"] = [](Lowering &L, Node &n) { lower_depth_space(L, n, false); };
   t["Shape"] = lower_shape;
-  t["Size"] = [](Lowering &L, Node &n) { L.output_constant(n.outputs[0], Tensor::from_i64(DType::i64, {}, {shape_numel(n.input(0)->shape)})); };
+  t["Size"] = [](Lowering &L, Node &n) {
+    L.output_constant(n.outputs[0],
+                      Tensor::from_i64(DType::i64, {}, {shape_numel(n.input(0)->shape)}));
+  };
   t["Constant"] = lower_constant;
   t["ConstantOfShape"] = lower_constant_of_shape;
   t["Range"] = lower_range;

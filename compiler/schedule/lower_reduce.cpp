@@ -13,11 +13,11 @@ namespace {
 // Kernel iterating kept dims (parallel) then reduced dims, both in x's dimension order.
 struct ReducePlan {
   std::vector<bool> reduced;
-  Shape kept_shape;         // the parallel axes
-  std::vector<int> axis_of; // x dim -> iteration axis
+  Shape kept_shape;          // the parallel axes
+  std::vector<int> axis_of;  // x dim -> iteration axis
   Shape axes;
   int n_parallel = 0;
-  int64_t count = 1;        // elements folded per output
+  int64_t count = 1;  // elements folded per output
 };
 
 ReducePlan reduce_plan(const Shape &x, const std::vector<bool> &reduced) {
@@ -46,8 +46,9 @@ ReducePlan reduce_plan(const Shape &x, const std::vector<bool> &reduced) {
 }
 
 // A kernel reducing f(x) over the plan into `out` (contiguous, numel = kept elements).
-Kernel &reduce_kernel(Lowering &L, const std::string &name, const ReducePlan &p, const Loc &x, const Loc &out, Reduce r,
-                      const std::function<int(Kernel &, int)> &body, const std::function<int(Kernel &, int)> &result) {
+Kernel &reduce_kernel(Lowering &L, const std::string &name, const ReducePlan &p, const Loc &x,
+                      const Loc &out, Reduce r, const std::function<int(Kernel &, int)> &body,
+                      const std::function<int(Kernel &, int)> &result) {
   Kernel &k = L.kernel_new(name);
   k.axes = p.axes;
   k.n_parallel = p.n_parallel;
@@ -112,24 +113,37 @@ void lower_reduce(Lowering &L, Node &n, Reduce r, const std::string &kind) {
   bool keep = n.attr_int("keepdims", 1) != 0;
   Shape out_shape;
   for (size_t d = 0; d < x->shape.size(); d++)
-    if (!red[d]) out_shape.push_back(x->shape[d]);
-    else if (keep) out_shape.push_back(1);
+    if (!red[d])
+      out_shape.push_back(x->shape[d]);
+    else if (keep)
+      out_shape.push_back(1);
   Loc xl = L.loc(x);
   Loc y = L.output_new(n.outputs[0], x->dtype, out_shape);
   ReducePlan p = reduce_plan(x->shape, red);
-  if (p.count == 0 || shape_numel(out_shape) == 0) L.fail("reducing an empty tensor is not supported");
+  if (p.count == 0 || shape_numel(out_shape) == 0)
+    L.fail("reducing an empty tensor is not supported");
   double inv = 1.0 / (double)p.count;
   if (kind == "logsumexp") {
     // max + log(sum(exp(x - max))): exp cannot overflow (ONNX Runtime computes it so too).
-    Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_max");
-    reduce_kernel(L, "reduce_logsumexp_max", p, xl, m, Reduce::max, [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
+    Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate,
+                         n.outputs[0]->name + "_max");
+    reduce_kernel(
+        L, "reduce_logsumexp_max", p, xl, m, Reduce::max, [](Kernel &, int v) { return v; },
+        [](Kernel &, int a) { return a; });
     std::vector<int> kept_axes;
     for (size_t d = 0; d < x->shape.size(); d++)
       if (!red[d]) kept_axes.push_back(p.axis_of[d]);
     auto max_of = [&](Kernel &k) { return k.expr_load(access_axes(m, kept_axes), DType::f32); };
-    reduce_kernel(L, "reduce_logsumexp", p, xl, y, Reduce::sum,
-                  [&](Kernel &k, int v) { return k.expr_unary(Op::exp, k.expr_binary(Op::sub, v, max_of(k), DType::f32), DType::f32); },
-                  [&](Kernel &k, int a) { return k.expr_binary(Op::add, k.expr_unary(Op::log, a, DType::f32), max_of(k), DType::f32); });
+    reduce_kernel(
+        L, "reduce_logsumexp", p, xl, y, Reduce::sum,
+        [&](Kernel &k, int v) {
+          return k.expr_unary(Op::exp, k.expr_binary(Op::sub, v, max_of(k), DType::f32),
+                              DType::f32);
+        },
+        [&](Kernel &k, int a) {
+          return k.expr_binary(Op::add, k.expr_unary(Op::log, a, DType::f32), max_of(k),
+                               DType::f32);
+        });
     return;
   }
   auto body = [&](Kernel &k, int v) {
@@ -138,7 +152,8 @@ void lower_reduce(Lowering &L, Node &n, Reduce r, const std::string &kind) {
     return v;
   };
   auto result = [&](Kernel &k, int acc) {
-    if (kind == "mean") return k.expr_binary(Op::mul, acc, k.expr_const(inv, DType::f32), DType::f32);
+    if (kind == "mean")
+      return k.expr_binary(Op::mul, acc, k.expr_const(inv, DType::f32), DType::f32);
     if (kind == "l2") return k.expr_unary(Op::sqrt, acc, DType::f32);
     if (kind == "logsum") return k.expr_unary(Op::log, acc, DType::f32);
     return acc;
@@ -161,11 +176,17 @@ void lower_softmax(Lowering &L, Node &n, bool log) {
   }
   ReducePlan p = reduce_plan(x->shape, red);
   Loc xl = L.loc(x);
-  Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_max");
-  Loc s = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_sum");
-  reduce_kernel(L, "softmax_max", p, xl, m, Reduce::max, [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
+  Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate,
+                       n.outputs[0]->name + "_max");
+  Loc s = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate,
+                       n.outputs[0]->name + "_sum");
+  reduce_kernel(
+      L, "softmax_max", p, xl, m, Reduce::max, [](Kernel &, int v) { return v; },
+      [](Kernel &, int a) { return a; });
   {
-    Kernel &k = reduce_kernel(L, "softmax_sum", p, xl, s, Reduce::sum, [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
+    Kernel &k = reduce_kernel(
+        L, "softmax_sum", p, xl, s, Reduce::sum, [](Kernel &, int v) { return v; },
+        [](Kernel &, int a) { return a; });
     // body = exp(x - max): max is indexed by the kept axes only
     Loc ml = m;
     ml.shape = p.kept_shape;
@@ -192,20 +213,29 @@ void lower_softmax(Lowering &L, Node &n, bool log) {
 
 // (x - mean) / sqrt(var + eps) * scale + bias over the reduced dims; scale/bias broadcast as given.
 // Returns the mean and variance buffers (kept dims, contiguous) for outputs that want them.
-std::pair<Loc, Loc> lower_normalize(Lowering &L, Node &n, const std::vector<bool> &red, const Loc &scale, const Loc &bias,
+std::pair<Loc, Loc> lower_normalize(Lowering &L, Node &n, const std::vector<bool> &red,
+                                    const Loc &scale, const Loc &bias,
                                     const std::vector<int> &param_axes, double eps) {
   const Value *x = n.input(0);
   if (x->dtype != DType::f32) L.fail("only float32 is supported");
   ReducePlan p = reduce_plan(x->shape, red);
   Loc xl = L.loc(x);
-  Loc mean = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_mean");
-  Loc var = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_var");
+  Loc mean = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate,
+                          n.outputs[0]->name + "_mean");
+  Loc var = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate,
+                         n.outputs[0]->name + "_var");
   double inv = 1.0 / (double)p.count;
-  reduce_kernel(L, "norm_mean", p, xl, mean, Reduce::sum, [](Kernel &, int v) { return v; },
-                [&](Kernel &k, int a) { return k.expr_binary(Op::mul, a, k.expr_const(inv, DType::f32), DType::f32); });
+  reduce_kernel(
+      L, "norm_mean", p, xl, mean, Reduce::sum, [](Kernel &, int v) { return v; },
+      [&](Kernel &k, int a) {
+        return k.expr_binary(Op::mul, a, k.expr_const(inv, DType::f32), DType::f32);
+      });
   {
-    Kernel &k = reduce_kernel(L, "norm_var", p, xl, var, Reduce::sum, [](Kernel &, int v) { return v; },
-                              [&](Kernel &k2, int a) { return k2.expr_binary(Op::mul, a, k2.expr_const(inv, DType::f32), DType::f32); });
+    Kernel &k = reduce_kernel(
+        L, "norm_var", p, xl, var, Reduce::sum, [](Kernel &, int v) { return v; },
+        [&](Kernel &k2, int a) {
+          return k2.expr_binary(Op::mul, a, k2.expr_const(inv, DType::f32), DType::f32);
+        });
     Loc ml = mean;
     ml.shape = p.kept_shape;
     ml.strides = shape_strides(ml.shape);
@@ -224,10 +254,18 @@ std::pair<Loc, Loc> lower_normalize(Lowering &L, Node &n, const std::vector<bool
   int xe = k.expr_load(access_broadcast(xl, r), DType::f32);
   int me = k.expr_load(access_kept(mean, p, x->shape), DType::f32);
   int ve = k.expr_load(access_kept(var, p, x->shape), DType::f32);
-  int rs = k.expr_unary(Op::recip, k.expr_unary(Op::sqrt, k.expr_binary(Op::add, ve, k.expr_const(eps, DType::f32), DType::f32), DType::f32), DType::f32);
+  int rs = k.expr_unary(
+      Op::recip,
+      k.expr_unary(Op::sqrt, k.expr_binary(Op::add, ve, k.expr_const(eps, DType::f32), DType::f32),
+                   DType::f32),
+      DType::f32);
   int v = k.expr_binary(Op::mul, k.expr_binary(Op::sub, xe, me, DType::f32), rs, DType::f32);
-  if (scale.buffer >= 0) v = k.expr_binary(Op::mul, v, k.expr_load(access_axes(scale, param_axes), DType::f32), DType::f32);
-  if (bias.buffer >= 0) v = k.expr_binary(Op::add, v, k.expr_load(access_axes(bias, param_axes), DType::f32), DType::f32);
+  if (scale.buffer >= 0)
+    v = k.expr_binary(Op::mul, v, k.expr_load(access_axes(scale, param_axes), DType::f32),
+                      DType::f32);
+  if (bias.buffer >= 0)
+    v = k.expr_binary(Op::add, v, k.expr_load(access_axes(bias, param_axes), DType::f32),
+                      DType::f32);
   k.result = v;
   k.store = access_store(y);
   k.flops = 8 * shape_numel(x->shape);
@@ -241,7 +279,8 @@ void lower_instance_norm(Lowering &L, Node &n) {
   std::vector<bool> red(r, true);
   red[0] = red[1] = false;
   Loc scale = L.loc(n.input(1)), bias = L.loc(n.input(2));
-  if (scale.shape != Shape{x->shape[1]} || bias.shape != Shape{x->shape[1]}) L.fail("scale and B must have C elements");
+  if (scale.shape != Shape{x->shape[1]} || bias.shape != Shape{x->shape[1]})
+    L.fail("scale and B must have C elements");
   lower_normalize(L, n, red, scale, bias, {1}, n.attr_float("epsilon", 1e-5f));
 }
 
@@ -259,7 +298,8 @@ void lower_layer_norm(Lowering &L, Node &n) {
     for (size_t i = 0; i < l.shape.size(); i++) a.push_back((int)(r - l.shape.size() + i));
     return a;
   };
-  if (bias.buffer >= 0 && bias.shape.size() != scale.shape.size()) L.fail("scale and B must have the same rank");
+  if (bias.buffer >= 0 && bias.shape.size() != scale.shape.size())
+    L.fail("scale and B must have the same rank");
   const double eps = n.attr_float("epsilon", 1e-5f);
   auto [mean, var] = lower_normalize(L, n, red, scale, bias, axes_for(scale), eps);
   // Mean and InvStdDev (optional outputs): x's shape with the normalised dims 1. Those dims are
@@ -281,7 +321,9 @@ void lower_layer_norm(Lowering &L, Node &n) {
     k.axes = stat_shape.empty() ? Shape{1} : stat_shape;
     k.n_parallel = (int)k.axes.size();
     int ve = k.expr_load(access_broadcast(v, (int)stat_shape.size()), DType::f32);
-    int sd = k.expr_unary(Op::sqrt, k.expr_binary(Op::add, ve, k.expr_const(eps, DType::f32), DType::f32), DType::f32);
+    int sd = k.expr_unary(Op::sqrt,
+                          k.expr_binary(Op::add, ve, k.expr_const(eps, DType::f32), DType::f32),
+                          DType::f32);
     k.result = k.expr_unary(Op::recip, sd, DType::f32);
     k.store = access_store(y);
     k.store_dtype = DType::f32;
@@ -309,15 +351,20 @@ void lower_arg(Lowering &L, Node &n, bool is_max) {
   red[ax] = true;
   ReducePlan p = reduce_plan(x->shape, red);
   Loc xl = L.loc(x);
-  Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_extreme");
-  reduce_kernel(L, is_max ? "argmax_value" : "argmin_value", p, xl, m, is_max ? Reduce::max : Reduce::min,
-                [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
+  Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate,
+                       n.outputs[0]->name + "_extreme");
+  reduce_kernel(
+      L, is_max ? "argmax_value" : "argmin_value", p, xl, m, is_max ? Reduce::max : Reduce::min,
+      [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
   Shape out_shape = x->shape;
-  if (keep) out_shape[ax] = 1;
-  else out_shape.erase(out_shape.begin() + ax);
+  if (keep)
+    out_shape[ax] = 1;
+  else
+    out_shape.erase(out_shape.begin() + ax);
   Loc y = L.output_new(n.outputs[0], DType::i64, out_shape);
-  Kernel &k = reduce_kernel(L, is_max ? "argmax" : "argmin", p, xl, y, last ? Reduce::max : Reduce::min,
-                            [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
+  Kernel &k = reduce_kernel(
+      L, is_max ? "argmax" : "argmin", p, xl, y, last ? Reduce::max : Reduce::min,
+      [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
   Loc ml = m;
   std::vector<int> axes;
   for (size_t d = 0; d < r; d++)
@@ -339,7 +386,10 @@ void lower_hardmax(Lowering &L, Node &n) {
     // Before opset 13 the input is flattened to 2-D at `axis` and the maximum taken over the whole
     // tail; that is the same thing only when the tail is one axis (or the rest of it is size 1).
     for (size_t d = ax + 1; d < r; d++)
-      if (x->shape[d] != 1) L.fail("at opset " + std::to_string(L.graph.opset) + " Hardmax over more than the last axis (axis " + std::to_string(ax) + " of rank " + std::to_string(r) + ") is not supported");
+      if (x->shape[d] != 1)
+        L.fail("at opset " + std::to_string(L.graph.opset) +
+               " Hardmax over more than the last axis (axis " + std::to_string(ax) + " of rank " +
+               std::to_string(r) + ") is not supported");
   }
   std::vector<bool> red(r, false);
   red[ax] = true;
@@ -347,15 +397,22 @@ void lower_hardmax(Lowering &L, Node &n) {
   Loc xl = L.loc(x);
   Loc y = L.output_new(n.outputs[0], x->dtype, x->shape);
   if (shape_numel(x->shape) == 0) return;
-  Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_max");
-  reduce_kernel(L, "hardmax_value", p, xl, m, Reduce::max, [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
-  Loc idx = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate, n.outputs[0]->name + "_index");
+  Loc m = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate,
+                       n.outputs[0]->name + "_max");
+  reduce_kernel(
+      L, "hardmax_value", p, xl, m, Reduce::max, [](Kernel &, int v) { return v; },
+      [](Kernel &, int a) { return a; });
+  Loc idx = L.buffer_new(DType::f32, p.kept_shape, Buffer::Kind::intermediate,
+                         n.outputs[0]->name + "_index");
   std::vector<int> axes;
   for (size_t d = 0; d < r; d++)
     if (!red[d]) axes.push_back(p.axis_of[d]);
   {
-    Kernel &k = reduce_kernel(L, "hardmax_index", p, xl, idx, Reduce::min, [](Kernel &, int v) { return v; }, [](Kernel &, int a) { return a; });
-    int hit = k.expr_binary(Op::eq, k.body, k.expr_load(access_axes(m, axes), DType::f32), DType::boolean);
+    Kernel &k = reduce_kernel(
+        L, "hardmax_index", p, xl, idx, Reduce::min, [](Kernel &, int v) { return v; },
+        [](Kernel &, int a) { return a; });
+    int hit = k.expr_binary(Op::eq, k.body, k.expr_load(access_axes(m, axes), DType::f32),
+                            DType::boolean);
     int i = k.expr_cast(k.expr_iota(p.axis_of[ax], DType::i64), DType::f32);
     k.body = k.expr_select(hit, i, k.expr_const(1e30, DType::f32), DType::f32);
   }
@@ -363,7 +420,8 @@ void lower_hardmax(Lowering &L, Node &n) {
   k.axes = x->shape;
   k.n_parallel = (int)r;
   int first = k.expr_load(access_kept(idx, p, x->shape), DType::f32);
-  int hit = k.expr_binary(Op::eq, k.expr_cast(k.expr_iota(ax, DType::i64), DType::f32), first, DType::boolean);
+  int hit = k.expr_binary(Op::eq, k.expr_cast(k.expr_iota(ax, DType::i64), DType::f32), first,
+                          DType::boolean);
   k.result = k.expr_select(hit, k.expr_const(1, x->dtype), k.expr_const(0, x->dtype), x->dtype);
   k.store = access_store(y);
   k.store_dtype = x->dtype;

@@ -30,33 +30,45 @@ Loc view(const Loc &base, int64_t offset, Shape shape, Shape strides) {
 struct Recurrence {
   Cell cell;
   int64_t T = 0, B = 0, I = 0, H = 0, G = 1;
-  Loc x;                   // (T, B, I) view, whatever the layout
-  Loc w, r;                // (G*H, I) and (G*H, H)
-  Loc wb, rb;              // (G*H) each, buffer -1 when absent
-  Loc p;                   // (3*H) peepholes, buffer -1 when absent
-  Loc lens;                // (B), buffer -1 when absent
+  Loc x;       // (T, B, I) view, whatever the layout
+  Loc w, r;    // (G*H, I) and (G*H, H)
+  Loc wb, rb;  // (G*H) each, buffer -1 when absent
+  Loc p;       // (3*H) peepholes, buffer -1 when absent
+  Loc lens;    // (B), buffer -1 when absent
   bool clip = false;
   double clip_at = 0;
   bool linear_before_reset = false;
 };
 
-int load(Kernel &k, const Loc &l, std::vector<int> axes) { return k.expr_load(access_axes(l, axes), DType::f32); }
+int load(Kernel &k, const Loc &l, std::vector<int> axes) {
+  return k.expr_load(access_axes(l, axes), DType::f32);
+}
 
 // A per-(b, j) view of rows [g*H, (g+1)*H) of a (B, G*H) buffer.
-Loc gate(const Loc &gates, int64_t g, int64_t H) { return view(gates, g * H * gates.strides[1], {gates.shape[0], H}, {gates.strides[0], gates.strides[1]}); }
-Loc gate_vec(const Loc &v, int64_t g, int64_t H) { return view(v, g * H * v.strides[0], {H}, {v.strides[0]}); }
+Loc gate(const Loc &gates, int64_t g, int64_t H) {
+  return view(gates, g * H * gates.strides[1], {gates.shape[0], H},
+              {gates.strides[0], gates.strides[1]});
+}
+Loc gate_vec(const Loc &v, int64_t g, int64_t H) {
+  return view(v, g * H * v.strides[0], {H}, {v.strides[0]});
+}
 
 int clipped(Kernel &k, const Recurrence &s, int v) {
   if (!s.clip) return v;
   v = k.expr_binary(Op::max, v, k.expr_const(-s.clip_at, DType::f32), DType::f32);
   return k.expr_binary(Op::min, v, k.expr_const(s.clip_at, DType::f32), DType::f32);
 }
-int sigmoid(Kernel &k, const Recurrence &s, int v) { return k.expr_unary(Op::sigmoid, clipped(k, s, v), DType::f32); }
-int tanh_(Kernel &k, const Recurrence &s, int v) { return k.expr_unary(Op::tanh, clipped(k, s, v), DType::f32); }
+int sigmoid(Kernel &k, const Recurrence &s, int v) {
+  return k.expr_unary(Op::sigmoid, clipped(k, s, v), DType::f32);
+}
+int tanh_(Kernel &k, const Recurrence &s, int v) {
+  return k.expr_unary(Op::tanh, clipped(k, s, v), DType::f32);
+}
 
 // kernel over (B, n | K): acc = sum_k a[b, k] * m[j, k] (m's rows `rows`), result from `finish`.
-Kernel &step_product(Lowering &L, const char *name, const Loc &a, const Loc &m, int64_t n, const Loc &out,
-                     const std::function<int(Kernel &, int)> &scale_a, const std::function<int(Kernel &, int)> &finish) {
+Kernel &step_product(Lowering &L, const char *name, const Loc &a, const Loc &m, int64_t n,
+                     const Loc &out, const std::function<int(Kernel &, int)> &scale_a,
+                     const std::function<int(Kernel &, int)> &finish) {
   Kernel &k = L.kernel_new(name);
   const int64_t K = a.shape[1];
   k.axes = {a.shape[0], n, K};
@@ -88,12 +100,14 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
   if (dir != "forward") L.fail("direction '" + dir + "' is not supported (forward is)");
   if (n.attr("activations")) {
     std::vector<std::string> want = cell == Cell::rnn ? std::vector<std::string>{"Tanh"}
-                                    : cell == Cell::gru ? std::vector<std::string>{"Sigmoid", "Tanh"}
-                                                        : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
+                                    : cell == Cell::gru
+                                        ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                        : std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"};
     const onnx::Attribute *a = n.attr("activations");
     if (a->strings != want) L.fail("activations other than the defaults are not supported");
   }
-  if (cell == Cell::lstm && n.attr_int("input_forget", 0) != 0) L.fail("input_forget is not supported");
+  if (cell == Cell::lstm && n.attr_int("input_forget", 0) != 0)
+    L.fail("input_forget is not supported");
   Recurrence s;
   s.cell = cell;
   s.G = cell == Cell::rnn ? 1 : cell == Cell::gru ? 3 : 4;
@@ -107,21 +121,28 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
   const int64_t GH = s.G * s.H;
   if (s.H <= 0) L.fail("hidden_size must be positive");
   if (s.T == 0 || s.B == 0) L.fail("an empty sequence or batch is not supported");
-  if (s.T > 4096) L.fail("a sequence of " + std::to_string(s.T) + " steps is unrolled into too many kernels (at most 4096)");
-  s.x = batch_first ? view(xl, 0, {s.T, s.B, s.I}, {xl.strides[1], xl.strides[0], xl.strides[2]}) : xl;
-  if (wv->shape != Shape{1, GH, s.I}) L.fail("W has shape " + shape_str(wv->shape) + ", expected " + shape_str({1, GH, s.I}));
-  if (rv->shape != Shape{1, GH, s.H}) L.fail("R has shape " + shape_str(rv->shape) + ", expected " + shape_str({1, GH, s.H}));
+  if (s.T > 4096)
+    L.fail("a sequence of " + std::to_string(s.T) +
+           " steps is unrolled into too many kernels (at most 4096)");
+  s.x = batch_first ? view(xl, 0, {s.T, s.B, s.I}, {xl.strides[1], xl.strides[0], xl.strides[2]})
+                    : xl;
+  if (wv->shape != Shape{1, GH, s.I})
+    L.fail("W has shape " + shape_str(wv->shape) + ", expected " + shape_str({1, GH, s.I}));
+  if (rv->shape != Shape{1, GH, s.H})
+    L.fail("R has shape " + shape_str(rv->shape) + ", expected " + shape_str({1, GH, s.H}));
   Loc wl = L.loc(wv), rl = L.loc(rv);
   s.w = view(wl, 0, {GH, s.I}, {wl.strides[1], wl.strides[2]});
   s.r = view(rl, 0, {GH, s.H}, {rl.strides[1], rl.strides[2]});
   if (const Value *bv = n.input(3)) {
-    if (bv->dtype != DType::f32 || bv->shape != Shape{1, 2 * GH}) L.fail("B must be float32 of shape " + shape_str({1, 2 * GH}));
+    if (bv->dtype != DType::f32 || bv->shape != Shape{1, 2 * GH})
+      L.fail("B must be float32 of shape " + shape_str({1, 2 * GH}));
     Loc bl = L.loc(bv);
     s.wb = view(bl, 0, {GH}, {bl.strides[1]});
     s.rb = view(bl, GH * bl.strides[1], {GH}, {bl.strides[1]});
   }
   if (const Value *lv = n.input(4)) {
-    if ((lv->dtype != DType::i32 && lv->dtype != DType::i64) || lv->shape != Shape{s.B}) L.fail("sequence_lens must be int32 or int64 of shape [" + std::to_string(s.B) + "]");
+    if ((lv->dtype != DType::i32 && lv->dtype != DType::i64) || lv->shape != Shape{s.B})
+      L.fail("sequence_lens must be int32 or int64 of shape [" + std::to_string(s.B) + "]");
     s.lens = L.loc(lv);
   }
   // Names for the internal buffers: the first named output (Y may be omitted).
@@ -133,9 +154,13 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
     }
   auto initial = [&](size_t i, const char *what) {
     const Value *v = n.input(i);
-    if (!v) return L.constant_new(Tensor::from_f64(DType::f32, {s.B, s.H}, std::vector<double>(s.B * s.H, 0.0)), base + "_" + what);
+    if (!v)
+      return L.constant_new(
+          Tensor::from_f64(DType::f32, {s.B, s.H}, std::vector<double>(s.B * s.H, 0.0)),
+          base + "_" + what);
     Shape want = batch_first ? Shape{s.B, 1, s.H} : Shape{1, s.B, s.H};
-    if (v->dtype != DType::f32 || v->shape != want) L.fail(std::string(what) + " must be float32 of shape " + shape_str(want));
+    if (v->dtype != DType::f32 || v->shape != want)
+      L.fail(std::string(what) + " must be float32 of shape " + shape_str(want));
     Loc l = L.loc(v);
     return view(l, 0, {s.B, s.H}, {l.strides[batch_first ? 0 : 1], l.strides[2]});
   };
@@ -143,7 +168,8 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
   Loc c0 = cell == Cell::lstm ? initial(6, "initial_c") : Loc{};
   if (cell == Cell::lstm)
     if (const Value *pv = n.input(7)) {
-      if (pv->dtype != DType::f32 || pv->shape != Shape{1, 3 * s.H}) L.fail("P must be float32 of shape " + shape_str({1, 3 * s.H}));
+      if (pv->dtype != DType::f32 || pv->shape != Shape{1, 3 * s.H})
+        L.fail("P must be float32 of shape " + shape_str({1, 3 * s.H}));
       Loc pl = L.loc(pv);
       s.p = view(pl, 0, {3 * s.H}, {pl.strides[1]});
     }
@@ -157,7 +183,9 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
   // linear_before_reset keeps Rb of the h gate for inside the reset product).
   Loc xw = L.buffer_new(DType::f32, {s.T, s.B, GH}, Buffer::Kind::intermediate, base + "_xw");
   {
-    Kernel &k = L.kernel_new(cell == Cell::rnn ? "rnn_input" : cell == Cell::gru ? "gru_input" : "lstm_input");
+    Kernel &k = L.kernel_new(cell == Cell::rnn   ? "rnn_input"
+                             : cell == Cell::gru ? "gru_input"
+                                                 : "lstm_input");
     k.axes = {s.T, s.B, GH, s.I};
     k.n_parallel = 3;
     k.body = k.expr_binary(Op::mul, load(k, s.x, {0, 1, 3}), load(k, s.w, {2, 3}), DType::f32);
@@ -168,7 +196,8 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
       v = k.expr_binary(Op::add, v, load(k, s.wb, {2}), DType::f32);
       int rb = load(k, s.rb, {2});
       if (s.linear_before_reset) {  // no Rb for the h gate (rows 2H..3H)
-        int in_h = k.expr_binary(Op::ge, k.expr_iota(2, DType::i64), k.expr_const((double)(2 * s.H), DType::i64), DType::boolean);
+        int in_h = k.expr_binary(Op::ge, k.expr_iota(2, DType::i64),
+                                 k.expr_const((double)(2 * s.H), DType::i64), DType::boolean);
         rb = k.expr_select(in_h, k.expr_const(0, DType::f32), rb, DType::f32);
       }
       v = k.expr_binary(Op::add, v, rb, DType::f32);
@@ -180,10 +209,18 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
   }
   // 2. The steps. hs[t] is the hidden state after step t (cs[t] the LSTM cell state).
   Loc hs = L.buffer_new(DType::f32, {s.T, s.B, s.H}, Buffer::Kind::intermediate, base + "_states");
-  Loc cs = cell == Cell::lstm ? L.buffer_new(DType::f32, {s.T, s.B, s.H}, Buffer::Kind::intermediate, base + "_cells") : Loc{};
-  Loc gates = cell == Cell::rnn ? Loc{} : L.buffer_new(DType::f32, {s.B, GH}, Buffer::Kind::intermediate, base + "_gates");
-  auto row = [&](const Loc &l, int64_t t) { return view(l, t * l.strides[0], {s.B, s.H}, {l.strides[1], l.strides[2]}); };
-  auto xw_at = [&](int64_t t, int64_t g) { return view(xw, t * xw.strides[0] + g * s.H, {s.B, s.H}, {xw.strides[1], 1}); };
+  Loc cs = cell == Cell::lstm ? L.buffer_new(DType::f32, {s.T, s.B, s.H},
+                                             Buffer::Kind::intermediate, base + "_cells")
+                              : Loc{};
+  Loc gates = cell == Cell::rnn ? Loc{}
+                                : L.buffer_new(DType::f32, {s.B, GH}, Buffer::Kind::intermediate,
+                                               base + "_gates");
+  auto row = [&](const Loc &l, int64_t t) {
+    return view(l, t * l.strides[0], {s.B, s.H}, {l.strides[1], l.strides[2]});
+  };
+  auto xw_at = [&](int64_t t, int64_t g) {
+    return view(xw, t * xw.strides[0] + g * s.H, {s.B, s.H}, {xw.strides[1], 1});
+  };
   auto identity = [](Kernel &, int v) { return v; };
   for (int64_t t = 0; t < s.T; t++) {
     Loc hp = t == 0 ? h0 : row(hs, t - 1), ht = row(hs, t);
@@ -197,11 +234,16 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
     if (cell == Cell::lstm) {
       // Pre-activations of all four gates, then the cell state, then the hidden state.
       Loc xt = view(xw, t * xw.strides[0], {s.B, GH}, {xw.strides[1], 1});
-      step_product(L, "lstm_gates", hp, s.r, GH, gates, identity, [&](Kernel &k, int acc) { return k.expr_binary(Op::add, acc, load(k, xt, {0, 1}), DType::f32); });
+      step_product(L, "lstm_gates", hp, s.r, GH, gates, identity, [&](Kernel &k, int acc) {
+        return k.expr_binary(Op::add, acc, load(k, xt, {0, 1}), DType::f32);
+      });
       Loc cp = t == 0 ? c0 : row(cs, t - 1), ct = row(cs, t);
       auto peep = [&](Kernel &k, int v, int64_t which, const Loc &c) {
         if (s.p.buffer < 0) return v;
-        return k.expr_binary(Op::add, v, k.expr_binary(Op::mul, load(k, gate_vec(s.p, which, s.H), {1}), load(k, c, {0, 1}), DType::f32), DType::f32);
+        return k.expr_binary(Op::add, v,
+                             k.expr_binary(Op::mul, load(k, gate_vec(s.p, which, s.H), {1}),
+                                           load(k, c, {0, 1}), DType::f32),
+                             DType::f32);
       };
       {
         Kernel &k = L.kernel_new("lstm_cell");
@@ -211,7 +253,8 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
         int f = sigmoid(k, s, peep(k, load(k, gate(gates, 2, s.H), {0, 1}), 2, cp));
         int g = tanh_(k, s, load(k, gate(gates, 3, s.H), {0, 1}));
         int c_prev = load(k, cp, {0, 1});
-        int c = k.expr_binary(Op::add, k.expr_binary(Op::mul, f, c_prev, DType::f32), k.expr_binary(Op::mul, i, g, DType::f32), DType::f32);
+        int c = k.expr_binary(Op::add, k.expr_binary(Op::mul, f, c_prev, DType::f32),
+                              k.expr_binary(Op::mul, i, g, DType::f32), DType::f32);
         k.result = masked(k, s, t, c, c_prev);
         k.store = access_store(ct);
         k.store_dtype = DType::f32;
@@ -222,7 +265,8 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
         k.axes = {s.B, s.H};
         k.n_parallel = 2;
         int o = sigmoid(k, s, peep(k, load(k, gate(gates, 1, s.H), {0, 1}), 1, ct));
-        int h = k.expr_binary(Op::mul, o, k.expr_unary(Op::tanh, load(k, ct, {0, 1}), DType::f32), DType::f32);
+        int h = k.expr_binary(Op::mul, o, k.expr_unary(Op::tanh, load(k, ct, {0, 1}), DType::f32),
+                              DType::f32);
         k.result = masked(k, s, t, h, load(k, hp, {0, 1}));
         k.store = access_store(ht);
         k.store_dtype = DType::f32;
@@ -233,15 +277,21 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
     // GRU: z and r pre-activations (gates[:, 0:2H]), then the candidate and the new state.
     Loc zr = view(gates, 0, {s.B, 2 * s.H}, {gates.strides[0], 1});
     Loc xzr = view(xw, t * xw.strides[0], {s.B, 2 * s.H}, {xw.strides[1], 1});
-    step_product(L, "gru_gates", hp, s.r, 2 * s.H, zr, identity, [&](Kernel &k, int acc) { return k.expr_binary(Op::add, acc, load(k, xzr, {0, 1}), DType::f32); });
+    step_product(L, "gru_gates", hp, s.r, 2 * s.H, zr, identity, [&](Kernel &k, int acc) {
+      return k.expr_binary(Op::add, acc, load(k, xzr, {0, 1}), DType::f32);
+    });
     Loc r_h = view(s.r, 2 * s.H * s.r.strides[0], {s.H, s.H}, {s.r.strides[0], s.r.strides[1]});
     Loc rp = gate(gates, 1, s.H), zp = gate(gates, 0, s.H);
     auto finish = [&](Kernel &k, int acc) {
       int x_h = load(k, xw_at(t, 2), {0, 1});
       int pre;
       if (s.linear_before_reset) {
-        int rh = s.rb.buffer >= 0 ? k.expr_binary(Op::add, acc, load(k, gate_vec(s.rb, 2, s.H), {1}), DType::f32) : acc;
-        pre = k.expr_binary(Op::add, x_h, k.expr_binary(Op::mul, sigmoid(k, s, load(k, rp, {0, 1})), rh, DType::f32), DType::f32);
+        int rh = s.rb.buffer >= 0
+                     ? k.expr_binary(Op::add, acc, load(k, gate_vec(s.rb, 2, s.H), {1}), DType::f32)
+                     : acc;
+        pre = k.expr_binary(
+            Op::add, x_h,
+            k.expr_binary(Op::mul, sigmoid(k, s, load(k, rp, {0, 1})), rh, DType::f32), DType::f32);
       } else {
         pre = k.expr_binary(Op::add, x_h, acc, DType::f32);
       }
@@ -249,19 +299,21 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
       int z = sigmoid(k, s, load(k, zp, {0, 1}));
       int h_prev = load(k, hp, {0, 1});
       int one_minus_z = k.expr_binary(Op::sub, k.expr_const(1, DType::f32), z, DType::f32);
-      int h = k.expr_binary(Op::add, k.expr_binary(Op::mul, one_minus_z, cand, DType::f32), k.expr_binary(Op::mul, z, h_prev, DType::f32), DType::f32);
+      int h = k.expr_binary(Op::add, k.expr_binary(Op::mul, one_minus_z, cand, DType::f32),
+                            k.expr_binary(Op::mul, z, h_prev, DType::f32), DType::f32);
       return masked(k, s, t, h, h_prev);
     };
     if (s.linear_before_reset) {
       step_product(L, "gru_state", hp, r_h, s.H, ht, identity, finish);
     } else {
       // (r * h_prev) . R_h: the reset gate scales h_prev[b, k] inside the product.
-      step_product(L, "gru_state", hp, r_h, s.H, ht,
-                   [&](Kernel &k, int v) {
-                     Loc rk = view(gates, s.H, {s.B, s.H}, {gates.strides[0], 1});
-                     return k.expr_binary(Op::mul, sigmoid(k, s, load(k, rk, {0, 2})), v, DType::f32);
-                   },
-                   finish);
+      step_product(
+          L, "gru_state", hp, r_h, s.H, ht,
+          [&](Kernel &k, int v) {
+            Loc rk = view(gates, s.H, {s.B, s.H}, {gates.strides[0], 1});
+            return k.expr_binary(Op::mul, sigmoid(k, s, load(k, rk, {0, 2})), v, DType::f32);
+          },
+          finish);
     }
   }
   // 3. Outputs: Y (zero past a sequence's end), Y_h and Y_c (the last state, which a finished
@@ -271,7 +323,8 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
     Shape y_shape = batch_first ? Shape{s.B, s.T, 1, s.H} : Shape{s.T, 1, s.B, s.H};
     Loc y = L.output_new(n.outputs[0], DType::f32, y_shape);
     // y viewed as (T, B, H)
-    Loc yv = batch_first ? view(y, 0, {s.T, s.B, s.H}, {y.strides[1], y.strides[0], y.strides[3]}) : view(y, 0, {s.T, s.B, s.H}, {y.strides[0], y.strides[2], y.strides[3]});
+    Loc yv = batch_first ? view(y, 0, {s.T, s.B, s.H}, {y.strides[1], y.strides[0], y.strides[3]})
+                         : view(y, 0, {s.T, s.B, s.H}, {y.strides[0], y.strides[2], y.strides[3]});
     Kernel &k = L.kernel_new("rnn_output");
     k.axes = {s.T, s.B, s.H};
     k.n_parallel = 3;
@@ -288,9 +341,11 @@ void lower_recurrence(Lowering &L, Node &n, Cell cell) {
   for (size_t o : {(size_t)1, (size_t)2}) {
     if (!out_wanted(o)) continue;
     if (o == 2 && cell != Cell::lstm) L.fail("has a third output; only LSTM has one (Y_c)");
-    Loc y = L.output_new(n.outputs[o], DType::f32, batch_first ? Shape{s.B, 1, s.H} : Shape{1, s.B, s.H});
+    Loc y = L.output_new(n.outputs[o], DType::f32,
+                         batch_first ? Shape{s.B, 1, s.H} : Shape{1, s.B, s.H});
     Loc yv = view(y, 0, {s.B, s.H}, {y.strides[batch_first ? 0 : 1], y.strides[2]});
-    kernel_copy(L, row(o == 1 ? hs : cs, s.T - 1), yv, o == 1 ? "rnn_last_state" : "lstm_last_cell");
+    kernel_copy(L, row(o == 1 ? hs : cs, s.T - 1), yv,
+                o == 1 ? "rnn_last_state" : "lstm_last_cell");
   }
 }
 

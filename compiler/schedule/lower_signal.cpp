@@ -20,7 +20,8 @@ void lower_window(Lowering &L, Node &n, double a0, double a1, double a2) {
   const Tensor &size = L.const_input(0, "size");
   if (size.numel() != 1) L.fail("size must hold one value, got shape " + shape_str(size.shape));
   int64_t N = size.at_i64(0);
-  if (N < 0 || N > (int64_t(1) << 24)) L.fail("size " + std::to_string(N) + " is out of range [0, 2^24]");
+  if (N < 0 || N > (int64_t(1) << 24))
+    L.fail("size " + std::to_string(N) + " is out of range [0, 2^24]");
   DType t = dtype_from_onnx_int(L, n.attr_int("output_datatype", 1));
   bool periodic = n.attr_int("periodic", 1) != 0;
   double d = periodic ? (double)N : (double)(N - 1);
@@ -37,7 +38,9 @@ void lower_window(Lowering &L, Node &n, double a0, double a1, double a2) {
 void lower_register_signal() {
   auto &t = lower_table();
   t["HannWindow"] = [](Lowering &L, Node &n) { lower_window(L, n, 0.5, 0.5, 0); };
-  t["HammingWindow"] = [](Lowering &L, Node &n) { lower_window(L, n, 25.0 / 46.0, 21.0 / 46.0, 0); };
+  t["HammingWindow"] = [](Lowering &L, Node &n) {
+    lower_window(L, n, 25.0 / 46.0, 21.0 / 46.0, 0);
+  };
   t["BlackmanWindow"] = [](Lowering &L, Node &n) { lower_window(L, n, 0.42, 0.5, 0.08); };
 }
 

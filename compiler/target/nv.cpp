@@ -1,6 +1,7 @@
 // The NVIDIA GPU targets in the compiler's table: cubins assembled by ptxas from LLVM's PTX, host
 // twins of every kernel for this machine's CPU, and each kernel's NvKernel launch facts read back
-// from its cubin. The runtime has no NVIDIA device yet (issue 15): it refuses these captures by name.
+// from its cubin. The runtime has no NVIDIA device yet (issue 15): it refuses these captures by
+// name.
 #include <memory>
 
 #include "capture/nv_kernel_write.h"
@@ -30,7 +31,8 @@ TargetCode nv_codegen_target(const Program &p, const std::string &name, int jobs
   auto facts = std::make_shared<const std::vector<NvKernelFacts>>(std::move(gpu.facts));
   const std::string version = gpu.ptxas_version;
   c.facts = [facts, t, version](flatbuffers::FlatBufferBuilder &fbb, size_t i) {
-    return std::make_pair(fb::KernelFacts::NvKernel, nv_kernel_write(fbb, (*facts)[i], t, version).Union());
+    return std::make_pair(fb::KernelFacts::NvKernel,
+                          nv_kernel_write(fbb, (*facts)[i], t, version).Union());
   };
   // NvKernel joined the KernelFacts union in 2.2: an older 2.x runtime reads the file and finds
   // no facts it knows, rather than misreading any.
@@ -42,7 +44,7 @@ TargetCode nv_codegen_target(const Program &p, const std::string &name, int jobs
 }  // namespace
 
 extern const TargetEntry nv_target_entry;
-const TargetEntry nv_target_entry = {"nv", &nv_matches, &nv_target_names,
+const TargetEntry nv_target_entry = {"nv",  &nv_matches, &nv_target_names,
                                      false, false,       &nv_codegen_target};
 
 }  // namespace capgraph

@@ -29,7 +29,8 @@ struct TargetCode {
   std::function<std::pair<fb::KernelFacts, flatbuffers::Offset<void>>(
       flatbuffers::FlatBufferBuilder &, size_t)>
       facts;
-  uint16_t version_major = 1, version_minor = 0;  // capture format version it needs (the writer raises the minor to the bounds version)
+  uint16_t version_major = 1, version_minor = 0;  // capture format version it needs (the writer
+                                                  // raises the minor to the bounds version)
 };
 
 struct TargetEntry {

@@ -51,15 +51,16 @@ constexpr uint32_t kL1TlbValue = 0x1u | (3u << 3) | (1u << 6) | (3u << 11);
 // l2_pde0_cache_tag_generation_mode 8 = 0, enable_default_page_out_to_system_memory 11,
 // pde_fault_classification 18 = 0, context1_identity_access_mode 20:19 = 1,
 // identity_mode_fragment_size 25:21 = 0.
-constexpr uint32_t kL2CntlMask = 0x1u | 0x2u | (1u << 8) | (1u << 11) | (1u << 18) | (3u << 19) | (0x1Fu << 21);
+constexpr uint32_t kL2CntlMask =
+    0x1u | 0x2u | (1u << 8) | (1u << 11) | (1u << 18) | (3u << 19) | (0x1Fu << 21);
 constexpr uint32_t kL2CntlValue = 0x1u | (1u << 11) | (1u << 19);
 // VM_L2_CNTL2: invalidate_all_l1_tlbs 0, invalidate_l2_cache 1 (set on top).
 constexpr uint32_t kL2Cntl2Invalidate = 0x3u;
 // VM_L2_CNTL3 (written whole): bank_select 5:0 = 9, l2_cache_bigk_fragment_size
 // 19:15 = 6, l2_cache_bigk_associativity 20, l2_cache_4k_associativity 31.
 constexpr uint32_t kL2Cntl3 = 9u | (6u << 15) | (1u << 20) | (1u << 31);
-constexpr uint32_t kL2Cntl4 = 1u;             // l2_cache_4k_partition_count 5:0 = 1
-constexpr uint32_t kL2Cntl5 = 0x1FFu << 5;    // walker_priority_client_id 13:5 = 0x1ff
+constexpr uint32_t kL2Cntl4 = 1u;           // l2_cache_4k_partition_count 5:0 = 1
+constexpr uint32_t kL2Cntl5 = 0x1FFu << 5;  // walker_priority_client_id 13:5 = 0x1ff
 // AGP off: BOT above TOP (tinygrad writes BOT = 0xffffffffffff >> 24).
 constexpr uint32_t kAgpBotOff = 0xFFFFFF;
 // MMVM_L2_BANK_SELECT_RESERVED_CID2.reserved_cache_private_invalidation (bit
@@ -84,7 +85,8 @@ constexpr uint32_t kGrbmReadTimeout = 0xFF, kTcpCntlGolden = 0x20000000, kRlcSrm
 // IH_RB_CNTL (osssys_6_0_0): rb_size 5:1, wptr_writeback_enable 8,
 // wptr_overflow_enable 16, enable_intr 17, mc_snoop 20, rptr_rearm 21,
 // mc_space 30:28 = 4, wptr_overflow_clear 31 (tinygrad AM_IH.init_hw).
-constexpr uint32_t kIhRbCntlFixed = (1u << 8) | (1u << 16) | (1u << 20) | (1u << 21) | (4u << 28) | (1u << 31);
+constexpr uint32_t kIhRbCntlFixed =
+    (1u << 8) | (1u << 16) | (1u << 20) | (1u << 21) | (4u << 28) | (1u << 31);
 constexpr uint32_t kIhRbEnable = 1u, kIhEnableIntr = 1u << 17;
 
 }  // namespace
@@ -124,9 +126,11 @@ bool device::vram_write(uint64_t pa, const void *p, size_t bytes) {
     uint32_t v = 0;
     stats_.vram_bytes_read += 4;
     stats_.vram_bytes_written += 4;
-    if (!pci_.bar_read(kBarVram, dw, &v, 1, &e)) return fail("reading VRAM at " + hex(dw) + ": " + e);
+    if (!pci_.bar_read(kBarVram, dw, &v, 1, &e))
+      return fail("reading VRAM at " + hex(dw) + ": " + e);
     std::memcpy(reinterpret_cast<uint8_t *>(&v) + (at - dw), src + (at - pa), n);
-    if (!pci_.bar_write(kBarVram, dw, &v, 1, &e)) return fail("writing VRAM at " + hex(dw) + ": " + e);
+    if (!pci_.bar_write(kBarVram, dw, &v, 1, &e))
+      return fail("writing VRAM at " + hex(dw) + ": " + e);
     return true;
   };
   uint64_t at = pa;
@@ -157,9 +161,11 @@ bool device::vram_read(uint64_t pa, void *p, size_t bytes) {
   for (uint64_t at = pa & ~uint64_t(3); at < end;) {
     const size_t dws = size_t(std::min<uint64_t>((end - at + 3) / 4, staging_.size()));
     stats_.vram_bytes_read += dws * 4;
-    if (!pci_.bar_read(kBarVram, at, staging_.data(), dws, &e)) return fail("reading VRAM at " + hex(at) + ": " + e);
+    if (!pci_.bar_read(kBarVram, at, staging_.data(), dws, &e))
+      return fail("reading VRAM at " + hex(at) + ": " + e);
     const uint64_t from = std::max(at, pa), to = std::min(end, at + dws * 4);
-    std::memcpy(dst + (from - pa), reinterpret_cast<const uint8_t *>(staging_.data()) + (from - at), size_t(to - from));
+    std::memcpy(dst + (from - pa), reinterpret_cast<const uint8_t *>(staging_.data()) + (from - at),
+                size_t(to - from));
     at += dws * 4;
   }
   return true;
@@ -193,9 +199,10 @@ bool device::vram_copy_out(uint64_t pa, void *p, size_t bytes, std::string *err)
 std::string device::fault_readout() {
   std::string s;
   const std::string keep = err_;
-  for (reg r : {regMP0_SMN_C2PMSG_35, regMP0_SMN_C2PMSG_64, regMP0_SMN_C2PMSG_81, regMP1_SMN_C2PMSG_90,
-                regMMVM_L2_PROTECTION_FAULT_STATUS, regMMVM_L2_PROTECTION_FAULT_ADDR_LO32,
-                regGCVM_L2_PROTECTION_FAULT_STATUS, regGCVM_L2_PROTECTION_FAULT_ADDR_LO32}) {
+  for (reg r :
+       {regMP0_SMN_C2PMSG_35, regMP0_SMN_C2PMSG_64, regMP0_SMN_C2PMSG_81, regMP1_SMN_C2PMSG_90,
+        regMMVM_L2_PROTECTION_FAULT_STATUS, regMMVM_L2_PROTECTION_FAULT_ADDR_LO32,
+        regGCVM_L2_PROTECTION_FAULT_STATUS, regGCVM_L2_PROTECTION_FAULT_ADDR_LO32}) {
     uint32_t v = 0;
     std::string e;
     if (!pci_.bar_read(kBarMmio, uint64_t(regs_[r]) * 4, &v, 1, &e)) {
@@ -219,8 +226,11 @@ std::string device::ih_readout() {
   constexpr uint32_t kShown = 4;
   uint32_t cntl = 0, wptr = 0, rptr = 0;
   std::string e;
-  auto rd = [&](reg r, uint32_t *v) { return pci_.bar_read(kBarMmio, uint64_t(regs_[r]) * 4, v, 1, &e); };
-  if (!rd(regIH_RB_CNTL, &cntl) || !(cntl & kIhRbEnable) || !rd(regIH_RB_WPTR, &wptr) || !rd(regIH_RB_RPTR, &rptr))
+  auto rd = [&](reg r, uint32_t *v) {
+    return pci_.bar_read(kBarMmio, uint64_t(regs_[r]) * 4, v, 1, &e);
+  };
+  if (!rd(regIH_RB_CNTL, &cntl) || !(cntl & kIhRbEnable) || !rd(regIH_RB_WPTR, &wptr) ||
+      !rd(regIH_RB_RPTR, &rptr))
     return "";
   const uint32_t ring = uint32_t(device_layout::ih_ring_bytes);
   wptr = (wptr & 0x3FFFC) % ring;
@@ -232,7 +242,8 @@ std::string device::ih_readout() {
     uint32_t dw[kIhEntryBytes / 4] = {};
     const uint64_t at = device_layout::ih_ring + (rptr + uint64_t(i) * kIhEntryBytes) % ring;
     if (!vram_read(at, dw, sizeof dw)) return s + " (unreadable)";
-    s += std::string(i == (count > kShown ? count - kShown : 0) ? ": " : "; ") + ih_entry_describe(ih_entry_decode(dw));
+    s += std::string(i == (count > kShown ? count - kShown : 0) ? ": " : "; ") +
+         ih_entry_describe(ih_entry_decode(dw));
   }
   pci_.bar_write(kBarMmio, uint64_t(regs_[regIH_RB_RPTR]) * 4, &wptr, 1, &e);
   return s;
@@ -251,24 +262,26 @@ bool device::hdp_flush(bool without_bulk) {
   std::string e;
   ++stats_.reg_writes;
   ++stats_.hdp_flushes;
-  const bool ok = without_bulk ? pci_.bar_write_without_bulk(kBarMmio, kMmioRemapHdpMemFlush, &zero, 1, &e)
-                               : pci_.bar_write(kBarMmio, kMmioRemapHdpMemFlush, &zero, 1, &e);
+  const bool ok = without_bulk
+                      ? pci_.bar_write_without_bulk(kBarMmio, kMmioRemapHdpMemFlush, &zero, 1, &e)
+                      : pci_.bar_write(kBarMmio, kMmioRemapHdpMemFlush, &zero, 1, &e);
   if (!ok) return fail("HDP flush: " + e);
   hdp_dirty_ = false;
   return true;
 }
 
 bool device::poll(reg r, uint32_t mask, uint32_t want, const char *what) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opt_.timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(opt_.timeout_ms);
   uint32_t v = 0;
   for (;;) {
     if (!rreg(r, &v)) return false;
     if ((v & mask) == want) return true;
     if (std::chrono::steady_clock::now() > deadline) break;
   }
-  return fail(std::string(what) + ": timed out after " + std::to_string(opt_.timeout_ms) + " ms waiting for " +
-              reg_info(r).name + " & " + hex(mask) + " == " + hex(want) + " (last " + hex(v) + "); " +
-              fault_readout());
+  return fail(std::string(what) + ": timed out after " + std::to_string(opt_.timeout_ms) +
+              " ms waiting for " + reg_info(r).name + " & " + hex(mask) + " == " + hex(want) +
+              " (last " + hex(v) + "); " + fault_readout());
 }
 
 // ---- boot -----------------------------------------------------------------
@@ -280,16 +293,18 @@ bool device::boot(std::string *err) {
   bool ok = discover() && firmware_load();
   uint32_t r7 = 0, r6 = 0, mmf = 0, gcf = 0, sos = 0;
   ok = ok && rreg(regSCRATCH_REG7, &r7) && rreg(regSCRATCH_REG6, &r6) &&
-       rreg(regMMVM_L2_PROTECTION_FAULT_STATUS, &mmf) && rreg(regGCVM_L2_PROTECTION_FAULT_STATUS, &gcf) &&
-       rreg(regMP0_SMN_C2PMSG_81, &sos);
+       rreg(regMMVM_L2_PROTECTION_FAULT_STATUS, &mmf) &&
+       rreg(regGCVM_L2_PROTECTION_FAULT_STATUS, &gcf) && rreg(regMP0_SMN_C2PMSG_81, &sos);
   if (ok) {
-    stats_.partial = !opt_.force_cold && r7 == kAmBootMagic && r6 == 0 && mmf == 0 && gcf == 0 && sos != 0;
+    stats_.partial =
+        !opt_.force_cold && r7 == kAmBootMagic && r6 == 0 && mmf == 0 && gcf == 0 && sos != 0;
     if (stats_.partial) {
       ok = wreg(regSCRATCH_REG6, 1) && gfx_init(true) && sdma_init();
     } else {
       ok = (sos == 0 || mode1_reset()) && wreg(regSCRATCH_REG7, 0) && wreg(regSCRATCH_REG6, 1) &&
-           soc_init() && hub_init(false) && ih_init() && psp_boot() && smu_init() && gfx_init(false) && sdma_init() &&
-           clock_gating_set() && wreg(regSCRATCH_REG7, kAmBootMagic);
+           soc_init() && hub_init(false) && ih_init() && psp_boot() && smu_init() &&
+           gfx_init(false) && sdma_init() && clock_gating_set() &&
+           wreg(regSCRATCH_REG7, kAmBootMagic);
     }
   }
   if (!ok) {
@@ -309,17 +324,21 @@ bool device::discover() {
   regs_.addr[regRCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE] = 0xde3;
   uint32_t mib = 0;
   if (!rreg(regRCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE, &mib)) return false;
-  if (mib == 0 || mib == 0xFFFFFFFFu) return fail("RCC_CONFIG_MEMSIZE reads " + hex(mib) + ": not a GPU that is up");
+  if (mib == 0 || mib == 0xFFFFFFFFu)
+    return fail("RCC_CONFIG_MEMSIZE reads " + hex(mib) + ": not a GPU that is up");
   vram_bytes_ = uint64_t(mib) << 20;
   if (pci_.bar_size(kBarVram) < vram_bytes_)
-    return fail("BAR0 is " + hex(pci_.bar_size(kBarVram)) + " bytes, smaller than VRAM (" + hex(vram_bytes_) +
-                "): the GPU offered no resizable BAR large enough (the PCIe bring-up resizes it when offered); "
+    return fail("BAR0 is " + hex(pci_.bar_size(kBarVram)) + " bytes, smaller than VRAM (" +
+                hex(vram_bytes_) +
+                "): the GPU offered no resizable BAR large enough (the PCIe bring-up resizes it "
+                "when offered); "
                 "reaching VRAM past BAR0 through MM_INDEX/MM_DATA is not implemented");
   std::vector<uint8_t> bin(kDiscoveryTableBytes);
   if (!vram_read(vram_bytes_ - kDiscoveryOffsetFromVramEnd, bin.data(), bin.size())) return false;
   discovery_table t;
   std::string e;
-  if (!discovery_parse(bin.data(), bin.size(), &t, &e) || !chip_select(t, &chip_, &e) || !reg_map_build(t, &regs_, &e))
+  if (!discovery_parse(bin.data(), bin.size(), &t, &e) || !chip_select(t, &chip_, &e) ||
+      !reg_map_build(t, &regs_, &e))
     return fail(e);
   uint32_t fb = 0;
   if (!rreg(regMMMC_VM_FB_LOCATION_BASE, &fb)) return false;
@@ -330,7 +349,8 @@ bool device::discover() {
 bool device::firmware_load() {
   step_ = "firmware";
   std::string e;
-  if (!firmware_read_all(opt_.firmware_dir.empty() ? firmware_dir() : opt_.firmware_dir, chip_.firmware, &files_, &e))
+  if (!firmware_read_all(opt_.firmware_dir.empty() ? firmware_dir() : opt_.firmware_dir,
+                         chip_.firmware, &files_, &e))
     return fail(e);
   for (const firmware_file &f : files_) {
     if (f.name.find("_mec.bin") == std::string::npos) continue;
@@ -348,7 +368,8 @@ bool device::mode1_reset() {
   step_ = "mode-1 reset";
   ++stats_.mode1_resets;
   return wreg(regMP1_SMN_C2PMSG_53, 0) && wreg(regMP1_SMN_C2PMSG_54, 0) &&
-         wreg(regMP1_SMN_C2PMSG_75, kSmuDebugMode1Reset) && poll(regMP1_SMN_C2PMSG_54, ~0u, kSmuRespOk, "SMU debug answer") &&
+         wreg(regMP1_SMN_C2PMSG_75, kSmuDebugMode1Reset) &&
+         poll(regMP1_SMN_C2PMSG_54, ~0u, kSmuRespOk, "SMU debug answer") &&
          poll(regMP0_SMN_C2PMSG_81, ~0u, 0, "sOS gone after the reset");
 }
 
@@ -368,17 +389,20 @@ bool device::page_tables_write() {
   // window as uncached SYSTEM pages for the PSP's firmware reads.
   std::vector<vm_mapping> maps = {
       {vram_va(0) - device_layout::vm_base, 0, vram_bytes_, kPteVramDefault},
-      {device_layout::staging_va - device_layout::vm_base, pci_.staging_bus_addr(), pci_.staging_bytes(),
+      {device_layout::staging_va - device_layout::vm_base, pci_.staging_bus_addr(),
+       pci_.staging_bytes(),
        kPteSystem | kPteSnooped | kPteReadable | kPteWriteable | pte_mtype(mtype_uc)},
   };
   // The copy-out trigger's page (SDMA writes it after copying into the
   // window; tinygrad ops_amd.py maps the bridge's cq_buf the same way).
   if (const uint64_t t = pci_.staging_trigger_bus_addr())
-    maps.push_back({device_layout::staging_trigger_page_va - device_layout::vm_base, t & ~0xFFFull, 0x1000,
+    maps.push_back({device_layout::staging_trigger_page_va - device_layout::vm_base, t & ~0xFFFull,
+                    0x1000,
                     kPteSystem | kPteSnooped | kPteReadable | kPteWriteable | pte_mtype(mtype_uc)});
   vm_tables t;
   std::string e;
-  if (!vm_tables_build(maps, device_layout::page_tables, device_layout::page_table_bytes, vm_options{}, &t, &e))
+  if (!vm_tables_build(maps, device_layout::page_tables, device_layout::page_table_bytes,
+                       vm_options{}, &t, &e))
     return fail(e);
   for (const vm_table &tb : t.tables)
     if (!vram_write(tb.pa, tb.entries.data(), kVmTableBytes)) return false;
@@ -409,27 +433,46 @@ bool device::hub_init(bool gc) {
   return wreg(R(regMMMC_VM_AGP_BASE, regGCMC_VM_AGP_BASE), 0) &&
          wreg(R(regMMMC_VM_AGP_BOT, regGCMC_VM_AGP_BOT), kAgpBotOff) &&
          wreg(R(regMMMC_VM_AGP_TOP, regGCMC_VM_AGP_TOP), 0) &&
-         wreg(R(regMMMC_VM_SYSTEM_APERTURE_LOW_ADDR, regGCMC_VM_SYSTEM_APERTURE_LOW_ADDR), uint32_t(fb_base_ >> 18)) &&
-         wreg(R(regMMMC_VM_SYSTEM_APERTURE_HIGH_ADDR, regGCMC_VM_SYSTEM_APERTURE_HIGH_ADDR), uint32_t(top >> 18)) &&
-         wreg(R(regMMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB, regGCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB),
+         wreg(R(regMMMC_VM_SYSTEM_APERTURE_LOW_ADDR, regGCMC_VM_SYSTEM_APERTURE_LOW_ADDR),
+              uint32_t(fb_base_ >> 18)) &&
+         wreg(R(regMMMC_VM_SYSTEM_APERTURE_HIGH_ADDR, regGCMC_VM_SYSTEM_APERTURE_HIGH_ADDR),
+              uint32_t(top >> 18)) &&
+         wreg(R(regMMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB,
+                regGCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_LSB),
               lo32(device_layout::gmc_scratch >> 12)) &&
-         wreg(R(regMMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB, regGCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB),
+         wreg(R(regMMMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB,
+                regGCMC_VM_SYSTEM_APERTURE_DEFAULT_ADDR_MSB),
               hi32(device_layout::gmc_scratch >> 12) & 0xF) &&
-         wreg(R(regMMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32, regGCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32),
+         wreg(R(regMMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32,
+                regGCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_LO32),
               lo32(device_layout::gmc_dummy >> 12)) &&
-         wreg(R(regMMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32, regGCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32),
+         wreg(R(regMMVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32,
+                regGCVM_L2_PROTECTION_FAULT_DEFAULT_ADDR_HI32),
               hi32(device_layout::gmc_dummy >> 12) & 0xF) &&
          update(R(regMMMC_VM_MX_L1_TLB_CNTL, regGCMC_VM_MX_L1_TLB_CNTL), kL1TlbMask, kL1TlbValue) &&
          update(R(regMMVM_L2_CNTL, regGCVM_L2_CNTL), kL2CntlMask, kL2CntlValue) &&
          update(R(regMMVM_L2_CNTL2, regGCVM_L2_CNTL2), 0, kL2Cntl2Invalidate) &&
-         wreg(R(regMMVM_L2_CNTL3, regGCVM_L2_CNTL3), kL2Cntl3) && wreg(R(regMMVM_L2_CNTL4, regGCVM_L2_CNTL4), kL2Cntl4) &&
+         wreg(R(regMMVM_L2_CNTL3, regGCVM_L2_CNTL3), kL2Cntl3) &&
+         wreg(R(regMMVM_L2_CNTL4, regGCVM_L2_CNTL4), kL2Cntl4) &&
          wreg(R(regMMVM_L2_CNTL5, regGCVM_L2_CNTL5), kL2Cntl5) &&
-         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32, regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32), lo32(start)) &&
-         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32, regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32), hi32(start)) &&
-         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32, regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32), lo32(end)) &&
-         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32, regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32), hi32(end)) &&
-         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32, regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32), lo32(root)) &&
-         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32, regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32), hi32(root)) &&
+         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32,
+                regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32),
+              lo32(start)) &&
+         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32,
+                regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32),
+              hi32(start)) &&
+         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32,
+                regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32),
+              lo32(end)) &&
+         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32,
+                regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32),
+              hi32(end)) &&
+         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32,
+                regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32),
+              lo32(root)) &&
+         wreg(R(regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32,
+                regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32),
+              hi32(root)) &&
          wreg(R(regMMVM_CONTEXT0_CNTL, regGCVM_CONTEXT0_CNTL), kVmContextCntl) && tlb_flush(gc);
 }
 
@@ -445,7 +488,8 @@ bool device::tlb_flush(bool gc) {
   uint32_t cid2 = 0;
   return poll(regMMVM_INVALIDATE_ENG17_SEM, 1, 1, "MM TLB semaphore") &&
          wreg(regMMVM_INVALIDATE_ENG17_REQ, kInvalidateVmid0) &&
-         poll(regMMVM_INVALIDATE_ENG17_ACK, 1, 1, "MM TLB invalidate ack") && wreg(regMMVM_INVALIDATE_ENG17_SEM, 0) &&
+         poll(regMMVM_INVALIDATE_ENG17_ACK, 1, 1, "MM TLB invalidate ack") &&
+         wreg(regMMVM_INVALIDATE_ENG17_SEM, 0) &&
          rreg(regMMVM_L2_BANK_SELECT_RESERVED_CID2, &cid2) &&
          wreg(regMMVM_L2_BANK_SELECT_RESERVED_CID2, cid2 | kReservedCachePrivateInvalidation) &&
          rreg(regMMVM_L2_BANK_SELECT_RESERVED_CID2, &cid2);
@@ -468,10 +512,13 @@ bool device::ih_init() {
 // ---- PSP ------------------------------------------------------------------
 
 bool device::psp_stage(const uint8_t *p, size_t n) {
-  if (n > pci_.staging_bytes()) return fail("firmware piece of " + std::to_string(n) + " bytes is larger than the staging window");
+  if (n > pci_.staging_bytes())
+    return fail("firmware piece of " + std::to_string(n) +
+                " bytes is larger than the staging window");
   std::string e;
   stats_.staged_bytes += n;
-  if (!pci_.staging_write(0, p, n, &e)) return fail("staging " + std::to_string(n) + " bytes: " + e);
+  if (!pci_.staging_write(0, p, n, &e))
+    return fail("staging " + std::to_string(n) + " bytes: " + e);
   return true;
 }
 
@@ -484,7 +531,8 @@ bool device::psp_submit(uint32_t cmd_id, const uint32_t *args, size_t nargs, uin
   if (!rreg(regMP0_SMN_C2PMSG_67, &wptr)) return false;
   uint8_t cmd[kPspCmdBytes] = {};
   std::memcpy(cmd + kPspCmdId, &cmd_id, 4);
-  if (nargs) std::memcpy(cmd + kPspCmdArgs, args, nargs * 4);  // args may be null when there are none
+  if (nargs)
+    std::memcpy(cmd + kPspCmdArgs, args, nargs * 4);  // args may be null when there are none
   uint32_t frame[kPspFrameBytes / 4] = {};
   const uint64_t cmd_mc = mc(device_layout::psp_cmd), fence_mc = mc(device_layout::psp_fence);
   frame[kPspFrameCmdLo / 4] = lo32(cmd_mc);
@@ -494,18 +542,22 @@ bool device::psp_submit(uint32_t cmd_id, const uint32_t *args, size_t nargs, uin
   frame[kPspFrameFenceHi / 4] = hi32(fence_mc);
   frame[kPspFrameFenceValue / 4] = wptr + 1;
   const uint32_t zero = 0;
-  const uint64_t slot = device_layout::psp_ring + (uint64_t(wptr) * 4) % device_layout::psp_ring_bytes;
-  if (!vram_write(device_layout::psp_fence, &zero, 4) || !vram_write(device_layout::psp_cmd, cmd, sizeof cmd) ||
-      !vram_write(slot, frame, sizeof frame) || !hdp_flush() || !wreg(regMP0_SMN_C2PMSG_67, wptr + kPspFrameBytes / 4))
+  const uint64_t slot =
+      device_layout::psp_ring + (uint64_t(wptr) * 4) % device_layout::psp_ring_bytes;
+  if (!vram_write(device_layout::psp_fence, &zero, 4) ||
+      !vram_write(device_layout::psp_cmd, cmd, sizeof cmd) ||
+      !vram_write(slot, frame, sizeof frame) || !hdp_flush() ||
+      !wreg(regMP0_SMN_C2PMSG_67, wptr + kPspFrameBytes / 4))
     return false;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opt_.timeout_ms);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(opt_.timeout_ms);
   uint32_t fence = 0;
   for (;;) {
     if (!vram_read(device_layout::psp_fence, &fence, 4)) return false;
     if (fence == wptr + 1) break;
     if (std::chrono::steady_clock::now() > deadline)
-      return fail("PSP did not answer (fence " + hex(fence) + ", want " + hex(wptr + 1) + " after " +
-                  std::to_string(opt_.timeout_ms) + " ms); " + fault_readout());
+      return fail("PSP did not answer (fence " + hex(fence) + ", want " + hex(wptr + 1) +
+                  " after " + std::to_string(opt_.timeout_ms) + " ms); " + fault_readout());
   }
   uint32_t resp[2] = {};
   if (!vram_read(device_layout::psp_cmd + kPspRespStatus, resp, 4)) return false;
@@ -519,9 +571,12 @@ bool device::psp_boot() {
   std::vector<const firmware_file *> ip_files;
   const firmware_file *smu = nullptr;
   for (const firmware_file &f : files_) {
-    if (f.name.find("_sos.bin") != std::string::npos) sos = &f;
-    else if (f.name.rfind("smu_", 0) == 0) smu = &f;
-    else ip_files.push_back(&f);
+    if (f.name.find("_sos.bin") != std::string::npos)
+      sos = &f;
+    else if (f.name.rfind("smu_", 0) == 0)
+      smu = &f;
+    else
+      ip_files.push_back(&f);
   }
   if (!sos || !smu) return fail("the chip's firmware list has no sOS or SMU file");
   const uint64_t msg1 = device_layout::staging_va;
@@ -546,20 +601,22 @@ bool device::psp_boot() {
       if (!b) continue;
       step_ = std::string("PSP bootloader ") + c.name;
       if (!poll(regMP0_SMN_C2PMSG_35, kPspBlReady, kPspBlReady, "bootloader ready") ||
-          !psp_stage(sos->bytes.data() + b->offset, b->size) || !wreg(regMP0_SMN_C2PMSG_36, uint32_t(msg1 >> 20)) ||
-          !wreg(regMP0_SMN_C2PMSG_35, c.cmd))
+          !psp_stage(sos->bytes.data() + b->offset, b->size) ||
+          !wreg(regMP0_SMN_C2PMSG_36, uint32_t(msg1 >> 20)) || !wreg(regMP0_SMN_C2PMSG_35, c.cmd))
         return false;
-      if (c.cmd != psp_bl_load_sosdrv && !poll(regMP0_SMN_C2PMSG_35, kPspBlReady, kPspBlReady, "bootloader done"))
+      if (c.cmd != psp_bl_load_sosdrv &&
+          !poll(regMP0_SMN_C2PMSG_35, kPspBlReady, kPspBlReady, "bootloader done"))
         return false;
     }
     step_ = "PSP sOS start";
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(opt_.timeout_ms);
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(opt_.timeout_ms);
     for (;;) {
       if (!rreg(regMP0_SMN_C2PMSG_81, &alive)) return false;
       if (alive) break;
       if (std::chrono::steady_clock::now() > deadline)
-        return fail("sOS did not start (C2PMSG_81 stayed 0 for " + std::to_string(opt_.timeout_ms) + " ms); " +
-                    fault_readout());
+        return fail("sOS did not start (C2PMSG_81 stayed 0 for " + std::to_string(opt_.timeout_ms) +
+                    " ms); " + fault_readout());
     }
   }
   step_ = "PSP ring";
@@ -579,16 +636,18 @@ bool device::psp_boot() {
   if (toc) {
     step_ = "PSP LOAD_TOC";
     const uint32_t a[3] = {lo32(msg1), hi32(msg1), toc->size};
-    if (!psp_stage(sos->bytes.data() + toc->offset, toc->size) || !psp_submit(psp_cmd_load_toc, a, 3, &tmr_size))
+    if (!psp_stage(sos->bytes.data() + toc->offset, toc->size) ||
+        !psp_submit(psp_cmd_load_toc, a, 3, &tmr_size))
       return false;
     if (tmr_size > kPspTmrMaxBytes)
-      return fail("the TOC asks for a TMR of " + hex(tmr_size) + " bytes, more than the " + hex(kPspTmrMaxBytes) +
-                  " reserved (tinygrad issue #15744 on an RX 7800M)");
+      return fail("the TOC asks for a TMR of " + hex(tmr_size) + " bytes, more than the " +
+                  hex(kPspTmrMaxBytes) + " reserved (tinygrad issue #15744 on an RX 7800M)");
   }
   auto load = [&](const firmware_file &f, const ucode_piece &p) {
     step_ = std::string("PSP LOAD_IP_FW ") + p.name + " (" + f.name + ")";
     const uint32_t a[4] = {lo32(msg1), hi32(msg1), p.size, p.fw_type};
-    return psp_stage(f.bytes.data() + p.offset, p.size) && psp_submit(psp_cmd_load_ip_fw, a, 4, nullptr);
+    return psp_stage(f.bytes.data() + p.offset, p.size) &&
+           psp_submit(psp_cmd_load_ip_fw, a, 4, nullptr);
   };
   std::string e;
   ucode_file_pieces smu_pieces;
@@ -597,7 +656,11 @@ bool device::psp_boot() {
     if (!load(*smu, p)) return false;
   step_ = "PSP SETUP_TMR";
   const uint64_t tmr = mc(device_layout::tmr);
-  const uint32_t ta[6] = {lo32(tmr), hi32(tmr), tmr_size, kPspTmrFlagVirtPhyAddr, lo32(device_layout::tmr),
+  const uint32_t ta[6] = {lo32(tmr),
+                          hi32(tmr),
+                          tmr_size,
+                          kPspTmrFlagVirtPhyAddr,
+                          lo32(device_layout::tmr),
                           hi32(device_layout::tmr)};
   if (!psp_submit(psp_cmd_setup_tmr, ta, 6, nullptr)) return false;
   for (const firmware_file *f : ip_files) {
@@ -614,7 +677,8 @@ bool device::psp_boot() {
 
 bool device::smu_msg(uint32_t msg, uint32_t arg, uint32_t *out) {
   const std::string what = "SMU message " + hex(msg) + " answer";
-  if (!wreg(regMP1_SMN_C2PMSG_90, 0) || !wreg(regMP1_SMN_C2PMSG_82, arg) || !wreg(regMP1_SMN_C2PMSG_66, msg) ||
+  if (!wreg(regMP1_SMN_C2PMSG_90, 0) || !wreg(regMP1_SMN_C2PMSG_82, arg) ||
+      !wreg(regMP1_SMN_C2PMSG_66, msg) ||
       !poll(regMP1_SMN_C2PMSG_90, ~0u, kSmuRespOk, what.c_str()))
     return false;
   return !out || rreg(regMP1_SMN_C2PMSG_82, out);
@@ -635,19 +699,22 @@ bool device::gfx_init(bool partial) {
   // Linux gfx_v11_0_wait_for_rlc_autoload_complete: CP idle and the RLC's
   // bootload_complete (tinygrad ip.py:258 polls the same two registers).
   step_ = "GFX";
-  if (!poll(regRLC_RLCS_BOOTLOAD_STATUS, kBootloadComplete, kBootloadComplete, "RLC autoload complete") ||
+  if (!poll(regRLC_RLCS_BOOTLOAD_STATUS, kBootloadComplete, kBootloadComplete,
+            "RLC autoload complete") ||
       !poll(regCP_STAT, ~0u, 0, "CP idle") || !hub_init(true))
     return false;
   // A reused GPU: reset the compute front end first, as tinygrad's
   // reset_mec does (GRBM_SOFT_RESET soft_reset_cp bit 0, soft_reset_cpc 18).
-  if (partial && !(wreg(regGRBM_SOFT_RESET, kSoftResetCp | kSoftResetCpc) && wreg(regGRBM_SOFT_RESET, 0)))
+  if (partial &&
+      !(wreg(regGRBM_SOFT_RESET, kSoftResetCp | kSoftResetCpc) && wreg(regGRBM_SOFT_RESET, 0)))
     return false;
   step_ = "MEC";
   // tinygrad _config_mec/_enable_mec: the RS64 program counter from the
   // MEC file's ucode_start (in dwords), pipe 0 reset while halted; on a cold
   // boot the RLC/TCP/SH_MEM setup between (rlc_setup); then run.
   const uint64_t pc = mec_start_ >> 2;
-  if (!wreg(regCP_MEC_RS64_CNTL, kRs64Halt | kRs64Pipe0Reset) || !wreg(regCP_MEC_RS64_PRGRM_CNTR_START, lo32(pc)) ||
+  if (!wreg(regCP_MEC_RS64_CNTL, kRs64Halt | kRs64Pipe0Reset) ||
+      !wreg(regCP_MEC_RS64_PRGRM_CNTR_START, lo32(pc)) ||
       !wreg(regCP_MEC_RS64_PRGRM_CNTR_START_HI, hi32(pc)) || (!partial && !rlc_setup()) ||
       !wreg(regCP_MEC_DOORBELL_RANGE_LOWER, 0) || !wreg(regCP_MEC_DOORBELL_RANGE_UPPER, 0xf8) ||
       !wreg(regCP_MEC_RS64_CNTL, kRs64Pipe0Active))
@@ -663,11 +730,12 @@ bool device::rlc_setup() {
   // vmid 7:4 selects the bank): 3 USB writes instead of 48.
   step_ = "RLC";
   uint32_t tcp = 0, srm = 0, grbm = 0;
-  return rreg(regTCP_CNTL, &tcp) && wreg(regTCP_CNTL, tcp | kTcpCntlGolden) && wreg(regRLC_CNTL, 1) &&
-         rreg(regRLC_SRM_CNTL, &srm) && wreg(regRLC_SRM_CNTL, srm | kRlcSrmEnable) && wreg(regRLC_SPM_MC_CNTL, 0xf) &&
+  return rreg(regTCP_CNTL, &tcp) && wreg(regTCP_CNTL, tcp | kTcpCntlGolden) &&
+         wreg(regRLC_CNTL, 1) && rreg(regRLC_SRM_CNTL, &srm) &&
+         wreg(regRLC_SRM_CNTL, srm | kRlcSrmEnable) && wreg(regRLC_SPM_MC_CNTL, 0xf) &&
          rreg(regGRBM_CNTL, &grbm) && wreg(regGRBM_CNTL, (grbm & ~0xFFu) | kGrbmReadTimeout) &&
-         wreg(regGRBM_GFX_CNTL, 0 << 4) && wreg(regSH_MEM_CONFIG, kShMemConfig) && wreg(regSH_MEM_BASES, kShMemBases) &&
-         wreg(regGRBM_GFX_CNTL, 0);
+         wreg(regGRBM_GFX_CNTL, 0 << 4) && wreg(regSH_MEM_CONFIG, kShMemConfig) &&
+         wreg(regSH_MEM_BASES, kShMemBases) && wreg(regGRBM_GFX_CNTL, 0);
 }
 
 bool device::clock_gating_set() {
@@ -677,8 +745,10 @@ bool device::clock_gating_set() {
   // the RLC acknowledges by clearing the cmd bit.
   step_ = "GFX clock gating";
   uint32_t cg = 0;
-  return wreg(regRLC_SAFE_MODE, kRlcSafeModeEnter) && poll(regRLC_SAFE_MODE, 1, 0, "RLC safe mode entered") &&
-         rreg(regRLC_CGCG_CGLS_CTRL, &cg) && wreg(regRLC_CGCG_CGLS_CTRL, (cg & ~kCgcgMask) | kCgcgValue) &&
+  return wreg(regRLC_SAFE_MODE, kRlcSafeModeEnter) &&
+         poll(regRLC_SAFE_MODE, 1, 0, "RLC safe mode entered") &&
+         rreg(regRLC_CGCG_CGLS_CTRL, &cg) &&
+         wreg(regRLC_CGCG_CGLS_CTRL, (cg & ~kCgcgMask) | kCgcgValue) &&
          wreg(regRLC_SAFE_MODE, kRlcSafeModeExit);
 }
 
@@ -688,15 +758,19 @@ bool device::compute_queue_init() {
   // me 1 pipe 0 queue 0 (GRBM_GFX_CNTL meid bits 3:2), then ACTIVE.
   step_ = "compute queue";
   std::vector<uint32_t> mqd(kMqdBytes / 4, 0);
-  auto H = [&](reg r) -> uint32_t & { return mqd[kMqdHqdFirstDword + (reg_info(r).offset - kHqdRegFirst)]; };
-  const uint64_t mqd_va = vram_va(device_layout::mqd), ring_va = vram_va(device_layout::compute_ring);
+  auto H = [&](reg r) -> uint32_t & {
+    return mqd[kMqdHqdFirstDword + (reg_info(r).offset - kHqdRegFirst)];
+  };
+  const uint64_t mqd_va = vram_va(device_layout::mqd),
+                 ring_va = vram_va(device_layout::compute_ring);
   const uint64_t rptr_va = vram_va(device_layout::queue_words), wptr_va = rptr_va + 8;
   const uint64_t eop_va = vram_va(device_layout::eop);
   mqd[0] = 0xC0310800;  // v11 MQD header (tinygrad setup_ring)
   H(regCP_MQD_BASE_ADDR) = lo32(mqd_va);
   mqd[kMqdHqdFirstDword + 1] = hi32(mqd_va);
   H(regCP_HQD_PQ_BASE) = lo32(ring_va >> 8);
-  mqd[kMqdHqdFirstDword + (reg_info(regCP_HQD_PQ_BASE).offset + 1 - kHqdRegFirst)] = hi32(ring_va >> 8);
+  mqd[kMqdHqdFirstDword + (reg_info(regCP_HQD_PQ_BASE).offset + 1 - kHqdRegFirst)] =
+      hi32(ring_va >> 8);
   mqd[kMqdHqdFirstDword + (0x1fb4 - kHqdRegFirst)] = lo32(rptr_va);  // CP_HQD_PQ_RPTR_REPORT_ADDR
   mqd[kMqdHqdFirstDword + (0x1fb5 - kHqdRegFirst)] = hi32(rptr_va);
   mqd[kMqdHqdFirstDword + (0x1fb6 - kHqdRegFirst)] = lo32(wptr_va);  // CP_HQD_PQ_WPTR_POLL_ADDR
@@ -706,19 +780,25 @@ bool device::compute_queue_init() {
   H(regCP_HQD_PQ_CONTROL) = (log2u(device_layout::compute_ring_bytes / 4) - 1) | (5u << 8);
   H(regCP_HQD_EOP_BASE_ADDR) = lo32(eop_va >> 8);
   mqd[kMqdHqdFirstDword + (0x1fcf - kHqdRegFirst)] = hi32(eop_va >> 8);
-  mqd[kMqdHqdFirstDword + (0x1fd0 - kHqdRegFirst)] = log2u(device_layout::eop_bytes / 4) - 1;  // EOP_CONTROL
+  mqd[kMqdHqdFirstDword + (0x1fd0 - kHqdRegFirst)] =
+      log2u(device_layout::eop_bytes / 4) - 1;  // EOP_CONTROL
   uint32_t active = 0;
   std::string e;
   const uint32_t zeros[4] = {};
   compute_wptr_ = 0;
   if (!vram_write(device_layout::queue_words, zeros, sizeof zeros) ||
-      !vram_write(device_layout::mqd, mqd.data(), kMqdBytes) || !hdp_flush() || !wreg(regGRBM_GFX_CNTL, 1u << 2))
+      !vram_write(device_layout::mqd, mqd.data(), kMqdBytes) || !hdp_flush() ||
+      !wreg(regGRBM_GFX_CNTL, 1u << 2))
     return false;
   ++stats_.reg_writes;
-  if (!pci_.bar_write(kBarMmio, uint64_t(regs_[regCP_MQD_BASE_ADDR]) * 4, &mqd[kMqdHqdFirstDword], kHqdRegCount, &e))
+  if (!pci_.bar_write(kBarMmio, uint64_t(regs_[regCP_MQD_BASE_ADDR]) * 4, &mqd[kMqdHqdFirstDword],
+                      kHqdRegCount, &e))
     return fail("writing the HQD registers: " + e);
-  if (!wreg(regCP_HQD_ACTIVE, 1) || !rreg(regCP_HQD_ACTIVE, &active) || !wreg(regGRBM_GFX_CNTL, 0)) return false;
-  if (!(active & 1)) return fail("the compute queue did not become active (CP_HQD_ACTIVE reads " + hex(active) + "); " + fault_readout());
+  if (!wreg(regCP_HQD_ACTIVE, 1) || !rreg(regCP_HQD_ACTIVE, &active) || !wreg(regGRBM_GFX_CNTL, 0))
+    return false;
+  if (!(active & 1))
+    return fail("the compute queue did not become active (CP_HQD_ACTIVE reads " + hex(active) +
+                "); " + fault_readout());
   return true;
 }
 
@@ -726,22 +806,28 @@ bool device::sdma_init() {
   // tinygrad AM_SDMA (ip.py:503-560): F32 unhalted, queue 0 ring with rptr
   // writeback and wptr polling, doorbell sDMA_ENGINE0 (0x100, in dwords x2).
   step_ = "SDMA";
-  const uint64_t ring = vram_va(device_layout::sdma_ring), rptr = vram_va(device_layout::queue_words + 0x100);
+  const uint64_t ring = vram_va(device_layout::sdma_ring),
+                 rptr = vram_va(device_layout::queue_words + 0x100);
   const uint64_t wptr = rptr + 8;
   // RB_CNTL: rb_enable 0, rb_size 5:1 = log2(dwords), wptr_poll_enable 8,
   // rptr_writeback_enable 12, rptr_writeback_timer 20:16 = 4, rb_priv 23.
-  const uint32_t cntl = (log2u(device_layout::sdma_ring_bytes / 4) << 1) | (1u << 8) | (1u << 12) | (4u << 16) | (1u << 23);
+  const uint32_t cntl = (log2u(device_layout::sdma_ring_bytes / 4) << 1) | (1u << 8) | (1u << 12) |
+                        (4u << 16) | (1u << 23);
   const uint32_t zeros[4] = {};
   sdma_wptr_ = 0;
-  return vram_write(device_layout::queue_words + 0x100, zeros, sizeof zeros) && hdp_flush() && wreg(regSDMA0_F32_CNTL, 0) &&
-         wreg(regSDMA0_QUEUE0_MINOR_PTR_UPDATE, 1) && wreg(regSDMA0_QUEUE0_RB_RPTR, 0) &&
-         wreg(regSDMA0_QUEUE0_RB_WPTR, 0) && wreg(regSDMA0_QUEUE0_RB_BASE, lo32(ring >> 8)) &&
-         wreg(regSDMA0_QUEUE0_RB_BASE_HI, hi32(ring >> 8)) && wreg(regSDMA0_QUEUE0_RB_RPTR_ADDR_LO, lo32(rptr)) &&
-         wreg(regSDMA0_QUEUE0_RB_RPTR_ADDR_HI, hi32(rptr)) && wreg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO, lo32(wptr)) &&
+  return vram_write(device_layout::queue_words + 0x100, zeros, sizeof zeros) && hdp_flush() &&
+         wreg(regSDMA0_F32_CNTL, 0) && wreg(regSDMA0_QUEUE0_MINOR_PTR_UPDATE, 1) &&
+         wreg(regSDMA0_QUEUE0_RB_RPTR, 0) && wreg(regSDMA0_QUEUE0_RB_WPTR, 0) &&
+         wreg(regSDMA0_QUEUE0_RB_BASE, lo32(ring >> 8)) &&
+         wreg(regSDMA0_QUEUE0_RB_BASE_HI, hi32(ring >> 8)) &&
+         wreg(regSDMA0_QUEUE0_RB_RPTR_ADDR_LO, lo32(rptr)) &&
+         wreg(regSDMA0_QUEUE0_RB_RPTR_ADDR_HI, hi32(rptr)) &&
+         wreg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO, lo32(wptr)) &&
          wreg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI, hi32(wptr)) &&
          wreg(regSDMA0_QUEUE0_DOORBELL_OFFSET, (kDoorbellSdma0 * 2) << 2) &&
-         wreg(regSDMA0_QUEUE0_DOORBELL, kSdmaDoorbellEnable) && wreg(regSDMA0_QUEUE0_MINOR_PTR_UPDATE, 0) &&
-         wreg(regSDMA0_QUEUE0_RB_CNTL, cntl | 1) && wreg(regSDMA0_QUEUE0_IB_CNTL, 1) && wreg(regSCRATCH_REG6, 1);
+         wreg(regSDMA0_QUEUE0_DOORBELL, kSdmaDoorbellEnable) &&
+         wreg(regSDMA0_QUEUE0_MINOR_PTR_UPDATE, 0) && wreg(regSDMA0_QUEUE0_RB_CNTL, cntl | 1) &&
+         wreg(regSDMA0_QUEUE0_IB_CNTL, 1) && wreg(regSCRATCH_REG6, 1);
 }
 
 bool device::queue_submit(bool sdma, const uint32_t *words, size_t n, std::string *err) {
@@ -751,11 +837,13 @@ bool device::queue_submit(bool sdma, const uint32_t *words, size_t n, std::strin
 bool device::queue_write(bool sdma, const uint32_t *words, size_t n, std::string *err) {
   step_ = sdma ? "SDMA queue" : "compute queue";
   const uint64_t ring = sdma ? device_layout::sdma_ring : device_layout::compute_ring;
-  const uint64_t ring_bytes = sdma ? device_layout::sdma_ring_bytes : device_layout::compute_ring_bytes;
+  const uint64_t ring_bytes =
+      sdma ? device_layout::sdma_ring_bytes : device_layout::compute_ring_bytes;
   uint64_t &wptr = sdma ? sdma_wptr_ : compute_wptr_;
   const uint64_t unit = sdma ? 1 : 4;  // the write pointer counts bytes on SDMA, dwords on compute
   bool ok = booted_ || fail("not booted");
-  if (ok && 4 * uint64_t(n) >= ring_bytes) ok = fail(std::to_string(n) + " words do not fit the ring");
+  if (ok && 4 * uint64_t(n) >= ring_bytes)
+    ok = fail(std::to_string(n) + " words do not fit the ring");
   uint64_t at = (wptr * unit) % ring_bytes;
   if (ok && sdma && at + 4 * n > ring_bytes) {
     // Zero words (SDMA NOPs) to the ring's end, from a static block: a replay (and the copies
@@ -768,7 +856,8 @@ bool device::queue_write(bool sdma, const uint32_t *words, size_t n, std::string
   }
   // Compute rings wrap word by word.
   const size_t first = std::min<size_t>(n, size_t((ring_bytes - at) / 4));
-  ok = ok && vram_write(ring + at, words, 4 * first) && (first == n || vram_write(ring, words + first, 4 * (n - first)));
+  ok = ok && vram_write(ring + at, words, 4 * first) &&
+       (first == n || vram_write(ring, words + first, 4 * (n - first)));
   if (ok) wptr += 4 * n / unit;
   if (!ok) *err = err_;
   return ok;
@@ -783,7 +872,8 @@ bool device::queue_kick(bool sdma, bool without_bulk, std::string *err) {
   std::string e;
   // `without_bulk`: over control transfers only, while a staging read is armed.
   auto bar_write = [&](int bar, uint64_t off) {
-    return without_bulk ? pci_.bar_write_without_bulk(bar, off, w, 2, &e) : pci_.bar_write(bar, off, w, 2, &e);
+    return without_bulk ? pci_.bar_write_without_bulk(bar, off, w, 2, &e)
+                        : pci_.bar_write(bar, off, w, 2, &e);
   };
   // The write pointer's 8 aligned bytes into VRAM, the HDP flush, then the doorbell.
   bool ok = booted_ || fail("not booted");
@@ -806,8 +896,8 @@ bool device::wait_vram64(uint64_t pa, uint64_t target, unsigned timeout_ms, std:
     if (!vram_read(pa, &v, 8)) break;
     if (v >= target) return true;
     if (std::chrono::steady_clock::now() > deadline) {
-      fail("the value at VRAM " + hex(pa) + " is " + hex(v) + ", not yet " + hex(target) + " after " +
-           std::to_string(timeout_ms) + " ms; " + fault_readout());
+      fail("the value at VRAM " + hex(pa) + " is " + hex(v) + ", not yet " + hex(target) +
+           " after " + std::to_string(timeout_ms) + " ms; " + fault_readout());
       break;
     }
   }
@@ -823,7 +913,8 @@ bool device::teardown(std::string *err) {
   uint32_t active = 0;
   bool ok = wreg(regSDMA0_QUEUE0_RB_CNTL, 0) && wreg(regSDMA0_QUEUE0_IB_CNTL, 0) &&
             wreg(regSDMA0_QUEUE0_DOORBELL, 0) && wreg(regGRBM_SOFT_RESET, kSoftResetSdma0) &&
-            wreg(regGRBM_SOFT_RESET, 0) && wreg(regGRBM_GFX_CNTL, 1u << 2) && rreg(regCP_HQD_ACTIVE, &active);
+            wreg(regGRBM_SOFT_RESET, 0) && wreg(regGRBM_GFX_CNTL, 1u << 2) &&
+            rreg(regCP_HQD_ACTIVE, &active);
   if (ok && (active & 1))
     ok = wreg(regCP_HQD_DEQUEUE_REQUEST, 2) && wreg(regSPI_COMPUTE_QUEUE_RESET, 1) &&
          poll(regCP_HQD_ACTIVE, 1, 0, "compute queue dequeued");

@@ -3,22 +3,21 @@
 // way tinygrad's AM driver does (usbgpu_am_plan.md §1.2-1.8): discovery,
 // the HDP flush remap, MMHUB (AGP off, system aperture, default and dummy
 // pages, L1 TLB, L2 cache, VM context 0) and its page tables (GMMU=0: all of
-// VRAM mapped once, plus the staging window), IH ring, PSP (bootloader: KDB, SPL, SYS_DRV, SOS; KM ring;
-// LOAD_TOC, SMU firmware, SETUP_TMR, every LOAD_IP_FW piece, AUTOLOAD_RLC),
-// SMU (driver table, features), GC hub (as the MM hub), MEC started
-// directly (no MES) after the RLC/TCP setup and SH_MEM for VMID 0, one
-// compute queue programmed into its HQD registers, SDMA queue 0, then GFX
-// clock gating inside RLC safe mode. Every CPU write of VRAM over BAR0 is
-// followed by an HDP flush before the GPU is told to read it (a TLB
-// invalidation, the PSP's write pointer, a queue's activation or doorbell).
+// VRAM mapped once, plus the staging window), IH ring, PSP (bootloader: KDB, SPL, SYS_DRV, SOS; KM
+// ring; LOAD_TOC, SMU firmware, SETUP_TMR, every LOAD_IP_FW piece, AUTOLOAD_RLC), SMU (driver
+// table, features), GC hub (as the MM hub), MEC started directly (no MES) after the RLC/TCP setup
+// and SH_MEM for VMID 0, one compute queue programmed into its HQD registers, SDMA queue 0, then
+// GFX clock gating inside RLC safe mode. Every CPU write of VRAM over BAR0 is followed by an HDP
+// flush before the GPU is told to read it (a TLB invalidation, the PSP's write pointer, a queue's
+// activation or doorbell).
 //
 // A previous session that ended cleanly (SCRATCH_REG7 = the AM magic,
 // SCRATCH_REG6 = 0, no VM fault pending) is reused: a partial boot sets up
 // only the GC hub, the MEC and the two queues. A GPU whose PSP is alive but
 // cannot be reused is mode-1 reset first. Every poll is bounded
 // (options.timeout_ms) and a timeout names the step and reads out the PSP,
-// SMU and VM fault registers and the IH ring's new entries, decoded (am_ih.h). teardown() dequeues and stops the queues and
-// marks the session clean.
+// SMU and VM fault registers and the IH ring's new entries, decoded (am_ih.h). teardown() dequeues
+// and stops the queues and marks the session clean.
 #pragma once
 
 #include <cstdint>
@@ -34,9 +33,10 @@
 namespace capgraph::am {
 
 struct device_options {
-  std::string firmware_dir;      // empty: firmware_dir() ($CAPGRAPH_AMD_FIRMWARE or /lib/firmware/amdgpu)
-  unsigned timeout_ms = 2000;    // each poll (tinygrad's wait_cond uses 10 s)
-  bool force_cold = false;       // never a partial boot
+  std::string
+      firmware_dir;  // empty: firmware_dir() ($CAPGRAPH_AMD_FIRMWARE or /lib/firmware/amdgpu)
+  unsigned timeout_ms = 2000;  // each poll (tinygrad's wait_cond uses 10 s)
+  bool force_cold = false;     // never a partial boot
 };
 
 // Where the boot puts things: physical VRAM offsets (the boot allocator of
@@ -46,7 +46,8 @@ struct device_layout {
   static constexpr uint64_t psp_cmd = 0x010000, psp_fence = 0x011000;
   static constexpr uint64_t smu_table = 0x012000;  // 16 KiB
   static constexpr uint64_t mqd = 0x016000;
-  static constexpr uint64_t queue_words = 0x017000;  // rptr/wptr words: compute @0/8, SDMA @0x100/0x108, IH @0x200
+  static constexpr uint64_t queue_words =
+      0x017000;  // rptr/wptr words: compute @0/8, SDMA @0x100/0x108, IH @0x200
   static constexpr uint64_t eop = 0x018000, eop_bytes = 0x1000;
   static constexpr uint64_t compute_ring = 0x019000, compute_ring_bytes = 0x2000;
   // The hubs' system-aperture default page and protection-fault dummy page

@@ -27,8 +27,9 @@ struct reader {
     return need(off, 2, what) ? uint16_t(p[off] | p[off + 1] << 8) : 0;
   }
   uint32_t u32(size_t off, const char *what) {
-    return need(off, 4, what) ? uint32_t(p[off] | p[off + 1] << 8 | p[off + 2] << 16 | uint32_t(p[off + 3]) << 24)
-                              : 0;
+    return need(off, 4, what)
+               ? uint32_t(p[off] | p[off + 1] << 8 | p[off + 2] << 16 | uint32_t(p[off + 3]) << 24)
+               : 0;
   }
   uint64_t u64(size_t off, const char *what) {
     return need(off, 8, what) ? uint64_t(u32(off, what)) | uint64_t(u32(off + 4, what)) << 32 : 0;
@@ -78,8 +79,10 @@ std::string ip_block_name(const ip_block &ip) {
     default: break;
   }
   char b[64];
-  if (name) std::snprintf(b, sizeof b, "%s %u.%u.%u", name, ip.major, ip.minor, ip.revision);
-  else std::snprintf(b, sizeof b, "hw id %u %u.%u.%u", ip.hw_id, ip.major, ip.minor, ip.revision);
+  if (name)
+    std::snprintf(b, sizeof b, "%s %u.%u.%u", name, ip.major, ip.minor, ip.revision);
+  else
+    std::snprintf(b, sizeof b, "hw id %u %u.%u.%u", ip.hw_id, ip.major, ip.minor, ip.revision);
   return b;
 }
 
@@ -89,8 +92,10 @@ bool discovery_parse(const uint8_t *bin, size_t n, discovery_table *out, std::st
   const uint32_t sig = r.u32(0, "binary signature");
   if (!r.ok) return false;
   if (sig != kDiscoveryBinarySignature)
-    return fail(err, "binary signature is 0x%08lx, expected 0x%08lx (not a discovery table, or VRAM "
-                "not readable)", sig, kDiscoveryBinarySignature);
+    return fail(err,
+                "binary signature is 0x%08lx, expected 0x%08lx (not a discovery table, or VRAM "
+                "not readable)",
+                sig, kDiscoveryBinarySignature);
   discovery_table t;
   t.version_major = r.u16(kBinVersionMajor, "binary version");
   t.version_minor = r.u16(kBinVersionMinor, "binary version");
@@ -112,19 +117,22 @@ bool discovery_parse(const uint8_t *bin, size_t n, discovery_table *out, std::st
   const uint32_t ip_sig = r.u32(ip_off, "IP discovery header signature");
   if (!r.ok) return false;
   if (ip_sig != kDiscoveryIpSignature)
-    return fail(err, "IP discovery header signature is 0x%08lx, expected 0x%08lx", ip_sig, kDiscoveryIpSignature);
+    return fail(err, "IP discovery header signature is 0x%08lx, expected 0x%08lx", ip_sig,
+                kDiscoveryIpSignature);
   t.ip_table_version = r.u16(ip_off + kIpVersion, "IP discovery header version");
   const uint16_t ip_size = r.u16(ip_off + kIpSize, "IP discovery header size");
   const uint16_t num_dies = r.u16(ip_off + kIpNumDies, "IP discovery die count");
   if (!r.need(ip_off, ip_size, "the IP discovery table (its size field)")) return false;
   if (byte_sum(bin + ip_off, ip_size) != ip_checksum)
-    return fail(err, "IP discovery table checksum mismatch: stored 0x%04lx, bytes sum to 0x%04lx", ip_checksum,
-                byte_sum(bin + ip_off, ip_size));
+    return fail(err, "IP discovery table checksum mismatch: stored 0x%04lx, bytes sum to 0x%04lx",
+                ip_checksum, byte_sum(bin + ip_off, ip_size));
   if (t.ip_table_version < 1 || t.ip_table_version > 4)
-    return fail(err, "IP discovery table version %lu is not one we read (1..%lu)", t.ip_table_version, 4);
+    return fail(err, "IP discovery table version %lu is not one we read (1..%lu)",
+                t.ip_table_version, 4);
   if (num_dies == 0 || num_dies > kDiscoveryMaxDies)
     return fail(err, "die count %lu outside 1..%lu", num_dies, kDiscoveryMaxDies);
-  const bool base64 = t.ip_table_version == 4 && (r.u8(ip_off + kIpFlags, "IP discovery flags") & 1);
+  const bool base64 =
+      t.ip_table_version == 4 && (r.u8(ip_off + kIpFlags, "IP discovery flags") & 1);
   const size_t base_bytes = base64 ? 8 : 4;
 
   for (size_t d = 0; d < num_dies; ++d) {

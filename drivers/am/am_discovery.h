@@ -56,9 +56,9 @@ struct ip_block {
   uint16_t hw_id = 0;
   uint8_t instance = 0;
   uint8_t major = 0, minor = 0, revision = 0;
-  uint8_t harvest = 0;       // table versions 1-2
-  uint8_t sub_revision = 0;  // table versions 3-4
-  uint8_t variant = 0;       // table versions 3-4
+  uint8_t harvest = 0;         // table versions 1-2
+  uint8_t sub_revision = 0;    // table versions 3-4
+  uint8_t variant = 0;         // table versions 3-4
   std::vector<uint64_t> base;  // register segment bases (dword addresses)
 };
 

@@ -4,11 +4,11 @@
 // 13.0.0, SDMA 6.0.0, MMHUB 3.0.0, NBIO 4.3.0, HDP 6.0.0, OSSSYS 6.0.0; the
 // base addresses are made-up test values), then every way the table can be
 // damaged.
+#include "am_discovery.h"
+
 #include <doctest/doctest.h>
 
 #include <cstring>
-
-#include "am_discovery.h"
 
 using namespace capgraph::am;
 
@@ -37,7 +37,8 @@ constexpr size_t kIpOff = 0x40, kDieOff = 0x100;
 
 // A binary: header, IP discovery header at 0x40 (one die), die at 0x100.
 // Checksums are computed last, as a real table carries them.
-std::vector<uint8_t> table_build(const std::vector<entry> &ips, uint16_t version = 3, bool base64 = false) {
+std::vector<uint8_t> table_build(const std::vector<entry> &ips, uint16_t version = 3,
+                                 bool base64 = false) {
   std::vector<uint8_t> b(kDiscoveryTableBytes, 0);
   size_t at = kDieOff;
   put16(b, at, 0);  // die id
@@ -79,7 +80,8 @@ std::vector<uint8_t> table_build(const std::vector<entry> &ips, uint16_t version
 
 // Recomputes both checksums after a test edited the bytes.
 void checksums_fix(std::vector<uint8_t> &b) {
-  const uint16_t size = uint16_t(b[10] | b[11] << 8), ip_size = uint16_t(b[kIpOff + 6] | b[kIpOff + 7] << 8);
+  const uint16_t size = uint16_t(b[10] | b[11] << 8),
+                 ip_size = uint16_t(b[kIpOff + 6] | b[kIpOff + 7] << 8);
   put16(b, 14, sum(b, kIpOff, kIpOff + ip_size));
   put16(b, 8, sum(b, 10, size));
 }

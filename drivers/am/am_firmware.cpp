@@ -159,7 +159,7 @@ bool firmware_read(const std::string &dir, const std::string &name, firmware_fil
                    std::string *err) {
   *out = firmware_file{};
   const std::string path = dir + "/" + name;
-  struct stat st {};
+  struct stat st{};
   if (stat(path.c_str(), &st) != 0) {
     const int e = errno;
     std::string m = "AMD firmware file " + path + " ";
@@ -170,7 +170,7 @@ bool firmware_read(const std::string &dir, const std::string &name, firmware_fil
     m += "is missing: install Debian's " + std::string(kFirmwarePackage) +
          " package (non-free-firmware), or set " + kFirmwareDirEnv + " to a folder holding " + name;
     // Newer distributions ship zstd-compressed files; we read only plain ones.
-    struct stat zst {};
+    struct stat zst{};
     if (stat((path + ".zst").c_str(), &zst) == 0)
       m += " (" + path + ".zst exists: decompress it, e.g. with unzstd)";
     *err = m;

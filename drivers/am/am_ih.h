@@ -20,7 +20,8 @@ namespace capgraph::am {
 constexpr uint32_t kIhEntryBytes = 32;
 constexpr uint32_t kIhClientGfx = 0x0a;  // SOC21_IH_CLIENTID_GFX (the GC hub's UTCL2)
 constexpr uint32_t kIhClientVmc = 0x12;  // SOC21_IH_CLIENTID_VMC (the MM hub)
-constexpr uint32_t kIhSrcVmFault = 0x00;  // VMC_1_0__SRCID__VM_FAULT, GFX_11_0_0__SRCID__UTCL2_FAULT
+constexpr uint32_t kIhSrcVmFault =
+    0x00;  // VMC_1_0__SRCID__VM_FAULT, GFX_11_0_0__SRCID__UTCL2_FAULT
 
 struct ih_entry {
   uint32_t client_id = 0, src_id = 0, ring_id = 0, vmid = 0, pasid = 0;

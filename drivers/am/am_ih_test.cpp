@@ -6,7 +6,8 @@
 
 using namespace capgraph::am;
 
-TEST_CASE("a GC hub page fault: client GFX, src 0, the 48-bit page address from two context dwords") {
+TEST_CASE(
+    "a GC hub page fault: client GFX, src 0, the 48-bit page address from two context dwords") {
   // dw0: client 0x0a | src 0 << 8 | ring 0 << 16 | vmid 3 << 24; dw4/5: address >> 12, bits 47:44.
   const uint32_t dw[8] = {0x0300000a, 0x1234, 0, 0x0005, 0x23456789, 0xF1, 0, 0};
   const ih_entry e = ih_entry_decode(dw);

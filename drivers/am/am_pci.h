@@ -42,7 +42,8 @@ class pci_function {
   // Writes that use no bulk transfer (one TLP per dword over control
   // transfers on the bridge): the only writes allowed between the arm and
   // the collect, because the bulk IN pipe then carries the staging data.
-  virtual bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t *dw, size_t n, std::string *err) {
+  virtual bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t *dw, size_t n,
+                                      std::string *err) {
     return bar_write(bar, off, dw, n, err);
   }
   virtual uint64_t staging_trigger_bus_addr() const { return 0; }

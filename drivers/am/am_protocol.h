@@ -61,8 +61,8 @@ enum psp_gfx_cmd : uint32_t {
 };
 
 constexpr uint32_t kPspFrameBytes = 64;
-constexpr uint32_t kPspFrameCmdLo = 0, kPspFrameCmdHi = 4, kPspFrameCmdSize = 8, kPspFrameFenceLo = 12,
-                   kPspFrameFenceHi = 16, kPspFrameFenceValue = 20;
+constexpr uint32_t kPspFrameCmdLo = 0, kPspFrameCmdHi = 4, kPspFrameCmdSize = 8,
+                   kPspFrameFenceLo = 12, kPspFrameFenceHi = 16, kPspFrameFenceValue = 20;
 constexpr uint32_t kPspCmdBytes = 1024;
 constexpr uint32_t kPspCmdId = 8, kPspCmdArgs = 28, kPspRespStatus = 864, kPspRespTmrSize = 880;
 constexpr uint32_t kPspTmrMaxBytes = 0x1300000;  // tinygrad's max_tmr_size (19 MiB)

@@ -16,24 +16,37 @@ TEST_CASE("register offsets and segments match the Linux headers") {
     uint32_t off;
   } facts[] = {
       // gc_11_0_0_offset.h
-      {regCP_MQD_BASE_ADDR, 0, 0x1fa9},  {regCP_HQD_ACTIVE, 0, 0x1fab},   {regCP_HQD_PQ_WPTR_HI, 0, 0x1fe0},
-      {regSCRATCH_REG7, 1, 0x2047},      {regGRBM_GFX_CNTL, 1, 0x0900},   {regCP_MEC_RS64_CNTL, 1, 0x2904},
+      {regCP_MQD_BASE_ADDR, 0, 0x1fa9},
+      {regCP_HQD_ACTIVE, 0, 0x1fab},
+      {regCP_HQD_PQ_WPTR_HI, 0, 0x1fe0},
+      {regSCRATCH_REG7, 1, 0x2047},
+      {regGRBM_GFX_CNTL, 1, 0x0900},
+      {regCP_MEC_RS64_CNTL, 1, 0x2904},
       {regSDMA0_QUEUE0_RB_CNTL, 0, 0x0080},
       // the hub caches, AGP, SH_MEM and RLC rows (gc_11_0_0_offset.h, also in
       // tinygrad's extra/hip_gpu_driver/gc_11_0_0_offset.h copy)
-      {regGCVM_L2_CNTL, 0, 0x15bc},      {regGCVM_L2_CNTL4, 0, 0x15d4},   {regGCVM_L2_CNTL5, 0, 0x15da},
-      {regGCMC_VM_AGP_BOT, 0, 0x167b},   {regGCMC_VM_MX_L1_TLB_CNTL, 0, 0x167f},
-      {regSH_MEM_CONFIG, 1, 0x09e4},     {regRLC_SAFE_MODE, 1, 0x0980},   {regRLC_CGCG_CGLS_CTRL, 1, 0x4c49},
+      {regGCVM_L2_CNTL, 0, 0x15bc},
+      {regGCVM_L2_CNTL4, 0, 0x15d4},
+      {regGCVM_L2_CNTL5, 0, 0x15da},
+      {regGCMC_VM_AGP_BOT, 0, 0x167b},
+      {regGCMC_VM_MX_L1_TLB_CNTL, 0, 0x167f},
+      {regSH_MEM_CONFIG, 1, 0x09e4},
+      {regRLC_SAFE_MODE, 1, 0x0980},
+      {regRLC_CGCG_CGLS_CTRL, 1, 0x4c49},
       // mp_13_0_0_offset.h, mp_11_0_offset.h
-      {regMP0_SMN_C2PMSG_35, 0, 0x0063}, {regMP0_SMN_C2PMSG_81, 0, 0x0091}, {regMP1_SMN_C2PMSG_66, 0, 0x0282},
+      {regMP0_SMN_C2PMSG_35, 0, 0x0063},
+      {regMP0_SMN_C2PMSG_81, 0, 0x0091},
+      {regMP1_SMN_C2PMSG_66, 0, 0x0282},
       {regMP1_SMN_C2PMSG_90, 0, 0x029a},
       // mmhub_3_0_0_offset.h, osssys_6_0_0_offset.h, nbio_4_3_0_offset.h
-      {regMMVM_INVALIDATE_ENG17_REQ, 0, 0x0774}, {regIH_RB_CNTL, 0, 0x0080},
-      {regMMVM_L2_CNTL, 0, 0x0700}, {regMMMC_VM_MX_L1_TLB_CNTL, 0, 0x08f3},
+      {regMMVM_INVALIDATE_ENG17_REQ, 0, 0x0774},
+      {regIH_RB_CNTL, 0, 0x0080},
+      {regMMVM_L2_CNTL, 0, 0x0700},
+      {regMMMC_VM_MX_L1_TLB_CNTL, 0, 0x08f3},
       {regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL, 2, 0x012d},
       {regRCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE, 2, 0x00c3},
   };
-  for (const fact& f : facts) {
+  for (const fact &f : facts) {
     CAPTURE(reg_info(f.r).name);
     CHECK(reg_info(f.r).segment == f.seg);
     CHECK(reg_info(f.r).offset == f.off);

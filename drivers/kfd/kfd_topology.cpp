@@ -63,12 +63,18 @@ bool topology_read(const std::string &root, std::vector<gpu_node> *out, std::str
         *err = path + "/properties: '" + key + "' has the value '" + value + "', not a number";
         return false;
       }
-      if (key == "gfx_target_version") g.gfx_target_version = uint32_t(v);
-      else if (key == "drm_render_minor") g.drm_render_minor = uint32_t(v);
-      else if (key == "simd_count") g.simd_count = uint32_t(v);
-      else if (key == "local_mem_size") g.local_mem_size = v;
-      else if (key == "vendor_id") g.vendor_id = uint32_t(v);
-      else if (key == "device_id") g.device_id = uint32_t(v);
+      if (key == "gfx_target_version")
+        g.gfx_target_version = uint32_t(v);
+      else if (key == "drm_render_minor")
+        g.drm_render_minor = uint32_t(v);
+      else if (key == "simd_count")
+        g.simd_count = uint32_t(v);
+      else if (key == "local_mem_size")
+        g.local_mem_size = v;
+      else if (key == "vendor_id")
+        g.vendor_id = uint32_t(v);
+      else if (key == "device_id")
+        g.device_id = uint32_t(v);
     }
     if (g.gpu_id != 0 && g.simd_count != 0) out->push_back(g);
   }

@@ -15,7 +15,7 @@ struct gpu_node {
   uint32_t gfx_target_version = 0;  // 110000 for gfx1100
   uint32_t drm_render_minor = 0;    // /dev/dri/renderD<minor>
   uint32_t simd_count = 0;
-  uint64_t local_mem_size = 0;      // bytes of VRAM (0 when the node does not say)
+  uint64_t local_mem_size = 0;  // bytes of VRAM (0 when the node does not say)
   uint32_t vendor_id = 0, device_id = 0;
 };
 

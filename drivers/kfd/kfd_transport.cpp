@@ -54,8 +54,8 @@ class kfd_transport final : public hcq::transport {
   std::string name() const override {
     const amd::chip *c = amd::chip_by_gfx_target_version(node_.gfx_target_version);
     return "kfd node " + std::to_string(node_.node) + " (" +
-           (c ? c->name : "gfx_target_version " + std::to_string(node_.gfx_target_version)) +
-           ", " + render_ + ")";
+           (c ? c->name : "gfx_target_version " + std::to_string(node_.gfx_target_version)) + ", " +
+           render_ + ")";
   }
   std::string chip_name() const override {
     const amd::chip *c = amd::chip_by_gfx_target_version(node_.gfx_target_version);
@@ -123,8 +123,10 @@ class kfd_transport final : public hcq::transport {
     a.queue_priority = 7;      // the middle of KFD's 0..15
     if (kind == hcq::queue_kind::compute) {
       a.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE;
-      if ((st = alloc(k_eop_bytes, hcq::memory_kind::device, &q.eop, err)) != CAPGRAPH_OK) return st;
-      if ((st = alloc(k_ctx_save_bytes, hcq::memory_kind::device, &q.ctx, err)) != CAPGRAPH_OK) return st;
+      if ((st = alloc(k_eop_bytes, hcq::memory_kind::device, &q.eop, err)) != CAPGRAPH_OK)
+        return st;
+      if ((st = alloc(k_ctx_save_bytes, hcq::memory_kind::device, &q.ctx, err)) != CAPGRAPH_OK)
+        return st;
       a.eop_buffer_address = q.eop.gpu;
       a.eop_buffer_size = k_eop_bytes;
       a.ctx_save_restore_address = q.ctx.gpu;
@@ -143,7 +145,8 @@ class kfd_transport final : public hcq::transport {
     // rounded down to 8 KiB).
     const uint64_t base = a.doorbell_offset & ~uint64_t(k_doorbell_bytes - 1);
     if (!doorbells_) {
-      void *p = mmap(nullptr, k_doorbell_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kfd_, off_t(base));
+      void *p =
+          mmap(nullptr, k_doorbell_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kfd_, off_t(base));
       if (p == MAP_FAILED) {
         *err = name() + ": cannot map the doorbells: " + errno_text(errno);
         kfd_ioctl_destroy_queue_args d{};
@@ -156,7 +159,8 @@ class kfd_transport final : public hcq::transport {
       doorbell_base_ = base;
     }
     q.queue_id = a.queue_id;
-    q.doorbell = reinterpret_cast<volatile uint64_t *>(doorbells_ + (a.doorbell_offset - doorbell_base_));
+    q.doorbell =
+        reinterpret_cast<volatile uint64_t *>(doorbells_ + (a.doorbell_offset - doorbell_base_));
     out->kind = kind;
     out->ring = q.ring;
     out->write_ptr = reinterpret_cast<volatile uint64_t *>(q.ptrs.cpu);
@@ -198,7 +202,8 @@ class kfd_transport final : public hcq::transport {
     e.event_type = KFD_IOC_EVENT_SIGNAL;
     e.auto_reset = 1;
     e.node_id = node_.node;
-    if (ioctl_retry(kfd_, AMDKFD_IOC_CREATE_EVENT, &e) < 0 || uint64_t(e.event_slot_index) * 8 >= event_page_.size) {
+    if (ioctl_retry(kfd_, AMDKFD_IOC_CREATE_EVENT, &e) < 0 ||
+        uint64_t(e.event_slot_index) * 8 >= event_page_.size) {
       free(event_page_);
       return;
     }
@@ -221,7 +226,8 @@ class kfd_transport final : public hcq::transport {
     const uint64_t start = now_ns();
     uint64_t nap_us = 0;
     for (;;) {
-      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target)) return CAPGRAPH_OK;
+      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
+        return CAPGRAPH_OK;
       const uint64_t spent = now_ns() - start;
       if (spent >= timeout_ns) break;
       if (spent <= 100000) continue;
@@ -275,15 +281,17 @@ class kfd_transport final : public hcq::transport {
       munmap(va, size);
       return CAPGRAPH_ERR_MEMORY;
     }
-    void *cpu = mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, drm_, off_t(a.mmap_offset));
+    void *cpu =
+        mmap(va, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, drm_, off_t(a.mmap_offset));
     uint32_t id = node_.gpu_id;
     kfd_ioctl_map_memory_to_gpu_args m{};
     m.handle = a.handle;
     m.device_ids_array_ptr = uint64_t(uintptr_t(&id));
     m.n_devices = 1;
     if (cpu == MAP_FAILED || ioctl_retry(kfd_, AMDKFD_IOC_MAP_MEMORY_TO_GPU, &m) < 0) {
-      *err = name() + (cpu == MAP_FAILED ? ": cannot map GPU memory for the CPU: "
-                                         : ": AMDKFD_IOC_MAP_MEMORY_TO_GPU failed: ") +
+      *err = name() +
+             (cpu == MAP_FAILED ? ": cannot map GPU memory for the CPU: "
+                                : ": AMDKFD_IOC_MAP_MEMORY_TO_GPU failed: ") +
              errno_text(errno);
       kfd_ioctl_free_memory_of_gpu_args f{};
       f.handle = a.handle;
@@ -334,8 +342,9 @@ capgraph_status kfd_open_at(const kfd_paths &paths, const char *device,
   if (kfd < 0) {
     const int e = errno;
     *err = e == ENOENT ? "no AMD GPU: " + paths.kfd + " is absent (no amdgpu driver or no AMD GPU)"
-           : e == EACCES ? paths.kfd + ": permission denied (the user must be in the 'render' group)"
-                         : paths.kfd + ": " + errno_text(e);
+           : e == EACCES
+               ? paths.kfd + ": permission denied (the user must be in the 'render' group)"
+               : paths.kfd + ": " + errno_text(e);
     return CAPGRAPH_ERR_DEVICE;
   }
   const auto fail = [&](const std::string &why) {
@@ -348,7 +357,8 @@ capgraph_status kfd_open_at(const kfd_paths &paths, const char *device,
     return fail(paths.kfd + ": AMDKFD_IOC_GET_VERSION failed: " + errno_text(errno));
   if (version.major_version != KFD_IOCTL_MAJOR_VERSION)
     return fail(paths.kfd + ": KFD interface " + std::to_string(version.major_version) + "." +
-                std::to_string(version.minor_version) + " is not the version 1.x this runtime speaks");
+                std::to_string(version.minor_version) +
+                " is not the version 1.x this runtime speaks");
   std::vector<gpu_node> gpus;
   std::string why;
   if (!topology_read(paths.topology, &gpus, &why)) return fail(why);
@@ -365,7 +375,8 @@ capgraph_status kfd_open_at(const kfd_paths &paths, const char *device,
   vm.gpu_id = node.gpu_id;
   if (ioctl_retry(kfd, AMDKFD_IOC_ACQUIRE_VM, &vm) < 0) {
     close(drm);
-    return fail(paths.kfd + ": AMDKFD_IOC_ACQUIRE_VM for " + render + " failed: " + errno_text(errno));
+    return fail(paths.kfd + ": AMDKFD_IOC_ACQUIRE_VM for " + render +
+                " failed: " + errno_text(errno));
   }
   auto t = std::make_unique<kfd_transport>(kfd, drm, node, render);
   t->events_setup();
@@ -393,9 +404,9 @@ std::string kfd_devices_describe(const kfd_paths &paths) {
     s += "amd:" + std::to_string(i) + ": " +
          (c ? std::string(c->name) + " (" + c->family + ")"
             : "gfx_target_version " + std::to_string(g.gfx_target_version) + " (not supported)") +
-         ", " + std::to_string(g.simd_count) + " SIMDs, " +
-         std::to_string(g.local_mem_size >> 20) + " MiB VRAM, renderD" +
-         std::to_string(g.drm_render_minor) + ", kfd node " + std::to_string(g.node) + "\n";
+         ", " + std::to_string(g.simd_count) + " SIMDs, " + std::to_string(g.local_mem_size >> 20) +
+         " MiB VRAM, renderD" + std::to_string(g.drm_render_minor) + ", kfd node " +
+         std::to_string(g.node) + "\n";
   }
   return s;
 }

@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "kfd_topology.h"
 #include "hcq/transport.h"
+#include "kfd_topology.h"
 
 namespace capgraph::kfd {
 

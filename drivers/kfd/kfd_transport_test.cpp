@@ -34,8 +34,7 @@ std::string topology_write() {
              "cpu_cores_count 0\nsimd_count 192\nlocal_mem_size 25753026560\n"
              "gfx_target_version 110000\nvendor_id 4098\ndevice_id 29772\n"
              "drm_render_minor 128\nhive_id 0\n");
-  node_write(root, 2, 8817,
-             "simd_count 1216\ngfx_target_version 90402\ndrm_render_minor 129\n");
+  node_write(root, 2, 8817, "simd_count 1216\ngfx_target_version 90402\ndrm_render_minor 129\n");
   return root;
 }
 
@@ -82,7 +81,8 @@ TEST_CASE("without /dev/kfd, opening and listing say so plainly") {
   CHECK(kfd_open_at(paths, "amd", &t, &err) == CAPGRAPH_ERR_DEVICE);
   CHECK(err == "no AMD GPU: " + paths.kfd + " is absent (no amdgpu driver or no AMD GPU)");
   CHECK(t == nullptr);
-  CHECK(kfd_devices_describe(paths) == "no AMD GPU: " + paths.kfd + " is absent (no amdgpu driver or no AMD GPU)\n");
+  CHECK(kfd_devices_describe(paths) ==
+        "no AMD GPU: " + paths.kfd + " is absent (no amdgpu driver or no AMD GPU)\n");
   CHECK(kfd_open_at(paths, "amd:x", &t, &err) == CAPGRAPH_ERR_ARGUMENT);
   CHECK(err.find("expected amd or amd:N") != std::string::npos);
 }

@@ -75,8 +75,8 @@ class kgsl_transport final : public hcq::transport {
               (uint64_t(cachemode_uncached) << cachemode_shift);
     a.mmapsize = size;
     if (ioctl_retry(*sys_, fd_, ioctl_gpuobj_alloc, &a) < 0) {
-      *err = name() + ": IOCTL_KGSL_GPUOBJ_ALLOC of " + std::to_string(size) + " bytes failed: " +
-             strerror(errno);
+      *err = name() + ": IOCTL_KGSL_GPUOBJ_ALLOC of " + std::to_string(size) +
+             " bytes failed: " + strerror(errno);
       return CAPGRAPH_ERR_MEMORY;
     }
     void *p = sys_->mmap(nullptr, a.mmapsize, PROT_READ | PROT_WRITE, MAP_SHARED, fd_,
@@ -97,7 +97,8 @@ class kgsl_transport final : public hcq::transport {
 
   capgraph_status import(void *host, uint64_t size, hcq::memory *out, std::string *err) override {
     if ((uintptr_t(host) | size) % 4096 || !size) {
-      *err = name() + ": memory to import must be page-aligned (4096 bytes) in address and size, not " +
+      *err = name() +
+             ": memory to import must be page-aligned (4096 bytes) in address and size, not " +
              hex(uintptr_t(host)) + " + " + std::to_string(size);
       return CAPGRAPH_ERR_ARGUMENT;
     }
@@ -140,8 +141,9 @@ class kgsl_transport final : public hcq::transport {
   capgraph_status queue_create(hcq::queue_kind kind, uint64_t ring_bytes, hcq::queue *out,
                                std::string *err) override {
     if (kind != hcq::queue_kind::compute) {
-      *err = name() + ": no copy queue (one KGSL context runs one command stream; the Adreno target "
-                      "records copy steps into the compute stream)";
+      *err = name() +
+             ": no copy queue (one KGSL context runs one command stream; the Adreno target "
+             "records copy steps into the compute stream)";
       return CAPGRAPH_ERR_DEVICE;
     }
     hcq::memory ring;
@@ -207,7 +209,8 @@ class kgsl_transport final : public hcq::transport {
     const uint64_t start = now_ns();
     uint64_t nap_us = 0;
     for (;;) {
-      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target)) return CAPGRAPH_OK;
+      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
+        return CAPGRAPH_OK;
       if (!submit_error_.empty()) {
         *err = submit_error_;
         return CAPGRAPH_ERR_DEVICE;
@@ -218,15 +221,18 @@ class kgsl_transport final : public hcq::transport {
         const uint64_t left_ms = (timeout_ns - spent + 999999) / 1000000;
         device_waittimestamp_ctxtid w{context_, timestamp_, uint32_t(left_ms < 10 ? left_ms : 10)};
         if (ioctl_retry(*sys_, fd_, ioctl_device_waittimestamp_ctxtid, &w) == 0) {
-          if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target)) return CAPGRAPH_OK;
+          if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
+            return CAPGRAPH_OK;
           *err = name() + ": command " + std::to_string(timestamp_) +
                  " retired without raising signal value " + std::to_string(target) + " (it holds " +
                  std::to_string(*value) + ")";
           return CAPGRAPH_ERR_DEVICE;
         }
         if (errno != ETIMEDOUT && errno != EINTR && errno != EAGAIN) {
-          *err = name() + ": IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID failed (the GPU faulted or the "
-                          "context was lost): " + strerror(errno);
+          *err = name() +
+                 ": IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID failed (the GPU faulted or the "
+                 "context was lost): " +
+                 strerror(errno);
           return CAPGRAPH_ERR_DEVICE;
         }
         continue;
@@ -264,7 +270,8 @@ capgraph_status device_open(kgsl_sys &sys, int *fd, devinfo *info, std::string *
   *fd = sys.open(device_path, O_RDWR | O_CLOEXEC);
   if (*fd < 0) {
     const int e = errno;
-    *err = e == ENOENT ? std::string("no Adreno GPU: ") + device_path + " is absent (no KGSL driver)"
+    *err = e == ENOENT
+               ? std::string("no Adreno GPU: ") + device_path + " is absent (no KGSL driver)"
            : e == EACCES ? std::string(device_path) + ": permission denied"
                          : std::string(device_path) + ": " + strerror(e);
     return CAPGRAPH_ERR_DEVICE;
@@ -274,8 +281,8 @@ capgraph_status device_open(kgsl_sys &sys, int *fd, devinfo *info, std::string *
   p.value = uint64_t(uintptr_t(info));
   p.sizebytes = sizeof *info;
   if (ioctl_retry(sys, *fd, ioctl_device_getproperty, &p) < 0) {
-    *err = std::string(device_path) + ": IOCTL_KGSL_DEVICE_GETPROPERTY(DEVICE_INFO) failed: " +
-           strerror(errno);
+    *err = std::string(device_path) +
+           ": IOCTL_KGSL_DEVICE_GETPROPERTY(DEVICE_INFO) failed: " + strerror(errno);
     sys.close(*fd);
     return CAPGRAPH_ERR_DEVICE;
   }
@@ -291,8 +298,9 @@ std::string kgsl_chip_name(uint32_t chip_id) {
          std::to_string((chip_id >> 8) & 0xff);
 }
 
-capgraph_status kgsl_open_with(std::shared_ptr<kgsl_sys> sys, const char *prefix, const char *device,
-                               std::unique_ptr<hcq::transport> *out, std::string *err) {
+capgraph_status kgsl_open_with(std::shared_ptr<kgsl_sys> sys, const char *prefix,
+                               const char *device, std::unique_ptr<hcq::transport> *out,
+                               std::string *err) {
   const char *colon = strchr(device, ':');
   if (colon && strcmp(colon, ":0") != 0) {
     *err = std::string("device '") + device + "': expected " + prefix + " (or " + prefix +
@@ -308,7 +316,8 @@ capgraph_status kgsl_open_with(std::shared_ptr<kgsl_sys> sys, const char *prefix
   // tinygrad ops_qcom.py (these flags, 0x04008A12 with its power constraint, which is left out).
   drawctxt_create c{};
   c.flags = context_preamble | context_no_gmem_alloc | context_no_fault_tolerance |
-            (8u << context_priority_shift) | (context_preempt_finegrain << context_preempt_style_shift);
+            (8u << context_priority_shift) |
+            (context_preempt_finegrain << context_preempt_style_shift);
   if (ioctl_retry(*sys, fd, ioctl_drawctxt_create, &c) < 0) {
     *err = std::string(device_path) + ": IOCTL_KGSL_DRAWCTXT_CREATE failed: " + strerror(errno);
     sys->close(fd);
@@ -318,7 +327,8 @@ capgraph_status kgsl_open_with(std::shared_ptr<kgsl_sys> sys, const char *prefix
   return CAPGRAPH_OK;
 }
 
-capgraph_status kgsl_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err) {
+capgraph_status kgsl_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                          std::string *err) {
   return kgsl_open_with(kgsl_sys_host(), "adreno", device, out, err);
 }
 
@@ -331,7 +341,8 @@ std::string kgsl_devices_describe(kgsl_sys &sys, const char *prefix) {
   const bool known = info.chip_id >> 8 == chip_id_a630 >> 8;
   return std::string(prefix) + ":0: " + sys.kind() + "Adreno " + kgsl_chip_name(info.chip_id) +
          " (chip " + hex(info.chip_id) + ", gpu_id " + std::to_string(info.gpu_id) + ")" +
-         (known ? ", runs adreno-a630 captures" : ": capgraph compiles for adreno-a630 only") + "\n";
+         (known ? ", runs adreno-a630 captures" : ": capgraph compiles for adreno-a630 only") +
+         "\n";
 }
 
 }  // namespace capgraph::kgsl

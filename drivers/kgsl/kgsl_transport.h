@@ -19,10 +19,12 @@ constexpr const char *device_path = "/dev/kgsl-3d0";
 // Opens "adreno" (or "adreno:0"; a phone has one GPU) through `sys`. `prefix` is the device-name
 // prefix for messages ("adreno", "fake-adreno"). Errors say what is missing: no /dev/kgsl-3d0, no
 // permission, a failed ioctl.
-capgraph_status kgsl_open_with(std::shared_ptr<kgsl_sys> sys, const char *prefix, const char *device,
-                               std::unique_ptr<hcq::transport> *out, std::string *err);
+capgraph_status kgsl_open_with(std::shared_ptr<kgsl_sys> sys, const char *prefix,
+                               const char *device, std::unique_ptr<hcq::transport> *out,
+                               std::string *err);
 // The same through the real system calls.
-capgraph_status kgsl_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err);
+capgraph_status kgsl_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                          std::string *err);
 
 // "a630" for chip id 0x06030001 (core, major, minor digits).
 std::string kgsl_chip_name(uint32_t chip_id);

@@ -53,16 +53,22 @@ constexpr uint32_t NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2 = 0x205,
 // (NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC); class/cl2080_notification.h:282
 // (NV2080_ENGINE_TYPE_GRAPHICS); ctrl2080gpu.h:1795 (GID FORMAT_BINARY); nv-ioctl.h:105-110.
 constexpr uint32_t NVOS32_TYPE_IMAGE = 0, NVOS32_TYPE_NOTIFIER = 13;
-constexpr uint32_t NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT = 0x1, NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE = 0x100,
-                   NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED = 0x4000, NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED = 0x8000,
+constexpr uint32_t NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT = 0x1,
+                   NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE = 0x100,
+                   NVOS32_ALLOC_FLAGS_MEMORY_HANDLE_PROVIDED = 0x4000,
+                   NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED = 0x8000,
                    NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM = 0x10000;
 constexpr uint32_t NVOS32_ATTR_PAGE_SIZE_4KB = 1u << 23, NVOS32_ATTR_PAGE_SIZE_HUGE = 3u << 23,
                    NVOS32_ATTR_LOCATION_VIDMEM = 0u << 25, NVOS32_ATTR_LOCATION_PCI = 1u << 25,
-                   NVOS32_ATTR_PHYSICALITY_CONTIGUOUS = 2u << 27, NVOS32_ATTR_PHYSICALITY_NONCONTIGUOUS = 1u << 27,
-                   NVOS32_ATTR_COHERENCY_UNCACHED = 0u << 29, NVOS32_ATTR_COHERENCY_CACHED = 1u << 29,
+                   NVOS32_ATTR_PHYSICALITY_CONTIGUOUS = 2u << 27,
+                   NVOS32_ATTR_PHYSICALITY_NONCONTIGUOUS = 1u << 27,
+                   NVOS32_ATTR_COHERENCY_UNCACHED = 0u << 29,
+                   NVOS32_ATTR_COHERENCY_CACHED = 1u << 29,
                    NVOS32_ATTR_COHERENCY_WRITE_COMBINE = 2u << 29;
-constexpr uint32_t NVOS32_ATTR2_GPU_CACHEABLE_YES = 1u << 2, NVOS32_ATTR2_GPU_CACHEABLE_NO = 2u << 2;
-constexpr uint32_t NVOS33_FLAGS_CACHING_TYPE_CACHED = 0u << 23, NVOS33_FLAGS_CACHING_TYPE_WRITECOMBINED = 2u << 23;
+constexpr uint32_t NVOS32_ATTR2_GPU_CACHEABLE_YES = 1u << 2,
+                   NVOS32_ATTR2_GPU_CACHEABLE_NO = 2u << 2;
+constexpr uint32_t NVOS33_FLAGS_CACHING_TYPE_CACHED = 0u << 23,
+                   NVOS33_FLAGS_CACHING_TYPE_WRITECOMBINED = 2u << 23;
 constexpr uint32_t NV_DEVICE_ALLOCATION_VAMODE_OPTIONAL_MULTIPLE_VASPACES = 0;
 constexpr uint32_t NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED = 1u << 3,
                    NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING = 1u << 6;
@@ -185,7 +191,8 @@ struct NV2080_CTRL_GPU_GET_GID_INFO_PARAMS {  // ctrl2080gpu.h:1785-1790
 struct NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS {  // ctrlc36f.h:84
   uint32_t workSubmitToken;
 };
-struct NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {  // ctrla06c.h (= NVA06F's): bEnable, bSkipSubmit, bSkipEnable
+struct NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS {  // ctrla06c.h (= NVA06F's): bEnable, bSkipSubmit,
+                                             // bSkipEnable
   uint8_t bEnable, bSkipSubmit, bSkipEnable;
 };
 
@@ -225,7 +232,8 @@ struct UvmGpuMappingAttributes {  // uvm_types.h:84-94
   uint8_t gpuUuid[16];
   uint32_t gpuMappingType, gpuCachingType, gpuFormatType, gpuElementBits, gpuCompressionType;
 };
-struct UVM_MAP_EXTERNAL_ALLOCATION_PARAMS {  // uvm_ioctl.h:492-504; UVM_MAX_GPUS = 32 * 8 (uvm_types.h:64)
+struct UVM_MAP_EXTERNAL_ALLOCATION_PARAMS {  // uvm_ioctl.h:492-504; UVM_MAX_GPUS = 32 * 8
+                                             // (uvm_types.h:64)
   alignas(8) uint64_t base, length, offset;
   UvmGpuMappingAttributes perGpuAttributes[256];
   alignas(8) uint64_t gpuAttributesCount;

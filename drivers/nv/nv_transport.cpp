@@ -59,11 +59,13 @@ struct allocation {
 
 class nv_transport final : public hcq::transport {
  public:
-  nv_transport(std::shared_ptr<nv_sys> sys, nv_paths paths) : sys_(std::move(sys)), paths_(std::move(paths)) {}
+  nv_transport(std::shared_ptr<nv_sys> sys, nv_paths paths)
+      : sys_(std::move(sys)), paths_(std::move(paths)) {}
   ~nv_transport() override {
     for (auto &[gpu, a] : allocs_) release(gpu, a);
     if (client_) {
-      NVOS00_PARAMETERS p{client_, 0, client_, 0};  // freeing the client frees every object under it
+      NVOS00_PARAMETERS p{client_, 0, client_,
+                          0};  // freeing the client frees every object under it
       sys_->ioctl(ctl_, nv_ioctl(NV_ESC_RM_FREE, sizeof p), &p);
     }
     if (usermode_cpu_) sys_->munmap(usermode_cpu_, USERMODE_BYTES);
@@ -76,8 +78,9 @@ class nv_transport final : public hcq::transport {
   capgraph_status open(unsigned index, std::string *err);
 
   std::string name() const override {
-    std::string s = "nv:" + std::to_string(index_) + " (" + (chip_ ? std::string(chip_->family) + ", " + chip_->name : "?") +
-                    ", driver " + version_ + ")";
+    std::string s = "nv:" + std::to_string(index_) + " (" +
+                    (chip_ ? std::string(chip_->family) + ", " + chip_->name : "?") + ", driver " +
+                    version_ + ")";
     const std::string w = sys_->what();
     return w.empty() ? s : s + " on " + w;
   }
@@ -86,7 +89,8 @@ class nv_transport final : public hcq::transport {
   // 1000 for microseconds). Not measured here.
   uint64_t clock_hz() const override { return 1000000000; }
 
-  capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out, std::string *err) override;
+  capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
+                        std::string *err) override;
   void free(hcq::memory &m) override {
     auto it = allocs_.find(m.gpu);
     if (it != allocs_.end()) {
@@ -96,10 +100,12 @@ class nv_transport final : public hcq::transport {
     m = {};
   }
 
-  capgraph_status queue_create(hcq::queue_kind kind, uint64_t, hcq::queue *out, std::string *err) override {
+  capgraph_status queue_create(hcq::queue_kind kind, uint64_t, hcq::queue *out,
+                               std::string *err) override {
     channel &ch = channels_[kind == hcq::queue_kind::compute ? 0 : 1];
     if (ch.in_use) {
-      *err = name() + ": its " + (kind == hcq::queue_kind::compute ? "compute" : "copy") + " channel is already in use";
+      *err = name() + ": its " + (kind == hcq::queue_kind::compute ? "compute" : "copy") +
+             " channel is already in use";
       return CAPGRAPH_ERR_DEVICE;
     }
     ch.in_use = true;
@@ -114,7 +120,8 @@ class nv_transport final : public hcq::transport {
     q = {};
   }
   void doorbell(hcq::queue &q, uint64_t) override {
-    sys_->doorbell_write(reinterpret_cast<volatile uint32_t *>(usermode_cpu_ + USERMODE_DOORBELL), channels_[q.handle & 1].token);
+    sys_->doorbell_write(reinterpret_cast<volatile uint32_t *>(usermode_cpu_ + USERMODE_DOORBELL),
+                         channels_[q.handle & 1].token);
   }
   uint64_t submit(hcq::queue &q, const uint32_t *words, uint64_t count) noexcept override {
     channel &ch = channels_[q.handle & 1];
@@ -129,10 +136,12 @@ class nv_transport final : public hcq::transport {
     return written + 1;
   }
 
-  capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns, std::string *err) override {
+  capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
+                       std::string *err) override {
     const uint64_t start = now_ns();
     for (uint32_t polls = 0;; ++polls) {
-      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target)) return CAPGRAPH_OK;
+      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
+        return CAPGRAPH_OK;
       const std::string fault = sys_->fault();
       if (!fault.empty() || !submit_error_.empty()) {
         *err = name() + ": device error: " + (fault.empty() ? submit_error_ : fault);
@@ -141,20 +150,23 @@ class nv_transport final : public hcq::transport {
       if (now_ns() - start >= timeout_ns) break;
       if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
-    *err = name() + ": timed out after " + std::to_string(timeout_ns / 1000000) + " ms waiting for signal value " +
-           std::to_string(target) + " (it holds " + std::to_string(*value) + ")";
+    *err = name() + ": timed out after " + std::to_string(timeout_ns / 1000000) +
+           " ms waiting for signal value " + std::to_string(target) + " (it holds " +
+           std::to_string(*value) + ")";
     for (int i = 0; i < 2; ++i) {
       const channel &ch = channels_[i];
       if (!ch.ring.cpu) continue;
       uint32_t get, put;
       memcpy(&get, ch.ring.cpu + kUserdOffset + USERD_GP_GET, 4);
       memcpy(&put, ch.ring.cpu + kUserdOffset + USERD_GP_PUT, 4);
-      *err += std::string("; ") + (i ? "copy" : "compute") + " channel GPGet " + std::to_string(get) + ", GPPut " + std::to_string(put);
+      *err += std::string("; ") + (i ? "copy" : "compute") + " channel GPGet " +
+              std::to_string(get) + ", GPPut " + std::to_string(put);
     }
     return CAPGRAPH_ERR_TIMEOUT;
   }
 
-  capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu, std::string *err) override {
+  capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
+                                 std::string *err) override {
     std::string why;
     if (!sys_->capture_attach(c, program_gpu, &why)) {
       *err = name() + ": " + why;
@@ -165,7 +177,8 @@ class nv_transport final : public hcq::transport {
 
  private:
   // One RM call; false with *err naming the step and the RM status (or errno).
-  bool rm_call(unsigned nr, void *params, size_t size, uint32_t *status, const char *what, std::string *err) {
+  bool rm_call(unsigned nr, void *params, size_t size, uint32_t *status, const char *what,
+               std::string *err) {
     if (sys_->ioctl(ctl_, nv_ioctl(nr, size), params) < 0) {
       *err = std::string(what) + ": " + strerror(errno);
       return false;
@@ -176,7 +189,8 @@ class nv_transport final : public hcq::transport {
     }
     return true;
   }
-  bool rm_alloc(uint32_t parent, uint32_t cls, void *params, uint32_t size, uint32_t *handle, const char *what, std::string *err) {
+  bool rm_alloc(uint32_t parent, uint32_t cls, void *params, uint32_t size, uint32_t *handle,
+                const char *what, std::string *err) {
     NVOS21_PARAMETERS p{};
     p.hRoot = client_;
     p.hObjectParent = parent;
@@ -187,7 +201,8 @@ class nv_transport final : public hcq::transport {
     *handle = p.hObjectNew;
     return true;
   }
-  bool rm_control(uint32_t object, uint32_t cmd, void *params, uint32_t size, const char *what, std::string *err) {
+  bool rm_control(uint32_t object, uint32_t cmd, void *params, uint32_t size, const char *what,
+                  std::string *err) {
     NVOS54_PARAMETERS p{};
     p.hClient = client_;
     p.hObject = object;
@@ -196,7 +211,8 @@ class nv_transport final : public hcq::transport {
     p.paramsSize = size;
     return rm_call(NV_ESC_RM_CONTROL, &p, sizeof p, &p.status, what, err);
   }
-  bool uvm(unsigned long request, void *params, uint32_t *status, const char *what, std::string *err) {
+  bool uvm(unsigned long request, void *params, uint32_t *status, const char *what,
+           std::string *err) {
     if (sys_->ioctl(uvm_, request, params) < 0) {
       *err = std::string(what) + ": " + strerror(errno);
       return false;
@@ -224,7 +240,8 @@ class nv_transport final : public hcq::transport {
     return fd;
   }
   // Maps RM memory `memory` for the CPU at `at` (nullptr: anywhere) through a fresh device fd.
-  void *cpu_map(uint32_t parent, uint32_t memory, uint64_t size, void *at, bool cached, int *fd_out, std::string *err) {
+  void *cpu_map(uint32_t parent, uint32_t memory, uint64_t size, void *at, bool cached, int *fd_out,
+                std::string *err) {
     const int fd = device_fd(err);
     if (fd < 0) return nullptr;
     nv_ioctl_nvos33_parameters_with_fd p{};
@@ -232,13 +249,16 @@ class nv_transport final : public hcq::transport {
     p.params.hDevice = parent;
     p.params.hMemory = memory;
     p.params.length = size;
-    p.params.flags = cached ? NVOS33_FLAGS_CACHING_TYPE_CACHED : NVOS33_FLAGS_CACHING_TYPE_WRITECOMBINED;
+    p.params.flags =
+        cached ? NVOS33_FLAGS_CACHING_TYPE_CACHED : NVOS33_FLAGS_CACHING_TYPE_WRITECOMBINED;
     p.fd = fd;
-    if (!rm_call(NV_ESC_RM_MAP_MEMORY, &p, sizeof p, &p.params.status, "NV_ESC_RM_MAP_MEMORY", err)) {
+    if (!rm_call(NV_ESC_RM_MAP_MEMORY, &p, sizeof p, &p.params.status, "NV_ESC_RM_MAP_MEMORY",
+                 err)) {
       sys_->close(fd);
       return nullptr;
     }
-    void *cpu = sys_->mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | (at ? MAP_FIXED : 0), fd, 0);
+    void *cpu =
+        sys_->mmap(at, size, PROT_READ | PROT_WRITE, MAP_SHARED | (at ? MAP_FIXED : 0), fd, 0);
     if (cpu == MAP_FAILED || (at && cpu != at)) {
       *err = "mmap of RM memory " + hex(memory) + ": " + strerror(errno);
       sys_->close(fd);
@@ -250,7 +270,8 @@ class nv_transport final : public hcq::transport {
   bool va_take(uint64_t size, uint64_t align, uint64_t *va, std::string *err) {
     const uint64_t at = (va_next_ + align - 1) / align * align;
     if (at + size > va_base_ + va_size_) {
-      *err = "the " + std::to_string(va_size_ >> 20) + " MiB GPU address range is used up (" + std::to_string(size) + " more bytes asked)";
+      *err = "the " + std::to_string(va_size_ >> 20) + " MiB GPU address range is used up (" +
+             std::to_string(size) + " more bytes asked)";
       return false;
     }
     *va = at;
@@ -263,12 +284,14 @@ class nv_transport final : public hcq::transport {
     f.length = a.size;
     sys_->ioctl(uvm_, UVM_FREE, &f);
     // Back to a reservation, so the range stays ours.
-    sys_->mmap(reinterpret_cast<void *>(gpu), a.size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    sys_->mmap(reinterpret_cast<void *>(gpu), a.size, PROT_NONE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     if (a.fd >= 0) sys_->close(a.fd);
     NVOS00_PARAMETERS p{client_, device_, a.memory, 0};
     sys_->ioctl(ctl_, nv_ioctl(NV_ESC_RM_FREE, sizeof p), &p);
   }
-  capgraph_status channel_create(channel &ch, uint32_t gpfifo_class, uint32_t engine_class, const char *what, std::string *err);
+  capgraph_status channel_create(channel &ch, uint32_t gpfifo_class, uint32_t engine_class,
+                                 const char *what, std::string *err);
 
   std::shared_ptr<nv_sys> sys_;
   nv_paths paths_;
@@ -277,7 +300,8 @@ class nv_transport final : public hcq::transport {
   uint32_t minor_ = 0;
   std::string version_;
   const chip *chip_ = nullptr;
-  uint32_t client_ = 0, device_ = 0, subdevice_ = 0, usermode_ = 0, vaspace_ = 0, tsg_ = 0, ctxshare_ = 0;
+  uint32_t client_ = 0, device_ = 0, subdevice_ = 0, usermode_ = 0, vaspace_ = 0, tsg_ = 0,
+           ctxshare_ = 0;
   uint8_t uuid_[16] = {};
   uint8_t *usermode_cpu_ = nullptr;
   void *va_cpu_ = nullptr;
@@ -287,7 +311,8 @@ class nv_transport final : public hcq::transport {
   std::string submit_error_;
 };
 
-capgraph_status nv_transport::alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out, std::string *err) {
+capgraph_status nv_transport::alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
+                                    std::string *err) {
   // Big allocations take 2 MiB pages (as tinygrad does from 8 MiB on).
   const uint64_t page = size >= (8u << 20) ? (2u << 20) : 4096;
   size = (size + page - 1) / page * page;
@@ -299,17 +324,20 @@ capgraph_status nv_transport::alloc(uint64_t size, hcq::memory_kind kind, hcq::m
   p.size = size;
   p.alignment = page;
   const bool host = kind == hcq::memory_kind::host;
-  p.flags = NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT | NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE | NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED |
-            (host ? 0 : NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM);
-  p.attr = NVOS32_ATTR_PHYSICALITY_NONCONTIGUOUS |
-           (host ? NVOS32_ATTR_LOCATION_PCI | NVOS32_ATTR_COHERENCY_CACHED | NVOS32_ATTR_PAGE_SIZE_4KB
-                 : NVOS32_ATTR_LOCATION_VIDMEM | (page > 4096 ? NVOS32_ATTR_PAGE_SIZE_HUGE : NVOS32_ATTR_PAGE_SIZE_4KB));
+  p.flags = NVOS32_ALLOC_FLAGS_IGNORE_BANK_PLACEMENT | NVOS32_ALLOC_FLAGS_ALIGNMENT_FORCE |
+            NVOS32_ALLOC_FLAGS_MAP_NOT_REQUIRED | (host ? 0 : NVOS32_ALLOC_FLAGS_PERSISTENT_VIDMEM);
+  p.attr =
+      NVOS32_ATTR_PHYSICALITY_NONCONTIGUOUS |
+      (host ? NVOS32_ATTR_LOCATION_PCI | NVOS32_ATTR_COHERENCY_CACHED | NVOS32_ATTR_PAGE_SIZE_4KB
+            : NVOS32_ATTR_LOCATION_VIDMEM |
+                  (page > 4096 ? NVOS32_ATTR_PAGE_SIZE_HUGE : NVOS32_ATTR_PAGE_SIZE_4KB));
   p.attr2 = host ? NVOS32_ATTR2_GPU_CACHEABLE_NO : NVOS32_ATTR2_GPU_CACHEABLE_YES;
   allocation a;
   a.size = size;
   std::string why;
   const uint32_t cls = host ? NV1_MEMORY_SYSTEM : NV1_MEMORY_USER;
-  if (!rm_alloc(device_, cls, &p, sizeof p, &a.memory, host ? "RM_ALLOC NV1_MEMORY_SYSTEM" : "RM_ALLOC NV1_MEMORY_USER", &why)) {
+  if (!rm_alloc(device_, cls, &p, sizeof p, &a.memory,
+                host ? "RM_ALLOC NV1_MEMORY_SYSTEM" : "RM_ALLOC NV1_MEMORY_USER", &why)) {
     *err = name() + ": " + std::to_string(size) + " bytes: " + why;
     return CAPGRAPH_ERR_MEMORY;
   }
@@ -320,7 +348,8 @@ capgraph_status nv_transport::alloc(uint64_t size, hcq::memory_kind kind, hcq::m
     return CAPGRAPH_ERR_MEMORY;
   };
   // The CPU sees it at its GPU address (BAR1 for video memory, write-combined).
-  if (!cpu_map(device_, a.memory, size, reinterpret_cast<void *>(va), host, &a.fd, &why)) return undo(why);
+  if (!cpu_map(device_, a.memory, size, reinterpret_cast<void *>(va), host, &a.fd, &why))
+    return undo(why);
   UVM_CREATE_EXTERNAL_RANGE_PARAMS r{};
   r.base = va;
   r.length = size;
@@ -336,7 +365,8 @@ capgraph_status nv_transport::alloc(uint64_t size, hcq::memory_kind kind, hcq::m
   if (!uvm(UVM_CREATE_EXTERNAL_RANGE, &r, &r.rmStatus, "UVM_CREATE_EXTERNAL_RANGE", &why) ||
       !uvm(UVM_MAP_EXTERNAL_ALLOCATION, &m, &m.rmStatus, "UVM_MAP_EXTERNAL_ALLOCATION", &why)) {
     sys_->close(a.fd);
-    sys_->mmap(reinterpret_cast<void *>(va), size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    sys_->mmap(reinterpret_cast<void *>(va), size, PROT_NONE,
+               MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
     return undo(why);
   }
   allocs_[va] = a;
@@ -347,7 +377,9 @@ capgraph_status nv_transport::alloc(uint64_t size, hcq::memory_kind kind, hcq::m
   return CAPGRAPH_OK;
 }
 
-capgraph_status nv_transport::channel_create(channel &ch, uint32_t gpfifo_class, uint32_t engine_class, const char *what, std::string *err) {
+capgraph_status nv_transport::channel_create(channel &ch, uint32_t gpfifo_class,
+                                             uint32_t engine_class, const char *what,
+                                             std::string *err) {
   std::string why;
   capgraph_status st;
   if ((st = alloc(kGpfifoBytes, hcq::memory_kind::device, &ch.ring, err)) != CAPGRAPH_OK) return st;
@@ -366,10 +398,13 @@ capgraph_status nv_transport::channel_create(channel &ch, uint32_t gpfifo_class,
     *err = name() + ": " + what + " channel: " + w;
     return CAPGRAPH_ERR_DEVICE;
   };
-  if (!rm_alloc(tsg_, gpfifo_class, &p, sizeof p, &ch.handle, "RM_ALLOC GPFIFO channel", &why)) return fail(why);
-  if (!rm_alloc(ch.handle, engine_class, nullptr, 0, &ch.object, "RM_ALLOC engine object", &why)) return fail(why);
+  if (!rm_alloc(tsg_, gpfifo_class, &p, sizeof p, &ch.handle, "RM_ALLOC GPFIFO channel", &why))
+    return fail(why);
+  if (!rm_alloc(ch.handle, engine_class, nullptr, 0, &ch.object, "RM_ALLOC engine object", &why))
+    return fail(why);
   NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN_PARAMS t{};
-  if (!rm_control(ch.handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, &t, sizeof t, "GPFIFO_GET_WORK_SUBMIT_TOKEN", &why))
+  if (!rm_control(ch.handle, NVC36F_CTRL_CMD_GPFIFO_GET_WORK_SUBMIT_TOKEN, &t, sizeof t,
+                  "GPFIFO_GET_WORK_SUBMIT_TOKEN", &why))
     return fail(why);
   ch.token = t.workSubmitToken;
   // UVM keeps the channel's context buffers in a range of our address space.
@@ -398,8 +433,9 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
     return st;
   };
   if ((ctl_ = sys_->open(paths_.ctl.c_str(), O_RDWR | O_CLOEXEC)) < 0)
-    return fail(CAPGRAPH_ERR_DEVICE, errno == ENOENT ? paths_.ctl + " is missing: no NVIDIA kernel driver is loaded"
-                                                     : "open " + paths_.ctl + ": " + strerror(errno));
+    return fail(CAPGRAPH_ERR_DEVICE,
+                errno == ENOENT ? paths_.ctl + " is missing: no NVIDIA kernel driver is loaded"
+                                : "open " + paths_.ctl + ": " + strerror(errno));
   // The driver's version first: every layout below belongs to one branch. CMD_QUERY makes the
   // driver copy its NV_VERSION_STRING into versionString (src/nvidia/arch/nvalloc/unix/src/
   // osapi.c RmPerformVersionCheck; kernel-open/nvidia/nv.c takes it on the control device only).
@@ -412,18 +448,23 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   bool known = false;
   for (unsigned b : kBranches) known |= b == branch;
   if (!known)
-    return fail(CAPGRAPH_ERR_DEVICE, "NVIDIA driver " + (version_.empty() ? std::string("(no version)") : version_) +
-                                         ": its RM/UVM ABI is not one this runtime knows (it knows the 580 branch; "
-                                         "see drivers/nv/README.md to add one)");
+    return fail(CAPGRAPH_ERR_DEVICE,
+                "NVIDIA driver " + (version_.empty() ? std::string("(no version)") : version_) +
+                    ": its RM/UVM ABI is not one this runtime knows (it knows the 580 branch; "
+                    "see drivers/nv/README.md to add one)");
   NVOS21_PARAMETERS root{};
   root.hClass = NV01_ROOT_CLIENT;
-  if (!rm_call(NV_ESC_RM_ALLOC, &root, sizeof root, &root.status, "RM_ALLOC NV01_ROOT_CLIENT", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_call(NV_ESC_RM_ALLOC, &root, sizeof root, &root.status, "RM_ALLOC NV01_ROOT_CLIENT",
+               &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   client_ = root.hObjectNew;
 
   if ((uvm_ = sys_->open(paths_.uvm.c_str(), O_RDWR | O_CLOEXEC)) < 0)
-    return fail(CAPGRAPH_ERR_DEVICE, "open " + paths_.uvm + ": " + strerror(errno) + " (the nvidia-uvm module is needed)");
+    return fail(CAPGRAPH_ERR_DEVICE, "open " + paths_.uvm + ": " + strerror(errno) +
+                                         " (the nvidia-uvm module is needed)");
   UVM_INITIALIZE_PARAMS ui{};
-  if (!uvm(UVM_INITIALIZE, &ui, &ui.rmStatus, "UVM_INITIALIZE", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!uvm(UVM_INITIALIZE, &ui, &ui.rmStatus, "UVM_INITIALIZE", &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   // A second UVM fd for UVM_MM_INITIALIZE, as libcuda and tinygrad do; its failure is not fatal
   // (tinygrad: "CUDA hits it too").
   if ((uvm_mm_ = sys_->open(paths_.uvm.c_str(), O_RDWR | O_CLOEXEC)) >= 0) {
@@ -438,31 +479,44 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   const nv_ioctl_card_info_t *card = nullptr;
   for (const auto &c : cards)
     if (c.valid && seen++ == index) card = &c;
-  if (!card) return fail(CAPGRAPH_ERR_DEVICE, "no such GPU (the driver reports " + std::to_string(seen) + ")");
+  if (!card)
+    return fail(CAPGRAPH_ERR_DEVICE,
+                "no such GPU (the driver reports " + std::to_string(seen) + ")");
   minor_ = card->minor_number;
   NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS id{};
   id.gpuId = card->gpu_id;
-  if (!rm_control(client_, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &id, sizeof id, "GPU_GET_ID_INFO_V2", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_control(client_, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &id, sizeof id, "GPU_GET_ID_INFO_V2",
+                  &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
 
   NV0080_ALLOC_PARAMETERS dp{};
   dp.deviceId = id.deviceInstance;
   dp.hClientShare = client_;
   dp.vaMode = NV_DEVICE_ALLOCATION_VAMODE_OPTIONAL_MULTIPLE_VASPACES;
-  if (!rm_alloc(client_, NV01_DEVICE_0, &dp, sizeof dp, &device_, "RM_ALLOC NV01_DEVICE_0", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_alloc(client_, NV01_DEVICE_0, &dp, sizeof dp, &device_, "RM_ALLOC NV01_DEVICE_0", &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   NV2080_ALLOC_PARAMETERS sp{};
-  if (!rm_alloc(device_, NV20_SUBDEVICE_0, &sp, sizeof sp, &subdevice_, "RM_ALLOC NV20_SUBDEVICE_0", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_alloc(device_, NV20_SUBDEVICE_0, &sp, sizeof sp, &subdevice_, "RM_ALLOC NV20_SUBDEVICE_0",
+                &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
 
   // The chip from the compute class the device offers.
   NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS classes{};
-  if (!rm_control(device_, NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, &classes, sizeof classes, "GPU_GET_CLASSLIST_V2", &why))
+  if (!rm_control(device_, NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, &classes, sizeof classes,
+                  "GPU_GET_CLASSLIST_V2", &why))
     return fail(CAPGRAPH_ERR_DEVICE, why);
-  for (uint32_t i = 0; i < classes.numClasses && i < 200 && !chip_; ++i) chip_ = chip_by_compute_class(classes.classList[i]);
+  for (uint32_t i = 0; i < classes.numClasses && i < 200 && !chip_; ++i)
+    chip_ = chip_by_compute_class(classes.classList[i]);
   if (!chip_)
-    return fail(CAPGRAPH_ERR_DEVICE, "PCI device 10de:" + hex(card->pci_info.device_id).substr(2) +
-                                         " offers no compute class this runtime drives (Ampere GA10x, Ada, Hopper: " + chip_names() + ")");
+    return fail(CAPGRAPH_ERR_DEVICE,
+                "PCI device 10de:" + hex(card->pci_info.device_id).substr(2) +
+                    " offers no compute class this runtime drives (Ampere GA10x, Ada, Hopper: " +
+                    chip_names() + ")");
 
   // The doorbell page.
-  if (!rm_alloc(subdevice_, chip_->usermode_class, nullptr, 0, &usermode_, "RM_ALLOC usermode", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_alloc(subdevice_, chip_->usermode_class, nullptr, 0, &usermode_, "RM_ALLOC usermode",
+                &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   void *um = cpu_map(subdevice_, usermode_, USERMODE_BYTES, nullptr, false, &usermode_fd_, &why);
   if (!um) return fail(CAPGRAPH_ERR_DEVICE, "usermode page: " + why);
   usermode_cpu_ = static_cast<uint8_t *>(um);
@@ -471,30 +525,40 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   NV_VASPACE_ALLOCATION_PARAMETERS va{};
   va.vaBase = 0x1000;
   va.vaSize = 0x1fffffb000000ull;
-  va.flags = NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING | NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED;
-  if (!rm_alloc(device_, FERMI_VASPACE_A, &va, sizeof va, &vaspace_, "RM_ALLOC FERMI_VASPACE_A", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  va.flags = NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING |
+             NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED;
+  if (!rm_alloc(device_, FERMI_VASPACE_A, &va, sizeof va, &vaspace_, "RM_ALLOC FERMI_VASPACE_A",
+                &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   NV2080_CTRL_GPU_GET_GID_INFO_PARAMS gid{};
   gid.flags = NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY;
   gid.length = 16;
-  if (!rm_control(subdevice_, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &gid, sizeof gid, "GPU_GET_GID_INFO", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_control(subdevice_, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &gid, sizeof gid,
+                  "GPU_GET_GID_INFO", &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   memcpy(uuid_, gid.data, 16);
   UVM_REGISTER_GPU_PARAMS rg{};
   memcpy(rg.gpu_uuid, uuid_, 16);
   rg.rmCtrlFd = -1;
-  if (!uvm(UVM_REGISTER_GPU, &rg, &rg.rmStatus, "UVM_REGISTER_GPU", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!uvm(UVM_REGISTER_GPU, &rg, &rg.rmStatus, "UVM_REGISTER_GPU", &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   UVM_REGISTER_GPU_VASPACE_PARAMS rv{};
   memcpy(rv.gpuUuid, uuid_, 16);
   rv.rmCtrlFd = ctl_;
   rv.hClient = client_;
   rv.hVaSpace = vaspace_;
-  if (!uvm(UVM_REGISTER_GPU_VASPACE, &rv, &rv.rmStatus, "UVM_REGISTER_GPU_VASPACE", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!uvm(UVM_REGISTER_GPU_VASPACE, &rv, &rv.rmStatus, "UVM_REGISTER_GPU_VASPACE", &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
 
   // Our part of that space, reserved in the CPU's too.
   for (int i = 0; i < kVaTries + kVaLowTries && !va_cpu_; ++i) {
     const uint64_t size = i < kVaTries ? kVaSize : kVaLowSize;
-    void *want = reinterpret_cast<void *>(i < kVaTries ? kVaBase + uint64_t(i) * kVaSize
-                                                       : kVaLowBase + uint64_t(i - kVaTries) * kVaLowSize);
-    void *got = sys_->mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    void *want =
+        reinterpret_cast<void *>(i < kVaTries ? kVaBase + uint64_t(i) * kVaSize
+                                              : kVaLowBase + uint64_t(i - kVaTries) * kVaLowSize);
+    void *got =
+        sys_->mmap(want, size, PROT_NONE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
     if (got == want) {
       va_cpu_ = got;
       va_size_ = size;
@@ -502,22 +566,34 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
       sys_->munmap(got, size);
     }
   }
-  if (!va_cpu_) return fail(CAPGRAPH_ERR_MEMORY, "cannot reserve a GPU address range below 2^40 in this process");
+  if (!va_cpu_)
+    return fail(CAPGRAPH_ERR_MEMORY,
+                "cannot reserve a GPU address range below 2^40 in this process");
   va_base_ = va_next_ = reinterpret_cast<uint64_t>(va_cpu_);
 
   // A channel group with a subcontext on our address space, and its two channels.
   NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS tg{};
   tg.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
-  if (!rm_alloc(device_, KEPLER_CHANNEL_GROUP_A, &tg, sizeof tg, &tsg_, "RM_ALLOC KEPLER_CHANNEL_GROUP_A", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_alloc(device_, KEPLER_CHANNEL_GROUP_A, &tg, sizeof tg, &tsg_,
+                "RM_ALLOC KEPLER_CHANNEL_GROUP_A", &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   NV_CTXSHARE_ALLOCATION_PARAMETERS cs{};
   cs.hVASpace = vaspace_;
   cs.flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC;
-  if (!rm_alloc(tsg_, FERMI_CONTEXT_SHARE_A, &cs, sizeof cs, &ctxshare_, "RM_ALLOC FERMI_CONTEXT_SHARE_A", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_alloc(tsg_, FERMI_CONTEXT_SHARE_A, &cs, sizeof cs, &ctxshare_,
+                "RM_ALLOC FERMI_CONTEXT_SHARE_A", &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   capgraph_status st;
-  if ((st = channel_create(channels_[0], chip_->gpfifo_class, chip_->compute_class, "compute", err)) != CAPGRAPH_OK) return st;
-  if ((st = channel_create(channels_[1], chip_->gpfifo_class, chip_->copy_class, "copy", err)) != CAPGRAPH_OK) return st;
+  if ((st = channel_create(channels_[0], chip_->gpfifo_class, chip_->compute_class, "compute",
+                           err)) != CAPGRAPH_OK)
+    return st;
+  if ((st = channel_create(channels_[1], chip_->gpfifo_class, chip_->copy_class, "copy", err)) !=
+      CAPGRAPH_OK)
+    return st;
   NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched{1, 0, 0};
-  if (!rm_control(tsg_, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched, sizeof sched, "GPFIFO_SCHEDULE", &why)) return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_control(tsg_, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched, sizeof sched, "GPFIFO_SCHEDULE",
+                  &why))
+    return fail(CAPGRAPH_ERR_DEVICE, why);
   return CAPGRAPH_OK;
 }
 
@@ -536,7 +612,8 @@ unsigned device_index(const char *device, bool *ok) {
 unsigned nv_branch(const std::string &version) {
   unsigned major = 0;
   size_t i = 0;
-  for (; i < version.size() && version[i] >= '0' && version[i] <= '9' && i < 4; ++i) major = major * 10 + unsigned(version[i] - '0');
+  for (; i < version.size() && version[i] >= '0' && version[i] <= '9' && i < 4; ++i)
+    major = major * 10 + unsigned(version[i] - '0');
   return i > 0 && i < version.size() && version[i] == '.' ? major : 0;
 }
 
@@ -557,19 +634,22 @@ capgraph_status nv_open_with(std::shared_ptr<nv_sys> sys, const nv_paths &paths,
   return CAPGRAPH_OK;
 }
 
-capgraph_status nv_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err) {
+capgraph_status nv_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                        std::string *err) {
   return nv_open_with(nv_sys_linux(), nv_paths{}, device, out, err);
 }
 
 std::string nv_devices_describe() {
   std::unique_ptr<hcq::transport> t;
   std::string err;
-  if (::access("/dev/nvidiactl", F_OK) != 0) return "nv: no NVIDIA GPU (/dev/nvidiactl is missing: no NVIDIA kernel driver is loaded)\n";
+  if (::access("/dev/nvidiactl", F_OK) != 0)
+    return "nv: no NVIDIA GPU (/dev/nvidiactl is missing: no NVIDIA kernel driver is loaded)\n";
   std::string lines;
   for (unsigned i = 0; i < 64; ++i) {
     const std::string name = "nv:" + std::to_string(i);
     if (nv_open(name.c_str(), &t, &err) != CAPGRAPH_OK) {
-      if (i == 0 || err.find("no such GPU") == std::string::npos) lines += (i ? "" : "nv: ") + err + "\n";
+      if (i == 0 || err.find("no such GPU") == std::string::npos)
+        lines += (i ? "" : "nv: ") + err + "\n";
       break;
     }
     lines += t->name() + "\n";

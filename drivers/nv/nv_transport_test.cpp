@@ -43,12 +43,18 @@ TEST_CASE("the transport opens a GPU with the driver version first and UVM-only 
       snprintf(hex, sizeof hex, "0x%x", c);
       return std::string("RM_ALLOC ") + hex;
     };
-    const size_t client = position(calls, cls(abi::NV01_ROOT_CLIENT)), device = position(calls, cls(abi::NV01_DEVICE_0)),
-                 vaspace = position(calls, cls(abi::FERMI_VASPACE_A)), reg_gpu = position(calls, "UVM_REGISTER_GPU"),
-                 reg_va = position(calls, "UVM_REGISTER_GPU_VASPACE"), tsg = position(calls, cls(abi::KEPLER_CHANNEL_GROUP_A)),
-                 gpfifo = position(calls, cls(chip_find(name)->gpfifo_class)), compute = position(calls, cls(chip_find(name)->compute_class)),
-                 copy = position(calls, cls(chip_find(name)->copy_class)), token = position(calls, "RM_CONTROL 0xc36f0108"),
-                 channel = position(calls, "UVM_REGISTER_CHANNEL"), schedule = position(calls, "RM_CONTROL 0xa06c0101"),
+    const size_t client = position(calls, cls(abi::NV01_ROOT_CLIENT)),
+                 device = position(calls, cls(abi::NV01_DEVICE_0)),
+                 vaspace = position(calls, cls(abi::FERMI_VASPACE_A)),
+                 reg_gpu = position(calls, "UVM_REGISTER_GPU"),
+                 reg_va = position(calls, "UVM_REGISTER_GPU_VASPACE"),
+                 tsg = position(calls, cls(abi::KEPLER_CHANNEL_GROUP_A)),
+                 gpfifo = position(calls, cls(chip_find(name)->gpfifo_class)),
+                 compute = position(calls, cls(chip_find(name)->compute_class)),
+                 copy = position(calls, cls(chip_find(name)->copy_class)),
+                 token = position(calls, "RM_CONTROL 0xc36f0108"),
+                 channel = position(calls, "UVM_REGISTER_CHANNEL"),
+                 schedule = position(calls, "RM_CONTROL 0xa06c0101"),
                  map = position(calls, "UVM_MAP_EXTERNAL_ALLOCATION");
     CHECK(client < device);
     CHECK(device < vaspace);
@@ -61,7 +67,7 @@ TEST_CASE("the transport opens a GPU with the driver version first and UVM-only 
     CHECK(compute < token);
     CHECK(token < channel);
     CHECK(compute < copy);
-    CHECK(schedule == calls.size() - 1);  // the group runs once both channels exist
+    CHECK(schedule == calls.size() - 1);                // the group runs once both channels exist
     CHECK(position(calls, cls(0x70)) == calls.size());  // no NV01_MEMORY_VIRTUAL (nv_plan.md §0.6)
 
     // Memory: one address for both sides, RM memory behind a UVM mapping.
@@ -78,7 +84,9 @@ TEST_CASE("the transport opens a GPU with the driver version first and UVM-only 
   }
 }
 
-TEST_CASE("a driver branch whose ABI the transport does not know is refused by version, before any RM call") {
+TEST_CASE(
+    "a driver branch whose ABI the transport does not know is refused by version, before any RM "
+    "call") {
   for (const char *version : {"590.44.01", "570.86.16", "garbage"}) {
     CAPTURE(version);
     auto sys = std::make_shared<fake_rm>(*chip_find("sm90"), version, false);
@@ -103,7 +111,8 @@ TEST_CASE("without the driver the errors say what is missing") {
   std::unique_ptr<hcq::transport> t;
   std::string err;
   CHECK(nv_open_with(nv_sys_linux(), p, "nv", &t, &err) == CAPGRAPH_ERR_DEVICE);
-  CHECK(err.find("/nonexistent/nvidiactl is missing: no NVIDIA kernel driver is loaded") != std::string::npos);
+  CHECK(err.find("/nonexistent/nvidiactl is missing: no NVIDIA kernel driver is loaded") !=
+        std::string::npos);
   CHECK(nv_open_with(nv_sys_linux(), p, "nv:x", &t, &err) == CAPGRAPH_ERR_ARGUMENT);
   CHECK(err.find("an NVIDIA device is nv or nv:N") != std::string::npos);
   // The fake has one GPU: a second is refused by count.
@@ -126,8 +135,10 @@ TEST_CASE("without room for its 128 GiB ranges the transport takes a smaller one
     void *want = reinterpret_cast<void *>(0x1000000000ull + uint64_t(i) * 0x2000000000ull);
     void *got = ::mmap(want, 0x2000000000ull, PROT_NONE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (got == want) taken.emplace_back(got, 0x2000000000ull);
-    else if (got != MAP_FAILED) ::munmap(got, 0x2000000000ull);
+    if (got == want)
+      taken.emplace_back(got, 0x2000000000ull);
+    else if (got != MAP_FAILED)
+      ::munmap(got, 0x2000000000ull);
   }
   auto sys = std::make_shared<fake_rm>(*chip_find("sm90"), "580.159.04", false);
   std::unique_ptr<hcq::transport> t;

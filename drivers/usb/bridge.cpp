@@ -8,7 +8,7 @@
 
 namespace capgraph::usb {
 
-const char* transfer_status_name(TransferStatus s) {
+const char *transfer_status_name(TransferStatus s) {
   switch (s) {
     case TransferStatus::ok: return "ok";
     case TransferStatus::stall: return "stalled";
@@ -19,7 +19,7 @@ const char* transfer_status_name(TransferStatus s) {
   return "?";
 }
 
-const char* bridge_error_name(uint8_t code) {
+const char *bridge_error_name(uint8_t code) {
   switch (code) {
     case BRIDGE_ERR_NONE: return "no error";
     case BRIDGE_ERR_UNKNOWN_REQUEST: return "unknown request";
@@ -36,10 +36,10 @@ const char* bridge_error_name(uint8_t code) {
   return "unknown error code";
 }
 
-static void put_le32(uint8_t* p, uint32_t v) {
+static void put_le32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
 }
-static uint32_t le32(const uint8_t* p) {
+static uint32_t le32(const uint8_t *p) {
   return uint32_t(p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24);
 }
 
@@ -54,24 +54,24 @@ std::string BridgeInfo::version() const {
   return std::to_string(fw_major) + "." + std::to_string(fw_minor) + "." + std::to_string(fw_patch);
 }
 
-Bridge::Bridge(BridgeTransport& transport, unsigned timeout_ms)
+Bridge::Bridge(BridgeTransport &transport, unsigned timeout_ms)
     : t_(transport), timeout_ms_(timeout_ms) {}
 
-TransferStatus Bridge::transfer_control(const ControlRequest& r, uint8_t* data, uint16_t length, size_t* actual,
-                                        unsigned timeout_ms) {
+TransferStatus Bridge::transfer_control(const ControlRequest &r, uint8_t *data, uint16_t length,
+                                        size_t *actual, unsigned timeout_ms) {
   ++counters_.control;
   counters_.control_bytes += length;
   return t_.control(r, data, length, actual, timeout_ms);
 }
 
-TransferStatus Bridge::transfer_bulk(uint8_t endpoint, uint8_t* data, size_t length, size_t* actual,
+TransferStatus Bridge::transfer_bulk(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
                                      unsigned timeout_ms) {
   ++(endpoint & 0x80 ? counters_.bulk_in : counters_.bulk_out);
   (endpoint & 0x80 ? counters_.bulk_in_bytes : counters_.bulk_out_bytes) += length;
   return t_.bulk(endpoint, data, length, actual, timeout_ms);
 }
 
-BridgeStatus Bridge::fail(TransferStatus s, const char* what) {
+BridgeStatus Bridge::fail(TransferStatus s, const char *what) {
   BridgeStatus st;
   st.transfer = s;
   std::string msg = t_.describe() + ": " + what + " " + transfer_status_name(s);
@@ -92,25 +92,26 @@ BridgeStatus Bridge::fail(TransferStatus s, const char* what) {
   return st;
 }
 
-BridgeStatus Bridge::control_in(uint8_t req, uint16_t value, uint16_t index, uint8_t* data,
-                                uint16_t n, size_t* actual, const char* what, unsigned timeout_ms) {
+BridgeStatus Bridge::control_in(uint8_t req, uint16_t value, uint16_t index, uint8_t *data,
+                                uint16_t n, size_t *actual, const char *what, unsigned timeout_ms) {
   ControlRequest r{BRIDGE_RT_VENDOR_IN, req, value, index};
   TransferStatus s = transfer_control(r, data, n, actual, timeout_ms ? timeout_ms : timeout_ms_);
   if (s != TransferStatus::ok) return fail(s, what);
   return {};
 }
 
-BridgeStatus Bridge::control_out(uint8_t req, uint16_t value, uint16_t index, const uint8_t* data,
-                                 uint16_t n, const char* what, unsigned timeout_ms) {
+BridgeStatus Bridge::control_out(uint8_t req, uint16_t value, uint16_t index, const uint8_t *data,
+                                 uint16_t n, const char *what, unsigned timeout_ms) {
   ControlRequest r{BRIDGE_RT_VENDOR_OUT, req, value, index};
   std::vector<uint8_t> copy(data, data + n);
   size_t actual = 0;
-  TransferStatus s = transfer_control(r, copy.data(), n, &actual, timeout_ms ? timeout_ms : timeout_ms_);
+  TransferStatus s =
+      transfer_control(r, copy.data(), n, &actual, timeout_ms ? timeout_ms : timeout_ms_);
   if (s != TransferStatus::ok) return fail(s, what);
   return {};
 }
 
-BridgeStatus Bridge::read_info(BridgeInfo* out) {
+BridgeStatus Bridge::read_info(BridgeInfo *out) {
   uint8_t b[BRIDGE_INFO_SIZE];
   size_t got = 0;
   BridgeStatus st = control_in(BRIDGE_REQ_INFO, 0, 0, b, BRIDGE_INFO_SIZE, &got, "INFO");
@@ -153,21 +154,21 @@ BridgeStatus Bridge::open() {
   return st;
 }
 
-static BridgeStatus bad_call(const std::string& who, const std::string& why) {
+static BridgeStatus bad_call(const std::string &who, const std::string &why) {
   BridgeStatus st;
   st.transfer = TransferStatus::error;
   st.message = who + ": " + why;
   return st;
 }
 
-BridgeStatus Bridge::reg_read(uint16_t addr, uint8_t* out, size_t n, uint8_t bank) {
+BridgeStatus Bridge::reg_read(uint16_t addr, uint8_t *out, size_t n, uint8_t bank) {
   if (uint32_t(addr) + n > 0x10000) return bad_call(t_.describe(), "register read past 0xFFFF");
   size_t done = 0;
   while (done < n) {
     uint16_t chunk = uint16_t(std::min<size_t>(n - done, BRIDGE_REG_MAX));
     size_t got = 0;
-    BridgeStatus st = control_in(BRIDGE_REQ_REG_READ, uint16_t(addr + done), bank, out + done, chunk,
-                                 &got, "REG_READ");
+    BridgeStatus st = control_in(BRIDGE_REQ_REG_READ, uint16_t(addr + done), bank, out + done,
+                                 chunk, &got, "REG_READ");
     if (!st.ok()) return st;
     if (got != chunk) return bad_call(t_.describe(), "REG_READ returned a short reply");
     done += chunk;
@@ -175,7 +176,7 @@ BridgeStatus Bridge::reg_read(uint16_t addr, uint8_t* out, size_t n, uint8_t ban
   return {};
 }
 
-BridgeStatus Bridge::reg_write(uint16_t addr, const uint8_t* data, size_t n, uint8_t bank) {
+BridgeStatus Bridge::reg_write(uint16_t addr, const uint8_t *data, size_t n, uint8_t bank) {
   if (uint32_t(addr) + n > 0x10000) return bad_call(t_.describe(), "register write past 0xFFFF");
   size_t done = 0;
   while (done < n) {
@@ -189,7 +190,7 @@ BridgeStatus Bridge::reg_write(uint16_t addr, const uint8_t* data, size_t n, uin
 }
 
 BridgeStatus Bridge::tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t byte_en,
-                         TlpResult* result, uint8_t flags) {
+                         TlpResult *result, uint8_t flags) {
   uint8_t req[BRIDGE_TLP_SIZE] = {};
   req[BRIDGE_TLP_OFF_FMT_TYPE] = fmt_type;
   req[BRIDGE_TLP_OFF_BYTE_EN] = byte_en;
@@ -211,14 +212,17 @@ BridgeStatus Bridge::tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t
   if (result) *result = out;
   char buf[160];
   if (out.status == BRIDGE_TLP_STATUS_TIMEOUT) {
-    std::snprintf(buf, sizeof buf, "PCIe TLP %02X to 0x%llx got no completion (device hung or absent)",
-                  fmt_type, (unsigned long long)addr);
+    std::snprintf(buf, sizeof buf,
+                  "PCIe TLP %02X to 0x%llx got no completion (device hung or absent)", fmt_type,
+                  (unsigned long long)addr);
     st.transfer = TransferStatus::timeout;
     st.device_error = BRIDGE_ERR_TLP_TIMEOUT;
     st.message = t_.describe() + ": " + buf;
   } else if (out.status != BRIDGE_TLP_STATUS_OK && out.status != BRIDGE_TLP_STATUS_POSTED) {
-    std::snprintf(buf, sizeof buf, "PCIe TLP %02X to 0x%llx failed in the bridge's TLP engine "
-                  "(PCIe link down? try PCIe power on)", fmt_type, (unsigned long long)addr);
+    std::snprintf(buf, sizeof buf,
+                  "PCIe TLP %02X to 0x%llx failed in the bridge's TLP engine "
+                  "(PCIe link down? try PCIe power on)",
+                  fmt_type, (unsigned long long)addr);
     st.transfer = TransferStatus::error;
     st.device_error = BRIDGE_ERR_TLP_ENGINE;
     st.message = t_.describe() + ": " + buf;
@@ -230,19 +234,23 @@ static uint32_t cfg_addr(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg) {
   return uint32_t(bus) << 24 | uint32_t(dev & 31) << 19 | uint32_t(fn & 7) << 16 | (reg & 0xFFC);
 }
 
-static BridgeStatus completion_error(const std::string& who, const char* op, uint64_t addr,
+static BridgeStatus completion_error(const std::string &who, const char *op, uint64_t addr,
                                      uint8_t cpl) {
   char buf[160];
-  const char* name = cpl == 1 ? "Unsupported Request" : cpl == 2 ? "Configuration Retry"
-                   : cpl == 4 ? "Completer Abort" : "error";
-  std::snprintf(buf, sizeof buf, "%s at 0x%llx completed with %s", op, (unsigned long long)addr, name);
+  const char *name = cpl == 1   ? "Unsupported Request"
+                     : cpl == 2 ? "Configuration Retry"
+                     : cpl == 4 ? "Completer Abort"
+                                : "error";
+  std::snprintf(buf, sizeof buf, "%s at 0x%llx completed with %s", op, (unsigned long long)addr,
+                name);
   BridgeStatus st;
   st.transfer = TransferStatus::error;
   st.message = who + ": " + buf;
   return st;
 }
 
-BridgeStatus Bridge::config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t* v) {
+BridgeStatus Bridge::config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg,
+                                   uint32_t *v) {
   TlpResult r;
   uint32_t a = cfg_addr(bus, dev, fn, reg);
   BridgeStatus st = tlp(bus ? BRIDGE_TLP_CFGRD1 : BRIDGE_TLP_CFGRD0, a, 0, 0x0F, &r);
@@ -255,16 +263,18 @@ BridgeStatus Bridge::config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_
   return st;
 }
 
-BridgeStatus Bridge::config_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t v) {
+BridgeStatus Bridge::config_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg,
+                                    uint32_t v) {
   TlpResult r;
   uint32_t a = cfg_addr(bus, dev, fn, reg);
   BridgeStatus st = tlp(bus ? BRIDGE_TLP_CFGWR1 : BRIDGE_TLP_CFGWR0, a, v, 0x0F, &r);
   if (!st.ok()) return st;
-  if (r.completion != BRIDGE_CPL_SC) return completion_error(t_.describe(), "config write", a, r.completion);
+  if (r.completion != BRIDGE_CPL_SC)
+    return completion_error(t_.describe(), "config write", a, r.completion);
   return st;
 }
 
-BridgeStatus Bridge::mem_read32(uint64_t addr, uint32_t* v) {
+BridgeStatus Bridge::mem_read32(uint64_t addr, uint32_t *v) {
   TlpResult r;
   BridgeStatus st = tlp(addr >> 32 ? BRIDGE_TLP_MRD64 : BRIDGE_TLP_MRD32, addr, 0, 0x0F, &r);
   if (!st.ok()) return st;
@@ -293,14 +303,16 @@ bool Bridge::proto_at_least(uint8_t minor) const {
 bool Bridge::has_streams() const { return proto_at_least(1); }
 bool Bridge::has_posted_flag() const { return proto_at_least(2); }
 
-static const char* completion_name(uint8_t cpl) {
-  return cpl == BRIDGE_CPL_UR ? "Unsupported Request" : cpl == BRIDGE_CPL_CRS ? "Configuration Retry"
-       : cpl == BRIDGE_CPL_CA ? "Completer Abort" : "an error status";
+static const char *completion_name(uint8_t cpl) {
+  return cpl == BRIDGE_CPL_UR    ? "Unsupported Request"
+         : cpl == BRIDGE_CPL_CRS ? "Configuration Retry"
+         : cpl == BRIDGE_CPL_CA  ? "Completer Abort"
+                                 : "an error status";
 }
 
 // One request: n <= BRIDGE_STREAM_MAX_DWORDS dwords inside one 4 GiB window.
-BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t* words, uint16_t n,
-                                  size_t* done) {
+BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t *words, uint16_t n,
+                                  size_t *done) {
   *done = 0;
   const uint16_t tag = ++stream_tag_;
   uint8_t hdr[BRIDGE_STREAM_SIZE] = {};
@@ -312,7 +324,7 @@ BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t* words, ui
   put_le32(hdr + BRIDGE_STREAM_OFF_ADDR_HI, uint32_t(addr >> 32));
   hdr[BRIDGE_STREAM_OFF_TAG] = uint8_t(tag);
   hdr[BRIDGE_STREAM_OFF_TAG + 1] = uint8_t(tag >> 8);
-  const char* what = write ? "memory write stream" : "memory read stream";
+  const char *what = write ? "memory write stream" : "memory read stream";
   BridgeStatus st = control_out(BRIDGE_REQ_MEM_STREAM, 0, 0, hdr, sizeof hdr, what);
   if (!st.ok()) return st;
   const size_t data_bytes = size_t(n) * 4;
@@ -324,19 +336,24 @@ BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t* words, ui
     s = transfer_bulk(BRIDGE_EP_BULK_OUT, buf.data(), data_bytes, &got, timeout_ms_);
     if (s != TransferStatus::ok) return fail(s, "memory write stream data");
     s = transfer_bulk(BRIDGE_EP_BULK_IN, buf.data() + data_bytes, BRIDGE_STREAM_RESULT_SIZE, &got,
-                timeout_ms_);
+                      timeout_ms_);
     got += data_bytes;
   } else {
     s = transfer_bulk(BRIDGE_EP_BULK_IN, buf.data(), buf.size(), &got, timeout_ms_);
   }
-  if (s != TransferStatus::ok) return fail(s, write ? "memory write stream result" : "memory read stream data");
-  const uint8_t* r = buf.data() + data_bytes;
-  const uint16_t r_tag = uint16_t(r[BRIDGE_STREAM_RESULT_OFF_TAG] | r[BRIDGE_STREAM_RESULT_OFF_TAG + 1] << 8);
-  const size_t r_done = size_t(r[BRIDGE_STREAM_RESULT_OFF_DONE] | r[BRIDGE_STREAM_RESULT_OFF_DONE + 1] << 8);
+  if (s != TransferStatus::ok)
+    return fail(s, write ? "memory write stream result" : "memory read stream data");
+  const uint8_t *r = buf.data() + data_bytes;
+  const uint16_t r_tag =
+      uint16_t(r[BRIDGE_STREAM_RESULT_OFF_TAG] | r[BRIDGE_STREAM_RESULT_OFF_TAG + 1] << 8);
+  const size_t r_done =
+      size_t(r[BRIDGE_STREAM_RESULT_OFF_DONE] | r[BRIDGE_STREAM_RESULT_OFF_DONE + 1] << 8);
   if (got != buf.size() || r[BRIDGE_STREAM_RESULT_OFF_MAGIC] != BRIDGE_STREAM_RESULT_MAGIC ||
       r_tag != tag || r[BRIDGE_STREAM_RESULT_OFF_OP] != hdr[BRIDGE_STREAM_OFF_OP] || r_done > n)
-    return bad_call(t_.describe(), std::string(what) + ": the bridge's reply is not the result of this "
-                    "request (" + std::to_string(got) + " bytes); nothing it says is trusted");
+    return bad_call(t_.describe(), std::string(what) +
+                                       ": the bridge's reply is not the result of this "
+                                       "request (" +
+                                       std::to_string(got) + " bytes); nothing it says is trusted");
   *done = r_done;
   if (!write)
     for (size_t i = 0; i < n; ++i) words[i] = i < r_done ? le32(buf.data() + 4 * i) : 0xFFFFFFFFu;
@@ -344,17 +361,19 @@ BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t* words, ui
   if (err == BRIDGE_ERR_NONE && r_done == n) return st;
   char msg[256];
   const uint64_t at = addr + 4 * r_done;
-  std::string why = err == BRIDGE_ERR_TLP_COMPLETION
-                        ? std::string("completed with ") + completion_name(r[BRIDGE_STREAM_RESULT_OFF_CPL])
-                        : bridge_error_name(err);
+  std::string why =
+      err == BRIDGE_ERR_TLP_COMPLETION
+          ? std::string("completed with ") + completion_name(r[BRIDGE_STREAM_RESULT_OFF_CPL])
+          : bridge_error_name(err);
   std::snprintf(msg, sizeof msg, "%s: dword %zu at 0x%llx failed (%s); ", what, r_done,
                 (unsigned long long)at, why.c_str());
   st.transfer = err == BRIDGE_ERR_TLP_TIMEOUT ? TransferStatus::timeout : TransferStatus::error;
   st.device_error = err;
-  st.message = t_.describe() + ": " + msg +
-               (r_done ? "the " + std::to_string(r_done) + " before it were " + (write ? "written" : "read")
-                       : std::string("none were ") + (write ? "written" : "read")) +
-               (write ? ", none after it" : ", the rest read as 0xFFFFFFFF");
+  st.message =
+      t_.describe() + ": " + msg +
+      (r_done ? "the " + std::to_string(r_done) + " before it were " + (write ? "written" : "read")
+              : std::string("none were ") + (write ? "written" : "read")) +
+      (write ? ", none after it" : ", the rest read as 0xFFFFFFFF");
   return st;
 }
 
@@ -365,7 +384,7 @@ static uint16_t stream_piece(uint64_t addr, size_t left) {
   return uint16_t(std::min<uint64_t>({left, BRIDGE_STREAM_MAX_DWORDS, to_boundary}));
 }
 
-BridgeStatus Bridge::mem_read_block(uint64_t addr, uint32_t* out, size_t n, size_t* done) {
+BridgeStatus Bridge::mem_read_block(uint64_t addr, uint32_t *out, size_t n, size_t *done) {
   size_t ok = 0;
   if (done) *done = 0;
   if (addr % 4) return bad_call(t_.describe(), "memory read: address not dword aligned");
@@ -395,7 +414,7 @@ BridgeStatus Bridge::mem_read_block(uint64_t addr, uint32_t* out, size_t n, size
   return {};
 }
 
-BridgeStatus Bridge::mem_write_block(uint64_t addr, const uint32_t* data, size_t n, size_t* done) {
+BridgeStatus Bridge::mem_write_block(uint64_t addr, const uint32_t *data, size_t n, size_t *done) {
   size_t ok = 0;
   if (done) *done = 0;
   if (addr % 4) return bad_call(t_.describe(), "memory write: address not dword aligned");
@@ -423,7 +442,8 @@ BridgeStatus Bridge::mem_write_block(uint64_t addr, const uint32_t* data, size_t
 
 BridgeStatus Bridge::pcie_power(bool on) {
   // Link training polls up to ~200 ms in the firmware.
-  BridgeStatus st = control_out(BRIDGE_REQ_PCIE_POWER, on ? 1 : 0, 0, nullptr, 0, "PCIE_POWER", 2000);
+  BridgeStatus st =
+      control_out(BRIDGE_REQ_PCIE_POWER, on ? 1 : 0, 0, nullptr, 0, "PCIE_POWER", 2000);
   if (!st.ok()) return st;
   BridgeInfo i;
   st = read_info(&i);
@@ -437,11 +457,13 @@ BridgeStatus Bridge::pcie_power(bool on) {
 }
 
 BridgeStatus Bridge::sram_dma_arm(uint32_t offset, size_t n, bool to_sram) {
-  const char* what = to_sram ? "SRAM write" : "SRAM read";
-  if (offset % BRIDGE_SLOT_SIZE || n == 0 || n % BRIDGE_SECTOR_SIZE || offset + n > BRIDGE_SRAM_SIZE)
-    return bad_call(t_.describe(), std::string(what) +
-                    ": offset must be a multiple of 16 KiB, size a non-zero multiple of 512, "
-                    "and both inside the 512 KiB SRAM");
+  const char *what = to_sram ? "SRAM write" : "SRAM read";
+  if (offset % BRIDGE_SLOT_SIZE || n == 0 || n % BRIDGE_SECTOR_SIZE ||
+      offset + n > BRIDGE_SRAM_SIZE)
+    return bad_call(t_.describe(),
+                    std::string(what) +
+                        ": offset must be a multiple of 16 KiB, size a non-zero multiple of 512, "
+                        "and both inside the 512 KiB SRAM");
   uint16_t sectors = uint16_t(n / BRIDGE_SECTOR_SIZE);
   uint8_t first = uint8_t(offset / BRIDGE_SLOT_SIZE);
   uint8_t slots = uint8_t((n + BRIDGE_SLOT_SIZE - 1) / BRIDGE_SLOT_SIZE);
@@ -452,7 +474,7 @@ BridgeStatus Bridge::sram_dma_arm(uint32_t offset, size_t n, bool to_sram) {
 // ~100 MB/s worst case plus a second of slack.
 static unsigned sram_timeout_ms(size_t n) { return unsigned(1000 + n / 100000); }
 
-BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t* data, size_t n) {
+BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t *data, size_t n) {
   BridgeStatus st = sram_dma_arm(offset, n, true);
   if (!st.ok()) return st;
   sram_read_armed_ = 0;  // a new DMA replaces an armed read
@@ -460,10 +482,12 @@ BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t* data, size_t n) 
   // it, and a copy here would allocate on every replay's input upload.
   size_t got = 0;
   counters_.sram_out_bytes += n;
-  TransferStatus s = transfer_bulk(BRIDGE_EP_BULK_OUT, const_cast<uint8_t*>(data), n, &got, sram_timeout_ms(n));
+  TransferStatus s =
+      transfer_bulk(BRIDGE_EP_BULK_OUT, const_cast<uint8_t *>(data), n, &got, sram_timeout_ms(n));
   if (s != TransferStatus::ok) return fail(s, "SRAM write");
   if (got != n)
-    return bad_call(t_.describe(), "SRAM write moved " + std::to_string(got) + " of " + std::to_string(n) + " bytes");
+    return bad_call(t_.describe(), "SRAM write moved " + std::to_string(got) + " of " +
+                                       std::to_string(n) + " bytes");
   return st;
 }
 
@@ -474,7 +498,7 @@ BridgeStatus Bridge::sram_read_arm(uint32_t offset, size_t n) {
   return st;
 }
 
-BridgeStatus Bridge::sram_read_collect(uint8_t* out, size_t n, unsigned timeout_ms) {
+BridgeStatus Bridge::sram_read_collect(uint8_t *out, size_t n, unsigned timeout_ms) {
   if (sram_read_armed_ == 0)
     return bad_call(t_.describe(), "SRAM read: nothing armed (call sram_read_arm first)");
   if (n != sram_read_armed_)
@@ -483,12 +507,14 @@ BridgeStatus Bridge::sram_read_collect(uint8_t* out, size_t n, unsigned timeout_
   sram_read_armed_ = 0;
   size_t got = 0;
   counters_.sram_in_bytes += n;
-  TransferStatus s = transfer_bulk(BRIDGE_EP_BULK_IN, out, n, &got, timeout_ms ? timeout_ms : sram_timeout_ms(n));
+  TransferStatus s =
+      transfer_bulk(BRIDGE_EP_BULK_IN, out, n, &got, timeout_ms ? timeout_ms : sram_timeout_ms(n));
   if (s == TransferStatus::timeout) {
     char buf[200];
-    std::snprintf(buf, sizeof buf, ": SRAM read of %zu bytes got no data: the bridge sends only after "
-                  "a PCIe write to its CQ window (0x%lx); did the GPU write the trigger?", n,
-                  (unsigned long)BRIDGE_CQ_TRIGGER_BUS_ADDR);
+    std::snprintf(buf, sizeof buf,
+                  ": SRAM read of %zu bytes got no data: the bridge sends only after "
+                  "a PCIe write to its CQ window (0x%lx); did the GPU write the trigger?",
+                  n, (unsigned long)BRIDGE_CQ_TRIGGER_BUS_ADDR);
     BridgeStatus st;
     st.transfer = s;
     st.message = t_.describe() + buf;
@@ -496,11 +522,12 @@ BridgeStatus Bridge::sram_read_collect(uint8_t* out, size_t n, unsigned timeout_
   }
   if (s != TransferStatus::ok) return fail(s, "SRAM read");
   if (got != n)
-    return bad_call(t_.describe(), "SRAM read moved " + std::to_string(got) + " of " + std::to_string(n) + " bytes");
+    return bad_call(t_.describe(), "SRAM read moved " + std::to_string(got) + " of " +
+                                       std::to_string(n) + " bytes");
   return {};
 }
 
-BridgeStatus Bridge::spi_read(uint32_t addr, uint8_t* out, size_t n) {
+BridgeStatus Bridge::spi_read(uint32_t addr, uint8_t *out, size_t n) {
   size_t done = 0;
   while (done < n) {
     uint16_t chunk = uint16_t(std::min<size_t>(n - done, BRIDGE_SPI_READ_MAX));
@@ -516,12 +543,13 @@ BridgeStatus Bridge::spi_read(uint32_t addr, uint8_t* out, size_t n) {
 }
 
 BridgeStatus Bridge::spi_erase_sector(uint32_t addr) {
-  if (addr % BRIDGE_SPI_SECTOR) return bad_call(t_.describe(), "SPI erase address not 4 KiB aligned");
+  if (addr % BRIDGE_SPI_SECTOR)
+    return bad_call(t_.describe(), "SPI erase address not 4 KiB aligned");
   return control_out(BRIDGE_REQ_SPI_ERASE, uint16_t(addr / BRIDGE_SPI_SECTOR), 0, nullptr, 0,
                      "SPI_ERASE", 2000);
 }
 
-BridgeStatus Bridge::spi_program_page(uint32_t addr, const uint8_t* data, size_t n) {
+BridgeStatus Bridge::spi_program_page(uint32_t addr, const uint8_t *data, size_t n) {
   BridgeStatus st = control_out(BRIDGE_REQ_SPI_PROGRAM, uint16_t(addr / BRIDGE_SPI_PAGE),
                                 uint16_t(n), nullptr, 0, "SPI_PROGRAM");
   if (!st.ok()) return st;
@@ -548,7 +576,7 @@ BridgeStatus Bridge::spi_program_page(uint32_t addr, const uint8_t* data, size_t
   return bad_call(t_.describe(), "SPI program did not finish (bridge still busy)");
 }
 
-BridgeStatus Bridge::spi_program(uint32_t addr, const uint8_t* data, size_t n) {
+BridgeStatus Bridge::spi_program(uint32_t addr, const uint8_t *data, size_t n) {
   size_t done = 0;
   while (done < n) {
     uint32_t a = addr + uint32_t(done);

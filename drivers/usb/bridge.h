@@ -41,10 +41,10 @@ struct TlpResult {
   uint32_t data = 0;
   uint8_t completion = 0;  // PCIe completion status: 0 SC, 1 UR, 2 CRS, 4 CA
   bool has_data = false;
-  uint8_t status = 0;      // BRIDGE_TLP_STATUS_*
+  uint8_t status = 0;  // BRIDGE_TLP_STATUS_*
 };
 
-const char* bridge_error_name(uint8_t code);
+const char *bridge_error_name(uint8_t code);
 
 // Every USB transfer this Bridge made, counted where it is handed to the
 // transport (requested lengths: a short reply still counts its wLength):
@@ -57,38 +57,43 @@ struct BridgeCounters {
   uint64_t sram_out_bytes = 0, sram_in_bytes = 0;
   uint64_t transfers() const { return control + bulk_out + bulk_in; }
   uint64_t bytes() const { return control_bytes + bulk_out_bytes + bulk_in_bytes; }
-  BridgeCounters since(const BridgeCounters& a) const {
-    return {control - a.control,       control_bytes - a.control_bytes, bulk_out - a.bulk_out,
-            bulk_out_bytes - a.bulk_out_bytes, bulk_in - a.bulk_in,   bulk_in_bytes - a.bulk_in_bytes,
-            sram_out_bytes - a.sram_out_bytes, sram_in_bytes - a.sram_in_bytes};
+  BridgeCounters since(const BridgeCounters &a) const {
+    return {control - a.control,
+            control_bytes - a.control_bytes,
+            bulk_out - a.bulk_out,
+            bulk_out_bytes - a.bulk_out_bytes,
+            bulk_in - a.bulk_in,
+            bulk_in_bytes - a.bulk_in_bytes,
+            sram_out_bytes - a.sram_out_bytes,
+            sram_in_bytes - a.sram_in_bytes};
   }
 };
 
 class Bridge {
  public:
-  explicit Bridge(BridgeTransport& transport, unsigned timeout_ms = 1000);
+  explicit Bridge(BridgeTransport &transport, unsigned timeout_ms = 1000);
 
   // Reads INFO and checks it is our firmware speaking our protocol major.
   BridgeStatus open();
-  const BridgeInfo& info() const { return info_; }
-  const BridgeCounters& counters() const { return counters_; }
-  BridgeStatus read_info(BridgeInfo* out);
+  const BridgeInfo &info() const { return info_; }
+  const BridgeCounters &counters() const { return counters_; }
+  BridgeStatus read_info(BridgeInfo *out);
 
-  BridgeStatus reg_read(uint16_t addr, uint8_t* out, size_t n, uint8_t bank = 0);
-  BridgeStatus reg_write(uint16_t addr, const uint8_t* data, size_t n, uint8_t bank = 0);
+  BridgeStatus reg_read(uint16_t addr, uint8_t *out, size_t n, uint8_t bank = 0);
+  BridgeStatus reg_write(uint16_t addr, const uint8_t *data, size_t n, uint8_t bank = 0);
 
   // One TLP. Fails only when the request could not be carried out; a PCIe
   // error completion (e.g. UR) is reported in result->completion. flags:
   // BRIDGE_TLP_FLAG_POSTED (MWr only, protocol >= 1.2) sends without waiting.
-  BridgeStatus tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t byte_en, TlpResult* result,
-                   uint8_t flags = 0);
+  BridgeStatus tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t byte_en,
+                   TlpResult *result, uint8_t flags = 0);
   // Config space of bus/dev/fn: type 0 on bus 0 (the function on the link),
   // type 1 beyond it (forwarded by the bridges; the GPU behind the ASM2464's
   // switch and its own ports is at bus 4). A UR completion reads 0xFFFFFFFF
   // and is an error, as a missing function is.
-  BridgeStatus config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t* value);
+  BridgeStatus config_read32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t *value);
   BridgeStatus config_write32(uint8_t bus, uint8_t dev, uint8_t fn, uint16_t reg, uint32_t value);
-  BridgeStatus mem_read32(uint64_t addr, uint32_t* value);
+  BridgeStatus mem_read32(uint64_t addr, uint32_t *value);
   BridgeStatus mem_write32(uint64_t addr, uint32_t value);
 
   // Memory writes (mem_write32, mem_write_block) are posted: by default the
@@ -110,49 +115,50 @@ class Bridge {
   // that count. A read fills out[*done..n) with 0xFFFFFFFF; a write never
   // touched the dwords from *done on (writes are posted: a dword before it
   // that nobody claimed was dropped by the link, as on any PCIe write).
-  BridgeStatus mem_read_block(uint64_t addr, uint32_t* out, size_t n, size_t* done = nullptr);
-  BridgeStatus mem_write_block(uint64_t addr, const uint32_t* data, size_t n, size_t* done = nullptr);
+  BridgeStatus mem_read_block(uint64_t addr, uint32_t *out, size_t n, size_t *done = nullptr);
+  BridgeStatus mem_write_block(uint64_t addr, const uint32_t *data, size_t n,
+                               size_t *done = nullptr);
 
   BridgeStatus pcie_power(bool on);
 
   // SRAM through the DMA windows: offset a multiple of the 16 KiB slot,
   // n a multiple of 512, offset + n <= 512 KiB.
-  BridgeStatus sram_write(uint32_t offset, const uint8_t* data, size_t n);
+  BridgeStatus sram_write(uint32_t offset, const uint8_t *data, size_t n);
   // SRAM -> host is two steps because the hardware starts the bulk IN only
   // after a PCIe write to the CQ window (BRIDGE_CQ_TRIGGER_BUS_ADDR), which
   // the GPU does after its copy into SRAM: arm first, have the GPU write the
   // trigger, then collect exactly the armed n bytes (waits up to
   // timeout_ms, default 1 s + n/100 kB; a missing trigger is named).
   BridgeStatus sram_read_arm(uint32_t offset, size_t n);
-  BridgeStatus sram_read_collect(uint8_t* out, size_t n, unsigned timeout_ms = 0);
+  BridgeStatus sram_read_collect(uint8_t *out, size_t n, unsigned timeout_ms = 0);
 
   // SPI flash (self-update). Erase works on 4 KiB sectors; program splits
   // at 256-byte pages and waits for each page to finish.
-  BridgeStatus spi_read(uint32_t addr, uint8_t* out, size_t n);
+  BridgeStatus spi_read(uint32_t addr, uint8_t *out, size_t n);
   BridgeStatus spi_erase_sector(uint32_t addr);
-  BridgeStatus spi_program(uint32_t addr, const uint8_t* data, size_t n);
+  BridgeStatus spi_program(uint32_t addr, const uint8_t *data, size_t n);
 
  private:
-  BridgeTransport& t_;
+  BridgeTransport &t_;
   unsigned timeout_ms_;
   BridgeInfo info_;
   BridgeCounters counters_;
-  TransferStatus transfer_control(const ControlRequest& r, uint8_t* data, uint16_t length, size_t* actual,
-                                  unsigned timeout_ms);
-  TransferStatus transfer_bulk(uint8_t endpoint, uint8_t* data, size_t length, size_t* actual,
+  TransferStatus transfer_control(const ControlRequest &r, uint8_t *data, uint16_t length,
+                                  size_t *actual, unsigned timeout_ms);
+  TransferStatus transfer_bulk(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
                                unsigned timeout_ms);
-  BridgeStatus control_in(uint8_t req, uint16_t value, uint16_t index, uint8_t* data, uint16_t n,
-                          size_t* actual, const char* what, unsigned timeout_ms = 0);
-  BridgeStatus control_out(uint8_t req, uint16_t value, uint16_t index, const uint8_t* data,
-                           uint16_t n, const char* what, unsigned timeout_ms = 0);
-  BridgeStatus fail(TransferStatus s, const char* what);
+  BridgeStatus control_in(uint8_t req, uint16_t value, uint16_t index, uint8_t *data, uint16_t n,
+                          size_t *actual, const char *what, unsigned timeout_ms = 0);
+  BridgeStatus control_out(uint8_t req, uint16_t value, uint16_t index, const uint8_t *data,
+                           uint16_t n, const char *what, unsigned timeout_ms = 0);
+  BridgeStatus fail(TransferStatus s, const char *what);
   BridgeStatus sram_dma_arm(uint32_t offset, size_t n, bool to_sram);
   size_t sram_read_armed_ = 0;  // bytes armed by sram_read_arm, not yet collected
   bool posted_wait_ = false;
   bool has_posted_flag() const;
-  BridgeStatus spi_program_page(uint32_t addr, const uint8_t* data, size_t n);
+  BridgeStatus spi_program_page(uint32_t addr, const uint8_t *data, size_t n);
   bool has_streams() const;
-  BridgeStatus stream_chunk(bool write, uint64_t addr, uint32_t* words, uint16_t n, size_t* done);
+  BridgeStatus stream_chunk(bool write, uint64_t addr, uint32_t *words, uint16_t n, size_t *done);
   bool proto_at_least(uint8_t minor) const;
   uint16_t stream_tag_ = 0;
 };

@@ -60,11 +60,11 @@ namespace {
 
 constexpr int kSkip = 77;
 
-int skip(const std::string& why) {
+int skip(const std::string &why) {
   std::printf("SKIP: %s\n", why.c_str());
   return kSkip;
 }
-int fail(const std::string& why) {
+int fail(const std::string &why) {
   std::fprintf(stderr, "FAIL: %s\n", why.c_str());
   return 1;
 }
@@ -73,8 +73,8 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-int check_info(Bridge& b) {
-  const BridgeInfo& i = b.info();
+int check_info(Bridge &b) {
+  const BridgeInfo &i = b.info();
   std::printf("bridge firmware %s, protocol %u.%u, chip %04x, serial %s, USB %u, PCIe link %s\n",
               i.version().c_str(), i.proto_major, i.proto_minor, i.chip_id, i.serial_hex().c_str(),
               i.usb_speed, i.pcie_link ? "up" : "down");
@@ -85,7 +85,7 @@ int check_info(Bridge& b) {
 
 // No public source gives an ASM2464PD's per-transfer latency (shared/research/asm2464_firmware.md
 // §6.6), so the cost report charges a bound; this measures the real figure on the first board.
-int check_latency(Bridge& b) {
+int check_latency(Bridge &b) {
   constexpr int n = 2000;
   std::vector<double> us(n);
   uint8_t v = 0;
@@ -97,17 +97,20 @@ int check_latency(Bridge& b) {
   }
   std::sort(us.begin(), us.end());
   const double median = us[n / 2], p99 = us[n * 99 / 100];
-  std::printf("control transfer (1-byte XDATA read) over %d: median %.1f us, p99 %.1f us, min %.1f us, USB %u\n", n,
-              median, p99, us[0], b.info().usb_speed);
-  std::printf("re-run the cost report with it: CAPGRAPH_USB_TRANSFER_US=%.1f scripts/usb_cost.sh\n", median);
+  std::printf(
+      "control transfer (1-byte XDATA read) over %d: median %.1f us, p99 %.1f us, min %.1f us, USB "
+      "%u\n",
+      n, median, p99, us[0], b.info().usb_speed);
+  std::printf("re-run the cost report with it: CAPGRAPH_USB_TRANSFER_US=%.1f scripts/usb_cost.sh\n",
+              median);
   return 0;
 }
 
-int check_sram(Bridge& b) {
+int check_sram(Bridge &b) {
   const size_t total = 1u << 20, half = BRIDGE_SRAM_SIZE, window = 4096;
   std::vector<uint8_t> src(total), seen(window);
   std::mt19937 rng(1234);
-  for (auto& v : src) v = uint8_t(rng());
+  for (auto &v : src) v = uint8_t(rng());
   double t_out = 0;
   for (size_t off = 0; off < total; off += half) {
     auto t0 = std::chrono::steady_clock::now();
@@ -117,37 +120,39 @@ int check_sram(Bridge& b) {
     // The SRAM's first 4 KiB are visible at XDATA 0xF000 (registers.h).
     if (!(st = b.reg_read(0xF000, seen.data(), window)).ok()) return fail(st.message);
     for (size_t i = 0; i < window; ++i)
-      if (seen[i] != src[off + i]) return fail("SRAM differs from what was written at byte " + std::to_string(i));
+      if (seen[i] != src[off + i])
+        return fail("SRAM differs from what was written at byte " + std::to_string(i));
   }
-  std::printf("SRAM DMA host->bridge 1 MiB: %.1f MB/s; first 4 KiB of each half checked through XDATA "
-              "0xF000. bridge->host is not measured here: it needs the GPU's write to 0x%lx\n",
-              total / t_out / 1e6, (unsigned long)BRIDGE_CQ_TRIGGER_BUS_ADDR);
+  std::printf(
+      "SRAM DMA host->bridge 1 MiB: %.1f MB/s; first 4 KiB of each half checked through XDATA "
+      "0xF000. bridge->host is not measured here: it needs the GPU's write to 0x%lx\n",
+      total / t_out / 1e6, (unsigned long)BRIDGE_CQ_TRIGGER_BUS_ADDR);
   return 0;
 }
 
 // Power, link, chain, BARs: what every PCIe check needs first. Returns 0, or
 // the exit code (skip without a link, fail otherwise).
-int pcie_ready(Bridge& b, PciChain* chain) {
+int pcie_ready(Bridge &b, PciChain *chain) {
   BridgeStatus st = b.info().pcie_link ? BridgeStatus{} : b.pcie_power(true);
   if (!st.ok()) return skip("no PCIe link (nothing in the slot?): " + st.message);
   if (!(st = pci_chain_setup(b, chain)).ok()) return fail(st.message);
   if (!(st = pci_bars_assign(b, chain)).ok()) return fail(st.message);
   std::printf("PCIe: %zu bridge(s), endpoint %02x:00.0 %04x:%04x\n", chain->bridge_ids.size(),
               chain->endpoint_bus, chain->vendor, chain->device);
-  for (const PciBar& bar : chain->bars)
+  for (const PciBar &bar : chain->bars)
     std::printf("  BAR%d at 0x%llx, %llu KiB%s%s\n", bar.index, (unsigned long long)bar.base,
                 (unsigned long long)(bar.size >> 10), bar.is64 ? ", 64-bit" : "",
                 bar.prefetch ? ", prefetchable" : "");
   return 0;
 }
 
-const PciBar* prefetchable_bar(const PciChain& chain) {
-  for (const PciBar& bar : chain.bars)
+const PciBar *prefetchable_bar(const PciChain &chain) {
+  for (const PciBar &bar : chain.bars)
     if (bar.prefetch) return &bar;
   return nullptr;
 }
 
-int check_pcie(Bridge& b) {
+int check_pcie(Bridge &b) {
   PciChain chain;
   if (int rc = pcie_ready(b, &chain)) return rc;
   if (chain.vendor == 0xFFFF || chain.vendor == 0) return fail("config read returned no vendor id");
@@ -155,10 +160,10 @@ int check_pcie(Bridge& b) {
 }
 
 // Reads only (prefetchable memory reads have no side effects).
-int check_stream(Bridge& b) {
+int check_stream(Bridge &b) {
   PciChain chain;
   if (int rc = pcie_ready(b, &chain)) return rc;
-  const PciBar* bar = prefetchable_bar(chain);
+  const PciBar *bar = prefetchable_bar(chain);
   if (!bar) return skip("the endpoint has no prefetchable memory BAR");
   const size_t n = 2048;
   std::vector<uint32_t> streamed(n), single(n);
@@ -171,20 +176,22 @@ int check_stream(Bridge& b) {
     if (!(st = b.mem_read32(bar->base + 4 * i, &single[i])).ok()) return fail(st.message);
   double t_single = seconds_since(t0);
   for (size_t i = 0; i < n; ++i)
-    if (streamed[i] != single[i]) return fail("streamed read differs from single reads at dword " + std::to_string(i));
-  std::printf("BAR%d at 0x%llx: 8 KiB streamed %.1f ms (%.2f MB/s), single TLPs %.1f ms (%.3f MB/s)\n",
-              bar->index, (unsigned long long)bar->base, t_stream * 1e3, n * 4 / t_stream / 1e6,
-              t_single * 1e3, n * 4 / t_single / 1e6);
+    if (streamed[i] != single[i])
+      return fail("streamed read differs from single reads at dword " + std::to_string(i));
+  std::printf(
+      "BAR%d at 0x%llx: 8 KiB streamed %.1f ms (%.2f MB/s), single TLPs %.1f ms (%.3f MB/s)\n",
+      bar->index, (unsigned long long)bar->base, t_stream * 1e3, n * 4 / t_stream / 1e6,
+      t_single * 1e3, n * 4 / t_single / 1e6);
   return 0;
 }
 
 // One write into the endpoint's prefetchable BAR (VRAM on a GPU; tinygrad
 // reads VRAM through BAR0 before booting anything, so it is reachable cold),
 // read back; then the same with the firmware waiting for COMPLETE.
-int check_posted(Bridge& b) {
+int check_posted(Bridge &b) {
   PciChain chain;
   if (int rc = pcie_ready(b, &chain)) return rc;
-  const PciBar* bar = prefetchable_bar(chain);
+  const PciBar *bar = prefetchable_bar(chain);
   if (!bar) return skip("the endpoint has no prefetchable memory BAR to write");
   const uint64_t at = bar->base + 0x1000;
   uint32_t old = 0, back = 0;
@@ -221,17 +228,17 @@ int check_posted(Bridge& b) {
 
 }  // namespace
 
-int check_am(Bridge& b) {
+int check_am(Bridge &b) {
   PciChain chain;
   if (int rc = pcie_ready(b, &chain)) return rc;
   if (chain.vendor != 0x1002 || chain.device != 0x744C) {
     char buf[120];
-    std::snprintf(buf, sizeof buf, "the endpoint is %04x:%04x, not an RX 7900 XTX (1002:744c)", chain.vendor,
-                  chain.device);
+    std::snprintf(buf, sizeof buf, "the endpoint is %04x:%04x, not an RX 7900 XTX (1002:744c)",
+                  chain.vendor, chain.device);
     return skip(buf);
   }
   pci_function_usb pci(b, chain);
-  const char* reset = std::getenv("CAPGRAPH_AM_RESET");
+  const char *reset = std::getenv("CAPGRAPH_AM_RESET");
   for (int run = 0; run < 2; ++run) {
     capgraph::am::device_options o;
     o.force_cold = run == 0 && reset && std::strcmp(reset, "1") == 0;
@@ -240,13 +247,16 @@ int check_am(Bridge& b) {
     std::string err;
     auto t0 = std::chrono::steady_clock::now();
     if (!d.boot(&err)) return fail(err);
-    const auto& s = d.stats();
-    std::printf("%s boot in %.2f s: %s, VRAM %llu MiB, %llu register reads, %llu writes, %llu firmware bytes "
-                "staged, %u mode-1 reset(s)\n",
-                s.partial ? "partial" : "cold", seconds_since(t0), d.chip_info().name.c_str(),
-                (unsigned long long)(d.vram_bytes() >> 20), (unsigned long long)s.reg_reads,
-                (unsigned long long)s.reg_writes, (unsigned long long)s.staged_bytes, s.mode1_resets);
-    if (run == 1 && !s.partial) return fail("the second boot after a clean teardown was not partial");
+    const auto &s = d.stats();
+    std::printf(
+        "%s boot in %.2f s: %s, VRAM %llu MiB, %llu register reads, %llu writes, %llu firmware "
+        "bytes "
+        "staged, %u mode-1 reset(s)\n",
+        s.partial ? "partial" : "cold", seconds_since(t0), d.chip_info().name.c_str(),
+        (unsigned long long)(d.vram_bytes() >> 20), (unsigned long long)s.reg_reads,
+        (unsigned long long)s.reg_writes, (unsigned long long)s.staged_bytes, s.mode1_resets);
+    if (run == 1 && !s.partial)
+      return fail("the second boot after a clean teardown was not partial");
     t0 = std::chrono::steady_clock::now();
     if (!d.teardown(&err)) return fail(err);
     std::printf("teardown in %.2f s\n", seconds_since(t0));
@@ -254,9 +264,10 @@ int check_am(Bridge& b) {
   return 0;
 }
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: bridge_hw_test info|latency|sram|pcie|stream|posted|am|flash IMAGE\n");
+    std::fprintf(stderr,
+                 "usage: bridge_hw_test info|latency|sram|pcie|stream|posted|am|flash IMAGE\n");
     return 2;
   }
   const std::string what = argv[1];
@@ -264,11 +275,11 @@ int main(int argc, char** argv) {
   auto list = devices_list_bridges(&error);
   if (!error.empty()) return skip("cannot look for bridges (" + error + ")");
   bool ours = false;
-  for (const auto& d : list) ours = ours || (d.vid == BRIDGE_USB_VID && d.pid == BRIDGE_USB_PID);
+  for (const auto &d : list) ours = ours || (d.vid == BRIDGE_USB_VID && d.pid == BRIDGE_USB_PID);
   if (!ours)
     return skip(list.empty() ? "no ASM2464PD bridge attached"
                              : "no bridge runs capgraph firmware (flash it with `capgraph flash`)");
-  const char* sel = std::getenv("CAPGRAPH_BRIDGE");
+  const char *sel = std::getenv("CAPGRAPH_BRIDGE");
   auto t = LibusbTransport::open(sel ? sel : "", false, &error);
   if (!t) return fail(error + " (see drivers/usb/README.md for the udev rule)");
   Bridge b(*t);
@@ -283,7 +294,7 @@ int main(int argc, char** argv) {
   if (what == "am") return check_am(b);
   if (what == "flash") {
 #ifdef CAPGRAPH_HAVE_FLASHER
-    const char* allow = std::getenv("CAPGRAPH_HW_FLASH");
+    const char *allow = std::getenv("CAPGRAPH_HW_FLASH");
     if (!allow || std::strcmp(allow, "1") != 0)
       return skip("self-update rewrites the bridge's flash: set CAPGRAPH_HW_FLASH=1 to run it");
     if (argc < 3) return fail("flash needs an image path");

@@ -12,7 +12,7 @@
 namespace capgraph::usb {
 
 enum class TransferStatus { ok, stall, timeout, no_device, error };
-const char* transfer_status_name(TransferStatus s);
+const char *transfer_status_name(TransferStatus s);
 
 struct ControlRequest {
   uint8_t request_type = 0;  // bmRequestType; bit 7 = device-to-host
@@ -26,10 +26,10 @@ class BridgeTransport {
   virtual ~BridgeTransport() = default;
   // A control transfer with `length` (wLength) data bytes in the direction
   // bit 7 of request_type says. *actual gets the bytes moved.
-  virtual TransferStatus control(const ControlRequest& r, uint8_t* data, uint16_t length,
-                                 size_t* actual, unsigned timeout_ms) = 0;
+  virtual TransferStatus control(const ControlRequest &r, uint8_t *data, uint16_t length,
+                                 size_t *actual, unsigned timeout_ms) = 0;
   // A bulk transfer; endpoint bit 7 = IN.
-  virtual TransferStatus bulk(uint8_t endpoint, uint8_t* data, size_t length, size_t* actual,
+  virtual TransferStatus bulk(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
                               unsigned timeout_ms) = 0;
   // Who we talk to, for error messages ("usb 3-2 ADD1:CA90 serial 0badcafe").
   virtual std::string describe() const = 0;

@@ -8,19 +8,20 @@
 
 namespace capgraph::usb {
 
-static BridgeStatus chain_error(const std::string& why) {
+static BridgeStatus chain_error(const std::string &why) {
   BridgeStatus st;
   st.transfer = TransferStatus::error;
   st.message = "PCIe chain: " + why;
   return st;
 }
 
-BridgeStatus pci_chain_setup(Bridge& b, PciChain* chain) {
+BridgeStatus pci_chain_setup(Bridge &b, PciChain *chain) {
   *chain = PciChain{};
   for (int bus = 0; bus <= kPciMaxBridges; ++bus) {
     uint32_t id = 0, hdr = 0;
     BridgeStatus st = b.config_read32(uint8_t(bus), 0, 0, 0x00, &id);
-    if (!st.ok()) return chain_error("nothing answers at " + std::to_string(bus) + ":00.0: " + st.message);
+    if (!st.ok())
+      return chain_error("nothing answers at " + std::to_string(bus) + ":00.0: " + st.message);
     if (!(st = b.config_read32(uint8_t(bus), 0, 0, 0x0C, &hdr)).ok()) return st;
     const uint8_t type = (hdr >> 16) & 0x7F;
     if (type == 0) {
@@ -30,24 +31,34 @@ BridgeStatus pci_chain_setup(Bridge& b, PciChain* chain) {
       // Narrow every bridge's subordinate bus to the endpoint's.
       for (int p = 0; p < bus; ++p)
         if (!(st = b.config_write32(uint8_t(p), 0, 0, 0x18,
-                                    uint32_t(p) | uint32_t(p + 1) << 8 | uint32_t(bus) << 16)).ok())
+                                    uint32_t(p) | uint32_t(p + 1) << 8 | uint32_t(bus) << 16))
+                 .ok())
           return st;
       return {};
     }
     if (type != 1 || bus == kPciMaxBridges) {
       char buf[120];
-      std::snprintf(buf, sizeof buf, "%02x:00.0 (%04x:%04x) has header type %u; expected a bridge or "
-                    "an endpoint within %d buses", bus, id & 0xFFFF, id >> 16, type, kPciMaxBridges);
+      std::snprintf(buf, sizeof buf,
+                    "%02x:00.0 (%04x:%04x) has header type %u; expected a bridge or "
+                    "an endpoint within %d buses",
+                    bus, id & 0xFFFF, id >> 16, type, kPciMaxBridges);
       return chain_error(buf);
     }
     chain->bridge_ids.push_back(uint16_t(id));
     const uint8_t p = uint8_t(bus);
     // Bus numbers: primary, secondary = next, subordinate open until the end is known.
-    if (!(st = b.config_write32(p, 0, 0, 0x18, uint32_t(p) | uint32_t(p + 1) << 8 | 0xFFu << 16)).ok()) return st;
+    if (!(st = b.config_write32(p, 0, 0, 0x18, uint32_t(p) | uint32_t(p + 1) << 8 | 0xFFu << 16))
+             .ok())
+      return st;
     // Memory window 0x1000_0000..0xFFFF_FFFF: base/limit [15:4] = address [31:20].
-    if (!(st = b.config_write32(p, 0, 0, 0x20, 0xFFF0u << 16 | uint32_t(kPciMemWindowBase >> 16))).ok()) return st;
+    if (!(st = b.config_write32(p, 0, 0, 0x20, 0xFFF0u << 16 | uint32_t(kPciMemWindowBase >> 16)))
+             .ok())
+      return st;
     // Prefetchable window 32 GiB..2^64-1 (64-bit): low base 0, upper base/limit.
-    if (!(st = b.config_write32(p, 0, 0, 0x24, 0xFFF0u << 16 | uint32_t(kPciPrefWindowBase >> 16 & 0xFFF0))).ok()) return st;
+    if (!(st = b.config_write32(p, 0, 0, 0x24,
+                                0xFFF0u << 16 | uint32_t(kPciPrefWindowBase >> 16 & 0xFFF0)))
+             .ok())
+      return st;
     if (!(st = b.config_write32(p, 0, 0, 0x28, uint32_t(kPciPrefWindowBase >> 32))).ok()) return st;
     if (!(st = b.config_write32(p, 0, 0, 0x2C, 0xFFFFFFFFu)).ok()) return st;
     // Memory space and bus master: requests down, the GPU's DMA up.
@@ -59,7 +70,7 @@ BridgeStatus pci_chain_setup(Bridge& b, PciChain* chain) {
 // Walks the extended capabilities from 0x100 for Resizable BAR (id 0x15) on
 // BAR0 and sets the largest offered size up to kPciRebarMaxBytes. Bounded:
 // at most 64 headers, each at a dword offset above 0x100.
-static BridgeStatus rebar_setup(Bridge& b, PciChain* chain) {
+static BridgeStatus rebar_setup(Bridge &b, PciChain *chain) {
   const uint8_t bus = chain->endpoint_bus;
   chain->rebar_bytes = 0;
   uint16_t at = 0x100;
@@ -77,7 +88,10 @@ static BridgeStatus rebar_setup(Bridge& b, PciChain* chain) {
       for (int v = 0; v < 28; ++v)
         if ((cap & (1u << (v + 4))) && (1ull << (20 + v)) <= kPciRebarMaxBytes) best = v;
       if (best < 0) return {};
-      if (!(st = b.config_write32(bus, 0, 0, uint16_t(at + 8), (ctl & ~0x3F00u) | uint32_t(best) << 8)).ok()) return st;
+      if (!(st = b.config_write32(bus, 0, 0, uint16_t(at + 8),
+                                  (ctl & ~0x3F00u) | uint32_t(best) << 8))
+               .ok())
+        return st;
       chain->rebar_bytes = 1ull << (20 + best);
       return {};
     }
@@ -87,7 +101,7 @@ static BridgeStatus rebar_setup(Bridge& b, PciChain* chain) {
   return {};
 }
 
-BridgeStatus pci_bars_assign(Bridge& b, PciChain* chain) {
+BridgeStatus pci_bars_assign(Bridge &b, PciChain *chain) {
   const uint8_t bus = chain->endpoint_bus;
   uint64_t mem = kPciMemWindowBase, pref = kPciPrefWindowBase;
   chain->bars.clear();
@@ -115,12 +129,15 @@ BridgeStatus pci_bars_assign(Bridge& b, PciChain* chain) {
     }
     const uint64_t mask = (uint64_t(hi) << 32) | (lo & ~0xFull);
     bar.size = ~mask + 1;
-    uint64_t& cursor = bar.is64 && bar.prefetch ? pref : mem;
+    uint64_t &cursor = bar.is64 && bar.prefetch ? pref : mem;
     bar.base = (cursor + bar.size - 1) & ~(bar.size - 1);
     cursor = bar.base + bar.size;
-    if (&cursor == &mem && cursor > 0x100000000ull) return chain_error("BARs do not fit below 4 GiB");
+    if (&cursor == &mem && cursor > 0x100000000ull)
+      return chain_error("BARs do not fit below 4 GiB");
     if (!(st = b.config_write32(bus, 0, 0, reg, uint32_t(bar.base) | (lo & 0xF))).ok()) return st;
-    if (bar.is64 && !(st = b.config_write32(bus, 0, 0, uint16_t(reg + 4), uint32_t(bar.base >> 32))).ok()) return st;
+    if (bar.is64 &&
+        !(st = b.config_write32(bus, 0, 0, uint16_t(reg + 4), uint32_t(bar.base >> 32))).ok())
+      return st;
     chain->bars.push_back(bar);
     if (bar.is64) ++i;
   }
@@ -136,29 +153,30 @@ std::string pci_function_usb::name() const {
   return buf;
 }
 
-const PciBar* pci_function_usb::bar(int index) const {
-  for (const PciBar& b : chain_.bars)
+const PciBar *pci_function_usb::bar(int index) const {
+  for (const PciBar &b : chain_.bars)
     if (b.index == index) return &b;
   return nullptr;
 }
 
 uint64_t pci_function_usb::bar_size(int index) const {
-  const PciBar* b = bar(index);
+  const PciBar *b = bar(index);
   return b ? b->size : 0;
 }
 
-bool pci_function_usb::bar_check(int index, uint64_t off, size_t n, uint64_t* addr, std::string* err) const {
-  const PciBar* b = bar(index);
+bool pci_function_usb::bar_check(int index, uint64_t off, size_t n, uint64_t *addr,
+                                 std::string *err) const {
+  const PciBar *b = bar(index);
   if (!b || off + 4 * uint64_t(n) > b->size) {
-    *err = "BAR" + std::to_string(index) + " offset " + std::to_string(off) + " (+" + std::to_string(4 * n) +
-           " bytes) is outside the BAR";
+    *err = "BAR" + std::to_string(index) + " offset " + std::to_string(off) + " (+" +
+           std::to_string(4 * n) + " bytes) is outside the BAR";
     return false;
   }
   *addr = b->base + off;
   return true;
 }
 
-bool pci_function_usb::bar_read(int index, uint64_t off, uint32_t* dw, size_t n, std::string* err) {
+bool pci_function_usb::bar_read(int index, uint64_t off, uint32_t *dw, size_t n, std::string *err) {
   uint64_t a = 0;
   if (!bar_check(index, off, n, &a, err)) return false;
   BridgeStatus st = b_.mem_read_block(a, dw, n);
@@ -166,7 +184,8 @@ bool pci_function_usb::bar_read(int index, uint64_t off, uint32_t* dw, size_t n,
   return st.ok();
 }
 
-bool pci_function_usb::bar_write(int index, uint64_t off, const uint32_t* dw, size_t n, std::string* err) {
+bool pci_function_usb::bar_write(int index, uint64_t off, const uint32_t *dw, size_t n,
+                                 std::string *err) {
   uint64_t a = 0;
   if (!bar_check(index, off, n, &a, err)) return false;
   BridgeStatus st = b_.mem_write_block(a, dw, n);
@@ -177,12 +196,13 @@ bool pci_function_usb::bar_write(int index, uint64_t off, const uint32_t* dw, si
 uint64_t pci_function_usb::staging_bus_addr() const { return BRIDGE_SRAM_BUS_ADDR; }
 uint64_t pci_function_usb::staging_bytes() const { return BRIDGE_SRAM_SIZE; }
 
-bool pci_function_usb::staging_write(uint64_t off, const uint8_t* p, size_t n, std::string* err) {
+bool pci_function_usb::staging_write(uint64_t off, const uint8_t *p, size_t n, std::string *err) {
   // SRAM DMA moves whole 512-byte sectors (bridge_protocol.h); the tail is
   // zero-padded (the PSP reads the sizes it was told, tinygrad pads too).
   const size_t padded = (n + 511) & ~size_t(511);
   if (off + padded > BRIDGE_SRAM_SIZE) {
-    *err = "staging write of " + std::to_string(n) + " bytes at " + std::to_string(off) + " exceeds the SRAM";
+    *err = "staging write of " + std::to_string(n) + " bytes at " + std::to_string(off) +
+           " exceeds the SRAM";
     return false;
   }
   BridgeStatus st;
@@ -197,8 +217,8 @@ bool pci_function_usb::staging_write(uint64_t off, const uint8_t* p, size_t n, s
   return st.ok();
 }
 
-bool pci_function_usb::bar_write_without_bulk(int index, uint64_t off, const uint32_t* dw, size_t n,
-                                              std::string* err) {
+bool pci_function_usb::bar_write_without_bulk(int index, uint64_t off, const uint32_t *dw, size_t n,
+                                              std::string *err) {
   uint64_t a = 0;
   if (!bar_check(index, off, n, &a, err)) return false;
   for (size_t i = 0; i < n; ++i) {  // BRIDGE_REQ_TLP + its result: EP0 only
@@ -215,13 +235,13 @@ bool pci_function_usb::bar_write_without_bulk(int index, uint64_t off, const uin
 // window (bridge_protocol.h BRIDGE_CQ_TRIGGER_BUS_ADDR).
 uint64_t pci_function_usb::staging_trigger_bus_addr() const { return BRIDGE_CQ_TRIGGER_BUS_ADDR; }
 
-bool pci_function_usb::staging_read_arm(uint64_t off, size_t n, std::string* err) {
+bool pci_function_usb::staging_read_arm(uint64_t off, size_t n, std::string *err) {
   BridgeStatus st = b_.sram_read_arm(uint32_t(off), n);
   if (!st.ok()) *err = st.message;
   return st.ok();
 }
 
-bool pci_function_usb::staging_read_collect(uint8_t* p, size_t n, std::string* err) {
+bool pci_function_usb::staging_read_collect(uint8_t *p, size_t n, std::string *err) {
   BridgeStatus st = b_.sram_read_collect(p, n);
   if (!st.ok()) *err = st.message;
   return st.ok();

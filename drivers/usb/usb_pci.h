@@ -51,10 +51,10 @@ struct PciChain {
 // Programs every type 1 bridge from bus 0 down and stops at the first
 // type 0 function; fails naming the bus when nothing answers or the chain
 // is deeper than kPciMaxBridges.
-BridgeStatus pci_chain_setup(Bridge& b, PciChain* chain);
+BridgeStatus pci_chain_setup(Bridge &b, PciChain *chain);
 // Resizes BAR0 through ReBAR when offered, sizes the endpoint's memory BARs,
 // places them in the windows, and turns on memory decoding and bus mastering.
-BridgeStatus pci_bars_assign(Bridge& b, PciChain* chain);
+BridgeStatus pci_bars_assign(Bridge &b, PciChain *chain);
 
 // The AM driver's view of the GPU (drivers/am/am_pci.h) over the bridge:
 // BARs through streamed memory TLPs (Bridge::mem_read_block/write_block),
@@ -63,24 +63,25 @@ BridgeStatus pci_bars_assign(Bridge& b, PciChain* chain);
 // pci_chain_setup and pci_bars_assign.
 class pci_function_usb : public am::pci_function {
  public:
-  pci_function_usb(Bridge& b, const PciChain& chain) : b_(b), chain_(chain) {}
+  pci_function_usb(Bridge &b, const PciChain &chain) : b_(b), chain_(chain) {}
   std::string name() const override;
   uint64_t bar_size(int bar) const override;
-  bool bar_read(int bar, uint64_t off, uint32_t* dw, size_t n, std::string* err) override;
-  bool bar_write(int bar, uint64_t off, const uint32_t* dw, size_t n, std::string* err) override;
+  bool bar_read(int bar, uint64_t off, uint32_t *dw, size_t n, std::string *err) override;
+  bool bar_write(int bar, uint64_t off, const uint32_t *dw, size_t n, std::string *err) override;
   uint64_t staging_bus_addr() const override;
   uint64_t staging_bytes() const override;
-  bool staging_write(uint64_t off, const uint8_t* p, size_t n, std::string* err) override;
-  bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t* dw, size_t n, std::string* err) override;
+  bool staging_write(uint64_t off, const uint8_t *p, size_t n, std::string *err) override;
+  bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t *dw, size_t n,
+                              std::string *err) override;
   uint64_t staging_trigger_bus_addr() const override;
-  bool staging_read_arm(uint64_t off, size_t n, std::string* err) override;
-  bool staging_read_collect(uint8_t* p, size_t n, std::string* err) override;
+  bool staging_read_arm(uint64_t off, size_t n, std::string *err) override;
+  bool staging_read_collect(uint8_t *p, size_t n, std::string *err) override;
 
  private:
-  Bridge& b_;
+  Bridge &b_;
   PciChain chain_;
-  const PciBar* bar(int index) const;
-  bool bar_check(int index, uint64_t off, size_t n, uint64_t* addr, std::string* err) const;
+  const PciBar *bar(int index) const;
+  bool bar_check(int index, uint64_t off, size_t n, uint64_t *addr, std::string *err) const;
 };
 
 }  // namespace capgraph::usb

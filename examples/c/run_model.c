@@ -1,6 +1,7 @@
 /* capgraph-c-example MODEL.cap: the runtime's C API from plain C (C99). Loads a capture, lists
  * its inputs and outputs, fills the inputs with a constant, replays once and prints each output's
- * shape, sum and first values. Build: cc run_model.c -lcapgraph_runtime (see examples/README.md). */
+ * shape, sum and first values. Build: cc run_model.c -lcapgraph_runtime (see examples/README.md).
+ */
 #include <stdio.h>
 #include <string.h>
 

@@ -2,12 +2,13 @@
 // capgraph (PP-OCRv4 det and rec), using nothing but the runtime's C API. It is the quick
 // start's main job and an example of embedding the runtime.
 //
-//   capgraph-ocr --det det.cap --rec rec.cap --keys ppocr_keys_v1.txt (--image FILE.ppm | --text "HELLO 2026")
+//   capgraph-ocr --det det.cap --rec rec.cap --keys ppocr_keys_v1.txt (--image FILE.ppm | --text
+//   "HELLO 2026")
 //
 // With --text it renders the text itself (a 5x7 pixel font, scaled and smoothed), so the demo
-// needs no image files; --image reads a binary PPM/PGM (P6/P5), e.g. from `convert photo.jpg x.ppm`.
-// Pre/post-processing follows PaddleOCR's defaults: det normalises with ImageNet mean/std and
-// thresholds the probability map at 0.3; rec takes 48-pixel-high crops scaled to [-1, 1] and is
+// needs no image files; --image reads a binary PPM/PGM (P6/P5), e.g. from `convert photo.jpg
+// x.ppm`. Pre/post-processing follows PaddleOCR's defaults: det normalises with ImageNet mean/std
+// and thresholds the probability map at 0.3; rec takes 48-pixel-high crops scaled to [-1, 1] and is
 // decoded greedily (CTC: argmax per step, repeats and blanks dropped).
 #include <algorithm>
 #include <chrono>
@@ -26,7 +27,9 @@ namespace {
 struct Image {  // grayscale, 0..255
   int w = 0, h = 0;
   std::vector<float> px;
-  float at(int x, int y) const { return px[(size_t)std::clamp(y, 0, h - 1) * w + std::clamp(x, 0, w - 1)]; }
+  float at(int x, int y) const {
+    return px[(size_t)std::clamp(y, 0, h - 1) * w + std::clamp(x, 0, w - 1)];
+  }
 };
 
 [[noreturn]] void die(const std::string &msg) {
@@ -40,20 +43,26 @@ struct Glyph {
   uint8_t rows[7];
 };
 const Glyph kFont[] = {
-    {'A', {14, 17, 17, 31, 17, 17, 17}}, {'B', {30, 17, 17, 30, 17, 17, 30}}, {'C', {14, 17, 16, 16, 16, 17, 14}},
-    {'D', {30, 17, 17, 17, 17, 17, 30}}, {'E', {31, 16, 16, 30, 16, 16, 31}}, {'F', {31, 16, 16, 30, 16, 16, 16}},
-    {'G', {14, 17, 16, 23, 17, 17, 15}}, {'H', {17, 17, 17, 31, 17, 17, 17}}, {'I', {14, 4, 4, 4, 4, 4, 14}},
-    {'J', {7, 2, 2, 2, 2, 18, 12}},      {'K', {17, 18, 20, 24, 20, 18, 17}}, {'L', {16, 16, 16, 16, 16, 16, 31}},
-    {'M', {17, 27, 21, 21, 17, 17, 17}}, {'N', {17, 17, 25, 21, 19, 17, 17}}, {'O', {14, 17, 17, 17, 17, 17, 14}},
-    {'P', {30, 17, 17, 30, 16, 16, 16}}, {'Q', {14, 17, 17, 17, 21, 18, 13}}, {'R', {30, 17, 17, 30, 20, 18, 17}},
-    {'S', {15, 16, 16, 14, 1, 1, 30}},   {'T', {31, 4, 4, 4, 4, 4, 4}},       {'U', {17, 17, 17, 17, 17, 17, 14}},
-    {'V', {17, 17, 17, 17, 17, 10, 4}},  {'W', {17, 17, 17, 21, 21, 21, 10}}, {'X', {17, 17, 10, 4, 10, 17, 17}},
-    {'Y', {17, 17, 10, 4, 4, 4, 4}},     {'Z', {31, 1, 2, 4, 8, 16, 31}},     {'0', {14, 17, 19, 21, 25, 17, 14}},
-    {'1', {4, 12, 4, 4, 4, 4, 14}},      {'2', {14, 17, 1, 2, 4, 8, 31}},     {'3', {31, 2, 4, 2, 1, 17, 14}},
-    {'4', {2, 6, 10, 18, 31, 2, 2}},     {'5', {31, 16, 30, 1, 1, 17, 14}},   {'6', {6, 8, 16, 30, 17, 17, 14}},
-    {'7', {31, 1, 2, 4, 8, 8, 8}},       {'8', {14, 17, 17, 14, 17, 17, 14}}, {'9', {14, 17, 17, 15, 1, 2, 12}},
-    {'.', {0, 0, 0, 0, 0, 12, 12}},      {'-', {0, 0, 0, 31, 0, 0, 0}},       {':', {0, 12, 12, 0, 12, 12, 0}},
-    {' ', {0, 0, 0, 0, 0, 0, 0}},
+    {'A', {14, 17, 17, 31, 17, 17, 17}}, {'B', {30, 17, 17, 30, 17, 17, 30}},
+    {'C', {14, 17, 16, 16, 16, 17, 14}}, {'D', {30, 17, 17, 17, 17, 17, 30}},
+    {'E', {31, 16, 16, 30, 16, 16, 31}}, {'F', {31, 16, 16, 30, 16, 16, 16}},
+    {'G', {14, 17, 16, 23, 17, 17, 15}}, {'H', {17, 17, 17, 31, 17, 17, 17}},
+    {'I', {14, 4, 4, 4, 4, 4, 14}},      {'J', {7, 2, 2, 2, 2, 18, 12}},
+    {'K', {17, 18, 20, 24, 20, 18, 17}}, {'L', {16, 16, 16, 16, 16, 16, 31}},
+    {'M', {17, 27, 21, 21, 17, 17, 17}}, {'N', {17, 17, 25, 21, 19, 17, 17}},
+    {'O', {14, 17, 17, 17, 17, 17, 14}}, {'P', {30, 17, 17, 30, 16, 16, 16}},
+    {'Q', {14, 17, 17, 17, 21, 18, 13}}, {'R', {30, 17, 17, 30, 20, 18, 17}},
+    {'S', {15, 16, 16, 14, 1, 1, 30}},   {'T', {31, 4, 4, 4, 4, 4, 4}},
+    {'U', {17, 17, 17, 17, 17, 17, 14}}, {'V', {17, 17, 17, 17, 17, 10, 4}},
+    {'W', {17, 17, 17, 21, 21, 21, 10}}, {'X', {17, 17, 10, 4, 10, 17, 17}},
+    {'Y', {17, 17, 10, 4, 4, 4, 4}},     {'Z', {31, 1, 2, 4, 8, 16, 31}},
+    {'0', {14, 17, 19, 21, 25, 17, 14}}, {'1', {4, 12, 4, 4, 4, 4, 14}},
+    {'2', {14, 17, 1, 2, 4, 8, 31}},     {'3', {31, 2, 4, 2, 1, 17, 14}},
+    {'4', {2, 6, 10, 18, 31, 2, 2}},     {'5', {31, 16, 30, 1, 1, 17, 14}},
+    {'6', {6, 8, 16, 30, 17, 17, 14}},   {'7', {31, 1, 2, 4, 8, 8, 8}},
+    {'8', {14, 17, 17, 14, 17, 17, 14}}, {'9', {14, 17, 17, 15, 1, 2, 12}},
+    {'.', {0, 0, 0, 0, 0, 12, 12}},      {'-', {0, 0, 0, 31, 0, 0, 0}},
+    {':', {0, 12, 12, 0, 12, 12, 0}},    {' ', {0, 0, 0, 0, 0, 0, 0}},
 };
 
 // Renders lines of text (split at '|') dark on light, centred. The 5x7 bitmaps are enlarged by
@@ -61,8 +70,10 @@ const Glyph kFont[] = {
 Image text_render(const std::string &text, int scale) {
   std::vector<std::string> lines(1);
   for (char c : text) {
-    if (c == '|') lines.emplace_back();
-    else lines.back() += (char)std::toupper((unsigned char)c);
+    if (c == '|')
+      lines.emplace_back();
+    else
+      lines.back() += (char)std::toupper((unsigned char)c);
   }
   size_t longest = 0;
   for (auto &l : lines) longest = std::max(longest, l.size());
@@ -75,7 +86,9 @@ Image text_render(const std::string &text, int scale) {
       const Glyph *g = nullptr;
       for (const Glyph &f : kFont)
         if (f.c == lines[li][ci]) g = &f;
-      if (!g) die(std::string("--text: no glyph for '") + lines[li][ci] + "' (A-Z, 0-9, space, . - : and | for a new line)");
+      if (!g)
+        die(std::string("--text: no glyph for '") + lines[li][ci] +
+            "' (A-Z, 0-9, space, . - : and | for a new line)");
       for (int r = 0; r < 7; r++)
         for (int c = 0; c < 5; c++)
           if (g->rows[r] >> (4 - c) & 1) ink[(size_t)(y0 + r) * gw + x0 + (int)ci * 6 + c] = 1.0f;
@@ -92,8 +105,11 @@ Image text_render(const std::string &text, int scale) {
       float fx = (x + 0.5f) / scale - 0.5f, fy = (y + 0.5f) / scale - 0.5f;
       int ix = (int)std::floor(fx), iy = (int)std::floor(fy);
       float ax = fx - ix, ay = fy - iy;
-      auto at = [&](int cx, int cy) { return cx < 0 || cy < 0 || cx >= gw || cy >= gh ? 0.0f : ink[(size_t)cy * gw + cx]; };
-      float v = (1 - ay) * ((1 - ax) * at(ix, iy) + ax * at(ix + 1, iy)) + ay * ((1 - ax) * at(ix, iy + 1) + ax * at(ix + 1, iy + 1));
+      auto at = [&](int cx, int cy) {
+        return cx < 0 || cy < 0 || cx >= gw || cy >= gh ? 0.0f : ink[(size_t)cy * gw + cx];
+      };
+      float v = (1 - ay) * ((1 - ax) * at(ix, iy) + ax * at(ix + 1, iy)) +
+                ay * ((1 - ax) * at(ix, iy + 1) + ax * at(ix + 1, iy + 1));
       v = std::clamp((v - 0.5f) * 3.0f + 0.5f, 0.0f, 1.0f);
       im.px[(size_t)(oy + y) * im.w + ox + x] = 235.0f - 210.0f * v;
     }
@@ -107,17 +123,20 @@ Image ppm_read(const std::string &path) {
   int w, h, maxv;
   f >> magic >> w >> h >> maxv;
   f.get();
-  if (!f || (magic != "P6" && magic != "P5") || w <= 0 || h <= 0 || w > 8192 || h > 8192 || maxv != 255)
+  if (!f || (magic != "P6" && magic != "P5") || w <= 0 || h <= 0 || w > 8192 || h > 8192 ||
+      maxv != 255)
     die(path + ": not a binary 8-bit PPM/PGM (P6/P5, maxval 255)");
   int ch = magic == "P6" ? 3 : 1;
   std::vector<uint8_t> raw((size_t)w * h * ch);
-  if (!f.read((char *)raw.data(), (std::streamsize)raw.size())) die(path + ": truncated pixel data");
+  if (!f.read((char *)raw.data(), (std::streamsize)raw.size()))
+    die(path + ": truncated pixel data");
   Image im;
   im.w = w;
   im.h = h;
   im.px.resize((size_t)w * h);
   for (size_t i = 0; i < im.px.size(); i++)
-    im.px[i] = ch == 1 ? raw[i] : 0.299f * raw[3 * i] + 0.587f * raw[3 * i + 1] + 0.114f * raw[3 * i + 2];
+    im.px[i] =
+        ch == 1 ? raw[i] : 0.299f * raw[3 * i] + 0.587f * raw[3 * i + 1] + 0.114f * raw[3 * i + 2];
   return im;
 }
 
@@ -130,11 +149,14 @@ struct Model {
     char err[1024] = {0};
     auto t0 = std::chrono::steady_clock::now();
     if (capgraph_load(path.c_str(), nullptr, &m, err, sizeof err) != CAPGRAPH_OK) die(err);
-    load_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    if (capgraph_num_inputs(m) != 1 || capgraph_num_outputs(m) != 1) die(path + ": expected one input and one output");
+    load_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (capgraph_num_inputs(m) != 1 || capgraph_num_outputs(m) != 1)
+      die(path + ": expected one input and one output");
     capgraph_input(m, 0, &in);
     capgraph_output(m, 0, &out);
-    if (in.dtype != CAPGRAPH_F32 || in.rank != 4 || in.shape[1] != 3) die(path + ": expected a float32 1x3xHxW input");
+    if (in.dtype != CAPGRAPH_F32 || in.rank != 4 || in.shape[1] != 3)
+      die(path + ": expected a float32 1x3xHxW input");
   }
   ~Model() { capgraph_free(m); }
   double run() {
@@ -168,7 +190,8 @@ std::vector<Box> boxes_find(const float *prob, int w, int h) {
         int j = stack.back();
         stack.pop_back();
         int jx = j % w, jy = j / w;
-        b.x0 = std::min(b.x0, jx), b.x1 = std::max(b.x1, jx), b.y0 = std::min(b.y0, jy), b.y1 = std::max(b.y1, jy);
+        b.x0 = std::min(b.x0, jx), b.x1 = std::max(b.x1, jx), b.y0 = std::min(b.y0, jy),
+        b.y1 = std::max(b.y1, jy);
         sum += prob[j];
         n++;
         const int nb[4][2] = {{1, 0}, {-1, 0}, {0, 1}, {0, -1}};
@@ -216,23 +239,33 @@ int main(int argc, char **argv) {
       if (i + 1 >= argc) die(a + " needs a value");
       return argv[++i];
     };
-    if (a == "--det") det_path = next();
-    else if (a == "--rec") rec_path = next();
-    else if (a == "--keys") keys_path = next();
-    else if (a == "--image") image_path = next();
-    else if (a == "--text") text = next();
-    else die("unknown option " + a);
+    if (a == "--det")
+      det_path = next();
+    else if (a == "--rec")
+      rec_path = next();
+    else if (a == "--keys")
+      keys_path = next();
+    else if (a == "--image")
+      image_path = next();
+    else if (a == "--text")
+      text = next();
+    else
+      die("unknown option " + a);
   }
-  if (det_path.empty() || rec_path.empty() || keys_path.empty() || (image_path.empty() == text.empty()))
-    die("usage: capgraph-ocr --det DET.cap --rec REC.cap --keys KEYS.txt (--image FILE.ppm | --text \"TEXT|NEXT LINE\")");
+  if (det_path.empty() || rec_path.empty() || keys_path.empty() ||
+      (image_path.empty() == text.empty()))
+    die("usage: capgraph-ocr --det DET.cap --rec REC.cap --keys KEYS.txt (--image FILE.ppm | "
+        "--text \"TEXT|NEXT LINE\")");
 
   Image im = text.empty() ? ppm_read(image_path) : text_render(text, 4);
   Model det(det_path), rec(rec_path);
   std::vector<std::string> keys = keys_read(keys_path);
   int H = (int)det.in.shape[2], W = (int)det.in.shape[3];
-  std::printf("image: %dx%d %s\n", im.w, im.h, text.empty() ? image_path.c_str() : ("rendered \"" + text + "\"").c_str());
-  std::printf("models loaded in %.1f ms (det, input %dx%d) and %.1f ms (rec, input %lldx%lld)\n", det.load_ms, W, H, rec.load_ms,
-              (long long)rec.in.shape[3], (long long)rec.in.shape[2]);
+  std::printf("image: %dx%d %s\n", im.w, im.h,
+              text.empty() ? image_path.c_str() : ("rendered \"" + text + "\"").c_str());
+  std::printf("models loaded in %.1f ms (det, input %dx%d) and %.1f ms (rec, input %lldx%lld)\n",
+              det.load_ms, W, H, rec.load_ms, (long long)rec.in.shape[3],
+              (long long)rec.in.shape[2]);
 
   // det input: the image resized to the compiled size, ImageNet normalisation.
   const float mean[3] = {0.485f, 0.456f, 0.406f}, stdv[3] = {0.229f, 0.224f, 0.225f};
@@ -253,7 +286,8 @@ int main(int argc, char **argv) {
     for (int x = 0; x < W; x += 8) {
       float p = 0;  // the cell's strongest response
       for (int yy = y; yy < std::min(H, y + 16); yy++)
-        for (int xx = x; xx < std::min(W, x + 8); xx++) p = std::max(p, ((const float *)det.out.data)[(size_t)yy * W + xx]);
+        for (int xx = x; xx < std::min(W, x + 8); xx++)
+          p = std::max(p, ((const float *)det.out.data)[(size_t)yy * W + xx]);
       row += p > 0.6f ? '#' : p > 0.3f ? '+' : ' ';
     }
     std::printf("%s|\n", row.c_str());
@@ -261,19 +295,27 @@ int main(int argc, char **argv) {
 
   int RH = (int)rec.in.shape[2], RW = (int)rec.in.shape[3];
   int steps = (int)rec.out.shape[1], classes = (int)rec.out.shape[2];
-  if ((int)keys.size() != classes) die("the character list has " + std::to_string(keys.size()) + " entries, the rec model " + std::to_string(classes));
+  if ((int)keys.size() != classes)
+    die("the character list has " + std::to_string(keys.size()) + " entries, the rec model " +
+        std::to_string(classes));
   for (size_t bi = 0; bi < boxes.size(); bi++) {
     const Box &b = boxes[bi];
     // box in image coordinates
     float sx = (float)im.w / W, sy = (float)im.h / H;
-    float bx0 = b.x0 * sx, by0 = b.y0 * sy, bw = (b.x1 - b.x0 + 1) * sx, bh = (b.y1 - b.y0 + 1) * sy;
+    float bx0 = b.x0 * sx, by0 = b.y0 * sy, bw = (b.x1 - b.x0 + 1) * sx,
+          bh = (b.y1 - b.y0 + 1) * sy;
     int cw = std::min(RW, std::max(1, (int)std::lround(bw * RH / bh)));
     float *r = (float *)rec.in.data;
     for (int c = 0; c < 3; c++)
       for (int y = 0; y < RH; y++)
         for (int x = 0; x < RW; x++)
           r[((size_t)c * RH + y) * RW + x] =
-              x < cw ? (im.at((int)(bx0 + (x + 0.5f) * bw / cw), (int)(by0 + (y + 0.5f) * bh / RH)) / 255.0f - 0.5f) / 0.5f : 0.0f;
+              x < cw
+                  ? (im.at((int)(bx0 + (x + 0.5f) * bw / cw), (int)(by0 + (y + 0.5f) * bh / RH)) /
+                         255.0f -
+                     0.5f) /
+                        0.5f
+                  : 0.0f;
     double rec_ms = rec.run();
     const float *p = (const float *)rec.out.data;
     std::string s;
@@ -290,8 +332,9 @@ int main(int argc, char **argv) {
       }
       prev = best;
     }
-    std::printf("text %zu at (%d,%d)-(%d,%d): \"%s\" (confidence %.2f, rec %.1f ms)\n", bi + 1, (int)bx0, (int)by0, (int)(bx0 + bw),
-                (int)(by0 + bh), s.c_str(), n ? conf / n : 0.0, rec_ms);
+    std::printf("text %zu at (%d,%d)-(%d,%d): \"%s\" (confidence %.2f, rec %.1f ms)\n", bi + 1,
+                (int)bx0, (int)by0, (int)(bx0 + bw), (int)(by0 + bh), s.c_str(), n ? conf / n : 0.0,
+                rec_ms);
   }
   return 0;
 }

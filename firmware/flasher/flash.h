@@ -43,22 +43,22 @@ struct FlashResult {
 };
 
 // Both paths take the transport, so tests drive them through the emulator.
-FlashResult flash_via_firmware(usb::BridgeTransport& t, const std::vector<uint8_t>& image,
-                               const FlashOptions& opt, std::FILE* log);
-FlashResult flash_via_bootloader(usb::BridgeTransport& t, const std::vector<uint8_t>& image,
-                                 const FlashOptions& opt, std::FILE* log);
+FlashResult flash_via_firmware(usb::BridgeTransport &t, const std::vector<uint8_t> &image,
+                               const FlashOptions &opt, std::FILE *log);
+FlashResult flash_via_bootloader(usb::BridgeTransport &t, const std::vector<uint8_t> &image,
+                                 const FlashOptions &opt, std::FILE *log);
 // Picks the path from the transport's USB ids.
-FlashResult flash_image(usb::BridgeTransport& t, const std::vector<uint8_t>& image,
-                        const FlashOptions& opt, std::FILE* log);
+FlashResult flash_image(usb::BridgeTransport &t, const std::vector<uint8_t> &image,
+                        const FlashOptions &opt, std::FILE *log);
 
 // Reads and validates an image file (format, sum, CRC, size, ours, chip).
-bool flash_load_image(const std::string& path, std::vector<uint8_t>* image, std::string* error);
+bool flash_load_image(const std::string &path, std::vector<uint8_t> *image, std::string *error);
 
 // Entry points for the capgraph CLI (argv[0] is the subcommand name):
 //   capgraph flash IMAGE [--dry-run] [--device SEL] [--backup F] [--config-restore F]
 //   capgraph devices    (prints devices_print_bridges)
 // Return a process exit code; errors go to stderr as one actionable line.
-int flash_main(int argc, char** argv);
-int devices_print_bridges(std::FILE* out);
+int flash_main(int argc, char **argv);
+int devices_print_bridges(std::FILE *out);
 
 }  // namespace capgraph::bridge

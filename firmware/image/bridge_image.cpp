@@ -6,7 +6,7 @@
 
 namespace capgraph::bridge {
 
-uint32_t crc32_ieee(const uint8_t* data, size_t size) {
+uint32_t crc32_ieee(const uint8_t *data, size_t size) {
   uint32_t crc = 0xFFFFFFFFu;
   for (size_t i = 0; i < size; ++i) {
     crc ^= data[i];
@@ -22,7 +22,7 @@ static int hex_nibble(char c) {
   return -1;
 }
 
-bool ihex_to_body(std::string_view text, std::vector<uint8_t>* body, std::string* error) {
+bool ihex_to_body(std::string_view text, std::vector<uint8_t> *body, std::string *error) {
   std::vector<uint8_t> mem(0x10000, 0xFF);
   size_t top = 0;
   bool seen_eof = false;
@@ -82,7 +82,7 @@ bool ihex_to_body(std::string_view text, std::vector<uint8_t>* body, std::string
   return true;
 }
 
-std::vector<uint8_t> image_wrap(const std::vector<uint8_t>& body) {
+std::vector<uint8_t> image_wrap(const std::vector<uint8_t> &body) {
   std::vector<uint8_t> out;
   uint32_t n = uint32_t(body.size());
   for (int i = 0; i < 4; ++i) out.push_back(uint8_t(n >> (8 * i)));
@@ -96,18 +96,19 @@ std::vector<uint8_t> image_wrap(const std::vector<uint8_t>& body) {
   return out;
 }
 
-static uint32_t le32(const uint8_t* p) {
+static uint32_t le32(const uint8_t *p) {
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
 
-bool image_check(const std::vector<uint8_t>& image, bool require_ours, ImageInfo* info,
-                 std::string* error) {
+bool image_check(const std::vector<uint8_t> &image, bool require_ours, ImageInfo *info,
+                 std::string *error) {
   ImageInfo local;
-  ImageInfo& out = info ? *info : local;
+  ImageInfo &out = info ? *info : local;
   out = ImageInfo{};
   const size_t overhead = BRIDGE_IMAGE_HEADER + BRIDGE_IMAGE_FOOTER;
   if (image.size() < overhead + 1) {
-    *error = "image is " + std::to_string(image.size()) + " bytes, too short to be a firmware image";
+    *error =
+        "image is " + std::to_string(image.size()) + " bytes, too short to be a firmware image";
     return false;
   }
   uint32_t n = le32(image.data());
@@ -121,8 +122,8 @@ bool image_check(const std::vector<uint8_t>& image, bool require_ours, ImageInfo
              std::to_string(BRIDGE_IMAGE_MAX_BODY) + " the bridge can run";
     return false;
   }
-  const uint8_t* body = image.data() + BRIDGE_IMAGE_HEADER;
-  const uint8_t* foot = body + n;
+  const uint8_t *body = image.data() + BRIDGE_IMAGE_HEADER;
+  const uint8_t *foot = body + n;
   if (foot[0] != BRIDGE_IMAGE_MAGIC) {
     char buf[96];
     std::snprintf(buf, sizeof buf, "image footer magic is 0x%02X, expected 0xA5", foot[0]);
@@ -144,8 +145,9 @@ bool image_check(const std::vector<uint8_t>& image, bool require_ours, ImageInfo
   out.crc32 = crc;
   out.sum8 = sum;
   const uint32_t id = BRIDGE_FW_IDENT_ADDR;
-  if (n >= id + BRIDGE_FW_IDENT_SIZE && std::string_view((const char*)body + id, 8) == "CGBRIDGE") {
-    const uint8_t* p = body + id + 8;
+  if (n >= id + BRIDGE_FW_IDENT_SIZE &&
+      std::string_view((const char *)body + id, 8) == "CGBRIDGE") {
+    const uint8_t *p = body + id + 8;
     uint16_t chip = uint16_t(p[0] | p[1] << 8);
     out.proto_major = p[2];
     out.proto_minor = p[3];
@@ -172,7 +174,7 @@ bool image_check(const std::vector<uint8_t>& image, bool require_ours, ImageInfo
   return true;
 }
 
-std::vector<uint8_t> image_body(const std::vector<uint8_t>& image) {
+std::vector<uint8_t> image_body(const std::vector<uint8_t> &image) {
   return std::vector<uint8_t>(image.begin() + BRIDGE_IMAGE_HEADER,
                               image.end() - BRIDGE_IMAGE_FOOTER);
 }

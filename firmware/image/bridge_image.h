@@ -17,14 +17,14 @@
 
 namespace capgraph::bridge {
 
-uint32_t crc32_ieee(const uint8_t* data, size_t size);
+uint32_t crc32_ieee(const uint8_t *data, size_t size);
 
 // Intel HEX (record types 00, 01; 04 with upper address 0) to a flat body
 // from address 0 to the highest byte written; gaps are 0xFF (erased flash).
 // Returns false and sets *error on malformed input or bad record checksums.
-bool ihex_to_body(std::string_view text, std::vector<uint8_t>* body, std::string* error);
+bool ihex_to_body(std::string_view text, std::vector<uint8_t> *body, std::string *error);
 
-std::vector<uint8_t> image_wrap(const std::vector<uint8_t>& body);
+std::vector<uint8_t> image_wrap(const std::vector<uint8_t> &body);
 
 struct ImageInfo {
   uint32_t body_size = 0;
@@ -38,10 +38,10 @@ struct ImageInfo {
 // Checks the wrapper (length, magic, sum, CRC, size budget). With
 // require_ours, also that the body is capgraph bridge firmware for the
 // ASM2464PD. On failure returns false with a sentence a person can act on.
-bool image_check(const std::vector<uint8_t>& image, bool require_ours, ImageInfo* info,
-                 std::string* error);
+bool image_check(const std::vector<uint8_t> &image, bool require_ours, ImageInfo *info,
+                 std::string *error);
 
 // The body of a wrapped image (caller has checked it).
-std::vector<uint8_t> image_body(const std::vector<uint8_t>& image);
+std::vector<uint8_t> image_body(const std::vector<uint8_t> &image);
 
 }  // namespace capgraph::bridge

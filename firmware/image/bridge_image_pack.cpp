@@ -7,7 +7,7 @@
 
 #include "bridge_image.h"
 
-int main(int argc, char** argv) {
+int main(int argc, char **argv) {
   using namespace capgraph::bridge;
   if (argc != 3) {
     std::fprintf(stderr, "usage: bridge_image_pack IN.ihx OUT.img\n");
@@ -33,7 +33,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::ofstream out(argv[2], std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(image.data()), std::streamsize(image.size()));
+  out.write(reinterpret_cast<const char *>(image.data()), std::streamsize(image.size()));
   if (!out) {
     std::fprintf(stderr, "bridge_image_pack: cannot write %s\n", argv[2]);
     return 1;

@@ -1,6 +1,7 @@
+#include "bridge_image.h"
+
 #include <doctest/doctest.h>
 
-#include "bridge_image.h"
 #include "bridge_protocol.h"
 
 using namespace capgraph::bridge;
@@ -16,8 +17,8 @@ static std::vector<uint8_t> our_body() {
 }
 
 TEST_CASE("crc32 matches the IEEE/zlib check value") {
-  const char* s = "123456789";
-  CHECK(crc32_ieee(reinterpret_cast<const uint8_t*>(s), 9) == 0xCBF43926u);
+  const char *s = "123456789";
+  CHECK(crc32_ieee(reinterpret_cast<const uint8_t *>(s), 9) == 0xCBF43926u);
 }
 
 TEST_CASE("ihex to body: records, gaps, checksums") {
@@ -70,5 +71,6 @@ TEST_CASE("wrap and check: layout, and every corruption is named") {
   other[BRIDGE_FW_IDENT_ADDR + 8] = 0x63;
   CHECK_FALSE(image_check(image_wrap(other), true, &info, &err));
   CHECK(err.find("chip 2463") != std::string::npos);
-  CHECK_FALSE(image_check(image_wrap(std::vector<uint8_t>(BRIDGE_IMAGE_MAX_BODY + 1)), false, &info, &err));
+  CHECK_FALSE(
+      image_check(image_wrap(std::vector<uint8_t>(BRIDGE_IMAGE_MAX_BODY + 1)), false, &info, &err));
 }

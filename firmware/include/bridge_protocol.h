@@ -65,6 +65,8 @@
 /* Every request not listed here, and every listed request with a wrong
  * direction, length or argument, is answered with a STALL and leaves the
  * firmware state unchanged (except info.last_error / info.last_request). */
+/* One request per row, its comment beside it: */
+/* clang-format off */
 #define BRIDGE_REQ_INFO 0xB0u       /* IN,  wLength >= BRIDGE_INFO_SIZE          */
 #define BRIDGE_REQ_REG_READ 0xB1u   /* IN,  wValue=XDATA addr, wIndex=bank(0|1),
                                        wLength=1..BRIDGE_REG_MAX                 */
@@ -86,6 +88,7 @@
                                        many dword MRd/MWr to consecutive PCIe
                                        addresses in one request (protocol 1.1),
                                        data and result over bulk, see below      */
+/* clang-format on */
 
 #define BRIDGE_REG_MAX 64u
 #define BRIDGE_SPI_READ_MAX 64u
@@ -143,16 +146,16 @@
 #define BRIDGE_INFO_OFF_FW_MAJOR 6
 #define BRIDGE_INFO_OFF_FW_MINOR 7
 #define BRIDGE_INFO_OFF_FW_PATCH 8
-#define BRIDGE_INFO_OFF_USB_SPEED 9    /* 2 = USB 2 high speed, 3 = USB 3      */
-#define BRIDGE_INFO_OFF_CHIP_ID 10     /* LE16                                 */
-#define BRIDGE_INFO_OFF_SERIAL 12      /* 4 bytes from OTP, FF.. when blank    */
-#define BRIDGE_INFO_OFF_SERIAL_OK 16   /* 1 if the OTP checksum matched        */
-#define BRIDGE_INFO_OFF_PCIE_LINK 17   /* 1 when the PCIe link is up           */
-#define BRIDGE_INFO_OFF_LAST_ERROR 18  /* BRIDGE_ERR_* of the last request     */
+#define BRIDGE_INFO_OFF_USB_SPEED 9     /* 2 = USB 2 high speed, 3 = USB 3      */
+#define BRIDGE_INFO_OFF_CHIP_ID 10      /* LE16                                 */
+#define BRIDGE_INFO_OFF_SERIAL 12       /* 4 bytes from OTP, FF.. when blank    */
+#define BRIDGE_INFO_OFF_SERIAL_OK 16    /* 1 if the OTP checksum matched        */
+#define BRIDGE_INFO_OFF_PCIE_LINK 17    /* 1 when the PCIe link is up           */
+#define BRIDGE_INFO_OFF_LAST_ERROR 18   /* BRIDGE_ERR_* of the last request     */
 #define BRIDGE_INFO_OFF_LAST_REQUEST 19 /* bRequest that set last_error        */
-#define BRIDGE_INFO_OFF_OP_BUSY 20     /* 1 while a SPI program is pending     */
-#define BRIDGE_INFO_OFF_MAX_CTRL 21    /* max control data bytes / 8           */
-#define BRIDGE_INFO_OFF_REQUESTS 22    /* LE16 count of requests served        */
+#define BRIDGE_INFO_OFF_OP_BUSY 20      /* 1 while a SPI program is pending     */
+#define BRIDGE_INFO_OFF_MAX_CTRL 21     /* max control data bytes / 8           */
+#define BRIDGE_INFO_OFF_REQUESTS 22     /* LE16 count of requests served        */
 
 /* ---- TLP request (OUT data of BRIDGE_REQ_TLP) ---------------------------- */
 #define BRIDGE_TLP_SIZE 16u
@@ -191,7 +194,7 @@
 #define BRIDGE_TLP_STATUS_OK 0u
 #define BRIDGE_TLP_STATUS_ENGINE_ERROR 1u
 #define BRIDGE_TLP_STATUS_TIMEOUT 2u
-#define BRIDGE_TLP_STATUS_NONE 3u /* no TLP has run since boot             */
+#define BRIDGE_TLP_STATUS_NONE 3u   /* no TLP has run since boot             */
 #define BRIDGE_TLP_STATUS_POSTED 4u /* sent with FLAG_POSTED, not waited for  */
 #define BRIDGE_CPL_SC 0u
 #define BRIDGE_CPL_UR 1u
@@ -240,9 +243,10 @@
 #define BRIDGE_STREAM_MAX_DWORDS 1022u
 /* Result (after the data of a read; alone after a write). */
 #define BRIDGE_STREAM_RESULT_SIZE 8u
-#define BRIDGE_STREAM_RESULT_OFF_TAG 0   /* LE16 tag of the request            */
-#define BRIDGE_STREAM_RESULT_OFF_DONE 2  /* LE16 dwords that completed; when
-                                            err != NONE it is also the index
+#define BRIDGE_STREAM_RESULT_OFF_TAG 0 /* LE16 tag of the request            */
+#define BRIDGE_STREAM_RESULT_OFF_DONE                                        \
+  2                                      /* LE16 dwords that completed; when \
+                                            err != NONE it is also the index \
                                             of the dword that failed          */
 #define BRIDGE_STREAM_RESULT_OFF_ERR 4   /* BRIDGE_ERR_*                       */
 #define BRIDGE_STREAM_RESULT_OFF_CPL 5   /* completion status of that dword    */

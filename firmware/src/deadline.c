@@ -7,6 +7,7 @@
  * expired, bit 2 clear; threshold big-endian in CC12/CC13).
  */
 #include "deadline.h"
+
 #include "regs.h"
 
 #define TIMER0_MODE_HALF_MS 0x04
@@ -26,5 +27,6 @@ void sleep_ms(uint16_t ms) {
   uint16_t cap = 0;
   deadline_start(ms * 2);
   /* Cap: if the timer never fires we still return (about 64k reads). */
-  while (!deadline_passed() && --cap) {}
+  while (!deadline_passed() && --cap) {
+  }
 }

@@ -7,8 +7,9 @@
  * src/include/registers.h.
  */
 #include "ep0.h"
-#include "regs.h"
+
 #include "bridge_protocol.h"
+#include "regs.h"
 
 __xdata uint8_t setup_bm, setup_req, setup_val_l, setup_val_h;
 __xdata uint8_t setup_idx_l, setup_idx_h;

@@ -13,10 +13,10 @@
  * events; 0x9101 says which; SRAM DMA register sequence of request 0xF2),
  * src/include/registers.h.
  */
-#include "regs.h"
 #include "bridge_protocol.h"
 #include "ep0.h"
 #include "pcie.h"
+#include "regs.h"
 #include "serial.h"
 #include "spi.h"
 #include "stream.h"
@@ -25,11 +25,22 @@
 /* Identity block at a fixed CODE address: lets the flasher recognise our
  * image for this chip (bridge_protocol.h, BRIDGE_FW_IDENT_*). */
 __code __at(BRIDGE_FW_IDENT_ADDR) const uint8_t fw_ident[BRIDGE_FW_IDENT_SIZE] = {
-  'C', 'G', 'B', 'R', 'I', 'D', 'G', 'E',
-  (uint8_t)(BRIDGE_CHIP_ID & 0xFF), (uint8_t)(BRIDGE_CHIP_ID >> 8),
-  BRIDGE_PROTOCOL_MAJOR, BRIDGE_PROTOCOL_MINOR,
-  BRIDGE_FW_VERSION_MAJOR, BRIDGE_FW_VERSION_MINOR, BRIDGE_FW_VERSION_PATCH, 0
-};
+    'C',
+    'G',
+    'B',
+    'R',
+    'I',
+    'D',
+    'G',
+    'E',
+    (uint8_t)(BRIDGE_CHIP_ID & 0xFF),
+    (uint8_t)(BRIDGE_CHIP_ID >> 8),
+    BRIDGE_PROTOCOL_MAJOR,
+    BRIDGE_PROTOCOL_MINOR,
+    BRIDGE_FW_VERSION_MAJOR,
+    BRIDGE_FW_VERSION_MINOR,
+    BRIDGE_FW_VERSION_PATCH,
+    0};
 
 static __xdata uint16_t requests_served;
 /* SPI program waiting for its bulk OUT data. */
@@ -48,8 +59,10 @@ static void info_reply(void) {
   volatile __xdata uint8_t *b = USB_CTRL_BUF;
   uint8_t i;
   for (i = 0; i < BRIDGE_INFO_SIZE; i++) b[i] = 0;
-  b[0] = BRIDGE_INFO_MAGIC0; b[1] = BRIDGE_INFO_MAGIC1;
-  b[2] = BRIDGE_INFO_MAGIC2; b[3] = BRIDGE_INFO_MAGIC3;
+  b[0] = BRIDGE_INFO_MAGIC0;
+  b[1] = BRIDGE_INFO_MAGIC1;
+  b[2] = BRIDGE_INFO_MAGIC2;
+  b[3] = BRIDGE_INFO_MAGIC3;
   b[BRIDGE_INFO_OFF_PROTO_MAJOR] = BRIDGE_PROTOCOL_MAJOR;
   b[BRIDGE_INFO_OFF_PROTO_MINOR] = BRIDGE_PROTOCOL_MINOR;
   b[BRIDGE_INFO_OFF_FW_MAJOR] = BRIDGE_FW_VERSION_MAJOR;
@@ -115,7 +128,10 @@ static void dma_arm(void) {
     ep0_stall(BRIDGE_ERR_BAD_ARGUMENT);
     return;
   }
-  if (op_busy) { ep0_stall(BRIDGE_ERR_BUSY); return; }
+  if (op_busy) {
+    ep0_stall(BRIDGE_ERR_BUSY);
+    return;
+  }
   stream_cancel();
   REG_NVME_DOORBELL = 0x00;
   REG_NVME_SECTOR_SIZE_HI = (uint8_t)(BRIDGE_SECTOR_SIZE >> 8);
@@ -129,33 +145,58 @@ static void dma_arm(void) {
   ep0_done(0);
 }
 
-static uint32_t spi_setup_addr(void) {
-  return ((uint32_t)setup_idx_l << 16) | setup_val();
-}
+static uint32_t spi_setup_addr(void) { return ((uint32_t)setup_idx_l << 16) | setup_val(); }
 
 static void spi_read_req(void) {
   uint8_t i;
   volatile __xdata uint8_t *b = USB_CTRL_BUF;
-  if (setup_len == 0 || setup_len > BRIDGE_SPI_READ_MAX) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
-  if (setup_idx_h != 0) { ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); return; }
-  if (op_busy) { ep0_stall(BRIDGE_ERR_BUSY); return; }
-  if (!spi_read(spi_setup_addr(), setup_len)) { ep0_stall(BRIDGE_ERR_FLASH_TIMEOUT); return; }
+  if (setup_len == 0 || setup_len > BRIDGE_SPI_READ_MAX) {
+    ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+    return;
+  }
+  if (setup_idx_h != 0) {
+    ep0_stall(BRIDGE_ERR_BAD_ARGUMENT);
+    return;
+  }
+  if (op_busy) {
+    ep0_stall(BRIDGE_ERR_BUSY);
+    return;
+  }
+  if (!spi_read(spi_setup_addr(), setup_len)) {
+    ep0_stall(BRIDGE_ERR_FLASH_TIMEOUT);
+    return;
+  }
   for (i = 0; i < (uint8_t)setup_len; i++) b[i] = FLASH_BUF[i];
   ep0_done(setup_len);
 }
 
 static void spi_erase_req(void) {
   uint16_t sector = setup_val();
-  if (setup_idx() != 0 || sector >= 4096) { ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); return; }
-  if (op_busy) { ep0_stall(BRIDGE_ERR_BUSY); return; }
-  if (!spi_erase_4k((uint32_t)sector * BRIDGE_SPI_SECTOR)) { ep0_stall(BRIDGE_ERR_FLASH_TIMEOUT); return; }
+  if (setup_idx() != 0 || sector >= 4096) {
+    ep0_stall(BRIDGE_ERR_BAD_ARGUMENT);
+    return;
+  }
+  if (op_busy) {
+    ep0_stall(BRIDGE_ERR_BUSY);
+    return;
+  }
+  if (!spi_erase_4k((uint32_t)sector * BRIDGE_SPI_SECTOR)) {
+    ep0_stall(BRIDGE_ERR_FLASH_TIMEOUT);
+    return;
+  }
   ep0_done(0);
 }
 
 static void spi_program_req(void) {
   uint16_t len = setup_idx();
-  if (len == 0 || len > BRIDGE_SPI_PAGE) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
-  if (op_busy) { ep0_stall(BRIDGE_ERR_BUSY); return; }
+  if (len == 0 || len > BRIDGE_SPI_PAGE) {
+    ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+    return;
+  }
+  if (op_busy) {
+    ep0_stall(BRIDGE_ERR_BUSY);
+    return;
+  }
   stream_cancel(); /* its bulk OUT would land in the same buffer */
   op_addr = (uint32_t)setup_val() * BRIDGE_SPI_PAGE;
   op_len = len;
@@ -178,9 +219,9 @@ static void bulk_event(void) {
     stream_bulk_out(count);
     return;
   }
-  ep0_result(BRIDGE_REQ_SPI_PROGRAM, count != op_len ? BRIDGE_ERR_BULK_LENGTH
+  ep0_result(BRIDGE_REQ_SPI_PROGRAM, count != op_len                ? BRIDGE_ERR_BULK_LENGTH
                                      : spi_program(op_addr, op_len) ? BRIDGE_ERR_NONE
-                                     : BRIDGE_ERR_FLASH_TIMEOUT);
+                                                                    : BRIDGE_ERR_FLASH_TIMEOUT);
   op_busy = 0;
 }
 
@@ -189,43 +230,77 @@ static void bulk_event(void) {
 static void vendor_setup(void) {
   uint8_t err;
   uint8_t in = (setup_bm == BRIDGE_RT_VENDOR_IN);
-  if (!in && setup_bm != BRIDGE_RT_VENDOR_OUT) { ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST); return; }
+  if (!in && setup_bm != BRIDGE_RT_VENDOR_OUT) {
+    ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
+    return;
+  }
   requests_served++;
   switch (setup_req) {
     case BRIDGE_REQ_INFO:
       if (!in) break;
-      if (setup_len < BRIDGE_INFO_SIZE) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+      if (setup_len < BRIDGE_INFO_SIZE) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
       info_reply();
       return;
     case BRIDGE_REQ_REG_READ:
     case BRIDGE_REQ_REG_WRITE:
       if (in != (setup_req == BRIDGE_REQ_REG_READ)) break;
       err = reg_range_ok(BRIDGE_REG_MAX);
-      if (err) { ep0_stall(err); return; }
-      if (in) reg_read(); else ep0_receive();
+      if (err) {
+        ep0_stall(err);
+        return;
+      }
+      if (in)
+        reg_read();
+      else
+        ep0_receive();
       return;
     case BRIDGE_REQ_TLP:
       if (in) break;
-      if (setup_len != BRIDGE_TLP_SIZE) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+      if (setup_len != BRIDGE_TLP_SIZE) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
       ep0_receive();
       return;
     case BRIDGE_REQ_TLP_RESULT:
       if (!in) break;
-      if (setup_len != BRIDGE_TLP_RESULT_SIZE) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+      if (setup_len != BRIDGE_TLP_RESULT_SIZE) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
       for (err = 0; err < BRIDGE_TLP_RESULT_SIZE; err++) USB_CTRL_BUF[err] = tlp_result[err];
       ep0_done(BRIDGE_TLP_RESULT_SIZE);
       return;
     case BRIDGE_REQ_DMA:
       if (in) break;
-      if (setup_len != 0) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+      if (setup_len != 0) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
       dma_arm();
       return;
     case BRIDGE_REQ_PCIE_POWER:
       if (in) break;
-      if (setup_len != 0) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
-      if (setup_idx() != 0 || setup_val() > 1) { ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); return; }
-      if (setup_val_l) pcie_power_on(); else pcie_power_off();
-      if (setup_val_l && !pcie_link_up) { ep0_result(setup_req, BRIDGE_ERR_LINK_DOWN); ep0_send(0); return; }
+      if (setup_len != 0) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
+      if (setup_idx() != 0 || setup_val() > 1) {
+        ep0_stall(BRIDGE_ERR_BAD_ARGUMENT);
+        return;
+      }
+      if (setup_val_l)
+        pcie_power_on();
+      else
+        pcie_power_off();
+      if (setup_val_l && !pcie_link_up) {
+        ep0_result(setup_req, BRIDGE_ERR_LINK_DOWN);
+        ep0_send(0);
+        return;
+      }
       ep0_done(0);
       return;
     case BRIDGE_REQ_SPI_READ:
@@ -234,22 +309,33 @@ static void vendor_setup(void) {
       return;
     case BRIDGE_REQ_SPI_ERASE:
       if (in) break;
-      if (setup_len != 0) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+      if (setup_len != 0) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
       spi_erase_req();
       return;
     case BRIDGE_REQ_SPI_PROGRAM:
       if (in) break;
-      if (setup_len != 0) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+      if (setup_len != 0) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
       spi_program_req();
       return;
     case BRIDGE_REQ_MEM_STREAM:
       if (in) break;
-      if (setup_len != BRIDGE_STREAM_SIZE) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
-      if (op_busy) { ep0_stall(BRIDGE_ERR_BUSY); return; }
+      if (setup_len != BRIDGE_STREAM_SIZE) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
+      if (op_busy) {
+        ep0_stall(BRIDGE_ERR_BUSY);
+        return;
+      }
       ep0_receive();
       return;
-    default:
-      break;
+    default: break;
   }
   ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
 }
@@ -263,8 +349,8 @@ static uint8_t tlp_request_ok(__xdata uint8_t *t) {
     return 0;
   if (be == 0 || be > 0x0F) return 0;
   /* POSTED only makes sense for a memory write: everything else completes. */
-  if (t[BRIDGE_TLP_OFF_FLAGS] &&
-      (t[BRIDGE_TLP_OFF_FLAGS] != BRIDGE_TLP_FLAG_POSTED || !(ft == BRIDGE_TLP_MWR32 || ft == BRIDGE_TLP_MWR64)))
+  if (t[BRIDGE_TLP_OFF_FLAGS] && (t[BRIDGE_TLP_OFF_FLAGS] != BRIDGE_TLP_FLAG_POSTED ||
+                                  !(ft == BRIDGE_TLP_MWR32 || ft == BRIDGE_TLP_MWR64)))
     return 0;
   if (t[BRIDGE_TLP_OFF_RSVD]) return 0;
   if (t[BRIDGE_TLP_OFF_ADDR_LO] & 0x03) return 0;
@@ -276,24 +362,23 @@ static void vendor_data_out(void) {
   static __xdata uint8_t tlp_req[BRIDGE_TLP_SIZE];
   uint8_t i;
   switch (setup_req) {
-    case BRIDGE_REQ_REG_WRITE:
-      reg_write();
-      return;
+    case BRIDGE_REQ_REG_WRITE: reg_write(); return;
     case BRIDGE_REQ_TLP:
       for (i = 0; i < BRIDGE_TLP_SIZE; i++) tlp_req[i] = USB_CTRL_BUF[i];
-      if (!tlp_request_ok(tlp_req)) { ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); return; }
+      if (!tlp_request_ok(tlp_req)) {
+        ep0_stall(BRIDGE_ERR_BAD_ARGUMENT);
+        return;
+      }
       pcie_tlp_run(tlp_req);
       i = tlp_result[BRIDGE_TLP_RESULT_OFF_STATUS];
-      ep0_result(setup_req, i == BRIDGE_TLP_STATUS_OK || i == BRIDGE_TLP_STATUS_POSTED ? BRIDGE_ERR_NONE
+      ep0_result(setup_req, i == BRIDGE_TLP_STATUS_OK || i == BRIDGE_TLP_STATUS_POSTED
+                                ? BRIDGE_ERR_NONE
                             : i == BRIDGE_TLP_STATUS_TIMEOUT ? BRIDGE_ERR_TLP_TIMEOUT
-                            : BRIDGE_ERR_TLP_ENGINE);
+                                                             : BRIDGE_ERR_TLP_ENGINE);
       ep0_send(0); /* the outcome is in TLP_RESULT */
       return;
-    case BRIDGE_REQ_MEM_STREAM:
-      stream_request();
-      return;
-    default:
-      ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
+    case BRIDGE_REQ_MEM_STREAM: stream_request(); return;
+    default: ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
   }
 }
 
@@ -302,13 +387,18 @@ static void control_event(void) {
   if (phase & USB_CTRL_PHASE_SETUP) {
     REG_USB_CTRL_PHASE = USB_CTRL_PHASE_SETUP;
     ep0_setup_load();
-    if ((setup_bm & 0x60) == 0x00) usb_std_request();
-    else if ((setup_bm & 0x60) == 0x40) vendor_setup();
-    else ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
+    if ((setup_bm & 0x60) == 0x00)
+      usb_std_request();
+    else if ((setup_bm & 0x60) == 0x40)
+      vendor_setup();
+    else
+      ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
   } else if (phase & USB_CTRL_PHASE_DATA_OUT) {
     REG_USB_CTRL_PHASE = USB_CTRL_PHASE_DATA_OUT;
-    if ((setup_bm & 0x60) == 0x40) vendor_data_out();
-    else usb_std_data_out();
+    if ((setup_bm & 0x60) == 0x40)
+      vendor_data_out();
+    else
+      usb_std_data_out();
   } else {
     REG_USB_CTRL_PHASE = phase; /* status stages need nothing from us */
   }
@@ -332,11 +422,16 @@ void usb_isr(void) __interrupt(0) {
     st = REG_USB_PERIPH_STATUS;
     /* Bulk data before control: it completes a request already accepted
      * (SPI program), and the host polls INFO until it is done. */
-    if (st & USB_PERIPH_BUS_RESET) bus_reset();
-    else if (st & USB_PERIPH_LINK_EVENT) usb_link_event();
-    else if (st & USB_PERIPH_BULK_DATA) bulk_event();
-    else if (st & USB_PERIPH_CONTROL) control_event();
-    else break;
+    if (st & USB_PERIPH_BUS_RESET)
+      bus_reset();
+    else if (st & USB_PERIPH_LINK_EVENT)
+      usb_link_event();
+    else if (st & USB_PERIPH_BULK_DATA)
+      bulk_event();
+    else if (st & USB_PERIPH_CONTROL)
+      control_event();
+    else
+      break;
   }
 }
 

@@ -21,8 +21,9 @@
  * question (drivers/usb/bridge_hw_test.cpp `posted`).
  */
 #include "pcie.h"
-#include "regs.h"
+
 #include "deadline.h"
+#include "regs.h"
 
 __xdata uint8_t pcie_link_up;
 __xdata uint8_t tlp_result[BRIDGE_TLP_RESULT_SIZE];
@@ -93,8 +94,10 @@ void pcie_power_on(void) {
   REG_PCIE_PERST_CTRL = 0x00;
   /* Link up = three consecutive L0 samples; bounded to 40 samples. */
   for (tries = 0; tries < 40 && stable < 3; tries++) {
-    if (REG_PCIE_LTSSM_STATE == PCIE_LTSSM_L0) stable++;
-    else stable = 0;
+    if (REG_PCIE_LTSSM_STATE == PCIE_LTSSM_L0)
+      stable++;
+    else
+      stable = 0;
     sleep_ms(5);
   }
   pcie_link_up = (stable >= 3) ? 1 : 0;
@@ -125,11 +128,13 @@ void pcie_tlp_run(__xdata uint8_t *t) {
   REG_PCIE_TRIGGER = PCIE_TRIGGER_EXEC;
 
   if (t[BRIDGE_TLP_OFF_FLAGS] & BRIDGE_TLP_FLAG_POSTED) {
-    status = tlp_sent() == BRIDGE_ERR_NONE ? BRIDGE_TLP_STATUS_POSTED : BRIDGE_TLP_STATUS_ENGINE_ERROR;
+    status =
+        tlp_sent() == BRIDGE_ERR_NONE ? BRIDGE_TLP_STATUS_POSTED : BRIDGE_TLP_STATUS_ENGINE_ERROR;
   } else {
     i = tlp_wait();
-    status = i == BRIDGE_ERR_NONE ? BRIDGE_TLP_STATUS_OK
-           : i == BRIDGE_ERR_TLP_ENGINE ? BRIDGE_TLP_STATUS_ENGINE_ERROR : BRIDGE_TLP_STATUS_TIMEOUT;
+    status = i == BRIDGE_ERR_NONE         ? BRIDGE_TLP_STATUS_OK
+             : i == BRIDGE_ERR_TLP_ENGINE ? BRIDGE_TLP_STATUS_ENGINE_ERROR
+                                          : BRIDGE_TLP_STATUS_TIMEOUT;
   }
   /* Leave the engine idle whatever happened, so the next TLP starts clean. */
   REG_PCIE_STATUS = PCIE_STATUS_ERROR | PCIE_STATUS_COMPLETE;
@@ -187,7 +192,10 @@ uint16_t pcie_stream_run(uint8_t write, uint8_t flags, uint32_t addr_lo, uint32_
     if (stream_err) break;
     if (!write) {
       stream_cpl = REG_PCIE_CPL_HDR_HI >> 5;
-      if (stream_cpl != BRIDGE_CPL_SC) { stream_err = BRIDGE_ERR_TLP_COMPLETION; break; }
+      if (stream_cpl != BRIDGE_CPL_SC) {
+        stream_err = BRIDGE_ERR_TLP_COMPLETION;
+        break;
+      }
       buf[0] = REG_PCIE_DATA(3);
       buf[1] = REG_PCIE_DATA(2);
       buf[2] = REG_PCIE_DATA(1);

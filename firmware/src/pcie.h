@@ -4,6 +4,7 @@
 #define FW_PCIE_H
 
 #include <stdint.h>
+
 #include "bridge_protocol.h"
 
 extern __xdata uint8_t pcie_link_up; /* 1 after a power-on that trained */

@@ -45,7 +45,7 @@ __sfr __at(0xA8) IE;
 #define REG_USB_EP0_CFG XREG(0x9005)
 #define REG_USB_BULK_IN_LEN_H XREG(0x9007) /* bytes to send from USB_BULK_IN_BUF */
 #define REG_USB_BULK_IN_LEN_L XREG(0x9008)
-#define REG_USB_MSC_CFG XREG(0x900B) /* 0 = plain bulk, bypass MSC engine */
+#define REG_USB_MSC_CFG XREG(0x900B)       /* 0 = plain bulk, bypass MSC engine */
 #define REG_USB_INT_MASK_9090 XREG(0x9090) /* SET_ADDRESS: 0x80 | address */
 #define REG_USB_CTRL_PHASE XREG(0x9091)
 #define USB_CTRL_PHASE_SETUP 0x01
@@ -163,6 +163,8 @@ __sfr __at(0xA8) IE;
 #define PCIE_RXPHY_LANE_HI {0x78, 0x79, 0x7A, 0x7B}
 #define PCIE_RXPHY_COMPANION_HI {0x60, 0x64, 0x68, 0x6C}
 #define PCIE_RXPHY_TAIL_0B {0x56, 0x56, 0x5C, 0x5C}
+/* One row of writes per trace span: */
+/* clang-format off */
 /* pass 1: preamble (trace 719..806) */
 #define PCIE_RXPHY_PASS_1(W) \
   W(PHY_LANE, 0x9B, 0x10) W(PHY_LANE, 0x9B, 0x90) \
@@ -202,6 +204,7 @@ __sfr __at(0xA8) IE;
   W(PHY_COMPANION, 0x26, 0xD1) \
   W(PHY_LANE_TAIL, 0x0B, 0x00) W(PHY_LANE, 0x2A, 0x46) W(PHY_LANE, 0x0D, 0x5A) \
   W(PHY_LANE, 0x1D, 0x50) W(PHY_LANE, 0x2D, 0x50) W(PHY_LANE, 0x3D, 0x5A)
+/* clang-format on */
 
 /* ---- SRAM DMA through the NVMe/MSC engine (0xC412-0xC42A) ---- */
 #define REG_NVME_CTRL_STATUS XREG(0xC412)

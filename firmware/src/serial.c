@@ -6,8 +6,9 @@
  * EXSO 0xC1).
  */
 #include "serial.h"
-#include "spi.h"
+
 #include "regs.h"
+#include "spi.h"
 
 __xdata uint8_t serial[4], serial_ok;
 

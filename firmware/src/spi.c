@@ -12,6 +12,7 @@
  * Macronix MX25 datasheet (WREN 0x06, RDSR 0x05 bit 0 WIP, SE 0x20, PP 0x02).
  */
 #include "spi.h"
+
 #include "deadline.h"
 #include "regs.h"
 
@@ -38,7 +39,10 @@ static uint8_t spi_cmd(uint8_t cmd, uint32_t addr, uint8_t addr_len, uint16_t le
   REG_FLASH_DATA_LEN_LO = (uint8_t)len;
   REG_FLASH_CSR = FLASH_CSR_BUSY;
   for (cap = 0xFFFF; cap; cap--) {
-    if (!(REG_FLASH_CSR & FLASH_CSR_BUSY)) { ok = 1; break; }
+    if (!(REG_FLASH_CSR & FLASH_CSR_BUSY)) {
+      ok = 1;
+      break;
+    }
   }
   REG_FLASH_MODE = 0;
   return ok;

@@ -8,6 +8,7 @@
  * in 0x9007/0x9008, EP_CFG2 arm bits).
  */
 #include "stream.h"
+
 #include "ep0.h"
 #include "pcie.h"
 #include "regs.h"
@@ -59,8 +60,8 @@ static void stream_finish(__xdata uint8_t *r, uint16_t done, uint16_t len) {
 static uint16_t stream_run(__xdata uint8_t *buf) {
   __xdata uint8_t *h = stream_hdr;
   return pcie_stream_run(h[BRIDGE_STREAM_OFF_OP] == BRIDGE_STREAM_WRITE, h[BRIDGE_STREAM_OFF_FLAGS],
-                         le32_at(h + BRIDGE_STREAM_OFF_ADDR_LO), le32_at(h + BRIDGE_STREAM_OFF_ADDR_HI),
-                         stream_count, buf);
+                         le32_at(h + BRIDGE_STREAM_OFF_ADDR_LO),
+                         le32_at(h + BRIDGE_STREAM_OFF_ADDR_HI), stream_count, buf);
 }
 
 void stream_request(void) {
@@ -72,7 +73,10 @@ void stream_request(void) {
   flags = h[BRIDGE_STREAM_OFF_FLAGS];
   stream_count = ((uint16_t)h[BRIDGE_STREAM_OFF_COUNT + 1] << 8) | h[BRIDGE_STREAM_OFF_COUNT];
   lo = le32_at(h + BRIDGE_STREAM_OFF_ADDR_LO);
-  if (stream_count == 0 || stream_count > BRIDGE_STREAM_MAX_DWORDS) { ep0_stall(BRIDGE_ERR_BAD_LENGTH); return; }
+  if (stream_count == 0 || stream_count > BRIDGE_STREAM_MAX_DWORDS) {
+    ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+    return;
+  }
   if ((op != BRIDGE_STREAM_READ && op != BRIDGE_STREAM_WRITE) ||
       (flags && (flags != BRIDGE_STREAM_FLAG_POSTED || op != BRIDGE_STREAM_WRITE)) ||
       h[BRIDGE_STREAM_OFF_RSVD] || h[BRIDGE_STREAM_OFF_RSVD + 1] || (lo & 3) ||

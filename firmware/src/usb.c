@@ -15,9 +15,10 @@
  * raises no events), src/include/registers.h.
  */
 #include "usb.h"
-#include "regs.h"
+
 #include "bridge_protocol.h"
 #include "ep0.h"
+#include "regs.h"
 #include "serial.h"
 #include "stream.h"
 
@@ -28,36 +29,98 @@
 #define STR_PRODUCT 2
 #define STR_SERIAL 3
 
-static __code const uint8_t dev_desc_hs[18] = {
-  18, 1, U16(0x0210), 0xFF, 0x00, 0x00, 64,
-  U16(BRIDGE_USB_VID), U16(BRIDGE_USB_PID),
-  BRIDGE_FW_VERSION_MAJOR, BRIDGE_FW_VERSION_MINOR,
-  STR_MFG, STR_PRODUCT, STR_SERIAL, 1
-};
-static __code const uint8_t dev_desc_ss[18] = {
-  18, 1, U16(0x0320), 0xFF, 0x00, 0x00, 9, /* 2^9 = 512 */
-  U16(BRIDGE_USB_VID), U16(BRIDGE_USB_PID),
-  BRIDGE_FW_VERSION_MAJOR, BRIDGE_FW_VERSION_MINOR,
-  STR_MFG, STR_PRODUCT, STR_SERIAL, 1
-};
+static __code const uint8_t dev_desc_hs[18] = {18,
+                                               1,
+                                               U16(0x0210),
+                                               0xFF,
+                                               0x00,
+                                               0x00,
+                                               64,
+                                               U16(BRIDGE_USB_VID),
+                                               U16(BRIDGE_USB_PID),
+                                               BRIDGE_FW_VERSION_MAJOR,
+                                               BRIDGE_FW_VERSION_MINOR,
+                                               STR_MFG,
+                                               STR_PRODUCT,
+                                               STR_SERIAL,
+                                               1};
+static __code const uint8_t dev_desc_ss[18] = {18,
+                                               1,
+                                               U16(0x0320),
+                                               0xFF,
+                                               0x00,
+                                               0x00,
+                                               9, /* 2^9 = 512 */
+                                               U16(BRIDGE_USB_VID),
+                                               U16(BRIDGE_USB_PID),
+                                               BRIDGE_FW_VERSION_MAJOR,
+                                               BRIDGE_FW_VERSION_MINOR,
+                                               STR_MFG,
+                                               STR_PRODUCT,
+                                               STR_SERIAL,
+                                               1};
 static __code const uint8_t cfg_desc_hs[32] = {
-  9, 2, U16(32), 1, 1, 0, 0xC0, 0,
-  9, 4, 0, 0, 2, 0xFF, 0x00, 0x00, 0,
-  7, 5, BRIDGE_EP_BULK_IN, 2, U16(512), 0,
-  7, 5, BRIDGE_EP_BULK_OUT, 2, U16(512), 0,
+    9,       2,
+    U16(32), 1,
+    1,       0,
+    0xC0,    0,
+    9,       4,
+    0,       0,
+    2,       0xFF,
+    0x00,    0x00,
+    0,       7,
+    5,       BRIDGE_EP_BULK_IN,
+    2,       U16(512),
+    0,       7,
+    5,       BRIDGE_EP_BULK_OUT,
+    2,       U16(512),
+    0,
 };
 static __code const uint8_t cfg_desc_ss[44] = {
-  9, 2, U16(44), 1, 1, 0, 0xC0, 0,
-  9, 4, 0, 0, 2, 0xFF, 0x00, 0x00, 0,
-  7, 5, BRIDGE_EP_BULK_IN, 2, U16(1024), 0,
-  6, 0x30, 15, 0, U16(0), /* companion: bMaxBurst 15 */
-  7, 5, BRIDGE_EP_BULK_OUT, 2, U16(1024), 0,
-  6, 0x30, 15, 0, U16(0),
+    9,
+    2,
+    U16(44),
+    1,
+    1,
+    0,
+    0xC0,
+    0,
+    9,
+    4,
+    0,
+    0,
+    2,
+    0xFF,
+    0x00,
+    0x00,
+    0,
+    7,
+    5,
+    BRIDGE_EP_BULK_IN,
+    2,
+    U16(1024),
+    0,
+    6,
+    0x30,
+    15,
+    0,
+    U16(0), /* companion: bMaxBurst 15 */
+    7,
+    5,
+    BRIDGE_EP_BULK_OUT,
+    2,
+    U16(1024),
+    0,
+    6,
+    0x30,
+    15,
+    0,
+    U16(0),
 };
 static __code const uint8_t bos_desc[22] = {
-  5, 0x0F, U16(22), 2,
-  7, 0x10, 2, 0x02, 0, 0, 0,                  /* USB 2.0 extension: LPM */
-  10, 0x10, 3, 0x00, U16(0x000E), 1, 10, U16(0x0100), /* SS caps: HS/FS/SS */
+    5,  0x0F, U16(22), 2,    7,           0x10, 2,  0x02,
+    0,  0,    0,                                                 /* USB 2.0 extension: LPM */
+    10, 0x10, 3,       0x00, U16(0x000E), 1,    10, U16(0x0100), /* SS caps: HS/FS/SS */
 };
 static __code const char str_mfg[] = "capgraph";
 static __code const char str_product[] = "capgraph ASM2464PD bridge";
@@ -103,18 +166,20 @@ static void serial_reply(void) {
 
 static void get_descriptor(void) {
   switch (setup_val_h) {
-    case 1:
-      ep0_reply(is_usb2 ? dev_desc_hs : dev_desc_ss, 18);
-      return;
+    case 1: ep0_reply(is_usb2 ? dev_desc_hs : dev_desc_ss, 18); return;
     case 2:
       if (setup_val_l != 0) break;
-      if (is_usb2) ep0_reply(cfg_desc_hs, sizeof(cfg_desc_hs));
-      else ep0_reply(cfg_desc_ss, sizeof(cfg_desc_ss));
+      if (is_usb2)
+        ep0_reply(cfg_desc_hs, sizeof(cfg_desc_hs));
+      else
+        ep0_reply(cfg_desc_ss, sizeof(cfg_desc_ss));
       return;
     case 3:
       if (setup_val_l == STR_LANG) {
-        USB_CTRL_BUF[0] = 4; USB_CTRL_BUF[1] = 3;
-        USB_CTRL_BUF[2] = 0x09; USB_CTRL_BUF[3] = 0x04; /* en-US */
+        USB_CTRL_BUF[0] = 4;
+        USB_CTRL_BUF[1] = 3;
+        USB_CTRL_BUF[2] = 0x09;
+        USB_CTRL_BUF[3] = 0x04; /* en-US */
         ep0_send(setup_len < 4 ? setup_len : 4);
       } else if (setup_val_l == STR_MFG) {
         string_reply(str_mfg);
@@ -126,11 +191,8 @@ static void get_descriptor(void) {
         break;
       }
       return;
-    case 15:
-      ep0_reply(bos_desc, sizeof(bos_desc));
-      return;
-    default:
-      break;
+    case 15: ep0_reply(bos_desc, sizeof(bos_desc)); return;
+    default: break;
   }
   ep0_stall(BRIDGE_ERR_BAD_ARGUMENT);
 }
@@ -147,7 +209,10 @@ static void std_ok(void) { ep0_send(0); }
 void usb_std_request(void) {
   uint8_t bm = setup_bm, rq = setup_req;
   uint16_t val = ((uint16_t)setup_val_h << 8) | setup_val_l;
-  if (rq == 6 && bm == 0x80) { get_descriptor(); return; }
+  if (rq == 6 && bm == 0x80) {
+    get_descriptor();
+    return;
+  }
   if (rq == 5 && bm == 0x00 && setup_len == 0 && val < 128) {
     REG_USB_INT_MASK_9090 = 0x80 | setup_val_l;
     REG_USB_EP_CTRL_91D0 = 0x02;
@@ -167,7 +232,8 @@ void usb_std_request(void) {
     return;
   }
   if (rq == 0 && (bm & 0xFC) == 0x80 && setup_len == 2) {
-    USB_CTRL_BUF[0] = 0; USB_CTRL_BUF[1] = 0;
+    USB_CTRL_BUF[0] = 0;
+    USB_CTRL_BUF[1] = 0;
     ep0_send(2);
     return;
   }
@@ -183,13 +249,19 @@ void usb_std_request(void) {
   }
   if (rq == 1 && bm == 0x02 && val == 0 && setup_len == 0) { /* CLEAR_FEATURE(ENDPOINT_HALT) */
     if (setup_idx_l == BRIDGE_EP_BULK_OUT || setup_idx_l == BRIDGE_EP_BULK_IN) stream_cancel();
-    if (setup_idx_l == BRIDGE_EP_BULK_OUT) REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_OUT;
-    else if (setup_idx_l == BRIDGE_EP_BULK_IN) REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_IN;
-    else if (setup_idx_l != 0) { ep0_stall(BRIDGE_ERR_BAD_ARGUMENT); return; }
+    if (setup_idx_l == BRIDGE_EP_BULK_OUT)
+      REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_OUT;
+    else if (setup_idx_l == BRIDGE_EP_BULK_IN)
+      REG_USB_EP_CFG2 = USB_EP_CFG2_CLEAR_IN;
+    else if (setup_idx_l != 0) {
+      ep0_stall(BRIDGE_ERR_BAD_ARGUMENT);
+      return;
+    }
     std_ok();
     return;
   }
-  if ((rq == 3 || rq == 1) && bm == 0x00 && setup_len == 0 && (val == 48 || val == 49 || val == 1)) {
+  if ((rq == 3 || rq == 1) && bm == 0x00 && setup_len == 0 &&
+      (val == 48 || val == 49 || val == 1)) {
     std_ok(); /* U1/U2 enable, remote wakeup: accepted, nothing to do */
     return;
   }
@@ -205,24 +277,27 @@ void usb_std_request(void) {
 }
 
 void usb_std_data_out(void) {
-  if (setup_req == 48) { std_ok(); return; } /* SET_SEL values are not used */
+  if (setup_req == 48) {
+    std_ok();
+    return;
+  } /* SET_SEL values are not used */
   ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
 }
 
 /* SerDes lane tuning: {offset, keep-mask, set-bits}, applied to both lanes.
  * Values from handmade/src/usb.h usb_serdes_tune_lane (stock-firmware trace). */
 static __code const uint8_t serdes_tune[][3] = {
-  {0x02, 0x1F, 0xA0}, {0x03, 0xF3, 0x00}, {0x04, 0x8F, 0x40}, {0x05, 0x0F, 0x60},
-  {0x06, 0xF0, 0x07}, {0x07, 0x1F, 0x60}, {0x09, 0x0F, 0x90}, {0x0B, 0xC0, 0x0A},
-  {0x0C, 0xFD, 0x00}, {0x10, 0xE0, 0x03}, {0x11, 0xE0, 0x08}, {0x12, 0x1F, 0x20},
-  {0x13, 0xF3, 0x04}, {0x14, 0xFF, 0x06}, {0x15, 0xF0, 0x0C}, {0x16, 0xF0, 0x0F},
-  {0x17, 0x1F, 0x40}, {0x19, 0x0F, 0x80}, {0x1A, 0xF0, 0x0E}, {0x1B, 0xC0, 0x00},
-  {0x1C, 0xFD, 0x02}, {0x20, 0xE0, 0x03}, {0x21, 0xE0, 0x08}, {0x22, 0xE0, 0x0A},
-  {0x23, 0xFC, 0x02}, {0x24, 0xF0, 0x07}, {0x25, 0xF0, 0x0F}, {0x26, 0xF0, 0x0B},
-  {0x27, 0x1F, 0x40}, {0x29, 0x0F, 0x80}, {0x2A, 0xFF, 0x01}, {0x2B, 0xC0, 0x00},
-  {0x2C, 0xFD, 0x02}, {0x3C, 0xFD, 0x00}, {0x43, 0xC3, 0x1C}, {0x45, 0xF0, 0x0B},
-  {0x46, 0xF0, 0x0D}, {0x49, 0x80, 0x41}, {0x4A, 0xFE, 0x00}, {0x4C, 0xF1, 0x0E},
-  {0x4E, 0xFF, 0x40}, {0x5B, 0xE0, 0x1B},
+    {0x02, 0x1F, 0xA0}, {0x03, 0xF3, 0x00}, {0x04, 0x8F, 0x40}, {0x05, 0x0F, 0x60},
+    {0x06, 0xF0, 0x07}, {0x07, 0x1F, 0x60}, {0x09, 0x0F, 0x90}, {0x0B, 0xC0, 0x0A},
+    {0x0C, 0xFD, 0x00}, {0x10, 0xE0, 0x03}, {0x11, 0xE0, 0x08}, {0x12, 0x1F, 0x20},
+    {0x13, 0xF3, 0x04}, {0x14, 0xFF, 0x06}, {0x15, 0xF0, 0x0C}, {0x16, 0xF0, 0x0F},
+    {0x17, 0x1F, 0x40}, {0x19, 0x0F, 0x80}, {0x1A, 0xF0, 0x0E}, {0x1B, 0xC0, 0x00},
+    {0x1C, 0xFD, 0x02}, {0x20, 0xE0, 0x03}, {0x21, 0xE0, 0x08}, {0x22, 0xE0, 0x0A},
+    {0x23, 0xFC, 0x02}, {0x24, 0xF0, 0x07}, {0x25, 0xF0, 0x0F}, {0x26, 0xF0, 0x0B},
+    {0x27, 0x1F, 0x40}, {0x29, 0x0F, 0x80}, {0x2A, 0xFF, 0x01}, {0x2B, 0xC0, 0x00},
+    {0x2C, 0xFD, 0x02}, {0x3C, 0xFD, 0x00}, {0x43, 0xC3, 0x1C}, {0x45, 0xF0, 0x0B},
+    {0x46, 0xF0, 0x0D}, {0x49, 0x80, 0x41}, {0x4A, 0xFE, 0x00}, {0x4C, 0xF1, 0x0E},
+    {0x4E, 0xFF, 0x40}, {0x5B, 0xE0, 0x1B},
 };
 
 void usb_init_controller(void) {

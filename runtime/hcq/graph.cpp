@@ -50,7 +50,8 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
   const auto alloc = [&](uint64_t size, memory_kind kind, memory *m, const char *what) {
     std::string why;
     capgraph_status s = dev->alloc(align_up(size ? size : 1, 4096), kind, m, &why);
-    if (s != CAPGRAPH_OK) *err = prefix + "cannot allocate the " + what + ": " + why;
+    if (s != CAPGRAPH_OK)
+      *err = prefix + "cannot allocate the " + what + ": " + why;
     else if (!m->cpu) {  // a shadowed transport gives host shadows
       *err = prefix + "the " + what + " is not CPU-visible on " + dev->name();
       s = CAPGRAPH_ERR_DEVICE;
@@ -59,7 +60,8 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
   };
 
   // The arena: inputs and outputs are read and written in place through the CPU mapping.
-  if ((st = alloc(c->arena_size(), memory_kind::device, &g->arena_, "arena")) != CAPGRAPH_OK) return st;
+  if ((st = alloc(c->arena_size(), memory_kind::device, &g->arena_, "arena")) != CAPGRAPH_OK)
+    return st;
   memset(g->arena_.cpu, 0, g->arena_.size);
 
   // Weights, each 256-byte aligned.
@@ -84,8 +86,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
   for (uint32_t i = 0; i < nprograms; ++i) {
     const fb::Program *p = c->programs()->Get(i);
     program_at.push_back(total);
-    if (p->format() == t->program_format)
-      total = align_up(total + p->binary()->size(), 4096);
+    if (p->format() == t->program_format) total = align_up(total + p->binary()->size(), 4096);
   }
   if ((st = alloc(total, memory_kind::code, &g->code_, "code objects")) != CAPGRAPH_OK) return st;
   for (uint32_t i = 0; i < nprograms; ++i) {
@@ -98,8 +99,10 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
 
   // Scratch memory the target's kernels share (private memory), once.
   if (const uint64_t bytes = t->scratch_bytes ? t->scratch_bytes(c) : 0) {
-    if ((st = dev->alloc(align_up(bytes, 4096), memory_kind::device, &g->scratch_, &why)) != CAPGRAPH_OK)
-      return fail(st, "cannot allocate " + std::to_string(bytes) + " bytes of scratch memory: " + why);
+    if ((st = dev->alloc(align_up(bytes, 4096), memory_kind::device, &g->scratch_, &why)) !=
+        CAPGRAPH_OK)
+      return fail(st,
+                  "cannot allocate " + std::to_string(bytes) + " bytes of scratch memory: " + why);
   }
   std::vector<dispatch> kernels;
   const uint32_t nkernels = c->kernels() ? c->kernels()->size() : 0;
@@ -131,17 +134,20 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     kernarg_at.push_back(total);
     total += d.kernarg_size;
   }
-  if ((st = alloc(total, memory_kind::host, &g->kernargs_, "kernel arguments")) != CAPGRAPH_OK) return st;
+  if ((st = alloc(total, memory_kind::host, &g->kernargs_, "kernel arguments")) != CAPGRAPH_OK)
+    return st;
   memset(g->kernargs_.cpu, 0, g->kernargs_.size);
   if ((st = alloc(4096, memory_kind::host, &g->signals_, "signals")) != CAPGRAPH_OK) return st;
   memset(g->signals_.cpu, 0, g->signals_.size);
   reinterpret_cast<signal *>(g->signals_.cpu + slot_timeline)->value = g->timeline_;
   g->steps_ = c->steps()->size();
   const uint64_t stride = t->stamp_bytes;
-  if ((st = alloc(stride * (g->steps_ + 1), memory_kind::host, &g->stamps_, "timestamps")) != CAPGRAPH_OK)
+  if ((st = alloc(stride * (g->steps_ + 1), memory_kind::host, &g->stamps_, "timestamps")) !=
+      CAPGRAPH_OK)
     return st;
   memset(g->stamps_.cpu, 0, g->stamps_.size);
-  const uint64_t stamps = g->stamps_.gpu + stride - 8;  // the clock of slot i is at stamps + stride * i
+  const uint64_t stamps =
+      g->stamps_.gpu + stride - 8;  // the clock of slot i is at stamps + stride * i
   g->launch_dispatch_.resize(g->steps_);
   g->weight_at_ = weight_at;
 
@@ -200,8 +206,8 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     d.kernargs_cpu = g->kernargs_.cpu + kernarg_at[i];
     const uint64_t groups = (l->work_size() + d.workgroup_size - 1) / d.workgroup_size;
     if (groups > 0xffffffffull)
-      return fail(CAPGRAPH_ERR_FORMAT, "step " + std::to_string(i) + ": " +
-                                           std::to_string(groups) + " workgroups do not fit one dispatch");
+      return fail(CAPGRAPH_ERR_FORMAT, "step " + std::to_string(i) + ": " + std::to_string(groups) +
+                                           " workgroups do not fit one dispatch");
     d.groups = uint32_t(groups);
     if (d.groups) run->exec(d);
     g->launch_dispatch_[i] = d;
@@ -214,21 +220,25 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
   if (!run->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + run->error());
   if (!copies->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + copies->error());
 
-  if ((st = alloc(g->ib_words_.size() * 4, memory_kind::host, &g->ib_, "command buffer")) != CAPGRAPH_OK)
+  if ((st = alloc(g->ib_words_.size() * 4, memory_kind::host, &g->ib_, "command buffer")) !=
+      CAPGRAPH_OK)
     return st;
   memcpy(g->ib_.cpu, g->ib_words_.data(), g->ib_words_.size() * 4);
 
   // Device memory the CPU cannot map: everything written above goes over once, now.
   g->shadowed_ = dev->shadowed();
   if (g->shadowed_) {
-    for (memory *m : {&g->arena_, &g->weights_, &g->code_, &g->kernargs_, &g->signals_, &g->stamps_, &g->ib_})
+    for (memory *m :
+         {&g->arena_, &g->weights_, &g->code_, &g->kernargs_, &g->signals_, &g->stamps_, &g->ib_})
       if ((st = dev->upload(*m, 0, m->size, &why)) != CAPGRAPH_OK)
         return fail(st, "cannot write device memory: " + why);
     for (const fb::TensorInfo *ti : *c->inputs()) g->inputs_.push_back({ti->offset(), ti->size()});
-    for (const fb::TensorInfo *ti : *c->outputs()) g->outputs_.push_back({ti->offset(), ti->size()});
+    for (const fb::TensorInfo *ti : *c->outputs())
+      g->outputs_.push_back({ti->offset(), ti->size()});
     g->patched_.reserve(g->patch_sites_.size());
   }
-  if ((st = dev->queue_create(queue_kind::compute, k_ring_bytes, &g->compute_, &why)) != CAPGRAPH_OK)
+  if ((st = dev->queue_create(queue_kind::compute, k_ring_bytes, &g->compute_, &why)) !=
+      CAPGRAPH_OK)
     return fail(st, "cannot create the compute queue: " + why);
   if (!g->copy_words_.empty()) {
     uint64_t ring = k_ring_bytes;
@@ -267,7 +277,8 @@ capgraph_status graph::replay(std::string *err) noexcept {
       if (st == CAPGRAPH_OK && bytes) st = dev_->upload(arena_, at, bytes, err);
     if (st != CAPGRAPH_OK) return st;
   }
-  if (has_copy_queue_) words_written_ += dev_->submit(copy_, copy_words_.data(), copy_words_.size());
+  if (has_copy_queue_)
+    words_written_ += dev_->submit(copy_, copy_words_.data(), copy_words_.size());
   // Compute ring: call the recorded commands, then raise the timeline.
   const uint64_t next = timeline_ + 1;
   ring_words_.clear();
@@ -286,7 +297,8 @@ capgraph_status graph::replay(std::string *err) noexcept {
 capgraph_status graph::bind(uint64_t offset, uint64_t size, void *host, uint64_t host_bytes,
                             std::string *err) {
   if (host && host_bytes < size) {
-    *err = "a buffer of " + std::to_string(host_bytes) + " bytes for " + std::to_string(size) + " bytes";
+    *err = "a buffer of " + std::to_string(host_bytes) + " bytes for " + std::to_string(size) +
+           " bytes";
     return CAPGRAPH_ERR_ARGUMENT;
   }
   for (const auto &[at, bytes] : copy_ranges_)

@@ -31,15 +31,15 @@ struct graph_options {
 
 // What graph::check found: the first launch whose device result differs from its host twin.
 struct check_result {
-  uint32_t launches_checked = 0;  // launches compared with their twins
+  uint32_t launches_checked = 0;    // launches compared with their twins
   uint32_t launches_unchecked = 0;  // launches of kernels that carry no twin (not compared)
-  bool differs = false;           // the rest is set only when true
+  bool differs = false;             // the rest is set only when true
   uint32_t step = 0, kernel = 0;
-  uint64_t words_differ = 0;      // 32-bit words that differ
-  double max_diff = 0;            // largest |device - twin| over the differing float words
-  double tolerance = 0;           // what was allowed: 1e-3 * max |twin output| + 1e-5
-  bool outside_outputs = false;   // a differing word lies outside the kernel's written bindings
-  uint64_t first_offset = 0;      // arena byte offset of the first differing word
+  uint64_t words_differ = 0;     // 32-bit words that differ
+  double max_diff = 0;           // largest |device - twin| over the differing float words
+  double tolerance = 0;          // what was allowed: 1e-3 * max |twin output| + 1e-5
+  bool outside_outputs = false;  // a differing word lies outside the kernel's written bindings
+  uint64_t first_offset = 0;     // arena byte offset of the first differing word
 };
 
 class graph {
@@ -95,7 +95,7 @@ class graph {
   const target *target_ = nullptr;
   graph_options opt_;
   memory arena_, weights_, code_, kernargs_, signals_, ib_, scratch_;
-  memory stamps_;       // steps + 1 clock values: before the first step, after each step
+  memory stamps_;  // steps + 1 clock values: before the first step, after each step
   uint32_t steps_ = 0;
   queue compute_, copy_;
   bool has_copy_queue_ = false;
@@ -103,7 +103,7 @@ class graph {
   std::vector<dispatch> launch_dispatch_;  // per step, as recorded (for check)
   std::vector<uint64_t> weight_at_;        // each weight's offset in weights_
   std::unique_ptr<encoder> ring_encoder_;
-  uint64_t timeline_ = 0;      // value of the last submitted replay
+  uint64_t timeline_ = 0;  // value of the last submitted replay
   uint64_t words_written_ = 0;
   uint64_t words_pending_ = 0;  // written by bind() since the last replay
   // Zero-copy: every arena address written into a kernel-argument block, the arena ranges copy
@@ -128,7 +128,7 @@ class graph {
 };
 
 // Signal slots in the graph's signal page.
-constexpr uint64_t slot_timeline = 0;   // the replay timeline (value + timestamp)
-constexpr uint64_t slot_sync = 16;      // compute <-> copy, reset to 0 before each replay
+constexpr uint64_t slot_timeline = 0;  // the replay timeline (value + timestamp)
+constexpr uint64_t slot_sync = 16;     // compute <-> copy, reset to 0 before each replay
 
 }  // namespace capgraph::hcq

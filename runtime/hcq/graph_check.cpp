@@ -69,8 +69,9 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
     uint64_t a;
     memcpy(&a, kernargs_.cpu + p.kernarg_at, 8);
     if (a != arena_.gpu + p.arena_offset) {
-      *err = "check: an input or output is bound to caller memory (capgraph_bind_*); --check "
-             "compares the arena, so unbind it first";
+      *err =
+          "check: an input or output is bound to caller memory (capgraph_bind_*); --check "
+          "compares the arena, so unbind it first";
       return CAPGRAPH_ERR_ARGUMENT;
     }
   }
@@ -113,8 +114,8 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
       ++timeline_;
       capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
       if (st != CAPGRAPH_OK) {
-        *err = "check: kernel '" + kern->name()->str() + "' (step " + std::to_string(i) +
-               "): " + *err;
+        *err =
+            "check: kernel '" + kern->name()->str() + "' (step " + std::to_string(i) + "): " + *err;
         return st;
       }
     }

@@ -56,8 +56,8 @@ struct target {
 using transport_open_fn = capgraph_status (*)(const char *device, std::unique_ptr<transport> *out,
                                               std::string *err);
 
-// Lines for `capgraph devices`: one per device present ("<prefix>:0: <chip> ..."), or one saying why
-// there is none, each ending in a newline.
+// Lines for `capgraph devices`: one per device present ("<prefix>:0: <chip> ..."), or one saying
+// why there is none, each ending in a newline.
 using devices_describe_fn = std::string (*)();
 
 // Adds a device name prefix: "x" matches "x" and "x:1", not "xy". The runtime's own targets

@@ -18,7 +18,7 @@ struct memory {
   uint8_t *cpu = nullptr;  // the CPU mapping (nullptr if not CPU-visible)
   uint64_t gpu = 0;        // the GPU virtual address
   uint64_t size = 0;
-  uint64_t handle = 0;     // the transport's own
+  uint64_t handle = 0;  // the transport's own
 };
 
 enum class memory_kind : uint8_t {
@@ -31,15 +31,15 @@ enum class queue_kind : uint8_t { compute, copy };
 
 struct queue {
   queue_kind kind = queue_kind::compute;
-  memory ring;                            // host memory the engine reads commands from
-  volatile uint64_t *write_ptr = nullptr; // the engine reads how far it may go
-  volatile uint64_t *read_ptr = nullptr;  // the engine reports how far it got
-  uint64_t write_ptr_unit = 4;            // bytes per write-pointer step (dwords, or bytes)
+  memory ring;                             // host memory the engine reads commands from
+  volatile uint64_t *write_ptr = nullptr;  // the engine reads how far it may go
+  volatile uint64_t *read_ptr = nullptr;   // the engine reports how far it got
+  uint64_t write_ptr_unit = 4;             // bytes per write-pointer step (dwords, or bytes)
   // Commands may not straddle the ring's end: submit() pads up to it with zero words (which the
   // engine must read as no-ops) when a submission would wrap.
   bool no_wrap = false;
-  uint64_t submitted = 0;                 // the write pointer submit() last published
-  uint64_t handle = 0;                    // the transport's own
+  uint64_t submitted = 0;  // the write pointer submit() last published
+  uint64_t handle = 0;     // the transport's own
 };
 
 class transport {
@@ -88,8 +88,8 @@ class transport {
   // Waits until the 64-bit signal value at `value` reaches `target` (wrap-safe, see signal.h),
   // at most timeout_ns. CAPGRAPH_ERR_TIMEOUT or CAPGRAPH_ERR_DEVICE (a fault the device
   // reported) with *err saying what. Must not allocate on success.
-  virtual capgraph_status wait(const volatile uint64_t *value, uint64_t target,
-                               uint64_t timeout_ns, std::string *err) = 0;
+  virtual capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
+                               std::string *err) = 0;
 
   // Where a replay's last signal may also raise an interrupt that wakes wait() (a kernel event):
   // write `id` to `mailbox` and raise interrupt `id`. false: no interrupt; wait() polls.
@@ -102,10 +102,12 @@ class transport {
   // a shadow and polls the device word behind it. false: memory::cpu is the device memory itself
   // and upload/download are never called.
   virtual bool shadowed() const { return false; }
-  virtual capgraph_status upload(const memory &m, uint64_t offset, uint64_t size, std::string *err) {
+  virtual capgraph_status upload(const memory &m, uint64_t offset, uint64_t size,
+                                 std::string *err) {
     return CAPGRAPH_OK;
   }
-  virtual capgraph_status download(const memory &m, uint64_t offset, uint64_t size, std::string *err) {
+  virtual capgraph_status download(const memory &m, uint64_t offset, uint64_t size,
+                                   std::string *err) {
     return CAPGRAPH_OK;
   }
 

@@ -1,16 +1,16 @@
 #include "capture_fixture.h"
 
-#include "capture_hash.h"
-
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
+
+#include "capture_hash.h"
 
 namespace capgraph::test {
 
@@ -107,8 +107,9 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
     std::vector<uint64_t> sizes = l.buffer_sizes;
     if (sizes.empty())
       for (const fb::BufferRef &r : l.buffers) {
-        uint64_t region = r.space() == fb::Space::arena ? s.arena_size
-                          : r.index() < s.weights.size() ? s.weights[r.index()].data.size() : 0;
+        uint64_t region = r.space() == fb::Space::arena  ? s.arena_size
+                          : r.index() < s.weights.size() ? s.weights[r.index()].data.size()
+                                                         : 0;
         sizes.push_back(region > r.offset() ? region - r.offset() : 0);
       }
     return sizes;
@@ -163,10 +164,10 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
       // Consistent with the kernel even where a test makes its launches disagree with it.
       if (k.bounds_sizes.empty()) sizes.resize(k.num_buffers, 0);
       if (!k.bounds_scalars) scalars.resize(k.num_scalars, 0);
-      const uint64_t program_hash =
-          k.program < s.programs.size()
-              ? capture_hash(s.programs[k.program].binary.data(), s.programs[k.program].binary.size())
-              : 0;
+      const uint64_t program_hash = k.program < s.programs.size()
+                                        ? capture_hash(s.programs[k.program].binary.data(),
+                                                       s.programs[k.program].binary.size())
+                                        : 0;
       capture_bounds_hash h(program_hash);
       h.str(k.entry.data(), k.entry.size());
       h.str(a.twin_entry.data(), a.twin_entry.size());
@@ -187,14 +188,13 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
       }
       h.u64(k.written.size());
       for (uint32_t w : k.written) h.u64(w);
-      bounds = fb::CreateKernelBoundsDirect(b, work, &sizes, scalars.empty() ? nullptr : &scalars,
-                                            tables.empty() ? nullptr : &tables,
-                                            k.written.empty() ? nullptr : &k.written,
-                                            h.value() ^ (k.bounds_hash_wrong ? 1 : 0));
+      bounds = fb::CreateKernelBoundsDirect(
+          b, work, &sizes, scalars.empty() ? nullptr : &scalars, tables.empty() ? nullptr : &tables,
+          k.written.empty() ? nullptr : &k.written, h.value() ^ (k.bounds_hash_wrong ? 1 : 0));
     }
     kernels.push_back(fb::CreateKernelDirect(
-        b, k.name.c_str(), k.program, k.entry.c_str(), k.num_buffers, k.num_scalars,
-        a.twin_program, a.twin_entry.empty() ? nullptr : a.twin_entry.c_str(), a.twin_work_size,
+        b, k.name.c_str(), k.program, k.entry.c_str(), k.num_buffers, k.num_scalars, a.twin_program,
+        a.twin_entry.empty() ? nullptr : a.twin_entry.c_str(), a.twin_work_size,
         i < s.nv.size()    ? fb::KernelFacts::NvKernel
         : i < s.amd.size() ? fb::KernelFacts::AmdKernel
                            : fb::KernelFacts::NONE,
@@ -217,8 +217,8 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
         b.ForceVectorAlignment(bytes + 4, 1, 8);
         b.StartVector(bytes, 1);
         b.PushBytes(reinterpret_cast<const uint8_t *>(l.partition.data()), bytes);
-        partition = flatbuffers::Offset<flatbuffers::Vector<uint64_t>>(
-            b.EndVector(l.partition.size()));
+        partition =
+            flatbuffers::Offset<flatbuffers::Vector<uint64_t>>(b.EndVector(l.partition.size()));
       } else {
         partition = b.CreateVector(l.partition);
       }
@@ -233,10 +233,10 @@ std::vector<uint8_t> capture_build(const capture_spec &s) {
                                              s.features.empty() ? nullptr : s.features.c_str());
   flatbuffers::Offset<fb::Target> twin_target;
   if (!s.twin_target.empty()) twin_target = fb::CreateTargetDirect(b, s.twin_target.c_str());
-  const auto root =
-      fb::CreateCaptureDirect(b, s.version_major, s.version_minor, "capgraph tests", "fixture.onnx",
-                              target, &inputs, &outputs, &weights, s.arena_size, s.arena_size,
-                              &planned, &programs, &kernels, &steps, s.threads, nullptr, twin_target);
+  const auto root = fb::CreateCaptureDirect(b, s.version_major, s.version_minor, "capgraph tests",
+                                            "fixture.onnx", target, &inputs, &outputs, &weights,
+                                            s.arena_size, s.arena_size, &planned, &programs,
+                                            &kernels, &steps, s.threads, nullptr, twin_target);
   fb::FinishCaptureBuffer(b, root);
   return std::vector<uint8_t>(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
 }

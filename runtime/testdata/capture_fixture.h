@@ -55,9 +55,9 @@ struct kernel_spec {
   uint32_t num_scalars = 0;
   // KernelBounds (capture.fbs). By default derived from the launches of this kernel: the largest
   // work size, the smallest bytes each binding is given, the first launch's scalars.
-  bool bounds = true;                 // false: none (a capture from before version 1.2)
-  bool bounds_hash_wrong = false;     // store a hash that does not match the facts
-  uint64_t bounds_work_size = 0;      // 0: derived
+  bool bounds = true;                       // false: none (a capture from before version 1.2)
+  bool bounds_hash_wrong = false;           // store a hash that does not match the facts
+  uint64_t bounds_work_size = 0;            // 0: derived
   std::vector<uint64_t> bounds_sizes = {};  // empty: derived
   std::optional<std::vector<int64_t>> bounds_scalars = std::nullopt;  // none: derived
   std::vector<index_table_spec> index_tables = {};
@@ -120,9 +120,10 @@ struct capture_spec {
   std::vector<kernel_spec> kernels;
   std::vector<step_spec> steps;
   uint32_t threads = 1;
-  std::string twin_target;  // Capture.twin_target.name; empty: none
+  std::string twin_target;           // Capture.twin_target.name; empty: none
   std::vector<amd_kernel_spec> amd;  // GPU captures: one per kernel (Kernel.amd and twin)
-  std::vector<nv_kernel_spec> nv;    // NVIDIA captures: one per kernel (NvKernel instead of AmdKernel)
+  std::vector<nv_kernel_spec>
+      nv;  // NVIDIA captures: one per kernel (NvKernel instead of AmdKernel)
 };
 
 std::vector<uint8_t> capture_build(const capture_spec &spec);

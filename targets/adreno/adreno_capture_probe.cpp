@@ -42,7 +42,8 @@ std::string address_name(uint64_t gpu, void *ctx) {
 
 std::vector<uint8_t> file_bytes(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
 }
 
 // Each damage and the words its fault must contain.
@@ -50,7 +51,8 @@ int tamper_probe(const std::string &path) {
   const std::vector<uint8_t> bytes = file_bytes(path);
   const fb::Capture *c = nullptr;
   std::string err;
-  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) != CAPGRAPH_OK)
+  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) !=
+      CAPGRAPH_OK)
     return fail(err);
   const bool wave128 = c->kernels()->Get(0)->facts_as_AdrenoKernel()->double_threadsize();
   struct damage {
@@ -62,7 +64,8 @@ int tamper_probe(const std::string &path) {
       {adreno::HLSQ_CS_NDRANGE_0, 3u | 7u << 2, "local size"},
       {adreno::HLSQ_CS_NDRANGE_0 + 1, 1, "global size"},
       {adreno::HLSQ_CS_CNTL_0, 0xfcfcfcfc, "HLSQ_CS_CNTL_0"},
-      {adreno::HLSQ_CS_CNTL_1, 0xfc | uint32_t(!wave128) << 9, "THREADSIZE"},  // the other wave size
+      {adreno::HLSQ_CS_CNTL_1, 0xfc | uint32_t(!wave128) << 9,
+       "THREADSIZE"},  // the other wave size
       {adreno::SP_CS_CTRL_REG0, 0, "footprints"},
       {adreno::SP_CS_CONFIG, 0, "SP_CS_CONFIG"},
       {adreno::SP_MODE_CONTROL, adreno::ISAMMODE_GL << 1, "CONSTANT_DEMOTION"},
@@ -74,7 +77,8 @@ int tamper_probe(const std::string &path) {
   // its workgroup 1 KiB, and the fault must name the register and the kernel.
   std::string shared_kernel;
   for (const fb::Kernel *k : *c->kernels())
-    if (shared_kernel.empty() && k->facts_as_AdrenoKernel()->shared_memory_bytes() > 1024) shared_kernel = k->name()->str();
+    if (shared_kernel.empty() && k->facts_as_AdrenoKernel()->shared_memory_bytes() > 1024)
+      shared_kernel = k->name()->str();
   if (!shared_kernel.empty()) all.push_back({adreno::SP_CS_CTRL_REG1, 0, "SHARED_SIZE"});
   int caught = 0;
   for (const damage &d : all) {
@@ -83,14 +87,18 @@ int tamper_probe(const std::string &path) {
     std::unique_ptr<hcq::transport> t;
     std::unique_ptr<hcq::graph> g;
     if (kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, &err) != CAPGRAPH_OK ||
-        hcq::graph::build(t.get(), &adreno::adreno_target, c, path.c_str(), {}, &g, &err) != CAPGRAPH_OK)
+        hcq::graph::build(t.get(), &adreno::adreno_target, c, path.c_str(), {}, &g, &err) !=
+            CAPGRAPH_OK)
       return fail(err);
     const capgraph_status st = g->replay(&err);
     if (st != CAPGRAPH_ERR_DEVICE || fake->fault().find(d.fault) == std::string::npos)
-      return fail(std::string("damaging ") + adreno::reg_name(d.reg) + " gave status " + capgraph_status_name(st) +
-                  " and fault '" + fake->fault() + "', not one naming '" + d.fault + "'");
-    if (d.reg == adreno::SP_CS_CTRL_REG1 && fake->fault().find("'" + shared_kernel + "'") == std::string::npos)
-      return fail("the SHARED_SIZE fault '" + fake->fault() + "' does not name kernel " + shared_kernel);
+      return fail(std::string("damaging ") + adreno::reg_name(d.reg) + " gave status " +
+                  capgraph_status_name(st) + " and fault '" + fake->fault() +
+                  "', not one naming '" + d.fault + "'");
+    if (d.reg == adreno::SP_CS_CTRL_REG1 &&
+        fake->fault().find("'" + shared_kernel + "'") == std::string::npos)
+      return fail("the SHARED_SIZE fault '" + fake->fault() + "' does not name kernel " +
+                  shared_kernel);
     ++caught;
   }
   printf("%d damaged registers caught\n", caught);
@@ -102,13 +110,16 @@ int graph_probe(const std::string &mode, const std::string &path) {
   if (bytes.empty()) return fail("cannot read " + path);
   const fb::Capture *c = nullptr;
   std::string err;
-  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) != CAPGRAPH_OK)
+  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) !=
+      CAPGRAPH_OK)
     return fail(err);
   auto fake = std::make_shared<adreno::fake_kgsl>();
   std::unique_ptr<hcq::transport> t;
-  if (kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, &err) != CAPGRAPH_OK) return fail(err);
+  if (kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, &err) != CAPGRAPH_OK)
+    return fail(err);
   std::unique_ptr<hcq::graph> g;
-  if (hcq::graph::build(t.get(), &adreno::adreno_target, c, path.c_str(), {}, &g, &err) != CAPGRAPH_OK)
+  if (hcq::graph::build(t.get(), &adreno::adreno_target, c, path.c_str(), {}, &g, &err) !=
+      CAPGRAPH_OK)
     return fail(err);
   uint64_t words = 0;
   for (int r = 0; r < 3; ++r) {
@@ -121,10 +132,11 @@ int graph_probe(const std::string &mode, const std::string &path) {
   uint32_t launches = 0;
   for (const fb::Step *s : *c->steps()) launches += s->kind() == fb::StepKind::launch;
   if (fake->dispatches() != 3ull * launches)
-    return fail(std::to_string(fake->dispatches()) + " dispatches in 3 replays of " + std::to_string(launches) + " launches");
+    return fail(std::to_string(fake->dispatches()) + " dispatches in 3 replays of " +
+                std::to_string(launches) + " launches");
   if (mode == "words") {
-    printf("launches %u dispatches %llu words %llu\n", launches, (unsigned long long)fake->dispatches(),
-           (unsigned long long)words);
+    printf("launches %u dispatches %llu words %llu\n", launches,
+           (unsigned long long)fake->dispatches(), (unsigned long long)words);
     return 0;
   }
   printf("# indirect buffer (recorded once at load)\n%s# ring (one replay)\n%s",
@@ -158,8 +170,10 @@ size_t pages(size_t bytes) { return (bytes + 4095) / 4096 * 4096; }
 int bind_probe(const std::string &path) {
   char err[1024] = "";
   model_handle a, b;
-  if (capgraph_load_device(path.c_str(), "fake-adreno", nullptr, &a.m, err, sizeof err) != CAPGRAPH_OK ||
-      capgraph_load_device(path.c_str(), "fake-adreno", nullptr, &b.m, err, sizeof err) != CAPGRAPH_OK)
+  if (capgraph_load_device(path.c_str(), "fake-adreno", nullptr, &a.m, err, sizeof err) !=
+          CAPGRAPH_OK ||
+      capgraph_load_device(path.c_str(), "fake-adreno", nullptr, &b.m, err, sizeof err) !=
+          CAPGRAPH_OK)
     return fail(err);
   const std::shared_ptr<adreno::fake_kgsl> fake = adreno::fake_adreno_last();  // b's
   const int ni = capgraph_num_inputs(a.m), no = capgraph_num_outputs(a.m);
@@ -208,18 +222,22 @@ int bind_probe(const std::string &path) {
     for (int i = 0; i < ni; ++i) {
       capgraph_tensor t;
       capgraph_input(b.m, i, &t);
-      if (capgraph_bind_input(b.m, i, in[set][size_t(i)], pages(t.size_bytes)) != CAPGRAPH_OK) return fail(capgraph_error(b.m));
+      if (capgraph_bind_input(b.m, i, in[set][size_t(i)], pages(t.size_bytes)) != CAPGRAPH_OK)
+        return fail(capgraph_error(b.m));
       capgraph_input(b.m, i, &t);
-      if (t.data != in[set][size_t(i)]) return fail("capgraph_input does not give the bound buffer");
+      if (t.data != in[set][size_t(i)])
+        return fail("capgraph_input does not give the bound buffer");
     }
     for (int o = 0; o < no; ++o) {
       capgraph_tensor t;
       capgraph_output(b.m, o, &t);
-      if (capgraph_bind_output(b.m, o, out[set][size_t(o)], pages(t.size_bytes)) != CAPGRAPH_OK) return fail(capgraph_error(b.m));
+      if (capgraph_bind_output(b.m, o, out[set][size_t(o)], pages(t.size_bytes)) != CAPGRAPH_OK)
+        return fail(capgraph_error(b.m));
     }
     if (capgraph_run(b.m) != CAPGRAPH_OK) return fail(capgraph_error(b.m));
     for (int o = 0; o < no; ++o)
-      if (memcmp(out[set][size_t(o)], want[set][size_t(o)].data(), want[set][size_t(o)].size()) != 0) {
+      if (memcmp(out[set][size_t(o)], want[set][size_t(o)].data(), want[set][size_t(o)].size()) !=
+          0) {
         result = fail("run " + std::to_string(run) + ": output " + std::to_string(o) +
                       " in the bound buffer differs from the arena run's");
         break;
@@ -227,11 +245,14 @@ int bind_probe(const std::string &path) {
   }
   const uint64_t imports = fake ? fake->imports() : 0;
   if (!result && imports != uint64_t(2 * (ni + no)))
-    result = fail(std::to_string(imports) + " imports for " + std::to_string(2 * (ni + no)) + " distinct buffers");
+    result = fail(std::to_string(imports) + " imports for " + std::to_string(2 * (ni + no)) +
+                  " distinct buffers");
   // Unaligned memory and the CPU are refused with a message.
-  if (!result && capgraph_bind_input(b.m, 0, static_cast<uint8_t *>(in[0][0]) + 16, 4096) != CAPGRAPH_ERR_ARGUMENT)
+  if (!result && capgraph_bind_input(b.m, 0, static_cast<uint8_t *>(in[0][0]) + 16, 4096) !=
+                     CAPGRAPH_ERR_ARGUMENT)
     result = fail("an unaligned buffer was accepted");
-  if (!result) printf("inputs %d outputs %d imports %llu runs 3\n", ni, no, (unsigned long long)imports);
+  if (!result)
+    printf("inputs %d outputs %d imports %llu runs 3\n", ni, no, (unsigned long long)imports);
   for (void *p : buffers) free(p);
   return result;
 }

@@ -30,7 +30,8 @@ capture_spec copies_spec(uint64_t size = bytes) {
   s.target = "adreno-a630";
   s.arena_size = 4 * slot;
   s.inputs = {{"x", fb::DType::f32, {n}, 0, bytes}};
-  s.outputs = {{"y", fb::DType::f32, {n}, slot, bytes}, {"z", fb::DType::f32, {n}, 2 * slot, bytes},
+  s.outputs = {{"y", fb::DType::f32, {n}, slot, bytes},
+               {"z", fb::DType::f32, {n}, 2 * slot, bytes},
                {"ww", fb::DType::f32, {n}, 3 * slot, bytes}};
   std::vector<uint8_t> w(bytes);
   for (int64_t i = 0; i < n; ++i) {
@@ -38,7 +39,8 @@ capture_spec copies_spec(uint64_t size = bytes) {
     memcpy(w.data() + 4 * i, &v, 4);
   }
   s.weights = {{"w", w}};
-  s.steps = {copy_step(arena_ref(0), arena_ref(slot), size), copy_step(arena_ref(slot), arena_ref(2 * slot), size),
+  s.steps = {copy_step(arena_ref(0), arena_ref(slot), size),
+             copy_step(arena_ref(slot), arena_ref(2 * slot), size),
              copy_step(weight_ref(0), arena_ref(3 * slot), size)};
   return s;
 }
@@ -52,7 +54,8 @@ struct loaded {
   std::string err;
   capgraph_status st = CAPGRAPH_OK;
   explicit loaded(const capture_spec &s) : bytes(capture_build(s)) {
-    REQUIRE(capture_verify(bytes.data(), bytes.size(), "copies.cap", &c, &err, &adreno::adreno_target) == CAPGRAPH_OK);
+    REQUIRE(capture_verify(bytes.data(), bytes.size(), "copies.cap", &c, &err,
+                           &adreno::adreno_target) == CAPGRAPH_OK);
     REQUIRE(kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, &err) == CAPGRAPH_OK);
     st = hcq::graph::build(t.get(), &adreno::adreno_target, c, "copies.cap", {}, &g, &err);
   }

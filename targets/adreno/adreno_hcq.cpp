@@ -42,7 +42,9 @@ uint64_t private_per_fiber(const fb::Capture *c) {
       most = std::max<uint64_t>(most, (uint64_t(a->private_memory_bytes()) + 511) / 512 * 512);
   return most;
 }
-uint64_t private_per_sp(uint64_t per_fiber) { return (per_fiber * fibers_per_sp + 4095) / 4096 * 4096; }
+uint64_t private_per_sp(uint64_t per_fiber) {
+  return (per_fiber * fibers_per_sp + 4095) / 4096 * 4096;
+}
 
 uint64_t adreno_scratch_bytes(const fb::Capture *c) {
   return private_per_sp(private_per_fiber(c)) * num_sp_cores;
@@ -69,8 +71,9 @@ class adreno_encoder final : public hcq::encoder {
     const uint32_t constlen = (a->constlen_vec4() + 3) & ~3u;
     const uint32_t instrlen = div_up(a->instr_dwords() * 4, 128);
     const uint32_t threadsize = a->double_threadsize() ? THREAD128 : 0;
-    const uint32_t wgsize_regid =
-        a->driver_params_offset_vec4() == 0xffffffffu ? regid_none : a->driver_params_offset_vec4() * 4 + 8;
+    const uint32_t wgsize_regid = a->driver_params_offset_vec4() == 0xffffffffu
+                                      ? regid_none
+                                      : a->driver_params_offset_vec4() * 4 + 8;
 
     op(CP_SET_MARKER, {RM6_COMPUTE});
     // Drop compute state loaded for the previous kernel (CS_STATE | CS_IBO), then re-arm.
@@ -84,16 +87,20 @@ class adreno_encoder final : public hcq::encoder {
     regs(SP_PERFCTR_ENABLE, {1u << 5});
     regs(TPL1_DBG_ECO_CNTL, {a630_tpl1_dbg_eco_cntl});
     op(CP_WAIT_FOR_IDLE, {});
-    regs(HLSQ_CS_NDRANGE_0,
-         {3u | (local[0] - 1) << 2 | (local[1] - 1) << 12 | (local[2] - 1) << 22,  // KERNELDIM 3
-          grid[0] * local[0], 0, grid[1] * local[1], 0, grid[2] * local[2], 0,  // sizes in items, offsets
-          a->workgroup_id_regid() | wgsize_regid << 8 | regid_none << 16 | a->local_id_regid() << 24,
-          regid_none | threadsize << 9,  // no linear local id
-          1, 1, 1});                      // KERNEL_GROUP: Mesa writes 1 (CP_EXEC_CS has the counts)
+    regs(
+        HLSQ_CS_NDRANGE_0,
+        {3u | (local[0] - 1) << 2 | (local[1] - 1) << 12 | (local[2] - 1) << 22,  // KERNELDIM 3
+         grid[0] * local[0], 0, grid[1] * local[1], 0, grid[2] * local[2],
+         0,  // sizes in items, offsets
+         a->workgroup_id_regid() | wgsize_regid << 8 | regid_none << 16 | a->local_id_regid() << 24,
+         regid_none | threadsize << 9,  // no linear local id
+         1, 1, 1});                     // KERNEL_GROUP: Mesa writes 1 (CP_EXEC_CS has the counts)
     const bool pvt = a->private_memory_bytes() > 0;
     const uint64_t per_sp = private_per_sp(per_fiber_);
     const uint32_t shared = a->shared_memory_bytes() ? (a->shared_memory_bytes() - 1) / 1024 : 0;
-    const uint32_t ram_mode = constlen <= 128 ? 0 : constlen <= 192 ? 1 : 2;  // CONSTLEN_128/192/256
+    const uint32_t ram_mode = constlen <= 128   ? 0
+                              : constlen <= 192 ? 1
+                                                : 2;  // CONSTLEN_128/192/256
     regs(SP_CS_CTRL_REG0,
          {threadsize << 20 | a->half_regs() << 1 | a->full_regs() << 7 | a->branch_stack() << 14 |
               uint32_t(a->merged_regs()) << 31,
@@ -102,9 +109,11 @@ class adreno_encoder final : public hcq::encoder {
           lo(f.shader), hi(f.shader),                 // OBJ_START
           pvt ? uint32_t(per_fiber_ >> 9) : 0,        // PVT_MEM_PARAM MEMSIZEPERITEM
           pvt ? lo(d.scratch) : 0, pvt ? hi(d.scratch) : 0,
-          pvt ? uint32_t(per_sp >> 12) | uint32_t(a->private_memory_per_wave()) << 31 : 0});  // TOTALPVTMEMSIZE
+          pvt ? uint32_t(per_sp >> 12) | uint32_t(a->private_memory_per_wave()) << 31
+              : 0});  // TOTALPVTMEMSIZE
     regs(SP_CS_INSTRLEN, {instrlen});
-    regs(SP_CS_PVT_MEM_HW_STACK_OFFSET, {pvt ? uint32_t(per_sp >> 11) : 0});  // after the private memory
+    regs(SP_CS_PVT_MEM_HW_STACK_OFFSET,
+         {pvt ? uint32_t(per_sp >> 11) : 0});  // after the private memory
     // No fragment system values; the constant file's length in vec4 >> 2, enabled.
     regs(HLSQ_CONTROL_2_REG, {0xfcfcfcfc, 0xfcfcfcfc, 0xfcfcfcfc, 0xfc});
     regs(HLSQ_CS_CNTL, {constlen >> 2 | 1u << 8});
@@ -117,25 +126,26 @@ class adreno_encoder final : public hcq::encoder {
     // Constants: the parameters from the kernel-argument block (patched per launch by the core),
     // the immediates and the driver params inline.
     if (a->params_bytes())
-      op(CP_LOAD_STATE6_FRAG,
-         {load_state6_0(a->params_offset_vec4(), ST6_CONSTANTS, SS6_INDIRECT, SB6_CS_SHADER,
-                        div_up(a->params_bytes(), 16)),
-          lo(d.kernargs), hi(d.kernargs)});
+      op(CP_LOAD_STATE6_FRAG, {load_state6_0(a->params_offset_vec4(), ST6_CONSTANTS, SS6_INDIRECT,
+                                             SB6_CS_SHADER, div_up(a->params_bytes(), 16)),
+                               lo(d.kernargs), hi(d.kernargs)});
     const uint32_t nimm = a->immediates() ? a->immediates()->size() : 0;
     if (nimm) {
-      std::vector<uint32_t> body = {
-          load_state6_0(a->immediates_offset_vec4(), ST6_CONSTANTS, SS6_DIRECT, SB6_CS_SHADER,
-                        div_up(nimm, 4)),
-          0, 0};
-      for (uint32_t i = 0; i < div_up(nimm, 4) * 4; ++i) body.push_back(i < nimm ? a->immediates()->Get(i) : 0);
+      std::vector<uint32_t> body = {load_state6_0(a->immediates_offset_vec4(), ST6_CONSTANTS,
+                                                  SS6_DIRECT, SB6_CS_SHADER, div_up(nimm, 4)),
+                                    0, 0};
+      for (uint32_t i = 0; i < div_up(nimm, 4) * 4; ++i)
+        body.push_back(i < nimm ? a->immediates()->Get(i) : 0);
       op(CP_LOAD_STATE6_FRAG, body);
     }
     if (a->driver_params_offset_vec4() != 0xffffffffu) {
       const uint32_t units = driver_params_units(a);
-      std::vector<uint32_t> body = {
-          load_state6_0(a->driver_params_offset_vec4(), ST6_CONSTANTS, SS6_DIRECT, SB6_CS_SHADER, units), 0, 0};
-      const uint32_t dp[12] = {grid[0], grid[1], grid[2], 3, 0, 0, 0,
-                               a->double_threadsize() ? 128u : 64u, local[0], local[1], local[2], 0};
+      std::vector<uint32_t> body = {load_state6_0(a->driver_params_offset_vec4(), ST6_CONSTANTS,
+                                                  SS6_DIRECT, SB6_CS_SHADER, units),
+                                    0, 0};
+      const uint32_t dp[12] = {grid[0],  grid[1],  grid[2],  3,
+                               0,        0,        0,        a->double_threadsize() ? 128u : 64u,
+                               local[0], local[1], local[2], 0};
       for (uint32_t i = 0; i < units * 4; ++i) body.push_back(dp[i]);
       op(CP_LOAD_STATE6_FRAG, body);
     }
@@ -147,7 +157,8 @@ class adreno_encoder final : public hcq::encoder {
   // signal before them flushes the caches (CACHE_FLUSH_TS) and the wait lets the copy start only
   // once that landed; the signal after them invalidates the caches the next kernels read through.
   void copy(uint64_t dst, uint64_t src, uint64_t size) override {
-    if ((dst | src | size) % 4) return fail("CP_MEMCPY copies whole dwords, not " + std::to_string(size) + " bytes");
+    if ((dst | src | size) % 4)
+      return fail("CP_MEMCPY copies whole dwords, not " + std::to_string(size) + " bytes");
     op(CP_MEMCPY, {uint32_t(size / 4), lo(src), hi(src), lo(dst), hi(dst)});
   }
 
@@ -158,7 +169,8 @@ class adreno_encoder final : public hcq::encoder {
   void signal(uint64_t addr, uint64_t value) override {
     timestamp(addr + 8);
     op(CP_EVENT_WRITE, {CACHE_FLUSH_TS | EVENT_WRITE_TIMESTAMP, lo(addr), hi(addr), lo(value)});
-    op(CP_EVENT_WRITE, {CACHE_FLUSH_TS | EVENT_WRITE_TIMESTAMP, lo(addr + 4), hi(addr + 4), hi(value)});
+    op(CP_EVENT_WRITE,
+       {CACHE_FLUSH_TS | EVENT_WRITE_TIMESTAMP, lo(addr + 4), hi(addr + 4), hi(value)});
     op(CP_EVENT_WRITE, {CACHE_INVALIDATE});
   }
 
@@ -174,7 +186,8 @@ class adreno_encoder final : public hcq::encoder {
   }
 
   void interrupt(uint64_t mailbox, uint32_t id) override {
-    op(CP_EVENT_WRITE, {CACHE_FLUSH_TS | EVENT_WRITE_TIMESTAMP | EVENT_WRITE_IRQ, lo(mailbox), hi(mailbox), id});
+    op(CP_EVENT_WRITE,
+       {CACHE_FLUSH_TS | EVENT_WRITE_TIMESTAMP | EVENT_WRITE_IRQ, lo(mailbox), hi(mailbox), id});
   }
 
   // CP_ALWAYS_ON_COUNTER (64 bits) after the engine is idle.
@@ -185,8 +198,8 @@ class adreno_encoder final : public hcq::encoder {
 
   void call(uint64_t addr, uint64_t dwords) override {
     if (dwords > max_ib_dwords)
-      return fail("an indirect buffer of " + std::to_string(dwords) + " dwords is over CP_INDIRECT_BUFFER's " +
-                  std::to_string(max_ib_dwords));
+      return fail("an indirect buffer of " + std::to_string(dwords) +
+                  " dwords is over CP_INDIRECT_BUFFER's " + std::to_string(max_ib_dwords));
     op(CP_INDIRECT_BUFFER, {lo(addr), hi(addr), uint32_t(dwords)});
   }
 
@@ -194,7 +207,8 @@ class adreno_encoder final : public hcq::encoder {
 
   static uint32_t driver_params_units(const fb::AdrenoKernel *a) {
     const uint32_t room = (a->constlen_vec4() > a->driver_params_offset_vec4())
-                              ? a->constlen_vec4() - a->driver_params_offset_vec4() : 0;
+                              ? a->constlen_vec4() - a->driver_params_offset_vec4()
+                              : 0;
     return room < driver_params_vec4 ? room : driver_params_vec4;
   }
 
@@ -236,36 +250,44 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
     return bad("its program " + std::to_string(k->program()) + " is not an adreno_ir3 program");
   const fb::AdrenoKernel *a = k->facts_as_AdrenoKernel();
   if (!a) return bad("no AdrenoKernel launch facts");
-  if ((a->chip_id() >> 24) != 6) return bad("chip id " + std::to_string(a->chip_id()) + " is not an a6xx's (core 6)");
+  if ((a->chip_id() >> 24) != 6)
+    return bad("chip id " + std::to_string(a->chip_id()) + " is not an a6xx's (core 6)");
   if (!a->instr_dwords() || uint64_t(a->instr_dwords()) * 4 > p->binary()->size())
     return bad("instr_dwords " + std::to_string(a->instr_dwords()) + " is not inside its " +
                std::to_string(p->binary()->size()) + "-byte program");
   if (!a->constlen_vec4() || a->constlen_vec4() > max_constlen_vec4)
-    return bad("constlen_vec4 " + std::to_string(a->constlen_vec4()) + " is not 1.." + std::to_string(max_constlen_vec4));
+    return bad("constlen_vec4 " + std::to_string(a->constlen_vec4()) + " is not 1.." +
+               std::to_string(max_constlen_vec4));
   const uint64_t constlen_bytes = uint64_t(a->constlen_vec4()) * 16;
   const uint64_t args = 8ull * (k->num_buffers() + k->num_scalars());
   if (a->params_bytes() < args)
     return bad("params_bytes " + std::to_string(a->params_bytes()) + " holds fewer than its " +
                std::to_string(args / 8) + " parameters");
   if (uint64_t(a->params_offset_vec4()) * 16 + a->params_bytes() > constlen_bytes)
-    return bad("its parameters end past the " + std::to_string(a->constlen_vec4()) + "-vec4 constant file");
+    return bad("its parameters end past the " + std::to_string(a->constlen_vec4()) +
+               "-vec4 constant file");
   const uint64_t nimm = a->immediates() ? a->immediates()->size() : 0;
   if (nimm && uint64_t(a->immediates_offset_vec4()) * 16 + nimm * 4 > constlen_bytes)
     return bad("its " + std::to_string(nimm) + " immediates end past the constant file");
-  if (a->driver_params_offset_vec4() != 0xffffffffu && a->driver_params_offset_vec4() >= a->constlen_vec4())
+  if (a->driver_params_offset_vec4() != 0xffffffffu &&
+      a->driver_params_offset_vec4() >= a->constlen_vec4())
     return bad("driver_params_offset_vec4 is past the constant file");
   if (a->full_regs() > 63 || a->half_regs() > 63 || a->branch_stack() > 63)
     return bad("register footprints or branch stack over the 6-bit SP_CS_CTRL_REG0 fields");
   if (a->private_memory_bytes() > max_private_bytes)
-    return bad(std::to_string(a->private_memory_bytes()) + " bytes of private memory per work item (at most " +
+    return bad(std::to_string(a->private_memory_bytes()) +
+               " bytes of private memory per work item (at most " +
                std::to_string(max_private_bytes) + ")");
   if (a->shared_memory_bytes() > max_shared_bytes)
-    return bad(std::to_string(a->shared_memory_bytes()) + " bytes of shared memory (the a630 has 32 KiB)");
-  const uint64_t items = uint64_t(a->workgroup_size_x()) * a->workgroup_size_y() * a->workgroup_size_z();
+    return bad(std::to_string(a->shared_memory_bytes()) +
+               " bytes of shared memory (the a630 has 32 KiB)");
+  const uint64_t items =
+      uint64_t(a->workgroup_size_x()) * a->workgroup_size_y() * a->workgroup_size_z();
   if (!items || items > max_workgroup || a->workgroup_size_x() > max_workgroup ||
       a->workgroup_size_y() > max_workgroup || a->workgroup_size_z() > max_workgroup)
-    return bad("workgroup " + std::to_string(a->workgroup_size_x()) + "x" + std::to_string(a->workgroup_size_y()) +
-               "x" + std::to_string(a->workgroup_size_z()) + " is not 1 to 1024 work items");
+    return bad("workgroup " + std::to_string(a->workgroup_size_x()) + "x" +
+               std::to_string(a->workgroup_size_y()) + "x" + std::to_string(a->workgroup_size_z()) +
+               " is not 1 to 1024 work items");
   const uint32_t wg[3] = {a->workgroup_size_x(), a->workgroup_size_y(), a->workgroup_size_z()};
   const uint32_t gr[3] = {a->grid_x(), a->grid_y(), a->grid_z()};
   for (int d = 0; d < 3; ++d)

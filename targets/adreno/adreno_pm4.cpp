@@ -1,6 +1,7 @@
 #include "adreno_pm4.h"
 
 #include <cstdio>
+
 #include "clock_text.h"
 
 namespace capgraph::adreno {
@@ -81,25 +82,28 @@ packet packet_decode(uint32_t h) {
     case 4:
       p.count = h & 0x7f;
       p.reg_or_opcode = (h >> 8) & 0x3ffff;
-      if (h & (1u << 26)) p.why = "type-4 header " + hex(h) + ": reserved bit 26 set";
+      if (h & (1u << 26))
+        p.why = "type-4 header " + hex(h) + ": reserved bit 26 set";
       else if (((h >> 7) & 1) != odd_parity_bit(p.count))
         p.why = "type-4 header " + hex(h) + ": wrong count parity";
       else if (((h >> 27) & 1) != odd_parity_bit(p.reg_or_opcode))
         p.why = "type-4 header " + hex(h) + ": wrong register parity";
-      else p.kind = packet::type4;
+      else
+        p.kind = packet::type4;
       break;
     case 7:
       p.count = h & 0x3fff;
       p.reg_or_opcode = (h >> 16) & 0x7f;
-      if (h & (1u << 14) || h & (0xfu << 24)) p.why = "type-7 header " + hex(h) + ": reserved bits set";
+      if (h & (1u << 14) || h & (0xfu << 24))
+        p.why = "type-7 header " + hex(h) + ": reserved bits set";
       else if (((h >> 15) & 1) != odd_parity_bit(p.count))
         p.why = "type-7 header " + hex(h) + ": wrong count parity";
       else if (((h >> 23) & 1) != odd_parity_bit(p.reg_or_opcode))
         p.why = "type-7 header " + hex(h) + ": wrong opcode parity";
-      else p.kind = packet::type7;
+      else
+        p.kind = packet::type7;
       break;
-    default:
-      p.why = "word " + hex(h) + " is not a type-4 or type-7 packet header";
+    default: p.why = "word " + hex(h) + " is not a type-4 or type-7 packet header";
   }
   return p;
 }
@@ -111,9 +115,7 @@ bool reg_known(uint32_t r) { return *reg_name(r) != 0; }
 std::string pm4_text(const std::vector<uint32_t> &w, std::string (*address)(uint64_t, void *),
                      void *ctx) {
   std::string o;
-  const auto addr = [&](size_t i) {
-    return address(uint64_t(w[i + 1]) << 32 | w[i], ctx);
-  };
+  const auto addr = [&](size_t i) { return address(uint64_t(w[i + 1]) << 32 | w[i], ctx); };
   for (size_t i = 0; i < w.size();) {
     const packet p = packet_decode(w[i]);
     if (p.kind == packet::bad || i + 1 + p.count > w.size()) {
@@ -138,7 +140,8 @@ std::string pm4_text(const std::vector<uint32_t> &w, std::string (*address)(uint
           o += " dst " + std::to_string(d & 0x3fff) + " type " + std::to_string((d >> 14) & 3) +
                " src " + std::to_string((d >> 16) & 3) + " block " + hex((d >> 18) & 0xf) +
                " units " + std::to_string(d >> 22);
-          if (((d >> 16) & 3) == SS6_INDIRECT) o += " from " + addr(b + 1);
+          if (((d >> 16) & 3) == SS6_INDIRECT)
+            o += " from " + addr(b + 1);
           else
             for (uint32_t k = 3; k < p.count; ++k) o += " " + hex(w[b + k]);
           break;
@@ -148,15 +151,11 @@ std::string pm4_text(const std::vector<uint32_t> &w, std::string (*address)(uint
           if (p.count >= 4) o += " to " + addr(b + 1) + " value " + hex(w[b + 3]);
           break;
         case CP_WAIT_REG_MEM:
-          o += " func " + std::to_string(w[b] & 7) + " at " + addr(b + 1) + " ref " + hex(w[b + 3]) +
-               " mask " + hex(w[b + 4]);
+          o += " func " + std::to_string(w[b] & 7) + " at " + addr(b + 1) + " ref " +
+               hex(w[b + 3]) + " mask " + hex(w[b + 4]);
           break;
-        case CP_REG_TO_MEM:
-          o += " reg " + hex(w[b] & 0x3ffff) + " to " + addr(b + 1);
-          break;
-        case CP_INDIRECT_BUFFER:
-          o += " " + addr(b) + " dwords " + std::to_string(w[b + 2]);
-          break;
+        case CP_REG_TO_MEM: o += " reg " + hex(w[b] & 0x3ffff) + " to " + addr(b + 1); break;
+        case CP_INDIRECT_BUFFER: o += " " + addr(b) + " dwords " + std::to_string(w[b + 2]); break;
         case CP_MEMCPY:
           o += " dwords " + std::to_string(w[b]) + " from " + addr(b + 1) + " to " + addr(b + 3);
           break;

@@ -11,7 +11,8 @@ TEST_CASE("adreno pm4: headers carry odd parity over the count and the register 
   CHECK(pkt7(CP_EXEC_CS, 4) == 0x70b30004u);
   // CP_WAIT_FOR_IDLE with no payload: 0x26 has three ones (0), 0 has none (1 at bit 15).
   CHECK(pkt7(CP_WAIT_FOR_IDLE, 0) == 0x70268000u);
-  // SP_CS_CTRL_REG0 (0xa9b0, seven ones: parity 0 at bit 27), 10 registers (two ones: parity 1 at bit 7).
+  // SP_CS_CTRL_REG0 (0xa9b0, seven ones: parity 0 at bit 27), 10 registers (two ones: parity 1 at
+  // bit 7).
   CHECK(pkt4(SP_CS_CTRL_REG0, 10) == (0x40000000u | 10 | 1u << 7 | 0xa9b0u << 8));
   // SP_CS_IBO_COUNT (0xaa00, four ones: parity 1 at bit 27), 1 register (one: parity 0).
   CHECK(pkt4(SP_CS_IBO_COUNT, 1) == (0x40000000u | 1 | 0xaa00u << 8 | 1u << 27));
@@ -42,14 +43,14 @@ TEST_CASE("adreno pm4: the decoder reads back every header and refuses damaged o
   CHECK(packet_decode(h7 ^ (1u << 15)).why.find("count parity") != std::string::npos);
   CHECK(packet_decode(h7 ^ (1u << 23)).why.find("opcode parity") != std::string::npos);
   CHECK(packet_decode(h4 ^ (1u << 27)).why.find("register parity") != std::string::npos);
-  CHECK(packet_decode(0x00000000u).kind == packet::bad);     // type 0 (a2xx-era): not on a6xx streams
-  CHECK(packet_decode(0xc0001000u).kind == packet::bad);     // type 3
-  CHECK(packet_decode(h7 | 1u << 24).kind == packet::bad);   // reserved bits
+  CHECK(packet_decode(0x00000000u).kind == packet::bad);  // type 0 (a2xx-era): not on a6xx streams
+  CHECK(packet_decode(0xc0001000u).kind == packet::bad);  // type 3
+  CHECK(packet_decode(h7 | 1u << 24).kind == packet::bad);  // reserved bits
 }
 
 TEST_CASE("adreno pm4: the text dump names registers and opcodes") {
-  const std::vector<uint32_t> w = {pkt4(SP_CS_INSTRLEN, 1), 3, pkt7(CP_EXEC_CS, 4), 0, 5, 1, 1,
-                                   pkt7(0x7f, 0)};
+  const std::vector<uint32_t> w = {
+      pkt4(SP_CS_INSTRLEN, 1), 3, pkt7(CP_EXEC_CS, 4), 0, 5, 1, 1, pkt7(0x7f, 0)};
   const std::string t = pm4_text(w, [](uint64_t a, void *) { return std::to_string(a); }, nullptr);
   CHECK(t.find("REG SP_CS_INSTRLEN = 0x3") != std::string::npos);
   CHECK(t.find("CP_EXEC_CS 0x0 0x5 0x1 0x1") != std::string::npos);

@@ -1,19 +1,19 @@
-// A FAKE KGSL, for tests and `--device fake-adreno`: it sits behind the KGSL transport's system-call
-// seam (drivers/kgsl/kgsl_sys.h), so the real transport code (ioctls, mmap, submit, waits, imports)
-// runs against it. It answers the ioctls the transport uses with the UAPI's struct layouts,
-// gives memory whose GPU address is its CPU address (GPUOBJ_ALLOC with USE_CPU_MAP) or a distinct
-// GPU address (MAP_USER_MEM), and executes each GPU_COMMAND's indirect buffers synchronously:
-// every packet header is checked (type, reserved bits, both parity bits), every opcode and register
-// must be one it knows (adreno_pm4.h), CP_LOAD_STATE6 fills a constant file and records the shader,
-// and CP_EXEC_CS checks the state a dispatch needs against the kernel's AdrenoKernel facts
-// (shader address, instruction length, footprints, thread size, shared size, constant length,
-// system-value registers, NDRANGE and group counts, immediates and parameters loaded) before it
-// runs the kernel's host twin (there is no ir3 emulator) with the buffer addresses read back out
-// of the constant file. Signals (CP_EVENT_WRITE), waits (CP_WAIT_REG_MEM), timestamps
-// (CP_REG_TO_MEM of CP_ALWAYS_ON_COUNTER, host time at 19.2 MHz) and copies (CP_MEMCPY) act on its
-// memory. A fault stops the command; later waits on the context fail (EPROTO), as a GPU fault
-// does on KGSL. Wedged, it accepts commands and never runs or retires them, so waits time out.
-// It measures nothing about a real GPU.
+// A FAKE KGSL, for tests and `--device fake-adreno`: it sits behind the KGSL transport's
+// system-call seam (drivers/kgsl/kgsl_sys.h), so the real transport code (ioctls, mmap, submit,
+// waits, imports) runs against it. It answers the ioctls the transport uses with the UAPI's struct
+// layouts, gives memory whose GPU address is its CPU address (GPUOBJ_ALLOC with USE_CPU_MAP) or a
+// distinct GPU address (MAP_USER_MEM), and executes each GPU_COMMAND's indirect buffers
+// synchronously: every packet header is checked (type, reserved bits, both parity bits), every
+// opcode and register must be one it knows (adreno_pm4.h), CP_LOAD_STATE6 fills a constant file and
+// records the shader, and CP_EXEC_CS checks the state a dispatch needs against the kernel's
+// AdrenoKernel facts (shader address, instruction length, footprints, thread size, shared size,
+// constant length, system-value registers, NDRANGE and group counts, immediates and parameters
+// loaded) before it runs the kernel's host twin (there is no ir3 emulator) with the buffer
+// addresses read back out of the constant file. Signals (CP_EVENT_WRITE), waits (CP_WAIT_REG_MEM),
+// timestamps (CP_REG_TO_MEM of CP_ALWAYS_ON_COUNTER, host time at 19.2 MHz) and copies (CP_MEMCPY)
+// act on its memory. A fault stops the command; later waits on the context fail (EPROTO), as a GPU
+// fault does on KGSL. Wedged, it accepts commands and never runs or retires them, so waits time
+// out. It measures nothing about a real GPU.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -60,9 +60,9 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   struct region {
     uint64_t gpu = 0, size = 0;
     uint8_t *cpu = nullptr;
-    uint32_t id = 0;      // GPUOBJ id, or 0 for imports
-    uint32_t order = 0;   // allocation (or import) number
-    bool user = false;    // MAP_USER_MEM
+    uint32_t id = 0;     // GPUOBJ id, or 0 for imports
+    uint32_t order = 0;  // allocation (or import) number
+    bool user = false;   // MAP_USER_MEM
   };
 
   int ioctl_body(unsigned long request, void *arg);
@@ -80,7 +80,7 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   std::map<uint32_t, uint32_t> overrides_;
   bool wedged_ = false, absent_ = false;
   int fd_ = -1;
-  std::map<uint64_t, region> regions_;  // by GPU address
+  std::map<uint64_t, region> regions_;    // by GPU address
   std::map<uint32_t, uint64_t> objects_;  // GPUOBJ id -> GPU address
   uint32_t next_id_ = 1, allocations_ = 0, imports_n_ = 0;
   std::map<uint32_t, uint32_t> contexts_;  // id -> flags

@@ -3,6 +3,8 @@
 // driver's address, a submission raising a 64-bit signal, faults the fake finds in a command
 // stream (parity, unknown registers, a wait that can never be met) as device errors, the chip
 // check naming both chips, and a wedged GPU giving a timeout within its bound.
+#include "fake_kgsl.h"
+
 #include <doctest/doctest.h>
 #include <sys/mman.h>
 
@@ -12,7 +14,6 @@
 
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
-#include "fake_kgsl.h"
 #include "hcq/signal.h"
 #include "kgsl_transport.h"
 
@@ -71,7 +72,9 @@ TEST_CASE("kgsl: the chip is read from the device and checked against the captur
   CHECK(a.t->chip_name() == "a630");
   CHECK(a.t->name().find("chip 0x6030001") != std::string::npos);
   fake_kgsl probe;
-  CHECK(kgsl::kgsl_devices_describe(probe, "adreno").find("adreno:0: fake Adreno a630 (chip 0x6030001, gpu_id 630), runs adreno-a630 captures") != std::string::npos);
+  CHECK(kgsl::kgsl_devices_describe(probe, "adreno")
+            .find("adreno:0: fake Adreno a630 (chip 0x6030001, gpu_id 630), runs adreno-a630 "
+                  "captures") != std::string::npos);
   std::string why;
   CHECK(adreno_chip_matches("adreno-a630", a.t->chip_name(), a.t->name(), &why));
 
@@ -82,10 +85,13 @@ TEST_CASE("kgsl: the chip is read from the device and checked against the captur
   CHECK(why.find("adreno-a630") != std::string::npos);
   CHECK(why.find("a640") != std::string::npos);
   fake_kgsl a640(0x06040001);
-  CHECK(kgsl::kgsl_devices_describe(a640).find("capgraph compiles for adreno-a630 only") != std::string::npos);
+  CHECK(kgsl::kgsl_devices_describe(a640).find("capgraph compiles for adreno-a630 only") !=
+        std::string::npos);
 }
 
-TEST_CASE("kgsl: memory has its CPU address as GPU address; caller memory is imported at the driver's address") {
+TEST_CASE(
+    "kgsl: memory has its CPU address as GPU address; caller memory is imported at the driver's "
+    "address") {
   opened a;
   REQUIRE(a.st == CAPGRAPH_OK);
   hcq::memory m;
@@ -144,7 +150,8 @@ TEST_CASE("kgsl: a wedged GPU gives a timeout within its bound, not a hang") {
   std::string err;
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(a.t->wait(&sig->value, 1, 200000000ull, &err) == CAPGRAPH_ERR_TIMEOUT);
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  const double ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
   CHECK(ms >= 199);
   CHECK(ms < 1000);
   CHECK(err.find("timed out after 200 ms") != std::string::npos);

@@ -35,7 +35,9 @@ am_transport::am_transport(am::device &dev, std::string label)
   bounce_.resize(size_t(dev_.pci().staging_bytes()));
 }
 
-std::string am_transport::name() const { return label_ + " (AM driver, device memory not CPU-mapped)"; }
+std::string am_transport::name() const {
+  return label_ + " (AM driver, device memory not CPU-mapped)";
+}
 
 std::string am_transport::chip_name() const { return dev_.chip_info().name; }
 
@@ -45,7 +47,8 @@ capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory
   // only through BAR0 transfers anyway, so system memory would buy nothing.
   const uint64_t bytes = align_up(size ? size : 1, 4096);
   const uint64_t pa = align_up(next_pa_, 4096);
-  const uint64_t limit = dev_.vram_bytes() > k_vram_reserved_top ? dev_.vram_bytes() - k_vram_reserved_top : 0;
+  const uint64_t limit =
+      dev_.vram_bytes() > k_vram_reserved_top ? dev_.vram_bytes() - k_vram_reserved_top : 0;
   if (pa + bytes > limit || pa + bytes < pa) {
     *err = name() + ": " + std::to_string(bytes) + " bytes do not fit the VRAM left (" +
            std::to_string(limit > pa ? limit - pa : 0) + " bytes)";
@@ -76,8 +79,8 @@ void am_transport::free(hcq::memory &m) {
   m = hcq::memory{};
 }
 
-capgraph_status am_transport::queue_create(hcq::queue_kind kind, uint64_t ring_bytes, hcq::queue *out,
-                                           std::string *err) {
+capgraph_status am_transport::queue_create(hcq::queue_kind kind, uint64_t ring_bytes,
+                                           hcq::queue *out, std::string *err) {
   // The boot made exactly one queue of each kind; their rings are fixed in device_layout.
   const int i = kind == hcq::queue_kind::copy ? 1 : 0;
   if (queue_used_[i]) {
@@ -91,8 +94,8 @@ capgraph_status am_transport::queue_create(hcq::queue_kind kind, uint64_t ring_b
   // The graph sizes a copy ring to hold its copy commands twice; the boot's SDMA ring is fixed.
   // (A compute ring only carries the per-replay call and signal: the default request is no need.)
   if (i == 1 && ring_bytes > device_layout::sdma_ring_bytes) {
-    *err = name() + ": the copy commands need a " + std::to_string(ring_bytes) + "-byte ring; the SDMA ring has " +
-           std::to_string(device_layout::sdma_ring_bytes);
+    *err = name() + ": the copy commands need a " + std::to_string(ring_bytes) +
+           "-byte ring; the SDMA ring has " + std::to_string(device_layout::sdma_ring_bytes);
     return CAPGRAPH_ERR_DEVICE;
   }
   queue_used_[i] = true;
@@ -116,12 +119,14 @@ void am_transport::queue_destroy(hcq::queue &q) {
 uint64_t am_transport::submit(hcq::queue &q, const uint32_t *words, uint64_t count) noexcept {
   ++stats_.submits;
   std::string e;
-  if (!dev_.queue_submit(q.kind == hcq::queue_kind::copy, words, count, &e) && submit_error_.empty())
-    submit_error_ = e;  // a wait comes next; it reports this instead of timing out
+  if (!dev_.queue_submit(q.kind == hcq::queue_kind::copy, words, count, &e) &&
+      submit_error_.empty())
+    submit_error_ = e;   // a wait comes next; it reports this instead of timing out
   return count + 2 + 2;  // the words, a 64-bit write pointer, a 64-bit doorbell
 }
 
-const am_transport::allocation *am_transport::shadow_find(const volatile void *p, uint64_t *offset) const {
+const am_transport::allocation *am_transport::shadow_find(const volatile void *p,
+                                                          uint64_t *offset) const {
   const auto *b = reinterpret_cast<const volatile uint8_t *>(p);
   for (const auto &[h, a] : allocs_) {
     const uint8_t *s = a.shadow.data();
@@ -133,8 +138,8 @@ const am_transport::allocation *am_transport::shadow_find(const volatile void *p
   return nullptr;
 }
 
-capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
-                                   std::string *err) {
+capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t target,
+                                   uint64_t timeout_ns, std::string *err) {
   if (!submit_error_.empty()) {
     *err = submit_error_;
     submit_error_.clear();
@@ -163,13 +168,14 @@ capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t targ
     if (late || poll % k_fault_check_every == k_fault_check_every - 1) {
       uint32_t fault = 0;
       if (!dev_.rreg(am::regGCVM_L2_PROTECTION_FAULT_STATUS, &fault)) {
-        *err = name() + ": reading the GC VM fault status while waiting: the device does not answer";
+        *err =
+            name() + ": reading the GC VM fault status while waiting: the device does not answer";
         return CAPGRAPH_ERR_DEVICE;
       }
       if (fault) {
         *err = name() + ": GPU page fault (GCVM_L2_PROTECTION_FAULT_STATUS=" + hex(fault) +
-               ") while waiting for signal " + hex(am::device::vram_va(a->pa + off)) + " to reach " +
-               std::to_string(target) + " (it is " + std::to_string(v) + ")";
+               ") while waiting for signal " + hex(am::device::vram_va(a->pa + off)) +
+               " to reach " + std::to_string(target) + " (it is " + std::to_string(v) + ")";
         return CAPGRAPH_ERR_DEVICE;
       }
     }
@@ -182,8 +188,8 @@ capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t targ
   }
 }
 
-capgraph_status am_transport::range_move(const hcq::memory &m, uint64_t offset, uint64_t size, bool in,
-                                         std::string *err) {
+capgraph_status am_transport::range_move(const hcq::memory &m, uint64_t offset, uint64_t size,
+                                         bool in, std::string *err) {
   auto it = allocs_.find(m.handle);
   if (it == allocs_.end() || offset > it->second.size || size > it->second.size - offset) {
     *err = name() + ": a transfer outside its allocation";
@@ -222,11 +228,13 @@ capgraph_status am_transport::range_move(const hcq::memory &m, uint64_t offset, 
   return CAPGRAPH_OK;
 }
 
-capgraph_status am_transport::upload(const hcq::memory &m, uint64_t offset, uint64_t size, std::string *err) {
+capgraph_status am_transport::upload(const hcq::memory &m, uint64_t offset, uint64_t size,
+                                     std::string *err) {
   return range_move(m, offset, size, true, err);
 }
 
-capgraph_status am_transport::download(const hcq::memory &m, uint64_t offset, uint64_t size, std::string *err) {
+capgraph_status am_transport::download(const hcq::memory &m, uint64_t offset, uint64_t size,
+                                       std::string *err) {
   return range_move(m, offset, size, false, err);
 }
 
@@ -241,7 +249,8 @@ capgraph_status am_transport::download(const hcq::memory &m, uint64_t offset, ui
 bool am_transport::sdma_usable(uint64_t size, bool in) const {
   // SDMA queue 0 runs once the GPU is booted (teardown stops it); copy-out also needs a staging
   // window the host can read back.
-  return sdma_copies_ && dev_.booted() && size >= (in ? k_sdma_min_in_bytes : k_sdma_min_out_bytes) && !bounce_.empty() &&
+  return sdma_copies_ && dev_.booted() &&
+         size >= (in ? k_sdma_min_in_bytes : k_sdma_min_out_bytes) && !bounce_.empty() &&
          (in || dev_.staging_trigger_va() != 0);
 }
 
@@ -271,7 +280,8 @@ bool am_transport::sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, 
     }
     sdma_words_.clear();
     packet_writer w(&sdma_words_);
-    w.emit(packet::SDMA_COPY_LINEAR, {n - 1, 0, 0, device_layout::staging_va, am::device::vram_va(pa + done)});
+    w.emit(packet::SDMA_COPY_LINEAR,
+           {n - 1, 0, 0, device_layout::staging_va, am::device::vram_va(pa + done)});
     w.emit(packet::SDMA_FENCE, {0, am::device::vram_va(device_layout::copy_fence), ++copy_seq_});
     if (!w.error().empty()) {
       *err = name() + ": SDMA copy-in packets: " + w.error();
@@ -279,8 +289,8 @@ bool am_transport::sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, 
     }
     if (!dev_.queue_submit(true, sdma_words_.data(), sdma_words_.size(), &e) ||
         !dev_.wait_vram64(device_layout::copy_fence, copy_seq_, sdma_timeout_ms(n), &e)) {
-      *err = name() + ": SDMA copy of " + std::to_string(n) + " bytes from the bridge SRAM into VRAM " +
-             hex(pa + done) + ": " + e;
+      *err = name() + ": SDMA copy of " + std::to_string(n) +
+             " bytes from the bridge SRAM into VRAM " + hex(pa + done) + ": " + e;
       return false;
     }
     ++stats_.sdma_chunks_in;
@@ -297,7 +307,8 @@ bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::
     std::string e;
     sdma_words_.clear();
     packet_writer w(&sdma_words_);
-    w.emit(packet::SDMA_COPY_LINEAR, {n - 1, 0, 0, am::device::vram_va(pa + done), device_layout::staging_va});
+    w.emit(packet::SDMA_COPY_LINEAR,
+           {n - 1, 0, 0, am::device::vram_va(pa + done), device_layout::staging_va});
     // The trigger: any dword written there (tinygrad writes 0). The engine runs packets in order,
     // so the copy has landed in the SRAM when the bridge sees it; no fence read is needed.
     w.emit(packet::SDMA_FENCE, {0, dev_.staging_trigger_va(), 0});
@@ -325,8 +336,9 @@ bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::
       const bool read = dev_.rreg(am::regGCVM_L2_PROTECTION_FAULT_STATUS, &fault);
       *err = name() + ": SDMA copy of " + std::to_string(n) + " bytes from VRAM " + hex(pa + done) +
              " out through the bridge SRAM: " + e +
-             (!read ? " (the GC VM fault status does not read)"
-                    : fault ? " (GPU page fault: GCVM_L2_PROTECTION_FAULT_STATUS=" + hex(fault) + ")" : "");
+             (!read   ? " (the GC VM fault status does not read)"
+              : fault ? " (GPU page fault: GCVM_L2_PROTECTION_FAULT_STATUS=" + hex(fault) + ")"
+                      : "");
       return false;
     }
     std::memcpy(dst + done, bounce_.data(), size_t(n));

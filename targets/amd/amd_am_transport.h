@@ -8,11 +8,12 @@
 // write pointer in VRAM, doorbell). Waits poll the signal's VRAM word with a bound and read the
 // GC VM fault status every few polls, so a page fault ends the wait with the fault, not a timeout.
 // Bytes cross the way tinygrad's USB path moves them (ops_amd.py AMDAllocator._copyin/_copyout
-// on USBIface): a range of at least k_sdma_min_in_bytes (out: k_sdma_min_out_bytes) goes in as a bulk write into the bridge SRAM
-// (the staging window) that SDMA queue 0 copies into VRAM, with a fence in VRAM polled with a
-// bound; out, SDMA copies VRAM into the SRAM and writes the bridge's trigger dword, and the host's
-// armed bulk read collects it; both chunked by the SRAM's size. Smaller ranges (the words a
-// replay patches, signals) and a PCI function without staging reads go as BAR transfers.
+// on USBIface): a range of at least k_sdma_min_in_bytes (out: k_sdma_min_out_bytes) goes in as a
+// bulk write into the bridge SRAM (the staging window) that SDMA queue 0 copies into VRAM, with a
+// fence in VRAM polled with a bound; out, SDMA copies VRAM into the SRAM and writes the bridge's
+// trigger dword, and the host's armed bulk read collects it; both chunked by the SRAM's size.
+// Smaller ranges (the words a replay patches, signals) and a PCI function without staging reads go
+// as BAR transfers.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -34,8 +35,8 @@ struct am_transport_stats {
 // BridgeCounters on the emulated bridge: BAR writes cost 3 transfers per 4088 bytes and BAR reads
 // 2, the SDMA path 13 transfers in (DMA arm, bulk, the submission's three BAR writes of 3, a fence
 // read of 2) and 12 out; priced as in the cost report (drivers/am/README.md: 125 us per transfer,
-// streamed TLPs at the measured 3.6 MB/s write / 1.8 MB/s read, SRAM DMA at 381 MB/s) the break-even
-// is ~4.5 KB in and ~2.3 KB out.
+// streamed TLPs at the measured 3.6 MB/s write / 1.8 MB/s read, SRAM DMA at 381 MB/s) the
+// break-even is ~4.5 KB in and ~2.3 KB out.
 constexpr uint64_t k_sdma_min_in_bytes = 4096, k_sdma_min_out_bytes = 2048;
 
 class am_transport : public hcq::transport {
@@ -84,16 +85,17 @@ class am_transport : public hcq::transport {
   std::string label_;
   std::map<uint64_t, allocation> allocs_;  // by handle
   uint64_t next_handle_ = 1;
-  uint64_t next_pa_;                       // bump allocator; back to the start when all are freed
-  bool queue_used_[2] = {false, false};    // compute, copy
-  uint64_t write_ptr_[2] = {0, 0};         // what queue::write_ptr points at (unused by submit)
-  std::string submit_error_;               // a failed submit, reported by the next wait
+  uint64_t next_pa_;                     // bump allocator; back to the start when all are freed
+  bool queue_used_[2] = {false, false};  // compute, copy
+  uint64_t write_ptr_[2] = {0, 0};       // what queue::write_ptr points at (unused by submit)
+  std::string submit_error_;             // a failed submit, reported by the next wait
   am_transport_stats stats_;
   bool sdma_copies_ = true;
   bool fence_ready_ = false;
-  uint32_t copy_seq_ = 0;             // the last value the copy fence was told to take
-  std::vector<uint32_t> sdma_words_;  // one chunk's SDMA packets (reserved once: no replay allocation)
-  std::vector<uint8_t> bounce_;       // one chunk padded to the SRAM's 512-byte sectors
+  uint32_t copy_seq_ = 0;  // the last value the copy fence was told to take
+  std::vector<uint32_t>
+      sdma_words_;               // one chunk's SDMA packets (reserved once: no replay allocation)
+  std::vector<uint8_t> bounce_;  // one chunk padded to the SRAM's 512-byte sectors
   const allocation *shadow_find(const volatile void *p, uint64_t *offset) const;
   bool sdma_usable(uint64_t size, bool in) const;
   bool sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, std::string *err);

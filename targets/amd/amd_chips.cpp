@@ -16,8 +16,8 @@ namespace {
 
 // gfx10/11 ACQUIRE_MEM GCR_CNTL: GLI_INV(1) | GLM_WB | GLM_INV | GLK_WB | GLK_INV | GLV_INV |
 // GL1_INV | GL2_INV | GL2_WB (bits 0, 4, 5, 6, 7, 8, 9, 14, 15).
-constexpr uint32_t k_gcr_acquire_all = 0x1u | 0x10 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200 |
-                                       0x4000 | 0x8000;
+constexpr uint32_t k_gcr_acquire_all =
+    0x1u | 0x10 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200 | 0x4000 | 0x8000;
 // gfx10/11 RELEASE_MEM dword 1: GLM_WB(12) | GLM_INV(13) | GL2_WB(21) | SEQ(22), shifted down to
 // the cache_ctl field (bit 12 = field bit 0).
 constexpr uint32_t k_gcr_release_wb = (1u << 0) | (1u << 1) | (1u << 9) | (1u << 10);
@@ -73,7 +73,8 @@ const char *register_name(uint32_t offset) {
       "COMPUTE_USER_DATA_9",  "COMPUTE_USER_DATA_10", "COMPUTE_USER_DATA_11",
       "COMPUTE_USER_DATA_12", "COMPUTE_USER_DATA_13", "COMPUTE_USER_DATA_14",
       "COMPUTE_USER_DATA_15"};
-  if (offset >= reg::COMPUTE_USER_DATA_0 && offset < reg::COMPUTE_USER_DATA_0 + reg::user_data_count)
+  if (offset >= reg::COMPUTE_USER_DATA_0 &&
+      offset < reg::COMPUTE_USER_DATA_0 + reg::user_data_count)
     return user_data[offset - reg::COMPUTE_USER_DATA_0];
   for (const reg_name &r : k_regs)
     if (r.offset == offset) return r.name;

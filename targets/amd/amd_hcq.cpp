@@ -80,8 +80,8 @@ class pm4_encoder final : public encoder {
   }
 
   void timestamp(uint64_t addr) override {
-    w_.emit(packet::RELEASE_MEM, {amd::event_bottom_of_pipe_ts, amd::event_index_end_of_pipe, 0,
-                                  0, 0, amd::int_sel_none, amd::data_sel_gpu_clock, addr, 0, 0});
+    w_.emit(packet::RELEASE_MEM, {amd::event_bottom_of_pipe_ts, amd::event_index_end_of_pipe, 0, 0,
+                                  0, amd::int_sel_none, amd::data_sel_gpu_clock, addr, 0, 0});
   }
 
   void call(uint64_t addr, uint64_t dwords) override {
@@ -137,7 +137,8 @@ class sdma_encoder final : public encoder {
 
   void wait(uint64_t addr, uint32_t value) override {
     // no HDP flush, function >=, memory poll; interval 10, retry 0xfff (for ever).
-    w_.emit(packet::SDMA_POLL_REGMEM, {0, amd::wait_func_ge, 1, addr, value, 0xffffffff, 10, 0xfff});
+    w_.emit(packet::SDMA_POLL_REGMEM,
+            {0, amd::wait_func_ge, 1, addr, value, 0xffffffff, 10, 0xfff});
   }
 
   void interrupt(uint64_t mailbox, uint32_t id) override {
@@ -228,8 +229,9 @@ capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_
   const uint16_t props = desc.kernel_code_properties;
   if (rsrc1 != a->rsrc1() || rsrc2 != a->rsrc2() || rsrc3 != a->rsrc3() ||
       props != a->kernel_code_properties()) {
-    *err = what + ": AmdKernel's rsrc1/rsrc2/rsrc3/kernel_code_properties disagree with the "
-                  "kernel descriptor in its code object";
+    *err = what +
+           ": AmdKernel's rsrc1/rsrc2/rsrc3/kernel_code_properties disagree with the "
+           "kernel descriptor in its code object";
     return CAPGRAPH_ERR_FORMAT;
   }
   // This runtime provides the kernarg pointer and nothing else (no dispatch packet, queue,
@@ -237,8 +239,9 @@ capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_
   const uint16_t unsupported = kcp_private_segment_buffer | kcp_dispatch_ptr | kcp_queue_ptr |
                                kcp_dispatch_id | kcp_flat_scratch_init | kcp_private_segment_size;
   if (props & unsupported) {
-    *err = what + ": its kernel descriptor enables user SGPRs this runtime does not provide "
-                  "(kernel_code_properties 0x" ;
+    *err = what +
+           ": its kernel descriptor enables user SGPRs this runtime does not provide "
+           "(kernel_code_properties 0x";
     char hex[16];
     snprintf(hex, sizeof hex, "%x", props);
     *err += std::string(hex) + "; only the kernarg segment pointer is supported)";
@@ -303,28 +306,37 @@ bool amd_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   const fb::Program *p = c->programs()->Get(k->program());
   if (p->format() != fb::ProgramFormat::amdgpu_code_object)
     return *why = format("kernel %u '%s': its program %u is not an amdgpu_code_object", i, name,
-                         k->program()), false;
+                         k->program()),
+           false;
   const fb::AmdKernel *a = k->facts_as_AmdKernel();
   if (!a) return *why = format("kernel %u '%s': no AmdKernel launch facts", i, name), false;
   if (a->descriptor_offset() % 64 || !in_range(a->descriptor_offset(), 64, p->binary()->size()))
-    return *why = format("kernel %u '%s': descriptor_offset %llu is not a 64-byte aligned "
-                         "descriptor inside its %u-byte code object", i, name,
-                         (unsigned long long)a->descriptor_offset(), p->binary()->size()), false;
+    return *why = format(
+               "kernel %u '%s': descriptor_offset %llu is not a 64-byte aligned "
+               "descriptor inside its %u-byte code object",
+               i, name, (unsigned long long)a->descriptor_offset(), p->binary()->size()),
+           false;
   if (a->wavefront_size() != 32 && a->wavefront_size() != 64)
     return *why = format("kernel %u '%s': wavefront_size %u is not 32 or 64", i, name,
-                         a->wavefront_size()), false;
+                         a->wavefront_size()),
+           false;
   if (a->workgroup_size() < 1 || a->workgroup_size() > 1024)
     return *why = format("kernel %u '%s': workgroup_size %u is not 1 to 1024", i, name,
-                         a->workgroup_size()), false;
+                         a->workgroup_size()),
+           false;
   const uint64_t args = 8ull * (uint64_t(k->num_buffers()) + k->num_scalars());
   if (a->kernarg_size() < args)
-    return *why = format("kernel %u '%s': kernarg_size %u is less than the %llu bytes its %u "
-                         "buffers and %u scalars take", i, name, a->kernarg_size(),
-                         (unsigned long long)args, k->num_buffers(), k->num_scalars()), false;
+    return *why = format(
+               "kernel %u '%s': kernarg_size %u is less than the %llu bytes its %u "
+               "buffers and %u scalars take",
+               i, name, a->kernarg_size(), (unsigned long long)args, k->num_buffers(),
+               k->num_scalars()),
+           false;
   const uint32_t align = a->kernarg_align();
   if (align > 4096 || (align & (align - 1)))
     return *why = format("kernel %u '%s': kernarg_align %u is not a power of two up to 4096", i,
-                         name, align), false;
+                         name, align),
+           false;
   return true;
 }
 
@@ -357,8 +369,7 @@ capgraph_status amd_device_check(const fb::Capture *c, transport *dev, std::stri
 std::unique_ptr<encoder> amd_encoder_create(const fb::Capture *c, queue_kind kind,
                                             std::vector<uint32_t> *out) {
   const amd::chip &chip = *amd_capture_chip(c->target()->name()->c_str());
-  return kind == queue_kind::compute ? amd_compute_encoder(chip, out)
-                                     : amd_copy_encoder(chip, out);
+  return kind == queue_kind::compute ? amd_compute_encoder(chip, out) : amd_copy_encoder(chip, out);
 }
 
 }  // namespace

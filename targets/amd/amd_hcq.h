@@ -40,7 +40,7 @@ const amd::chip *amd_capture_chip(const char *target_name);
 constexpr uint32_t kd_size = 64;
 constexpr uint32_t kd_code_entry_offset = 16;  // int64, relative to the descriptor
 constexpr uint32_t kd_rsrc3 = 44, kd_rsrc1 = 48, kd_rsrc2 = 52;  // COMPUTE_PGM_RSRC3/1/2
-constexpr uint32_t kd_kernel_code_properties = 56;             // uint16
+constexpr uint32_t kd_kernel_code_properties = 56;               // uint16
 struct kernel_descriptor {
   int64_t code_entry_offset;
   uint32_t rsrc1, rsrc2, rsrc3;

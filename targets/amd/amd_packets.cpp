@@ -22,8 +22,7 @@ const packet_desc *lookup(engine eng, uint8_t opcode, uint8_t sub_op, size_t dwo
   const packet_desc *found = nullptr;
   for (size_t i = 0; i < size_t(packet::count_); ++i) {
     const packet_desc &d = packet_info(packet(i));
-    if (d.eng != eng || d.opcode != opcode || (eng == engine::sdma && d.sub_op != sub_op))
-      continue;
+    if (d.eng != eng || d.opcode != opcode || (eng == engine::sdma && d.sub_op != sub_op)) continue;
     // Two layouts may share an opcode (ACQUIRE_MEM on gfx9 and gfx10+): the size picks one.
     if (d.variable ? dwords >= d.dwords : dwords == d.dwords) return &d;
     if (!found) found = &d;
@@ -140,8 +139,10 @@ std::string stream_text(engine eng, const uint32_t *words, size_t n, register_na
       if (sh) {
         const uint32_t reg = sh_reg_base + uint32_t(p.values[0]) + uint32_t(i);
         const char *name = namer ? namer(reg) : nullptr;
-        if (name) snprintf(buf, sizeof buf, " %s=0x%x", name, p.tail[i]);
-        else snprintf(buf, sizeof buf, " reg_0x%04x=0x%x", reg, p.tail[i]);
+        if (name)
+          snprintf(buf, sizeof buf, " %s=0x%x", name, p.tail[i]);
+        else
+          snprintf(buf, sizeof buf, " reg_0x%04x=0x%x", reg, p.tail[i]);
       } else {
         snprintf(buf, sizeof buf, " 0x%x", p.tail[i]);
       }

@@ -47,14 +47,14 @@ enum class packet : uint8_t {
 struct packet_desc {
   packet id;
   engine eng;
-  const char *name;       // the vendor's spelling, without PACKET3_/SDMA_PKT_ prefixes
-  uint8_t opcode;         // PM4 IT_OPCODE, or SDMA op
-  uint8_t sub_op;         // SDMA sub-op (0 for PM4)
-  uint16_t dwords;        // total size with the header; for a variable packet the fixed part
-  bool variable;          // trailing values follow the fixed part (SET_SH_REG, NOP, WRITE_DATA)
+  const char *name;  // the vendor's spelling, without PACKET3_/SDMA_PKT_ prefixes
+  uint8_t opcode;    // PM4 IT_OPCODE, or SDMA op
+  uint8_t sub_op;    // SDMA sub-op (0 for PM4)
+  uint16_t dwords;   // total size with the header; for a variable packet the fixed part
+  bool variable;     // trailing values follow the fixed part (SET_SH_REG, NOP, WRITE_DATA)
   const packet_field *fields;
   uint8_t num_fields;
-  const char *source;     // where the layout comes from
+  const char *source;  // where the layout comes from
 };
 
 const packet_desc &packet_info(packet id);
@@ -66,8 +66,8 @@ const packet_desc &packet_info(packet id);
 class packet_writer {
  public:
   explicit packet_writer(std::vector<uint32_t> *out) : out_(out) {}
-  void emit(packet id, std::initializer_list<uint64_t> values,
-            const uint32_t *tail = nullptr, size_t tail_len = 0) {
+  void emit(packet id, std::initializer_list<uint64_t> values, const uint32_t *tail = nullptr,
+            size_t tail_len = 0) {
     emit(id, values.begin(), values.size(), tail, tail_len);
   }
   void emit(packet id, const uint64_t *values, size_t num_values, const uint32_t *tail,
@@ -83,10 +83,10 @@ class packet_writer {
 // One decoded packet.
 struct decoded {
   const packet_desc *desc = nullptr;
-  uint64_t values[16] = {};   // the fields in table order
+  uint64_t values[16] = {};  // the fields in table order
   const uint32_t *tail = nullptr;
   size_t tail_len = 0;
-  size_t dwords = 0;          // total size in dwords, header included
+  size_t dwords = 0;  // total size in dwords, header included
 };
 
 // Decodes the packet starting at words[0] (n words available). Returns false with *err naming

@@ -52,8 +52,9 @@ TEST_CASE("fields do not overlap and stay inside their packet") {
       REQUIRE(x.lo <= x.hi);
       REQUIRE(size_t(x.dword + (wide ? 1 : 0)) < d.dwords);
       for (unsigned dw = 0; dw < (wide ? 2u : 1u); ++dw) {
-        const uint64_t bits = wide ? 0xffffffffull
-                                   : (((x.hi == 31 ? 0x100000000ull : 1ull << (x.hi + 1))) - (1ull << x.lo));
+        const uint64_t bits =
+            wide ? 0xffffffffull
+                 : (((x.hi == 31 ? 0x100000000ull : 1ull << (x.hi + 1))) - (1ull << x.lo));
         CHECK((used[x.dword + dw] & bits) == 0);
         used[x.dword + dw] |= bits;
       }
@@ -65,7 +66,8 @@ TEST_CASE("encodings match the Linux header macros") {
   std::vector<uint32_t> words;
   packet_writer w(&words);
   // PACKET3(PACKET3_RELEASE_MEM, 6) = 3 << 30 | 6 << 16 | 0x49 << 8
-  w.emit(packet::RELEASE_MEM, {0x14, 5, 0, 0, 0, 0, 2, 0x123456789abcull, 0x1122334455667788ull, 0});
+  w.emit(packet::RELEASE_MEM,
+         {0x14, 5, 0, 0, 0, 0, 2, 0x123456789abcull, 0x1122334455667788ull, 0});
   REQUIRE(words.size() == 8);
   CHECK(words[0] == 0xC0064900u);
   // EVENT_TYPE(0x14) | EVENT_INDEX(5)

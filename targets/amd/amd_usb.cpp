@@ -11,13 +11,15 @@ bool usb_gpu_open(usb_gpu &g, const am::device_options &o, std::string *err) {
     *err = "bridge: " + st.message;
     return false;
   }
-  if ((st = g.bridge.pcie_power(true)).ok() && (st = usb::pci_chain_setup(g.bridge, &g.chain)).ok()) {
+  if ((st = g.bridge.pcie_power(true)).ok() &&
+      (st = usb::pci_chain_setup(g.bridge, &g.chain)).ok()) {
     if (g.chain.vendor != kUsbGpuVendor || g.chain.device != kUsbGpuDevice) {
       char b[200];
       std::snprintf(b, sizeof b,
                     "the PCIe endpoint behind the bridge (bus %u) is %04x:%04x, not the GPU this "
                     "driver boots (%04x:%04x, RX 7900 XTX)",
-                    g.chain.endpoint_bus, g.chain.vendor, g.chain.device, kUsbGpuVendor, kUsbGpuDevice);
+                    g.chain.endpoint_bus, g.chain.vendor, g.chain.device, kUsbGpuVendor,
+                    kUsbGpuDevice);
       *err = b;
       return false;
     }
@@ -34,7 +36,7 @@ bool usb_gpu_open(usb_gpu &g, const am::device_options &o, std::string *err) {
 
 std::string usb_gpu_label(const usb_gpu &g, const std::string &what) {
   return what + " " + (g.pci ? g.pci->name() : std::string("?")) +
-         (g.gpu && g.gpu->stats().partial ? " (partial boot)"
+         (g.gpu && g.gpu->stats().partial        ? " (partial boot)"
           : g.gpu && g.gpu->stats().mode1_resets ? " (cold boot after a mode-1 reset)"
                                                  : " (cold boot)");
 }

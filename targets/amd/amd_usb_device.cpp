@@ -38,7 +38,8 @@ class usb_transport final : public am_transport {
 };
 
 // Our firmware's bridges on the machine, or why there is none ("" and a filled list when fine).
-std::string bridges_ours(std::vector<usb::BridgeDevice> *ours, std::vector<usb::BridgeDevice> *all) {
+std::string bridges_ours(std::vector<usb::BridgeDevice> *ours,
+                         std::vector<usb::BridgeDevice> *all) {
   std::string error;
   *all = usb::devices_list_bridges(&error);
   if (!error.empty()) return "libusb: " + error;
@@ -49,7 +50,8 @@ std::string bridges_ours(std::vector<usb::BridgeDevice> *ours, std::vector<usb::
   return "the attached ASM2464PD runs stock firmware (flash ours with `capgraph flash`)";
 }
 
-capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err) {
+capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                         std::string *err) {
   const std::string name(device);
   const std::string serial = name.size() > 4 ? name.substr(4) : std::string();  // "usb:SERIAL"
   std::vector<usb::BridgeDevice> ours, all;
@@ -62,7 +64,8 @@ capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *ou
   auto s = std::make_unique<usb_session>();
   s->wire = usb::LibusbTransport::open(serial, false, &e);
   if (!s->wire) {
-    *err = "no capgraph bridge on USB" + std::string(serial.empty() ? "" : " with serial " + serial) + ": " + e;
+    *err = "no capgraph bridge on USB" +
+           std::string(serial.empty() ? "" : " with serial " + serial) + ": " + e;
     return CAPGRAPH_ERR_DEVICE;
   }
   s->g = std::make_unique<usb_gpu>(*s->wire);
@@ -85,7 +88,8 @@ std::string usb_describe() {
   if (!why.empty()) return "usb: no capgraph bridge (" + why + ")\n";
   std::string lines;
   for (const auto &d : ours) {
-    std::string line = "usb:" + (d.serial.empty() ? std::string("?") : d.serial) + ": " + d.describe() + "; ";
+    std::string line =
+        "usb:" + (d.serial.empty() ? std::string("?") : d.serial) + ": " + d.describe() + "; ";
     std::string e;
     auto wire = usb::LibusbTransport::open(d.serial, false, &e);
     usb::BridgeStatus st;
@@ -99,8 +103,9 @@ std::string usb_describe() {
       } else {
         char b[160];
         const bool ok = g.chain.vendor == kUsbGpuVendor && g.chain.device == kUsbGpuDevice;
-        std::snprintf(b, sizeof b, "PCIe endpoint %04x:%04x at bus %u%s", g.chain.vendor, g.chain.device,
-                      g.chain.endpoint_bus, ok ? " (RX 7900 XTX, gfx1100)" : " (not a GPU this driver boots)");
+        std::snprintf(b, sizeof b, "PCIe endpoint %04x:%04x at bus %u%s", g.chain.vendor,
+                      g.chain.device, g.chain.endpoint_bus,
+                      ok ? " (RX 7900 XTX, gfx1100)" : " (not a GPU this driver boots)");
         line += b;
       }
     }
@@ -111,6 +116,8 @@ std::string usb_describe() {
 
 }  // namespace
 
-void usb_device_register() { hcq::target_register("usb", &usb_open, &hcq::amd_target, &usb_describe); }
+void usb_device_register() {
+  hcq::target_register("usb", &usb_open, &hcq::amd_target, &usb_describe);
+}
 
 }  // namespace capgraph::amd

@@ -32,7 +32,8 @@ bool compare(uint32_t func, uint32_t v, uint32_t ref) {
 
 }  // namespace
 
-fake_gpu::fake_gpu(const chip &c, fake_mode mode, bool profile) : chip_(c), mode_(mode), profile_(profile) {}
+fake_gpu::fake_gpu(const chip &c, fake_mode mode, bool profile)
+    : chip_(c), mode_(mode), profile_(profile) {}
 
 fake_gpu::~fake_gpu() {
   if (profile_ && capture_) fprintf(stderr, "%s", profile_text().c_str());
@@ -59,9 +60,10 @@ uint64_t fake_gpu::queue_attach(hcq::queue_kind kind, uint64_t ring_gpu, uint64_
 }
 
 std::string fake_gpu::name() const {
-  const char *how = mode_ == fake_mode::twin    ? "kernels run as their host twins"
-                    : mode_ == fake_mode::check ? "kernels run in an RDNA3 emulator, checked against their host twins"
-                                                : "kernels run in an RDNA3 emulator";
+  const char *how = mode_ == fake_mode::twin ? "kernels run as their host twins"
+                    : mode_ == fake_mode::check
+                        ? "kernels run in an RDNA3 emulator, checked against their host twins"
+                        : "kernels run in an RDNA3 emulator";
   return std::string("fake-amd (") + chip_.name + ", a fake GPU: " + how + ")";
 }
 
@@ -172,8 +174,8 @@ bool fake_gpu::queue_advance(queue_state &q) {
         q.in_ib = false;
         continue;
       }
-      const uint32_t *w =
-          reinterpret_cast<const uint32_t *>(host(q.ib_gpu + 4 * q.ib_pos, 4 * (q.ib_dwords - q.ib_pos)));
+      const uint32_t *w = reinterpret_cast<const uint32_t *>(
+          host(q.ib_gpu + 4 * q.ib_pos, 4 * (q.ib_dwords - q.ib_pos)));
       if (!w) return raise("indirect buffer at " + hex(q.ib_gpu) + " is outside GPU memory");
       if (!packet_decode(eng, w, q.ib_dwords - q.ib_pos, &p, &err))
         return raise(std::string(where) + " dword " + std::to_string(q.ib_pos) + ": " + err);
@@ -184,7 +186,8 @@ bool fake_gpu::queue_advance(queue_state &q) {
       const uint64_t pending = (wptr - q.rptr) * q.unit / 4;
       const uint64_t start = q.rptr * q.unit / 4;
       if (pending > q.ring_dwords) return raise("write pointer is more than a ring ahead");
-      const uint32_t *ring = reinterpret_cast<const uint32_t *>(host(q.ring_gpu, 4 * q.ring_dwords));
+      const uint32_t *ring =
+          reinterpret_cast<const uint32_t *>(host(q.ring_gpu, 4 * q.ring_dwords));
       window.resize(pending);
       for (uint64_t i = 0; i < pending; ++i) window[i] = ring[(start + i) % q.ring_dwords];
       if (!packet_decode(eng, window.data(), pending, &p, &err))
@@ -214,15 +217,19 @@ bool fake_gpu::execute(queue_state &q, const decoded &p) {
 
 bool fake_gpu::write32(uint64_t addr, uint32_t v) {
   uint8_t *h = host(addr, 4);
-  if (!h && addr % 4 == 0 && bus_access && bus_access(addr, reinterpret_cast<uint8_t *>(&v), 4, true)) return true;
-  if (!h || addr % 4) return raise("write of 4 bytes at " + hex(addr) + ": not mapped or not aligned");
+  if (!h && addr % 4 == 0 && bus_access &&
+      bus_access(addr, reinterpret_cast<uint8_t *>(&v), 4, true))
+    return true;
+  if (!h || addr % 4)
+    return raise("write of 4 bytes at " + hex(addr) + ": not mapped or not aligned");
   memcpy(h, &v, 4);
   return true;
 }
 
 bool fake_gpu::write64(uint64_t addr, uint64_t v) {
   uint8_t *h = host(addr, 8);
-  if (!h || addr % 8) return raise("write of 8 bytes at " + hex(addr) + ": not mapped or not aligned");
+  if (!h || addr % 8)
+    return raise("write of 8 bytes at " + hex(addr) + ": not mapped or not aligned");
   __atomic_store_n(reinterpret_cast<uint64_t *>(h), v, __ATOMIC_RELEASE);
   return true;
 }
@@ -230,8 +237,10 @@ bool fake_gpu::write64(uint64_t addr, uint64_t v) {
 bool fake_gpu::mem_compare(uint64_t addr, uint32_t mask, uint32_t ref, uint32_t func,
                            const char *what, queue_state &q) {
   const uint8_t *h = host(addr, 4);
-  if (!h || addr % 4) return raise(std::string(what) + " polls " + hex(addr) + ": not mapped or not aligned");
-  if (func > 6) return raise(std::string(what) + ": unknown compare function " + std::to_string(func));
+  if (!h || addr % 4)
+    return raise(std::string(what) + " polls " + hex(addr) + ": not mapped or not aligned");
+  if (func > 6)
+    return raise(std::string(what) + ": unknown compare function " + std::to_string(func));
   uint32_t v;
   memcpy(&v, h, 4);
   if (!wedged_ && compare(func, v & mask, ref)) return true;
@@ -261,7 +270,9 @@ bool fake_gpu::pm4(queue_state &q, const decoded &p) {
       const uint64_t data_sel = v[6], addr = v[7], data = v[8];
       if (v[0] != event_cache_flush_and_inv_ts && v[0] != event_bottom_of_pipe_ts)
         return raise("RELEASE_MEM: event " + hex(v[0]) + " is not an end-of-pipe event");
-      if (v[4] != 0) return raise("RELEASE_MEM: dst_sel " + std::to_string(v[4]) + " (only memory, 0, is known)");
+      if (v[4] != 0)
+        return raise("RELEASE_MEM: dst_sel " + std::to_string(v[4]) +
+                     " (only memory, 0, is known)");
       if (v[5] > int_sel_after_write)
         return raise("RELEASE_MEM: int_sel " + std::to_string(v[5]) + " is not one the fake knows");
       if (v[5] != int_sel_none) {
@@ -274,7 +285,8 @@ bool fake_gpu::pm4(queue_state &q, const decoded &p) {
         case data_sel_value64: return write64(addr, data);
         case data_sel_gpu_clock: return write64(addr, clock());
       }
-      return raise("RELEASE_MEM: data_sel " + std::to_string(data_sel) + " is not one the fake knows");
+      return raise("RELEASE_MEM: data_sel " + std::to_string(data_sel) +
+                   " is not one the fake knows");
     }
     case packet::ACQUIRE_MEM:
     case packet::ACQUIRE_MEM_GFX9:
@@ -287,7 +299,8 @@ bool fake_gpu::pm4(queue_state &q, const decoded &p) {
         return raise("WAIT_REG_MEM: only memory polls (mem_space 1, operation 0) are known");
       return mem_compare(v[4], uint32_t(v[6]), uint32_t(v[5]), uint32_t(v[0]), "WAIT_REG_MEM", q);
     case packet::INDIRECT_BUFFER:
-      if (q.in_ib) return raise("INDIRECT_BUFFER inside an indirect buffer (the fake runs one level)");
+      if (q.in_ib)
+        return raise("INDIRECT_BUFFER inside an indirect buffer (the fake runs one level)");
       if (!v[3]) return raise("INDIRECT_BUFFER without the VALID bit");
       if (v[0] % 4 || !host(v[0], 4 * v[1]))
         return raise("INDIRECT_BUFFER at " + hex(v[0]) + " (" + std::to_string(v[1]) +
@@ -298,13 +311,15 @@ bool fake_gpu::pm4(queue_state &q, const decoded &p) {
       q.ib_dwords = v[1];
       return true;
     case packet::WRITE_DATA:
-      if (v[0] != 5) return raise("WRITE_DATA: dst_sel " + std::to_string(v[0]) + " (only memory, 5, is known)");
+      if (v[0] != 5)
+        return raise("WRITE_DATA: dst_sel " + std::to_string(v[0]) + " (only memory, 5, is known)");
       for (size_t i = 0; i < p.tail_len; ++i)
         if (!write32(v[3] + 4 * i, p.tail[i])) return false;
       return true;
     default: break;
   }
-  return raise(std::string("PM4 packet ") + p.desc->name + " on a compute queue is not one the fake runs");
+  return raise(std::string("PM4 packet ") + p.desc->name +
+               " on a compute queue is not one the fake runs");
 }
 
 bool fake_gpu::sdma(queue_state &q, const decoded &p) {
@@ -328,7 +343,9 @@ bool fake_gpu::sdma(queue_state &q, const decoded &p) {
       if (dst) return bus_access(v[3], dst, n, false) || not_mapped();
       if (src) return bus_access(v[4], src, n, true) || not_mapped();
       std::vector<uint8_t> bounce(n);
-      return (bus_access(v[3], bounce.data(), n, false) && bus_access(v[4], bounce.data(), n, true)) || not_mapped();
+      return (bus_access(v[3], bounce.data(), n, false) &&
+              bus_access(v[4], bounce.data(), n, true)) ||
+             not_mapped();
     }
     case packet::SDMA_FENCE: return write32(v[1], uint32_t(v[2]));
     case packet::SDMA_TRAP:
@@ -347,7 +364,8 @@ bool fake_gpu::sdma(queue_state &q, const decoded &p) {
 bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t initiator) {
   const auto sh = [&](uint32_t reg) { return sh_[reg - sh_reg_base]; };
   if (!capture_) return raise("DISPATCH_DIRECT before any capture was attached");
-  const uint64_t code = (uint64_t(sh(reg::COMPUTE_PGM_LO)) << 8) | (uint64_t(sh(reg::COMPUTE_PGM_HI)) << 40);
+  const uint64_t code =
+      (uint64_t(sh(reg::COMPUTE_PGM_LO)) << 8) | (uint64_t(sh(reg::COMPUTE_PGM_HI)) << 40);
   // Which kernel's code is at that address: read the kernel descriptors in GPU memory.
   int32_t found = -1;
   for (uint32_t k = 0; capture_->kernels() && k < capture_->kernels()->size() && found < 0; ++k) {
@@ -357,7 +375,8 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
     const uint8_t *kd = host(base + kern->facts_as_AmdKernel()->descriptor_offset(), hcq::kd_size);
     if (!kd) continue;
     const int64_t entry = hcq::kernel_descriptor_decode(kd).code_entry_offset;
-    if (base + kern->facts_as_AmdKernel()->descriptor_offset() + uint64_t(entry) == code) found = int32_t(k);
+    if (base + kern->facts_as_AmdKernel()->descriptor_offset() + uint64_t(entry) == code)
+      found = int32_t(k);
   }
   if (found < 0)
     return raise("DISPATCH_DIRECT: COMPUTE_PGM_LO/HI point at " + hex(code) +
@@ -371,12 +390,13 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != rsrc2 ||
       (chip_.has_pgm_rsrc3 && sh(reg::COMPUTE_PGM_RSRC3) != a->rsrc3()))
     return raise(what + "COMPUTE_PGM_RSRC1/2/3 differ from its descriptor");
-  if (sh(reg::COMPUTE_NUM_THREAD_X) != a->workgroup_size() || sh(reg::COMPUTE_NUM_THREAD_X + 1) != 1 ||
-      sh(reg::COMPUTE_NUM_THREAD_X + 2) != 1)
-    return raise(what + "COMPUTE_NUM_THREAD_X/Y/Z are " + std::to_string(sh(reg::COMPUTE_NUM_THREAD_X)) +
-                 "/" + std::to_string(sh(reg::COMPUTE_NUM_THREAD_X + 1)) + "/" +
-                 std::to_string(sh(reg::COMPUTE_NUM_THREAD_X + 2)) + ", the kernel's workgroup is " +
-                 std::to_string(a->workgroup_size()) + "/1/1");
+  if (sh(reg::COMPUTE_NUM_THREAD_X) != a->workgroup_size() ||
+      sh(reg::COMPUTE_NUM_THREAD_X + 1) != 1 || sh(reg::COMPUTE_NUM_THREAD_X + 2) != 1)
+    return raise(what + "COMPUTE_NUM_THREAD_X/Y/Z are " +
+                 std::to_string(sh(reg::COMPUTE_NUM_THREAD_X)) + "/" +
+                 std::to_string(sh(reg::COMPUTE_NUM_THREAD_X + 1)) + "/" +
+                 std::to_string(sh(reg::COMPUTE_NUM_THREAD_X + 2)) +
+                 ", the kernel's workgroup is " + std::to_string(a->workgroup_size()) + "/1/1");
   if (dim_y != 1 || dim_z != 1 || dim_x == 0) return raise(what + "the grid must be N x 1 x 1");
   if (!(initiator & dispatch_compute_shader_en))
     return raise(what + "DISPATCH_INITIATOR lacks COMPUTE_SHADER_EN");
@@ -401,7 +421,9 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
     uint64_t gpu;
     memcpy(&gpu, args + 8 * b, 8);
     bufs[b] = host(gpu, 0);
-    if (!bufs[b]) return raise(what + "buffer " + std::to_string(b) + " at " + hex(gpu) + " is not in GPU memory");
+    if (!bufs[b])
+      return raise(what + "buffer " + std::to_string(b) + " at " + hex(gpu) +
+                   " is not in GPU memory");
     for (size_t r = 0; r < regions_.size(); ++r)
       if (gpu >= regions_[r].gpu && gpu - regions_[r].gpu <= regions_[r].size &&
           std::find(touched.begin(), touched.end(), r) == touched.end())
@@ -414,9 +436,11 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   } else {
     std::vector<std::vector<uint8_t>> before;
     if (mode_ == fake_mode::check)
-      for (size_t r : touched) before.emplace_back(regions_[r].cpu, regions_[r].cpu + regions_[r].size);
+      for (size_t r : touched)
+        before.emplace_back(regions_[r].cpu, regions_[r].cpu + regions_[r].size);
     if (!kernel_emulate(uint32_t(found), dim_x)) return false;
-    if (mode_ == fake_mode::check && !kernel_check(uint32_t(found), touched, before, bufs.data(), scalars.data()))
+    if (mode_ == fake_mode::check &&
+        !kernel_check(uint32_t(found), touched, before, bufs.data(), scalars.data()))
       return false;
   }
   ++dispatches_;
@@ -437,8 +461,8 @@ bool fake_gpu::kernel_emulate(uint32_t k, uint32_t groups) {
   d.wave32 = kern->facts_as_AmdKernel()->wavefront_size() == 32;
   d.threads = std::max(1u, std::thread::hardware_concurrency());
   if (strncmp(chip_.name, "gfx11", 5) != 0)
-    return raise("kernel '" + d.kernel + "': the emulator decodes RDNA3 (gfx11) code, not " + chip_.name +
-                 "'s; run it with fake-amd:" + chip_.name + ":twin");
+    return raise("kernel '" + d.kernel + "': the emulator decodes RDNA3 (gfx11) code, not " +
+                 chip_.name + "'s; run it with fake-amd:" + chip_.name + ":twin");
   const rdna3_region_find find = [this](uint64_t gpu) { return region_find(gpu); };
   auto it = programs_.find(d.code);
   std::string err;
@@ -448,12 +472,14 @@ bool fake_gpu::kernel_emulate(uint32_t k, uint32_t groups) {
     it = programs_.emplace(d.code, std::move(p)).first;
   }
   if (counts_.size() <= k) counts_.resize(capture_->kernels()->size());
-  if (!rdna3_dispatch_run(d, it->second, find, &counts_[k], &err)) return raise("RDNA3 emulator: " + err);
+  if (!rdna3_dispatch_run(d, it->second, find, &counts_[k], &err))
+    return raise("RDNA3 emulator: " + err);
   return true;
 }
 
 bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
-                            const std::vector<std::vector<uint8_t>> &before, void **bufs, int64_t *scalars) {
+                            const std::vector<std::vector<uint8_t>> &before, void **bufs,
+                            int64_t *scalars) {
   // The emulator's results stay in GPU memory (they are the replay's); the twin runs on the
   // memory as it was before the dispatch, and the words either of them changed are compared by
   // the rule of every check (runtime/hcq/word_compare.h).
@@ -493,12 +519,13 @@ bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
       }
     }
   }
-  for (size_t i = 0; i < touched.size(); ++i) memcpy(regions_[touched[i]].cpu, emulated[i].data(), regions_[touched[i]].size);
+  for (size_t i = 0; i < touched.size(); ++i)
+    memcpy(regions_[touched[i]].cpu, emulated[i].data(), regions_[touched[i]].size);
   const double tol = hcq::word_tolerance(max_ref);
   if (!exact_mismatch && max_diff <= tol) return true;
   char b[160];
-  snprintf(b, sizeof b, "max |emulator - twin| = %g at %s (tolerance %g), %llu words differ", max_diff,
-           hex(worst_at).c_str(), tol, (unsigned long long)differ);
+  snprintf(b, sizeof b, "max |emulator - twin| = %g at %s (tolerance %g), %llu words differ",
+           max_diff, hex(worst_at).c_str(), tol, (unsigned long long)differ);
   return raise("check: kernel '" + kern->name()->str() + "' (kernel " + std::to_string(k) +
                ") differs from its host twin: " + b);
 }
@@ -513,19 +540,26 @@ bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
 std::string fake_gpu::profile_text() const {
   constexpr double valu_per_s = 96 * 2 * 2 * 2.5e9, bytes_per_s = 960e9;
   auto est_us = [&](const rdna3_counts &c) {
-    return 1e6 * std::max(double(c.valu) / valu_per_s, double(c.vmem_load_bytes + c.vmem_store_bytes) / bytes_per_s);
+    return 1e6 * std::max(double(c.valu) / valu_per_s,
+                          double(c.vmem_load_bytes + c.vmem_store_bytes) / bytes_per_s);
   };
-  std::string s = "fake-amd emulator counts per kernel (wave instructions; bytes over active lanes; "
-                  "est_us: roofline estimate for a 7900 XTX, not a measurement)\n";
+  std::string s =
+      "fake-amd emulator counts per kernel (wave instructions; bytes over active lanes; "
+      "est_us: roofline estimate for a 7900 XTX, not a measurement)\n";
   char b[512];
-  snprintf(b, sizeof b, "%-36s %8s %12s %6s %13s %10s %8s %14s %12s %9s %12s %10s\n", "kernel", "waves", "VALU", "FMA%",
-           "FMA_lanes", "SALU", "waits", "VMEM_load_B", "VMEM_store_B", "load_B/FMA", "LDS_B", "est_us");
+  snprintf(b, sizeof b, "%-36s %8s %12s %6s %13s %10s %8s %14s %12s %9s %12s %10s\n", "kernel",
+           "waves", "VALU", "FMA%", "FMA_lanes", "SALU", "waits", "VMEM_load_B", "VMEM_store_B",
+           "load_B/FMA", "LDS_B", "est_us");
   s += b;
   auto row = [&](const char *name, const rdna3_counts &c, double us) {
-    snprintf(b, sizeof b, "%-36.36s %8llu %12llu %6.1f %13llu %10llu %8llu %14llu %12llu %9.2f %12llu %10.1f\n", name,
-             (unsigned long long)c.waves, (unsigned long long)c.valu, c.valu ? 100.0 * double(c.valu_fma) / double(c.valu) : 0.0,
-             (unsigned long long)c.fma_lanes, (unsigned long long)c.salu, (unsigned long long)c.waits, (unsigned long long)c.vmem_load_bytes,
-             (unsigned long long)c.vmem_store_bytes, c.fma_lanes ? double(c.vmem_load_bytes) / double(c.fma_lanes) : 0.0,
+    snprintf(b, sizeof b,
+             "%-36.36s %8llu %12llu %6.1f %13llu %10llu %8llu %14llu %12llu %9.2f %12llu %10.1f\n",
+             name, (unsigned long long)c.waves, (unsigned long long)c.valu,
+             c.valu ? 100.0 * double(c.valu_fma) / double(c.valu) : 0.0,
+             (unsigned long long)c.fma_lanes, (unsigned long long)c.salu,
+             (unsigned long long)c.waits, (unsigned long long)c.vmem_load_bytes,
+             (unsigned long long)c.vmem_store_bytes,
+             c.fma_lanes ? double(c.vmem_load_bytes) / double(c.fma_lanes) : 0.0,
              (unsigned long long)c.lds_bytes, us);
     s += b;
   };
@@ -538,26 +572,31 @@ std::string fake_gpu::profile_text() const {
     row(capture_->kernels()->Get(uint32_t(k))->name()->c_str(), counts_[k], est_us(counts_[k]));
   }
   row("total", total, sum_us);
-  snprintf(b, sizeof b, "estimate for a 7900 XTX (61.4 TFLOP/s FP32 dual-issue, 960 GB/s; not a measurement): %.4f ms\n",
+  snprintf(b, sizeof b,
+           "estimate for a 7900 XTX (61.4 TFLOP/s FP32 dual-issue, 960 GB/s; not a measurement): "
+           "%.4f ms\n",
            sum_us / 1000);
   s += b;
   return s;
 }
 
-capgraph_status fake_gpu::capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
+capgraph_status fake_gpu::capture_attach(const fb::Capture *c,
+                                         const std::vector<uint64_t> &program_gpu,
                                          std::string *err) {
   capture_ = c;
   program_gpu_ = program_gpu;
   programs_.clear();
   counts_.assign(c->kernels() ? c->kernels()->size() : 0, rdna3_counts{});
   twins_ = hcq::host_twins();
-  if (mode_ == fake_mode::emulate) return CAPGRAPH_OK;  // the machine code runs; twins are not needed
+  if (mode_ == fake_mode::emulate)
+    return CAPGRAPH_OK;  // the machine code runs; twins are not needed
   return twins_.link(c, "fake-amd", err);
 }
 
 bool fake_gpu::interrupt_target(uint64_t *mailbox, uint32_t *id) {
   std::string err;
-  if (!mailbox_.size && alloc(4096, hcq::memory_kind::host, &mailbox_, &err) != CAPGRAPH_OK) return false;
+  if (!mailbox_.size && alloc(4096, hcq::memory_kind::host, &mailbox_, &err) != CAPGRAPH_OK)
+    return false;
   *mailbox = mailbox_.gpu;
   *id = 1;
   return true;
@@ -589,16 +628,20 @@ capgraph_status fake_gpu::wait(const volatile uint64_t *value, uint64_t target, 
 namespace {
 
 // "fake-amd[:CHIP][:check|:twin][:profile]", in any order after the name.
-capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err) {
+capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                          std::string *err) {
   const chip *c = chip_find("gfx1100");
   fake_mode mode = fake_mode::emulate;
   bool profile = false;
   for (const char *p = strchr(device, ':'); p; p = strchr(p + 1, ':')) {
     const char *end = strchr(p + 1, ':');
     const std::string word(p + 1, end ? size_t(end - p - 1) : strlen(p + 1));
-    if (word == "check") mode = fake_mode::check;
-    else if (word == "twin") mode = fake_mode::twin;
-    else if (word == "profile") profile = true;
+    if (word == "check")
+      mode = fake_mode::check;
+    else if (word == "twin")
+      mode = fake_mode::twin;
+    else if (word == "profile")
+      profile = true;
     else if (!(c = chip_find(word.c_str()))) {
       *err = "fake-amd: '" + word + "' is neither a chip nor one of check, twin, profile";
       return CAPGRAPH_ERR_ARGUMENT;
@@ -612,10 +655,11 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
 
 void fake_amd_register() {
   hcq::target_register("fake-amd", &fake_open, &hcq::amd_target, [] {
-    return std::string("a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs gfx11 "
-                       "kernels in an RDNA3 emulator (fake-amd:check compares each with its host "
-                       "twin, fake-amd:twin runs the twins, fake-amd:profile prints counts), "
-                       "measures no time\n");
+    return std::string(
+        "a fake AMD GPU for tests (gfx1100; fake-amd:gfx1200 etc.): runs gfx11 "
+        "kernels in an RDNA3 emulator (fake-amd:check compares each with its host "
+        "twin, fake-amd:twin runs the twins, fake-amd:profile prints counts), "
+        "measures no time\n");
   });
 }
 

@@ -24,11 +24,11 @@
 
 #include "amd_chips.h"
 #include "amd_packets.h"
-#include "rdna3_emu.h"
 #include "elf_link.h"
-#include "replay.h"
 #include "hcq/host_twins.h"
 #include "hcq/transport.h"
+#include "rdna3_emu.h"
+#include "replay.h"
 
 namespace capgraph::amd {
 
@@ -130,7 +130,7 @@ class fake_gpu final : public hcq::transport {
   // Attached capture
   const fb::Capture *capture_ = nullptr;
   std::vector<uint64_t> program_gpu_;
-  hcq::host_twins twins_;                         // the reference (check and twin modes)
+  hcq::host_twins twins_;                       // the reference (check and twin modes)
   std::map<uint64_t, rdna3_program> programs_;  // decoded once per code address
   std::vector<rdna3_counts> counts_;            // per kernel
   bool wedged_ = false;

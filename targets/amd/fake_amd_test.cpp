@@ -16,7 +16,6 @@
 #include "capgraph_runtime.h"
 #include "capture_model.h"
 #include "capture_verify.h"
-#include "amd_hcq.h"
 #include "hcq/graph.h"
 #include "hcq/signal.h"
 
@@ -38,12 +37,13 @@ struct fake_run {
 
   capgraph_status build(const capture_spec &spec, hcq::graph_options opt, std::string *err) {
     bytes = test::capture_build(spec);
-    capgraph_status st = capture_verify(bytes.data(), bytes.size(), "test.cap", &c, err,
-                                        &hcq::amd_target);
+    capgraph_status st =
+        capture_verify(bytes.data(), bytes.size(), "test.cap", &c, err, &hcq::amd_target);
     if (st != CAPGRAPH_OK) return st;
     return hcq::graph::build(&gpu, &hcq::amd_target, c, "test.cap", opt, &g, err);
   }
-  float *tensor(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *list, const char *name) {
+  float *tensor(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *list,
+                const char *name) {
     for (const fb::TensorInfo *t : *list)
       if (t->name()->str() == name) return reinterpret_cast<float *>(g->arena() + t->offset());
     return nullptr;
@@ -145,9 +145,9 @@ TEST_CASE("per-step times come from the engines' timestamps") {
   CHECK(capgraph_run_timed(m.m, ns, 4) == CAPGRAPH_ERR_ARGUMENT);  // room for 5 is needed
   const auto t0 = std::chrono::steady_clock::now();
   REQUIRE(capgraph_run_timed(m.m, ns, 5) == CAPGRAPH_OK);
-  const uint64_t wall = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                     std::chrono::steady_clock::now() - t0)
-                                     .count());
+  const uint64_t wall = uint64_t(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0)
+          .count());
   uint64_t sum = 0;
   for (int i = 0; i < 5; ++i) {
     CAPTURE(i);
@@ -192,7 +192,8 @@ TEST_CASE("every chip replays the capture with its own packet flavours") {
   }
   api_model refused(wave32, "fake-amd:twin:gfx942");
   CHECK(refused.st == CAPGRAPH_ERR_FORMAT);
-  CHECK(refused.err.find("kernel 0 'add_table' is wave32, which gfx942 does not run") != std::string::npos);
+  CHECK(refused.err.find("kernel 0 'add_table' is wave32, which gfx942 does not run") !=
+        std::string::npos);
 }
 
 TEST_CASE("a GPU capture from before the KernelFacts union is refused with a clear error") {
@@ -217,7 +218,8 @@ TEST_CASE("words written per replay do not grow with the number of kernels") {
   for (int i = 0; i < 3; ++i) {
     fake_run r;
     std::string err;
-    REQUIRE_MESSAGE(r.build(test::amd_spec(test::scale_chain_spec(counts[i])), {}, &err) == CAPGRAPH_OK, err);
+    REQUIRE_MESSAGE(
+        r.build(test::amd_spec(test::scale_chain_spec(counts[i])), {}, &err) == CAPGRAPH_OK, err);
     std::vector<float> x(64);
     for (size_t j = 0; j < x.size(); ++j) x[j] = float(j) * 0.01f - 0.3f;
     memcpy(r.tensor(r.c->inputs(), "x"), x.data(), x.size() * 4);
@@ -275,13 +277,15 @@ TEST_CASE("a wedged GPU makes replay time out within its bound") {
 
 TEST_CASE("through the C API a timeout is reported and sticks") {
   // A device whose waits are never satisfied, and a 100 ms bound from the environment.
-  hcq::target_register("fake-amd-wedged", [](const char *, std::unique_ptr<hcq::transport> *out,
-                                             std::string *) {
-    auto g = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"), amd::fake_mode::twin);
-    g->wedge(true);
-    *out = std::move(g);
-    return CAPGRAPH_OK;
-  }, &hcq::amd_target);
+  hcq::target_register(
+      "fake-amd-wedged",
+      [](const char *, std::unique_ptr<hcq::transport> *out, std::string *) {
+        auto g = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"), amd::fake_mode::twin);
+        g->wedge(true);
+        *out = std::move(g);
+        return CAPGRAPH_OK;
+      },
+      &hcq::amd_target);
   setenv("CAPGRAPH_TIMEOUT_MS", "100", 1);
   api_model m(test::amd_spec(test::scale_chain_spec(2)), "fake-amd-wedged");
   unsetenv("CAPGRAPH_TIMEOUT_MS");
@@ -401,12 +405,11 @@ TEST_CASE("the command streams of a small capture match their golden text") {
   const auto dump = [](amd::engine e, const std::vector<uint32_t> &w) {
     return amd::stream_text(e, w.data(), w.size(), &amd::register_name);
   };
-  const std::string text = "# compute queue, recorded once (indirect buffer)\n" +
-                           dump(amd::engine::pm4, r.g->compute_commands()) +
-                           "# compute ring, written per replay\n" +
-                           dump(amd::engine::pm4, r.g->compute_ring_commands()) +
-                           "# copy queue (SDMA), written per replay\n" +
-                           dump(amd::engine::sdma, r.g->copy_commands());
+  const std::string text =
+      "# compute queue, recorded once (indirect buffer)\n" +
+      dump(amd::engine::pm4, r.g->compute_commands()) + "# compute ring, written per replay\n" +
+      dump(amd::engine::pm4, r.g->compute_ring_commands()) +
+      "# copy queue (SDMA), written per replay\n" + dump(amd::engine::sdma, r.g->copy_commands());
   CHECK(text.find("ERROR") == std::string::npos);
   const std::string path = "testdata/small_capture.golden";
   if (getenv("CAPGRAPH_UPDATE_GOLDEN")) {
@@ -420,7 +423,8 @@ TEST_CASE("the command streams of a small capture match their golden text") {
   CHECK(text == golden.str());
 }
 
-TEST_CASE("fake-amd runs the machine code: code it cannot decode is a device error naming the kernel") {
+TEST_CASE(
+    "fake-amd runs the machine code: code it cannot decode is a device error naming the kernel") {
   // The fixture's code objects hold a gfx10 s_endpgm (SOPP opcode 1), no gfx11 instruction: the
   // default mode must refuse it rather than fall back to the host twin.
   api_model m(test::amd_spec(test::scale_chain_spec(1)), "fake-amd");
@@ -433,5 +437,6 @@ TEST_CASE("fake-amd runs the machine code: code it cannot decode is a device err
   // Device words: a chip and a mode in any order; anything else is refused by name.
   api_model bad(test::amd_spec(test::scale_chain_spec(1)), "fake-amd:check:gfx9999");
   CHECK(bad.st == CAPGRAPH_ERR_ARGUMENT);
-  CHECK(bad.err.find("'gfx9999' is neither a chip nor one of check, twin, profile") != std::string::npos);
+  CHECK(bad.err.find("'gfx9999' is neither a chip nor one of check, twin, profile") !=
+        std::string::npos);
 }

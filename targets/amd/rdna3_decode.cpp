@@ -11,8 +11,9 @@
 namespace capgraph::amd {
 namespace {
 
-const char *const enc_names[] = {"SOP2", "SOPK", "SOP1", "SOPC", "SOPP", "SMEM", "VOP1", "VOP2",
-                                 "VOPC", "VOP3", "VOP3SD", "FLAT", "GLOBAL", "DS", "VOPD", "VOP3P", "MUBUF"};
+const char *const enc_names[] = {"SOP2",   "SOPK", "SOP1", "SOPC",  "SOPP",   "SMEM",
+                                 "VOP1",   "VOP2", "VOPC", "VOP3",  "VOP3SD", "FLAT",
+                                 "GLOBAL", "DS",   "VOPD", "VOP3P", "MUBUF"};
 
 using op = rdna3_op;
 
@@ -34,26 +35,40 @@ struct op_tables {
       const std::string n = op_names[i];
       op_facts &fa = facts[i];
       const std::string ty = n.substr(n.rfind('_') + 1);
-      fa.f32_result = n.find("_f32") != std::string::npos && n.rfind("v_cvt_", 0) != 0 && n != "v_frexp_exp_i32_f32";
+      fa.f32_result = n.find("_f32") != std::string::npos && n.rfind("v_cvt_", 0) != 0 &&
+                      n != "v_frexp_exp_i32_f32";
       if (n.rfind("v_cmp", 0) == 0) {
         fa.cmpx = n.rfind("v_cmpx_", 0) == 0;
-        const std::string rel = n.substr(fa.cmpx ? 7 : 6, n.size() - (fa.cmpx ? 7 : 6) - ty.size() - 1);
+        const std::string rel =
+            n.substr(fa.cmpx ? 7 : 6, n.size() - (fa.cmpx ? 7 : 6) - ty.size() - 1);
         static const char *const rels[] = {"f", "lt", "eq", "le", "gt", "ne", "ge", "t"};
         for (int k = 0; k < 8; k++)
           if (rel == rels[k]) fa.cmp_kind = int8_t(k);
-        fa.cmp_type = rel == "class" ? 'c' : ty == "f32" ? 'f' : ty == "f16" ? 'e' : ty == "i32" ? 'i' : ty == "u32" ? 'u' : ty == "i16" ? 'h'
-                      : ty == "u16" ? 'w' : ty == "i64" ? 'I' : 'U';
+        fa.cmp_type = rel == "class" ? 'c'
+                      : ty == "f32"  ? 'f'
+                      : ty == "f16"  ? 'e'
+                      : ty == "i32"  ? 'i'
+                      : ty == "u32"  ? 'u'
+                      : ty == "i16"  ? 'h'
+                      : ty == "u16"  ? 'w'
+                      : ty == "i64"  ? 'I'
+                                     : 'U';
       }
       if (n.rfind("global_", 0) == 0 || n.rfind("flat_", 0) == 0 || n.rfind("ds_", 0) == 0) {
         fa.store = n.find("_store_") != std::string::npos;
         fa.sign = ty[0] == 'i';
         fa.bytes = uint8_t(std::atoi(ty.c_str() + 1) / 8);
-        if (n.find("_d16_") != std::string::npos) fa.d16 = n.find("_d16_hi_") != std::string::npos ? 2 : 1;
+        if (n.find("_d16_") != std::string::npos)
+          fa.d16 = n.find("_d16_hi_") != std::string::npos ? 2 : 1;
       }
     }
     for (auto &e : t)
       for (op &o : e) o = op::count;
-    struct row { op o; rdna3_enc e; uint32_t code; };
+    struct row {
+      op o;
+      rdna3_enc e;
+      uint32_t code;
+    };
     const row rows[] = {
 #define OP(name, enc, opcode) {op::name, enc, opcode},
 #include "rdna3_ops.inc"
@@ -99,10 +114,15 @@ std::string hex(uint64_t v) { return rdna3_hex(v); }
 
 bool is_sd(op o) {  // VOP3 forms with a scalar destination in bits 14:8 (VOP3SD)
   switch (o) {
-    case op::v_add_co_u32: case op::v_sub_co_u32: case op::v_subrev_co_u32: case op::v_mad_u64_u32:
-    case op::v_mad_i64_i32: case op::v_div_scale_f32: case op::v_add_co_ci_u32: case op::v_sub_co_ci_u32:
-    case op::v_subrev_co_ci_u32:
-      return true;
+    case op::v_add_co_u32:
+    case op::v_sub_co_u32:
+    case op::v_subrev_co_u32:
+    case op::v_mad_u64_u32:
+    case op::v_mad_i64_i32:
+    case op::v_div_scale_f32:
+    case op::v_add_co_ci_u32:
+    case op::v_sub_co_ci_u32:
+    case op::v_subrev_co_ci_u32: return true;
     default: return false;
   }
 }
@@ -130,7 +150,8 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
     return true;
   };
   auto unknown = [&](rdna3_enc e, uint32_t code) {
-    *why = std::string("unknown ") + enc_names[e] + " opcode " + hex(code) + " (word " + hex(w0) + ")";
+    *why =
+        std::string("unknown ") + enc_names[e] + " opcode " + hex(code) + " (word " + hex(w0) + ")";
     return false;
   };
   if ((w0 >> 30) == 2) {  // scalar ALU
@@ -234,8 +255,8 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
     } else if (in->op != op::v_readlane_b32 && in->op != op::v_readfirstlane_b32) {
       in->dst += 256;
     }
-    if (in->op == op::v_cndmask_b32 || in->op == op::v_add_co_ci_u32 || in->op == op::v_sub_co_ci_u32 ||
-        in->op == op::v_subrev_co_ci_u32) {
+    if (in->op == op::v_cndmask_b32 || in->op == op::v_add_co_ci_u32 ||
+        in->op == op::v_sub_co_ci_u32 || in->op == op::v_subrev_co_ci_u32) {
       // Selector / carry-in is src2 in the 64-bit form.
     }
     if (in->op == op::v_fmamk_f32 || in->op == op::v_fmaak_f32) {
@@ -289,7 +310,8 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
     // VDSTY's low bit is the opposite of VDSTX's (the two write different VGPR banks).
     in->dst_y = 256 + ((((w1 >> 17) & 0x7f) << 1) | (((w1 >> 24) & 1) ^ 1));
     has_lit = in->src[0] == 255 || in->src_y[0] == 255 || in->op == op::v_fmaak_f32 ||
-              in->op == op::v_fmamk_f32 || in->op_y == op::v_fmaak_f32 || in->op_y == op::v_fmamk_f32;
+              in->op == op::v_fmamk_f32 || in->op_y == op::v_fmaak_f32 ||
+              in->op_y == op::v_fmamk_f32;
     for (uint16_t s : {in->src[0], in->src_y[0]})
       if (s < 256 && !scalar_code_known(s)) {
         *why = "operand code " + std::to_string(s) + " is not emulated";
@@ -301,10 +323,10 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
     in->enc = SMEM;
     in->op = tb.t[SMEM][(w0 >> 18) & 0xff];
     if (in->op == op::count) return unknown(SMEM, (w0 >> 18) & 0xff);
-    in->src[0] = (w0 & 0x3f) * 2;     // sbase: an SGPR pair
-    in->dst = (w0 >> 6) & 0x7f;       // sdata
+    in->src[0] = (w0 & 0x3f) * 2;         // sbase: an SGPR pair
+    in->dst = (w0 >> 6) & 0x7f;           // sdata
     in->imm = int32_t(w[1] << 11) >> 11;  // 21-bit signed offset
-    in->src[1] = w[1] >> 25;          // soffset (124: none)
+    in->src[1] = w[1] >> 25;              // soffset (124: none)
     in->dwords = 2;
   } else if (top6 == 0x37) {  // FLAT / GLOBAL (scratch, seg 1, is not emulated)
     if (!need(2)) return false;
@@ -318,9 +340,9 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
     if (in->op == op::count) return unknown(rdna3_enc(in->enc), (w0 >> 18) & 0x7f);
     in->imm = seg == 2 ? int32_t(w0 << 19) >> 19 : int32_t(w0 & 0xfff);  // 13-bit signed / 12-bit
     const uint32_t w1 = w[1];
-    in->src[0] = 256 + (w1 & 0xff);           // address
-    in->src[1] = 256 + ((w1 >> 8) & 0xff);    // store data
-    in->src[2] = (w1 >> 16) & 0x7f;           // saddr (124: off)
+    in->src[0] = 256 + (w1 & 0xff);         // address
+    in->src[1] = 256 + ((w1 >> 8) & 0xff);  // store data
+    in->src[2] = (w1 >> 16) & 0x7f;         // saddr (124: off)
     in->dst = 256 + (w1 >> 24);
     in->dwords = 2;
   } else if (top6 == 0x36) {  // DS
@@ -349,8 +371,8 @@ bool inst_decode(const uint32_t *w, size_t avail, rdna3_inst *in, std::string *w
     static const std::map<uint32_t, const char *> other = {
         {0x3a, "MTBUF"}, {0x3c, "MIMG"}, {0x3e, "EXP"}, {0x34, "VINTERP"}};
     auto it = other.find(top6);
-    *why = std::string(it != other.end() ? it->second : "unknown") + " instruction (word " + hex(w0) +
-           ") is not emulated";
+    *why = std::string(it != other.end() ? it->second : "unknown") + " instruction (word " +
+           hex(w0) + ") is not emulated";
     return false;
   }
   if (has_lit) {
@@ -372,8 +394,8 @@ std::string rdna3_hex(uint64_t v) {
   return b;
 }
 
-bool rdna3_program_decode(const rdna3_dispatch &d, const rdna3_region_find &find, rdna3_program *out,
-                          std::string *err) {
+bool rdna3_program_decode(const rdna3_dispatch &d, const rdna3_region_find &find,
+                          rdna3_program *out, std::string *err) {
   const std::string what = "kernel '" + d.kernel + "': ";
   const rdna3_region r = find(d.code);
   if (!r.cpu || d.code % 4) {
@@ -404,11 +426,13 @@ bool rdna3_program_decode(const rdna3_dispatch &d, const rdna3_region_find &find
         *err = what + "instruction at offset " + hex(4ull * pos) + ": " + why;
         return false;
       }
-      for (uint16_t v : {in.src[0], in.src[1], in.src[2], in.dst, in.src_y[0], in.src_y[1], in.dst_y})
-        if (v >= 256 + out->vgprs && in.enc != SOP1 && in.enc != SOP2 && in.enc != SOPC && in.enc != SOPK &&
-            in.enc != SMEM) {
+      for (uint16_t v :
+           {in.src[0], in.src[1], in.src[2], in.dst, in.src_y[0], in.src_y[1], in.dst_y})
+        if (v >= 256 + out->vgprs && in.enc != SOP1 && in.enc != SOP2 && in.enc != SOPC &&
+            in.enc != SOPK && in.enc != SMEM) {
           *err = what + rdna3_op_name(in.op) + " at offset " + hex(4ull * pos) + " uses v" +
-                 std::to_string(v - 256) + " but COMPUTE_PGM_RSRC1 grants " + std::to_string(out->vgprs) + " VGPRs";
+                 std::to_string(v - 256) + " but COMPUTE_PGM_RSRC1 grants " +
+                 std::to_string(out->vgprs) + " VGPRs";
           return false;
         }
       in.offset = 4 * pos;
@@ -426,8 +450,9 @@ bool rdna3_program_decode(const rdna3_dispatch &d, const rdna3_region_find &find
         fix_target.push_back({idx, uint32_t(t)});
         todo.push_back(uint32_t(t));
       }
-      const bool ends = (in.enc == SOPP && (o == op::s_endpgm || o == op::s_branch || o == op::s_code_end)) ||
-                        o == op::s_setpc_b64;
+      const bool ends =
+          (in.enc == SOPP && (o == op::s_endpgm || o == op::s_branch || o == op::s_code_end)) ||
+          o == op::s_setpc_b64;
       out->insts.push_back(in);
       if (ends) break;
       fix_next.push_back({idx, after});

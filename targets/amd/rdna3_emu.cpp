@@ -14,7 +14,8 @@ namespace capgraph::amd {
 void rdna3_counts::add(const rdna3_counts &o) {
   waves += o.waves, salu += o.salu, smem += o.smem, branches += o.branches, waits += o.waits;
   valu += o.valu, valu_fma += o.valu_fma, fma_lanes += o.fma_lanes;
-  vmem_load_bytes += o.vmem_load_bytes, vmem_store_bytes += o.vmem_store_bytes, lds_bytes += o.lds_bytes;
+  vmem_load_bytes += o.vmem_load_bytes, vmem_store_bytes += o.vmem_store_bytes,
+      lds_bytes += o.lds_bytes;
   smem_bytes += o.smem_bytes;
 }
 
@@ -117,7 +118,8 @@ struct run_state {
 
   bool fail(const rdna3_inst &in, const std::string &why) {
     if (err.empty())
-      err = "kernel '" + d.kernel + "': " + rdna3_op_name(in.op) + " at offset " + hex(in.offset) + ": " + why;
+      err = "kernel '" + d.kernel + "': " + rdna3_op_name(in.op) + " at offset " + hex(in.offset) +
+            ": " + why;
     return false;
   }
   // Host bytes behind [a, a + n): a small cache of the fake's regions in front of its lookup.
@@ -137,7 +139,8 @@ struct run_state {
 const uint32_t *lanes_read(const wave &w, const rdna3_inst &in, uint16_t c, int i, uint32_t *tmp) {
   const bool mods = ((in.abs | in.neg) >> i) & 1;
   if (c >= 256 && !mods) return w.v + size_t(c - 256) * 32;
-  const uint32_t set = ((in.abs >> i) & 1) ? 0x7fffffffu : 0xffffffffu, flip = ((in.neg >> i) & 1) ? 0x80000000u : 0;
+  const uint32_t set = ((in.abs >> i) & 1) ? 0x7fffffffu : 0xffffffffu,
+                 flip = ((in.neg >> i) & 1) ? 0x80000000u : 0;
   if (c >= 256) {
     const uint32_t *r = w.v + size_t(c - 256) * 32;
     for (int l = 0; l < 32; l++) tmp[l] = (r[l] & set) ^ flip;
@@ -151,11 +154,16 @@ const uint32_t *lanes_read(const wave &w, const rdna3_inst &in, uint16_t c, int 
 // neg on the half's own sign bit (lanes_read's modifiers act on bit 31), inline float constants
 // as halves (0.5 is 0x3800).
 float half_source(const wave &w, const rdna3_inst &in, int k, int l) {
-  static const uint16_t kHalfInline[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000, 0xc000, 0x4400, 0xc400, 0x3118};
+  static const uint16_t kHalfInline[9] = {0x3800, 0xb800, 0x3c00, 0xbc00, 0x4000,
+                                          0xc000, 0x4400, 0xc400, 0x3118};
   const uint16_t c = in.src[k];
   uint32_t h;
-  if (c >= 240 && c <= 248) h = kHalfInline[c - 240];
-  else h = ((c >= 256 ? w.v[size_t(c - 256) * 32 + l] : scalar_read(w, c, in.lit)) >> (((in.opsel >> k) & 1) ? 16 : 0)) & 0xffff;
+  if (c >= 240 && c <= 248)
+    h = kHalfInline[c - 240];
+  else
+    h = ((c >= 256 ? w.v[size_t(c - 256) * 32 + l] : scalar_read(w, c, in.lit)) >>
+         (((in.opsel >> k) & 1) ? 16 : 0)) &
+        0xffff;
   if ((in.abs >> k) & 1) h &= 0x7fff;
   if ((in.neg >> k) & 1) h ^= 0x8000;
   return f16_to_f32(h);
@@ -179,9 +187,12 @@ src64 lanes_read64(const wave &w, const rdna3_inst &in, uint16_t c) {
 
 // Output modifiers for float results (ch. 6.2.2): omod scales, clamp saturates to [0, 1].
 float out_mod(const rdna3_inst &in, float x) {
-  if (in.omod == 1) x *= 2;
-  else if (in.omod == 2) x *= 4;
-  else if (in.omod == 3) x *= 0.5f;
+  if (in.omod == 1)
+    x *= 2;
+  else if (in.omod == 2)
+    x *= 4;
+  else if (in.omod == 3)
+    x *= 0.5f;
   if (in.clamp) x = std::isnan(x) ? 0.0f : std::fmin(std::fmax(x, 0.0f), 1.0f);
   return x;
 }
@@ -189,6 +200,7 @@ float out_mod(const rdna3_inst &in, float x) {
 bool float_compare(op o, float a, float b) {
   const bool un = std::isnan(a) || std::isnan(b);
   switch (o) {
+    // clang-format off: one row per compare
 // f16 compares are the f32 ones on the widened halves (exact: every f16 is an f32); LLVM spells
 // the always-true f16 compare v_cmp_t_f16.
 #define C(name, expr)                                                                              \
@@ -345,14 +357,18 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
   const op o = in.op;
   st.n.valu++;
   if (is_fma(o)) st.n.valu_fma++, st.n.fma_lanes += uint64_t(std::popcount(exec));
+// clang-format off: a loop header used as a statement prefix
 #define LANES for (int l = 0; l < 32; l++) if ((exec >> l) & 1)
+  // clang-format on
   if (in.enc == VOPD) {
     // Both halves read their sources before either writes (ch. 6.5).
     st.n.valu++;
     if (is_fma(in.op_y)) st.n.valu_fma++, st.n.fma_lanes += uint64_t(std::popcount(exec));
     uint32_t ty0[32], ty1[32], rx[32], ry[32];
-    const uint32_t *ax = lanes_read(w, in, in.src[0], 3, t0), *bx = lanes_read(w, in, in.src[1], 3, t1);
-    const uint32_t *ay = lanes_read(w, in, in.src_y[0], 3, ty0), *by = lanes_read(w, in, in.src_y[1], 3, ty1);
+    const uint32_t *ax = lanes_read(w, in, in.src[0], 3, t0),
+                   *bx = lanes_read(w, in, in.src[1], 3, t1);
+    const uint32_t *ay = lanes_read(w, in, in.src_y[0], 3, ty0),
+                   *by = lanes_read(w, in, in.src_y[1], 3, ty1);
     const uint32_t *cx = w.v + size_t(in.dst - 256) * 32, *cy = w.v + size_t(in.dst_y - 256) * 32;
     const uint32_t vcc = w.s[kVcc];
     LANES {
@@ -379,21 +395,37 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
         LANES mask |= uint32_t(int_compare<uint64_t>(kind, a.at(l), b.at(l))) << l;
       }
     } else {
-      const uint32_t *a = lanes_read(w, in, in.src[0], 0, t0), *b = lanes_read(w, in, in.src[1], 1, t1);
-      const int s0 = (in.opsel & 1) ? 16 : 0, s1 = (in.opsel & 2) ? 16 : 0;  // 16-bit: the halves opsel names
+      const uint32_t *a = lanes_read(w, in, in.src[0], 0, t0),
+                     *b = lanes_read(w, in, in.src[1], 1, t1);
+      const int s0 = (in.opsel & 1) ? 16 : 0,
+                s1 = (in.opsel & 2) ? 16 : 0;  // 16-bit: the halves opsel names
       switch (fa.cmp_type) {
         case 'c': LANES mask |= uint32_t(float_class(f(a[l]), b[l])) << l; break;
         case 'f': LANES mask |= uint32_t(float_compare(o, f(a[l]), f(b[l]))) << l; break;
-        case 'e': LANES mask |= uint32_t(float_compare(o, half_source(w, in, 0, l), half_source(w, in, 1, l))) << l; break;
-        case 'i': LANES mask |= uint32_t(int_compare<int32_t>(kind, int32_t(a[l]), int32_t(b[l]))) << l; break;
+        case 'e':
+          LANES mask |=
+              uint32_t(float_compare(o, half_source(w, in, 0, l), half_source(w, in, 1, l))) << l;
+          break;
+        case 'i':
+          LANES mask |= uint32_t(int_compare<int32_t>(kind, int32_t(a[l]), int32_t(b[l]))) << l;
+          break;
         case 'u': LANES mask |= uint32_t(int_compare<uint32_t>(kind, a[l], b[l])) << l; break;
-        case 'h': LANES mask |= uint32_t(int_compare<int16_t>(kind, int16_t(a[l] >> s0), int16_t(b[l] >> s1))) << l; break;
-        default: LANES mask |= uint32_t(int_compare<uint16_t>(kind, uint16_t(a[l] >> s0), uint16_t(b[l] >> s1))) << l; break;
+        case 'h':
+          LANES mask |=
+              uint32_t(int_compare<int16_t>(kind, int16_t(a[l] >> s0), int16_t(b[l] >> s1))) << l;
+          break;
+        default:
+          LANES mask |=
+              uint32_t(int_compare<uint16_t>(kind, uint16_t(a[l] >> s0), uint16_t(b[l] >> s1)))
+              << l;
+          break;
       }
     }
     // Inactive lanes read 0 (ch. 6.6 "Vector compare"); cmpx writes EXEC, the others an SGPR.
-    if (cmpx) w.s[kExec] = mask;
-    else scalar_write(w, in.sdst, mask);
+    if (cmpx)
+      w.s[kExec] = mask;
+    else
+      scalar_write(w, in.sdst, mask);
     return true;
   }
   // One 32-bit destination row, written only for active lanes.
@@ -429,7 +461,9 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       LANES d[l] = r[l];
       return true;
     }
-    case op::v_add_co_u32: case op::v_sub_co_u32: case op::v_subrev_co_u32: {
+    case op::v_add_co_u32:
+    case op::v_sub_co_u32:
+    case op::v_subrev_co_u32: {
       uint32_t carry = 0;
       LANES {
         const uint64_t x = a[l], y = b[l];
@@ -440,19 +474,24 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       scalar_write(w, in.sdst, carry);
       return true;
     }
-    case op::v_add_co_ci_u32: case op::v_sub_co_ci_u32: case op::v_subrev_co_ci_u32: {
+    case op::v_add_co_ci_u32:
+    case op::v_sub_co_ci_u32:
+    case op::v_subrev_co_ci_u32: {
       const uint32_t cin = in.enc == VOP2 ? w.s[kVcc] : mask_read(in.src[2]);
       uint32_t carry = 0;
       LANES {
         const uint64_t x = a[l], y = b[l], ci = (cin >> l) & 1;
-        const uint64_t r = o == op::v_add_co_ci_u32 ? x + y + ci : o == op::v_sub_co_ci_u32 ? x - y - ci : y - x - ci;
+        const uint64_t r = o == op::v_add_co_ci_u32   ? x + y + ci
+                           : o == op::v_sub_co_ci_u32 ? x - y - ci
+                                                      : y - x - ci;
         carry |= uint32_t((r >> 32) & 1) << l;
         d[l] = uint32_t(r);
       }
       scalar_write(w, in.sdst, carry);
       return true;
     }
-    case op::v_mad_u64_u32: case op::v_mad_i64_i32: {
+    case op::v_mad_u64_u32:
+    case op::v_mad_i64_i32: {
       const src64 c = lanes_read64(w, in, in.src[2]);
       uint32_t carry = 0;
       uint32_t lo[32], hi[32];
@@ -462,7 +501,8 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
           r = (unsigned __int128)(uint64_t(a[l]) * uint64_t(b[l])) + c.at(l);
           carry |= uint32_t(uint64_t(r >> 64) & 1) << l;
         } else {
-          const __int128 s = __int128(int64_t(int32_t(a[l])) * int64_t(int32_t(b[l]))) + __int128(int64_t(c.at(l)));
+          const __int128 s = __int128(int64_t(int32_t(a[l])) * int64_t(int32_t(b[l]))) +
+                             __int128(int64_t(c.at(l)));
           r = (unsigned __int128)s;
           carry |= uint32_t(s > INT64_MAX || s < INT64_MIN) << l;
         }
@@ -476,11 +516,14 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       scalar_write(w, in.sdst, carry);
       return true;
     }
-    case op::v_fma_mix_f32: case op::v_fma_mixlo_f16: case op::v_fma_mixhi_f16: {
+    case op::v_fma_mix_f32:
+    case op::v_fma_mixlo_f16:
+    case op::v_fma_mixhi_f16: {
       // Each source is f32, or the f16 half OP_SEL picks where OP_SEL_HI says f16; abs (NEG_HI)
       // and neg apply to the converted value (ch. 16, V_FMA_MIX_F32).
       const uint32_t *src[3];
-      for (int i = 0; i < 3; i++) src[i] = in.src[i] >= 256 ? w.v + size_t(in.src[i] - 256) * 32 : nullptr;
+      for (int i = 0; i < 3; i++)
+        src[i] = in.src[i] >= 256 ? w.v + size_t(in.src[i] - 256) * 32 : nullptr;
       uint32_t k[3];
       for (int i = 0; i < 3; i++) k[i] = src[i] ? 0 : scalar_read(w, in.src[i], in.lit);
       uint32_t r[32];
@@ -488,13 +531,15 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
         float x[3];
         for (int i = 0; i < 3; i++) {
           const uint32_t bits = src[i] ? src[i][l] : k[i];
-          x[i] = ((in.opsel_hi >> i) & 1) ? f16_to_f32(((in.opsel >> i) & 1) ? bits >> 16 : bits & 0xffff) : f(bits);
+          x[i] = ((in.opsel_hi >> i) & 1)
+                     ? f16_to_f32(((in.opsel >> i) & 1) ? bits >> 16 : bits & 0xffff)
+                     : f(bits);
           if ((in.abs >> i) & 1) x[i] = std::fabs(x[i]);
           if ((in.neg >> i) & 1) x[i] = -x[i];
         }
         float y = std::fma(x[0], x[1], x[2]);
         if (in.clamp) y = std::isnan(y) ? 0.0f : std::fmin(std::fmax(y, 0.0f), 1.0f);
-        r[l] = o == op::v_fma_mix_f32 ? u(y)
+        r[l] = o == op::v_fma_mix_f32     ? u(y)
                : o == op::v_fma_mixlo_f16 ? (d[l] & 0xffff0000u) | f32_to_f16(y)
                                           : (d[l] & 0xffffu) | (f32_to_f16(y) << 16);
       }
@@ -512,12 +557,16 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       scalar_write(w, in.sdst, vcc);
       return true;
     }
-    case op::v_lshlrev_b64: case op::v_lshrrev_b64: case op::v_ashrrev_i64: {
+    case op::v_lshlrev_b64:
+    case op::v_lshrrev_b64:
+    case op::v_ashrrev_i64: {
       const src64 x = lanes_read64(w, in, in.src[1]);
       uint64_t r[32];
       LANES {
         const uint32_t s = a[l] & 63;
-        r[l] = o == op::v_lshlrev_b64 ? x.at(l) << s : o == op::v_lshrrev_b64 ? x.at(l) >> s : uint64_t(int64_t(x.at(l)) >> s);
+        r[l] = o == op::v_lshlrev_b64   ? x.at(l) << s
+               : o == op::v_lshrrev_b64 ? x.at(l) >> s
+                                        : uint64_t(int64_t(x.at(l)) >> s);
       }
       LANES {
         d[l] = uint32_t(r[l]);
@@ -531,11 +580,15 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
   const uint32_t *c = nullptr;
   if (in.enc == VOP3 || in.enc == VOP3SD) c = c_read();
   const bool f32_result = rdna3_facts(o).f32_result;
-  if ((in.clamp || in.omod) && !f32_result) return st.fail(in, "clamp/omod on a non-float result is not emulated");
+  if ((in.clamp || in.omod) && !f32_result)
+    return st.fail(in, "clamp/omod on a non-float result is not emulated");
   uint32_t r[32];
-  auto h16 = [&](const uint32_t *x, int i, int l) { return uint16_t(x[l] >> (((in.opsel >> i) & 1) ? 16 : 0)); };
+  auto h16 = [&](const uint32_t *x, int i, int l) {
+    return uint16_t(x[l] >> (((in.opsel >> i) & 1) ? 16 : 0));
+  };
   bool done = true;
   switch (o) {
+    // clang-format off: one row per instruction
 #define F1(name, expr) case op::name: LANES { const float x = f(a[l]); (void)x; r[l] = u(expr); } break;
 #define U1(name, expr) case op::name: LANES { const uint32_t x = a[l]; (void)x; r[l] = uint32_t(expr); } break;
 #define F2(name, expr) case op::name: LANES { const float x = f(a[l]), y = f(b[l]); r[l] = u(expr); } break;
@@ -645,6 +698,7 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
     case op::v_fmamk_f32: LANES r[l] = u(std::fma(f(a[l]), f(in.lit), f(b[l]))); break;
     case op::v_fmaak_f32: LANES r[l] = u(std::fma(f(a[l]), f(b[l]), f(in.lit))); break;
     default: done = false;
+      // clang-format on
   }
 #undef F1
 #undef U1
@@ -665,7 +719,14 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       return f16_to_f32((d[l] >> (((in.opsel >> 3) & 1) ? 16 : 0)) & 0xffff);
     };
     switch (o) {
-#define HF(name, expr) case op::name: LANES { const float x = half_source(w, in, 0, l), y = half_source(w, in, 1, l); (void)y; r[l] = f32_to_f16(expr); } break;
+#define HF(name, expr)                                                        \
+  case op::name:                                                              \
+    LANES {                                                                   \
+      const float x = half_source(w, in, 0, l), y = half_source(w, in, 1, l); \
+      (void)y;                                                                \
+      r[l] = f32_to_f16(expr);                                                \
+    }                                                                         \
+    break;
       HF(v_add_f16, x + y)
       HF(v_sub_f16, x - y)
       HF(v_subrev_f16, y - x)
@@ -675,7 +736,13 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
       HF(v_fmac_f16, float(double(x) * y + half_acc(l)))
       HF(v_fma_f16, float(double(x) * y + half_source(w, in, 2, l)))
 #undef HF
-#define H2(name, expr) case op::name: LANES { const uint16_t x = h16(a, 0, l), y = h16(b, 1, l); r[l] = uint16_t(expr); } break;
+#define H2(name, expr)                                   \
+  case op::name:                                         \
+    LANES {                                              \
+      const uint16_t x = h16(a, 0, l), y = h16(b, 1, l); \
+      r[l] = uint16_t(expr);                             \
+    }                                                    \
+    break;
       H2(v_sub_nc_u16, x - y)
       H2(v_add_nc_u16, x + y)
       H2(v_mul_lo_u16, x * y)
@@ -687,7 +754,9 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
 #undef H2
       default: ok = false;
     }
-    if (!ok) return st.fail(in, std::string("is not emulated in the ") + rdna3_enc_name(rdna3_enc(in.enc)) + " encoding");
+    if (!ok)
+      return st.fail(in, std::string("is not emulated in the ") +
+                             rdna3_enc_name(rdna3_enc(in.enc)) + " encoding");
     const bool hi = (in.opsel >> 3) & 1;
     LANES d[l] = hi ? (d[l] & 0xffff) | (r[l] << 16) : (d[l] & 0xffff0000u) | (r[l] & 0xffff);
     return true;
@@ -702,25 +771,70 @@ bool valu_run(run_state &st, wave &w, const rdna3_inst &in) {
 bool salu_run(run_state &st, wave &w, const rdna3_inst &in) {
   st.n.salu++;
   const uint32_t a = scalar_read(w, in.src[0], in.lit), b = scalar_read(w, in.src[1], in.lit);
-  const uint64_t a64 = scalar_read64(w, in.src[0], in.lit), b64 = scalar_read64(w, in.src[1], in.lit);
+  const uint64_t a64 = scalar_read64(w, in.src[0], in.lit),
+                 b64 = scalar_read64(w, in.src[1], in.lit);
   bool &scc = w.scc;
   uint32_t r = 0;
   const op o = in.op;
   auto put = [&](uint32_t v) { scalar_write(w, in.dst, v); };
-  auto put_scc = [&](uint32_t v) { put(v); scc = v != 0; };
-  auto put64_scc = [&](uint64_t v) { scalar_write64(w, in.dst, v); scc = v != 0; };
+  auto put_scc = [&](uint32_t v) {
+    put(v);
+    scc = v != 0;
+  };
+  auto put64_scc = [&](uint64_t v) {
+    scalar_write64(w, in.dst, v);
+    scc = v != 0;
+  };
   const int32_t k = in.imm;
   switch (o) {
-    case op::s_add_u32: { const uint64_t t = uint64_t(a) + b; put(uint32_t(t)); scc = t >> 32; break; }
-    case op::s_sub_u32: put(a - b); scc = b > a; break;
-    case op::s_add_i32: r = a + b; put(r); scc = ((a ^ ~b) & (a ^ r)) >> 31; break;
-    case op::s_sub_i32: r = a - b; put(r); scc = ((a ^ b) & (a ^ r)) >> 31; break;
-    case op::s_addc_u32: { const uint64_t t = uint64_t(a) + b + scc; put(uint32_t(t)); scc = t >> 32; break; }
-    case op::s_subb_u32: { const uint64_t t = uint64_t(a) - b - scc; put(uint32_t(t)); scc = (t >> 32) & 1; break; }
-    case op::s_min_i32: scc = int32_t(a) < int32_t(b); put(scc ? a : b); break;
-    case op::s_min_u32: scc = a < b; put(scc ? a : b); break;
-    case op::s_max_i32: scc = int32_t(a) > int32_t(b); put(scc ? a : b); break;
-    case op::s_max_u32: scc = a > b; put(scc ? a : b); break;
+    case op::s_add_u32: {
+      const uint64_t t = uint64_t(a) + b;
+      put(uint32_t(t));
+      scc = t >> 32;
+      break;
+    }
+    case op::s_sub_u32:
+      put(a - b);
+      scc = b > a;
+      break;
+    case op::s_add_i32:
+      r = a + b;
+      put(r);
+      scc = ((a ^ ~b) & (a ^ r)) >> 31;
+      break;
+    case op::s_sub_i32:
+      r = a - b;
+      put(r);
+      scc = ((a ^ b) & (a ^ r)) >> 31;
+      break;
+    case op::s_addc_u32: {
+      const uint64_t t = uint64_t(a) + b + scc;
+      put(uint32_t(t));
+      scc = t >> 32;
+      break;
+    }
+    case op::s_subb_u32: {
+      const uint64_t t = uint64_t(a) - b - scc;
+      put(uint32_t(t));
+      scc = (t >> 32) & 1;
+      break;
+    }
+    case op::s_min_i32:
+      scc = int32_t(a) < int32_t(b);
+      put(scc ? a : b);
+      break;
+    case op::s_min_u32:
+      scc = a < b;
+      put(scc ? a : b);
+      break;
+    case op::s_max_i32:
+      scc = int32_t(a) > int32_t(b);
+      put(scc ? a : b);
+      break;
+    case op::s_max_u32:
+      scc = a > b;
+      put(scc ? a : b);
+      break;
     case op::s_cselect_b32: put(scc ? a : b); break;
     case op::s_cselect_b64: scalar_write64(w, in.dst, scc ? a64 : b64); break;
     case op::s_and_b32: put_scc(a & b); break;
@@ -752,11 +866,16 @@ bool salu_run(run_state &st, wave &w, const rdna3_inst &in) {
     }
     case op::s_bfe_i32: {
       const uint32_t off = b & 31, wd = (b >> 16) & 0x7f;
-      put_scc(wd == 0 ? 0 : wd >= 32 ? uint32_t(int32_t(a) >> off) : uint32_t(int32_t((a >> off) << (32 - wd)) >> (32 - wd)));
+      put_scc(wd == 0    ? 0
+              : wd >= 32 ? uint32_t(int32_t(a) >> off)
+                         : uint32_t(int32_t((a >> off) << (32 - wd)) >> (32 - wd)));
       break;
     }
     case op::s_bfm_b32: put(((1u << (a & 31)) - 1) << (b & 31)); break;
-    case op::s_lshl1_add_u32: case op::s_lshl2_add_u32: case op::s_lshl3_add_u32: case op::s_lshl4_add_u32: {
+    case op::s_lshl1_add_u32:
+    case op::s_lshl2_add_u32:
+    case op::s_lshl3_add_u32:
+    case op::s_lshl4_add_u32: {
       const int sh = 1 + int(o) - int(op::s_lshl1_add_u32);
       const uint64_t t = (uint64_t(a) << sh) + b;
       put(uint32_t(t));
@@ -770,7 +889,9 @@ bool salu_run(run_state &st, wave &w, const rdna3_inst &in) {
       break;
     }
     case op::s_movk_i32: put(uint32_t(k)); break;
-    case op::s_cmovk_i32: if (scc) put(uint32_t(k)); break;
+    case op::s_cmovk_i32:
+      if (scc) put(uint32_t(k));
+      break;
     case op::s_addk_i32: {
       const uint32_t x = w.s[in.dst];
       r = x + uint32_t(k);
@@ -793,17 +914,29 @@ bool salu_run(run_state &st, wave &w, const rdna3_inst &in) {
     case op::s_cmpk_ge_u32: scc = w.s[in.dst] >= uint32_t(k & 0xffff); break;
     case op::s_cmpk_lt_u32: scc = w.s[in.dst] < uint32_t(k & 0xffff); break;
     case op::s_cmpk_le_u32: scc = w.s[in.dst] <= uint32_t(k & 0xffff); break;
-    case op::s_waitcnt_vscnt: case op::s_waitcnt_vmcnt: case op::s_waitcnt_lgkmcnt: case op::s_waitcnt_expcnt:
+    case op::s_waitcnt_vscnt:
+    case op::s_waitcnt_vmcnt:
+    case op::s_waitcnt_lgkmcnt:
+    case op::s_waitcnt_expcnt:
       st.n.waits++;
       st.n.salu--;
       break;
     case op::s_mov_b32: put(a); break;
     case op::s_mov_b64: scalar_write64(w, in.dst, a64); break;
-    case op::s_cmov_b32: if (scc) put(a); break;
-    case op::s_cmov_b64: if (scc) scalar_write64(w, in.dst, a64); break;
+    case op::s_cmov_b32:
+      if (scc) put(a);
+      break;
+    case op::s_cmov_b64:
+      if (scc) scalar_write64(w, in.dst, a64);
+      break;
     case op::s_not_b32: put_scc(~a); break;
     case op::s_not_b64: put64_scc(~a64); break;
-    case op::s_brev_b32: { uint32_t t = 0; for (int i = 0; i < 32; i++) t |= ((a >> i) & 1) << (31 - i); put(t); break; }
+    case op::s_brev_b32: {
+      uint32_t t = 0;
+      for (int i = 0; i < 32; i++) t |= ((a >> i) & 1) << (31 - i);
+      put(t);
+      break;
+    }
     case op::s_abs_i32: put_scc(int32_t(a) < 0 ? uint32_t(-int64_t(int32_t(a))) : a); break;
     case op::s_sext_i32_i8: put(uint32_t(int32_t(int8_t(a)))); break;
     case op::s_sext_i32_i16: put(uint32_t(int32_t(int16_t(a)))); break;
@@ -813,17 +946,26 @@ bool salu_run(run_state &st, wave &w, const rdna3_inst &in) {
     case op::s_cls_i32: put(sign_bits(a)); break;
     case op::s_bcnt1_i32_b64: put_scc(std::popcount(a64)); break;
     // Save EXEC to the destination, then combine the source into EXEC (ch. 5.4 "EXEC mask").
-    case op::s_and_saveexec_b32: case op::s_or_saveexec_b32: case op::s_xor_saveexec_b32:
-    case op::s_and_not1_saveexec_b32: case op::s_or_not1_saveexec_b32: case op::s_and_not0_saveexec_b32:
-    case op::s_and_saveexec_b64: case op::s_or_saveexec_b64: case op::s_and_not1_saveexec_b64: {
+    case op::s_and_saveexec_b32:
+    case op::s_or_saveexec_b32:
+    case op::s_xor_saveexec_b32:
+    case op::s_and_not1_saveexec_b32:
+    case op::s_or_not1_saveexec_b32:
+    case op::s_and_not0_saveexec_b32:
+    case op::s_and_saveexec_b64:
+    case op::s_or_saveexec_b64:
+    case op::s_and_not1_saveexec_b64: {
       const uint32_t e = w.s[kExec];
       put(e);
       uint32_t n = 0;
       switch (o) {
-        case op::s_and_saveexec_b32: case op::s_and_saveexec_b64: n = a & e; break;
-        case op::s_or_saveexec_b32: case op::s_or_saveexec_b64: n = a | e; break;
+        case op::s_and_saveexec_b32:
+        case op::s_and_saveexec_b64: n = a & e; break;
+        case op::s_or_saveexec_b32:
+        case op::s_or_saveexec_b64: n = a | e; break;
         case op::s_xor_saveexec_b32: n = a ^ e; break;
-        case op::s_and_not1_saveexec_b32: case op::s_and_not1_saveexec_b64: n = a & ~e; break;
+        case op::s_and_not1_saveexec_b32:
+        case op::s_and_not1_saveexec_b64: n = a & ~e; break;
         case op::s_or_not1_saveexec_b32: n = a | ~e; break;
         default: n = ~a & e; break;
       }
@@ -836,8 +978,10 @@ bool salu_run(run_state &st, wave &w, const rdna3_inst &in) {
       scalar_write64(w, in.dst, st.d.code + nx.offset);
       break;
     }
-    case op::s_cmp_eq_i32: case op::s_cmp_eq_u32: scc = a == b; break;
-    case op::s_cmp_lg_i32: case op::s_cmp_lg_u32: scc = a != b; break;
+    case op::s_cmp_eq_i32:
+    case op::s_cmp_eq_u32: scc = a == b; break;
+    case op::s_cmp_lg_i32:
+    case op::s_cmp_lg_u32: scc = a != b; break;
     case op::s_cmp_gt_i32: scc = int32_t(a) > int32_t(b); break;
     case op::s_cmp_ge_i32: scc = int32_t(a) >= int32_t(b); break;
     case op::s_cmp_lt_i32: scc = int32_t(a) < int32_t(b); break;
@@ -869,7 +1013,8 @@ bool vmem_run(run_state &st, wave &w, const rdna3_inst &in) {
   uint64_t addr[32], lo = UINT64_MAX, hi = 0;
   for (int l = 0; l < 32; l++) {
     if (!((exec >> l) & 1)) continue;
-    addr[l] = (saddr ? sbase + va[l] : (va[l] | uint64_t(va[32 + l]) << 32)) + uint64_t(int64_t(in.imm));
+    addr[l] =
+        (saddr ? sbase + va[l] : (va[l] | uint64_t(va[32 + l]) << 32)) + uint64_t(int64_t(in.imm));
     lo = std::min(lo, addr[l]);
     hi = std::max(hi, addr[l]);
   }
@@ -883,11 +1028,14 @@ bool vmem_run(run_state &st, wave &w, const rdna3_inst &in) {
     if (!((exec >> l) & 1)) continue;
     uint8_t *h = base ? base + (addr[l] - lo) : st.mem(addr[l], bytes);
     if (!h)
-      return st.fail(in, "lane " + std::to_string(l) + " " + (store ? "writes " : "reads ") + std::to_string(bytes) +
-                             " bytes at " + hex(addr[l]) + ", which is not GPU memory");
+      return st.fail(in, "lane " + std::to_string(l) + " " + (store ? "writes " : "reads ") +
+                             std::to_string(bytes) + " bytes at " + hex(addr[l]) +
+                             ", which is not GPU memory");
     if (bytes == 4) {
-      if (store) std::memcpy(h, &data[l], 4);
-      else std::memcpy(&dst[l], h, 4);
+      if (store)
+        std::memcpy(h, &data[l], 4);
+      else
+        std::memcpy(&dst[l], h, 4);
     } else if (bytes > 4) {  // whole dwords, copied as such (a variable-length memcpy is slow here)
       if (store)
         for (uint32_t i = 0; i < dwords; i++) std::memcpy(h + 4 * i, &data[i * 32 + l], 4);
@@ -902,8 +1050,10 @@ bool vmem_run(run_state &st, wave &w, const rdna3_inst &in) {
       if (sign) x = bytes == 1 ? uint32_t(int32_t(int8_t(x))) : uint32_t(int32_t(int16_t(x)));
       // D16 loads write one 16-bit half of the VGPR and keep the other (ISA guide ch. 10,
       // "D16" loads; encodings from llvm-mc-19): a byte is extended to 16 bits first.
-      if (d16 == 1) x = (dst[l] & 0xffff0000u) | (x & 0xffffu);
-      else if (d16 == 2) x = (dst[l] & 0xffffu) | (x << 16);
+      if (d16 == 1)
+        x = (dst[l] & 0xffff0000u) | (x & 0xffffu);
+      else if (d16 == 2)
+        x = (dst[l] & 0xffffu) | (x << 16);
       dst[l] = x;
     }
   }
@@ -919,15 +1069,18 @@ bool ds_run(run_state &st, wave &w, const rdna3_inst &in) {
   const uint32_t *d0 = w.v + size_t(in.src[1] - 256) * 32, *d1 = w.v + size_t(in.src[2] - 256) * 32;
   uint32_t *dst = w.v + size_t(in.dst - 256) * 32;
   const bool two = o == op::ds_load_2addr_b32 || o == op::ds_store_2addr_b32;
-  const uint32_t off0 = two ? (in.imm & 0xff) * 4 : uint32_t(in.imm), off1 = two ? ((in.imm >> 8) & 0xff) * 4 : 0;
+  const uint32_t off0 = two ? (in.imm & 0xff) * 4 : uint32_t(in.imm),
+                 off1 = two ? ((in.imm >> 8) & 0xff) * 4 : 0;
   const op_facts &fa = rdna3_facts(o);
-  const bool atomic = o == op::ds_add_u32 || o == op::ds_add_f32 || o == op::ds_max_f32 || o == op::ds_min_f32;
+  const bool atomic =
+      o == op::ds_add_u32 || o == op::ds_add_f32 || o == op::ds_max_f32 || o == op::ds_min_f32;
   const uint32_t dwords = two || atomic ? 1 : fa.bytes / 4u;
   auto at = [&](int l, uint32_t off, uint32_t n) -> uint8_t * {
     const uint64_t a = uint64_t(va[l]) + off;
     if (a + n > st.lds_size) {
-      st.fail(in, "lane " + std::to_string(l) + " addresses LDS byte " + std::to_string(a) + ", past the " +
-                      std::to_string(st.lds_size) + " bytes the dispatch allocated");
+      st.fail(in, "lane " + std::to_string(l) + " addresses LDS byte " + std::to_string(a) +
+                      ", past the " + std::to_string(st.lds_size) +
+                      " bytes the dispatch allocated");
       return nullptr;
     }
     return st.lds.data() + a;
@@ -972,9 +1125,12 @@ bool smem_run(run_state &st, wave &w, const rdna3_inst &in) {
   static const uint32_t dwords_of[] = {1, 2, 4, 8, 16};
   const uint32_t n = dwords_of[int(in.op) - int(op::s_load_b32)];
   const uint64_t base = w.s[in.src[0]] | uint64_t(w.s[in.src[0] + 1]) << 32;
-  const uint64_t addr = (base + int64_t(in.imm) + (in.src[1] == kNull ? 0 : w.s[in.src[1]])) & ~uint64_t(3);
+  const uint64_t addr =
+      (base + int64_t(in.imm) + (in.src[1] == kNull ? 0 : w.s[in.src[1]])) & ~uint64_t(3);
   const uint8_t *h = st.mem(addr, 4 * n);
-  if (!h) return st.fail(in, "reads " + std::to_string(4 * n) + " bytes at " + hex(addr) + ", which is not GPU memory");
+  if (!h)
+    return st.fail(in, "reads " + std::to_string(4 * n) + " bytes at " + hex(addr) +
+                           ", which is not GPU memory");
   if (in.dst + n > 106) return st.fail(in, "loads past s105");
   std::memcpy(&w.s[in.dst], h, 4 * n);
   st.n.smem++;
@@ -987,7 +1143,8 @@ bool wave_step(run_state &st, wave &w, uint64_t *steps) {
   const std::vector<rdna3_inst> &insts = st.p.insts;
   while (!w.done) {
     if (++*steps > kMaxSteps)
-      return st.fail(insts[size_t(w.pc)], "the wave ran " + std::to_string(kMaxSteps) + " instructions without ending");
+      return st.fail(insts[size_t(w.pc)],
+                     "the wave ran " + std::to_string(kMaxSteps) + " instructions without ending");
     const rdna3_inst &in = insts[size_t(w.pc)];
     int32_t next = in.next;
     bool ok = true;
@@ -1001,9 +1158,16 @@ bool wave_step(run_state &st, wave &w, uint64_t *steps) {
             w.at_barrier = true;
             w.pc = next;
             return true;
-          case op::s_branch: next = in.target; st.n.branches++; break;
-          case op::s_cbranch_scc0: case op::s_cbranch_scc1: case op::s_cbranch_vccz: case op::s_cbranch_vccnz:
-          case op::s_cbranch_execz: case op::s_cbranch_execnz: {
+          case op::s_branch:
+            next = in.target;
+            st.n.branches++;
+            break;
+          case op::s_cbranch_scc0:
+          case op::s_cbranch_scc1:
+          case op::s_cbranch_vccz:
+          case op::s_cbranch_vccnz:
+          case op::s_cbranch_execz:
+          case op::s_cbranch_execnz: {
             bool take = false;
             switch (in.op) {
               case op::s_cbranch_scc0: take = !w.scc; break;
@@ -1017,16 +1181,22 @@ bool wave_step(run_state &st, wave &w, uint64_t *steps) {
             if (take) next = in.target;
             break;
           }
-          case op::s_waitcnt: case op::s_waitcnt_depctr: st.n.waits++; break;
-          default: break;  // s_nop, s_delay_alu, s_clause, prefetch, s_sendmsg (VGPR release), s_sleep
+          case op::s_waitcnt:
+          case op::s_waitcnt_depctr: st.n.waits++; break;
+          default:
+            break;  // s_nop, s_delay_alu, s_clause, prefetch, s_sendmsg (VGPR release), s_sleep
         }
         break;
-      case SOP1: case SOP2: case SOPC: case SOPK:
+      case SOP1:
+      case SOP2:
+      case SOPC:
+      case SOPK:
         if (in.op == op::s_setpc_b64) return st.fail(in, "indirect jumps are not emulated");
         ok = salu_run(st, w, in);
         break;
       case SMEM: ok = smem_run(st, w, in); break;
-      case FLAT: case GLOBAL: ok = vmem_run(st, w, in); break;
+      case FLAT:
+      case GLOBAL: ok = vmem_run(st, w, in); break;
       case DS: ok = ds_run(st, w, in); break;
       case MUBUF: break;  // buffer_gl0_inv / buffer_gl1_inv: no caches are modelled (rdna3_ops.txt)
       default: ok = valu_run(st, w, in); break;
@@ -1042,8 +1212,8 @@ bool wave_step(run_state &st, wave &w, uint64_t *steps) {
 
 }  // namespace
 
-bool rdna3_dispatch_run(const rdna3_dispatch &d, const rdna3_program &p, const rdna3_region_find &find,
-                        rdna3_counts *counts, std::string *err) {
+bool rdna3_dispatch_run(const rdna3_dispatch &d, const rdna3_program &p,
+                        const rdna3_region_find &find, rdna3_counts *counts, std::string *err) {
   err->clear();
   const std::string what = "kernel '" + d.kernel + "': ";
   if (!d.wave32) {
@@ -1070,7 +1240,8 @@ bool rdna3_dispatch_run(const rdna3_dispatch &d, const rdna3_program &p, const r
   std::vector<rdna3_counts> part(threads);
   std::vector<std::string> errs(threads);
   auto groups_run = [&](uint32_t t) {
-    const uint32_t g0 = uint32_t(uint64_t(d.groups) * t / threads), g1 = uint32_t(uint64_t(d.groups) * (t + 1) / threads);
+    const uint32_t g0 = uint32_t(uint64_t(d.groups) * t / threads),
+                   g1 = uint32_t(uint64_t(d.groups) * (t + 1) / threads);
     rdna3_counts &n = part[t];
     run_state st{d, p, find, n, errs[t], {}, 0, {}, 0};
     st.lds_size = ((r2 >> 15) & 0x1ff) * 512;
@@ -1093,7 +1264,8 @@ bool rdna3_dispatch_run(const rdna3_dispatch &d, const rdna3_program &p, const r
         if (r2 & (1u << 7)) w.s[s++] = g;
         if (r2 & (1u << 8)) w.s[s++] = 0;
         if (r2 & (1u << 9)) w.s[s++] = 0;
-        if (r2 & (1u << 10)) w.s[s++] = 0;  // workgroup info: not modelled; capgraph does not enable it
+        if (r2 & (1u << 10))
+          w.s[s++] = 0;  // workgroup info: not modelled; capgraph does not enable it
         const uint32_t first = i * 32, live = std::min(32u, d.workgroup_size - first);
         w.s[kExec] = live == 32 ? 0xffffffffu : (1u << live) - 1;
         for (uint32_t l = 0; l < 32; l++) w.v[l] = first + l;

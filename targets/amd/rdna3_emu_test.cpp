@@ -1,6 +1,8 @@
 // The RDNA3 emulator on small hand-written kernels. Their machine words were assembled with
 // `llvm-mc-19 -arch=amdgcn -mcpu=gfx1100 -filetype=obj` and read back with llvm-objdump-19; the
 // assembly is beside each word.
+#include "rdna3_emu.h"
+
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -10,8 +12,6 @@
 #include <fstream>
 #include <sstream>
 #include <vector>
-
-#include "rdna3_emu.h"
 
 using namespace capgraph::amd;
 
@@ -26,11 +26,16 @@ struct gpu_memory {
                             buf1 = base + 0x6000;
   std::vector<uint8_t> bytes = std::vector<uint8_t>(0xA000, 0);
   rdna3_region_find find = [this](uint64_t a) {
-    return a >= base && a < base + bytes.size() ? rdna3_region{base, bytes.size(), bytes.data()} : rdna3_region{};
+    return a >= base && a < base + bytes.size() ? rdna3_region{base, bytes.size(), bytes.data()}
+                                                : rdna3_region{};
   };
-  void code(const std::vector<uint32_t> &words) { std::memcpy(bytes.data(), words.data(), 4 * words.size()); }
+  void code(const std::vector<uint32_t> &words) {
+    std::memcpy(bytes.data(), words.data(), 4 * words.size());
+  }
   template <typename T>
-  T *at(uint64_t gpu) { return reinterpret_cast<T *>(bytes.data() + (gpu - base)); }
+  T *at(uint64_t gpu) {
+    return reinterpret_cast<T *>(bytes.data() + (gpu - base));
+  }
   void arg(int i, uint64_t v) { std::memcpy(bytes.data() + 0x1000 + 8 * i, &v, 8); }
 };
 
@@ -72,7 +77,8 @@ const std::vector<uint32_t> scale_code = {
 
 }  // namespace
 
-TEST_CASE("rdna3: scalar loads, workgroup ids, global loads and stores, VOP3 with inline constants") {
+TEST_CASE(
+    "rdna3: scalar loads, workgroup ids, global loads and stores, VOP3 with inline constants") {
   gpu_memory m;
   m.code(scale_code);
   m.arg(0, gpu_memory::buf0);
@@ -91,7 +97,9 @@ TEST_CASE("rdna3: scalar loads, workgroup ids, global loads and stores, VOP3 wit
   CHECK(n.smem == 4);
 }
 
-TEST_CASE("rdna3: D16 loads write one half of the VGPR and keep the other; D16_HI stores take the high half") {
+TEST_CASE(
+    "rdna3: D16 loads write one half of the VGPR and keep the other; D16_HI stores take the high "
+    "half") {
   // LLVM emits these for 8- and 16-bit data (QLinearMatMul's uint8 operands); the op-conformance
   // suite found global_load_d16_b16 (GLOBAL opcode 0x20) missing.
   const std::vector<uint32_t> code = {
@@ -146,9 +154,14 @@ TEST_CASE("rdna3: f16 compares read the low halves and take inline constants as 
       0xDC6A0000, 0x00060200,  // global_store_b32 v0, v2, s[6:7]
       0xBFB00000,              // s_endpgm
   };
-  // Low halves (the high halves hold 0xABCD, which must not matter) and 1 if 0.5 < x, plus 2 if NaN.
-  const struct { uint16_t half; uint32_t want; } cases[] = {
-      {0x3800, 0}, {0x3C00, 1}, {0x0000, 0}, {0x7E00, 2}, {0xBC00, 0}, {0x3801, 1}, {0x7C00, 1}, {0xFC00, 0},
+  // Low halves (the high halves hold 0xABCD, which must not matter) and 1 if 0.5 < x, plus 2 if
+  // NaN.
+  const struct {
+    uint16_t half;
+    uint32_t want;
+  } cases[] = {
+      {0x3800, 0}, {0x3C00, 1}, {0x0000, 0}, {0x7E00, 2},
+      {0xBC00, 0}, {0x3801, 1}, {0x7C00, 1}, {0xFC00, 0},
   };
   gpu_memory m;
   m.code(code);
@@ -158,7 +171,8 @@ TEST_CASE("rdna3: f16 compares read the low halves and take inline constants as 
   for (int l = 0; l < 32; l++) in[l] = 0xABCD0000u | cases[l % 8].half;
   REQUIRE(run(m, dispatch_of(1, 32)) == "");
   const uint32_t *out = m.at<uint32_t>(gpu_memory::buf1);
-  for (int l = 0; l < 32; l++) CHECK_MESSAGE(out[l] == cases[l % 8].want, "half " << cases[l % 8].half);
+  for (int l = 0; l < 32; l++)
+    CHECK_MESSAGE(out[l] == cases[l % 8].want, "half " << cases[l % 8].half);
 }
 
 TEST_CASE("rdna3: f16 compares apply abs and neg to the half's own sign bit") {
@@ -178,9 +192,14 @@ TEST_CASE("rdna3: f16 compares apply abs and neg to the half's own sign bit") {
       0xDC6A0000, 0x00060200,  // global_store_b32 v0, v2, s[6:7]
       0xBFB00000,              // s_endpgm
   };
-  // Low halves (the high halves hold 0xABCD, whose sign must not matter): 1 if a > 0, plus 2 if |a| < 1.
-  const struct { uint16_t half; uint32_t want; } cases[] = {
-      {0x3800, 3}, {0xB800, 2}, {0x3C00, 1}, {0xBC01, 0}, {0x0000, 2}, {0x7E00, 0}, {0x4400, 1}, {0x8001, 2},
+  // Low halves (the high halves hold 0xABCD, whose sign must not matter): 1 if a > 0, plus 2 if |a|
+  // < 1.
+  const struct {
+    uint16_t half;
+    uint32_t want;
+  } cases[] = {
+      {0x3800, 3}, {0xB800, 2}, {0x3C00, 1}, {0xBC01, 0},
+      {0x0000, 2}, {0x7E00, 0}, {0x4400, 1}, {0x8001, 2},
   };
   gpu_memory m;
   m.code(code);
@@ -190,57 +209,72 @@ TEST_CASE("rdna3: f16 compares apply abs and neg to the half's own sign bit") {
   for (int l = 0; l < 32; l++) in[l] = 0xABCD0000u | cases[l % 8].half;
   REQUIRE(run(m, dispatch_of(1, 32)) == "");
   const uint32_t *out = m.at<uint32_t>(gpu_memory::buf1);
-  for (int l = 0; l < 32; l++) CHECK_MESSAGE(out[l] == cases[l % 8].want, "half " << cases[l % 8].half);
+  for (int l = 0; l < 32; l++)
+    CHECK_MESSAGE(out[l] == cases[l % 8].want, "half " << cases[l % 8].half);
 }
 
-TEST_CASE("rdna3: f16 VOP2/VOP3 arithmetic rounds once to half, honours half modifiers and opsel, keeps the other half") {
+TEST_CASE(
+    "rdna3: f16 VOP2/VOP3 arithmetic rounds once to half, honours half modifiers and opsel, keeps "
+    "the other half") {
   // LLVM emits these once a float16 buffer that fusion removes still rounds (the sixth session):
   // the op-conformance suite found VOP2 0x32 (v_add_f16) and 0x35 (v_mul_f16) missing. Encodings
   // from llvm-mc-19 -mcpu=gfx1100; expected halves computed independently (Python's IEEE half
   // packing of the exact double result): ties to even, overflow to inf, subnormals, NaN, -0.
   const std::vector<uint32_t> code = {
-      0xF4080100, 0xF8000000,           // s_load_b128 s[4:7], s[0:1], 0x0
-      0x30000082,                       // v_lshlrev_b32_e32 v0, 2, v0
-      0xBF89FC07,                       // s_waitcnt lgkmcnt(0)
-      0xDC520000, 0x01040000,           // global_load_b32 v1, v0, s[4:5]
-      0xBF8903F7,                       // s_waitcnt vmcnt(0)
-      0x32040290,                       // v_lshrrev_b32_e32 v2, 16, v1
-      0x7E0602FF, 0x12340000,           // v_mov_b32_e32 v3, 0x12340000
-      0x64060501,                       // v_add_f16_e32 v3, v1, v2
-      0x7E0802FF, 0x12340000,           // v_mov_b32_e32 v4, 0x12340000
-      0x6A080501,                       // v_mul_f16_e32 v4, v1, v2
-      0x7E0A02FF, 0x12340000,           // v_mov_b32_e32 v5, 0x12340000
-      0x660A0501,                       // v_sub_f16_e32 v5, v1, v2
-      0x7E0C02FF, 0x3C003C00,           // v_mov_b32_e32 v6, 0x3c003c00
-      0x6C0C0501,                       // v_fmac_f16_e32 v6, v1, v2
-      0x7E0E0280,                       // v_mov_b32_e32 v7, 0
-      0x720E0501,                       // v_max_f16_e32 v7, v1, v2
-      0xD5350007, 0x2001E107,           // v_mul_f16_e64 v7, -v7, 0.5
-      0x7E1002FF, 0x56780000,           // v_mov_b32_e32 v8, 0x56780000
-      0xD5320108, 0x40020501,           // v_add_f16_e64 v8, |v1|, -v2
-      0x7E1202FF, 0x11112222,           // v_mov_b32_e32 v9, 0x11112222
-      0xD6485009, 0x04060501,           // v_fma_f16 v9, v1, v2, v1 op_sel:[0,1,0,1]
-      0xDC6A0000, 0x00060300,           // global_store_b32 v0, v3, s[6:7]
-      0xDC6A0080, 0x00060400,           // global_store_b32 v0, v4, s[6:7] offset:128
-      0xDC6A0100, 0x00060500,           // global_store_b32 v0, v5, s[6:7] offset:256
-      0xDC6A0180, 0x00060600,           // global_store_b32 v0, v6, s[6:7] offset:384
-      0xDC6A0200, 0x00060700,           // global_store_b32 v0, v7, s[6:7] offset:512
-      0xDC6A0280, 0x00060800,           // global_store_b32 v0, v8, s[6:7] offset:640
-      0xDC6A0300, 0x00060900,           // global_store_b32 v0, v9, s[6:7] offset:768
-      0xBFB00000,                       // s_endpgm
+      0xF4080100, 0xF8000000,  // s_load_b128 s[4:7], s[0:1], 0x0
+      0x30000082,              // v_lshlrev_b32_e32 v0, 2, v0
+      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0xDC520000, 0x01040000,  // global_load_b32 v1, v0, s[4:5]
+      0xBF8903F7,              // s_waitcnt vmcnt(0)
+      0x32040290,              // v_lshrrev_b32_e32 v2, 16, v1
+      0x7E0602FF, 0x12340000,  // v_mov_b32_e32 v3, 0x12340000
+      0x64060501,              // v_add_f16_e32 v3, v1, v2
+      0x7E0802FF, 0x12340000,  // v_mov_b32_e32 v4, 0x12340000
+      0x6A080501,              // v_mul_f16_e32 v4, v1, v2
+      0x7E0A02FF, 0x12340000,  // v_mov_b32_e32 v5, 0x12340000
+      0x660A0501,              // v_sub_f16_e32 v5, v1, v2
+      0x7E0C02FF, 0x3C003C00,  // v_mov_b32_e32 v6, 0x3c003c00
+      0x6C0C0501,              // v_fmac_f16_e32 v6, v1, v2
+      0x7E0E0280,              // v_mov_b32_e32 v7, 0
+      0x720E0501,              // v_max_f16_e32 v7, v1, v2
+      0xD5350007, 0x2001E107,  // v_mul_f16_e64 v7, -v7, 0.5
+      0x7E1002FF, 0x56780000,  // v_mov_b32_e32 v8, 0x56780000
+      0xD5320108, 0x40020501,  // v_add_f16_e64 v8, |v1|, -v2
+      0x7E1202FF, 0x11112222,  // v_mov_b32_e32 v9, 0x11112222
+      0xD6485009, 0x04060501,  // v_fma_f16 v9, v1, v2, v1 op_sel:[0,1,0,1]
+      0xDC6A0000, 0x00060300,  // global_store_b32 v0, v3, s[6:7]
+      0xDC6A0080, 0x00060400,  // global_store_b32 v0, v4, s[6:7] offset:128
+      0xDC6A0100, 0x00060500,  // global_store_b32 v0, v5, s[6:7] offset:256
+      0xDC6A0180, 0x00060600,  // global_store_b32 v0, v6, s[6:7] offset:384
+      0xDC6A0200, 0x00060700,  // global_store_b32 v0, v7, s[6:7] offset:512
+      0xDC6A0280, 0x00060800,  // global_store_b32 v0, v8, s[6:7] offset:640
+      0xDC6A0300, 0x00060900,  // global_store_b32 v0, v9, s[6:7] offset:768
+      0xBFB00000,              // s_endpgm
   };
-  // Input lane l: low half a, high half b (v2 = b in its low half). Outputs: v3 = a + b, v4 = a * b,
-  // v5 = a - b (high halves 0x1234 kept), v6 = a * b + 1.0 (high half 1.0 kept), v7 = -max(a, b) *
-  // 0.5, v8 = |a| - b (high half 0x5678 kept), v9 = high half fma(a, v2.hi = 0, a), low 0x2222 kept.
-  const struct { uint16_t a, b; uint32_t add, mul, sub, fmac, negmax, absdiff, fma_hi; } cases[] = {
-      {0x3C00, 0x1000, 0x12343C00, 0x12341000, 0x12343BFF, 0x3C003C00, 0x0000B800, 0x56783BFF, 0x3C002222},
-      {0x3C01, 0x1000, 0x12343C02, 0x12341001, 0x12343C00, 0x3C003C01, 0x0000B801, 0x56783C00, 0x3C012222},
-      {0x7BFF, 0x7BFF, 0x12347C00, 0x12347C00, 0x12340000, 0x3C007C00, 0x0000F7FF, 0x56780000, 0x7BFF2222},
-      {0x0400, 0x3800, 0x12343800, 0x12340200, 0x1234B800, 0x3C003C00, 0x0000B400, 0x5678B800, 0x04002222},
-      {0x4200, 0xC000, 0x12343C00, 0x1234C600, 0x12344500, 0x3C00C500, 0x0000BE00, 0x56784500, 0x42002222},
-      {0x7E00, 0x3C00, 0x12347E00, 0x12347E00, 0x12347E00, 0x3C007E00, 0x0000B800, 0x56787E00, 0x7E002222},
-      {0x0001, 0x3800, 0x12343800, 0x12340000, 0x1234B800, 0x3C003C00, 0x0000B400, 0x5678B800, 0x00012222},
-      {0x8000, 0x8000, 0x12348000, 0x12340000, 0x12340000, 0x3C003C00, 0x00000000, 0x56780000, 0x80002222},
+  // Input lane l: low half a, high half b (v2 = b in its low half). Outputs: v3 = a + b, v4 = a *
+  // b, v5 = a - b (high halves 0x1234 kept), v6 = a * b + 1.0 (high half 1.0 kept), v7 = -max(a, b)
+  // * 0.5, v8 = |a| - b (high half 0x5678 kept), v9 = high half fma(a, v2.hi = 0, a), low 0x2222
+  // kept.
+  const struct {
+    uint16_t a, b;
+    uint32_t add, mul, sub, fmac, negmax, absdiff, fma_hi;
+  } cases[] = {
+      {0x3C00, 0x1000, 0x12343C00, 0x12341000, 0x12343BFF, 0x3C003C00, 0x0000B800, 0x56783BFF,
+       0x3C002222},
+      {0x3C01, 0x1000, 0x12343C02, 0x12341001, 0x12343C00, 0x3C003C01, 0x0000B801, 0x56783C00,
+       0x3C012222},
+      {0x7BFF, 0x7BFF, 0x12347C00, 0x12347C00, 0x12340000, 0x3C007C00, 0x0000F7FF, 0x56780000,
+       0x7BFF2222},
+      {0x0400, 0x3800, 0x12343800, 0x12340200, 0x1234B800, 0x3C003C00, 0x0000B400, 0x5678B800,
+       0x04002222},
+      {0x4200, 0xC000, 0x12343C00, 0x1234C600, 0x12344500, 0x3C00C500, 0x0000BE00, 0x56784500,
+       0x42002222},
+      {0x7E00, 0x3C00, 0x12347E00, 0x12347E00, 0x12347E00, 0x3C007E00, 0x0000B800, 0x56787E00,
+       0x7E002222},
+      {0x0001, 0x3800, 0x12343800, 0x12340000, 0x1234B800, 0x3C003C00, 0x0000B400, 0x5678B800,
+       0x00012222},
+      {0x8000, 0x8000, 0x12348000, 0x12340000, 0x12340000, 0x3C003C00, 0x00000000, 0x56780000,
+       0x80002222},
   };
   gpu_memory m;
   m.code(code);
@@ -368,20 +402,27 @@ TEST_CASE("rdna3: scalar loop on SCC, EXEC masking with saveexec and execz") {
 namespace {
 std::vector<uint32_t> lds_code(bool barrier) {
   return {
-      0xF4040100, 0xF8000000,  // s_load_b64 s[4:5], s[0:1], 0x0
-      0x30020082,              // v_lshlrev_b32_e32 v1, 2, v0
-      0xD8340000, 0x00000001,  // ds_store_b32 v1, v0
-      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
+      0xF4040100,
+      0xF8000000,  // s_load_b64 s[4:5], s[0:1], 0x0
+      0x30020082,  // v_lshlrev_b32_e32 v1, 2, v0
+      0xD8340000,
+      0x00000001,                           // ds_store_b32 v1, v0
+      0xBF89FC07,                           // s_waitcnt lgkmcnt(0)
       barrier ? 0xBFBD0000u : 0xBF800000u,  // s_barrier (or s_nop 0)
-      0x4C0400BF,              // v_sub_nc_u32_e32 v2, 63, v0
-      0x30040482,              // v_lshlrev_b32_e32 v2, 2, v2
-      0xD8D80000, 0x03000002,  // ds_load_b32 v3, v2
-      0xBF89FC07,              // s_waitcnt lgkmcnt(0)
-      0xD7000604, 0x00020204,  // v_add_co_u32 v4, s6, s4, v1
-      0xD5207C05, 0x00190005,  // v_add_co_ci_u32_e64 v5, null, s5, 0, s6
-      0xCA080103, 0x060606F2,  // v_dual_mov_b32 v6, v3 :: v_dual_add_f32 v7, 1.0, v3
-      0xDC6A0000, 0x007C0604,  // global_store_b32 v[4:5], v6, off
-      0xBFB00000,              // s_endpgm
+      0x4C0400BF,                           // v_sub_nc_u32_e32 v2, 63, v0
+      0x30040482,                           // v_lshlrev_b32_e32 v2, 2, v2
+      0xD8D80000,
+      0x03000002,  // ds_load_b32 v3, v2
+      0xBF89FC07,  // s_waitcnt lgkmcnt(0)
+      0xD7000604,
+      0x00020204,  // v_add_co_u32 v4, s6, s4, v1
+      0xD5207C05,
+      0x00190005,  // v_add_co_ci_u32_e64 v5, null, s5, 0, s6
+      0xCA080103,
+      0x060606F2,  // v_dual_mov_b32 v6, v3 :: v_dual_add_f32 v7, 1.0, v3
+      0xDC6A0000,
+      0x007C0604,  // global_store_b32 v[4:5], v6, off
+      0xBFB00000,  // s_endpgm
   };
 }
 }  // namespace
@@ -403,10 +444,13 @@ TEST_CASE("rdna3: LDS is shared by the waves of a workgroup and s_barrier orders
   CHECK(out[1] == 0);  // 62 with the barrier
   // LDS is bounded by what RSRC2 allocates.
   m.code(lds_code(true));
-  CHECK(run(m, dispatch_of(1, 64, 0)).find("past the 0 bytes the dispatch allocated") != std::string::npos);
+  CHECK(run(m, dispatch_of(1, 64, 0)).find("past the 0 bytes the dispatch allocated") !=
+        std::string::npos);
 }
 
-TEST_CASE("rdna3: SOPK compares (SIMM16 sign-extended for _i32, zero-extended for _u32) and cache invalidations") {
+TEST_CASE(
+    "rdna3: SOPK compares (SIMM16 sign-extended for _i32, zero-extended for _u32) and cache "
+    "invalidations") {
   // LLVM compares against 16-bit constants with s_cmpk_* and fences a workgroup barrier with
   // buffer_gl0_inv / buffer_gl1_inv (gpu_tile.h's kernels); the emulator has no caches, so the
   // invalidations must run and change nothing.
@@ -445,7 +489,9 @@ TEST_CASE("rdna3: SOPK compares (SIMM16 sign-extended for _i32, zero-extended fo
   CHECK(out[3] == 1);
 }
 
-TEST_CASE("rdna3: integer to float conversions and v_fmac_f32's VOP3 form (its accumulator is the destination)") {
+TEST_CASE(
+    "rdna3: integer to float conversions and v_fmac_f32's VOP3 form (its accumulator is the "
+    "destination)") {
   gpu_memory m;
   m.code({
       0xF4040100, 0xF8000000,  // s_load_b64 s[4:5], s[0:1], 0x0
@@ -467,7 +513,8 @@ TEST_CASE("rdna3: integer to float conversions and v_fmac_f32's VOP3 form (its a
   for (int l = 0; l < 32; l++) CHECK(out[l] == 1.0f - float(l * l) + float(l));
 }
 
-TEST_CASE("rdna3: LLVM's fdiv sequence (div_scale, rcp, fma, div_fmas, div_fixup) is IEEE division") {
+TEST_CASE(
+    "rdna3: LLVM's fdiv sequence (div_scale, rcp, fma, div_fmas, div_fixup) is IEEE division") {
   gpu_memory m;
   m.code({
       0xF4080100, 0xF8000000,  // s_load_b128 s[4:7], s[0:1], 0x0     (a, b)
@@ -494,13 +541,15 @@ TEST_CASE("rdna3: LLVM's fdiv sequence (div_scale, rcp, fma, div_fmas, div_fixup
   });
   // Ordinary quotients and the ends of the range, where the scaling steps matter (a huge
   // denominator such as 1 + exp(80) in a sigmoid, tiny ones, denormals, zeros, infinities, NaN).
-  const float special[] = {1.0f, -3.5f, 7.0f, 1e-3f, 3e38f, 1.5e38f, 9e37f, 1e30f, 1e-30f, 1e-38f, 1e-40f,
-                           0.0f, -0.0f, INFINITY, -INFINITY, NAN, 2.5e-45f, 6e37f, 1.7e38f, 123456.0f};
+  const float special[] = {1.0f,      -3.5f,  7.0f,     1e-3f,  3e38f,   1.5e38f,  9e37f,
+                           1e30f,     1e-30f, 1e-38f,   1e-40f, 0.0f,    -0.0f,    INFINITY,
+                           -INFINITY, NAN,    2.5e-45f, 6e37f,  1.7e38f, 123456.0f};
   const int n = int(sizeof special / sizeof special[0]);
   std::vector<float> a, b;
   for (int i = 0; i < n; i++)
     for (int j = 0; j < n; j++) a.push_back(special[i]), b.push_back(special[j]);
-  for (int i = 0; i < 200; i++) a.push_back(float(i) * 0.37f - 20.0f), b.push_back(float(i % 13) * 1.3f - 7.7f);
+  for (int i = 0; i < 200; i++)
+    a.push_back(float(i) * 0.37f - 20.0f), b.push_back(float(i % 13) * 1.3f - 7.7f);
   const size_t count = a.size(), groups = (count + 31) / 32;
   REQUIRE(count * 4 <= 0x1000);
   uint64_t pa = gpu_memory::base + 0x2000, pb = pa + 0x1000, pc = pb + 0x1000;
@@ -516,12 +565,14 @@ TEST_CASE("rdna3: LLVM's fdiv sequence (div_scale, rcp, fma, div_fmas, div_fixup
     if (std::isnan(want)) {
       CHECK_MESSAGE(std::isnan(q[i]), a[i], " / ", b[i], " gave ", q[i]);
     } else {
-      CHECK_MESSAGE(std::memcmp(&q[i], &want, 4) == 0, a[i], " / ", b[i], " gave ", q[i], ", not ", want);
+      CHECK_MESSAGE(std::memcmp(&q[i], &want, 4) == 0, a[i], " / ", b[i], " gave ", q[i], ", not ",
+                    want);
     }
   }
 }
 
-TEST_CASE("rdna3: what the emulator does not know is an error naming the kernel and the instruction") {
+TEST_CASE(
+    "rdna3: what the emulator does not know is an error naming the kernel and the instruction") {
   gpu_memory m;
   m.arg(0, gpu_memory::buf0);
   // buffer_load_b32 v1, off, s[8:11], 0 (MUBUF) at offset 0xc.
@@ -543,8 +594,8 @@ TEST_CASE("rdna3: what the emulator does not know is an error naming the kernel 
   m.arg(0, gpu_memory::buf0);
   m.arg(1, 0x1000);
   e = run(m, dispatch_of(1, 32));
-  CHECK(e.find("global_store_b32 at offset 0x2c: lane 0 writes 4 bytes at 0x1000, which is not GPU memory") !=
-        std::string::npos);
+  CHECK(e.find("global_store_b32 at offset 0x2c: lane 0 writes 4 bytes at 0x1000, which is not GPU "
+               "memory") != std::string::npos);
   // A wave that never ends: s_branch to itself.
   m.code({0xBFA0FFFF});
   rdna3_dispatch d = dispatch_of(1, 32);
@@ -556,7 +607,8 @@ TEST_CASE("rdna3: what the emulator does not know is an error naming the kernel 
 }
 
 TEST_CASE("rdna3: the opcode table is what llvm-mc-19 assembles (skipped without it)") {
-  if (std::system("command -v llvm-mc-19 > /dev/null 2>&1 && command -v python3 > /dev/null 2>&1") != 0) {
+  if (std::system(
+          "command -v llvm-mc-19 > /dev/null 2>&1 && command -v python3 > /dev/null 2>&1") != 0) {
     MESSAGE("SKIPPED: llvm-mc-19 or python3 is not installed; the table was not regenerated");
     return;
   }

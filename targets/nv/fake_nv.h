@@ -40,14 +40,15 @@ class fake_rm final : public nv_sys {
   void *mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) override;
   int munmap(void *addr, size_t length) override;
   void doorbell_write(volatile uint32_t *at, uint32_t token) override;
-  bool capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu, std::string *err) override;
+  bool capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
+                      std::string *err) override;
   std::string fault() const override { return fault_; }
   std::string what() const override;
 
   // What happened, for the tests.
   const std::vector<std::string> &calls() const { return calls_; }  // ioctl names in order
   uint64_t launches() const { return launches_; }
-  uint64_t chained() const { return chained_; }   // launches reached through DEPENDENT_QMD0
+  uint64_t chained() const { return chained_; }  // launches reached through DEPENDENT_QMD0
   uint64_t gp_entries() const { return gp_entries_; }
   uint64_t live_objects() const { return objects_.size(); }
   // The first QMDs launched (up to 32), field by field, for golden tests.
@@ -71,10 +72,10 @@ class fake_rm final : public nv_sys {
     uint32_t handle = 0, group = 0, token = 0;
     uint64_t ring = 0, userd = 0;  // GPU addresses
     uint32_t entries = 0, gp_get = 0;
-    uint32_t engine = 0;           // the compute or copy class allocated under it
-    uint32_t bound[8] = {};        // SET_OBJECT per subchannel
+    uint32_t engine = 0;     // the compute or copy class allocated under it
+    uint32_t bound[8] = {};  // SET_OBJECT per subchannel
     // Resume point inside the current GP entry (a stalled acquire).
-    uint64_t at = 0;              // dwords done in the current entry
+    uint64_t at = 0;                           // dwords done in the current entry
     uint32_t method = 0, subch = 0, left = 0;  // the current header's next method and words left
     // Method state.
     uint64_t sem_addr = 0, sem_payload = 0, pcas = 0;
@@ -104,14 +105,16 @@ class fake_rm final : public nv_sys {
   std::string version_;
   bool wedged_;
   std::map<int, int> fds_;  // fake fd -> kind (1 ctl, 2 device, 3 uvm)
-  std::map<int, uint32_t> registered_, pending_map_;  // device fd -> ctl fd; device fd -> memory to map
+  std::map<int, uint32_t> registered_,
+      pending_map_;  // device fd -> ctl fd; device fd -> memory to map
   int next_fd_ = 1000;
   std::map<uint32_t, object> objects_;
   uint32_t client_ = 0, next_handle_ = 0xcaf00000;
-  bool version_checked_ = false, uvm_ready_ = false, gpu_registered_ = false, vaspace_registered_ = false;
-  std::map<uint64_t, uint64_t> ranges_;  // UVM external ranges: base -> length
-  std::map<uint64_t, mapping> maps_;     // UVM mappings: base -> memory
-  std::map<uint32_t, channel> channels_; // by handle
+  bool version_checked_ = false, uvm_ready_ = false, gpu_registered_ = false,
+       vaspace_registered_ = false;
+  std::map<uint64_t, uint64_t> ranges_;   // UVM external ranges: base -> length
+  std::map<uint64_t, mapping> maps_;      // UVM mappings: base -> memory
+  std::map<uint32_t, channel> channels_;  // by handle
   uint8_t *usermode_cpu_ = nullptr;
   uint32_t usermode_memory_ = 0;
   std::vector<std::string> calls_;

@@ -11,10 +11,10 @@
 #include <fstream>
 #include <sstream>
 
+#include "amd_fixture.h"  // scale_chain_spec: a CPU capture, whatever the device
 #include "capgraph_runtime.h"
 #include "capture_verify.h"
 #include "hcq/graph.h"
-#include "amd_fixture.h"  // scale_chain_spec: a CPU capture, whatever the device
 #include "nv_fixture.h"
 #include "nv_methods.h"
 #include "nv_transport.h"
@@ -36,8 +36,8 @@ struct fake_run {
   std::unique_ptr<hcq::graph> g;
   const fb::Capture *c = nullptr;
 
-  capgraph_status build(const capture_spec &spec, hcq::graph_options opt, std::string *err, const char *chip = "sm90",
-                        bool wedged = false) {
+  capgraph_status build(const capture_spec &spec, hcq::graph_options opt, std::string *err,
+                        const char *chip = "sm90", bool wedged = false) {
     sys = std::make_shared<nv::fake_rm>(*nv::chip_find(chip), "580.142", wedged);
     capgraph_status st = nv::nv_open_with(sys, nv::nv_paths{}, "nv", &dev, err);
     if (st != CAPGRAPH_OK) return st;
@@ -46,7 +46,8 @@ struct fake_run {
     if (st != CAPGRAPH_OK) return st;
     return hcq::graph::build(dev.get(), &hcq::nv_target, c, "test.cap", opt, &g, err);
   }
-  float *tensor(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *list, const char *name) {
+  float *tensor(const flatbuffers::Vector<flatbuffers::Offset<fb::TensorInfo>> *list,
+                const char *name) {
     for (const fb::TensorInfo *t : *list)
       if (t->name()->str() == name) return reinterpret_cast<float *>(g->arena() + t->offset());
     return nullptr;
@@ -85,7 +86,8 @@ TEST_CASE("a capture replayed on the fake NVIDIA GPU gives the CPU's outputs, on
   const capture_spec cpu = test::reference_spec(1);
   for (const char *chip : {"sm90", "sm89", "sm86"}) {
     CAPTURE(chip);
-    api_model on_cpu(cpu, "cpu"), on_fake(test::nv_spec(cpu, chip), (std::string("fake-nv:") + chip).c_str());
+    api_model on_cpu(cpu, "cpu"),
+        on_fake(test::nv_spec(cpu, chip), (std::string("fake-nv:") + chip).c_str());
     INFO(on_fake.err);
     REQUIRE(on_cpu.st == CAPGRAPH_OK);
     REQUIRE(on_fake.st == CAPGRAPH_OK);
@@ -112,13 +114,15 @@ TEST_CASE("kernels chain, and words written per replay do not grow with the numb
   for (uint32_t kernels : {1u, 9u}) {
     fake_run r;
     std::string err;
-    REQUIRE_MESSAGE(r.build(test::nv_spec(test::scale_chain_spec(kernels)), {}, &err) == CAPGRAPH_OK, err);
+    REQUIRE_MESSAGE(
+        r.build(test::nv_spec(test::scale_chain_spec(kernels)), {}, &err) == CAPGRAPH_OK, err);
     float *x = r.tensor(r.c->inputs(), "x");
     for (int i = 0; i < 64; ++i) x[i] = float(i);
     for (int round = 0; round < 3; ++round) REQUIRE_MESSAGE(r.g->replay(&err) == CAPGRAPH_OK, err);
     words[kernels > 1] = r.g->words_written();
     CHECK(r.sys->launches() == 3 * kernels);
-    CHECK(r.sys->chained() == 3 * (kernels - 1));  // one SEND_PCAS per replay, the rest by DEPENDENT_QMD0
+    CHECK(r.sys->chained() ==
+          3 * (kernels - 1));  // one SEND_PCAS per replay, the rest by DEPENDENT_QMD0
     float *y = r.tensor(r.c->outputs(), "y");
     for (int i = 0; i < 64; ++i) {
       float v = float(i);
@@ -139,7 +143,8 @@ TEST_CASE("a wedged GPU makes replay time out within its bound") {
   std::string err;
   hcq::graph_options opt;
   opt.timeout_ns = 200'000'000;
-  REQUIRE(r.build(test::nv_spec(test::scale_chain_spec(2)), opt, &err, "sm90", true) == CAPGRAPH_OK);
+  REQUIRE(r.build(test::nv_spec(test::scale_chain_spec(2)), opt, &err, "sm90", true) ==
+          CAPGRAPH_OK);
   const auto t0 = std::chrono::steady_clock::now();
   CHECK(r.g->replay(&err) == CAPGRAPH_ERR_TIMEOUT);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -174,7 +179,9 @@ TEST_CASE("the fake refuses methods and QMDs it does not know, naming them") {
   SUBCASE("an unknown compute method") {
     const uint32_t w[] = {nv::method_header(1, 0, 1), 0xCBC0, nv::method_header(1, 0x1234, 1), 7};
     dev->submit(q, w, 4);
-    CHECK(sys->fault().find("compute (0xcbc0) method 0x1234 on subchannel 1 is not one the fake knows") != std::string::npos);
+    CHECK(sys->fault().find(
+              "compute (0xcbc0) method 0x1234 on subchannel 1 is not one the fake knows") !=
+          std::string::npos);
   }
   SUBCASE("the wrong class on a subchannel") {
     const uint32_t w[] = {nv::method_header(1, 0, 1), 0xC7C0};
@@ -186,7 +193,8 @@ TEST_CASE("the fake refuses methods and QMDs it does not know, naming them") {
     REQUIRE(dev->alloc(4096, hcq::memory_kind::host, &m, &err) == CAPGRAPH_OK);
     memset(m.cpu, 0, 4096);
     m.cpu[72] = 0x30;  // QMD_MAJOR_VERSION (bits 583:580) = 3 on a Hopper
-    const uint32_t w[] = {nv::method_header(1, 0, 1), 0xCBC0, nv::method_header(1, 0x2b4, 1), uint32_t(m.gpu >> 8),
+    const uint32_t w[] = {nv::method_header(1, 0, 1),     0xCBC0,
+                          nv::method_header(1, 0x2b4, 1), uint32_t(m.gpu >> 8),
                           nv::method_header(1, 0x2c0, 1), 9};
     dev->submit(q, w, 6);
     CHECK(sys->fault().find("QMD_MAJOR_VERSION 3, sm90 takes 4") != std::string::npos);
@@ -197,12 +205,14 @@ TEST_CASE("the fake refuses methods and QMDs it does not know, naming them") {
   CHECK(err.find("device error") != std::string::npos);
 }
 
-TEST_CASE("captures for other devices, and kernels the runtime cannot launch, are refused at load") {
+TEST_CASE(
+    "captures for other devices, and kernels the runtime cannot launch, are refused at load") {
   const capture_spec cpu = test::reference_spec(1);
   SUBCASE("a Hopper capture on an Ampere fake") {
     api_model m(test::nv_spec(cpu, "sm90"), "fake-nv:sm86");
     CHECK(m.st == CAPGRAPH_ERR_TARGET);
-    CHECK(m.err.find("compiled for nv-sm90, but the device nv:0 (Ampere GA10x, sm86") != std::string::npos);
+    CHECK(m.err.find("compiled for nv-sm90, but the device nv:0 (Ampere GA10x, sm86") !=
+          std::string::npos);
   }
   SUBCASE("a kernel with local memory") {
     capture_spec s = test::nv_spec(cpu);
@@ -233,7 +243,8 @@ TEST_CASE("captures for other devices, and kernels the runtime cannot launch, ar
   SUBCASE("the fake's driver version is refused like a real one") {
     api_model m(test::nv_spec(cpu), "fake-nv:driver=610.43.03");
     CHECK(m.st == CAPGRAPH_ERR_DEVICE);
-    CHECK(m.err.find("NVIDIA driver 610.43.03: its RM/UVM ABI is not one this runtime knows") != std::string::npos);
+    CHECK(m.err.find("NVIDIA driver 610.43.03: its RM/UVM ABI is not one this runtime knows") !=
+          std::string::npos);
   }
 }
 
@@ -242,12 +253,16 @@ TEST_CASE("the push buffers and QMDs of a small capture match their golden text"
     CAPTURE(chip);
     fake_run r;
     std::string err;
-    REQUIRE(r.build(test::nv_spec(test::scale_chain_spec(2, 300), chip), {}, &err, chip) == CAPGRAPH_OK);
+    REQUIRE(r.build(test::nv_spec(test::scale_chain_spec(2, 300), chip), {}, &err, chip) ==
+            CAPGRAPH_OK);
     REQUIRE(r.g->replay(&err) == CAPGRAPH_OK);
     const nv::chip &c = *nv::chip_find(chip);
-    const auto dump = [&](const std::vector<uint32_t> &w) { return nv::push_text(c, w.data(), w.size()); };
+    const auto dump = [&](const std::vector<uint32_t> &w) {
+      return nv::push_text(c, w.data(), w.size());
+    };
     const std::string text = "# compute channel, recorded once\n" + dump(r.g->compute_commands()) +
-                             "# compute channel, written per replay\n" + dump(r.g->compute_ring_commands()) +
+                             "# compute channel, written per replay\n" +
+                             dump(r.g->compute_ring_commands()) +
                              "# copy channel, written per replay\n" + dump(r.g->copy_commands()) +
                              "# QMDs as the fake read them\n" + r.sys->qmd_log();
     CHECK(text.find("ERROR") == std::string::npos);
@@ -264,14 +279,18 @@ TEST_CASE("the push buffers and QMDs of a small capture match their golden text"
     // AddressSanitizer that range is in the shadow gap and the transport takes a low one, so every
     // address differs: there the text is only checked for errors (the release suite compares it).
     if (r.g->arena() < reinterpret_cast<uint8_t *>(0x1000000000ull)) {
-      MESSAGE("the GPU address range is the low fallback (a sanitizer build): golden addresses not compared");
+      MESSAGE(
+          "the GPU address range is the low fallback (a sanitizer build): golden addresses not "
+          "compared");
       continue;
     }
     CHECK(text == golden.str());
   }
 }
 
-TEST_CASE("GPFIFO submission: method runs go to the push ring, calls become GP entries, bad streams submit nothing") {
+TEST_CASE(
+    "GPFIFO submission: method runs go to the push ring, calls become GP entries, bad streams "
+    "submit nothing") {
   std::vector<uint32_t> entries(16, 0), push(64, 0);
   uint32_t gp_put = 0;
   nv::gpfifo f;

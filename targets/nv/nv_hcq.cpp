@@ -56,7 +56,8 @@ uint64_t nv_gpfifo_submit(gpfifo &f, const uint32_t *words, uint64_t count, std:
   // Check first, so a bad stream submits nothing. One submission must fit the push ring whole:
   // a wrap inside it would overwrite its own first words before the GPU read them.
   if (count > f.push_dwords) {
-    *error = "a submission of " + std::to_string(count) + " words does not fit the " + std::to_string(f.push_dwords) + "-word push ring";
+    *error = "a submission of " + std::to_string(count) + " words does not fit the " +
+             std::to_string(f.push_dwords) + "-word push ring";
     return 0;
   }
   for (uint64_t i = 0; i < count;) {
@@ -86,7 +87,8 @@ uint64_t nv_gpfifo_submit(gpfifo &f, const uint32_t *words, uint64_t count, std:
     // Runs never straddle the push ring's end: a GP entry is one contiguous range.
     for (uint64_t at = from; at < to;) {
       uint64_t n = 0;
-      while (at + n < to && n + push_words(words[at + n]) <= f.push_dwords) n += push_words(words[at + n]);
+      while (at + n < to && n + push_words(words[at + n]) <= f.push_dwords)
+        n += push_words(words[at + n]);
       if (f.push_pos + n > f.push_dwords) f.push_pos = 0;
       for (uint64_t k = 0; k < n; ++k) f.push[f.push_pos + k] = words[at + k];
       uint32_t e[2];
@@ -124,26 +126,32 @@ using nv::qmd_field;
 // Methods shared by both engines' channels: the host class's semaphores (clc56f.h 205-233).
 class nv_encoder_base : public encoder {
  public:
-  nv_encoder_base(const nv::chip &chip, std::vector<uint32_t> *out) : encoder(out), chip_(chip), w_(out) {}
+  nv_encoder_base(const nv::chip &chip, std::vector<uint32_t> *out)
+      : encoder(out), chip_(chip), w_(out) {}
 
   const std::string &error() const override { return error_.empty() ? w_.error() : error_; }
 
   void call(uint64_t addr, uint64_t dwords) override {
     uint32_t e[2];
     const std::string why = nv::gp_entry(addr, uint32_t(dwords), true, e);
-    if (!why.empty() || dwords >> 21) return fail(why.empty() ? "indirect push of " + std::to_string(dwords) + " words is too long" : why);
+    if (!why.empty() || dwords >> 21)
+      return fail(why.empty() ? "indirect push of " + std::to_string(dwords) + " words is too long"
+                              : why);
     out_->insert(out_->end(), {nv::kCallToken, e[0], e[1]});
   }
 
  protected:
   // OPERATION RELEASE (1) or ACQ_CIRC_GEQ (3); RELEASE_WFI waits for the channel's engines to be
   // idle first; PAYLOAD_SIZE 1 = 64 bits; RELEASE_TIMESTAMP writes the clock at +8.
-  void semaphore(uint64_t addr, uint64_t payload, uint32_t operation, bool wfi, bool wide, bool stamp) {
+  void semaphore(uint64_t addr, uint64_t payload, uint32_t operation, bool wfi, bool wide,
+                 bool stamp) {
     std::string e;
     w_.call(nv::kSubchannelHost, method::SEM_ADDR_LO,
             {uint32_t(addr) & ~3u, uint32_t(addr >> 32), uint32_t(payload), uint32_t(payload >> 32),
-             nv::method_word(method::SEM_EXECUTE, {operation, wfi ? 1u : 0u, wide ? 1u : 0u, stamp ? 1u : 0u}, &e)});
-    if (addr >> 40) fail("semaphore address " + hex(addr) + " is above 2^40 (SEM_ADDR_HI holds 8 bits)");
+             nv::method_word(method::SEM_EXECUTE,
+                             {operation, wfi ? 1u : 0u, wide ? 1u : 0u, stamp ? 1u : 0u}, &e)});
+    if (addr >> 40)
+      fail("semaphore address " + hex(addr) + " is above 2^40 (SEM_ADDR_HI holds 8 bits)");
     if (!e.empty()) fail(e);
   }
   void fail(const std::string &why) {
@@ -182,9 +190,10 @@ class compute_encoder final : public nv_encoder_base {
     const uint64_t cbank0 = x.kernargs, qmd = x.kernargs + d.qmd_offset;
     set(qmd_field::QMD_GROUP_ID, 0x3f);
     if (v == nv::qmd_version::V03_00) set(qmd_field::SM_GLOBAL_CACHING_ENABLE, 1);
-    for (qmd_field f : {qmd_field::INVALIDATE_TEXTURE_HEADER_CACHE, qmd_field::INVALIDATE_TEXTURE_SAMPLER_CACHE,
-                        qmd_field::INVALIDATE_TEXTURE_DATA_CACHE, qmd_field::INVALIDATE_SHADER_DATA_CACHE,
-                        qmd_field::INVALIDATE_INSTRUCTION_CACHE, qmd_field::INVALIDATE_SHADER_CONSTANT_CACHE})
+    for (qmd_field f :
+         {qmd_field::INVALIDATE_TEXTURE_HEADER_CACHE, qmd_field::INVALIDATE_TEXTURE_SAMPLER_CACHE,
+          qmd_field::INVALIDATE_TEXTURE_DATA_CACHE, qmd_field::INVALIDATE_SHADER_DATA_CACHE,
+          qmd_field::INVALIDATE_INSTRUCTION_CACHE, qmd_field::INVALIDATE_SHADER_CONSTANT_CACHE})
       set(f, 1);
     set(qmd_field::CWD_MEMBAR_TYPE, kMembarL1Sysmembar);
     set(qmd_field::API_VISIBLE_CALL_LIMIT, 1);  // NO_CHECK
@@ -240,7 +249,8 @@ class compute_encoder final : public nv_encoder_base {
       std::string e;
       w_.call(nv::kSubchannelCompute, method::SEND_PCAS_A, {uint32_t(qmd >> 8)});
       w_.call(nv::kSubchannelCompute, method::SEND_SIGNALING_PCAS2_B,
-              {nv::method_word(method::SEND_SIGNALING_PCAS2_B, {nv::PCAS_ACTION_PREFETCH_SCHEDULE}, &e)});
+              {nv::method_word(method::SEND_SIGNALING_PCAS2_B, {nv::PCAS_ACTION_PREFETCH_SCHEDULE},
+                               &e)});
       if (!e.empty()) fail(e);
     }
     if (qmd >> 40) fail("QMD address " + hex(qmd) + " is above 2^40");
@@ -310,7 +320,8 @@ class compute_encoder final : public nv_encoder_base {
     if (set_up_) return;
     set_up_ = true;
     std::string e;
-    w_.call(nv::kSubchannelCompute, method::SET_OBJECT, {nv::method_word(method::SET_OBJECT, {chip_.compute_class, 0}, &e)});
+    w_.call(nv::kSubchannelCompute, method::SET_OBJECT,
+            {nv::method_word(method::SET_OBJECT, {chip_.compute_class, 0}, &e)});
     w_.call(nv::kSubchannelCompute, method::SET_SHADER_SHARED_MEMORY_WINDOW_A,
             {uint32_t(nv::kSharedWindow >> 32), uint32_t(nv::kSharedWindow)});
     w_.call(nv::kSubchannelCompute, method::SET_SHADER_LOCAL_MEMORY_WINDOW_A,
@@ -335,14 +346,15 @@ class compute_encoder final : public nv_encoder_base {
   // picks 32, 64 or 100 KB; Hopper offers more, which the kernel's own need bounds).
   uint32_t sm_config(uint32_t bytes) const {
     uint32_t kb = 32;
-    while (kb * 1024 < bytes && kb < chip_.max_shared_kb) kb = kb < 64 ? 64 : kb < 100 ? 100 : chip_.max_shared_kb;
+    while (kb * 1024 < bytes && kb < chip_.max_shared_kb)
+      kb = kb < 64 ? 64 : kb < 100 ? 100 : chip_.max_shared_kb;
     return kb / 4 + 1;
   }
 
   bool set_up_ = false;
-  bool pending_ = false;     // a grid was launched and nothing since waited for it
-  bool chainable_ = false;   // no method since it: the next launch may chain to it
-  bool barrier_ = false;     // the next work must see its writes
+  bool pending_ = false;    // a grid was launched and nothing since waited for it
+  bool chainable_ = false;  // no method since it: the next launch may chain to it
+  bool barrier_ = false;    // the next work must see its writes
   bool release_free_ = false;
   uint8_t *pending_cpu_ = nullptr;
 };
@@ -359,7 +371,8 @@ class copy_encoder final : public nv_encoder_base {
     for (uint64_t done = 0; done < size;) {
       const uint64_t n = size - done < kMax ? size - done : kMax;
       const uint64_t s = src + done, d = dst + done;
-      w_.call(nv::kSubchannelCopy, method::OFFSET_IN_UPPER, {uint32_t(s >> 32), uint32_t(s), uint32_t(d >> 32), uint32_t(d)});
+      w_.call(nv::kSubchannelCopy, method::OFFSET_IN_UPPER,
+              {uint32_t(s >> 32), uint32_t(s), uint32_t(d >> 32), uint32_t(d)});
       w_.call(nv::kSubchannelCopy, method::LINE_LENGTH_IN, {uint32_t(n), 1});
       launch(nv::LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED, 0, true);
       done += n;
@@ -369,7 +382,8 @@ class copy_encoder final : public nv_encoder_base {
   void signal(uint64_t addr, uint64_t value) override {
     // A copy-engine semaphore holds a 32-bit payload; signals a device waits on stay small
     // (encoder.h), and the timeline lives on the compute queue.
-    if (value >> 32) fail("copy-engine signal value " + std::to_string(value) + " does not fit 32 bits");
+    if (value >> 32)
+      fail("copy-engine signal value " + std::to_string(value) + " does not fit 32 bits");
     release(addr, uint32_t(value));
   }
 
@@ -392,13 +406,15 @@ class copy_encoder final : public nv_encoder_base {
     if (set_up_) return;
     set_up_ = true;
     std::string e;
-    w_.call(nv::kSubchannelCopy, method::SET_OBJECT_HOST, {nv::method_word(method::SET_OBJECT_HOST, {chip_.copy_class, 0}, &e)});
+    w_.call(nv::kSubchannelCopy, method::SET_OBJECT_HOST,
+            {nv::method_word(method::SET_OBJECT_HOST, {chip_.copy_class, 0}, &e)});
     if (!e.empty()) fail(e);
   }
   // A four-word semaphore report (payload, then the clock at +8) after the copies before it.
   void release(uint64_t addr, uint32_t payload) {
     setup();
-    w_.call(nv::kSubchannelCopy, method::SET_SEMAPHORE_A, {uint32_t(addr >> 32), uint32_t(addr), payload});
+    w_.call(nv::kSubchannelCopy, method::SET_SEMAPHORE_A,
+            {uint32_t(addr >> 32), uint32_t(addr), payload});
     launch(0, nv::LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE, false);
   }
   void launch(uint32_t transfer, uint32_t semaphore, bool data) {
@@ -407,13 +423,16 @@ class copy_encoder final : public nv_encoder_base {
     // (PITCH), MULTI_LINE_ENABLE, FLUSH_TYPE (0 = SYS).
     const uint32_t layout = data ? nv::LAUNCH_DMA_MEMORY_LAYOUT_PITCH : 0;
     w_.call(nv::kSubchannelCopy, method::LAUNCH_DMA,
-            {nv::method_word(method::LAUNCH_DMA, {transfer, 1, semaphore, 0, layout, layout, 0, 0}, &e)});
+            {nv::method_word(method::LAUNCH_DMA, {transfer, 1, semaphore, 0, layout, layout, 0, 0},
+                             &e)});
     if (!e.empty()) fail(e);
   }
   bool set_up_ = false;
 };
 
-bool in_range(uint64_t offset, uint64_t len, uint64_t size) { return offset <= size && len <= size - offset; }
+bool in_range(uint64_t offset, uint64_t len, uint64_t size) {
+  return offset <= size && len <= size - offset;
+}
 
 std::string format_kernel(uint32_t i, const fb::Kernel *k) {
   return "kernel " + std::to_string(i) + " '" + k->name()->str() + "'";
@@ -423,41 +442,60 @@ bool nv_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   const fb::Kernel *k = c->kernels()->Get(i);
   const std::string what = format_kernel(i, k);
   const fb::Program *p = c->programs()->Get(k->program());
-  if (p->format() != fb::ProgramFormat::nv_cubin) return *why = what + ": its program is not an nv_cubin", false;
+  if (p->format() != fb::ProgramFormat::nv_cubin)
+    return *why = what + ": its program is not an nv_cubin", false;
   const fb::NvKernel *n = k->facts_as_NvKernel();
   if (!n) return *why = what + ": no NvKernel launch facts", false;
   const nv::chip *chip = nv_capture_chip(c->target()->name()->c_str());
   if (!chip || n->sm() != chip->sm)
-    return *why = what + ": built for sm_" + std::to_string(n->sm()) + ", the capture's target is " + c->target()->name()->str(), false;
+    return *why = what + ": built for sm_" + std::to_string(n->sm()) +
+                  ", the capture's target is " + c->target()->name()->str(),
+           false;
   if (n->qmd_version() != (chip->qmd == nv::qmd_version::V03_00 ? 3u : 4u))
-    return *why = what + ": qmd_version " + std::to_string(n->qmd_version()) + " is not " + chip->name + "'s", false;
+    return *why = what + ": qmd_version " + std::to_string(n->qmd_version()) + " is not " +
+                  chip->name + "'s",
+           false;
   if (!in_range(n->text_offset(), n->text_size(), p->binary()->size()) || n->text_size() == 0)
     return *why = what + ": its code [text_offset, +text_size) lies outside its cubin", false;
-  if (n->text_align() == 0 || n->text_align() > 4096 || (n->text_align() & (n->text_align() - 1)) || n->text_offset() % n->text_align())
-    return *why = what + ": text_align " + std::to_string(n->text_align()) + " is not a power of two up to 4096 dividing text_offset", false;
+  if (n->text_align() == 0 || n->text_align() > 4096 || (n->text_align() & (n->text_align() - 1)) ||
+      n->text_offset() % n->text_align())
+    return *why = what + ": text_align " + std::to_string(n->text_align()) +
+                  " is not a power of two up to 4096 dividing text_offset",
+           false;
   if (n->block_x() < 1 || n->block_x() > 1024 || n->block_y() != 1 || n->block_z() != 1)
-    return *why = what + ": block " + std::to_string(n->block_x()) + "x" + std::to_string(n->block_y()) + "x" +
-                  std::to_string(n->block_z()) + " is not N x 1 x 1 with N in 1..1024", false;
-  if (n->registers() > 255) return *why = what + ": " + std::to_string(n->registers()) + " registers (at most 255)", false;
-  if (n->barriers() > 16) return *why = what + ": " + std::to_string(n->barriers()) + " barriers (at most 16)", false;
+    return *why = what + ": block " + std::to_string(n->block_x()) + "x" +
+                  std::to_string(n->block_y()) + "x" + std::to_string(n->block_z()) +
+                  " is not N x 1 x 1 with N in 1..1024",
+           false;
+  if (n->registers() > 255)
+    return *why = what + ": " + std::to_string(n->registers()) + " registers (at most 255)", false;
+  if (n->barriers() > 16)
+    return *why = what + ": " + std::to_string(n->barriers()) + " barriers (at most 16)", false;
   if (n->shared_bytes() > chip->max_shared_kb * 1024)
-    return *why = what + ": " + std::to_string(n->shared_bytes()) + " bytes of shared memory, more than " + chip->family + " offers", false;
+    return *why = what + ": " + std::to_string(n->shared_bytes()) +
+                  " bytes of shared memory, more than " + chip->family + " offers",
+           false;
   const uint64_t args = 8ull * (uint64_t(k->num_buffers()) + k->num_scalars());
-  if (n->cbank0_bytes() > 0x10000 || !in_range(n->param_offset(), args, n->cbank0_bytes()) || n->param_bytes() < args ||
-      n->param_offset() < 0x30 || n->param_offset() % 8)
-    return *why = what + ": its parameters (param_offset " + std::to_string(n->param_offset()) + ", " + std::to_string(args) +
-                  " bytes for " + std::to_string(k->num_buffers()) + " buffers and " + std::to_string(k->num_scalars()) +
-                  " scalars) do not fit constant bank 0 of " + std::to_string(n->cbank0_bytes()) + " bytes", false;
+  if (n->cbank0_bytes() > 0x10000 || !in_range(n->param_offset(), args, n->cbank0_bytes()) ||
+      n->param_bytes() < args || n->param_offset() < 0x30 || n->param_offset() % 8)
+    return *why = what + ": its parameters (param_offset " + std::to_string(n->param_offset()) +
+                  ", " + std::to_string(args) + " bytes for " + std::to_string(k->num_buffers()) +
+                  " buffers and " + std::to_string(k->num_scalars()) +
+                  " scalars) do not fit constant bank 0 of " + std::to_string(n->cbank0_bytes()) +
+                  " bytes",
+           false;
   return true;
 }
 
-capgraph_status nv_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_t program_gpu, dispatch *out, std::string *err) {
+capgraph_status nv_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_t program_gpu,
+                                  dispatch *out, std::string *err) {
   const fb::Kernel *k = c->kernels()->Get(index);
   const fb::NvKernel *n = k->facts_as_NvKernel();
   const std::string what = format_kernel(index, k);
   const uint64_t local = std::max(n->frame_bytes(), n->min_stack_bytes());
   if (local || n->crs_stack_bytes()) {
-    *err = what + ": needs " + std::to_string(local) + " bytes of local memory (and " + std::to_string(n->crs_stack_bytes()) +
+    *err = what + ": needs " + std::to_string(local) + " bytes of local memory (and " +
+           std::to_string(n->crs_stack_bytes()) +
            " of call stack) per thread, which this runtime does not set up yet";
     return CAPGRAPH_ERR_FORMAT;
   }
@@ -492,19 +530,22 @@ capgraph_status nv_device_check(const fb::Capture *c, transport *dev, std::strin
     return CAPGRAPH_ERR_TARGET;
   }
   if (dev->chip_name() != chip->name) {
-    *why = std::string("compiled for nv-") + chip->name + ", but the device " + dev->name() + " is " + dev->chip_name();
+    *why = std::string("compiled for nv-") + chip->name + ", but the device " + dev->name() +
+           " is " + dev->chip_name();
     return CAPGRAPH_ERR_TARGET;
   }
   return CAPGRAPH_OK;
 }
 
-std::unique_ptr<encoder> nv_encoder_create(const fb::Capture *c, queue_kind kind, std::vector<uint32_t> *out) {
+std::unique_ptr<encoder> nv_encoder_create(const fb::Capture *c, queue_kind kind,
+                                           std::vector<uint32_t> *out) {
   return nv_encoder(*nv_capture_chip(c->target()->name()->c_str()), kind, out);
 }
 
 }  // namespace
 
-std::unique_ptr<encoder> nv_encoder(const nv::chip &chip, queue_kind kind, std::vector<uint32_t> *out) {
+std::unique_ptr<encoder> nv_encoder(const nv::chip &chip, queue_kind kind,
+                                    std::vector<uint32_t> *out) {
   if (kind == queue_kind::compute) return std::make_unique<compute_encoder>(chip, out);
   return std::make_unique<copy_encoder>(chip, out);
 }

@@ -28,12 +28,12 @@
 namespace capgraph::nv {
 
 struct chip {
-  const char *name;       // "sm90": the part of the capture target after "nv-"
-  uint32_t sm;            // 86, 89, 90
-  const char *family;     // for messages
+  const char *name;    // "sm90": the part of the capture target after "nv-"
+  uint32_t sm;         // 86, 89, 90
+  const char *family;  // for messages
   uint32_t compute_class, copy_class, gpfifo_class, usermode_class;
   qmd_version qmd;
-  uint32_t max_shared_kb; // the largest shared-memory carve-out (MAX_SM_CONFIG_SHARED_MEM_SIZE)
+  uint32_t max_shared_kb;  // the largest shared-memory carve-out (MAX_SM_CONFIG_SHARED_MEM_SIZE)
 };
 const chip *chip_find(const char *name);          // "sm90"
 const chip *chip_by_compute_class(uint32_t cls);  // what a device's class list offers
@@ -47,10 +47,10 @@ constexpr uint64_t kSharedWindow = 1ull << 47, kLocalWindow = (1ull << 47) + (1u
 
 // What an NV dispatch carries in hcq::dispatch::facts.
 struct nv_dispatch {
-  uint64_t program = 0;      // GPU address of the kernel's first instruction
+  uint64_t program = 0;  // GPU address of the kernel's first instruction
   uint32_t text_size = 0;
-  uint32_t cbank0_bytes = 0; // constant bank 0 (the start of the kernel-argument block)
-  uint32_t qmd_offset = 0;   // the QMD's offset in the block (256-aligned: SEND_PCAS_A holds >> 8)
+  uint32_t cbank0_bytes = 0;  // constant bank 0 (the start of the kernel-argument block)
+  uint32_t qmd_offset = 0;    // the QMD's offset in the block (256-aligned: SEND_PCAS_A holds >> 8)
   uint32_t registers = 0, barriers = 0, shared_bytes = 0;
   uint32_t block_x = 1;
 };
@@ -71,7 +71,7 @@ struct gpfifo {
   uint32_t count = 0;                    // entries
   volatile uint32_t *gp_put = nullptr;   // USERD GPPut
   uint32_t put = 0;
-  volatile uint32_t *push = nullptr;     // the push ring (CPU)
+  volatile uint32_t *push = nullptr;  // the push ring (CPU)
   uint64_t push_gpu = 0, push_dwords = 0, push_pos = 0;
 };
 uint64_t nv_gpfifo_submit(gpfifo &f, const uint32_t *words, uint64_t count, std::string *error);
@@ -80,6 +80,7 @@ uint64_t nv_gpfifo_submit(gpfifo &f, const uint32_t *words, uint64_t count, std:
 
 namespace capgraph::hcq {
 extern const target nv_target;
-std::unique_ptr<encoder> nv_encoder(const nv::chip &chip, queue_kind kind, std::vector<uint32_t> *out);
+std::unique_ptr<encoder> nv_encoder(const nv::chip &chip, queue_kind kind,
+                                    std::vector<uint32_t> *out);
 const nv::chip *nv_capture_chip(const char *target_name);
 }  // namespace capgraph::hcq

@@ -67,11 +67,11 @@ enum class method : uint8_t {
 struct method_desc {
   method id;
   method_family family;
-  const char *name;     // the vendor's spelling without the NVxxxx_ prefix
-  uint16_t offset;      // byte offset in the class
+  const char *name;            // the vendor's spelling without the NVxxxx_ prefix
+  uint16_t offset;             // byte offset in the class
   const method_field *fields;  // the data word's fields, low to high
   uint8_t num_fields;
-  const char *source;   // header and line
+  const char *source;  // header and line
 };
 
 const method_desc &method_info(method m);

@@ -59,8 +59,8 @@ enum class qmd_field : uint8_t {
   PROGRAM_PREFETCH_TYPE,
   CONSTANT_BUFFER0_VALID,
   CONSTANT_BUFFER0_INVALIDATE,
-  CONSTANT_BUFFER0_ADDR_LOWER,   // V03: the address; V04: ADDR_LOWER_SHIFTED6 (address >> 6)
-  CONSTANT_BUFFER0_ADDR_UPPER,   // V03: bits 48:32; V04: ADDR_UPPER_SHIFTED6
+  CONSTANT_BUFFER0_ADDR_LOWER,  // V03: the address; V04: ADDR_LOWER_SHIFTED6 (address >> 6)
+  CONSTANT_BUFFER0_ADDR_UPPER,  // V03: bits 48:32; V04: ADDR_UPPER_SHIFTED6
   CONSTANT_BUFFER0_SIZE_SHIFTED4,
   RELEASE0_ENABLE,
   RELEASE0_STRUCTURE_SIZE,
@@ -77,9 +77,9 @@ enum class qmd_field : uint8_t {
 };
 
 struct qmd_field_desc {
-  const char *name;   // the vendor's name in this version, without NVxxC0_QMDVxx_xx_
-  uint16_t lo, hi;    // MW(hi:lo); absent fields have name nullptr
-  uint16_t line;      // line of the defining header (clc6c0qmd.h for V03, clcbc0qmd.h for V04)
+  const char *name;  // the vendor's name in this version, without NVxxC0_QMDVxx_xx_
+  uint16_t lo, hi;   // MW(hi:lo); absent fields have name nullptr
+  uint16_t line;     // line of the defining header (clc6c0qmd.h for V03, clcbc0qmd.h for V04)
 };
 
 // The field's layout in `v`; name == nullptr when the version has no such field.

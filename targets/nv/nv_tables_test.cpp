@@ -74,11 +74,14 @@ TEST_CASE("QMD fields sit where nv_plan.md §2.7 puts them") {
   CHECK(q[18] == 4u << 4);
   REQUIRE(qmd_set(q, qmd_version::V04_00, qmd_field::GRID_WIDTH, 0x12345678).empty());  // 1055:1024
   CHECK(q[32] == 0x12345678u);
-  REQUIRE(qmd_set(q, qmd_version::V04_00, qmd_field::CTA_THREAD_DIMENSION0, 256).empty());  // 1167:1152
+  REQUIRE(
+      qmd_set(q, qmd_version::V04_00, qmd_field::CTA_THREAD_DIMENSION0, 256).empty());  // 1167:1152
   CHECK(q[36] == 256u);
-  REQUIRE(qmd_set(q, qmd_version::V04_00, qmd_field::PROGRAM_ADDRESS_LOWER, 0xdeadbe00).empty());  // 1247:1216
+  REQUIRE(qmd_set(q, qmd_version::V04_00, qmd_field::PROGRAM_ADDRESS_LOWER, 0xdeadbe00)
+              .empty());  // 1247:1216
   CHECK(q[38] == 0xdeadbe00u);
-  REQUIRE(qmd_set(q, qmd_version::V04_00, qmd_field::CONSTANT_BUFFER0_VALID, 1).empty());  // bit 416
+  REQUIRE(
+      qmd_set(q, qmd_version::V04_00, qmd_field::CONSTANT_BUFFER0_VALID, 1).empty());  // bit 416
   CHECK(q[13] == 1u);
   CHECK(qmd_field_name(qmd_version::V04_00, qmd_field::GRID_WIDTH) == "QMD V04_00 GRID_WIDTH");
 
@@ -86,13 +89,17 @@ TEST_CASE("QMD fields sit where nv_plan.md §2.7 puts them") {
   REQUIRE(r.size() == 64);
   REQUIRE(qmd_set(r, qmd_version::V03_00, qmd_field::QMD_MAJOR_VERSION, 3).empty());
   CHECK(r[18] == 3u << 4);
-  REQUIRE(qmd_set(r, qmd_version::V03_00, qmd_field::GRID_WIDTH, 7).empty());  // CTA_RASTER_WIDTH 415:384
+  REQUIRE(qmd_set(r, qmd_version::V03_00, qmd_field::GRID_WIDTH, 7)
+              .empty());  // CTA_RASTER_WIDTH 415:384
   CHECK(r[12] == 7u);
-  REQUIRE(qmd_set(r, qmd_version::V03_00, qmd_field::REGISTER_COUNT, 40).empty());  // REGISTER_COUNT_V 656:648
+  REQUIRE(qmd_set(r, qmd_version::V03_00, qmd_field::REGISTER_COUNT, 40)
+              .empty());  // REGISTER_COUNT_V 656:648
   CHECK(r[20] == 40u << 8);
-  REQUIRE(qmd_set(r, qmd_version::V03_00, qmd_field::CONSTANT_BUFFER0_SIZE_SHIFTED4, 0x180 >> 4).empty());  // 1087:1075
+  REQUIRE(qmd_set(r, qmd_version::V03_00, qmd_field::CONSTANT_BUFFER0_SIZE_SHIFTED4, 0x180 >> 4)
+              .empty());  // 1087:1075
   CHECK(r[33] == (0x18u << 19));
-  CHECK(qmd_field_name(qmd_version::V03_00, qmd_field::GRID_WIDTH) == "QMD V03_00 CTA_RASTER_WIDTH");
+  CHECK(qmd_field_name(qmd_version::V03_00, qmd_field::GRID_WIDTH) ==
+        "QMD V03_00 CTA_RASTER_WIDTH");
 }
 
 TEST_CASE("a QMD field the version lacks, or a QMD of the wrong size, is refused by name") {
@@ -100,7 +107,8 @@ TEST_CASE("a QMD field the version lacks, or a QMD of the wrong size, is refused
   std::string e = qmd_set(q, qmd_version::V04_00, qmd_field::SM_GLOBAL_CACHING_ENABLE, 1);
   CHECK(e.find("not in this version") != std::string::npos);
   std::vector<uint32_t> small = qmd_zero(qmd_version::V03_00);
-  CHECK(qmd_set(small, qmd_version::V04_00, qmd_field::GRID_WIDTH, 1).find("expected 96") != std::string::npos);
+  CHECK(qmd_set(small, qmd_version::V04_00, qmd_field::GRID_WIDTH, 1).find("expected 96") !=
+        std::string::npos);
   CHECK(!qmd_set(q, qmd_version::V04_00, qmd_field::REGISTER_COUNT, 512).empty());  // 9 bits
 }
 
@@ -118,7 +126,8 @@ TEST_CASE("method rows: unique offsets per family, fields inside the word and ap
       const method_field &f = d.fields[i];
       REQUIRE(f.lo <= f.hi);
       REQUIRE(f.hi < 32);
-      uint32_t mask = (uint32_t)((f.hi - f.lo == 31 ? 0xffffffffull : (1ull << (f.hi - f.lo + 1)) - 1) << f.lo);
+      uint32_t mask =
+          (uint32_t)((f.hi - f.lo == 31 ? 0xffffffffull : (1ull << (f.hi - f.lo + 1)) - 1) << f.lo);
       CHECK((used & mask) == 0);
       used |= mask;
     }
@@ -149,9 +158,12 @@ TEST_CASE("push-buffer words agree with tinygrad's formulas (nv_plan.md §2.4, �
   CHECK(w.error().find("LAUNCH_DMA sent on subchannel 1") != std::string::npos);
 
   // LAUNCH_DMA fields, and a value too wide for its field.
-  uint32_t launch = method_word(method::LAUNCH_DMA, {LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED, 1, LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE, 0,
-                                                     LAUNCH_DMA_MEMORY_LAYOUT_PITCH, LAUNCH_DMA_MEMORY_LAYOUT_PITCH, 0, 0},
-                                &err);
+  uint32_t launch =
+      method_word(method::LAUNCH_DMA,
+                  {LAUNCH_DMA_DATA_TRANSFER_TYPE_NON_PIPELINED, 1,
+                   LAUNCH_DMA_SEMAPHORE_TYPE_RELEASE_FOUR_WORD_SEMAPHORE, 0,
+                   LAUNCH_DMA_MEMORY_LAYOUT_PITCH, LAUNCH_DMA_MEMORY_LAYOUT_PITCH, 0, 0},
+                  &err);
   CHECK(err.empty());
   CHECK(launch == (2u | 1u << 2 | 2u << 3 | 1u << 7 | 1u << 8));
   method_word(method::SEND_SIGNALING_PCAS2_B, {16}, &err);

@@ -44,7 +44,8 @@ std::string json_kernel(const std::string &json, const std::string &entry) {
 
 TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows its kernel facts") {
   const std::string cap = scratch_path("conv_relu_adreno.cap");
-  const cli_result compiled = cli_run({"compile", model_conv_relu(), "-o", cap, "--target", "adreno-a630"}, 120000);
+  const cli_result compiled =
+      cli_run({"compile", model_conv_relu(), "-o", cap, "--target", "adreno-a630"}, 120000);
 #if !CAPGRAPH_TEST_HAVE_ADRENO
   check_clean_failure(compiled, {"adreno-a630", "without Mesa's ir3", "scripts/mesa_ir3.sh"});
   CHECK_FALSE(file_exists(cap));
@@ -85,7 +86,8 @@ TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows 
     CHECK(a->params_offset_vec4() * 16 + a->params_bytes() <= a->constlen_vec4() * 16);
     // The host twin runs on the CPU fakes and --check: every GPU kernel has one.
     CHECK(k->twin_program() >= 0);
-    CHECK(c->programs()->Get(uint32_t(k->twin_program()))->format() == fb::ProgramFormat::elf_relocatable);
+    CHECK(c->programs()->Get(uint32_t(k->twin_program()))->format() ==
+          fb::ProgramFormat::elf_relocatable);
 
     // inspect --json shows exactly the file's facts.
     const std::string o = json_kernel(json.output, k->entry()->str());
@@ -103,7 +105,8 @@ TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows 
     CHECK(json_number(o, "private_memory_bytes") == a->private_memory_bytes());
     CHECK(json_number(o, "lanes") == a->lanes());
     CHECK(o.find("\"grid\": [" + std::to_string(a->grid_x()) + ", ") != std::string::npos);
-    CHECK(o.find("\"workgroup_size\": [" + std::to_string(a->workgroup_size_x()) + ", ") != std::string::npos);
+    CHECK(o.find("\"workgroup_size\": [" + std::to_string(a->workgroup_size_x()) + ", ") !=
+          std::string::npos);
     // The text table has a row for it.
     CHECK(text.output.find(k->name()->str().substr(0, 40)) != std::string::npos);
   }
@@ -117,24 +120,26 @@ TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows 
     const fb::AdrenoKernel *a = k->facts_as_AdrenoKernel();
     INFO("launch of " << k->name()->str());
     CHECK(a->params_bytes() == 8 * l->buffers()->size());
-    const uint64_t items = uint64_t(a->grid_x()) * a->grid_y() * a->grid_z() * a->workgroup_size_x() *
-                           a->workgroup_size_y() * a->workgroup_size_z();
+    const uint64_t items = uint64_t(a->grid_x()) * a->grid_y() * a->grid_z() *
+                           a->workgroup_size_x() * a->workgroup_size_y() * a->workgroup_size_z();
     CHECK(items * a->lanes() >= l->work_size());
     launches++;
   }
   CHECK(launches > 0);
 
   // Not an Adreno device: a run is refused naming the target, never attempted.
-  check_clean_failure(cli_run({"run", cap, "--random-inputs", "1", "--output-dir", scratch_path("adreno_out_cpu")}),
-                      {"adreno-a630"});
-  check_clean_failure(cli_run({"run", cap, "--device", "null", "--random-inputs", "1", "--output-dir",
-                               scratch_path("adreno_out_null")}),
+  check_clean_failure(
+      cli_run({"run", cap, "--random-inputs", "1", "--output-dir", scratch_path("adreno_out_cpu")}),
+      {"adreno-a630"});
+  check_clean_failure(cli_run({"run", cap, "--device", "null", "--random-inputs", "1",
+                               "--output-dir", scratch_path("adreno_out_null")}),
                       {"adreno-a630"});
 }
 
 TEST_CASE("adreno: an Adreno chip capgraph does not know is refused naming the known ones") {
   const std::string dir = scratch_path("adreno_unknown.cap");
-  const cli_result r = cli_run({"compile", model_conv_relu(), "-o", dir, "--target", "adreno-a999"});
+  const cli_result r =
+      cli_run({"compile", model_conv_relu(), "-o", dir, "--target", "adreno-a999"});
   check_clean_failure(r, {"adreno-a999", "adreno-a630"});
   CHECK_FALSE(file_exists(dir));
 }
@@ -152,8 +157,10 @@ std::vector<std::string> zoo_shape_args(const std::string &meta) {
     const size_t d0 = j.find('[', j.find("\"dims\"", q1)) + 1, d1 = j.find(']', d0);
     std::string dims = j.substr(d0, d1 - d0), shape;
     for (char ch : dims)
-      if (ch == ',') shape += 'x';
-      else if ((ch >= '0' && ch <= '9') || ch == '-') shape += ch;  // not the JSON's whitespace
+      if (ch == ',')
+        shape += 'x';
+      else if ((ch >= '0' && ch <= '9') || ch == '-')
+        shape += ch;  // not the JSON's whitespace
     args.push_back("--input-shape");
     args.push_back(j.substr(q0, q1 - q0) + "=" + shape);
     at = d1;
@@ -164,13 +171,15 @@ std::vector<std::string> zoo_shape_args(const std::string &meta) {
 
 // Issue 12's acceptance through the command line: every zoo model compiles to an Adreno capture
 // whose every kernel inspect --json shows with its facts. ctest runs it as cli_adreno_models.
-TEST_CASE("models: every zoo model compiles for adreno-a630 and inspect shows every kernel's facts") {
+TEST_CASE(
+    "models: every zoo model compiles for adreno-a630 and inspect shows every kernel's facts") {
   if (!std::getenv("CAPGRAPH_ADRENO_MODELS")) {
     MESSAGE("not run here: ctest runs it as cli_adreno_models (CAPGRAPH_ADRENO_MODELS=1)");
     return;
   }
 #if !CAPGRAPH_TEST_HAVE_ADRENO
-  MESSAGE("SKIPPED: capgraph was built without Mesa's ir3 (run scripts/mesa_ir3.sh, then configure)");
+  MESSAGE(
+      "SKIPPED: capgraph was built without Mesa's ir3 (run scripts/mesa_ir3.sh, then configure)");
   return;
 #endif
   const std::string zoo = std::string(CAPGRAPH_REPO_DIR) + "/../shared/zoo";
@@ -184,7 +193,8 @@ TEST_CASE("models: every zoo model compiles for adreno-a630 and inspect shows ev
     if (!file_exists(dir + "/model.onnx") || !file_exists(dir + "/meta.json")) continue;
     INFO(name);
     const std::string cap = scratch_path(name + ".adreno.cap");
-    std::vector<std::string> args = {"compile", dir + "/model.onnx", "-o", cap, "--target", "adreno-a630"};
+    std::vector<std::string> args = {"compile", dir + "/model.onnx", "-o",
+                                     cap,       "--target",          "adreno-a630"};
     for (const std::string &a : zoo_shape_args(dir + "/meta.json")) args.push_back(a);
     const cli_result compiled = cli_run(args, 600000);
     check_success(compiled);
@@ -204,7 +214,8 @@ TEST_CASE("models: every zoo model compiles for adreno-a630 and inspect shows ev
       CHECK(json_number(o, "full_regs") == a->full_regs());
       CHECK(json_number(o, "constlen_vec4") == a->constlen_vec4());
     }
-    MESSAGE(name << ": " << c->kernels()->size() << " Adreno kernels, " << bytes.size() << " bytes");
+    MESSAGE(name << ": " << c->kernels()->size() << " Adreno kernels, " << bytes.size()
+                 << " bytes");
     models++;
   }
   CHECK(models >= 1);

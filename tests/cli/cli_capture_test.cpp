@@ -2,7 +2,6 @@
 // type, another format version, another CPU architecture, nothing at all. Each must load and work
 // or fail with a message naming the file, never crash.
 #include <doctest/doctest.h>
-
 #include <sys/stat.h>
 
 #include <cstring>
@@ -44,8 +43,9 @@ std::vector<uint8_t> capture_with_version(uint16_t major, uint16_t minor) {
   auto target = fb::CreateTargetDirect(fbb, "cpu-x86_64");
   std::vector<flatbuffers::Offset<fb::TensorInfo>> none;
   std::vector<flatbuffers::Offset<fb::Step>> steps;
-  auto cap = fb::CreateCaptureDirect(fbb, major, minor, "capgraph test", "future.onnx", target, &none, &none, nullptr, 0, 0,
-                                     nullptr, nullptr, nullptr, &steps);
+  auto cap =
+      fb::CreateCaptureDirect(fbb, major, minor, "capgraph test", "future.onnx", target, &none,
+                              &none, nullptr, 0, 0, nullptr, nullptr, nullptr, &steps);
   fb::FinishCaptureBuffer(fbb, cap);
   return std::vector<uint8_t>(fbb.GetBufferPointer(), fbb.GetBufferPointer() + fbb.GetSize());
 }
@@ -72,8 +72,9 @@ TEST_CASE("capture: truncated at many lengths, run and inspect refuse it naming 
   lengths.push_back(good.size() - 1);
   for (size_t len : lengths) {
     CAPTURE(len);
-    const std::string path = write_variant("truncated_" + std::to_string(len) + ".cap",
-                                           std::vector<uint8_t>(good.begin(), good.begin() + long(len)));
+    const std::string path =
+        write_variant("truncated_" + std::to_string(len) + ".cap",
+                      std::vector<uint8_t>(good.begin(), good.begin() + long(len)));
     if (len >= good.size() - padding) {
       check_success(cli_run(run_args(path)));
       check_success(cli_run({"inspect", path}));
@@ -101,7 +102,8 @@ TEST_CASE("capture: random byte flips either load and run or fail cleanly") {
   for (unsigned seed = 1; seed <= 80; seed++) {
     std::mt19937 rng(seed);
     std::vector<uint8_t> bad = good;
-    for (int k = 0, flips = 1 + int(rng() % 3); k < flips; k++) bad[outside[rng() % outside.size()]] ^= uint8_t(1u << (rng() % 8));
+    for (int k = 0, flips = 1 + int(rng() % 3); k < flips; k++)
+      bad[outside[rng() % outside.size()]] ^= uint8_t(1u << (rng() % 8));
     const std::string path = write_variant("flipped_" + std::to_string(seed) + ".cap", bad);
     INFO("seed ", seed);
     const cli_result ins = cli_run({"inspect", path, "--json"});
@@ -164,7 +166,8 @@ TEST_CASE("capture: another major format version is refused as a version problem
   check_clean_failure(cli_run(run_args(v0)), {v0, "version 0.7"});
 }
 
-TEST_CASE("capture: a capture for another CPU architecture is refused by run, described by inspect") {
+TEST_CASE(
+    "capture: a capture for another CPU architecture is refused by run, described by inspect") {
 #if defined(__x86_64__)
   const char *other = "cpu-aarch64";
 #else
@@ -179,10 +182,13 @@ TEST_CASE("capture: a capture for another CPU architecture is refused by run, de
   CHECK(r.output.find(other) != std::string::npos);
 }
 
-TEST_CASE("capture: an AVX-512 capture runs where the CPU has AVX-512 and is refused naming it elsewhere") {
+TEST_CASE(
+    "capture: an AVX-512 capture runs where the CPU has AVX-512 and is refused naming it "
+    "elsewhere") {
 #if defined(__x86_64__)
   const std::string cap = scratch_path("avx512.cap");
-  check_success(cli_run({"compile", model_conv_relu(), "-o", cap, "--target", "cpu-x86_64-avx512"}));
+  check_success(
+      cli_run({"compile", model_conv_relu(), "-o", cap, "--target", "cpu-x86_64-avx512"}));
   const cli_result r = cli_run({"inspect", cap});
   check_success(r);
   CHECK(r.output.find("x86-64-v4") != std::string::npos);  // AVX-512 F/BW/CD/DQ/VL

@@ -2,7 +2,6 @@
 // badly bound dynamic dimensions, unknown targets. Every case must exit non-zero with a message
 // naming the thing, never crash, and never leave a half-written -o file or a temporary behind.
 #include <doctest/doctest.h>
-
 #include <sys/stat.h>
 
 #include <functional>
@@ -19,7 +18,8 @@ namespace {
 
 // Compiles `onnx` to a fresh directory's out.cap, expecting a clean failure mentioning `mentions`;
 // then checks the directory is as it was: no out.cap, no temporary.
-void compile_fails(const std::string &onnx, const std::vector<std::string> &extra, const std::vector<std::string> &mentions) {
+void compile_fails(const std::string &onnx, const std::vector<std::string> &extra,
+                   const std::vector<std::string> &mentions) {
   static int n = 0;
   const std::string dir = scratch_path("compile_fail_" + std::to_string(n++));
   REQUIRE(mkdir(dir.c_str(), 0755) == 0);
@@ -29,7 +29,9 @@ void compile_fails(const std::string &onnx, const std::vector<std::string> &extr
   CHECK_MESSAGE(dir_list(dir).empty(), "compile left files behind in " << dir);
 }
 
-std::vector<uint8_t> slice(const std::vector<uint8_t> &v, size_t n) { return std::vector<uint8_t>(v.begin(), v.begin() + long(n)); }
+std::vector<uint8_t> slice(const std::vector<uint8_t> &v, size_t n) {
+  return std::vector<uint8_t>(v.begin(), v.begin() + long(n));
+}
 
 }  // namespace
 
@@ -42,8 +44,8 @@ TEST_CASE("compile: a good model compiles (the baseline the bad cases are made f
 TEST_CASE("compile: truncated ONNX files are refused naming the file") {
   const std::vector<uint8_t> good = file_read(model_conv_relu());
   // The writer puts the graph last, so every proper prefix lacks a complete graph.
-  for (size_t len : {size_t(1), size_t(2), size_t(5), size_t(17), good.size() / 4, good.size() / 2, good.size() * 3 / 4,
-                     good.size() - 40, good.size() - 3, good.size() - 1}) {
+  for (size_t len : {size_t(1), size_t(2), size_t(5), size_t(17), good.size() / 4, good.size() / 2,
+                     good.size() * 3 / 4, good.size() - 40, good.size() - 3, good.size() - 1}) {
     CAPTURE(len);
     const std::string path = scratch_path("truncated_" + std::to_string(len) + ".onnx");
     file_write(path, slice(good, len));
@@ -99,9 +101,11 @@ TEST_CASE("compile: an unsupported op is named with its node") {
 }
 
 TEST_CASE("compile: unbound dynamic dimensions are listed; bound with --input-shape it compiles") {
-  compile_fails(model_dynamic(), {}, {"images[0] 'batch'", "images[2] 'height'", "images[3] 'width'", "--input-shape"});
+  compile_fails(model_dynamic(), {},
+                {"images[0] 'batch'", "images[2] 'height'", "images[3] 'width'", "--input-shape"});
   const std::string out = scratch_path("dynamic.cap");
-  check_success(cli_run({"compile", model_dynamic(), "-o", out, "--input-shape", "images=1x3x5x7"}));
+  check_success(
+      cli_run({"compile", model_dynamic(), "-o", out, "--input-shape", "images=1x3x5x7"}));
   const cli_result r = cli_run({"inspect", out});
   check_success(r);
   CHECK(r.output.find("1x3x5x7") != std::string::npos);
@@ -119,14 +123,18 @@ std::string model_reshape_input() {
   return path;
 }
 
-std::string npy_write_file(const std::string &name, capgraph_dtype t, const std::vector<int64_t> &shape, const void *data, size_t size) {
+std::string npy_write_file(const std::string &name, capgraph_dtype t,
+                           const std::vector<int64_t> &shape, const void *data, size_t size) {
   const std::string path = scratch_path(name);
   std::string err;
-  REQUIRE_MESSAGE(capgraph::npy_write(path, t, shape.data(), int(shape.size()), data, size, &err), err);
+  REQUIRE_MESSAGE(capgraph::npy_write(path, t, shape.data(), int(shape.size()), data, size, &err),
+                  err);
   return path;
 }
 
-TEST_CASE("compile: --bind makes a graph input a compile-time constant; inspect says so; run no longer takes it") {
+TEST_CASE(
+    "compile: --bind makes a graph input a compile-time constant; inspect says so; run no longer "
+    "takes it") {
   const std::string m = model_reshape_input();
   compile_fails(m, {}, {"reshape_by_input", "'s'", "must be known at compile time"});
   const std::vector<int64_t> shape = {3, 2};
@@ -145,7 +153,8 @@ TEST_CASE("compile: --bind makes a graph input a compile-time constant; inspect 
   REQUIRE_MESSAGE(capgraph::npy_read(dir + "/y.npy", &y, &err), err);
   CHECK(y.shape == std::vector<int64_t>{3, 2});
   // s is no longer an input of the capture: giving it is an error naming it.
-  check_clean_failure(cli_run({"run", out, "--input", "x=" + x, "--input", "s=" + s, "--output-dir", dir}), {"s"});
+  check_clean_failure(
+      cli_run({"run", out, "--input", "x=" + x, "--input", "s=" + s, "--output-dir", dir}), {"s"});
 }
 
 TEST_CASE("compile: bad --bind values are refused naming the flag, the input or the file") {
@@ -177,7 +186,8 @@ TEST_CASE("compile: bad --input-shape values are refused naming the flag or the 
   compile_fails(m, {"--input-shape", "images"}, {"--input-shape"});
   compile_fails(m, {"--input-shape", "images=1x3x"}, {"1x3x"});
   compile_fails(m, {"--input-shape", "images=1x3x-8x8"}, {"1x3x-8x8"});
-  compile_fails(m, {"--input-shape", "images=1x3x99999999999999999999x8"}, {"99999999999999999999"});
+  compile_fails(m, {"--input-shape", "images=1x3x99999999999999999999x8"},
+                {"99999999999999999999"});
   compile_fails(m, {"--input-shape", "nosuch=1x3x8x8"}, {"nosuch", "not a model input"});
   compile_fails(m, {"--input-shape", "images=1x3x8"}, {"images", "rank"});
   compile_fails(m, {"--input-shape", "images=1x4x8x8"}, {"images", "dimension 1"});
@@ -215,18 +225,21 @@ TEST_CASE("compile: an -o that cannot be written is named, and nothing is left b
   check_clean_failure(cli_run({"compile", model_conv_relu(), "-o", dir}), {dir, "cannot write"});
   CHECK(dir_list(dir).empty());
   const std::string nodir = scratch_path("no_such_dir/out.cap");
-  check_clean_failure(cli_run({"compile", model_conv_relu(), "-o", nodir}), {nodir, "cannot write"});
+  check_clean_failure(cli_run({"compile", model_conv_relu(), "-o", nodir}),
+                      {nodir, "cannot write"});
   const std::string parent = scratch_path("out_parent");
   REQUIRE(mkdir(parent.c_str(), 0755) == 0);
   const std::string file = parent + "/plain_file";
   file_write(file, {1, 2, 3});
-  check_clean_failure(cli_run({"compile", model_conv_relu(), "-o", file + "/out.cap"}), {"cannot write"});
+  check_clean_failure(cli_run({"compile", model_conv_relu(), "-o", file + "/out.cap"}),
+                      {"cannot write"});
   CHECK(dir_list(parent) == std::vector<std::string>{"plain_file"});
 }
 
 TEST_CASE("compile: shapes too large to count are refused naming the value, never wrapped") {
   // bound by the user: 1*3*4e9*4e9 elements overflow int64
-  compile_fails(model_dynamic(), {"--input-shape", "images=1x3x4000000000x4000000000"}, {"images", "too many elements"});
+  compile_fails(model_dynamic(), {"--input-shape", "images=1x3x4000000000x4000000000"},
+                {"images", "too many elements"});
   // computed by Expand from a constant shape
   ModelBuilder e(13);
   e.input("x", DataType::float32, {1});
@@ -250,7 +263,8 @@ TEST_CASE("compile: shapes too large to count are refused naming the value, neve
   r.save(range);
   compile_fails(range, {}, {"range_huge.onnx", "range1", "too many elements"});
   // zero-sized inputs are legal and compile
-  check_success(cli_run({"compile", model_dynamic(), "-o", scratch_path("zero.cap"), "--input-shape", "images=0x3x4x4"}));
+  check_success(cli_run({"compile", model_dynamic(), "-o", scratch_path("zero.cap"),
+                         "--input-shape", "images=0x3x4x4"}));
 }
 
 TEST_CASE("compile: shapes and dtypes that do not fit the op are refused naming the node") {
@@ -260,48 +274,56 @@ TEST_CASE("compile: shapes and dtypes that do not fit the op are refused naming 
     std::function<void(ModelBuilder &)> build;
   };
   const bad_model cases[] = {
-      {"add_shapes", {"add_1", "2x3", "4"},
+      {"add_shapes",
+       {"add_1", "2x3", "4"},
        [](ModelBuilder &b) {
          b.input("a", DataType::float32, {2, 3});
          b.input("c", DataType::float32, {4});
          b.node("Add", {"a", "c"}, {"y"}).name = "add_1";
        }},
-      {"add_dtypes", {"add_2"},
+      {"add_dtypes",
+       {"add_2"},
        [](ModelBuilder &b) {
          b.input("a", DataType::float32, {2, 3});
          b.input("c", DataType::int64, {2, 3});
          b.node("Add", {"a", "c"}, {"y"}).name = "add_2";
        }},
-      {"relu_int", {"relu_3"},
+      {"relu_int",
+       {"relu_3"},
        [](ModelBuilder &b) {
          b.input("a", DataType::int64, {2, 3});
          b.node("Relu", {"a"}, {"y"}).name = "relu_3";
        }},
-      {"conv_rank", {"conv_4"},
+      {"conv_rank",
+       {"conv_4"},
        [](ModelBuilder &b) {
          b.input("a", DataType::float32, {1, 3, 8, 8});
          b.initializer("w", std::vector<float>(12, 0.5f), {4, 3});
          b.node("Conv", {"a", "w"}, {"y"}).name = "conv_4";
        }},
-      {"conv_channels", {"conv_5"},
+      {"conv_channels",
+       {"conv_5"},
        [](ModelBuilder &b) {
          b.input("a", DataType::float32, {1, 3, 8, 8});
          b.initializer("w", std::vector<float>(4 * 2 * 9, 0.5f), {4, 2, 3, 3});
          b.node("Conv", {"a", "w"}, {"y"}).name = "conv_5";
        }},
-      {"reshape_count", {"reshape_6"},
+      {"reshape_count",
+       {"reshape_6"},
        [](ModelBuilder &b) {
          b.input("a", DataType::float32, {2, 3});
          b.initializer(tensor_make<int64_t>("s", DataType::int64, {4, 2}, {2}));
          b.node("Reshape", {"a", "s"}, {"y"}).name = "reshape_6";
        }},
-      {"matmul_k", {"matmul_7"},
+      {"matmul_k",
+       {"matmul_7"},
        [](ModelBuilder &b) {
          b.input("a", DataType::float32, {2, 3});
          b.input("c", DataType::float32, {4, 5});
          b.node("MatMul", {"a", "c"}, {"y"}).name = "matmul_7";
        }},
-      {"runtime_shape", {"reshape_8", "'s'"},  // a shape that depends on the model's input
+      {"runtime_shape",
+       {"reshape_8", "'s'"},  // a shape that depends on the model's input
        [](ModelBuilder &b) {
          b.input("a", DataType::float32, {2, 3});
          b.input("s", DataType::int64, {2});

@@ -36,7 +36,8 @@ struct scratch {
     std::string tmpl = std::string(tmp && *tmp ? tmp : "/tmp") + "/capgraph_cli_test.XXXXXX";
     std::vector<char> buf(tmpl.begin(), tmpl.end());
     buf.push_back('\0');
-    if (!mkdtemp(buf.data())) throw std::runtime_error("mkdtemp failed: " + std::string(std::strerror(errno)));
+    if (!mkdtemp(buf.data()))
+      throw std::runtime_error("mkdtemp failed: " + std::string(std::strerror(errno)));
     dir = buf.data();
   }
   ~scratch() {
@@ -58,7 +59,8 @@ std::string scratch_path(const std::string &name) { return scratch_dir() + "/" +
 std::vector<uint8_t> file_read(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
   REQUIRE_MESSAGE(bool(f), "cannot read " << path);
-  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return std::vector<uint8_t>((std::istreambuf_iterator<char>(f)),
+                              std::istreambuf_iterator<char>());
 }
 
 void file_write(const std::string &path, const std::vector<uint8_t> &bytes) {
@@ -128,9 +130,10 @@ cli_result process_run(const std::vector<std::string> &argv_in, int timeout_ms) 
 std::string crash_sign(const cli_result &r) {
   if (r.timed_out) return "timed out";
   if (r.signal) return std::string("killed by signal ") + strsignal(r.signal);
-  for (const char *s : {"terminate called", "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
-                        "runtime error:", "Segmentation fault", "Assertion", "Aborted", "core dumped",
-                        "LLVM ERROR", "PLEASE submit a bug report", "Stack dump"})
+  for (const char *s :
+       {"terminate called", "AddressSanitizer", "LeakSanitizer", "UndefinedBehaviorSanitizer",
+        "runtime error:", "Segmentation fault", "Assertion", "Aborted", "core dumped", "LLVM ERROR",
+        "PLEASE submit a bug report", "Stack dump"})
     if (r.output.find(s) != std::string::npos) return std::string("output contains '") + s + "'";
   return "";
 }
@@ -142,7 +145,9 @@ void check_clean_failure(const cli_result &r, const std::vector<std::string> &me
   CHECK(r.exit_code != -1);
   // One message a person can act on, not a usage dump or an empty line.
   CHECK(r.output.find("error") != std::string::npos);
-  for (const std::string &m : mentions) CHECK_MESSAGE(r.output.find(m) != std::string::npos, "the message should mention '" << m << "'");
+  for (const std::string &m : mentions)
+    CHECK_MESSAGE(r.output.find(m) != std::string::npos,
+                  "the message should mention '" << m << "'");
 }
 
 void check_success(const cli_result &r) {
@@ -231,7 +236,9 @@ std::string npy_f32(const std::string &name, const std::vector<int64_t> &shape) 
   std::vector<float> v = ramp(size_t(n), 0.25f);
   const std::string path = scratch_path(name);
   std::string err;
-  REQUIRE_MESSAGE(npy_write(path, CAPGRAPH_F32, shape.data(), int(shape.size()), v.data(), v.size() * 4, &err), err);
+  REQUIRE_MESSAGE(
+      npy_write(path, CAPGRAPH_F32, shape.data(), int(shape.size()), v.data(), v.size() * 4, &err),
+      err);
   return path;
 }
 

@@ -64,8 +64,8 @@ std::vector<table_at> index_tables(const std::vector<uint8_t> &cap) {
     for (const fb::IndexTable *t : *b->index_tables()) {
       const fb::BufferRef *r = s->launch()->buffers()->Get(t->buffer());
       const uint8_t *data = c->weights()->Get(r->index())->data()->data() + r->offset();
-      out.push_back({size_t(data - cap.data()), size_t(b->buffer_sizes()->Get(t->buffer())),
-                     t->dtype()});
+      out.push_back(
+          {size_t(data - cap.data()), size_t(b->buffer_sizes()->Get(t->buffer())), t->dtype()});
     }
   }
   return out;
@@ -145,8 +145,7 @@ TEST_CASE("hostile capture: Gather's constant index table edited") {
 }
 
 TEST_CASE("hostile capture: Resize's index tables edited") {
-  index_tables_attack(capture_resize(), {"x=" + npy_f32("x_1x1x3x5.npy", {1, 1, 3, 5})},
-                      "resize");
+  index_tables_attack(capture_resize(), {"x=" + npy_f32("x_1x1x3x5.npy", {1, 1, 3, 5})}, "resize");
 }
 
 TEST_CASE("hostile capture: a Relu launch declaring 1 MiB in a small arena, or 2^32 work items") {
@@ -167,8 +166,8 @@ TEST_CASE("hostile capture: a Relu launch declaring 1 MiB in a small arena, or 2
     if (s->launch()) l = s->launch();
   REQUIRE(l != nullptr);
   const size_t last = l->buffer_sizes()->size() - 1;
-  const size_t sizes_at = size_t(reinterpret_cast<const uint8_t *>(l->buffer_sizes()->Data()) -
-                                 good.data());
+  const size_t sizes_at =
+      size_t(reinterpret_cast<const uint8_t *>(l->buffer_sizes()->Data()) - good.data());
   {  // the output binding declares 1 MiB
     std::vector<uint8_t> bad = good;
     u64_write(bad, sizes_at + 8 * last, 1u << 20);

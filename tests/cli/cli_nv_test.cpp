@@ -36,10 +36,12 @@ std::pair<size_t, size_t> json_kernel(const std::string &json, const std::string
 
 // Compiles `model` for `target` through the CLI and checks inspect's facts against the code
 // generator's own for the same model.
-void nv_capture_check(const std::string &model, const std::string &target, unsigned sm, unsigned qmd, unsigned param_offset) {
+void nv_capture_check(const std::string &model, const std::string &target, unsigned sm,
+                      unsigned qmd, unsigned param_offset) {
   CAPTURE(model);
   CAPTURE(target);
-  const std::string cap = scratch_path(target + "_" + std::to_string(std::hash<std::string>{}(model)) + ".cap");
+  const std::string cap =
+      scratch_path(target + "_" + std::to_string(std::hash<std::string>{}(model)) + ".cap");
   check_success(cli_run({"compile", model, "--target", target, "-o", cap}, 120000));
 
   CompileOptions opt;
@@ -48,7 +50,8 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
   const NvTarget t = nv_target_named(target);
   const NvCodegenResult gen = nvptx_codegen(p, t, 2);
   std::map<std::string, const NvKernelFacts *> by_entry;
-  for (size_t i = 0; i < gen.facts.size(); i++) by_entry[gen.code.kernels[i].symbol] = &gen.facts[i];
+  for (size_t i = 0; i < gen.facts.size(); i++)
+    by_entry[gen.code.kernels[i].symbol] = &gen.facts[i];
   REQUIRE(!by_entry.empty());
 
   const cli_result js = cli_run({"inspect", cap, "--json"});
@@ -57,7 +60,9 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
   CHECK(js.output.find("\"target\": \"" + target + "\"") != std::string::npos);
   CHECK(js.output.find("\"amd_kernels\"") == std::string::npos);
   size_t objects = 0;
-  for (size_t at = js.output.find("\"nv_kernels\": ["); at != std::string::npos; at = js.output.find("\"sm\": ", at + 1)) objects++;
+  for (size_t at = js.output.find("\"nv_kernels\": ["); at != std::string::npos;
+       at = js.output.find("\"sm\": ", at + 1))
+    objects++;
   CHECK(objects - 1 == by_entry.size());  // one object per distinct kernel
   for (const auto &[entry, f] : by_entry) {
     CAPTURE(entry);
@@ -76,18 +81,23 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
     CHECK(f->text_size > 0);
     const std::string block = "\"block\": [" + std::to_string(t.block_size) + ", 1, 1]";
     CHECK(js.output.substr(b, e - b).find(block) != std::string::npos);
-    CHECK(js.output.substr(b, e - b).find("\"ptxas_version\": \"" + gen.ptxas_version + "\"") != std::string::npos);
-    CHECK(js.output.substr(b, e - b).find("\"twin_entry\": null") == std::string::npos);  // every kernel has a host twin
+    CHECK(js.output.substr(b, e - b).find("\"ptxas_version\": \"" + gen.ptxas_version + "\"") !=
+          std::string::npos);
+    CHECK(js.output.substr(b, e - b).find("\"twin_entry\": null") ==
+          std::string::npos);  // every kernel has a host twin
   }
 
   const cli_result text = cli_run({"inspect", cap});
   check_success(text);
-  CHECK(text.output.find("capture v2.2 for " + target + " (nvptx64-nvidia-cuda " + t.cpu + ")") != std::string::npos);
+  CHECK(text.output.find("capture v2.2 for " + target + " (nvptx64-nvidia-cuda " + t.cpu + ")") !=
+        std::string::npos);
   CHECK(text.output.find("NVIDIA kernels:") != std::string::npos);
   CHECK(text.output.find("cubins by ptxas " + gen.ptxas_version) != std::string::npos);
 
   // No device of this build replays it: each refuses it naming the target.
-  for (const std::vector<std::string> &device : {std::vector<std::string>{}, {"--device", "cpu"}, {"--device", "null"},
+  for (const std::vector<std::string> &device : {std::vector<std::string>{},
+                                                 {"--device", "cpu"},
+                                                 {"--device", "null"},
                                                  {"--device", "fake-amd"}}) {
     std::vector<std::string> args = {"run", cap};
     args.insert(args.end(), device.begin(), device.end());
@@ -97,9 +107,13 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
 
 }  // namespace
 
-TEST_CASE("nv: generated models compile for nv-sm90 and nv-sm86; inspect shows the cubins' facts; run refuses by name") {
+TEST_CASE(
+    "nv: generated models compile for nv-sm90 and nv-sm86; inspect shows the cubins' facts; run "
+    "refuses by name") {
   if (ptxas_find().empty()) {
-    MESSAGE("no ptxas here (CAPGRAPH_PTXAS=none or no CUDA toolkit): NVIDIA captures cannot be made, checks skipped");
+    MESSAGE(
+        "no ptxas here (CAPGRAPH_PTXAS=none or no CUDA toolkit): NVIDIA captures cannot be made, "
+        "checks skipped");
     return;
   }
   // Sources for the parameter offsets: codegen/nv_cubin.h (EIATTR_PARAM_CBANK; 0x210 on sm_90,
@@ -110,20 +124,25 @@ TEST_CASE("nv: generated models compile for nv-sm90 and nv-sm86; inspect shows t
   }
 }
 
-TEST_CASE("nv: without ptxas, compile --target nv-sm90 fails naming ptxas and where it looked, leaving no file") {
+TEST_CASE(
+    "nv: without ptxas, compile --target nv-sm90 fails naming ptxas and where it looked, leaving "
+    "no file") {
   const char *old = std::getenv("CAPGRAPH_PTXAS");
   const std::string saved = old ? old : "";
   setenv("CAPGRAPH_PTXAS", "none", 1);
   const std::string out = scratch_path("no_ptxas.cap");
   const cli_result r = cli_run({"compile", model_conv_relu(), "--target", "nv-sm90", "-o", out});
-  if (old) setenv("CAPGRAPH_PTXAS", saved.c_str(), 1);
-  else unsetenv("CAPGRAPH_PTXAS");
+  if (old)
+    setenv("CAPGRAPH_PTXAS", saved.c_str(), 1);
+  else
+    unsetenv("CAPGRAPH_PTXAS");
   check_clean_failure(r, {"nv-sm90", "ptxas", "$PATH", "/usr/local/cuda/bin"});
   CHECK(!file_exists(out));
 }
 
 TEST_CASE("nv: an unknown NVIDIA target is refused naming the known ones") {
   const std::string out = scratch_path("sm75.cap");
-  check_clean_failure(cli_run({"compile", model_conv_relu(), "--target", "nv-sm75", "-o", out}), {"nv-sm75", "nv-sm86", "nv-sm90"});
+  check_clean_failure(cli_run({"compile", model_conv_relu(), "--target", "nv-sm75", "-o", out}),
+                      {"nv-sm75", "nv-sm86", "nv-sm90"});
   CHECK(!file_exists(out));
 }

@@ -18,7 +18,8 @@ std::string npy_raw(const std::string &name, const std::string &dict, size_t dat
   std::string header = dict;
   while ((10 + header.size() + 1) % 64) header += ' ';
   header += '\n';
-  const std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 255) + char(header.size() >> 8) + header;
+  const std::string file = std::string("\x93NUMPY\x01\x00", 8) + char(header.size() & 255) +
+                           char(header.size() >> 8) + header;
   std::vector<uint8_t> bytes(file.begin(), file.end());
   bytes.resize(bytes.size() + data_bytes, 0);
   const std::string path = scratch_path(name);
@@ -26,13 +27,15 @@ std::string npy_raw(const std::string &name, const std::string &dict, size_t dat
   return path;
 }
 
-std::string npy_typed(const std::string &name, capgraph_dtype t, const std::vector<int64_t> &shape) {
+std::string npy_typed(const std::string &name, capgraph_dtype t,
+                      const std::vector<int64_t> &shape) {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;
   std::vector<uint8_t> data(size_t(n) * npy_dtype_size(t), 0);
   const std::string path = scratch_path(name);
   std::string err;
-  REQUIRE_MESSAGE(npy_write(path, t, shape.data(), int(shape.size()), data.data(), data.size(), &err), err);
+  REQUIRE_MESSAGE(
+      npy_write(path, t, shape.data(), int(shape.size()), data.data(), data.size(), &err), err);
   return path;
 }
 
@@ -43,7 +46,8 @@ std::string bias_ok() { return npy_f32("bias_3.npy", {3}); }
 
 TEST_CASE("run: the good case writes y.npy (the baseline)") {
   const std::string out = scratch_path("run_ok_out");
-  check_success(cli_run({"run", capture_mul_add(), "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(), "--output-dir", out}));
+  check_success(cli_run({"run", capture_mul_add(), "--input", "x=" + x_ok(), "--input",
+                         "bias=" + bias_ok(), "--output-dir", out}));
   npy_array y;
   std::string err;
   REQUIRE_MESSAGE(npy_read(out + "/y.npy", &y, &err), err);
@@ -52,13 +56,15 @@ TEST_CASE("run: the good case writes y.npy (the baseline)") {
 
 TEST_CASE("run: a missing input is an error naming it, its dtype and shape") {
   const std::string cap = capture_mul_add();
-  check_clean_failure(cli_run({"run", cap, "--input", "x=" + x_ok()}), {cap, "missing input 'bias'", "<f4", "3", "--input bias="});
+  check_clean_failure(cli_run({"run", cap, "--input", "x=" + x_ok()}),
+                      {cap, "missing input 'bias'", "<f4", "3", "--input bias="});
   check_clean_failure(cli_run({"run", cap}), {cap, "missing input 'x'"});
 }
 
 TEST_CASE("run: an unknown input name lists the model's inputs") {
   const std::string cap = capture_mul_add();
-  check_clean_failure(cli_run({"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(), "--input", "nosuch=" + bias_ok()}),
+  check_clean_failure(cli_run({"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(),
+                               "--input", "nosuch=" + bias_ok()}),
                       {"no input 'nosuch'", "x, bias"});
   check_clean_failure(cli_run({"run", cap, "--input", "x"}), {"--input", "NAME=FILE.npy"});
   check_clean_failure(cli_run({"run", cap, "--input", "=foo.npy"}), {"--input"});
@@ -67,27 +73,35 @@ TEST_CASE("run: an unknown input name lists the model's inputs") {
 TEST_CASE("run: wrong input shapes are named with the expected and given shape") {
   const std::string cap = capture_mul_add();
   const std::string t = npy_f32("x_3x2.npy", {3, 2});
-  check_clean_failure(cli_run({"run", cap, "--input", "x=" + t, "--input", "bias=" + bias_ok()}), {t, "'x'", "2x3", "3x2"});
+  check_clean_failure(cli_run({"run", cap, "--input", "x=" + t, "--input", "bias=" + bias_ok()}),
+                      {t, "'x'", "2x3", "3x2"});
   const std::string r1 = npy_f32("x_6.npy", {6});
-  check_clean_failure(cli_run({"run", cap, "--input", "x=" + r1, "--input", "bias=" + bias_ok()}), {r1, "'x'", "2x3"});
+  check_clean_failure(cli_run({"run", cap, "--input", "x=" + r1, "--input", "bias=" + bias_ok()}),
+                      {r1, "'x'", "2x3"});
   const std::string s = npy_f32("x_scalar.npy", {});
-  check_clean_failure(cli_run({"run", cap, "--input", "x=" + s, "--input", "bias=" + bias_ok()}), {s, "scalar"});
+  check_clean_failure(cli_run({"run", cap, "--input", "x=" + s, "--input", "bias=" + bias_ok()}),
+                      {s, "scalar"});
   const std::string e = npy_f32("x_0x3.npy", {0, 3});
-  check_clean_failure(cli_run({"run", cap, "--input", "x=" + e, "--input", "bias=" + bias_ok()}), {e, "0x3"});
+  check_clean_failure(cli_run({"run", cap, "--input", "x=" + e, "--input", "bias=" + bias_ok()}),
+                      {e, "0x3"});
 }
 
 TEST_CASE("run: wrong input dtypes are named with the expected and given type") {
   const std::string cap = capture_mul_add();
-  for (capgraph_dtype t : {CAPGRAPH_F64, CAPGRAPH_F16, CAPGRAPH_I64, CAPGRAPH_I32, CAPGRAPH_U8, CAPGRAPH_BOOL}) {
+  for (capgraph_dtype t :
+       {CAPGRAPH_F64, CAPGRAPH_F16, CAPGRAPH_I64, CAPGRAPH_I32, CAPGRAPH_U8, CAPGRAPH_BOOL}) {
     CAPTURE(npy_descr(t));
     const std::string f = npy_typed(std::string("x_") + std::to_string(int(t)) + ".npy", t, {2, 3});
-    check_clean_failure(cli_run({"run", cap, "--input", "x=" + f, "--input", "bias=" + bias_ok()}), {f, "'x'", "<f4", npy_descr(t)});
+    check_clean_failure(cli_run({"run", cap, "--input", "x=" + f, "--input", "bias=" + bias_ok()}),
+                        {f, "'x'", "<f4", npy_descr(t)});
   }
 }
 
 TEST_CASE("run: input files that are not usable .npy are named") {
   const std::string cap = capture_mul_add();
-  auto with_x = [&](const std::string &f) { return cli_run({"run", cap, "--input", "x=" + f, "--input", "bias=" + bias_ok()}); };
+  auto with_x = [&](const std::string &f) {
+    return cli_run({"run", cap, "--input", "x=" + f, "--input", "bias=" + bias_ok()});
+  };
   const std::string text = scratch_path("not_npy.npy");
   file_write(text, {'h', 'e', 'l', 'l', 'o', '\n'});
   check_clean_failure(with_x(text), {text, "not a .npy"});
@@ -97,17 +111,24 @@ TEST_CASE("run: input files that are not usable .npy are named") {
   const std::string missing = scratch_path("missing.npy");
   check_clean_failure(with_x(missing), {missing});
   check_clean_failure(with_x(scratch_dir()), {scratch_dir()});
-  const std::string fortran = npy_raw("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 24);
+  const std::string fortran =
+      npy_raw("fortran.npy", "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }", 24);
   check_clean_failure(with_x(fortran), {fortran, "Fortran"});
-  const std::string big_endian = npy_raw("big_endian.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", 24);
+  const std::string big_endian =
+      npy_raw("big_endian.npy", "{'descr': '>f4', 'fortran_order': False, 'shape': (2, 3), }", 24);
   check_clean_failure(with_x(big_endian), {big_endian, "big-endian"});
-  const std::string short_data = npy_raw("short_data.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20);
+  const std::string short_data =
+      npy_raw("short_data.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", 20);
   check_clean_failure(with_x(short_data), {short_data, "truncated"});
-  const std::string huge = npy_raw("huge_shape.npy", "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999, 99999999999999), }", 24);
+  const std::string huge = npy_raw(
+      "huge_shape.npy",
+      "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999999, 99999999999999), }", 24);
   check_clean_failure(with_x(huge), {huge});
-  const std::string no_shape = npy_raw("no_shape.npy", "{'descr': '<f4', 'fortran_order': False, }", 24);
+  const std::string no_shape =
+      npy_raw("no_shape.npy", "{'descr': '<f4', 'fortran_order': False, }", 24);
   check_clean_failure(with_x(no_shape), {no_shape});
-  const std::string strings = npy_raw("strings.npy", "{'descr': '<U5', 'fortran_order': False, 'shape': (2, 3), }", 120);
+  const std::string strings =
+      npy_raw("strings.npy", "{'descr': '<U5', 'fortran_order': False, 'shape': (2, 3), }", 120);
   check_clean_failure(with_x(strings), {strings, "<U5"});
 }
 
@@ -115,11 +136,13 @@ TEST_CASE("run: an --output-dir that cannot be written is named") {
   const std::string cap = capture_mul_add();
   const std::string file = scratch_path("output_dir_is_a_file");
   file_write(file, {'x'});
-  const cli_result r = cli_run({"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(), "--output-dir", file});
+  const cli_result r = cli_run(
+      {"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(), "--output-dir", file});
   check_clean_failure(r, {file, "cannot write"});
   CHECK(file_read(file) == std::vector<uint8_t>{'x'});
   const std::string deep = scratch_path("no/such/dir");
-  check_clean_failure(cli_run({"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(), "--output-dir", deep}),
+  check_clean_failure(cli_run({"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(),
+                               "--output-dir", deep}),
                       {deep, "cannot write"});
   CHECK_FALSE(file_exists(scratch_path("no")));
 }

@@ -12,15 +12,15 @@ namespace reg {
 constexpr uint16_t BULK_IN_LEN_H = 0x9007, BULK_IN_LEN_L = 0x9008, BULK_IN_BUF = 0x8000,
                    BULK_IN_BUF_SIZE = 0x1000;
 constexpr uint16_t PHY_TLP_ROUTING = 0x6025;  // bank 1, bit 7
-constexpr uint16_t EP0_LEN_H = 0x9003, EP0_LEN_L = 0x9004, CTRL_PHASE = 0x9091, DMA_TRIGGER = 0x9092,
-                   EP_CFG1 = 0x9093, EP_CFG2 = 0x9094, PERIPH_STATUS = 0x9101, SETUP = 0x9104,
-                   BULK_OUT_BC_H = 0x910D, BULK_OUT_BC_L = 0x910E, PHY_91D1 = 0x91D1,
-                   BUF_CFG_9300 = 0x9300, CTRL_BUF = 0x9E00;
+constexpr uint16_t EP0_LEN_H = 0x9003, EP0_LEN_L = 0x9004, CTRL_PHASE = 0x9091,
+                   DMA_TRIGGER = 0x9092, EP_CFG1 = 0x9093, EP_CFG2 = 0x9094, PERIPH_STATUS = 0x9101,
+                   SETUP = 0x9104, BULK_OUT_BC_H = 0x910D, BULK_OUT_BC_L = 0x910E,
+                   PHY_91D1 = 0x91D1, BUF_CFG_9300 = 0x9300, CTRL_BUF = 0x9E00;
 constexpr uint16_t PCIE_FMT_TYPE = 0xB210, PCIE_BYTE_EN = 0xB217, PCIE_ADDR = 0xB218,
                    PCIE_DATA = 0xB220, PCIE_CPL_HI = 0xB22A, PCIE_CPL_LO = 0xB22B,
-                   PCIE_TRIGGER = 0xB254, PCIE_COMPL = 0xB284, PCIE_STATUS = 0xB296,
-                   LTSSM = 0xB450, PERST = 0xB480, RAIL_12V = 0xC659, RAIL_3V3 = 0xC656,
-                   TRAIN = 0xE764, LINK_E765 = 0xE765;
+                   PCIE_TRIGGER = 0xB254, PCIE_COMPL = 0xB284, PCIE_STATUS = 0xB296, LTSSM = 0xB450,
+                   PERST = 0xB480, RAIL_12V = 0xC659, RAIL_3V3 = 0xC656, TRAIN = 0xE764,
+                   LINK_E765 = 0xE765;
 constexpr uint16_t NVME_CTRL = 0xC412, NVME_SLOT_START = 0xC414, NVME_SLOT_END = 0xC415,
                    NVME_SECTOR_SIZE = 0xC422, NVME_SECTOR_COUNT = 0xC426;
 constexpr uint16_t UART_THR = 0xC001, INT_USB = 0xC802;
@@ -31,7 +31,7 @@ constexpr uint16_t FLASH_ADDR_LO = 0xC8A1, FLASH_ADDR_MD = 0xC8A2, FLASH_LEN_HI 
 constexpr uint16_t TIMER0_DIV = 0xCC10, TIMER0_CSR = 0xCC11, TIMER0_THR = 0xCC12;
 }  // namespace reg
 
-const char* usb_result_name(UsbResult r) {
+const char *usb_result_name(UsbResult r) {
   switch (r) {
     case UsbResult::ok: return "ok";
     case UsbResult::stall: return "stall";
@@ -55,7 +55,7 @@ void SpiFlash::set_otp_serial(uint32_t serial) {
   otp[4] = x;
 }
 
-void SpiFlash::transact(uint8_t cmd, uint32_t addr, uint32_t len, uint8_t* buf, uint64_t now) {
+void SpiFlash::transact(uint8_t cmd, uint32_t addr, uint32_t len, uint8_t *buf, uint64_t now) {
   bool busy = now < busy_until;
   const size_t n = data.size();
   switch (cmd) {
@@ -66,12 +66,21 @@ void SpiFlash::transact(uint8_t cmd, uint32_t addr, uint32_t len, uint8_t* buf, 
     case 0x05:  // RDSR: bit 0 WIP, bit 1 WEL
       buf[0] = uint8_t((busy ? 1 : 0) | (wel ? 2 : 0));
       break;
-    case 0x06: if (!busy) wel = true; break;
-    case 0x04: if (!busy) wel = false; break;
-    case 0x9F: buf[0] = 0xC2; buf[1] = 0x20; buf[2] = 0x14; break;  // MX25L80-class id
+    case 0x06:
+      if (!busy) wel = true;
+      break;
+    case 0x04:
+      if (!busy) wel = false;
+      break;
+    case 0x9F:
+      buf[0] = 0xC2;
+      buf[1] = 0x20;
+      buf[2] = 0x14;
+      break;  // MX25L80-class id
     case 0xB1: otp_mode = true; break;
     case 0xC1: otp_mode = false; break;
-    case 0x20: case 0xD8: {  // sector / block erase
+    case 0x20:
+    case 0xD8: {  // sector / block erase
       if (!wel || busy || otp_mode) break;
       uint32_t size = cmd == 0x20 ? 0x1000 : 0x10000;
       uint32_t base = (addr % n) & ~(size - 1);
@@ -109,40 +118,51 @@ void SpiFlash::transact(uint8_t cmd, uint32_t addr, uint32_t len, uint8_t* buf, 
 Asm2464::Asm2464() : Asm2464(Options{}) {}
 
 Asm2464::Asm2464(Options o)
-    : cpu(this), fabric(endpoint, o.pcie_bridges), sram(BRIDGE_SRAM_SIZE, 0), opt_(o),
-      x_(0x10000, 0), x1_(0x10000, 0) {
-  endpoint.dma_read = [this](uint64_t a, uint8_t* dst, size_t n) { return bus_master_read(a, dst, n); };
-  endpoint.dma_write = [this](uint64_t a, const uint8_t* src, size_t n) {
+    : cpu(this),
+      fabric(endpoint, o.pcie_bridges),
+      sram(BRIDGE_SRAM_SIZE, 0),
+      opt_(o),
+      x_(0x10000, 0),
+      x1_(0x10000, 0) {
+  endpoint.dma_read = [this](uint64_t a, uint8_t *dst, size_t n) {
+    return bus_master_read(a, dst, n);
+  };
+  endpoint.dma_write = [this](uint64_t a, const uint8_t *src, size_t n) {
     return bus_master_write(a, src, n);
   };
 }
 
 // Bridge memory behind a bus address, or null when [a, a+n) is not inside
 // one region (the SRAM, or one XDATA window; bridge_protocol.h).
-uint8_t* Asm2464::bus_window(uint64_t a, size_t n) {
-  struct Region { uint64_t bus; size_t size; uint8_t* mem; };
+uint8_t *Asm2464::bus_window(uint64_t a, size_t n) {
+  struct Region {
+    uint64_t bus;
+    size_t size;
+    uint8_t *mem;
+  };
   const Region regions[] = {
       {BRIDGE_SRAM_BUS_ADDR, sram.size(), sram.data()},
       {BRIDGE_SYS_WINDOW_BUS_ADDR, BRIDGE_SYS_WINDOW_SIZE, x_.data() + BRIDGE_SYS_WINDOW_XDATA},
       {BRIDGE_CQ_WINDOW_BUS_ADDR, BRIDGE_CQ_WINDOW_SIZE, x_.data() + BRIDGE_CQ_WINDOW_XDATA},
-      {BRIDGE_ADMIN_WINDOW_BUS_ADDR, BRIDGE_ADMIN_WINDOW_SIZE, x_.data() + BRIDGE_ADMIN_WINDOW_XDATA},
+      {BRIDGE_ADMIN_WINDOW_BUS_ADDR, BRIDGE_ADMIN_WINDOW_SIZE,
+       x_.data() + BRIDGE_ADMIN_WINDOW_XDATA},
   };
-  for (const Region& r : regions)
+  for (const Region &r : regions)
     if (a >= r.bus && n <= r.size && a - r.bus <= r.size - n) return r.mem + (a - r.bus);
   return nullptr;
 }
 
-bool Asm2464::bus_master_read(uint64_t a, uint8_t* dst, size_t n) {
+bool Asm2464::bus_master_read(uint64_t a, uint8_t *dst, size_t n) {
   if (!link_up() || !fabric.upstream_reaches_root(a)) return false;
-  uint8_t* p = bus_window(a, n);
+  uint8_t *p = bus_window(a, n);
   if (!p) return false;
   std::memcpy(dst, p, n);
   return true;
 }
 
-bool Asm2464::bus_master_write(uint64_t a, const uint8_t* src, size_t n) {
+bool Asm2464::bus_master_write(uint64_t a, const uint8_t *src, size_t n) {
   if (!link_up() || !fabric.upstream_reaches_root(a)) return false;
-  uint8_t* p = bus_window(a, n);
+  uint8_t *p = bus_window(a, n);
   if (!p) return false;
   std::memcpy(p, src, n);
   if (a >= BRIDGE_CQ_WINDOW_BUS_ADDR && a < BRIDGE_CQ_WINDOW_BUS_ADDR + BRIDGE_CQ_WINDOW_SIZE) {
@@ -160,11 +180,11 @@ void Asm2464::power_off() {
   attached_ = false;
 }
 
-static uint32_t le32(const uint8_t* p) {
+static uint32_t le32(const uint8_t *p) {
   return uint32_t(p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24);
 }
 
-static uint32_t crc32(const uint8_t* d, size_t n) {
+static uint32_t crc32(const uint8_t *d, size_t n) {
   uint32_t c = 0xFFFFFFFFu;
   for (size_t i = 0; i < n; ++i) {
     c ^= d[i];
@@ -197,14 +217,14 @@ Asm2464::Mode Asm2464::power_on(bool force_bootloader) {
   flash.busy_until = 0;
 
   // Boot ROM model: the wrapped image at BRIDGE_FLASH_IMAGE_ADDR.
-  const auto& f = flash.data;
+  const auto &f = flash.data;
   const uint32_t at = BRIDGE_FLASH_IMAGE_ADDR;
   uint32_t len = le32(&f[at]);
   bool valid = len > 0 && len <= BRIDGE_IMAGE_MAX_BODY &&
                at + BRIDGE_IMAGE_HEADER + len + BRIDGE_IMAGE_FOOTER <= f.size();
   if (valid) {
-    const uint8_t* body = &f[at + BRIDGE_IMAGE_HEADER];
-    const uint8_t* foot = body + len;
+    const uint8_t *body = &f[at + BRIDGE_IMAGE_HEADER];
+    const uint8_t *foot = body + len;
     uint8_t sum = 0;
     for (uint32_t i = 0; i < len; ++i) sum = uint8_t(sum + body[i]);
     valid = foot[0] == BRIDGE_IMAGE_MAGIC && foot[1] == sum && le32(foot + 2) == crc32(body, len);
@@ -219,7 +239,7 @@ Asm2464::Mode Asm2464::power_on(bool force_bootloader) {
   return mode_;
 }
 
-void Asm2464::boot_body(const std::vector<uint8_t>& body) {
+void Asm2464::boot_body(const std::vector<uint8_t> &body) {
   cpu.code.fill(0xFF);
   cpu.load_code(body);
   cpu.reset();
@@ -241,7 +261,7 @@ void Asm2464::run_cycles(uint64_t n) {
   while (now() < end && mode_ == Mode::firmware) cpu.step();
 }
 
-bool Asm2464::run_until(const std::function<bool()>& done, unsigned timeout_ms) {
+bool Asm2464::run_until(const std::function<bool()> &done, unsigned timeout_ms) {
   uint64_t end = now() + uint64_t(timeout_ms) * kCyclesPerMs;
   while (now() < end) {
     if (done()) return true;
@@ -289,10 +309,12 @@ uint8_t Asm2464::xdata_read(uint16_t a, uint8_t bank) {
 void Asm2464::phy_write(uint16_t a, uint8_t v) {
   uint8_t hi = uint8_t(a >> 8);
   bool phy = (hi >= 0x78 && hi <= 0x7B) || hi == 0x60 || hi == 0x64 || hi == 0x68 || hi == 0x6C;
-  const auto& seq = phy_tuning_sequence();
+  const auto &seq = phy_tuning_sequence();
   if (!phy || phy_tuning_broken_ || phy_tuning_pos_ == seq.size()) return;
-  if (seq[phy_tuning_pos_] == std::make_pair(a, v)) ++phy_tuning_pos_;
-  else phy_tuning_broken_ = true;
+  if (seq[phy_tuning_pos_] == std::make_pair(a, v))
+    ++phy_tuning_pos_;
+  else
+    phy_tuning_broken_ = true;
 }
 
 void Asm2464::xdata_write(uint16_t a, uint8_t bank, uint8_t v) {
@@ -337,7 +359,10 @@ void Asm2464::xdata_write(uint16_t a, uint8_t bank, uint8_t v) {
       if (v == 0x0F) tlp_start();
       return;
     case reg::PCIE_STATUS: pcie_status_ &= uint8_t(~(v & 0x03)); return;
-    case reg::PERST: case reg::RAIL_12V: case reg::RAIL_3V3: case reg::TRAIN:
+    case reg::PERST:
+    case reg::RAIL_12V:
+    case reg::RAIL_3V3:
+    case reg::TRAIN:
       x_[a] = v;
       pcie_rails_changed();
       return;
@@ -351,7 +376,10 @@ void Asm2464::xdata_write(uint16_t a, uint8_t bank, uint8_t v) {
       if (v & 1) flash_transact();
       return;
     case reg::TIMER0_CSR:
-      if (v & 0x04) { timer_on_ = false; timer_expired_ = false; }
+      if (v & 0x04) {
+        timer_on_ = false;
+        timer_expired_ = false;
+      }
       if (v & 0x02) timer_expired_ = false;
       if (v & 0x01) {
         // Only the 0.5 ms tick (CC10[2:0] = 4, handmade main.c) is known;
@@ -400,8 +428,10 @@ void Asm2464::pcie_rails_changed() {
   // of why the stock firmware tunes the RX PHY first) the tuning sequence.
   bool on = opt_.endpoint_present && (x_[reg::RAIL_3V3] & 0x20) && (x_[reg::RAIL_12V] & 0x01) &&
             x_[reg::PERST] == 0 && x_[reg::TRAIN] == 0x1C && phy_tuning_applied();
-  if (!on) link_up_at_ = UINT64_MAX;
-  else if (link_up_at_ == UINT64_MAX) link_up_at_ = now() + 2 * kCyclesPerMs;
+  if (!on)
+    link_up_at_ = UINT64_MAX;
+  else if (link_up_at_ == UINT64_MAX)
+    link_up_at_ = now() + 2 * kCyclesPerMs;
 }
 
 void Asm2464::tlp_start() {
@@ -435,7 +465,7 @@ void Asm2464::tlp_start() {
 void Asm2464::tlp_poll() {
   if (!tlp_pending_ || now() < tlp_done_at_) return;
   tlp_pending_ = false;
-  const TlpCompletion& c = tlp_cpl_;
+  const TlpCompletion &c = tlp_cpl_;
   if (c.has_data)
     for (int i = 0; i < 4; ++i) x_[reg::PCIE_DATA + i] = uint8_t(c.data >> (24 - 8 * i));
   uint16_t bytes = c.has_data ? 4 : 0;
@@ -473,7 +503,7 @@ void Asm2464::dma_trigger(uint8_t v) {
     ++protocol_violations;
     return;
   }
-  const UsbSetup& s = ctrl_.setup;
+  const UsbSetup &s = ctrl_.setup;
   bool in = s.bmRequestType & 0x80;
   if (v & 0x01) {  // STALL
     ctrl_.result = UsbResult::stall;
@@ -509,7 +539,7 @@ void Asm2464::dma_trigger(uint8_t v) {
   ctrl_phase_ = 0;
 }
 
-UsbResult Asm2464::control(const UsbSetup& s, uint8_t* data, size_t* actual, unsigned timeout_ms) {
+UsbResult Asm2464::control(const UsbSetup &s, uint8_t *data, size_t *actual, unsigned timeout_ms) {
   *actual = 0;
   if (!attached_) return UsbResult::no_device;
   ++stats.control_transfers;
@@ -529,9 +559,10 @@ UsbResult Asm2464::control(const UsbSetup& s, uint8_t* data, size_t* actual, uns
   } else {
     ctrl_.out.assign(data, data + s.wLength);
   }
-  const uint8_t pkt[8] = {s.bmRequestType, s.bRequest, uint8_t(s.wValue), uint8_t(s.wValue >> 8),
-                          uint8_t(s.wIndex), uint8_t(s.wIndex >> 8), uint8_t(s.wLength),
-                          uint8_t(s.wLength >> 8)};
+  const uint8_t pkt[8] = {s.bmRequestType,    s.bRequest,
+                          uint8_t(s.wValue),  uint8_t(s.wValue >> 8),
+                          uint8_t(s.wIndex),  uint8_t(s.wIndex >> 8),
+                          uint8_t(s.wLength), uint8_t(s.wLength >> 8)};
   std::copy(pkt, pkt + 8, x_.begin() + reg::SETUP);
   ctrl_phase_ = 0x01;  // a new SETUP aborts whatever EP0 was doing
   bool done = run_until([this] { return ctrl_.done || !attached_; }, timeout_ms);
@@ -548,7 +579,7 @@ UsbResult Asm2464::control(const UsbSetup& s, uint8_t* data, size_t* actual, uns
   return ctrl_.result;
 }
 
-UsbResult Asm2464::bulk_out(uint8_t ep, const uint8_t* data, size_t n, size_t* actual,
+UsbResult Asm2464::bulk_out(uint8_t ep, const uint8_t *data, size_t n, size_t *actual,
                             unsigned timeout_ms) {
   *actual = 0;
   if (!attached_) return UsbResult::no_device;
@@ -598,14 +629,18 @@ UsbResult Asm2464::bulk_out(uint8_t ep, const uint8_t* data, size_t n, size_t* a
   return take < n ? UsbResult::timeout : UsbResult::ok;
 }
 
-UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t* data, size_t n, size_t* actual, unsigned timeout_ms) {
+UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t *data, size_t n, size_t *actual,
+                           unsigned timeout_ms) {
   *actual = 0;
   if (!attached_) return UsbResult::no_device;
   if (ep != BRIDGE_EP_BULK_IN) return UsbResult::stall;
   ++stats.bulk_in_transfers;
   if (mode_ == Mode::bootloader) return boot_bulk_in(data, n, actual);
-  if (!run_until([this] { return in_armed_ || (dma_.armed && !dma_.to_sram && !dma_.gated) || !attached_; },
-                 timeout_ms))
+  if (!run_until(
+          [this] {
+            return in_armed_ || (dma_.armed && !dma_.to_sram && !dma_.gated) || !attached_;
+          },
+          timeout_ms))
     return UsbResult::timeout;
   if (!attached_) return UsbResult::no_device;
   // Hands up to `take` bytes from `src` to the host, cut short by a planned unplug; false when
@@ -622,7 +657,8 @@ UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t* data, size_t n, size_t* actual, 
     return !vanish;
   };
   if (in_armed_) {  // firmware-filled buffer at 0x8000 (MEM_STREAM results)
-    if (!deliver(x_.data() + reg::BULK_IN_BUF, std::min<size_t>(n, in_len_))) return UsbResult::no_device;
+    if (!deliver(x_.data() + reg::BULK_IN_BUF, std::min<size_t>(n, in_len_)))
+      return UsbResult::no_device;
     in_armed_ = false;
     ep_cfg1_ |= 0x08;  // BULK_IN_COMPLETE
     return in_len_ > n ? UsbResult::overflow : UsbResult::ok;
@@ -653,12 +689,13 @@ UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t* data, size_t n, size_t* actual, 
 // (128 bytes in); E2 50 len32be -> the first len image bytes from 0x100;
 // E2 D0 len32be -> the bytes after the first 0xFF00. Unconfirmed on a board.
 
-UsbResult Asm2464::boot_control(const UsbSetup& s, uint8_t* data, size_t* actual) {
-  static const uint8_t dev[18] = {18, 1, 0x10, 0x02, 0, 0, 0, 64, 0x4C, 0x17, 0x64, 0x24,
-                                  0x00, 0x01, 1, 2, 3, 1};
-  static const uint8_t cfg[32] = {9, 2, 32, 0, 1, 1, 0, 0x80, 0xFA, 9, 4, 0, 0, 2, 0x08, 0x06,
-                                  0x50, 0, 7, 5, 0x81, 2, 0, 2, 0, 7, 5, 0x02, 2, 0, 2, 0};
-  auto reply = [&](const uint8_t* p, size_t n) {
+UsbResult Asm2464::boot_control(const UsbSetup &s, uint8_t *data, size_t *actual) {
+  static const uint8_t dev[18] = {18,   1,    0x10, 0x02, 0,    0, 0, 64, 0x4C,
+                                  0x17, 0x64, 0x24, 0x00, 0x01, 1, 2, 3,  1};
+  static const uint8_t cfg[32] = {9, 2, 32, 0,    1,    1,    0, 0x80, 0xFA, 9,    4,
+                                  0, 0, 2,  0x08, 0x06, 0x50, 0, 7,    5,    0x81, 2,
+                                  0, 2, 0,  7,    5,    0x02, 2, 0,    2,    0};
+  auto reply = [&](const uint8_t *p, size_t n) {
     n = std::min<size_t>(n, s.wLength);
     std::memcpy(data, p, n);
     *actual = n;
@@ -677,7 +714,7 @@ UsbResult Asm2464::boot_control(const UsbSetup& s, uint8_t* data, size_t* actual
   return UsbResult::stall;
 }
 
-bool Asm2464::boot_flash_write(uint32_t addr, const uint8_t* p, size_t n) {
+bool Asm2464::boot_flash_write(uint32_t addr, const uint8_t *p, size_t n) {
   if (addr + n > flash.data.size()) return false;
   size_t todo = n;
   if (flash.power_cut_before && flash.power_cut_before(flash.erases + flash.programs)) {
@@ -693,7 +730,7 @@ bool Asm2464::boot_flash_write(uint32_t addr, const uint8_t* p, size_t n) {
 }
 
 void Asm2464::boot_execute() {
-  const uint8_t* c = bot_.cdb;
+  const uint8_t *c = bot_.cdb;
   bot_.status = 1;
   bot_.residue = 0;
   if (c[0] == 0xE1 && c[1] == 0x50 && c[2] < 2 && bot_.data.size() == 128) {
@@ -713,7 +750,7 @@ void Asm2464::boot_execute() {
 }
 
 void Asm2464::boot_execute_read() {
-  const uint8_t* c = bot_.cdb;
+  const uint8_t *c = bot_.cdb;
   bot_.status = 1;
   bot_.residue = 0;
   bot_.data.clear();
@@ -733,7 +770,7 @@ void Asm2464::boot_execute_read() {
   }
 }
 
-UsbResult Asm2464::boot_bulk_out(const uint8_t* data, size_t n, size_t* actual) {
+UsbResult Asm2464::boot_bulk_out(const uint8_t *data, size_t n, size_t *actual) {
   *actual = n;
   stats.bulk_out_bytes += n;
   stats.bulk_out_packets += (n + max_packet_bulk() - 1) / max_packet_bulk();
@@ -768,7 +805,7 @@ UsbResult Asm2464::boot_bulk_out(const uint8_t* data, size_t n, size_t* actual) 
   return UsbResult::stall;
 }
 
-UsbResult Asm2464::boot_bulk_in(uint8_t* data, size_t n, size_t* actual) {
+UsbResult Asm2464::boot_bulk_in(uint8_t *data, size_t n, size_t *actual) {
   if (bot_.stage == Bot::Stage::data_in) {
     size_t take = std::min(n, bot_.data.size());
     std::memcpy(data, bot_.data.data(), take);

@@ -49,13 +49,13 @@ class SpiFlash {
   bool power_was_cut = false;
 
   // One controller transaction; `buf` is the 4 KiB controller buffer.
-  void transact(uint8_t cmd, uint32_t addr, uint32_t len, uint8_t* buf, uint64_t now);
+  void transact(uint8_t cmd, uint32_t addr, uint32_t len, uint8_t *buf, uint64_t now);
   void set_otp_serial(uint32_t serial);  // 4 bytes + XOR checksum
 };
 
 // overflow: the device sent more than the host asked for (babble).
 enum class UsbResult { ok, stall, timeout, no_device, overflow };
-const char* usb_result_name(UsbResult r);
+const char *usb_result_name(UsbResult r);
 
 struct UsbSetup {
   uint8_t bmRequestType = 0, bRequest = 0;
@@ -96,15 +96,16 @@ class Asm2464 : public Cpu8051::Bus {
   void power_off();
   Mode mode() const { return mode_; }
   // Boot straight from a body (no flash), for tests of the core path.
-  void boot_body(const std::vector<uint8_t>& body);
+  void boot_body(const std::vector<uint8_t> &body);
 
   void run_ms(uint64_t ms) { run_cycles(ms * kCyclesPerMs); }
   void run_cycles(uint64_t n);
 
   // Host side of the wire. Timeouts are in emulated milliseconds.
-  UsbResult control(const UsbSetup& s, uint8_t* data, size_t* actual, unsigned timeout_ms);
-  UsbResult bulk_out(uint8_t ep, const uint8_t* data, size_t n, size_t* actual, unsigned timeout_ms);
-  UsbResult bulk_in(uint8_t ep, uint8_t* data, size_t n, size_t* actual, unsigned timeout_ms);
+  UsbResult control(const UsbSetup &s, uint8_t *data, size_t *actual, unsigned timeout_ms);
+  UsbResult bulk_out(uint8_t ep, const uint8_t *data, size_t n, size_t *actual,
+                     unsigned timeout_ms);
+  UsbResult bulk_in(uint8_t ep, uint8_t *data, size_t n, size_t *actual, unsigned timeout_ms);
 
   // Fault injection: the device vanishes (cable pulled) now, or after this
   // many more bulk bytes have moved.
@@ -122,7 +123,7 @@ class Asm2464 : public Cpu8051::Bus {
   // PCIe RX PHY tuning (firmware/src/regs.h PCIE_RXPHY_*): the model lets
   // the link train only after the whole sequence was written to bank 1, in
   // order, with no other write to those PHY slices in between.
-  static const std::vector<std::pair<uint16_t, uint8_t>>& phy_tuning_sequence();
+  static const std::vector<std::pair<uint16_t, uint8_t>> &phy_tuning_sequence();
   bool phy_tuning_applied() const {
     return !phy_tuning_broken_ && phy_tuning_pos_ == phy_tuning_sequence().size();
   }
@@ -133,8 +134,8 @@ class Asm2464 : public Cpu8051::Bus {
   // 0x800000 (bridge_protocol.h BRIDGE_*_WINDOW_*, sources there). Needs the
   // link up and Bus Master Enable on the whole path (pcie_fabric.h). A write
   // into the CQ window releases an armed SRAM->host DMA (the real gate).
-  bool bus_master_read(uint64_t addr, uint8_t* dst, size_t n);
-  bool bus_master_write(uint64_t addr, const uint8_t* src, size_t n);
+  bool bus_master_read(uint64_t addr, uint8_t *dst, size_t n);
+  bool bus_master_write(uint64_t addr, const uint8_t *src, size_t n);
   uint32_t cq_triggers = 0;  // bus-master writes into the CQ window
 
   Cpu8051 cpu;
@@ -144,7 +145,7 @@ class Asm2464 : public Cpu8051::Bus {
   std::vector<uint8_t> sram;  // 512 KiB, bus address 0x200000
   WireStats stats;
   std::string uart;
-  uint32_t protocol_violations = 0;  // firmware misuse of the USB engine
+  uint32_t protocol_violations = 0;    // firmware misuse of the USB engine
   uint32_t ignored_buffer_writes = 0;  // CPU writes to the 0x7000 buffer
 
   // Cpu8051::Bus
@@ -157,8 +158,8 @@ class Asm2464 : public Cpu8051::Bus {
   Mode mode_ = Mode::off;
   bool attached_ = false;
   uint64_t unplug_after_ = UINT64_MAX;
-  std::vector<uint8_t> x_;     // XDATA bank 0 backing store
-  std::vector<uint8_t> x1_;    // XDATA bank 1 (PHY) backing store
+  std::vector<uint8_t> x_;                 // XDATA bank 0 backing store
+  std::vector<uint8_t> x1_;                // XDATA bank 1 (PHY) backing store
   std::array<uint8_t, 4096> flash_buf_{};  // 0x7000 buffer
 
   // USB engine
@@ -173,7 +174,7 @@ class Asm2464 : public Cpu8051::Bus {
     bool active = false, done = false, data_taken = false;
     UsbSetup setup;
     std::vector<uint8_t> out;  // host OUT data
-    uint8_t* in = nullptr;     // host IN buffer
+    uint8_t *in = nullptr;     // host IN buffer
     size_t in_len = 0, actual = 0;
     UsbResult result = UsbResult::ok;
   } ctrl_;
@@ -189,7 +190,7 @@ class Asm2464 : public Cpu8051::Bus {
     uint32_t offset = 0, remaining = 0;
   } dma_;
   void dma_start(uint8_t ctrl);
-  uint8_t* bus_window(uint64_t addr, size_t n);
+  uint8_t *bus_window(uint64_t addr, size_t n);
 
   // PCIe TLP engine and link
   uint8_t pcie_status_ = 0;
@@ -209,12 +210,12 @@ class Asm2464 : public Cpu8051::Bus {
 
   void flash_transact();
   uint64_t now() const { return cpu.cycles; }
-  bool run_until(const std::function<bool()>& done, unsigned timeout_ms);
+  bool run_until(const std::function<bool()> &done, unsigned timeout_ms);
 
   // Stock bootloader (mass-storage Bulk-Only Transport + E1/E3/E8).
-  UsbResult boot_control(const UsbSetup& s, uint8_t* data, size_t* actual);
-  UsbResult boot_bulk_out(const uint8_t* data, size_t n, size_t* actual);
-  UsbResult boot_bulk_in(uint8_t* data, size_t n, size_t* actual);
+  UsbResult boot_control(const UsbSetup &s, uint8_t *data, size_t *actual);
+  UsbResult boot_bulk_out(const uint8_t *data, size_t n, size_t *actual);
+  UsbResult boot_bulk_in(uint8_t *data, size_t n, size_t *actual);
   struct Bot {
     enum class Stage { cbw, data_out, data_in, csw } stage = Stage::cbw;
     uint32_t tag = 0, expected = 0, residue = 0;
@@ -224,7 +225,7 @@ class Asm2464 : public Cpu8051::Bus {
   } bot_;
   void boot_execute();
   void boot_execute_read();
-  bool boot_flash_write(uint32_t addr, const uint8_t* p, size_t n);
+  bool boot_flash_write(uint32_t addr, const uint8_t *p, size_t n);
 };
 
 }  // namespace capgraph::emu

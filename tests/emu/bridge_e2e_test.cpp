@@ -10,10 +10,10 @@
 #include <random>
 
 #include "asm2464_model.h"
-#include "bridge_rig.h"
 #include "bridge.h"
 #include "bridge_image.h"
 #include "bridge_protocol.h"
+#include "bridge_rig.h"
 #include "emu_transport.h"
 #include "flash.h"
 
@@ -128,7 +128,12 @@ TEST_CASE("faults: malformed requests STALL and change nothing") {
   uint8_t canary = 0x77;
   REQUIRE(r.bridge.reg_write(0x5100, &canary, 1).ok());
   using TS = usb::TransferStatus;
-  struct Case { uint8_t rt, req; uint16_t val, idx, len; uint8_t err; const char* what; };
+  struct Case {
+    uint8_t rt, req;
+    uint16_t val, idx, len;
+    uint8_t err;
+    const char *what;
+  };
   const Case cases[] = {
       {0xC0, 0x55, 0, 0, 4, BRIDGE_ERR_UNKNOWN_REQUEST, "unknown vendor request"},
       {0x40, BRIDGE_REQ_INFO, 0, 0, 0, BRIDGE_ERR_UNKNOWN_REQUEST, "INFO as OUT"},
@@ -143,7 +148,8 @@ TEST_CASE("faults: malformed requests STALL and change nothing") {
       {0xC0, BRIDGE_REQ_TLP_RESULT, 0, 0, 7, BRIDGE_ERR_BAD_LENGTH, "TLP_RESULT 7 bytes"},
       {0x40, BRIDGE_REQ_DMA, 0, 0, 0, BRIDGE_ERR_BAD_ARGUMENT, "DMA 0 sectors"},
       {0x40, BRIDGE_REQ_DMA, 64, 31 | (2 << 8), 0, BRIDGE_ERR_BAD_ARGUMENT, "DMA past slot 32"},
-      {0x40, BRIDGE_REQ_DMA, 33, 0 | (1 << 8), 0, BRIDGE_ERR_BAD_ARGUMENT, "DMA more than its slots"},
+      {0x40, BRIDGE_REQ_DMA, 33, 0 | (1 << 8), 0, BRIDGE_ERR_BAD_ARGUMENT,
+       "DMA more than its slots"},
       {0x40, BRIDGE_REQ_PCIE_POWER, 2, 0, 0, BRIDGE_ERR_BAD_ARGUMENT, "PCIE_POWER 2"},
       {0xC0, BRIDGE_REQ_SPI_READ, 0, 0, 65, BRIDGE_ERR_BAD_LENGTH, "SPI_READ 65"},
       {0x40, BRIDGE_REQ_SPI_ERASE, 4096, 0, 0, BRIDGE_ERR_BAD_ARGUMENT, "SPI_ERASE past 16 MiB"},
@@ -153,7 +159,7 @@ TEST_CASE("faults: malformed requests STALL and change nothing") {
       {0x21, 0x01, 0, 0, 0, BRIDGE_ERR_UNKNOWN_REQUEST, "class request"},
       {0x00, 9, 2, 0, 0, BRIDGE_ERR_UNKNOWN_REQUEST, "SET_CONFIGURATION 2"},
   };
-  for (const Case& c : cases) {
+  for (const Case &c : cases) {
     CAPTURE(c.what);
     CHECK(r.raw(c.rt, c.req, c.val, c.idx, c.len) == TS::stall);
     CHECK(r.last_error() == c.err);
@@ -201,7 +207,7 @@ TEST_CASE("1 MiB through the SRAM DMA windows, both directions, bit-exact; proto
   const size_t total = 1u << 20, half = BRIDGE_SRAM_SIZE;
   std::vector<uint8_t> src(total), back(total);
   std::mt19937 rng(42);
-  for (auto& b : src) b = uint8_t(rng());
+  for (auto &b : src) b = uint8_t(rng());
   pcie_bring_up(r);  // the GPU side needs the link and bus mastering
   r.dev.stats = {};
   const uint8_t trigger[4] = {};
@@ -222,16 +228,19 @@ TEST_CASE("1 MiB through the SRAM DMA windows, both directions, bit-exact; proto
   // Unaligned or odd sizes are refused before anything moves.
   CHECK_FALSE(r.bridge.sram_write(0x100, src.data(), 512).ok());
   CHECK_FALSE(r.bridge.sram_write(0, src.data(), 100).ok());
-  const auto& s = r.dev.stats;
+  const auto &s = r.dev.stats;
   double mib_each_way = double(total) / double(1 << 20);
-  MESSAGE("protocol cost per MiB, host->device: " << double(s.bulk_out_packets) / mib_each_way
-          << " bulk packets, " << double(s.bulk_out_bytes) / mib_each_way << " bulk bytes, "
+  MESSAGE("protocol cost per MiB, host->device: "
+          << double(s.bulk_out_packets) / mib_each_way << " bulk packets, "
+          << double(s.bulk_out_bytes) / mib_each_way << " bulk bytes, "
           << double(s.bulk_out_transfers) / mib_each_way << " bulk transfers");
-  MESSAGE("protocol cost per MiB, device->host: " << double(s.bulk_in_packets) / mib_each_way
-          << " bulk packets, " << double(s.bulk_in_bytes) / mib_each_way << " bulk bytes, "
+  MESSAGE("protocol cost per MiB, device->host: "
+          << double(s.bulk_in_packets) / mib_each_way << " bulk packets, "
+          << double(s.bulk_in_bytes) / mib_each_way << " bulk bytes, "
           << double(s.bulk_in_transfers) / mib_each_way << " bulk transfers");
   MESSAGE("control overhead for 2 MiB moved: " << s.control_transfers << " control transfers, "
-          << s.control_transactions << " transactions, " << s.control_bytes << " bytes");
+                                               << s.control_transactions << " transactions, "
+                                               << s.control_bytes << " bytes");
   CHECK(s.bulk_out_bytes == total);
   CHECK(s.bulk_in_bytes == total);
   CHECK(s.bulk_out_packets == total / 1024);
@@ -264,7 +273,7 @@ TEST_CASE("flash refuses corrupt and foreign images before touching the device")
   std::vector<uint8_t> foreign = bridge::image_wrap(std::vector<uint8_t>(4096, 0x22));
   auto truncated = real_image();
   truncated.erase(truncated.end() - 3, truncated.end());
-  for (const auto* img : {&corrupt, &foreign, &truncated}) {
+  for (const auto *img : {&corrupt, &foreign, &truncated}) {
     bridge::FlashOptions opt;
     opt.backup_path = temp_path("refused.bin");
     auto res = bridge::flash_via_firmware(r.t, *img, opt, stdout);
@@ -276,7 +285,7 @@ TEST_CASE("flash refuses corrupt and foreign images before touching the device")
   CHECK(r.dev.flash.programs == 0);
   std::string err;
   std::ofstream(temp_path("corrupt.img"), std::ios::binary)
-      .write(reinterpret_cast<const char*>(corrupt.data()), std::streamsize(corrupt.size()));
+      .write(reinterpret_cast<const char *>(corrupt.data()), std::streamsize(corrupt.size()));
   std::vector<uint8_t> loaded;
   CHECK_FALSE(bridge::flash_load_image(temp_path("corrupt.img"), &loaded, &err));
   CHECK(err.find("refusing") != std::string::npos);
@@ -305,7 +314,7 @@ TEST_CASE("flash: dry run writes nothing; a real run updates the bridge's own fl
   opt.backup_path = temp_path("config-backup.bin");
   res = bridge::flash_image(r.t, real_image(), opt, stdout);
   REQUIRE_MESSAGE(res.ok, res.message);
-  const auto& f = r.dev.flash.data;
+  const auto &f = r.dev.flash.data;
   CHECK(std::equal(real_image().begin(), real_image().end(), f.begin() + BRIDGE_FLASH_IMAGE_ADDR));
   auto cfg = config_pattern();
   CHECK(std::equal(cfg.begin(), cfg.end(), f.begin()));
@@ -325,14 +334,14 @@ TEST_CASE("flash: power lost at every stage leaves no silently bad image; recove
     REQUIRE(r.boot());
     bridge::FlashOptions opt;
     opt.backup_path = temp_path("count.bin");
-    std::FILE* quiet = std::fopen("/dev/null", "w");
+    std::FILE *quiet = std::fopen("/dev/null", "w");
     REQUIRE(bridge::flash_via_firmware(r.t, real_image(), opt, quiet).ok);
     std::fclose(quiet);
     ops = r.dev.flash.erases + r.dev.flash.programs;
   }
   REQUIRE(ops > 3);
   MESSAGE("a self-update is " << ops << " erase/program operations; cutting power before each");
-  std::FILE* quiet = std::fopen("/dev/null", "w");
+  std::FILE *quiet = std::fopen("/dev/null", "w");
   for (uint32_t cut = 0; cut < ops; ++cut) {
     CAPTURE(cut);
     Rig r;
@@ -379,13 +388,13 @@ TEST_CASE("a bridge that only has the stock bootloader takes the E1/E3/E8 path")
   REQUIRE_MESSAGE(res.ok, res.message);
   REQUIRE(r.boot());
   CHECK(r.bridge.info().version() == std::to_string(BRIDGE_FW_VERSION_MAJOR) + "." +
-                                       std::to_string(BRIDGE_FW_VERSION_MINOR) + "." +
-                                       std::to_string(BRIDGE_FW_VERSION_PATCH));
+                                         std::to_string(BRIDGE_FW_VERSION_MINOR) + "." +
+                                         std::to_string(BRIDGE_FW_VERSION_PATCH));
 }
 
 namespace {
 // A bridge with an erased flash: only the stock bootloader answers.
-void make_bootloader_only(Rig& r) {
+void make_bootloader_only(Rig &r) {
   std::fill(r.dev.flash.data.begin(), r.dev.flash.data.end(), 0xFF);
   REQUIRE(r.dev.power_on() == Asm2464::Mode::bootloader);
 }
@@ -393,7 +402,7 @@ std::string config_backup_file() {
   auto path = temp_path("boot-config.bin");
   auto cfg = config_pattern();
   std::ofstream(path, std::ios::binary)
-      .write(reinterpret_cast<const char*>(cfg.data()), std::streamsize(cfg.size()));
+      .write(reinterpret_cast<const char *>(cfg.data()), std::streamsize(cfg.size()));
   return path;
 }
 }  // namespace
@@ -402,7 +411,7 @@ TEST_CASE("bootloader path: reads back before committing; a bad write is caught,
   if (!have_image()) return;
   Rig r;
   make_bootloader_only(r);
-  std::FILE* quiet = std::fopen("/dev/null", "w");
+  std::FILE *quiet = std::fopen("/dev/null", "w");
   bridge::FlashOptions opt;
   opt.config_restore = config_backup_file();
   r.dev.boot_corrupt_flash_at = BRIDGE_FLASH_IMAGE_ADDR + 1000;
@@ -438,7 +447,7 @@ TEST_CASE("bootloader path: reads back before committing; a bad write is caught,
 
 TEST_CASE("bootloader path: power lost before each write; the next run recovers and verifies") {
   if (!have_image()) return;
-  std::FILE* quiet = std::fopen("/dev/null", "w");
+  std::FILE *quiet = std::fopen("/dev/null", "w");
   uint32_t ops = 0;
   {
     Rig r;

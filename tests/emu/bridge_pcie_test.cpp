@@ -21,7 +21,7 @@ uint32_t cfg_addr(uint8_t bus, uint8_t dev, uint16_t reg) {
   return uint32_t(bus) << 24 | uint32_t(dev) << 19 | reg;
 }
 
-uint32_t endpoint_word(Rig& r, uint64_t addr) {
+uint32_t endpoint_word(Rig &r, uint64_t addr) {
   bool claimed = false;
   uint32_t v = r.dev.endpoint.mem_read32(addr, &claimed);
   REQUIRE(claimed);
@@ -102,7 +102,9 @@ TEST_CASE("PCIe: the switch chain is programmed with type 1 config; the GPU answ
   CHECK(r.dev.protocol_violations == 0);
 }
 
-TEST_CASE("PCIe: ReBAR offered: BAR0 grows to the largest offered size within the window, and decodes there") {
+TEST_CASE(
+    "PCIe: ReBAR offered: BAR0 grows to the largest offered size within the window, and decodes "
+    "there") {
   if (!have_image()) return;
   for (uint64_t offered : {1ull << 30, 64ull << 30}) {
     CAPTURE(offered);
@@ -110,7 +112,8 @@ TEST_CASE("PCIe: ReBAR offered: BAR0 grows to the largest offered size within th
     REQUIRE(r.boot());
     r.dev.endpoint.rebar_offer(offered);
     auto chain = pcie_bring_up(r);
-    const uint64_t want = std::min<uint64_t>(offered, usb::kPciRebarMaxBytes);  // 64 GiB offered: 32 GiB taken
+    const uint64_t want =
+        std::min<uint64_t>(offered, usb::kPciRebarMaxBytes);  // 64 GiB offered: 32 GiB taken
     CHECK(chain.rebar_bytes == want);
     REQUIRE(chain.bars.size() == 3);
     CHECK(chain.bars[0].size == want);
@@ -152,7 +155,7 @@ TEST_CASE("SRAM -> host starts only after the GPU writes the CQ window, after th
   pcie_bring_up(r);
   std::vector<uint8_t> src(32 * 1024), back(src.size());
   std::mt19937 rng(7);
-  for (auto& b : src) b = uint8_t(rng());
+  for (auto &b : src) b = uint8_t(rng());
   REQUIRE(r.bridge.sram_write(0, src.data(), src.size()).ok());
   const uint8_t zero[4] = {};
 
@@ -186,7 +189,8 @@ TEST_CASE("SRAM -> host starts only after the GPU writes the CQ window, after th
   CHECK(r.dev.protocol_violations == 0);
 }
 
-TEST_CASE("GPU bus-master reads and writes reach the SRAM and the 0x820000/0x822000/0x800000 windows") {
+TEST_CASE(
+    "GPU bus-master reads and writes reach the SRAM and the 0x820000/0x822000/0x800000 windows") {
   if (!have_image()) return;
   Rig r;
   REQUIRE(r.boot());
@@ -197,14 +201,22 @@ TEST_CASE("GPU bus-master reads and writes reach the SRAM and the 0x820000/0x822
   pcie_bring_up(r);
   // size: what XDATA shows; bus_size: what the GPU reaches (the SRAM's
   // XDATA view is its first 4 KiB).
-  struct Window { uint64_t bus; uint16_t xdata; uint32_t size, bus_size; const char* name; };
+  struct Window {
+    uint64_t bus;
+    uint16_t xdata;
+    uint32_t size, bus_size;
+    const char *name;
+  };
   const Window windows[] = {
       {BRIDGE_SRAM_BUS_ADDR, 0xF000, 0x1000, BRIDGE_SRAM_SIZE, "SRAM"},
-      {BRIDGE_SYS_WINDOW_BUS_ADDR, BRIDGE_SYS_WINDOW_XDATA, BRIDGE_SYS_WINDOW_SIZE, BRIDGE_SYS_WINDOW_SIZE, "0x820000"},
-      {BRIDGE_CQ_WINDOW_BUS_ADDR, BRIDGE_CQ_WINDOW_XDATA, BRIDGE_CQ_WINDOW_SIZE, BRIDGE_CQ_WINDOW_SIZE, "0x822000"},
-      {BRIDGE_ADMIN_WINDOW_BUS_ADDR, BRIDGE_ADMIN_WINDOW_XDATA, BRIDGE_ADMIN_WINDOW_SIZE, BRIDGE_ADMIN_WINDOW_SIZE, "0x800000"},
+      {BRIDGE_SYS_WINDOW_BUS_ADDR, BRIDGE_SYS_WINDOW_XDATA, BRIDGE_SYS_WINDOW_SIZE,
+       BRIDGE_SYS_WINDOW_SIZE, "0x820000"},
+      {BRIDGE_CQ_WINDOW_BUS_ADDR, BRIDGE_CQ_WINDOW_XDATA, BRIDGE_CQ_WINDOW_SIZE,
+       BRIDGE_CQ_WINDOW_SIZE, "0x822000"},
+      {BRIDGE_ADMIN_WINDOW_BUS_ADDR, BRIDGE_ADMIN_WINDOW_XDATA, BRIDGE_ADMIN_WINDOW_SIZE,
+       BRIDGE_ADMIN_WINDOW_SIZE, "0x800000"},
   };
-  for (const Window& w : windows) {
+  for (const Window &w : windows) {
     CAPTURE(w.name);
     // GPU writes, the host reads the XDATA window (tinygrad's fence read at 0xA800).
     const uint32_t off = w.size - 8;
@@ -252,7 +264,8 @@ TEST_CASE("posted writes: sent without waiting by default; waiting for COMPLETE 
     std::vector<uint32_t> block(300);
     for (size_t i = 0; i < block.size(); ++i) block[i] = uint32_t(i * 0x01010101u);
     REQUIRE(r.bridge.mem_write_block(bar0 + 0x2000, block.data(), block.size()).ok());
-    for (size_t i = 0; i < block.size(); ++i) CHECK(endpoint_word(r, bar0 + 0x2000 + 4 * i) == block[i]);
+    for (size_t i = 0; i < block.size(); ++i)
+      CHECK(endpoint_word(r, bar0 + 0x2000 + 4 * i) == block[i]);
     // What the firmware did before: wait for COMPLETE. Every write "times
     // out" although it landed; a stream stops after its first dword.
     r.bridge.set_posted_writes_wait(true);

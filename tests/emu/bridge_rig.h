@@ -22,8 +22,7 @@ namespace capgraph::emu_test {
 using emu::Asm2464;
 using emu::EmuTransport;
 
-
-inline const std::vector<uint8_t>& real_image() {
+inline const std::vector<uint8_t> &real_image() {
   static std::vector<uint8_t> img = [] {
     std::vector<uint8_t> v;
     std::ifstream in(CAPGRAPH_BRIDGE_FW_IMAGE, std::ios::binary);
@@ -47,7 +46,7 @@ inline std::vector<uint8_t> config_pattern() {
   return c;
 }
 
-inline void put_flash(Asm2464& dev, const std::vector<uint8_t>& image) {
+inline void put_flash(Asm2464 &dev, const std::vector<uint8_t> &image) {
   std::fill(dev.flash.data.begin(), dev.flash.data.end(), 0xFF);
   auto cfg = config_pattern();
   std::copy(cfg.begin(), cfg.end(), dev.flash.data.begin() + BRIDGE_FLASH_CONFIG_ADDR);
@@ -69,7 +68,7 @@ struct Rig {
     return emu::usb_enumerate(dev, &e, &err) && bridge.open().ok();
   }
   usb::TransferStatus raw(uint8_t rt, uint8_t req, uint16_t val, uint16_t idx, uint16_t len,
-                          uint8_t* data = nullptr) {
+                          uint8_t *data = nullptr) {
     std::vector<uint8_t> buf(len ? len : 1);
     size_t got = 0;
     return t.control({rt, req, val, idx}, data ? data : buf.data(), len, &got, 200);
@@ -84,7 +83,7 @@ struct Rig {
 // PCIe power on, then the switch chain and the endpoint's BARs as the host
 // library programs them (drivers/usb/usb_pci.h): GPU at bus 4 by default,
 // BAR0 at 32 GiB, BAR2 at 0x1000_0000, BAR5 at 0x1020_0000.
-inline usb::PciChain pcie_bring_up(Rig& r) {
+inline usb::PciChain pcie_bring_up(Rig &r) {
   usb::PciChain chain;
   auto st = r.bridge.pcie_power(true);
   REQUIRE_MESSAGE(st.ok(), st.message);
@@ -95,11 +94,10 @@ inline usb::PciChain pcie_bring_up(Rig& r) {
   return chain;
 }
 
-inline std::string temp_path(const std::string& name) {
+inline std::string temp_path(const std::string &name) {
   auto dir = std::filesystem::temp_directory_path() / "capgraph_bridge_e2e";
   std::filesystem::create_directories(dir);
   return (dir / name).string();
 }
-
 
 }  // namespace capgraph::emu_test

@@ -22,7 +22,7 @@ constexpr uint64_t kBar5Size = 512u << 10;
 
 // Boots, powers PCIe, programs the switch chain, and places the GPU's BAR0
 // above 4 GiB and BAR5 below (inside the bridges' windows), memory on.
-void bring_up(Rig& r) {
+void bring_up(Rig &r) {
   REQUIRE(r.boot());
   const uint8_t gpu = pcie_bring_up(r).endpoint_bus;
   REQUIRE(r.bridge.config_write32(gpu, 0, 0, 0x10, uint32_t(kBar0) | 0xC).ok());
@@ -34,11 +34,11 @@ void bring_up(Rig& r) {
 std::vector<uint32_t> random_words(size_t n, uint32_t seed) {
   std::mt19937 rng(seed);
   std::vector<uint32_t> v(n);
-  for (auto& w : v) w = rng();
+  for (auto &w : v) w = rng();
   return v;
 }
 
-uint32_t endpoint_word(Rig& r, uint64_t addr) {
+uint32_t endpoint_word(Rig &r, uint64_t addr) {
   bool claimed = false;
   uint32_t v = r.dev.endpoint.mem_read32(addr, &claimed);
   REQUIRE(claimed);
@@ -98,7 +98,8 @@ TEST_CASE("streamed TLPs: blocks land bit-exact in BAR memory, 32- and 64-bit, m
   CHECK(r.dev.protocol_violations == 0);
 }
 
-TEST_CASE("streamed TLPs: a read that runs off the BAR names the failing dword; the rest is 0xFFFFFFFF") {
+TEST_CASE(
+    "streamed TLPs: a read that runs off the BAR names the failing dword; the rest is 0xFFFFFFFF") {
   if (!have_image()) return;
   Rig r;
   bring_up(r);
@@ -122,7 +123,8 @@ TEST_CASE("streamed TLPs: a read that runs off the BAR names the failing dword; 
   CHECK(info.last_error == BRIDGE_ERR_TLP_COMPLETION);
 }
 
-TEST_CASE("streamed TLPs: the device hangs mid-write; the dwords after it are untouched; recovery") {
+TEST_CASE(
+    "streamed TLPs: the device hangs mid-write; the dwords after it are untouched; recovery") {
   if (!have_image()) return;
   // Only a firmware that waits for each write's COMPLETE can see a hang mid
   // write, and only on an engine that flags posted writes (research R1).
@@ -144,7 +146,8 @@ TEST_CASE("streamed TLPs: the device hangs mid-write; the dwords after it are un
   CHECK(done == 37);
   CHECK(st.message.find("dword 37 at 0x800000094") != std::string::npos);
   CHECK(st.message.find("no completion") != std::string::npos);
-  for (size_t i = 0; i < n; ++i) CHECK(endpoint_word(r, kBar0 + 4 * i) == (i < 37 ? src[i] : before[i]));
+  for (size_t i = 0; i < n; ++i)
+    CHECK(endpoint_word(r, kBar0 + 4 * i) == (i < 37 ? src[i] : before[i]));
   // The engine is idle again: the next stream works.
   r.dev.endpoint.hang_from_request = UINT64_MAX;
   std::vector<uint32_t> back(n);
@@ -160,17 +163,24 @@ TEST_CASE("streamed TLPs: the device hangs mid-write; the dwords after it are un
   CHECK(r.dev.protocol_violations == 0);
 }
 
-TEST_CASE("streamed TLPs: malformed headers STALL and run nothing; wrong bulk length writes nothing") {
+TEST_CASE(
+    "streamed TLPs: malformed headers STALL and run nothing; wrong bulk length writes nothing") {
   if (!have_image()) return;
   Rig r;
   bring_up(r);
-  struct Case { std::vector<uint8_t> hdr; uint16_t wlength; uint8_t err; const char* what; };
+  struct Case {
+    std::vector<uint8_t> hdr;
+    uint16_t wlength;
+    uint8_t err;
+    const char *what;
+  };
   auto h = [](uint8_t op, uint16_t count, uint64_t addr) { return stream_header(op, count, addr); };
   std::vector<Case> cases = {
       {h(BRIDGE_STREAM_READ, 4, kBar5), 15, BRIDGE_ERR_BAD_LENGTH, "header 15 bytes"},
       {h(BRIDGE_STREAM_READ, 4, kBar5), 17, BRIDGE_ERR_BAD_LENGTH, "header 17 bytes"},
       {h(BRIDGE_STREAM_READ, 0, kBar5), 16, BRIDGE_ERR_BAD_LENGTH, "0 dwords"},
-      {h(BRIDGE_STREAM_WRITE, BRIDGE_STREAM_MAX_DWORDS + 1, kBar5), 16, BRIDGE_ERR_BAD_LENGTH, "1023 dwords"},
+      {h(BRIDGE_STREAM_WRITE, BRIDGE_STREAM_MAX_DWORDS + 1, kBar5), 16, BRIDGE_ERR_BAD_LENGTH,
+       "1023 dwords"},
       {h(BRIDGE_STREAM_READ, 0xFFFF, kBar5), 16, BRIDGE_ERR_BAD_LENGTH, "65535 dwords"},
       {h(3, 4, kBar5), 16, BRIDGE_ERR_BAD_ARGUMENT, "unknown op"},
       {h(BRIDGE_STREAM_READ, 4, kBar5 + 2), 16, BRIDGE_ERR_BAD_ARGUMENT, "not dword aligned"},
@@ -186,10 +196,11 @@ TEST_CASE("streamed TLPs: malformed headers STALL and run nothing; wrong bulk le
   rsvd[BRIDGE_STREAM_OFF_RSVD + 1] = 0x80;
   cases.push_back({rsvd, 16, BRIDGE_ERR_BAD_ARGUMENT, "reserved byte set"});
   const uint32_t requests = r.dev.endpoint.requests;
-  for (auto& c : cases) {
+  for (auto &c : cases) {
     CAPTURE(c.what);
     c.hdr.resize(c.wlength, 0);
-    CHECK(r.raw(BRIDGE_RT_VENDOR_OUT, BRIDGE_REQ_MEM_STREAM, 0, 0, c.wlength, c.hdr.data()) == TS::stall);
+    CHECK(r.raw(BRIDGE_RT_VENDOR_OUT, BRIDGE_REQ_MEM_STREAM, 0, 0, c.wlength, c.hdr.data()) ==
+          TS::stall);
     CHECK(r.last_error() == c.err);
   }
   CHECK(r.raw(BRIDGE_RT_VENDOR_IN, BRIDGE_REQ_MEM_STREAM, 0, 0, 16) == TS::stall);
@@ -197,7 +208,8 @@ TEST_CASE("streamed TLPs: malformed headers STALL and run nothing; wrong bulk le
   CHECK(r.dev.endpoint.requests == requests);  // no TLP ran
   std::vector<uint8_t> in(4096);
   size_t got = 0;
-  CHECK(r.t.bulk(BRIDGE_EP_BULK_IN, in.data(), in.size(), &got, 5) == TS::timeout);  // nothing armed
+  CHECK(r.t.bulk(BRIDGE_EP_BULK_IN, in.data(), in.size(), &got, 5) ==
+        TS::timeout);  // nothing armed
 
   // A write whose bulk OUT is shorter than the header said: nothing written.
   std::vector<uint32_t> before(8, 0x11111111u);
@@ -233,16 +245,19 @@ TEST_CASE("protocol cost of MMIO: one TLP per dword against streamed TLPs, per M
   if (!have_image()) return;
   Rig r;
   bring_up(r);
-  struct Cost { double transfers, transactions, bytes; };
-  auto wire = [&](const emu::WireStats& s, double mib) {
+  struct Cost {
+    double transfers, transactions, bytes;
+  };
+  auto wire = [&](const emu::WireStats &s, double mib) {
     return Cost{double(s.control_transfers + s.bulk_out_transfers + s.bulk_in_transfers) / mib,
                 double(s.control_transactions + s.bulk_out_packets + s.bulk_in_packets) / mib,
                 double(s.control_bytes + s.bulk_out_bytes + s.bulk_in_bytes) / mib};
   };
-  auto report = [](const char* what, const Cost& c) {
+  auto report = [](const char *what, const Cost &c) {
     char line[200];
-    std::snprintf(line, sizeof line, "%-26s %9.0f transfers %10.0f transactions %11.0f bytes per MiB",
-                  what, c.transfers, c.transactions, c.bytes);
+    std::snprintf(line, sizeof line,
+                  "%-26s %9.0f transfers %10.0f transactions %11.0f bytes per MiB", what,
+                  c.transfers, c.transactions, c.bytes);
     MESSAGE(line);
   };
   // Streams: a full MiB each way. Single TLPs: 16 KiB each way, scaled to a
@@ -259,10 +274,12 @@ TEST_CASE("protocol cost of MMIO: one TLP per dword against streamed TLPs, per M
   CHECK(back == src);
   const double scale = double(single_words * 4) / double(1u << 20);
   r.dev.stats = {};
-  for (size_t i = 0; i < single_words; ++i) REQUIRE(r.bridge.mem_write32(kBar5 + 4 * i, src[i]).ok());
+  for (size_t i = 0; i < single_words; ++i)
+    REQUIRE(r.bridge.mem_write32(kBar5 + 4 * i, src[i]).ok());
   Cost single_out = wire(r.dev.stats, scale);
   r.dev.stats = {};
-  for (size_t i = 0; i < single_words; ++i) REQUIRE(r.bridge.mem_read32(kBar5 + 4 * i, &back[i]).ok());
+  for (size_t i = 0; i < single_words; ++i)
+    REQUIRE(r.bridge.mem_read32(kBar5 + 4 * i, &back[i]).ok());
   Cost single_in = wire(r.dev.stats, scale);
   CHECK(std::equal(back.begin(), back.begin() + single_words, src.begin()));
   report("MMIO write, single TLPs:", single_out);

@@ -31,15 +31,34 @@ class Cpu8051 {
 
   // SFR addresses.
   enum : uint8_t {
-    P0 = 0x80, SP = 0x81, DPL = 0x82, DPH = 0x83, DPX = 0x93, PCON = 0x87, TCON = 0x88,
-    TMOD = 0x89, TL0 = 0x8A, TL1 = 0x8B, TH0 = 0x8C, TH1 = 0x8D, P1 = 0x90, SCON = 0x98,
-    SBUF = 0x99, P2 = 0xA0, IE = 0xA8, P3 = 0xB0, IP = 0xB8, PSW = 0xD0, ACC = 0xE0, B = 0xF0
+    P0 = 0x80,
+    SP = 0x81,
+    DPL = 0x82,
+    DPH = 0x83,
+    DPX = 0x93,
+    PCON = 0x87,
+    TCON = 0x88,
+    TMOD = 0x89,
+    TL0 = 0x8A,
+    TL1 = 0x8B,
+    TH0 = 0x8C,
+    TH1 = 0x8D,
+    P1 = 0x90,
+    SCON = 0x98,
+    SBUF = 0x99,
+    P2 = 0xA0,
+    IE = 0xA8,
+    P3 = 0xB0,
+    IP = 0xB8,
+    PSW = 0xD0,
+    ACC = 0xE0,
+    B = 0xF0
   };
   enum : uint8_t { CY = 0x80, AC = 0x40, F0 = 0x20, RS1 = 0x10, RS0 = 0x08, OV = 0x04 };
 
-  explicit Cpu8051(Bus* bus);
+  explicit Cpu8051(Bus *bus);
 
-  void load_code(const std::vector<uint8_t>& code, uint16_t at = 0);
+  void load_code(const std::vector<uint8_t> &code, uint16_t at = 0);
   void reset();
   // Executes one instruction (or takes one interrupt); returns machine cycles.
   int step();
@@ -66,15 +85,15 @@ class Cpu8051 {
   void bit_write(uint8_t bit, bool v);
 
  private:
-  Bus* bus_;
+  Bus *bus_;
   int in_service_ = 0;  // bit 0: a low-priority ISR runs, bit 1: a high one
   uint8_t isr_stack_[2] = {0, 0};
   int isr_depth_ = 0;
   bool int0_prev_ = false, int1_prev_ = false;
 
   uint8_t fetch() { return code[pc++]; }
-  uint8_t& rn(int n) { return iram[(sfr[PSW - 0x80] & 0x18) + n]; }
-  uint8_t& s(uint8_t addr) { return sfr[addr - 0x80]; }
+  uint8_t &rn(int n) { return iram[(sfr[PSW - 0x80] & 0x18) + n]; }
+  uint8_t &s(uint8_t addr) { return sfr[addr - 0x80]; }
   bool carry() const { return sfr[PSW - 0x80] & CY; }
   void set_carry(bool c) { sfr[PSW - 0x80] = uint8_t((sfr[PSW - 0x80] & ~CY) | (c ? CY : 0)); }
   void push(uint8_t v);

@@ -1,10 +1,10 @@
 // Tests of the 8051 core, one group of instructions at a time, with
 // hand-assembled programs (encodings from the MCS-51 user's manual).
+#include "cpu8051.h"
+
 #include <doctest/doctest.h>
 
 #include <vector>
-
-#include "cpu8051.h"
 
 using capgraph::emu::Cpu8051;
 
@@ -101,12 +101,12 @@ TEST_CASE("data transfer: MOVX, MOVC, PUSH/POP, XCH, XCHD, DPX bank") {
 
 TEST_CASE("arithmetic: ADD/ADDC/SUBB flags") {
   Rig r({
-      0x74, 0x7F, 0x24, 0x01,  // MOV A,#7F; ADD A,#1 -> 80, OV, AC
-      0xF5, 0x30,              // MOV 30h,A
-      0x74, 0xFF, 0x24, 0x01,  // MOV A,#FF; ADD A,#1 -> 00, CY, AC
-      0x34, 0x10,              // ADDC A,#10 -> 11
-      0xD3,                    // SETB C
-      0x74, 0x10, 0x94, 0x01,  // MOV A,#10; SUBB A,#1 -> 0E (borrow from nibble)
+      0x74, 0x7F, 0x24, 0x01,        // MOV A,#7F; ADD A,#1 -> 80, OV, AC
+      0xF5, 0x30,                    // MOV 30h,A
+      0x74, 0xFF, 0x24, 0x01,        // MOV A,#FF; ADD A,#1 -> 00, CY, AC
+      0x34, 0x10,                    // ADDC A,#10 -> 11
+      0xD3,                          // SETB C
+      0x74, 0x10, 0x94, 0x01,        // MOV A,#10; SUBB A,#1 -> 0E (borrow from nibble)
       0xC3, 0x74, 0x00, 0x94, 0x01,  // CLR C; MOV A,#0; SUBB A,#1 -> FF, CY
       0xC3, 0x74, 0x80, 0x94, 0x01,  // CLR C; A=80; SUBB 1 -> 7F, OV
   });
@@ -132,8 +132,8 @@ TEST_CASE("arithmetic: ADD/ADDC/SUBB flags") {
 
 TEST_CASE("arithmetic: INC/DEC, MUL, DIV, DA, INC DPTR, parity") {
   Rig r({
-      0x74, 0xFF, 0x04,        // A=FF; INC A -> 00
-      0x78, 0x00, 0x18,        // R0=0; DEC R0 -> FF
+      0x74, 0xFF, 0x04,                    // A=FF; INC A -> 00
+      0x78, 0x00, 0x18,                    // R0=0; DEC R0 -> FF
       0x74, 0x10, 0x75, 0xF0, 0x20, 0xA4,  // A=10,B=20; MUL AB -> 0200: A=00 B=02 OV
       0x74, 0xFB, 0x75, 0xF0, 0x10, 0x84,  // A=FB,B=10; DIV AB -> A=0F B=0B
       0x74, 0x19, 0x24, 0x28, 0xD4,        // 19+28 = 41 (BCD) -> DA -> 47
@@ -165,60 +165,81 @@ TEST_CASE("arithmetic: INC/DEC, MUL, DIV, DA, INC DPTR, parity") {
 
 TEST_CASE("logic: ANL/ORL/XRL, CLR/CPL, rotates, SWAP") {
   Rig r({
-      0x74, 0xF0, 0x44, 0x0C,  // A=F0; ORL A,#0C -> FC
-      0x54, 0x3F,              // ANL A,#3F -> 3C
-      0x64, 0xFF,              // XRL A,#FF -> C3
+      0x74, 0xF0, 0x44, 0x0C,        // A=F0; ORL A,#0C -> FC
+      0x54, 0x3F,                    // ANL A,#3F -> 3C
+      0x64, 0xFF,                    // XRL A,#FF -> C3
       0xF5, 0x30, 0x53, 0x30, 0x0F,  // 30h=C3; ANL 30h,#0F -> 03
-      0x43, 0x30, 0x80,        // ORL 30h,#80 -> 83
-      0x62, 0x30,              // XRL 30h,A -> 83^C3 = 40
-      0xF4,                    // CPL A -> 3C
-      0x23,                    // RL A -> 78
-      0x03,                    // RR A -> 3C
-      0xC3, 0x33,              // CLR C; RLC A -> 78, C=0
-      0xD3, 0x13,              // SETB C; RRC A -> BC, C=0
-      0xC4,                    // SWAP A -> CB
-      0xE4,                    // CLR A
+      0x43, 0x30, 0x80,              // ORL 30h,#80 -> 83
+      0x62, 0x30,                    // XRL 30h,A -> 83^C3 = 40
+      0xF4,                          // CPL A -> 3C
+      0x23,                          // RL A -> 78
+      0x03,                          // RR A -> 3C
+      0xC3, 0x33,                    // CLR C; RLC A -> 78, C=0
+      0xD3, 0x13,                    // SETB C; RRC A -> BC, C=0
+      0xC4,                          // SWAP A -> CB
+      0xE4,                          // CLR A
   });
-  r.steps(2); CHECK(r.cpu.a() == 0xFC);
-  r.steps(1); CHECK(r.cpu.a() == 0x3C);
-  r.steps(1); CHECK(r.cpu.a() == 0xC3);
-  r.steps(2); CHECK(r.cpu.iram[0x30] == 0x03);
-  r.steps(1); CHECK(r.cpu.iram[0x30] == 0x83);
-  r.steps(1); CHECK(r.cpu.iram[0x30] == 0x40);
-  r.steps(1); CHECK(r.cpu.a() == 0x3C);
-  r.steps(1); CHECK(r.cpu.a() == 0x78);
-  r.steps(1); CHECK(r.cpu.a() == 0x3C);
-  r.steps(2); CHECK(r.cpu.a() == 0x78); CHECK((r.psw() & CY) == 0);
-  r.steps(2); CHECK(r.cpu.a() == 0xBC); CHECK((r.psw() & CY) == 0);
-  r.steps(1); CHECK(r.cpu.a() == 0xCB);
-  r.steps(1); CHECK(r.cpu.a() == 0x00);
+  r.steps(2);
+  CHECK(r.cpu.a() == 0xFC);
+  r.steps(1);
+  CHECK(r.cpu.a() == 0x3C);
+  r.steps(1);
+  CHECK(r.cpu.a() == 0xC3);
+  r.steps(2);
+  CHECK(r.cpu.iram[0x30] == 0x03);
+  r.steps(1);
+  CHECK(r.cpu.iram[0x30] == 0x83);
+  r.steps(1);
+  CHECK(r.cpu.iram[0x30] == 0x40);
+  r.steps(1);
+  CHECK(r.cpu.a() == 0x3C);
+  r.steps(1);
+  CHECK(r.cpu.a() == 0x78);
+  r.steps(1);
+  CHECK(r.cpu.a() == 0x3C);
+  r.steps(2);
+  CHECK(r.cpu.a() == 0x78);
+  CHECK((r.psw() & CY) == 0);
+  r.steps(2);
+  CHECK(r.cpu.a() == 0xBC);
+  CHECK((r.psw() & CY) == 0);
+  r.steps(1);
+  CHECK(r.cpu.a() == 0xCB);
+  r.steps(1);
+  CHECK(r.cpu.a() == 0x00);
 }
 
 TEST_CASE("boolean: bit ops on RAM and SFR bits, C logic") {
   Rig r({
-      0xD2, 0x00,        // SETB 00h  (20h.0)
-      0xD2, 0x0F,        // SETB 0Fh  (21h.7)
-      0xB2, 0x00,        // CPL 00h -> 0
-      0xA2, 0x0F,        // MOV C,0Fh -> 1
-      0x92, 0xE7,        // MOV ACC.7,C
-      0x82, 0x00,        // ANL C,00h -> 0
-      0xA0, 0x00,        // ORL C,/00h -> 1
-      0xB0, 0x0F,        // ANL C,/0Fh -> 0
-      0x72, 0x0F,        // ORL C,0Fh -> 1
-      0xB3,              // CPL C -> 0
-      0xC2, 0x0F,        // CLR 0Fh
+      0xD2, 0x00,  // SETB 00h  (20h.0)
+      0xD2, 0x0F,  // SETB 0Fh  (21h.7)
+      0xB2, 0x00,  // CPL 00h -> 0
+      0xA2, 0x0F,  // MOV C,0Fh -> 1
+      0x92, 0xE7,  // MOV ACC.7,C
+      0x82, 0x00,  // ANL C,00h -> 0
+      0xA0, 0x00,  // ORL C,/00h -> 1
+      0xB0, 0x0F,  // ANL C,/0Fh -> 0
+      0x72, 0x0F,  // ORL C,0Fh -> 1
+      0xB3,        // CPL C -> 0
+      0xC2, 0x0F,  // CLR 0Fh
   });
   r.steps(3);
   CHECK(r.cpu.iram[0x20] == 0x00);
   CHECK(r.cpu.iram[0x21] == 0x80);
   r.steps(2);
   CHECK(r.cpu.a() == 0x80);
-  r.steps(1); CHECK((r.psw() & CY) == 0);
-  r.steps(1); CHECK((r.psw() & CY) == CY);
-  r.steps(1); CHECK((r.psw() & CY) == 0);
-  r.steps(1); CHECK((r.psw() & CY) == CY);
-  r.steps(1); CHECK((r.psw() & CY) == 0);
-  r.steps(1); CHECK(r.cpu.iram[0x21] == 0x00);
+  r.steps(1);
+  CHECK((r.psw() & CY) == 0);
+  r.steps(1);
+  CHECK((r.psw() & CY) == CY);
+  r.steps(1);
+  CHECK((r.psw() & CY) == 0);
+  r.steps(1);
+  CHECK((r.psw() & CY) == CY);
+  r.steps(1);
+  CHECK((r.psw() & CY) == 0);
+  r.steps(1);
+  CHECK(r.cpu.iram[0x21] == 0x00);
 }
 
 TEST_CASE("branches: jumps, calls, conditional and compare-jumps") {
@@ -234,9 +255,9 @@ TEST_CASE("branches: jumps, calls, conditional and compare-jumps") {
             0x74, 0x04, 0x90, 0x00, 0x60, 0x73});                  // A=4; DPTR=0060; JMP @A+DPTR
   at(0x30, {0x05, 0x09, 0x22});                                    // INC 09h; RET
   at(0x40, {0x05, 0x0A, 0x22});                                    // INC 0Ah; RET
-  at(0x64, {0x20, 0x00, 0x02, 0x05, 0x0B,                          // JB 00h (clear): no jump, INC 0B
-            0xD2, 0x00, 0x10, 0x00, 0x02, 0x05, 0x0C,              // SETB 00; JBC 00 jumps, clears
-            0x80, 0xFE});                                          // SJMP $
+  at(0x64, {0x20, 0x00, 0x02, 0x05, 0x0B,              // JB 00h (clear): no jump, INC 0B
+            0xD2, 0x00, 0x10, 0x00, 0x02, 0x05, 0x0C,  // SETB 00; JBC 00 jumps, clears
+            0x80, 0xFE});                              // SJMP $
   Rig r(p);
   r.cpu.sfr[Cpu8051::SP - 0x80] = 0x60;  // keep the stack off the counters at 05h-0Ch
   r.steps(40);
@@ -269,13 +290,13 @@ TEST_CASE("interrupts: level INT0, RETI, priority, timer 0") {
   std::vector<uint8_t> p(0x100, 0x00);
   auto at = [&](size_t a, std::vector<uint8_t> b) { std::copy(b.begin(), b.end(), p.begin() + a); };
   at(0x00, {0x02, 0x00, 0x40});
-  at(0x03, {0x05, 0x30, 0x32});  // INT0: INC 30h; RETI
-  at(0x0B, {0x05, 0x31, 0x32});  // T0:   INC 31h; RETI
-  at(0x40, {0x75, 0x89, 0x01,    // TMOD = timer 0 mode 1
+  at(0x03, {0x05, 0x30, 0x32});                  // INT0: INC 30h; RETI
+  at(0x0B, {0x05, 0x31, 0x32});                  // T0:   INC 31h; RETI
+  at(0x40, {0x75, 0x89, 0x01,                    // TMOD = timer 0 mode 1
             0x75, 0x8C, 0xFF, 0x75, 0x8A, 0xF0,  // TH0:TL0 = FFF0
-            0x75, 0xA8, 0x83,    // IE = EA | ET0 | EX0
-            0xD2, 0x8C,          // SETB TR0
-            0x80, 0xFE});        // SJMP $
+            0x75, 0xA8, 0x83,                    // IE = EA | ET0 | EX0
+            0xD2, 0x8C,                          // SETB TR0
+            0x80, 0xFE});                        // SJMP $
   Rig r(p);
   r.steps(6);
   CHECK(r.cpu.iram[0x30] == 0);

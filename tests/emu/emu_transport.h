@@ -9,17 +9,17 @@ namespace capgraph::emu {
 
 class EmuTransport final : public usb::BridgeTransport {
  public:
-  explicit EmuTransport(Asm2464& dev) : dev_(dev) {}
-  usb::TransferStatus control(const usb::ControlRequest& r, uint8_t* data, uint16_t length,
-                              size_t* actual, unsigned timeout_ms) override;
-  usb::TransferStatus bulk(uint8_t endpoint, uint8_t* data, size_t length, size_t* actual,
+  explicit EmuTransport(Asm2464 &dev) : dev_(dev) {}
+  usb::TransferStatus control(const usb::ControlRequest &r, uint8_t *data, uint16_t length,
+                              size_t *actual, unsigned timeout_ms) override;
+  usb::TransferStatus bulk(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
                            unsigned timeout_ms) override;
   std::string describe() const override { return "emulated bridge"; }
   uint16_t vendor_id() const override;
   uint16_t product_id() const override;
 
  private:
-  Asm2464& dev_;
+  Asm2464 &dev_;
 };
 
 // What an OS does when the device appears: read descriptors, set address
@@ -32,6 +32,6 @@ struct Enumeration {
   std::string manufacturer, product, serial;
   bool has_bos = false;
 };
-bool usb_enumerate(Asm2464& dev, Enumeration* out, std::string* error);
+bool usb_enumerate(Asm2464 &dev, Enumeration *out, std::string *error);
 
 }  // namespace capgraph::emu

@@ -59,10 +59,10 @@ TEST_CASE("PCIe endpoint: config space, BAR sizing and decode, UR") {
   CHECK(ep.config_read(0x10) == 0xF000000Cu);  // 256 MiB, 64-bit, prefetchable
   CHECK(ep.config_read(0x14) == 0xFFFFFFFFu);
   ep.config_write(0x10, 0x00000000u, 0xF);
-  ep.config_write(0x14, 0x00000001u, 0xF);     // 0x1_0000_0000
+  ep.config_write(0x14, 0x00000001u, 0xF);  // 0x1_0000_0000
   bool claimed = true;
   ep.mem_read32(0x100000000ull, &claimed);
-  CHECK_FALSE(claimed);                        // memory space not enabled yet
+  CHECK_FALSE(claimed);  // memory space not enabled yet
   ep.config_write(0x04, 0x6, 0xF);
   ep.mem_write32(0x100000010ull, 0xDEADBEEF, 0xF);
   CHECK(ep.mem_read32(0x100000010ull, &claimed) == 0xDEADBEEF);
@@ -80,14 +80,14 @@ TEST_CASE("PCIe endpoint: config space, BAR sizing and decode, UR") {
 // (tinygrad/asm2464pd-firmware handmade/src/pcie_tuning.h), and the model
 // gating link-up on it.
 namespace {
-void apply_tuning(Asm2464& dev, size_t skip = SIZE_MAX, size_t swap = SIZE_MAX) {
+void apply_tuning(Asm2464 &dev, size_t skip = SIZE_MAX, size_t swap = SIZE_MAX) {
   auto seq = Asm2464::phy_tuning_sequence();
   if (swap < seq.size() - 1) std::swap(seq[swap], seq[swap + 1]);
   for (size_t i = 0; i < seq.size(); ++i)
     if (i != skip) dev.xdata_write(seq[i].first, 1, seq[i].second);
 }
 // Rails on, PERST# released, training started; true if L0 after 5 ms.
-bool link_trains(Asm2464& dev) {
+bool link_trains(Asm2464 &dev) {
   dev.xdata_write(0xC656, 0, 0x20);
   dev.xdata_write(0xC659, 0, 0x01);
   dev.xdata_write(0xB480, 0, 0x00);
@@ -98,14 +98,14 @@ bool link_trains(Asm2464& dev) {
 }  // namespace
 
 TEST_CASE("PHY tuning sequence: what pcie_tuning.h writes, in its order") {
-  const auto& seq = Asm2464::phy_tuning_sequence();
+  const auto &seq = Asm2464::phy_tuning_sequence();
   CHECK(seq.size() == 340);  // 4 slices x (11 + 4 + 5 + 27 + 23 + 1 + 14)
   CHECK(seq.front() == std::make_pair(uint16_t(0x789B), uint8_t(0x10)));
   CHECK(seq[2] == std::make_pair(uint16_t(0x6000), uint8_t(0xC0)));   // companion after lane 0's 9B
   CHECK(seq[11] == std::make_pair(uint16_t(0x799B), uint8_t(0x10)));  // then slice 1
   CHECK(seq.back() == std::make_pair(uint16_t(0x7B3D), uint8_t(0x5A)));
   std::map<uint16_t, uint8_t> last;
-  for (const auto& [a, v] : seq) last[a] = v;
+  for (const auto &[a, v] : seq) last[a] = v;
   CHECK(last[0x780B] == 0x56);  // tail_0b: lanes 0/1 0x56, lanes 2/3 0x5C
   CHECK(last[0x790B] == 0x56);
   CHECK(last[0x7A0B] == 0x5C);
@@ -164,7 +164,8 @@ TEST_CASE("PCIe model: TLPs reach the device only with bank-1 0x6025 bit 7 set")
   CHECK(config_read() == 0x02);  // completes
 }
 
-TEST_CASE("PCIe fabric: type 0 reaches only bus 0; type 1 follows the bus numbers; windows gate memory") {
+TEST_CASE(
+    "PCIe fabric: type 0 reaches only bus 0; type 1 follows the bus numbers; windows gate memory") {
   PcieEndpoint ep;
   PcieFabric f(ep, 4);
   auto cfg = [&](uint8_t fmt, uint8_t bus, uint16_t reg, uint32_t data = 0) {
@@ -174,15 +175,15 @@ TEST_CASE("PCIe fabric: type 0 reaches only bus 0; type 1 follows the bus number
     r.data = data;
     return f.handle(r);
   };
-  CHECK(cfg(0x04, 4, 0).status == 1);               // type 0 to bus 4: UR
-  CHECK(cfg(0x05, 4, 0).status == 1);               // type 1 before any bus numbers: UR
-  CHECK(cfg(0x04, 0, 0).data == 0x01001B21u);       // the first bridge
+  CHECK(cfg(0x04, 4, 0).status == 1);          // type 0 to bus 4: UR
+  CHECK(cfg(0x05, 4, 0).status == 1);          // type 1 before any bus numbers: UR
+  CHECK(cfg(0x04, 0, 0).data == 0x01001B21u);  // the first bridge
   for (uint8_t b = 0; b < 4; ++b) {
     const uint8_t fmt = b ? 0x45 : 0x44;
     CHECK(cfg(fmt, b, 0x18, uint32_t(b) | uint32_t(b + 1) << 8 | 4u << 16).status == 0);
   }
-  CHECK(cfg(0x05, 4, 0).data == 0x744C1002u);       // the GPU, reached as type 0
-  CHECK(cfg(0x05, 5, 0).status == 1);               // past the subordinate bus
+  CHECK(cfg(0x05, 4, 0).data == 0x744C1002u);  // the GPU, reached as type 0
+  CHECK(cfg(0x05, 5, 0).status == 1);          // past the subordinate bus
   CHECK(f.bridges[2].secondary() == 3);
   // Memory: open the windows and enable decoding on every bridge, place BAR5.
   for (uint8_t b = 0; b < 4; ++b) {

@@ -47,7 +47,7 @@ class PcieEndpoint {
 
   PcieEndpoint();
 
-  TlpCompletion handle(const TlpRequest& tlp);
+  TlpCompletion handle(const TlpRequest &tlp);
 
   uint32_t config_read(uint16_t reg) const;
   // Another card in the slot (tests of the host's id check).
@@ -61,20 +61,20 @@ class PcieEndpoint {
   uint64_t bar_size(int i) const { return bars_[i].size; }
   // Assigned base of BAR i (0 if unassigned or decoding disabled).
   uint64_t bar_base(int i) const;
-  uint32_t mem_read32(uint64_t bus_addr, bool* claimed);
+  uint32_t mem_read32(uint64_t bus_addr, bool *claimed);
   void mem_write32(uint64_t bus_addr, uint32_t v, uint8_t byte_en);
 
   // Bus-master read / write: the device reaching memory upstream (the
   // bridge's SRAM and windows). False: nobody upstream claimed it (UR), e.g.
   // Bus Master Enable off somewhere on the path or an address the bridge
   // does not decode.
-  std::function<bool(uint64_t addr, uint8_t* dst, size_t n)> dma_read;
-  std::function<bool(uint64_t addr, const uint8_t* src, size_t n)> dma_write;
+  std::function<bool(uint64_t addr, uint8_t *dst, size_t n)> dma_read;
+  std::function<bool(uint64_t addr, const uint8_t *src, size_t n)> dma_write;
 
   // A device model behind the BARs (tests/emu/gfx1100): when set, memory
   // requests inside BAR i (0: BAR0, 1: BAR2, 2: BAR5) go to it, off in bytes
   // from the BAR's base, instead of to the sparse memory.
-  std::function<bool(int bar, uint64_t off, uint32_t* v)> bar_read_hook;
+  std::function<bool(int bar, uint64_t off, uint32_t *v)> bar_read_hook;
   std::function<void(int bar, uint64_t off, uint32_t v, uint8_t byte_en)> bar_write_hook;
 
   bool hang = false;  // drop every request (a TLP that never completes)
@@ -88,9 +88,9 @@ class PcieEndpoint {
   std::array<uint32_t, 6> bar_mask_{};  // writable address bits per BAR dword
   std::vector<Bar> bars_;
   bool rebar_ = false;
-  void bar_shape_set(int slot, const Bar& b);
+  void bar_shape_set(int slot, const Bar &b);
   std::unordered_map<uint64_t, std::vector<uint8_t>> pages_;  // 4 KiB pages
-  uint8_t* page(uint64_t addr, bool create);
+  uint8_t *page(uint64_t addr, bool create);
 };
 
 }  // namespace capgraph::emu

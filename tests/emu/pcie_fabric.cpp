@@ -2,9 +2,16 @@
 
 namespace capgraph::emu {
 
-static void put16(uint8_t* p, uint16_t v) { p[0] = uint8_t(v); p[1] = uint8_t(v >> 8); }
-static void put32(uint8_t* p, uint32_t v) { for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i)); }
-static uint32_t get32(const uint8_t* p) { return uint32_t(p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24); }
+static void put16(uint8_t *p, uint16_t v) {
+  p[0] = uint8_t(v);
+  p[1] = uint8_t(v >> 8);
+}
+static void put32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; ++i) p[i] = uint8_t(v >> (8 * i));
+}
+static uint32_t get32(const uint8_t *p) {
+  return uint32_t(p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24);
+}
 
 PcieBridgeFunction::PcieBridgeFunction(uint16_t vendor, uint16_t device) {
   put16(&cfg_[0x00], vendor);
@@ -23,12 +30,13 @@ void PcieBridgeFunction::config_write(uint16_t reg, uint32_t value, uint8_t byte
   reg &= 0xFFC;
   uint32_t writable = 0;
   switch (reg) {
-    case 0x04: writable = 0x00000547u; break;              // command
-    case 0x18: writable = 0x00FFFFFFu; break;              // primary/secondary/subordinate
-    case 0x20: writable = 0xFFF0FFF0u; break;              // memory base/limit
-    case 0x24: writable = 0xFFF0FFF0u; break;              // prefetchable base/limit
-    case 0x28: case 0x2C: writable = 0xFFFFFFFFu; break;   // prefetchable upper 32 bits
-    default: break;                                        // the rest reads as reset
+    case 0x04: writable = 0x00000547u; break;  // command
+    case 0x18: writable = 0x00FFFFFFu; break;  // primary/secondary/subordinate
+    case 0x20: writable = 0xFFF0FFF0u; break;  // memory base/limit
+    case 0x24: writable = 0xFFF0FFF0u; break;  // prefetchable base/limit
+    case 0x28:
+    case 0x2C: writable = 0xFFFFFFFFu; break;  // prefetchable upper 32 bits
+    default: break;                            // the rest reads as reset
   }
   uint32_t be_mask = 0;
   for (int i = 0; i < 4; ++i)
@@ -49,7 +57,7 @@ bool PcieBridgeFunction::window_claims(uint64_t a) const {
   return pref_base <= pref_limit && a >= pref_base && a <= pref_limit;
 }
 
-PcieFabric::PcieFabric(PcieEndpoint& endpoint, int n) : endpoint_(endpoint) {
+PcieFabric::PcieFabric(PcieEndpoint &endpoint, int n) : endpoint_(endpoint) {
   for (int i = 0; i < n; ++i) {
     // Buses 0-1: the bridge's own switch; 2-3: the GPU's ports (upstream on
     // even buses, downstream on odd). Device ids are placeholders.
@@ -58,7 +66,7 @@ PcieFabric::PcieFabric(PcieEndpoint& endpoint, int n) : endpoint_(endpoint) {
   }
 }
 
-TlpCompletion PcieFabric::config(const TlpRequest& t) {
+TlpCompletion PcieFabric::config(const TlpRequest &t) {
   TlpCompletion ur;
   ur.status = 1;
   const uint32_t a = uint32_t(t.addr);
@@ -72,7 +80,7 @@ TlpCompletion PcieFabric::config(const TlpRequest& t) {
     size_t i = 0;
     for (;;) {
       if (i >= bridges.size()) return ur;
-      const PcieBridgeFunction& b = bridges[i];
+      const PcieBridgeFunction &b = bridges[i];
       if (b.secondary() != 0 && bus == b.secondary()) {
         target = i + 1;
         break;
@@ -90,7 +98,7 @@ TlpCompletion PcieFabric::config(const TlpRequest& t) {
   }
   ++config_to_bridges;
   TlpCompletion c;
-  PcieBridgeFunction& b = bridges[target];
+  PcieBridgeFunction &b = bridges[target];
   if (write) {
     b.config_write(uint16_t(a & 0xFFC), t.data, t.byte_en);
   } else {
@@ -100,11 +108,11 @@ TlpCompletion PcieFabric::config(const TlpRequest& t) {
   return c;
 }
 
-TlpCompletion PcieFabric::handle(const TlpRequest& t) {
+TlpCompletion PcieFabric::handle(const TlpRequest &t) {
   const uint8_t type = t.fmt_type & 0x1F;
   if (type == 0x04 || type == 0x05) return config(t);
   if (type == 0x00) {
-    for (const auto& b : bridges) {
+    for (const auto &b : bridges) {
       if (!b.memory_enabled() || !b.window_claims(t.addr)) {
         TlpCompletion c;  // nobody claims it: a write is dropped, a read is UR
         if (!(t.fmt_type & 0x40)) c.status = 1;
@@ -117,7 +125,7 @@ TlpCompletion PcieFabric::handle(const TlpRequest& t) {
 
 bool PcieFabric::upstream_reaches_root(uint64_t addr) const {
   if (!(endpoint_.config_read(0x04) & 0x04)) return false;
-  for (const auto& b : bridges)
+  for (const auto &b : bridges)
     if (!b.bus_master() || b.window_claims(addr)) return false;
   return true;
 }

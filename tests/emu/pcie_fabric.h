@@ -57,9 +57,9 @@ class PcieBridgeFunction {
 
 class PcieFabric {
  public:
-  PcieFabric(PcieEndpoint& endpoint, int bridges);
+  PcieFabric(PcieEndpoint &endpoint, int bridges);
   // A request from the root port, travelling downstream.
-  TlpCompletion handle(const TlpRequest& tlp);
+  TlpCompletion handle(const TlpRequest &tlp);
   // May a bus-master request from the endpoint to `addr` reach the root?
   bool upstream_reaches_root(uint64_t addr) const;
   // The bus the endpoint answers on once the chain is programmed (= depth).
@@ -69,8 +69,8 @@ class PcieFabric {
   uint32_t config_to_bridges = 0;  // config requests a bridge answered
 
  private:
-  PcieEndpoint& endpoint_;
-  TlpCompletion config(const TlpRequest& tlp);
+  PcieEndpoint &endpoint_;
+  TlpCompletion config(const TlpRequest &tlp);
 };
 
 }  // namespace capgraph::emu

@@ -10,7 +10,8 @@
 using namespace capgraph;
 using namespace capgraph::emu_test;
 
-TEST_CASE("usb_gpu_open: a card other than 1002:744c behind the bridge is refused, naming its ids") {
+TEST_CASE(
+    "usb_gpu_open: a card other than 1002:744c behind the bridge is refused, naming its ids") {
   if (!have_image()) return;
   Rig r;
   r.dev.endpoint.ids_set(0x10DE, 0x2684);  // an NVIDIA card in the slot
@@ -22,7 +23,7 @@ TEST_CASE("usb_gpu_open: a card other than 1002:744c behind the bridge is refuse
   CHECK_MESSAGE(err.find("1002:744c") != std::string::npos, err);
   CHECK_MESSAGE(err.find("bus 4") != std::string::npos, err);
   MESSAGE(err);
-  CHECK(g.gpu == nullptr);  // nothing booted
+  CHECK(g.gpu == nullptr);                 // nothing booted
   CHECK(r.dev.endpoint.bar_base(0) == 0);  // its BARs untouched
 }
 

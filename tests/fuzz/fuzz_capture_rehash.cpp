@@ -9,14 +9,14 @@
 #include "capgraph/capture_generated.h"
 #include "capgraph_runtime.h"
 #include "capture_hash.h"
-
 #include "capture_rehash.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   // An 8-byte aligned copy (the flatbuffers reader's contract, as capgraph_load_memory makes it).
   std::vector<uint8_t> bytes(data, data + size);
   flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 1u << 24);
-  if (size >= 8 && capgraph::fb::CaptureBufferHasIdentifier(bytes.data()) && capgraph::fb::VerifyCaptureBuffer(v))
+  if (size >= 8 && capgraph::fb::CaptureBufferHasIdentifier(bytes.data()) &&
+      capgraph::fb::VerifyCaptureBuffer(v))
     capgraph::test::capture_checksums_recompute(bytes);
   capgraph_model *m = nullptr;
   char err[512];

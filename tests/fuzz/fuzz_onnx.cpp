@@ -40,7 +40,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   try {
     capgraph::compile_schedule(path, opt, nullptr);
   } catch (const capgraph::Error &) {  // refused with a message: the expected outcome
-  } catch (const std::bad_alloc &) {  // the compiler's own limits say no (CLI: exit 1)
+  } catch (const std::bad_alloc &) {   // the compiler's own limits say no (CLI: exit 1)
   }
   return 0;
 }

@@ -87,7 +87,8 @@ std::vector<model> models() {
   {
     ModelBuilder &b = add("pool_reduce");
     b.input("x", DataType::float32, {1, 2, 6, 6});
-    b.node("MaxPool", {"x"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+    b.node("MaxPool", {"x"}, {"p"},
+           {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
     b.node("ReduceMean", {"p"}, {"y"}, {attr_ints("axes", {2, 3}), attr_int("keepdims", 1)});
     b.output("y", DataType::float32, {1, 2, 1, 1});
   }
@@ -135,8 +136,9 @@ int main(int argc, char **argv) {
         bytes_write(dir + "/capture/" + m.name + "_t2.cap", compile_model(onnx, opt, nullptr));
       }
     }
-    const capgraph_dtype dtypes[] = {CAPGRAPH_F32, CAPGRAPH_F16, CAPGRAPH_F64, CAPGRAPH_I8, CAPGRAPH_U8,
-                                     CAPGRAPH_I16, CAPGRAPH_I32, CAPGRAPH_I64, CAPGRAPH_BOOL};
+    const capgraph_dtype dtypes[] = {CAPGRAPH_F32, CAPGRAPH_F16, CAPGRAPH_F64,
+                                     CAPGRAPH_I8,  CAPGRAPH_U8,  CAPGRAPH_I16,
+                                     CAPGRAPH_I32, CAPGRAPH_I64, CAPGRAPH_BOOL};
     for (capgraph_dtype t : dtypes) {
       const int64_t shape[] = {2, 3};
       std::vector<uint8_t> data(6 * npy_dtype_size(t), 1);

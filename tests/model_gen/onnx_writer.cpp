@@ -25,7 +25,10 @@ struct ProtoWriter {
     for (size_t k = 0; k < size; ++k) bytes.push_back(uint8_t(v >> (8 * k)));
   }
   void key_put(uint32_t field, uint32_t wire) { varint_put(uint64_t(field) << 3 | wire); }
-  void varint_field_put(uint32_t field, uint64_t v) { key_put(field, wire_varint); varint_put(v); }
+  void varint_field_put(uint32_t field, uint64_t v) {
+    key_put(field, wire_varint);
+    varint_put(v);
+  }
   void fixed_field_put(uint32_t field, uint64_t v, size_t size) {
     key_put(field, size == 4 ? wire_fixed32 : wire_fixed64);
     fixed_put(v, size);
@@ -36,14 +39,19 @@ struct ProtoWriter {
     auto p = static_cast<const uint8_t *>(data);
     bytes.insert(bytes.end(), p, p + size);
   }
-  void string_field_put(uint32_t field, const std::string &s) { bytes_field_put(field, s.data(), s.size()); }
-  void message_field_put(uint32_t field, const ProtoWriter &m) { bytes_field_put(field, m.bytes.data(), m.bytes.size()); }
+  void string_field_put(uint32_t field, const std::string &s) {
+    bytes_field_put(field, s.data(), s.size());
+  }
+  void message_field_put(uint32_t field, const ProtoWriter &m) {
+    bytes_field_put(field, m.bytes.data(), m.bytes.size());
+  }
 
   // A repeated number field: one packed run, or one key per value. `size` 0 means varints.
   void repeated_put(uint32_t field, const std::vector<uint64_t> &values, size_t size, bool packed) {
     if (values.empty()) return;
     if (!packed) {
-      for (uint64_t v : values) size == 0 ? varint_field_put(field, v) : fixed_field_put(field, v, size);
+      for (uint64_t v : values)
+        size == 0 ? varint_field_put(field, v) : fixed_field_put(field, v, size);
       return;
     }
     ProtoWriter run;
@@ -52,16 +60,23 @@ struct ProtoWriter {
   }
 };
 
-uint32_t float_bits(float f) { uint32_t b; std::memcpy(&b, &f, 4); return b; }
+uint32_t float_bits(float f) {
+  uint32_t b;
+  std::memcpy(&b, &f, 4);
+  return b;
+}
 
-template <class T> std::vector<uint64_t> as_u64(const std::vector<T> &values) {
+template <class T>
+std::vector<uint64_t> as_u64(const std::vector<T> &values) {
   std::vector<uint64_t> out;
-  for (T v : values) out.push_back(uint64_t(v));  // negative ints become 10-byte varints, as protobuf does
+  for (T v : values)
+    out.push_back(uint64_t(v));  // negative ints become 10-byte varints, as protobuf does
   return out;
 }
 
 bool dtype_is_signed(DataType t) {
-  return t == DataType::int8 || t == DataType::int16 || t == DataType::int32 || t == DataType::int64;
+  return t == DataType::int8 || t == DataType::int16 || t == DataType::int32 ||
+         t == DataType::int64;
 }
 
 // TensorProto (onnx.proto): dims 1, data_type 2, float_data 4, int32_data 5, int64_data 7, name 8,
@@ -78,8 +93,13 @@ ProtoWriter tensor_write(const onnx::Tensor &t, WireStyle style) {
   size_t element = 0, wire_size = 0;  // wire_size 0: varint
   switch (t.dtype) {
     case DataType::float32: field = 4, element = 4, wire_size = 4; break;
-    case DataType::int8: case DataType::uint8: case DataType::boolean: field = 5, element = 1; break;
-    case DataType::int16: case DataType::uint16: case DataType::float16: case DataType::bfloat16: field = 5, element = 2; break;
+    case DataType::int8:
+    case DataType::uint8:
+    case DataType::boolean: field = 5, element = 1; break;
+    case DataType::int16:
+    case DataType::uint16:
+    case DataType::float16:
+    case DataType::bfloat16: field = 5, element = 2; break;
     case DataType::int32: field = 5, element = 4; break;
     case DataType::int64: field = 7, element = 8; break;
     case DataType::float64: field = 10, element = 8, wire_size = 8; break;
@@ -111,11 +131,24 @@ ProtoWriter attribute_write(const onnx::Attribute &a, WireStyle style) {
   ProtoWriter w;
   bool packed = style == WireStyle::typed_packed;
   w.string_field_put(1, a.name);
-  switch (a.kind) {  // AttributeType values: FLOAT 1, INT 2, STRING 3, TENSOR 4, FLOATS 6, INTS 7, STRINGS 8, TENSORS 9
-    case K::f: w.varint_field_put(20, 1); w.fixed_field_put(2, float_bits(a.f), 4); break;
-    case K::i: w.varint_field_put(20, 2); w.varint_field_put(3, uint64_t(a.i)); break;
-    case K::s: w.varint_field_put(20, 3); w.string_field_put(4, a.s); break;
-    case K::t: w.varint_field_put(20, 4); w.message_field_put(5, tensor_write(a.t, style)); break;
+  switch (a.kind) {  // AttributeType values: FLOAT 1, INT 2, STRING 3, TENSOR 4, FLOATS 6, INTS 7,
+                     // STRINGS 8, TENSORS 9
+    case K::f:
+      w.varint_field_put(20, 1);
+      w.fixed_field_put(2, float_bits(a.f), 4);
+      break;
+    case K::i:
+      w.varint_field_put(20, 2);
+      w.varint_field_put(3, uint64_t(a.i));
+      break;
+    case K::s:
+      w.varint_field_put(20, 3);
+      w.string_field_put(4, a.s);
+      break;
+    case K::t:
+      w.varint_field_put(20, 4);
+      w.message_field_put(5, tensor_write(a.t, style));
+      break;
     case K::floats: {
       w.varint_field_put(20, 6);
       std::vector<uint64_t> bits;
@@ -123,7 +156,10 @@ ProtoWriter attribute_write(const onnx::Attribute &a, WireStyle style) {
       w.repeated_put(7, bits, 4, packed);
       break;
     }
-    case K::ints: w.varint_field_put(20, 7); w.repeated_put(8, as_u64(a.ints), 0, packed); break;
+    case K::ints:
+      w.varint_field_put(20, 7);
+      w.repeated_put(8, as_u64(a.ints), 0, packed);
+      break;
     case K::strings:
       w.varint_field_put(20, 8);
       for (const std::string &s : a.strings) w.string_field_put(9, s);
@@ -132,7 +168,9 @@ ProtoWriter attribute_write(const onnx::Attribute &a, WireStyle style) {
       w.varint_field_put(20, 9);
       for (const onnx::Tensor &t : a.tensors) w.message_field_put(10, tensor_write(t, style));
       break;
-    default: throw Error("model_gen: attribute '" + a.name + "': the writer has no subgraphs or undefined kinds");
+    default:
+      throw Error("model_gen: attribute '" + a.name +
+                  "': the writer has no subgraphs or undefined kinds");
   }
   return w;
 }
@@ -146,8 +184,10 @@ ProtoWriter value_info_write(const onnx::ValueInfo &v) {
     ProtoWriter shape;
     for (const onnx::Dim &d : v.dims) {
       ProtoWriter dim;  // neither field set: an unknown dimension
-      if (d.value >= 0) dim.varint_field_put(1, uint64_t(d.value));
-      else if (!d.param.empty()) dim.string_field_put(2, d.param);
+      if (d.value >= 0)
+        dim.varint_field_put(1, uint64_t(d.value));
+      else if (!d.param.empty())
+        dim.string_field_put(2, d.param);
       shape.message_field_put(1, dim);
     }
     tensor_type.message_field_put(2, shape);
@@ -183,7 +223,8 @@ ProtoWriter graph_write(const onnx::Graph &g, WireStyle style) {
   return w;
 }
 
-onnx::ValueInfo value_info_make(std::string name, DataType dtype, const std::vector<int64_t> &dims) {
+onnx::ValueInfo value_info_make(std::string name, DataType dtype,
+                                const std::vector<int64_t> &dims) {
   onnx::ValueInfo v{std::move(name), dtype, true, {}};
   for (int64_t d : dims) v.dims.push_back(onnx::Dim{d < 0 ? -1 : d, ""});
   return v;
@@ -273,18 +314,25 @@ void ModelBuilder::output(std::string name, DataType dtype) {
 void ModelBuilder::output(std::string name, DataType dtype, std::vector<int64_t> dims) {
   model_.graph.outputs.push_back(value_info_make(std::move(name), dtype, dims));
 }
-void ModelBuilder::output(onnx::ValueInfo value) { model_.graph.outputs.push_back(std::move(value)); }
+void ModelBuilder::output(onnx::ValueInfo value) {
+  model_.graph.outputs.push_back(std::move(value));
+}
 
-void ModelBuilder::initializer(onnx::Tensor tensor) { model_.graph.initializers.push_back(std::move(tensor)); }
-void ModelBuilder::initializer(std::string name, const std::vector<float> &values, std::vector<int64_t> dims) {
+void ModelBuilder::initializer(onnx::Tensor tensor) {
+  model_.graph.initializers.push_back(std::move(tensor));
+}
+void ModelBuilder::initializer(std::string name, const std::vector<float> &values,
+                               std::vector<int64_t> dims) {
   initializer(tensor_make(std::move(name), DataType::float32, values, std::move(dims)));
 }
-void ModelBuilder::initializer(std::string name, const std::vector<int64_t> &values, std::vector<int64_t> dims) {
+void ModelBuilder::initializer(std::string name, const std::vector<int64_t> &values,
+                               std::vector<int64_t> dims) {
   initializer(tensor_make(std::move(name), DataType::int64, values, std::move(dims)));
 }
 
 onnx::Node &ModelBuilder::node(std::string op_type, std::vector<std::string> inputs,
-                               std::vector<std::string> outputs, std::vector<onnx::Attribute> attributes) {
+                               std::vector<std::string> outputs,
+                               std::vector<onnx::Attribute> attributes) {
   onnx::Node n;
   n.op_type = std::move(op_type);
   n.inputs = std::move(inputs);
@@ -293,12 +341,15 @@ onnx::Node &ModelBuilder::node(std::string op_type, std::vector<std::string> inp
   return model_.graph.nodes.emplace_back(std::move(n));
 }
 
-std::vector<uint8_t> ModelBuilder::serialize(WireStyle style) const { return model_serialize(model_, style); }
+std::vector<uint8_t> ModelBuilder::serialize(WireStyle style) const {
+  return model_serialize(model_, style);
+}
 
 void ModelBuilder::save(const std::string &path, WireStyle style) const {
   std::vector<uint8_t> bytes = serialize(style);
   std::ofstream file(path, std::ios::binary | std::ios::trunc);
-  if (!file.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size())) || !file.flush())
+  if (!file.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size())) ||
+      !file.flush())
     throw Error(path + ": cannot write ONNX model");
 }
 

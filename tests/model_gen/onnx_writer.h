@@ -35,7 +35,8 @@ enum class WireStyle {
 
 // ModelProto bytes for `model`. The graph is written last (protobuf allows any field order) so that
 // every truncation of the output lacks a complete graph and must be rejected by a reader.
-std::vector<uint8_t> model_serialize(const onnx::Model &model, WireStyle style = WireStyle::standard);
+std::vector<uint8_t> model_serialize(const onnx::Model &model,
+                                     WireStyle style = WireStyle::standard);
 
 // A tensor from host values; T must have the element size of dtype (bool: uint8_t).
 template <class T>
@@ -79,8 +80,8 @@ class ModelBuilder {
 
   // Adds a node and returns it, to set a name or domain: `b.node(...).name = "conv1";`. The
   // reference is valid until the next node() call. Nodes left unnamed are written without a name.
-  onnx::Node &node(std::string op_type, std::vector<std::string> inputs, std::vector<std::string> outputs,
-                   std::vector<onnx::Attribute> attributes = {});
+  onnx::Node &node(std::string op_type, std::vector<std::string> inputs,
+                   std::vector<std::string> outputs, std::vector<onnx::Attribute> attributes = {});
 
   // Everything else (value_info, more opset imports, producer, graph name) is set here directly.
   onnx::Model &model() { return model_; }

@@ -2,7 +2,10 @@
 // come back field by field, in every WireStyle. And, when onnxruntime-node is installed
 // (scripts/fetch_test_deps.sh), ONNX Runtime must run the same bytes and give the expected numbers:
 // the reader and the writer could share a mistake, ONNX Runtime does not.
+#include "onnx_writer.h"
+
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -10,10 +13,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <unistd.h>
 
 #include "error.h"
-#include "onnx_writer.h"
 
 using namespace capgraph;
 using namespace capgraph::model_gen;
@@ -21,10 +22,13 @@ using onnx::Attribute;
 
 namespace {
 
-const WireStyle all_styles[] = {WireStyle::standard, WireStyle::typed_packed, WireStyle::typed_unpacked};
+const WireStyle all_styles[] = {WireStyle::standard, WireStyle::typed_packed,
+                                WireStyle::typed_unpacked};
 
 const char *style_name(WireStyle s) {
-  return s == WireStyle::standard ? "standard" : s == WireStyle::typed_packed ? "typed_packed" : "typed_unpacked";
+  return s == WireStyle::standard       ? "standard"
+         : s == WireStyle::typed_packed ? "typed_packed"
+                                        : "typed_unpacked";
 }
 
 onnx::Model round_trip(const ModelBuilder &b, WireStyle style) {
@@ -62,12 +66,14 @@ void attribute_check_same(const Attribute &got, const Attribute &want) {
   CHECK(got.i == want.i);
   CHECK(got.s == want.s);
   auto same_bits = [](float a, float b) { return std::memcmp(&a, &b, sizeof(float)) == 0; };
-  CHECK(std::equal(got.floats.begin(), got.floats.end(), want.floats.begin(), want.floats.end(), same_bits));
+  CHECK(std::equal(got.floats.begin(), got.floats.end(), want.floats.begin(), want.floats.end(),
+                   same_bits));
   CHECK(got.ints == want.ints);
   CHECK(got.strings == want.strings);
   if (want.kind == Attribute::Kind::t) tensor_check_same(got.t, want.t);
   REQUIRE(got.tensors.size() == want.tensors.size());
-  for (size_t k = 0; k < want.tensors.size(); ++k) tensor_check_same(got.tensors[k], want.tensors[k]);
+  for (size_t k = 0; k < want.tensors.size(); ++k)
+    tensor_check_same(got.tensors[k], want.tensors[k]);
 }
 
 void model_check_same(const onnx::Model &got, const onnx::Model &want) {
@@ -88,12 +94,15 @@ void model_check_same(const onnx::Model &got, const onnx::Model &want) {
     CHECK(g.nodes[k].inputs == w.nodes[k].inputs);
     CHECK(g.nodes[k].outputs == w.nodes[k].outputs);
     // Unnamed nodes come back named "<op_type>_<index>" (the reader's rule).
-    CHECK(g.nodes[k].name == (w.nodes[k].name.empty() ? w.nodes[k].op_type + "_" + std::to_string(k) : w.nodes[k].name));
+    CHECK(g.nodes[k].name == (w.nodes[k].name.empty() ? w.nodes[k].op_type + "_" + std::to_string(k)
+                                                      : w.nodes[k].name));
     REQUIRE(g.nodes[k].attributes.size() == w.nodes[k].attributes.size());
-    for (size_t a = 0; a < w.nodes[k].attributes.size(); ++a) attribute_check_same(g.nodes[k].attributes[a], w.nodes[k].attributes[a]);
+    for (size_t a = 0; a < w.nodes[k].attributes.size(); ++a)
+      attribute_check_same(g.nodes[k].attributes[a], w.nodes[k].attributes[a]);
   }
   REQUIRE(g.initializers.size() == w.initializers.size());
-  for (size_t k = 0; k < w.initializers.size(); ++k) tensor_check_same(g.initializers[k], w.initializers[k]);
+  for (size_t k = 0; k < w.initializers.size(); ++k)
+    tensor_check_same(g.initializers[k], w.initializers[k]);
   REQUIRE(g.inputs.size() == w.inputs.size());
   for (size_t k = 0; k < w.inputs.size(); ++k) value_info_check_same(g.inputs[k], w.inputs[k]);
   REQUIRE(g.outputs.size() == w.outputs.size());
@@ -133,14 +142,20 @@ TEST_CASE("tensors of every fixed-size data type round-trip, edge values include
   b.initializer(tensor_make<uint8_t>("u8", DataType::uint8, {0, 1, 200, 255}, {2, 2}));
   b.initializer(tensor_make<int16_t>("i16", DataType::int16, {-32768, -2, 32767}, {3}));
   b.initializer(tensor_make<uint16_t>("u16", DataType::uint16, {0, 65535}, {2}));
-  b.initializer(tensor_make<int32_t>("i32", DataType::int32, {std::numeric_limits<int32_t>::min(), -1, 7}, {3}));
-  b.initializer(tensor_make<int64_t>("i64", DataType::int64, {std::numeric_limits<int64_t>::min(), -1, std::numeric_limits<int64_t>::max()}, {3}));
+  b.initializer(tensor_make<int32_t>("i32", DataType::int32,
+                                     {std::numeric_limits<int32_t>::min(), -1, 7}, {3}));
+  b.initializer(tensor_make<int64_t>(
+      "i64", DataType::int64,
+      {std::numeric_limits<int64_t>::min(), -1, std::numeric_limits<int64_t>::max()}, {3}));
   b.initializer(tensor_make<uint32_t>("u32", DataType::uint32, {0, 0xffffffffu}, {2}));
   b.initializer(tensor_make<uint64_t>("u64", DataType::uint64, {0, ~uint64_t(0)}, {2}));
   b.initializer(tensor_make<uint8_t>("bool", DataType::boolean, {1, 0, 1}, {3}));
-  b.initializer(tensor_make<uint16_t>("f16", DataType::float16, {0x3c00, 0xfc00, 0x8000}, {3}));  // 1, -inf, -0
-  b.initializer(tensor_make<uint16_t>("bf16", DataType::bfloat16, {0x3f80, 0xffc1}, {2}));       // 1, a NaN
-  b.initializer(tensor_make<float>("f32", DataType::float32, {-0.0f, std::nanf("7"), 1e-45f, -3.5f}, {4}));
+  b.initializer(tensor_make<uint16_t>("f16", DataType::float16, {0x3c00, 0xfc00, 0x8000},
+                                      {3}));  // 1, -inf, -0
+  b.initializer(
+      tensor_make<uint16_t>("bf16", DataType::bfloat16, {0x3f80, 0xffc1}, {2}));  // 1, a NaN
+  b.initializer(
+      tensor_make<float>("f32", DataType::float32, {-0.0f, std::nanf("7"), 1e-45f, -3.5f}, {4}));
   b.initializer(tensor_make<double>("f64", DataType::float64, {-0.0, 1e300, std::nan("9")}, {3}));
   b.initializer(tensor_make<float>("scalar", DataType::float32, {2.5f}, {}));
   b.node("Identity", {"f32"}, {"out"});
@@ -159,8 +174,10 @@ TEST_CASE("empty tensors round-trip: PaddleOCR exports have Constant nodes holdi
   ModelBuilder b(11);
   b.initializer(tensor_make<float>("empty_1d", DataType::float32, {}, {0}));
   b.initializer(tensor_make<int64_t>("empty_2d", DataType::int64, {}, {3, 0}));
-  b.node("Constant", {}, {"roi"}, {attr_tensor("value", tensor_make<float>("", DataType::float32, {}, {0}))});
-  b.node("Constant", {}, {"scales"}, {attr_tensor("value", tensor_make<float>("", DataType::float32, {1, 1, 2, 2}, {4}))});
+  b.node("Constant", {}, {"roi"},
+         {attr_tensor("value", tensor_make<float>("", DataType::float32, {}, {0}))});
+  b.node("Constant", {}, {"scales"},
+         {attr_tensor("value", tensor_make<float>("", DataType::float32, {1, 1, 2, 2}, {4}))});
   b.input("x", DataType::float32, {1, 1, 4, 4});
   b.node("Resize", {"x", "roi", "scales"}, {"y"}, {attr_string("mode", "nearest")});
   b.output("y", DataType::float32, {1, 1, 8, 8});
@@ -179,9 +196,10 @@ TEST_CASE("attributes of every kind and symbolic or unknown dims round-trip") {
   onnx::ValueInfo x{"x", DataType::float32, true, {{-1, "batch"}, {3, ""}, {-1, ""}}};
   b.input(x);
   b.node("Custom", {"x", ""}, {"y"},
-         {attr_float("alpha", -0.0f), attr_floats("scales", {1.5f, -2.0f, 1e-30f}), attr_int("axis", -3),
-          attr_ints("perm", {0, -1, std::numeric_limits<int64_t>::max()}), attr_string("mode", std::string("a\0b", 3)),
-          attr_strings("names", {"", "two"}), attr_tensor("value", tensor_make<int32_t>("", DataType::int32, {-5}, {1})),
+         {attr_float("alpha", -0.0f), attr_floats("scales", {1.5f, -2.0f, 1e-30f}),
+          attr_int("axis", -3), attr_ints("perm", {0, -1, std::numeric_limits<int64_t>::max()}),
+          attr_string("mode", std::string("a\0b", 3)), attr_strings("names", {"", "two"}),
+          attr_tensor("value", tensor_make<int32_t>("", DataType::int32, {-5}, {1})),
           attr_tensors("pair", {tensor_make<int64_t>("t0", DataType::int64, {1, 2}, {2}),
                                 tensor_make<uint8_t>("t1", DataType::uint8, {9}, {1, 1})})})
       .domain = "com.example";
@@ -202,7 +220,8 @@ TEST_CASE("save writes a file model_load reads; an unwritable path is an error n
   b.input("x", DataType::float32, {2});
   b.node("Neg", {"x"}, {"y"});
   b.output("y", DataType::float32, {2});
-  std::filesystem::path path = std::filesystem::temp_directory_path() / "capgraph_onnx_writer_test.onnx";
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "capgraph_onnx_writer_test.onnx";
   b.save(path.string());
   model_check_same(onnx::model_load(path.string()), b.model());
   std::filesystem::remove(path);
@@ -234,7 +253,8 @@ std::vector<float> npy_float32_read(const std::filesystem::path &path) {
   return values;
 }
 
-void npy_float32_write(const std::filesystem::path &path, const std::vector<float> &values, const std::string &shape) {
+void npy_float32_write(const std::filesystem::path &path, const std::vector<float> &values,
+                       const std::string &shape) {
   std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + ", }";
   header += std::string(63 - (10 + header.size()) % 64, ' ') + "\n";
   std::ofstream file(path, std::ios::binary);
@@ -252,11 +272,13 @@ std::filesystem::path ort_run(const std::string &ort_dir, const ModelBuilder &b,
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   b.save((dir / "model.onnx").string(), style);
-  std::string command = "cd '" + dir.string() + "' && ORT_DIR='" + ort_dir + "' node '" CAPGRAPH_REPO_DIR
-                        "/tests/ort/ort_run.mjs' model.onnx out " + inputs + " > log.txt 2>&1";
+  std::string command = "cd '" + dir.string() + "' && ORT_DIR='" + ort_dir +
+                        "' node '" CAPGRAPH_REPO_DIR "/tests/ort/ort_run.mjs' model.onnx out " +
+                        inputs + " > log.txt 2>&1";
   int rc = std::system(command.c_str());
   std::ifstream log(dir / "log.txt");
-  INFO("ort_run.mjs said: ", std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
+  INFO("ort_run.mjs said: ",
+       std::string((std::istreambuf_iterator<char>(log)), std::istreambuf_iterator<char>()));
   REQUIRE(rc == 0);
   return dir / "out";
 }
@@ -266,7 +288,9 @@ std::filesystem::path ort_run(const std::string &ort_dir, const ModelBuilder &b,
 TEST_CASE("ONNX Runtime runs the writer's models, in every wire style, with the expected numbers") {
   std::string ort_dir = ort_dir_find();
   if (ort_dir.empty() || std::system("node --version > /dev/null 2>&1") != 0) {
-    MESSAGE("skipped: no node, or no onnxruntime-node in $ORT_DIR or build/deps/ort (run scripts/fetch_test_deps.sh)");
+    MESSAGE(
+        "skipped: no node, or no onnxruntime-node in $ORT_DIR or build/deps/ort (run "
+        "scripts/fetch_test_deps.sh)");
     return;
   }
 
@@ -283,7 +307,8 @@ TEST_CASE("ONNX Runtime runs the writer's models, in every wire style, with the 
           for (int di = 0; di < 3; ++di)
             for (int dj = 0; dj < 3; ++dj) {
               int ii = i + di - 1, jj = j + dj - 1;
-              if (ii >= 0 && jj >= 0 && ii < H && jj < W) acc += x[(c * H + ii) * W + jj] * w[((o * C + c) * 3 + di) * 3 + dj];
+              if (ii >= 0 && jj >= 0 && ii < H && jj < W)
+                acc += x[(c * H + ii) * W + jj] * w[((o * C + c) * 3 + di) * 3 + dj];
             }
         want[(o * H + i) * W + j] = std::max(acc, 0.0f);
       }
@@ -291,7 +316,8 @@ TEST_CASE("ONNX Runtime runs the writer's models, in every wire style, with the 
   conv.input("x", DataType::float32, {1, C, H, W});
   conv.initializer("w", w, {O, C, 3, 3});
   conv.initializer("b", bias, {O});
-  conv.node("Conv", {"x", "w", "b"}, {"y"}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("kernel_shape", {3, 3})});
+  conv.node("Conv", {"x", "w", "b"}, {"y"},
+            {attr_ints("pads", {1, 1, 1, 1}), attr_ints("kernel_shape", {3, 3})});
   conv.node("Relu", {"y"}, {"out:0/relu"});  // ort_run.mjs names the file out_0_relu.npy
   conv.output("out:0/relu", DataType::float32);
 
@@ -311,14 +337,19 @@ TEST_CASE("ONNX Runtime runs the writer's models, in every wire style, with the 
   cast_add(tensor_make<int16_t>("i16", DataType::int16, {-32768, -2, 300}, {3}), {-32768, -2, 300});
   cast_add(tensor_make<uint16_t>("u16", DataType::uint16, {65535, 1}, {2}), {65535, 1});
   cast_add(tensor_make<int32_t>("i32", DataType::int32, {-100000, 7}, {2}), {-100000, 7});
-  cast_add(tensor_make<int64_t>("i64", DataType::int64, {-5000000000LL, 3}, {2}), {-5000000000.0f, 3});
-  cast_add(tensor_make<uint32_t>("u32", DataType::uint32, {4000000000u, 2}, {2}), {4000000000.0f, 2});
-  cast_add(tensor_make<uint64_t>("u64", DataType::uint64, {10000000000ULL, 9}, {2}), {10000000000.0f, 9});
+  cast_add(tensor_make<int64_t>("i64", DataType::int64, {-5000000000LL, 3}, {2}),
+           {-5000000000.0f, 3});
+  cast_add(tensor_make<uint32_t>("u32", DataType::uint32, {4000000000u, 2}, {2}),
+           {4000000000.0f, 2});
+  cast_add(tensor_make<uint64_t>("u64", DataType::uint64, {10000000000ULL, 9}, {2}),
+           {10000000000.0f, 9});
   cast_add(tensor_make<uint8_t>("bool", DataType::boolean, {1, 0, 1}, {3}), {1, 0, 1});
-  cast_add(tensor_make<uint16_t>("f16", DataType::float16, {0x3c00, 0xc100, 0x3800}, {3}), {1, -2.5f, 0.5f});
+  cast_add(tensor_make<uint16_t>("f16", DataType::float16, {0x3c00, 0xc100, 0x3800}, {3}),
+           {1, -2.5f, 0.5f});
   cast_add(tensor_make<double>("f64", DataType::float64, {-1.25, 1e10}, {2}), {-1.25f, 1e10f});
   typed.input("small", DataType::float32, {1, 1, 2, 2});
-  typed.node("Constant", {}, {"roi"}, {attr_tensor("value", tensor_make<float>("", DataType::float32, {}, {0}))});
+  typed.node("Constant", {}, {"roi"},
+             {attr_tensor("value", tensor_make<float>("", DataType::float32, {}, {0}))});
   typed.initializer("scales", std::vector<float>{1, 1, 2, 2}, {4});
   typed.node("Resize", {"small", "roi", "scales"}, {"big"}, {attr_string("mode", "nearest")});
   typed.output("big", DataType::float32);
@@ -326,16 +357,20 @@ TEST_CASE("ONNX Runtime runs the writer's models, in every wire style, with the 
 
   for (WireStyle style : all_styles) {
     INFO("style ", style_name(style));
-    auto input = std::filesystem::temp_directory_path() / ("capgraph_writer_ort_" + std::to_string(getpid()) + ".npy");
+    auto input = std::filesystem::temp_directory_path() /
+                 ("capgraph_writer_ort_" + std::to_string(getpid()) + ".npy");
     npy_float32_write(input, x, "(1, 2, 4, 5)");
-    std::vector<float> got = npy_float32_read(ort_run(ort_dir, conv, style, "x=" + input.string()) / "out_0_relu.npy");
+    std::vector<float> got =
+        npy_float32_read(ort_run(ort_dir, conv, style, "x=" + input.string()) / "out_0_relu.npy");
     REQUIRE(got.size() == want.size());
-    for (size_t k = 0; k < want.size(); ++k) CHECK(got[k] == doctest::Approx(want[k]).epsilon(1e-6));
+    for (size_t k = 0; k < want.size(); ++k)
+      CHECK(got[k] == doctest::Approx(want[k]).epsilon(1e-6));
 
     npy_float32_write(input, small, "(1, 1, 2, 2)");
     std::filesystem::path out = ort_run(ort_dir, typed, style, "small=" + input.string());
     std::vector<float> typed_got;
-    for (const char *name : {"i8", "u8", "i16", "u16", "i32", "i64", "u32", "u64", "bool", "f16", "f64"}) {
+    for (const char *name :
+         {"i8", "u8", "i16", "u16", "i32", "i64", "u32", "u64", "bool", "f16", "f64"}) {
       std::vector<float> v = npy_float32_read(out / (std::string(name) + "_f.npy"));
       typed_got.insert(typed_got.end(), v.begin(), v.end());
     }

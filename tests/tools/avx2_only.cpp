@@ -39,7 +39,7 @@ constexpr int kArchGetCpuid = 0x1011;
 constexpr int kArchSetCpuid = 0x1012;
 volatile sig_atomic_t trapped = 0;
 bool masking = false;
-struct sigaction program_action {};  // what the program believes is installed for SIGSEGV
+struct sigaction program_action{};  // what the program believes is installed for SIGSEGV
 
 using sigaction_fn = int (*)(int, const struct sigaction *, struct sigaction *);
 sigaction_fn real_sigaction() {
@@ -54,9 +54,11 @@ void cpuid_real(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
 void cpuid_mask(uint32_t leaf, uint32_t subleaf, uint32_t r[4]) {
   if (leaf != 7) return;
   if (subleaf == 0) {
-    r[1] &= ~((1u << 16) | (1u << 17) | (1u << 21) | (1u << 26) | (1u << 27) | (1u << 28) | (1u << 30) | (1u << 31));
+    r[1] &= ~((1u << 16) | (1u << 17) | (1u << 21) | (1u << 26) | (1u << 27) | (1u << 28) |
+              (1u << 30) | (1u << 31));
     r[2] &= ~((1u << 1) | (1u << 6) | (1u << 11) | (1u << 12) | (1u << 14));
-    r[3] &= ~((1u << 2) | (1u << 3) | (1u << 8) | (1u << 22) | (1u << 23) | (1u << 24) | (1u << 25));
+    r[3] &=
+        ~((1u << 2) | (1u << 3) | (1u << 8) | (1u << 22) | (1u << 23) | (1u << 24) | (1u << 25));
   } else if (subleaf == 1) {
     r[0] &= ~((1u << 4) | (1u << 5));
   }
@@ -74,7 +76,7 @@ void on_segv(int sig, siginfo_t *info, void *context) {
     } else if (program_action.sa_handler != SIG_IGN && program_action.sa_handler != SIG_DFL) {
       program_action.sa_handler(sig);
     } else {
-      struct sigaction dfl {};  // the default action: die by SIGSEGV, as without us
+      struct sigaction dfl{};  // the default action: die by SIGSEGV, as without us
       dfl.sa_handler = SIG_DFL;
       real_sigaction()(SIGSEGV, &dfl, nullptr);
       raise(SIGSEGV);
@@ -98,21 +100,26 @@ void on_segv(int sig, siginfo_t *info, void *context) {
 
 void report() {
   if (const char *v = getenv("AVX2_ONLY_VERBOSE"); v && *v == '1')
-    fprintf(stderr, "avx2_only: %d CPUID instruction(s) trapped and masked in pid %d\n", static_cast<int>(trapped), getpid());
+    fprintf(stderr, "avx2_only: %d CPUID instruction(s) trapped and masked in pid %d\n",
+            static_cast<int>(trapped), getpid());
 }
 
 __attribute__((constructor)) void avx2_only_start() {
   if (syscall(SYS_arch_prctl, kArchGetCpuid, 0) < 0) {
-    fprintf(stderr, "avx2_only: this kernel or CPU has no CPUID faulting (arch_prctl ARCH_GET_CPUID: %s); refusing to run unmasked\n", strerror(errno));
+    fprintf(stderr,
+            "avx2_only: this kernel or CPU has no CPUID faulting (arch_prctl ARCH_GET_CPUID: %s); "
+            "refusing to run unmasked\n",
+            strerror(errno));
     _exit(97);
   }
-  struct sigaction sa {};
+  struct sigaction sa{};
   sa.sa_sigaction = on_segv;
   sa.sa_flags = SA_SIGINFO | SA_NODEFER;
   sigemptyset(&sa.sa_mask);
   if (!real_sigaction() || real_sigaction()(SIGSEGV, &sa, &program_action) != 0 ||
       syscall(SYS_arch_prctl, kArchSetCpuid, 0) != 0) {
-    fprintf(stderr, "avx2_only: cannot turn CPUID faulting on (%s); refusing to run unmasked\n", strerror(errno));
+    fprintf(stderr, "avx2_only: cannot turn CPUID faulting on (%s); refusing to run unmasked\n",
+            strerror(errno));
     _exit(97);
   }
   masking = true;
@@ -130,7 +137,7 @@ extern "C" int sigaction(int sig, const struct sigaction *act, struct sigaction 
 }
 
 extern "C" sighandler_t signal(int sig, sighandler_t handler) {
-  struct sigaction act {}, old {};
+  struct sigaction act{}, old{};
   act.sa_handler = handler;
   sigemptyset(&act.sa_mask);
   act.sa_flags = SA_RESTART;

@@ -23,7 +23,8 @@ inline size_t u64_field_offset(const std::vector<uint8_t> &bytes, const void *ta
 }
 
 // Writes each (offset, value) pair found by u64_field_offset.
-inline void u64_stores(std::vector<uint8_t> &bytes, const std::vector<std::pair<size_t, uint64_t>> &stores) {
+inline void u64_stores(std::vector<uint8_t> &bytes,
+                       const std::vector<std::pair<size_t, uint64_t>> &stores) {
   for (const auto &[at, v] : stores)
     if (at != SIZE_MAX) memcpy(bytes.data() + at, &v, 8);
 }
@@ -59,7 +60,8 @@ inline void capture_checksums_recompute(std::vector<uint8_t> &bytes) {
     if (!b || k->program() >= c->programs()->size()) continue;
     capture_bounds_hash h(c->programs()->Get(k->program())->hash());
     h.str(k->entry()->c_str(), k->entry()->size());
-    h.str(k->twin_entry() ? k->twin_entry()->c_str() : "", k->twin_entry() ? k->twin_entry()->size() : 0);
+    h.str(k->twin_entry() ? k->twin_entry()->c_str() : "",
+          k->twin_entry() ? k->twin_entry()->size() : 0);
     h.u64(k->twin_work_size());
     h.u64(b->work_size());
     h.u64(b->buffer_sizes()->size());

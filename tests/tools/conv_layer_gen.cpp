@@ -39,14 +39,21 @@ std::vector<float> random_values(size_t n, std::mt19937 *rng) {
 
 int main(int argc, char **argv) {
   if (argc < 9 || argc > 11) {
-    std::fprintf(stderr, "usage: conv_layer_gen OUT.onnx IC OC H W K STRIDE GROUP [relu|swish|none] [inner|first]\n");
+    std::fprintf(stderr,
+                 "usage: conv_layer_gen OUT.onnx IC OC H W K STRIDE GROUP [relu|swish|none] "
+                 "[inner|first]\n");
     return 2;
   }
-  const int64_t ic = arg(argv[2], "IC"), oc = arg(argv[3], "OC"), h = arg(argv[4], "H"), w = arg(argv[5], "W");
-  const int64_t k = arg(argv[6], "K"), stride = arg(argv[7], "STRIDE"), group = arg(argv[8], "GROUP");
+  const int64_t ic = arg(argv[2], "IC"), oc = arg(argv[3], "OC"), h = arg(argv[4], "H"),
+                w = arg(argv[5], "W");
+  const int64_t k = arg(argv[6], "K"), stride = arg(argv[7], "STRIDE"),
+                group = arg(argv[8], "GROUP");
   const std::string act = argc > 9 ? argv[9] : "none", where = argc > 10 ? argv[10] : "inner";
-  if (ic % group || oc % group || (act != "relu" && act != "swish" && act != "none") || (where != "inner" && where != "first")) {
-    std::fprintf(stderr, "conv_layer_gen: IC and OC must be multiples of GROUP; the activation relu, swish or none; the place inner or first\n");
+  if (ic % group || oc % group || (act != "relu" && act != "swish" && act != "none") ||
+      (where != "inner" && where != "first")) {
+    std::fprintf(stderr,
+                 "conv_layer_gen: IC and OC must be multiples of GROUP; the activation relu, swish "
+                 "or none; the place inner or first\n");
     return 2;
   }
   std::mt19937 rng(20261122);
@@ -60,14 +67,17 @@ int main(int argc, char **argv) {
   } else {
     b.input("x", DataType::float32, {1, ic, h, w});
   }
-  b.initializer("w0", random_values(size_t(oc * (ic / group) * k * k), &rng), {oc, ic / group, k, k});
+  b.initializer("w0", random_values(size_t(oc * (ic / group) * k * k), &rng),
+                {oc, ic / group, k, k});
   b.initializer("b0", random_values(size_t(oc), &rng), {oc});
   const int64_t p = k / 2;
   b.node("Conv", {x, "w0", "b0"}, {"c0"},
-         {attr_ints("pads", {p, p, p, p}), attr_ints("strides", {stride, stride}), attr_int("group", group)});
+         {attr_ints("pads", {p, p, p, p}), attr_ints("strides", {stride, stride}),
+          attr_int("group", group)});
   std::string y = "c0";
   if (act == "relu") b.node("Relu", {"c0"}, {"a0"}), y = "a0";
-  if (act == "swish") b.node("Sigmoid", {"c0"}, {"s0"}), b.node("Mul", {"c0", "s0"}, {"a0"}), y = "a0";
+  if (act == "swish")
+    b.node("Sigmoid", {"c0"}, {"s0"}), b.node("Mul", {"c0", "s0"}, {"a0"}), y = "a0";
   b.initializer("w1", random_values(size_t(8 * oc), &rng), {8, oc, 1, 1});
   b.node("Conv", {y, "w1"}, {"y"});
   b.output("y", DataType::float32);

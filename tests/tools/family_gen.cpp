@@ -46,17 +46,21 @@ struct Net {
   }
 
   // Conv with bias, He-like weight scale so activations stay O(1) through deep stacks.
-  std::string conv(const std::string &x, int64_t ic, int64_t oc, int64_t k, int64_t stride, int64_t group) {
+  std::string conv(const std::string &x, int64_t ic, int64_t oc, int64_t k, int64_t stride,
+                   int64_t group) {
     const std::string w = fresh("w"), bias = fresh("b"), y = fresh("conv");
     const int64_t fan_in = ic / group * k * k;
-    b.initializer(w, random_values(size_t(oc * fan_in), 1.7f / std::sqrt(float(fan_in))), {oc, ic / group, k, k});
+    b.initializer(w, random_values(size_t(oc * fan_in), 1.7f / std::sqrt(float(fan_in))),
+                  {oc, ic / group, k, k});
     b.initializer(bias, random_values(size_t(oc), 0.1f), {oc});
     const int64_t p = k / 2;
     b.node("Conv", {x, w, bias}, {y},
-           {attr_ints("pads", {p, p, p, p}), attr_ints("strides", {stride, stride}), attr_int("group", group)});
+           {attr_ints("pads", {p, p, p, p}), attr_ints("strides", {stride, stride}),
+            attr_int("group", group)});
     return y;
   }
-  std::string op(const char *type, std::vector<std::string> in, std::vector<capgraph::onnx::Attribute> attrs = {}) {
+  std::string op(const char *type, std::vector<std::string> in,
+                 std::vector<capgraph::onnx::Attribute> attrs = {}) {
     const std::string y = fresh(type);
     b.node(type, std::move(in), {y}, std::move(attrs));
     return y;
@@ -88,13 +92,14 @@ std::string squeeze_excite(Net &n, const std::string &x, int64_t c) {
   const int64_t mid = std::max<int64_t>(8, c / 4);
   std::string s = n.op("GlobalAveragePool", {x});
   s = n.relu(n.conv(s, c, mid, 1, 1, 1));
-  s = n.op("HardSigmoid", {n.conv(s, mid, c, 1, 1, 1)}, {attr_float("alpha", 1.0f / 6), attr_float("beta", 0.5f)});
+  s = n.op("HardSigmoid", {n.conv(s, mid, c, 1, 1, 1)},
+           {attr_float("alpha", 1.0f / 6), attr_float("beta", 0.5f)});
   return n.op("Mul", {x, s});
 }
 
 // MobileNetV3 inverted residual: expand 1x1, depthwise k x k, optional SE, project 1x1, residual.
-std::string inverted_residual(Net &n, const std::string &x, int64_t ic, int64_t exp, int64_t oc, int64_t k,
-                              int64_t stride, bool se, bool hs) {
+std::string inverted_residual(Net &n, const std::string &x, int64_t ic, int64_t exp, int64_t oc,
+                              int64_t k, int64_t stride, bool se, bool hs) {
   auto act = [&](const std::string &v) { return hs ? n.hardswish(v) : n.relu(v); };
   std::string y = x;
   if (exp != ic) y = act(n.conv(y, ic, exp, 1, 1, 1));
@@ -105,13 +110,16 @@ std::string inverted_residual(Net &n, const std::string &x, int64_t ic, int64_t 
   return y;
 }
 
-struct Layer { int64_t exp, oc, k, stride; bool se, hs; };
+struct Layer {
+  int64_t exp, oc, k, stride;
+  bool se, hs;
+};
 // MobileNetV3-small's layer table (Howard et al. 2019, table 2), from a 16-channel stem.
 const std::vector<Layer> k_v3_small = {
-    {16, 16, 3, 2, true, false},  {72, 24, 3, 2, false, false}, {88, 24, 3, 1, false, false},
-    {96, 40, 5, 2, true, true},   {240, 40, 5, 1, true, true},  {240, 40, 5, 1, true, true},
-    {120, 48, 5, 1, true, true},  {144, 48, 5, 1, true, true},  {288, 96, 5, 2, true, true},
-    {576, 96, 5, 1, true, true},  {576, 96, 5, 1, true, true}};
+    {16, 16, 3, 2, true, false}, {72, 24, 3, 2, false, false}, {88, 24, 3, 1, false, false},
+    {96, 40, 5, 2, true, true},  {240, 40, 5, 1, true, true},  {240, 40, 5, 1, true, true},
+    {120, 48, 5, 1, true, true}, {144, 48, 5, 1, true, true},  {288, 96, 5, 2, true, true},
+    {576, 96, 5, 1, true, true}, {576, 96, 5, 1, true, true}};
 
 std::string v3_backbone(Net &n, std::string x, int64_t ic) {
   for (const Layer &l : k_v3_small) {
@@ -163,7 +171,9 @@ std::string channel_shuffle(Net &n, const std::string &x, int64_t c, int64_t h, 
 void shufflenet_like(Net &n, int64_t hw, int repeats) {
   n.b.input("x", DataType::float32, {1, 3, hw, hw});
   std::string x = n.relu(n.conv("x", 3, 24, 3, 2, 1));
-  x = n.op("MaxPool", {x}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+  x = n.op("MaxPool", {x},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}),
+            attr_ints("strides", {2, 2})});
   int64_t ic = 24, h = hw / 4;
   const int64_t widths[] = {116, 232, 464};
   const int counts[] = {repeats, 2 * repeats, repeats};
@@ -190,13 +200,14 @@ void shufflenet_like(Net &n, int64_t hw, int repeats) {
 }
 
 // GoogLeNet-style module; returns the concatenation (its channels in *oc).
-std::string inception_module(Net &n, const std::string &x, int64_t ic, int64_t c1, int64_t r3, int64_t c3,
-                             int64_t r5, int64_t c5, int64_t cp, int64_t *oc) {
+std::string inception_module(Net &n, const std::string &x, int64_t ic, int64_t c1, int64_t r3,
+                             int64_t c3, int64_t r5, int64_t c5, int64_t cp, int64_t *oc) {
   const std::string b1 = n.relu(n.conv(x, ic, c1, 1, 1, 1));
   const std::string b3 = n.relu(n.conv(n.relu(n.conv(x, ic, r3, 1, 1, 1)), r3, c3, 3, 1, 1));
   std::string b5 = n.relu(n.conv(n.relu(n.conv(x, ic, r5, 1, 1, 1)), r5, c5, 3, 1, 1));
   b5 = n.relu(n.conv(b5, c5, c5, 3, 1, 1));
-  std::string bp = n.op("MaxPool", {x}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})});
+  std::string bp =
+      n.op("MaxPool", {x}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1})});
   bp = n.relu(n.conv(bp, ic, cp, 1, 1, 1));
   *oc = c1 + c3 + c5 + cp;
   return n.op("Concat", {b1, b3, b5, bp}, {attr_int("axis", 1)});
@@ -206,24 +217,28 @@ void inception_like(Net &n, int64_t hw) {
   n.b.input("x", DataType::float32, {1, 3, hw, hw});
   std::string x = n.relu(n.conv("x", 3, 64, 7, 2, 1));
   const auto pool = [&](const std::string &v) {
-    return n.op("MaxPool", {v}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+    return n.op("MaxPool", {v},
+                {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}),
+                 attr_ints("strides", {2, 2})});
   };
   x = pool(x);
   x = n.relu(n.conv(x, 64, 192, 3, 1, 1));
   x = pool(x);
   int64_t c = 192;
-  x = inception_module(n, x, c, 64, 96, 128, 16, 32, 32, &c);     // 3a: 256
-  x = inception_module(n, x, c, 128, 128, 192, 32, 96, 64, &c);   // 3b: 480
+  x = inception_module(n, x, c, 64, 96, 128, 16, 32, 32, &c);    // 3a: 256
+  x = inception_module(n, x, c, 128, 128, 192, 32, 96, 64, &c);  // 3b: 480
   x = pool(x);
-  x = inception_module(n, x, c, 192, 96, 208, 16, 48, 64, &c);    // 4a: 512
-  x = inception_module(n, x, c, 160, 112, 224, 24, 64, 64, &c);   // 4b: 512
+  x = inception_module(n, x, c, 192, 96, 208, 16, 48, 64, &c);   // 4a: 512
+  x = inception_module(n, x, c, 160, 112, 224, 24, 64, 64, &c);  // 4b: 512
   n.b.output(n.head(x, c, 1000), DataType::float32);
 }
 
 void densenet_like(Net &n, int64_t hw, int layers) {
   n.b.input("x", DataType::float32, {1, 3, hw, hw});
   std::string x = n.relu(n.conv("x", 3, 64, 7, 2, 1));
-  x = n.op("MaxPool", {x}, {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+  x = n.op("MaxPool", {x},
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}),
+            attr_ints("strides", {2, 2})});
   int64_t c = 64;
   const int64_t growth = 32;
   for (int block = 0; block < 3; ++block) {
@@ -236,7 +251,8 @@ void densenet_like(Net &n, int64_t hw, int layers) {
     if (block < 2) {  // transition: 1x1 halving the channels, 2x2 average pool
       x = n.relu(n.conv(x, c, c / 2, 1, 1, 1));
       c /= 2;
-      x = n.op("AveragePool", {x}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+      x = n.op("AveragePool", {x},
+               {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
     }
   }
   n.b.output(n.head(x, c, 1000), DataType::float32);
@@ -252,26 +268,35 @@ void comma_like(Net &n, int64_t h, int64_t w) {
     n.b.input(names[cam], DataType::uint8, {1, 12, h, w});
     // Two ways exporters write the scaling: x / 127.5 - 1 and x * (1 / 255).
     std::string f = n.op("Cast", {names[cam]}, {attr_int("to", 1)});
-    if (cam == 0) f = n.op("Sub", {n.op("Div", {f, n.scalar(127.5f)}), n.scalar(1.0f)});
-    else f = n.op("Mul", {f, n.scalar(1.0f / 255)});
+    if (cam == 0)
+      f = n.op("Sub", {n.op("Div", {f, n.scalar(127.5f)}), n.scalar(1.0f)});
+    else
+      f = n.op("Mul", {f, n.scalar(1.0f / 255)});
     stems[cam] = n.hardswish(n.conv(f, 12, 16, 3, 2, 1));
   }
-  std::string x = n.conv(n.op("Concat", {stems[0], stems[1]}, {attr_int("axis", 1)}), 32, 16, 1, 1, 1);
+  std::string x =
+      n.conv(n.op("Concat", {stems[0], stems[1]}, {attr_int("axis", 1)}), 32, 16, 1, 1, 1);
   x = v3_backbone(n, x, 16);
   x = n.hardswish(n.head(x, 576, 512));
-  n.b.initializer("plan_w", n.random_values(size_t(4955) * 512, 1.7f / std::sqrt(512.0f)), {4955, 512});
+  n.b.initializer("plan_w", n.random_values(size_t(4955) * 512, 1.7f / std::sqrt(512.0f)),
+                  {4955, 512});
   n.b.initializer("plan_b", n.random_values(4955, 0.1f), {4955});
   n.b.node("Gemm", {x, "plan_w", "plan_b"}, {"outputs"}, {attr_int("transB", 1)});
   n.b.output("outputs", DataType::float32);
 }
 
-struct Input { std::string name; std::vector<int64_t> dims; bool u8; };
+struct Input {
+  std::string name;
+  std::vector<int64_t> dims;
+  bool u8;
+};
 
 bool model_write(const std::filesystem::path &dir, const Net &n, const std::vector<Input> &inputs) {
   std::filesystem::create_directories(dir);
   n.b.save((dir / "model.onnx").string());
   std::mt19937 rng(7);
-  std::string meta = "{\n \"model\": \"model.onnx\",\n \"source\": \"tests/tools/family_gen\",\n \"inputs\": [";
+  std::string meta =
+      "{\n \"model\": \"model.onnx\",\n \"source\": \"tests/tools/family_gen\",\n \"inputs\": [";
   for (size_t k = 0; k < inputs.size(); ++k) {
     const Input &in = inputs[k];
     size_t count = 1;
@@ -283,14 +308,14 @@ bool model_write(const std::filesystem::path &dir, const Net &n, const std::vect
       std::uniform_int_distribution<int> u(0, 255);
       std::vector<uint8_t> v(count);
       for (uint8_t &x : v) x = uint8_t(u(rng));
-      ok = capgraph::npy_write((dir / file).string(), CAPGRAPH_U8, in.dims.data(), int(in.dims.size()), v.data(),
-                                v.size() * sizeof(v[0]), &err);
+      ok = capgraph::npy_write((dir / file).string(), CAPGRAPH_U8, in.dims.data(),
+                               int(in.dims.size()), v.data(), v.size() * sizeof(v[0]), &err);
     } else {
       std::uniform_real_distribution<float> u(-1.f, 1.f);
       std::vector<float> v(count);
       for (float &x : v) x = u(rng);
-      ok = capgraph::npy_write((dir / file).string(), CAPGRAPH_F32, in.dims.data(), int(in.dims.size()), v.data(),
-                                v.size() * sizeof(v[0]), &err);
+      ok = capgraph::npy_write((dir / file).string(), CAPGRAPH_F32, in.dims.data(),
+                               int(in.dims.size()), v.data(), v.size() * sizeof(v[0]), &err);
     }
     if (!ok) {
       std::fprintf(stderr, "family_gen: %s\n", err.c_str());
@@ -298,8 +323,8 @@ bool model_write(const std::filesystem::path &dir, const Net &n, const std::vect
     }
     std::string dims;
     for (int64_t d : in.dims) dims += (dims.empty() ? "" : ", ") + std::to_string(d);
-    meta += std::string(k ? "," : "") + "\n  {\"name\": \"" + in.name + "\", \"file\": \"" + file + "\", \"dims\": [" + dims +
-            "], \"type\": \"" + (in.u8 ? "uint8" : "float32") + "\"}";
+    meta += std::string(k ? "," : "") + "\n  {\"name\": \"" + in.name + "\", \"file\": \"" + file +
+            "\", \"dims\": [" + dims + "], \"type\": \"" + (in.u8 ? "uint8" : "float32") + "\"}";
   }
   meta += "\n ]\n}\n";
   std::ofstream((dir / "meta.json").string()) << meta;
@@ -319,16 +344,38 @@ int main(int argc, char **argv) {
   const int64_t hw = bench ? 224 : 64;
   try {
     bool ok = true;
-    { Net n; regnet_like(n, hw, bench ? 2 : 1); ok &= model_write(out / "regnet_like", n, {{"x", {1, 3, hw, hw}, false}}); }
-    { Net n; shufflenet_like(n, hw, bench ? 2 : 1); ok &= model_write(out / "shufflenet_like", n, {{"x", {1, 3, hw, hw}, false}}); }
-    { Net n; mobilenetv3_like(n, hw); ok &= model_write(out / "mobilenetv3_like", n, {{"x", {1, 3, hw, hw}, false}}); }
-    { Net n; inception_like(n, hw); ok &= model_write(out / "inception_like", n, {{"x", {1, 3, hw, hw}, false}}); }
-    { Net n; densenet_like(n, hw, bench ? 6 : 2); ok &= model_write(out / "densenet_like", n, {{"x", {1, 3, hw, hw}, false}}); }
+    {
+      Net n;
+      regnet_like(n, hw, bench ? 2 : 1);
+      ok &= model_write(out / "regnet_like", n, {{"x", {1, 3, hw, hw}, false}});
+    }
+    {
+      Net n;
+      shufflenet_like(n, hw, bench ? 2 : 1);
+      ok &= model_write(out / "shufflenet_like", n, {{"x", {1, 3, hw, hw}, false}});
+    }
+    {
+      Net n;
+      mobilenetv3_like(n, hw);
+      ok &= model_write(out / "mobilenetv3_like", n, {{"x", {1, 3, hw, hw}, false}});
+    }
+    {
+      Net n;
+      inception_like(n, hw);
+      ok &= model_write(out / "inception_like", n, {{"x", {1, 3, hw, hw}, false}});
+    }
+    {
+      Net n;
+      densenet_like(n, hw, bench ? 6 : 2);
+      ok &= model_write(out / "densenet_like", n, {{"x", {1, 3, hw, hw}, false}});
+    }
     {
       const int64_t h = bench ? 128 : 32, w = bench ? 256 : 64;
       Net n;
       comma_like(n, h, w);
-      ok &= model_write(out / "comma_like", n, {{"input_imgs", {1, 12, h, w}, true}, {"big_input_imgs", {1, 12, h, w}, true}});
+      ok &= model_write(
+          out / "comma_like", n,
+          {{"input_imgs", {1, 12, h, w}, true}, {"big_input_imgs", {1, 12, h, w}, true}});
     }
     return ok ? 0 : 1;
   } catch (const std::exception &e) {

@@ -40,8 +40,12 @@ __attribute__((always_inline)) inline double chains_run(long iters) {
 #if defined(__x86_64__)
 typedef float vec8 __attribute__((vector_size(32)));
 typedef float vec16 __attribute__((vector_size(64)));
-__attribute__((target("avx2,fma"))) double loop_avx2(long iters) { return chains_run<vec8, 8>(iters); }
-__attribute__((target("avx512f"))) double loop_avx512(long iters) { return chains_run<vec16, 16>(iters); }
+__attribute__((target("avx2,fma"))) double loop_avx2(long iters) {
+  return chains_run<vec8, 8>(iters);
+}
+__attribute__((target("avx512f"))) double loop_avx512(long iters) {
+  return chains_run<vec16, 16>(iters);
+}
 #else
 typedef float vec4 __attribute__((vector_size(16)));
 double loop_neon(long iters) { return chains_run<vec4, 4>(iters); }
@@ -83,7 +87,9 @@ int main(int argc, char **argv) {
     if (gflops > best) best = gflops;
     if (sinks[0] == 42) std::printf(" ");  // keeps the loop alive
   }
-  std::printf("{\"threads\": %d, \"vector\": \"%s\", \"lanes\": %d, \"gflops\": %.1f, \"gflops_per_thread\": %.1f}\n", threads, w.name,
-              w.lanes, best, best / threads);
+  std::printf(
+      "{\"threads\": %d, \"vector\": \"%s\", \"lanes\": %d, \"gflops\": %.1f, "
+      "\"gflops_per_thread\": %.1f}\n",
+      threads, w.name, w.lanes, best, best / threads);
   return 0;
 }

@@ -1,7 +1,7 @@
-// mem_bw [THREADS] [MIB]: measures this machine's memory bandwidth with streaming loops over buffers
-// well beyond the last-level cache, on THREADS threads at once (each on its own slice, touched
-// first by that thread), with loads and stores of the widest vector the CPU has (AVX-512, AVX2 or
-// NEON). Prints one JSON line:
+// mem_bw [THREADS] [MIB]: measures this machine's memory bandwidth with streaming loops over
+// buffers well beyond the last-level cache, on THREADS threads at once (each on its own slice,
+// touched first by that thread), with loads and stores of the widest vector the CPU has (AVX-512,
+// AVX2 or NEON). Prints one JSON line:
 // {"threads": T, "vector": "avx512", "buffer_mib": M, "llc_mib": L, "read_gbps": R, "copy_gbps": C,
 //  "triad_gbps": D}
 // read: sum of one buffer (bytes read); copy: b = a (bytes read + bytes written); triad:
@@ -10,13 +10,14 @@
 // passes each. `capgraph profile --bandwidth` takes read_gbps as "the measured bandwidth" (the
 // highest and so the hardest bar: a kernel's traffic is mostly reads). MIB is the size of each
 // buffer (default: 4 x the last-level cache, at least 256 and at most 1024).
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -59,7 +60,8 @@ __attribute__((always_inline)) inline void copy_run(float *b, const float *a, si
 }
 
 template <typename vec, int lanes>
-__attribute__((always_inline)) inline void triad_run(float *a, const float *b, const float *c, float s, size_t n) {
+__attribute__((always_inline)) inline void triad_run(float *a, const float *b, const float *c,
+                                                     float s, size_t n) {
   for (size_t i = 0; i < n; i += lanes * kAccumulators) {
 #pragma GCC unroll 8
     for (int k = 0; k < kAccumulators; k++) {
@@ -83,29 +85,43 @@ struct Width {
 #if defined(__x86_64__)
 typedef float vec8 __attribute__((vector_size(32)));
 typedef float vec16 __attribute__((vector_size(64)));
-__attribute__((target("avx2,fma"))) float read_avx2(const float *a, size_t n) { return read_run<vec8, 8>(a, n); }
-__attribute__((target("avx2,fma"))) void copy_avx2(float *b, const float *a, size_t n) { copy_run<vec8, 8>(b, a, n); }
-__attribute__((target("avx2,fma"))) void triad_avx2(float *a, const float *b, const float *c, float s, size_t n) {
+__attribute__((target("avx2,fma"))) float read_avx2(const float *a, size_t n) {
+  return read_run<vec8, 8>(a, n);
+}
+__attribute__((target("avx2,fma"))) void copy_avx2(float *b, const float *a, size_t n) {
+  copy_run<vec8, 8>(b, a, n);
+}
+__attribute__((target("avx2,fma"))) void triad_avx2(float *a, const float *b, const float *c,
+                                                    float s, size_t n) {
   triad_run<vec8, 8>(a, b, c, s, n);
 }
-// "prefer-vector-width" is LLVM's; for GCC and clang alike the explicit 64-byte vector type is enough.
-__attribute__((target("avx512f"))) float read_avx512(const float *a, size_t n) { return read_run<vec16, 16>(a, n); }
-__attribute__((target("avx512f"))) void copy_avx512(float *b, const float *a, size_t n) { copy_run<vec16, 16>(b, a, n); }
-__attribute__((target("avx512f"))) void triad_avx512(float *a, const float *b, const float *c, float s, size_t n) {
+// "prefer-vector-width" is LLVM's; for GCC and clang alike the explicit 64-byte vector type is
+// enough.
+__attribute__((target("avx512f"))) float read_avx512(const float *a, size_t n) {
+  return read_run<vec16, 16>(a, n);
+}
+__attribute__((target("avx512f"))) void copy_avx512(float *b, const float *a, size_t n) {
+  copy_run<vec16, 16>(b, a, n);
+}
+__attribute__((target("avx512f"))) void triad_avx512(float *a, const float *b, const float *c,
+                                                     float s, size_t n) {
   triad_run<vec16, 16>(a, b, c, s, n);
 }
 #else
 typedef float vec4 __attribute__((vector_size(16)));
 float read_neon(const float *a, size_t n) { return read_run<vec4, 4>(a, n); }
 void copy_neon(float *b, const float *a, size_t n) { copy_run<vec4, 4>(b, a, n); }
-void triad_neon(float *a, const float *b, const float *c, float s, size_t n) { triad_run<vec4, 4>(a, b, c, s, n); }
+void triad_neon(float *a, const float *b, const float *c, float s, size_t n) {
+  triad_run<vec4, 4>(a, b, c, s, n);
+}
 #endif
 
 // The widest vector this CPU (and its OS: XSAVE state) runs.
 Width width_widest() {
 #if defined(__x86_64__)
   __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f")) return {"avx512", 16, read_avx512, copy_avx512, triad_avx512};
+  if (__builtin_cpu_supports("avx512f"))
+    return {"avx512", 16, read_avx512, copy_avx512, triad_avx512};
   return {"avx2", 8, read_avx2, copy_avx2, triad_avx2};
 #else
   return {"neon", 4, read_neon, copy_neon, triad_neon};
@@ -122,7 +138,9 @@ long llc_bytes() {
 int main(int argc, char **argv) {
   const int threads = argc > 1 ? std::atoi(argv[1]) : 1;
   if (threads < 1 || threads > 256) {
-    std::fprintf(stderr, "mem_bw: THREADS must be 1..256, got '%s'\nusage: mem_bw [THREADS] [MIB]\n", argv[1]);
+    std::fprintf(stderr,
+                 "mem_bw: THREADS must be 1..256, got '%s'\nusage: mem_bw [THREADS] [MIB]\n",
+                 argv[1]);
     return 2;
   }
   const long llc = llc_bytes();
@@ -130,14 +148,17 @@ int main(int argc, char **argv) {
   if (argc > 2) {
     mib = std::atol(argv[2]);
     if (mib < 1 || mib > 16384) {
-      std::fprintf(stderr, "mem_bw: MIB must be 1..16384, got '%s'\nusage: mem_bw [THREADS] [MIB]\n", argv[2]);
+      std::fprintf(stderr,
+                   "mem_bw: MIB must be 1..16384, got '%s'\nusage: mem_bw [THREADS] [MIB]\n",
+                   argv[2]);
       return 2;
     }
   }
   const Width w = width_widest();
   // Each thread's slice is a whole number of unrolled steps, 4 KiB aligned.
   const size_t step = 1024;
-  const size_t per_thread = std::max<size_t>(step, ((size_t)mib << 20) / sizeof(float) / threads / step * step);
+  const size_t per_thread =
+      std::max<size_t>(step, ((size_t)mib << 20) / sizeof(float) / threads / step * step);
   const size_t n = per_thread * threads;
   float *a = static_cast<float *>(std::aligned_alloc(4096, n * sizeof(float)));
   float *b = static_cast<float *>(std::aligned_alloc(4096, n * sizeof(float)));
@@ -150,7 +171,8 @@ int main(int argc, char **argv) {
   auto pass = [&](auto body) {
     auto t0 = std::chrono::steady_clock::now();
     std::vector<std::thread> pool;
-    for (int t = 0; t < threads; t++) pool.emplace_back([&, t] { body(t, per_thread * t, per_thread); });
+    for (int t = 0; t < threads; t++)
+      pool.emplace_back([&, t] { body(t, per_thread * t, per_thread); });
     for (auto &th : pool) th.join();
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   };
@@ -165,13 +187,19 @@ int main(int argc, char **argv) {
     return best;
   };
   const double bytes = double(n) * sizeof(float);
-  const double read = best_gbps(bytes, [&](int t, size_t at, size_t count) { sinks[t] += w.read(a + at, count); });
-  const double copy = best_gbps(2 * bytes, [&](int, size_t at, size_t count) { w.copy(b + at, a + at, count); });
-  const double triad = best_gbps(3 * bytes, [&](int, size_t at, size_t count) { w.triad(a + at, b + at, c + at, 0.5f, count); });
+  const double read =
+      best_gbps(bytes, [&](int t, size_t at, size_t count) { sinks[t] += w.read(a + at, count); });
+  const double copy =
+      best_gbps(2 * bytes, [&](int, size_t at, size_t count) { w.copy(b + at, a + at, count); });
+  const double triad = best_gbps(3 * bytes, [&](int, size_t at, size_t count) {
+    w.triad(a + at, b + at, c + at, 0.5f, count);
+  });
   if (sinks[0] == 42) std::printf(" ");  // keeps the read loop alive
-  std::printf("{\"threads\": %d, \"vector\": \"%s\", \"buffer_mib\": %.0f, \"llc_mib\": %ld, \"read_gbps\": %.1f, \"copy_gbps\": %.1f, "
-              "\"triad_gbps\": %.1f}\n",
-              threads, w.name, bytes / (1 << 20), llc >> 20, read, copy, triad);
+  std::printf(
+      "{\"threads\": %d, \"vector\": \"%s\", \"buffer_mib\": %.0f, \"llc_mib\": %ld, "
+      "\"read_gbps\": %.1f, \"copy_gbps\": %.1f, "
+      "\"triad_gbps\": %.1f}\n",
+      threads, w.name, bytes / (1 << 20), llc >> 20, read, copy, triad);
   std::free(a);
   std::free(b);
   std::free(c);

@@ -40,7 +40,8 @@ bool model_inputs_fill(capgraph_model *m, const std::vector<std::string> &files,
     capgraph_input(m, i, &t);
     std::memset(t.data, 0, t.size_bytes);
     if (t.dtype == CAPGRAPH_F32)
-      for (size_t k = 0; k < t.size_bytes / sizeof(float); ++k) static_cast<float *>(t.data)[k] = value(rng);
+      for (size_t k = 0; k < t.size_bytes / sizeof(float); ++k)
+        static_cast<float *>(t.data)[k] = value(rng);
   }
   return true;
 }

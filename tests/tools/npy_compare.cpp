@@ -20,7 +20,8 @@ static double element(const npy_array &a, size_t i) {
     case CAPGRAPH_F64: return ((const double *)p)[i];
     case CAPGRAPH_I64: return (double)((const int64_t *)p)[i];
     case CAPGRAPH_I32: return ((const int32_t *)p)[i];
-    case CAPGRAPH_U8: case CAPGRAPH_BOOL: return p[i];
+    case CAPGRAPH_U8:
+    case CAPGRAPH_BOOL: return p[i];
     case CAPGRAPH_I8: return ((const int8_t *)p)[i];
     default: return NAN;
   }
@@ -39,7 +40,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   if (a.dtype != r.dtype || a.shape != r.shape) {
-    std::printf("MISMATCH %s: dtype/shape differ (%s vs %s)\n", argv[1], npy_descr(a.dtype), npy_descr(r.dtype));
+    std::printf("MISMATCH %s: dtype/shape differ (%s vs %s)\n", argv[1], npy_descr(a.dtype),
+                npy_descr(r.dtype));
     return 1;
   }
   size_t n = a.data.size() / npy_dtype_size(a.dtype);
@@ -51,11 +53,15 @@ int main(int argc, char **argv) {
     if (std::isnan(x) != std::isnan(y)) nan_mismatch = true;
     if (std::isnan(x) || std::isnan(y)) continue;
     double d = std::fabs(x - y);
-    if (d > max_diff) { max_diff = d; worst = i; }
+    if (d > max_diff) {
+      max_diff = d;
+      worst = i;
+    }
     max_ref = std::max(max_ref, std::fabs(y));
   }
   bool ok = !nan_mismatch && max_diff <= rel * max_ref + capgraph::k_output_abs_tol;
-  std::printf("%s %s: %zu elements, max |a-b| = %.3g (at %zu), max |ref| = %.3g, allowed %.3g\n", ok ? "MATCH" : "MISMATCH", argv[1], n,
-              max_diff, worst, max_ref, rel * max_ref + capgraph::k_output_abs_tol);
+  std::printf("%s %s: %zu elements, max |a-b| = %.3g (at %zu), max |ref| = %.3g, allowed %.3g\n",
+              ok ? "MATCH" : "MISMATCH", argv[1], n, max_diff, worst, max_ref,
+              rel * max_ref + capgraph::k_output_abs_tol);
   return ok ? 0 : 1;
 }

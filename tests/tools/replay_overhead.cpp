@@ -90,7 +90,9 @@ double kernels_ns(const replay_plan &plan, int calls) {
       for (int t = 0; t < plan.threads; ++t) {
         const int64_t begin = s.bounds[t], end = s.bounds[t + 1];
         if (begin < end)
-          step = std::max(step, call_ns(calls, [&] { kernel_call(s.entry, s.buffers, s.scalars, begin, end); }));
+          step = std::max(step, call_ns(calls, [&] {
+                            kernel_call(s.entry, s.buffers, s.scalars, begin, end);
+                          }));
       }
     } else if (s.size) {
       step = call_ns(calls, [&] { std::memcpy(s.dst, s.src, s.size); });
@@ -126,12 +128,18 @@ int main(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     const char *value = i + 1 < argc ? argv[i + 1] : nullptr;
-    if (a == "--threads") threads = int_arg("--threads", value, 1, 256), ++i;
-    else if (a == "--runs") runs = int_arg("--runs", value, 5, 10000000), ++i;
-    else if (a == "--rounds") rounds = int_arg("--rounds", value, 1, 1000), ++i;
-    else if (a == "--input" && value) inputs.push_back(value), ++i;
-    else if (a == "--output-dir" && value) output_dir = value, ++i;
-    else if (path.empty() && !a.empty() && a[0] != '-') path = a;
+    if (a == "--threads")
+      threads = int_arg("--threads", value, 1, 256), ++i;
+    else if (a == "--runs")
+      runs = int_arg("--runs", value, 5, 10000000), ++i;
+    else if (a == "--rounds")
+      rounds = int_arg("--rounds", value, 1, 1000), ++i;
+    else if (a == "--input" && value)
+      inputs.push_back(value), ++i;
+    else if (a == "--output-dir" && value)
+      output_dir = value, ++i;
+    else if (path.empty() && !a.empty() && a[0] != '-')
+      path = a;
     else {
       std::fprintf(stderr,
                    "usage: replay_overhead MODEL.cap [--threads T] [--runs N] [--rounds R] "

@@ -71,7 +71,9 @@ int main(int argc, char **argv) {
     } else if (path.empty() && !a.empty() && a[0] != '-') {
       path = a;
     } else {
-      std::fprintf(stderr, "usage: replay_rss MODEL.cap [--threads T] [--runs N] [--input NAME=FILE.npy]...\n");
+      std::fprintf(
+          stderr,
+          "usage: replay_rss MODEL.cap [--threads T] [--runs N] [--input NAME=FILE.npy]...\n");
       return 2;
     }
   }

@@ -1,8 +1,8 @@
 // tiny_chain_gen DIR [LAYERS] [WIDTH] [ROWS]
 // Writes the "many tiny kernels" model of issue 3's replay-overhead item: a chain of LAYERS
-// (default 200) layers h = tanh(h · W_i) on a ROWS x WIDTH (default 1 x 16) matrix. Each MatMul is a
-// product of two operands, so no two layers fuse (the Tanh fuses into its MatMul): the capture has
-// one small launch per layer and almost no work in each, so replaying it measures the runtime's
+// (default 200) layers h = tanh(h · W_i) on a ROWS x WIDTH (default 1 x 16) matrix. Each MatMul is
+// a product of two operands, so no two layers fuse (the Tanh fuses into its MatMul): the capture
+// has one small launch per layer and almost no work in each, so replaying it measures the runtime's
 // per-step cost. Also writes a seeded input and the expected output, computed here in double
 // precision (independently of capgraph and ONNX Runtime):
 //   DIR/tiny_chain.onnx  DIR/input.npy (name "x")  DIR/expected.npy (name "y")
@@ -90,7 +90,8 @@ int main(int argc, char **argv) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) {
-    std::fprintf(stderr, "tiny_chain_gen: cannot create %s: %s\n", dir.c_str(), ec.message().c_str());
+    std::fprintf(stderr, "tiny_chain_gen: cannot create %s: %s\n", dir.c_str(),
+                 ec.message().c_str());
     return 1;
   }
 
@@ -131,6 +132,7 @@ int main(int argc, char **argv) {
   }
   const std::vector<float> y(h.begin(), h.end());
   if (!npy_save(dir + "/input.npy", x, rows) || !npy_save(dir + "/expected.npy", y, rows)) return 1;
-  std::printf("%s/tiny_chain.onnx: %d MatMul+Tanh layers on %dx%d\n", dir.c_str(), layers, rows, width);
+  std::printf("%s/tiny_chain.onnx: %d MatMul+Tanh layers on %dx%d\n", dir.c_str(), layers, rows,
+              width);
   return 0;
 }

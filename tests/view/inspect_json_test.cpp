@@ -39,7 +39,8 @@ JsonValue inspect_json(const std::string &cap) {
 }
 
 bool binding_overlaps(const JsonValue &b, uint64_t offset, uint64_t size) {
-  return b.at("space").string == "arena" && b.at("offset").integer < offset + size && offset < b.at("offset").integer + std::max<uint64_t>(b.at("bytes").integer, 1);
+  return b.at("space").string == "arena" && b.at("offset").integer < offset + size &&
+         offset < b.at("offset").integer + std::max<uint64_t>(b.at("bytes").integer, 1);
 }
 
 }  // namespace
@@ -52,13 +53,17 @@ TEST_CASE("inspect --json: the documented keys, and numbers that agree with the 
 
   // The keys cli/README.md documents; adding one is fine (update the README and this list),
   // renaming or removing one breaks users.
-  CHECK(keys_sorted(j) == sorted({"file", "version", "target", "threads", "compile_options", "inputs", "outputs", "arena_bytes", "arena_naive_bytes", "weights",
-                                  "weight_bytes", "programs", "kernels", "launches", "copies", "flops", "steps", "buffers", "weight_blobs"}));
+  CHECK(keys_sorted(j) ==
+        sorted({"file", "version", "target", "threads", "compile_options", "inputs", "outputs",
+                "arena_bytes", "arena_naive_bytes", "weights", "weight_bytes", "programs",
+                "kernels", "launches", "copies", "flops", "steps", "buffers", "weight_blobs"}));
   CHECK(j.at("file").string == cap);
-  CHECK(j.at("version").string == std::to_string(c->version_major()) + "." + std::to_string(c->version_minor()));
+  CHECK(j.at("version").string ==
+        std::to_string(c->version_major()) + "." + std::to_string(c->version_minor()));
   CHECK(j.at("target").string == c->target()->name()->str());
   CHECK(j.at("threads").integer == c->threads());
-  CHECK(j.at("compile_options").array.size() == (c->compile_options() ? c->compile_options()->size() : 0));
+  CHECK(j.at("compile_options").array.size() ==
+        (c->compile_options() ? c->compile_options()->size() : 0));
   CHECK(j.at("arena_bytes").integer == c->arena_size());
   CHECK(j.at("arena_naive_bytes").integer == c->arena_naive_size());
   CHECK(j.at("programs").integer == c->programs()->size());
@@ -68,7 +73,8 @@ TEST_CASE("inspect --json: the documented keys, and numbers that agree with the 
   for (const fb::Weight *w : *c->weights()) weight_bytes += w->data()->size();
   CHECK(j.at("weights").integer == c->weights()->size());
   CHECK(j.at("weight_bytes").integer == weight_bytes);
-  CHECK(weight_bytes >= (8 * 3 * 9 + 8 * 8 * 9 + 16 * 8 * 9 + 16 * 10 + 10) * 4);  // the model's weights, maybe repacked
+  CHECK(weight_bytes >= (8 * 3 * 9 + 8 * 8 * 9 + 16 * 8 * 9 + 16 * 10 + 10) *
+                            4);  // the model's weights, maybe repacked
 
   for (const char *key : {"inputs", "outputs"}) {
     const auto *ports = std::string(key) == "inputs" ? c->inputs() : c->outputs();
@@ -79,7 +85,8 @@ TEST_CASE("inspect --json: the documented keys, and numbers that agree with the 
       CHECK(p.at("offset").integer == ports->Get(i)->offset());
       CHECK(p.at("bytes").integer == ports->Get(i)->size());
       REQUIRE(p.at("shape").array.size() == ports->Get(i)->shape()->size());
-      for (size_t d = 0; d < p.at("shape").array.size(); d++) CHECK(int64_t(p.at("shape")[d].number) == ports->Get(i)->shape()->Get(d));
+      for (size_t d = 0; d < p.at("shape").array.size(); d++)
+        CHECK(int64_t(p.at("shape")[d].number) == ports->Get(i)->shape()->Get(d));
     }
   }
 
@@ -101,7 +108,8 @@ TEST_CASE("inspect --json: the documented keys, and numbers that agree with the 
     CHECK(s.at("bytes_written").integer == l->bytes_written());
     CHECK(s.at("work").integer == l->work_size());
     REQUIRE(s.at("sources").array.size() == l->source_nodes()->size());
-    for (size_t k = 0; k < l->source_nodes()->size(); k++) CHECK(s.at("sources")[k].string == l->source_nodes()->Get(k)->str());
+    for (size_t k = 0; k < l->source_nodes()->size(); k++)
+      CHECK(s.at("sources")[k].string == l->source_nodes()->Get(k)->str());
     REQUIRE(s.at("bindings").array.size() == l->buffers()->size());
     for (size_t k = 0; k < l->buffers()->size(); k++) {
       const JsonValue &b = s.at("bindings")[k];
@@ -146,7 +154,8 @@ TEST_CASE("inspect --json: the documented keys, and numbers that agree with the 
       CHECK(r.integer <= pb->last_step());
       bool reads = false;
       const JsonValue &bindings = steps[r.integer].at("bindings");
-      for (size_t k = 1; k < bindings.array.size(); k++) reads |= binding_overlaps(bindings[k], pb->offset(), pb->size());
+      for (size_t k = 1; k < bindings.array.size(); k++)
+        reads |= binding_overlaps(bindings[k], pb->offset(), pb->size());
       CHECK(reads);
     }
     if (!is_port(pb, c->inputs())) {
@@ -167,7 +176,8 @@ TEST_CASE("inspect --json: the documented keys, and numbers that agree with the 
     CHECK(!blobs[i].at("readers").array.empty());
     for (const JsonValue &r : blobs[i].at("readers").array) {
       bool binds = false;
-      for (const JsonValue &b : steps[r.integer].at("bindings").array) binds |= b.at("space").string == "weight" && b.at("index").integer == i;
+      for (const JsonValue &b : steps[r.integer].at("bindings").array)
+        binds |= b.at("space").string == "weight" && b.at("index").integer == i;
       CHECK(binds);
     }
   }
@@ -180,6 +190,7 @@ TEST_CASE("inspect --json: hostile ONNX names come back intact through valid JSO
     for (const JsonValue &src : s.at("sources").array) node_seen |= src.string == kHostileNode;
   CHECK(node_seen);
   bool value_seen = false;
-  for (const JsonValue &b : j.at("buffers").array) value_seen |= b.at("name").string == kHostileValue;
+  for (const JsonValue &b : j.at("buffers").array)
+    value_seen |= b.at("name").string == kHostileValue;
   CHECK(value_seen);
 }

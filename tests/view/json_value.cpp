@@ -7,12 +7,14 @@ namespace capgraph::view_test {
 
 const JsonValue &JsonValue::at(const std::string &key) const {
   auto it = object.find(key);
-  if (kind != Kind::object || it == object.end()) throw std::runtime_error("JSON: no member '" + key + "'");
+  if (kind != Kind::object || it == object.end())
+    throw std::runtime_error("JSON: no member '" + key + "'");
   return it->second;
 }
 
 const JsonValue &JsonValue::operator[](size_t i) const {
-  if (kind != Kind::array || i >= array.size()) throw std::runtime_error("JSON: no element " + std::to_string(i));
+  if (kind != Kind::array || i >= array.size())
+    throw std::runtime_error("JSON: no element " + std::to_string(i));
   return array[i];
 }
 
@@ -22,7 +24,9 @@ struct Parser {
   const std::string &s;
   size_t i = 0;
 
-  [[noreturn]] void fail(const std::string &what) { throw std::runtime_error("JSON: " + what + " at byte " + std::to_string(i)); }
+  [[noreturn]] void fail(const std::string &what) {
+    throw std::runtime_error("JSON: " + what + " at byte " + std::to_string(i));
+  }
   void space() {
     while (i < s.size() && (s[i] == ' ' || s[i] == '\t' || s[i] == '\n' || s[i] == '\r')) i++;
   }
@@ -43,18 +47,28 @@ struct Parser {
     for (int k = 0; k < 4; k++) {
       const char c = s[i++];
       v <<= 4;
-      if (c >= '0' && c <= '9') v |= unsigned(c - '0');
-      else if (c >= 'a' && c <= 'f') v |= unsigned(c - 'a' + 10);
-      else if (c >= 'A' && c <= 'F') v |= unsigned(c - 'A' + 10);
-      else fail("bad \\u escape");
+      if (c >= '0' && c <= '9')
+        v |= unsigned(c - '0');
+      else if (c >= 'a' && c <= 'f')
+        v |= unsigned(c - 'a' + 10);
+      else if (c >= 'A' && c <= 'F')
+        v |= unsigned(c - 'A' + 10);
+      else
+        fail("bad \\u escape");
     }
     return v;
   }
   static void utf8_append(std::string &out, unsigned cp) {
-    if (cp < 0x80) out += char(cp);
-    else if (cp < 0x800) out += char(0xc0 | cp >> 6), out += char(0x80 | (cp & 0x3f));
-    else if (cp < 0x10000) out += char(0xe0 | cp >> 12), out += char(0x80 | (cp >> 6 & 0x3f)), out += char(0x80 | (cp & 0x3f));
-    else out += char(0xf0 | cp >> 18), out += char(0x80 | (cp >> 12 & 0x3f)), out += char(0x80 | (cp >> 6 & 0x3f)), out += char(0x80 | (cp & 0x3f));
+    if (cp < 0x80)
+      out += char(cp);
+    else if (cp < 0x800)
+      out += char(0xc0 | cp >> 6), out += char(0x80 | (cp & 0x3f));
+    else if (cp < 0x10000)
+      out += char(0xe0 | cp >> 12), out += char(0x80 | (cp >> 6 & 0x3f)),
+          out += char(0x80 | (cp & 0x3f));
+    else
+      out += char(0xf0 | cp >> 18), out += char(0x80 | (cp >> 12 & 0x3f)),
+          out += char(0x80 | (cp >> 6 & 0x3f)), out += char(0x80 | (cp & 0x3f));
   }
   std::string string() {
     expect('"');
@@ -113,7 +127,10 @@ struct Parser {
         v.keys.push_back(key);
         v.object[key] = value();
         space();
-        if (i < s.size() && s[i] == ',') { i++; continue; }
+        if (i < s.size() && s[i] == ',') {
+          i++;
+          continue;
+        }
         expect('}');
         return v;
       }
@@ -126,7 +143,10 @@ struct Parser {
       while (true) {
         v.array.push_back(value());
         space();
-        if (i < s.size() && s[i] == ',') { i++; continue; }
+        if (i < s.size() && s[i] == ',') {
+          i++;
+          continue;
+        }
         expect(']');
         return v;
       }
@@ -147,8 +167,10 @@ struct Parser {
       while (i < s.size() && s[i] >= '0' && s[i] <= '9') i++;
       if (i == d) fail("expected a digit");
     };
-    if (i < s.size() && s[i] == '0') i++;
-    else digits();
+    if (i < s.size() && s[i] == '0')
+      i++;
+    else
+      digits();
     bool integral = s[start] != '-';
     if (i < s.size() && s[i] == '.') i++, digits(), integral = false;
     if (i < s.size() && (s[i] == 'e' || s[i] == 'E')) {

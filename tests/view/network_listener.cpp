@@ -42,7 +42,8 @@ std::vector<std::string> NetworkListener::requests() {
   // wait (at most 8 s: a silent connection is read for 5) until the server has polled 4 times
   // (200 ms) in a row with nothing to accept.
   idle_polls_ = 0;
-  for (int waited = 0; idle_polls_ < 4 && waited < 8000; waited += 10) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  for (int waited = 0; idle_polls_ < 4 && waited < 8000; waited += 10)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
   std::lock_guard<std::mutex> lock(mutex_);
   return requests_;
 }
@@ -60,7 +61,8 @@ void NetworkListener::serve() {
     // Read up to the end of the first line, for at most five seconds.
     std::string got;
     bool closed = false;
-    for (int waited = 0; waited < 5000 && got.find('\n') == std::string::npos && got.size() < 4096; waited += 50) {
+    for (int waited = 0; waited < 5000 && got.find('\n') == std::string::npos && got.size() < 4096;
+         waited += 50) {
       pollfd q{c, POLLIN, 0};
       if (poll(&q, 1, 50) <= 0) continue;
       char buf[1024];
@@ -78,7 +80,8 @@ void NetworkListener::serve() {
     if (got.empty() && closed) continue;
     const size_t eol = got.find_first_of("\r\n");
     std::lock_guard<std::mutex> lock(mutex_);
-    requests_.push_back(eol == std::string::npos ? (got.empty() ? "(no request line)" : got) : got.substr(0, eol));
+    requests_.push_back(eol == std::string::npos ? (got.empty() ? "(no request line)" : got)
+                                                 : got.substr(0, eol));
   }
 }
 

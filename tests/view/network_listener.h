@@ -18,8 +18,9 @@ class NetworkListener {
   NetworkListener &operator=(const NetworkListener &) = delete;
 
   int port() const { return port_; }
-  // The first line of each request made so far (after waiting for pending connections) ("GET http://host/path HTTP/1.1",
-  // "CONNECT host:443 HTTP/1.1"), or "(no request line)" for a connection that sent none in time.
+  // The first line of each request made so far (after waiting for pending connections) ("GET
+  // http://host/path HTTP/1.1", "CONNECT host:443 HTTP/1.1"), or "(no request line)" for a
+  // connection that sent none in time.
   std::vector<std::string> requests();
 
  private:

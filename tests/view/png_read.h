@@ -10,7 +10,9 @@ namespace capgraph::view_test {
 struct Image {
   int width = 0, height = 0;
   std::vector<uint8_t> rgb;  // width * height * 3, rows top to bottom
-  const uint8_t *at(int x, int y) const { return &rgb[(size_t(y) * size_t(width) + size_t(x)) * 3]; }
+  const uint8_t *at(int x, int y) const {
+    return &rgb[(size_t(y) * size_t(width) + size_t(x)) * 3];
+  }
 };
 
 // Decodes a PNG file's bytes; throws std::runtime_error saying what is wrong.

@@ -12,8 +12,10 @@ namespace capgraph::view_test {
 using namespace capgraph::cli_test;
 using namespace capgraph::model_gen;
 
-const char kHostileNode[] = "</script><img src=http://example.invalid/node.png><!-- \"q\" 'q' &amp; \xe2\x80\xa8 end";
-const char kHostileValue[] = "value\"</SCRIPT ><script>document.body.dataset.status='hacked'</script>";
+const char kHostileNode[] =
+    "</script><img src=http://example.invalid/node.png><!-- \"q\" 'q' &amp; \xe2\x80\xa8 end";
+const char kHostileValue[] =
+    "value\"</SCRIPT ><script>document.body.dataset.status='hacked'</script>";
 
 namespace {
 
@@ -37,9 +39,12 @@ std::string model_small_cnn() {
   b.initializer("b_fc", weights(10, 0.01f), {10});
   b.node("Conv", {"x", "w_stem"}, {"stem_conv"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "stem";
   b.node("Relu", {"stem_conv"}, {"stem_out"}).name = "stem_relu";
-  b.node("Conv", {"stem_out", "w_mid"}, {"mid"}, {attr_ints("pads", {1, 1, 1, 1})}).name = kHostileNode;
+  b.node("Conv", {"stem_out", "w_mid"}, {"mid"}, {attr_ints("pads", {1, 1, 1, 1})}).name =
+      kHostileNode;
   b.node("Add", {"mid", "stem_out"}, {kHostileValue}).name = "residual_add";
-  b.node("Conv", {kHostileValue, "w_down"}, {"down"}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})}).name = "down";
+  b.node("Conv", {kHostileValue, "w_down"}, {"down"},
+         {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})})
+      .name = "down";
   b.node("GlobalAveragePool", {"down"}, {"pooled"}).name = "pool";
   b.node("Flatten", {"pooled"}, {"flat"}).name = "flatten";
   b.node("Gemm", {"flat", "w_fc", "b_fc"}, {"logits"}).name = "fc";

@@ -11,7 +11,7 @@ void put64(std::vector<uint8_t> &b, size_t at, uint64_t v) { memcpy(b.data() + a
 // Plausible register values for a small wave32 kernel (LLVM AMDGPUUsage, COMPUTE_PGM_RSRC*):
 // rsrc2 USER_SGPR_COUNT = 2 (the kernarg pointer) in bits 1..5, TGID_X_EN bit 7.
 constexpr uint32_t k_rsrc1 = 0x60af0000, k_rsrc2 = (2u << 1) | (1u << 7), k_rsrc3 = 0;
-constexpr uint16_t k_props = 1u << 3;  // kernarg segment ptr
+constexpr uint16_t k_props = 1u << 3;    // kernarg segment ptr
 constexpr uint16_t k_wave32 = 1u << 10;  // ENABLE_WAVEFRONT_SIZE32
 
 }  // namespace
@@ -61,7 +61,8 @@ capture_spec amd_spec(const capture_spec &cpu, const char *chip) {
     a.twin_program = int32_t(k.program);
     a.twin_entry = k.entry;
     for (const step_spec &st : s.steps)
-      if (st.kind == fb::StepKind::launch && st.launch.kernel == i) a.twin_work_size = st.launch.work_size;
+      if (st.kind == fb::StepKind::launch && st.launch.kernel == i)
+        a.twin_work_size = st.launch.work_size;
     k.program = code_program;
     a.descriptor_offset = amd_descriptor_offset(i);
     a.kernarg_size = 8 * (k.num_buffers + k.num_scalars);
@@ -86,7 +87,8 @@ capture_spec scale_chain_spec(uint32_t kernels, int64_t n) {
   s.arena_size = 4 * slot;  // x, ping, pong, x_copy
   s.inputs = {{"x", fb::DType::f32, {n}, 0, bytes}};
   const uint64_t last = (kernels - 1) % 2 ? slot : 2 * slot;
-  s.outputs = {{"y", fb::DType::f32, {n}, last, bytes}, {"x_copy", fb::DType::f32, {n}, 3 * slot, bytes}};
+  s.outputs = {{"y", fb::DType::f32, {n}, last, bytes},
+               {"x_copy", fb::DType::f32, {n}, 3 * slot, bytes}};
   s.programs = {{kernel_object("kernels_c.o"), {"expf", "memcpy"}}};
   for (uint32_t i = 0; i < kernels; ++i) {
     s.kernels.push_back(kernel_spec{"scale_" + std::to_string(i), 0, "c_scale", 2, 0});

@@ -23,7 +23,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   std::ifstream in(argv[1], std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   flatbuffers::Verifier v(bytes.data(), bytes.size());
   if (bytes.empty() || !fb::VerifyCaptureBuffer(v)) {
     std::fprintf(stderr, "amd_miscompile_plant: %s is not a capture\n", argv[1]);
@@ -39,7 +40,8 @@ int main(int argc, char **argv) {
   }
   const fb::Program *prog = c->programs()->Get(k->program());
   if (prog->hash() != capture_hash(prog->binary()->data(), prog->binary()->size())) {
-    std::fprintf(stderr, "amd_miscompile_plant: program %u's hash does not match its code\n", k->program());
+    std::fprintf(stderr, "amd_miscompile_plant: program %u's hash does not match its code\n",
+                 k->program());
     return 1;
   }
   uint8_t *code = bytes.data() + (prog->binary()->data() - bytes.data());
@@ -50,7 +52,8 @@ int main(int argc, char **argv) {
   amd::rdna3_dispatch d;
   d.kernel = k->name()->str();
   int64_t entry;
-  std::memcpy(&entry, code + k->facts_as_AmdKernel()->descriptor_offset() + 16, 8);  // kernel_code_entry_byte_offset
+  std::memcpy(&entry, code + k->facts_as_AmdKernel()->descriptor_offset() + 16,
+              8);  // kernel_code_entry_byte_offset
   d.code = base + k->facts_as_AmdKernel()->descriptor_offset() + uint64_t(entry);
   d.rsrc1 = k->facts_as_AmdKernel()->rsrc1();
   d.rsrc2 = k->facts_as_AmdKernel()->rsrc2();
@@ -62,7 +65,8 @@ int main(int argc, char **argv) {
   }
   for (const amd::rdna3_inst &i : p.insts) {
     using amd::rdna3_op;
-    if ((i.op != rdna3_op::v_fmac_f32 && i.op != rdna3_op::v_mul_f32 && i.op != rdna3_op::v_add_f32) ||
+    if ((i.op != rdna3_op::v_fmac_f32 && i.op != rdna3_op::v_mul_f32 &&
+         i.op != rdna3_op::v_add_f32) ||
         i.dwords != 1 || i.src[1] < 256)
       continue;
     const uint64_t at = d.code - base + i.offset;
@@ -84,7 +88,9 @@ int main(int argc, char **argv) {
     std::printf("%s offset 0x%x v%u -> v%u\n", d.kernel.c_str(), i.offset, old_reg, new_reg);
     return 0;
   }
-  std::fprintf(stderr, "amd_miscompile_plant: kernel '%s' has no 32-bit v_fmac/v_mul/v_add_f32 with a VGPR source\n",
-               d.kernel.c_str());
+  std::fprintf(
+      stderr,
+      "amd_miscompile_plant: kernel '%s' has no 32-bit v_fmac/v_mul/v_add_f32 with a VGPR source\n",
+      d.kernel.c_str());
   return 1;
 }

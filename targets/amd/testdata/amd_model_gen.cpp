@@ -44,7 +44,8 @@ int main(int argc, char **argv) {
   b.node("Conv", {"r1", "w2"}, {"c2"}, {attr_ints("pads", {1, 1, 1, 1})});
   b.node("Add", {"c2", "r1"}, {"s"});
   b.node("Relu", {"s"}, {"r2"});
-  b.node("MaxPool", {"r2"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+  b.node("MaxPool", {"r2"}, {"p"},
+         {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
   b.node("GlobalAveragePool", {"p"}, {"g"});
   b.node("Flatten", {"g"}, {"f"});
   b.node("Gemm", {"f", "w3", "b3"}, {"logits"}, {attr_int("transB", 1)});
@@ -57,7 +58,8 @@ int main(int argc, char **argv) {
   const std::vector<float> x = values(3 * 16 * 16, rng, 1.0f);
   const int64_t shape[4] = {1, 3, 16, 16};
   std::string err;
-  if (!capgraph::npy_write(dir + "/input.npy", CAPGRAPH_F32, shape, 4, x.data(), x.size() * 4, &err)) {
+  if (!capgraph::npy_write(dir + "/input.npy", CAPGRAPH_F32, shape, 4, x.data(), x.size() * 4,
+                           &err)) {
     std::fprintf(stderr, "%s\n", err.c_str());
     return 1;
   }

@@ -29,7 +29,8 @@ capture_spec nv_spec(const capture_spec &cpu, const char *chip) {
     twin.twin_program = int32_t(k.program);
     twin.twin_entry = k.entry;
     for (const step_spec &st : s.steps)
-      if (st.kind == fb::StepKind::launch && st.launch.kernel == i) twin.twin_work_size = st.launch.work_size;
+      if (st.kind == fb::StepKind::launch && st.launch.kernel == i)
+        twin.twin_work_size = st.launch.work_size;
     k.program = code_program;
     nv_kernel_spec &n = s.nv[i];
     n.sm = sm;

@@ -1,6 +1,6 @@
-// NVIDIA GPU captures for the tests, made from the runtime's CPU fixture captures: every kernel gets
-// NvKernel facts and 256 bytes of "code" in a small stand-in cubin (never executed: the fake runs
-// the host twins), and keeps its CPU kernel as its host twin.
+// NVIDIA GPU captures for the tests, made from the runtime's CPU fixture captures: every kernel
+// gets NvKernel facts and 256 bytes of "code" in a small stand-in cubin (never executed: the fake
+// runs the host twins), and keeps its CPU kernel as its host twin.
 #pragma once
 #include "capture_fixture.h"
 

@@ -17,14 +17,14 @@
 // PCIe and numbers the switch chain every time anyway, as it must with a bridge it did not set up.
 #include "fake_usb.h"
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <memory>
-
-#include <unistd.h>
 
 #include "am_device.h"
 #include "am_firmware_synthetic.h"
@@ -60,10 +60,13 @@ bool gpu_state_load(std::string *err) {
   const char *path = state_path();
   if (!path || !std::filesystem::exists(path)) return true;
   std::ifstream in(path, std::ios::binary);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
   std::string why;
-  if (!in.good() && !in.eof()) why = "cannot be read";
-  else if (!gpu_model().state_load(bytes.data(), bytes.size(), &why)) why = "refused: " + why;
+  if (!in.good() && !in.eof())
+    why = "cannot be read";
+  else if (!gpu_model().state_load(bytes.data(), bytes.size(), &why))
+    why = "refused: " + why;
   if (why.empty()) return true;
   error = std::string("state file ") + path + " (CAPGRAPH_FAKE_USB_STATE) " + why +
           "; delete it to start from a cold GPU";
@@ -106,7 +109,8 @@ class fake_usb_transport final : public Gfx1100Transport {
   ~fake_usb_transport() override {
     std::string e;
     const char *keep = std::getenv("CAPGRAPH_FAKE_USB_NO_TEARDOWN");
-    if (!(keep && std::string(keep) == "1") && !s_->g.gpu->teardown(&e)) fprintf(stderr, "fake-usb: %s\n", e.c_str());
+    if (!(keep && std::string(keep) == "1") && !s_->g.gpu->teardown(&e))
+      fprintf(stderr, "fake-usb: %s\n", e.c_str());
     gpu_state_save();
   }
 
@@ -119,7 +123,8 @@ capgraph_status fail(std::string *err, const std::string &why) {
   return CAPGRAPH_ERR_DEVICE;
 }
 
-capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport> *out, std::string *err) {
+capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                              std::string *err) {
   if (std::string(device) != "fake-usb") {
     *err = std::string("fake-usb: '") + device + "': the fake has one bridge and no options";
     return CAPGRAPH_ERR_ARGUMENT;
@@ -130,17 +135,20 @@ capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport
     if (in) image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   }
   if (image.empty())
-    return fail(err, "no bridge firmware image at " CAPGRAPH_BRIDGE_FW_IMAGE " (built with sdcc; see firmware/README.md)");
+    return fail(err, "no bridge firmware image at " CAPGRAPH_BRIDGE_FW_IMAGE
+                     " (built with sdcc; see firmware/README.md)");
   // Our synthetic gfx1100 firmware files (the model checks every byte the PSP is handed), once.
   static const std::string fw_dir = [] {
     namespace fs = std::filesystem;
-    const fs::path d = fs::temp_directory_path() / ("capgraph_fake_usb_fw_" + std::to_string(::getpid()));
+    const fs::path d =
+        fs::temp_directory_path() / ("capgraph_fake_usb_fw_" + std::to_string(::getpid()));
     std::error_code ec;
     fs::create_directories(d, ec);
     std::string e;
     return am::synthetic_firmware_write(d.string(), &e) ? d.string() : std::string();
   }();
-  if (fw_dir.empty()) return fail(err, "cannot write the synthetic gfx1100 firmware files to the temporary folder");
+  if (fw_dir.empty())
+    return fail(err, "cannot write the synthetic gfx1100 firmware files to the temporary folder");
 
   std::string why;
   if (!gpu_state_load(&why)) return fail(err, why);
@@ -151,7 +159,8 @@ capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport
   std::copy(image.begin(), image.end(), s->dev.flash.data.begin() + BRIDGE_FLASH_IMAGE_ADDR);
   s->dev.flash.set_otp_serial(0x0BADCAFE);
   gpu_model().attach(s->dev.endpoint);
-  if (s->dev.power_on() != Asm2464::Mode::firmware) return fail(err, "the emulated bridge did not start its firmware");
+  if (s->dev.power_on() != Asm2464::Mode::firmware)
+    return fail(err, "the emulated bridge did not start its firmware");
   Enumeration en;
   if (!usb_enumerate(s->dev, &en, &why)) return fail(err, "USB enumeration: " + why);
   am::device_options o;
@@ -174,7 +183,8 @@ void fake_usb_register() {
         "cold boot, then partial boot while the GPU keeps its state (in one process, or across "
         "processes with CAPGRAPH_FAKE_USB_STATE=PATH" +
         std::string(state_path() ? std::string(": ") + state_path() +
-                                       (std::filesystem::exists(state_path()) ? ", present" : ", absent: cold")
+                                       (std::filesystem::exists(state_path()) ? ", present"
+                                                                              : ", absent: cold")
                                  : "") +
         "); measures no time\n");
   });

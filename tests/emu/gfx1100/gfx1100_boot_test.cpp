@@ -6,23 +6,21 @@
 // tables the GPU really walks; and the faults (PSP silent, firmware missing
 // or cut, the device gone mid-boot), each a clear error and a clean next boot.
 #include <doctest/doctest.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "am_device.h"
-#include "am_ih.h"
-#include "amd_hcq.h"
 #include "am_firmware_synthetic.h"
+#include "am_ih.h"
 #include "am_protocol.h"
+#include "amd_hcq.h"
 #include "gfx1100_direct.h"
 #include "gfx1100_firmware_dir.h"
 #include "gfx1100_model.h"
@@ -42,9 +40,9 @@ device_options opts(unsigned timeout_ms = 500) {
   return o;
 }
 
-std::string joined(const std::vector<std::string>& v) {
+std::string joined(const std::vector<std::string> &v) {
   std::string s;
-  for (const auto& l : v) s += l + "\n";
+  for (const auto &l : v) s += l + "\n";
   return s;
 }
 
@@ -75,12 +73,13 @@ TEST_CASE("cold boot: every engine up, no rule broken, trace equals the golden o
 
   // The golden trace: register writes by name and engine events, in order.
   const std::string got = joined(m.trace);
-  const char* update = std::getenv("CAPGRAPH_UPDATE_GOLDEN");
+  const char *update = std::getenv("CAPGRAPH_UPDATE_GOLDEN");
   if (update && *update == '1') {
     std::ofstream(CAPGRAPH_GFX1100_GOLDEN) << got;
   }
   std::ifstream in(CAPGRAPH_GFX1100_GOLDEN);
-  REQUIRE_MESSAGE(in.good(), "missing golden trace " CAPGRAPH_GFX1100_GOLDEN " (CAPGRAPH_UPDATE_GOLDEN=1 writes it)");
+  REQUIRE_MESSAGE(in.good(), "missing golden trace " CAPGRAPH_GFX1100_GOLDEN
+                             " (CAPGRAPH_UPDATE_GOLDEN=1 writes it)");
   std::stringstream want;
   want << in.rdbuf();
   CHECK_MESSAGE(got == want.str(), "boot trace differs from " CAPGRAPH_GFX1100_GOLDEN
@@ -113,7 +112,8 @@ TEST_CASE("the GPU reaches VRAM and the staging window through the tables the dr
   uint32_t entry[8] = {};
   m.vram_read(device_layout::ih_ring, entry, sizeof entry);
   CHECK(entry[0] == kIhClientGfx);  // soc21 client GFX (the GC hub's UTCL2), src 0, vmid 0
-  CHECK((uint64_t(entry[5]) << 44 | uint64_t(entry[4]) << 12) == ((device::vram_va(m.vram_bytes()) + (1ull << 30)) & 0xFFFFFFFFF000ull));
+  CHECK((uint64_t(entry[5]) << 44 | uint64_t(entry[4]) << 12) ==
+        ((device::vram_va(m.vram_bytes()) + (1ull << 30)) & 0xFFFFFFFFF000ull));
 }
 
 TEST_CASE("VRAM copies that start or end inside a dword keep the bytes around them") {
@@ -134,7 +134,8 @@ TEST_CASE("VRAM copies that start or end inside a dword keep the bytes around th
       REQUIRE_MESSAGE(d.vram_copy_out(base, back.data(), back.size(), &err), err);
       for (size_t i = 0; i < back.size(); ++i) {
         const bool inside = i >= 8 + head && i < 8 + head + n;
-        CHECK_MESSAGE(back[i] == (inside ? src[i - 8 - head] : 0xEE), "head " << head << " n " << n << " byte " << i);
+        CHECK_MESSAGE(back[i] == (inside ? src[i - 8 - head] : 0xEE),
+                      "head " << head << " n " << n << " byte " << i);
       }
       std::vector<uint8_t> part(n);  // and read back from the same unaligned place
       REQUIRE_MESSAGE(d.vram_copy_out(base + 8 + head, part.data(), n, &err), err);
@@ -166,11 +167,11 @@ TEST_CASE("teardown, then a second session boots partially") {
   CHECK_MESSAGE(m.faults.empty(), joined(m.faults));
   CHECK(m.hqd_active(1, 0, 0));
   CHECK(m.sdma_active());
-  for (const auto& l : m.trace) CHECK_MESSAGE(l.find("psp") == std::string::npos, l);
+  for (const auto &l : m.trace) CHECK_MESSAGE(l.find("psp") == std::string::npos, l);
   MESSAGE("cold boot: " << cold.reg_reads << " register reads, " << cold.reg_writes << " writes, "
                         << cold.vram_bytes_written << " VRAM bytes written, " << cold.staged_bytes
-                        << " staged; partial: " << d2.stats().reg_reads << " reads, " << d2.stats().reg_writes
-                        << " writes");
+                        << " staged; partial: " << d2.stats().reg_reads << " reads, "
+                        << d2.stats().reg_writes << " writes");
 }
 
 TEST_CASE("a session that did not end cleanly: the next boot resets the GPU and loads everything") {
@@ -220,7 +221,8 @@ TEST_CASE("the SMU never answering names the message") {
 }
 
 TEST_CASE("firmware missing or cut: the file and the package named, nothing sent to the GPU") {
-  fs::path dir = fs::temp_directory_path() / ("capgraph_gfx1100_badfw_" + std::to_string(::getpid()));
+  fs::path dir =
+      fs::temp_directory_path() / ("capgraph_gfx1100_badfw_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string err;
@@ -251,7 +253,9 @@ TEST_CASE("firmware missing or cut: the file and the package named, nothing sent
   fs::remove_all(dir);
 }
 
-TEST_CASE("the device gone mid-boot: an error naming the step and the access, and a clean boot once back") {
+TEST_CASE(
+    "the device gone mid-boot: an error naming the step and the access, and a clean boot once "
+    "back") {
   Gfx1100Model m;
   Gfx1100Direct pci(m);
   std::string err;
@@ -283,7 +287,8 @@ TEST_CASE("a VM fault left pending by the last session forces a cold boot") {
     uint64_t pa = 0;
     bool sys = false;
     std::string why;
-    CHECK(!m.gpu_translate(true, device_layout::vm_base - 4096, &pa, &sys, &why));  // below the context: faults
+    CHECK(!m.gpu_translate(true, device_layout::vm_base - 4096, &pa, &sys,
+                           &why));  // below the context: faults
     CHECK_MESSAGE(why.find("outside VM context 0") != std::string::npos, why);
     REQUIRE_MESSAGE(d.teardown(&err), err);
   }
@@ -311,13 +316,15 @@ TEST_CASE("doorbells: refused until the driver opens the aperture, seen after") 
   CHECK(m.trace.back() == "doorbell 0x3 = 0x40");
 }
 
-TEST_CASE("the booted queues run the HCQ encoders' packets from VRAM; a packet into unmapped memory is a VM fault") {
+TEST_CASE(
+    "the booted queues run the HCQ encoders' packets from VRAM; a packet into unmapped memory is a "
+    "VM fault") {
   Gfx1100Model m;
   Gfx1100Direct pci(m);
   device d(pci, opts());
   std::string err;
   REQUIRE_MESSAGE(d.boot(&err), err);
-  const amd::chip& chip = *amd::chip_find("gfx1100");
+  const amd::chip &chip = *amd::chip_find("gfx1100");
   const uint64_t base = device_layout::free_start;
   const uint32_t src[4] = {0x11, 0x22, 0x33, 0x44};
   REQUIRE(pci.bar_write(kBarVram, base + 0x1000, src, 4, &err));
@@ -361,8 +368,11 @@ TEST_CASE("the booted queues run the HCQ encoders' packets from VRAM; a packet i
   CHECK_MESSAGE(m.faults.back().find("compute queue") != std::string::npos, m.faults.back());
 }
 
-TEST_CASE("a firmware piece whose bytes are not the file's: the fake PSP refuses it, the error names the piece") {
-  fs::path dir = fs::temp_directory_path() / ("capgraph_gfx1100_flipfw_" + std::to_string(::getpid()));
+TEST_CASE(
+    "a firmware piece whose bytes are not the file's: the fake PSP refuses it, the error names the "
+    "piece") {
+  fs::path dir =
+      fs::temp_directory_path() / ("capgraph_gfx1100_flipfw_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string err;
@@ -384,7 +394,9 @@ TEST_CASE("a firmware piece whose bytes are not the file's: the fake PSP refuses
   Gfx1100Direct pci(m);
   device d(pci, o);
   CHECK(!d.boot(&err));
-  CHECK_MESSAGE(err.find("PSP LOAD_IP_FW RS64_MEC (gc_11_0_0_mec.bin): PSP refused the command") != std::string::npos, err);
+  CHECK_MESSAGE(err.find("PSP LOAD_IP_FW RS64_MEC (gc_11_0_0_mec.bin): PSP refused the command") !=
+                    std::string::npos,
+                err);
   REQUIRE(!m.faults.empty());
   CHECK_MESSAGE(m.faults.back().find("RS64_MEC byte") != std::string::npos, m.faults.back());
   CHECK(!m.rlc_autoloaded());
@@ -405,17 +417,22 @@ struct skipped_step {
     device d(pci, opts(timeout_ms));
     booted = d.boot(&err);
   }
-  bool faulted(const std::string& what) const {
-    return std::any_of(m.faults.begin(), m.faults.end(), [&](const std::string& f) { return f.find(what) != std::string::npos; });
+  bool faulted(const std::string &what) const {
+    return std::any_of(m.faults.begin(), m.faults.end(),
+                       [&](const std::string &f) { return f.find(what) != std::string::npos; });
   }
 };
 
 }  // namespace
 
-TEST_CASE("GC hub without its L2 cache: the queue's first read page-faults, the error carries the IH entry") {
+TEST_CASE(
+    "GC hub without its L2 cache: the queue's first read page-faults, the error carries the IH "
+    "entry") {
   skipped_step s({regGCVM_L2_CNTL});
   CHECK(!s.booted);
-  CHECK_MESSAGE(s.err.find("compute queue: the compute queue did not become active") != std::string::npos, s.err);
+  CHECK_MESSAGE(
+      s.err.find("compute queue: the compute queue did not become active") != std::string::npos,
+      s.err);
   CHECK_MESSAGE(s.faulted("GC hub L2 cache off (VM_L2_CNTL.enable_l2_cache)"), joined(s.m.faults));
   // The MQD read faulted: GC fault status, and the IH entry decoded in the message.
   CHECK_MESSAGE(s.err.find("GCVM_L2_PROTECTION_FAULT_STATUS=0x100") != std::string::npos, s.err);
@@ -426,16 +443,22 @@ TEST_CASE("GC hub without its L2 cache: the queue's first read page-faults, the 
   CHECK(!s.m.hqd_active(1, 0, 0));
 }
 
-TEST_CASE("MM hub without its L1 TLB, or with AGP left open: the PSP cannot read its firmware, the error names the fault") {
+TEST_CASE(
+    "MM hub without its L1 TLB, or with AGP left open: the PSP cannot read its firmware, the error "
+    "names the fault") {
   for (reg skip : {regMMMC_VM_MX_L1_TLB_CNTL, regMMMC_VM_AGP_BOT}) {
     const std::string skipped = reg_info(skip).name;
     CAPTURE(skipped);
     skipped_step s({skip});
     CHECK(!s.booted);
-    CHECK_MESSAGE(s.err.find("PSP bootloader KDB: bootloader done: timed out") != std::string::npos, s.err);
-    CHECK_MESSAGE(s.err.find("IH ring: 1 new entry: VMC (MM hub) VM fault at 0x110000000000 vmid 0") != std::string::npos,
+    CHECK_MESSAGE(s.err.find("PSP bootloader KDB: bootloader done: timed out") != std::string::npos,
                   s.err);
-    CHECK_MESSAGE(s.faulted(skip == regMMMC_VM_AGP_BOT ? "MM hub AGP aperture open" : "MM hub L1 TLB not set up"),
+    CHECK_MESSAGE(
+        s.err.find("IH ring: 1 new entry: VMC (MM hub) VM fault at 0x110000000000 vmid 0") !=
+            std::string::npos,
+        s.err);
+    CHECK_MESSAGE(s.faulted(skip == regMMMC_VM_AGP_BOT ? "MM hub AGP aperture open"
+                                                       : "MM hub L1 TLB not set up"),
                   joined(s.m.faults));
   }
 }
@@ -443,15 +466,16 @@ TEST_CASE("MM hub without its L1 TLB, or with AGP left open: the PSP cannot read
 TEST_CASE("no TLB invalidation answer: the poll is bounded and names the ack register") {
   skipped_step s({regMMVM_INVALIDATE_ENG17_REQ});
   CHECK(!s.booted);
-  CHECK_MESSAGE(s.err.find("MM hub: MM TLB invalidate ack: timed out after 50 ms waiting for regMMVM_INVALIDATE_ENG17_ACK") !=
-                    std::string::npos,
+  CHECK_MESSAGE(s.err.find("MM hub: MM TLB invalidate ack: timed out after 50 ms waiting for "
+                           "regMMVM_INVALIDATE_ENG17_ACK") != std::string::npos,
                 s.err);
 }
 
 TEST_CASE("no HDP flush after CPU writes of VRAM: the fake sees the GPU read unflushed data") {
   // Without the remap the driver's flushes land on no register.
   skipped_step s({regBIF_BX0_REMAP_HDP_MEM_FLUSH_CNTL}, 500);
-  CHECK_MESSAGE(s.faulted("HDP: MM TLB invalidation (the page walker) read VRAM while CPU writes over BAR0 were not flushed"),
+  CHECK_MESSAGE(s.faulted("HDP: MM TLB invalidation (the page walker) read VRAM while CPU writes "
+                          "over BAR0 were not flushed"),
                 joined(s.m.faults));
   // With it, a clean boot leaves nothing unflushed and counts its flushes.
   Gfx1100Model m;
@@ -468,13 +492,15 @@ TEST_CASE("no HDP flush after CPU writes of VRAM: the fake sees the GPU read unf
   const uint32_t db[2] = {0, 0};
   REQUIRE(pci.bar_write(kBarDoorbell, kDoorbellSdma0 * 8, db, 2, &err));
   REQUIRE(!m.faults.empty());
-  CHECK_MESSAGE(m.faults.back().find("HDP: the SDMA queue read VRAM") != std::string::npos, m.faults.back());
+  CHECK_MESSAGE(m.faults.back().find("HDP: the SDMA queue read VRAM") != std::string::npos,
+                m.faults.back());
 }
 
 TEST_CASE("SH_MEM for VMID 0 not programmed: the compute queue refuses to start") {
   skipped_step s({regSH_MEM_CONFIG});
   CHECK(!s.booted);
-  CHECK_MESSAGE(s.faulted("CP_HQD_ACTIVE: SH_MEM_CONFIG/SH_MEM_BASES for VMID 0 not set up"), joined(s.m.faults));
+  CHECK_MESSAGE(s.faulted("CP_HQD_ACTIVE: SH_MEM_CONFIG/SH_MEM_BASES for VMID 0 not set up"),
+                joined(s.m.faults));
 }
 
 TEST_CASE("clock gating: changed only inside RLC safe mode, which the running RLC acknowledges") {
@@ -494,11 +520,14 @@ TEST_CASE("clock gating: changed only inside RLC safe mode, which the running RL
   Gfx1100Model m;
   Gfx1100Direct pci(m);
   std::string err;
-  REQUIRE(pci.bar_write(kBarMmio, uint64_t(m.regs()[regRLC_SAFE_MODE]) * 4, std::array<uint32_t, 1>{3}.data(), 1, &err));
+  REQUIRE(pci.bar_write(kBarMmio, uint64_t(m.regs()[regRLC_SAFE_MODE]) * 4,
+                        std::array<uint32_t, 1>{3}.data(), 1, &err));
   CHECK(m.reg(regRLC_SAFE_MODE) == 3);
 }
 
-TEST_CASE("the model's state outlives the model: saved after a clean session, a new model boots partially; bad files refused") {
+TEST_CASE(
+    "the model's state outlives the model: saved after a clean session, a new model boots "
+    "partially; bad files refused") {
   std::vector<uint8_t> saved;
   std::string err;
   {

@@ -5,6 +5,7 @@
 // USB traffic of a cold and a partial boot is counted from the emulated
 // wire and printed (the cost figures of issue 14).
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -13,8 +14,6 @@
 #include <fstream>
 #include <sstream>
 
-#include <unistd.h>
-
 #include "am_device.h"
 #include "am_firmware_synthetic.h"
 #include "amd_fixture.h"
@@ -22,8 +21,8 @@
 #include "bridge_rig.h"
 #include "capture_verify.h"
 #include "fake_amd.h"
-#include "gfx1100_hcq.h"
 #include "gfx1100_firmware_dir.h"
+#include "gfx1100_hcq.h"
 #include "gfx1100_model.h"
 #include "hcq/graph.h"
 
@@ -42,13 +41,13 @@ am::device_options opts(unsigned timeout_ms = 2000) {
   return o;
 }
 
-std::string joined(const std::vector<std::string>& v) {
+std::string joined(const std::vector<std::string> &v) {
   std::string s;
-  for (const auto& l : v) s += l + "\n";
+  for (const auto &l : v) s += l + "\n";
   return s;
 }
 
-WireStats wire_delta(const WireStats& a, const WireStats& b) {
+WireStats wire_delta(const WireStats &a, const WireStats &b) {
   WireStats d;
   d.control_transfers = b.control_transfers - a.control_transfers;
   d.control_bytes = b.control_bytes - a.control_bytes;
@@ -59,16 +58,19 @@ WireStats wire_delta(const WireStats& a, const WireStats& b) {
   return d;
 }
 
-std::string wire_text(const WireStats& w) {
+std::string wire_text(const WireStats &w) {
   std::ostringstream s;
-  s << w.control_transfers << " control transfers (" << w.control_bytes << " B), " << w.bulk_out_transfers
-    << " bulk OUT (" << w.bulk_out_bytes << " B), " << w.bulk_in_transfers << " bulk IN (" << w.bulk_in_bytes << " B)";
+  s << w.control_transfers << " control transfers (" << w.control_bytes << " B), "
+    << w.bulk_out_transfers << " bulk OUT (" << w.bulk_out_bytes << " B), " << w.bulk_in_transfers
+    << " bulk IN (" << w.bulk_in_bytes << " B)";
   return s.str();
 }
 
 }  // namespace
 
-TEST_CASE("1 GiB of VRAM behind a 256 MiB BAR: booted after ReBAR, refused with a clear message without it") {
+TEST_CASE(
+    "1 GiB of VRAM behind a 256 MiB BAR: booted after ReBAR, refused with a clear message without "
+    "it") {
   if (!have_image()) return;
   for (bool rebar : {true, false}) {
     CAPTURE(rebar);
@@ -92,7 +94,9 @@ TEST_CASE("1 GiB of VRAM behind a 256 MiB BAR: booted after ReBAR, refused with 
     } else {
       CHECK(chain.rebar_bytes == 0);
       CHECK(!d.boot(&err));
-      CHECK_MESSAGE(err.find("BAR0 is 0x10000000 bytes, smaller than VRAM (0x40000000)") != std::string::npos, err);
+      CHECK_MESSAGE(
+          err.find("BAR0 is 0x10000000 bytes, smaller than VRAM (0x40000000)") != std::string::npos,
+          err);
       CHECK_MESSAGE(err.find("resizable BAR") != std::string::npos, err);
     }
   }
@@ -124,7 +128,8 @@ TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge a
     std::ifstream in(CAPGRAPH_GFX1100_GOLDEN);
     std::stringstream want;
     want << in.rdbuf();
-    CHECK_MESSAGE(joined(gpu.trace) == want.str(), "bridge boot trace differs from " CAPGRAPH_GFX1100_GOLDEN);
+    CHECK_MESSAGE(joined(gpu.trace) == want.str(),
+                  "bridge boot trace differs from " CAPGRAPH_GFX1100_GOLDEN);
     cold_wire = wire_delta(before, r.dev.stats);
 
     // One compute submission (a signal) and its wait, through the bridge:
@@ -136,7 +141,8 @@ TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge a
     REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
     REQUIRE_MESSAGE(d.wait_vram64(am::device_layout::free_start, 5, 2000, &err), err);
     CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
-    MESSAGE("one compute submission (" << words.size() << " words) + its wait: " << wire_text(wire_delta(q0, r.dev.stats)));
+    MESSAGE("one compute submission ("
+            << words.size() << " words) + its wait: " << wire_text(wire_delta(q0, r.dev.stats)));
     const WireStats t0 = r.dev.stats;
     REQUIRE_MESSAGE(d.teardown(&err), err);
     teardown_wire = wire_delta(t0, r.dev.stats);
@@ -156,8 +162,9 @@ TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge a
   CHECK(partial_wire.control_transfers < cold_wire.control_transfers);
   MESSAGE("teardown: " << wire_text(teardown_wire));
   MESSAGE("cold boot: " << wire_text(cold_wire) << "; " << cold.reg_reads << " register reads, "
-                                   << cold.reg_writes << " writes, " << cold.vram_bytes_written << " VRAM bytes written, "
-                                   << cold.staged_bytes << " firmware bytes staged");
+                        << cold.reg_writes << " writes, " << cold.vram_bytes_written
+                        << " VRAM bytes written, " << cold.staged_bytes
+                        << " firmware bytes staged");
   MESSAGE("partial boot + teardown: " << wire_text(partial_wire));
 }
 
@@ -171,7 +178,8 @@ TEST_CASE("the bridge unplugged mid-boot: a clear error, and a clean cold boot o
   std::string err;
   {
     usb::pci_function_usb pci(r.bridge, chain);
-    r.dev.unplug_after_bulk_bytes(r.dev.stats.bulk_out_bytes + 300000);  // inside the PSP firmware loads
+    r.dev.unplug_after_bulk_bytes(r.dev.stats.bulk_out_bytes +
+                                  300000);  // inside the PSP firmware loads
     am::device d(pci, opts(200));
     CHECK(!d.boot(&err));
     CHECK_MESSAGE(err.find("PSP") != std::string::npos, err);
@@ -200,11 +208,12 @@ namespace {
 // The fixture's reference capture (amd_fixture.h) on a transport, its inputs set for `round`.
 struct ref_replay {
   std::vector<uint8_t> bytes;
-  const fb::Capture* c = nullptr;
+  const fb::Capture *c = nullptr;
   std::unique_ptr<hcq::graph> g;
-  capgraph_status build(hcq::transport* dev, std::string* err) {
+  capgraph_status build(hcq::transport *dev, std::string *err) {
     bytes = test::capture_build(test::amd_spec(test::reference_spec(1)));
-    capgraph_status st = capture_verify(bytes.data(), bytes.size(), "ref.cap", &c, err, &hcq::amd_target);
+    capgraph_status st =
+        capture_verify(bytes.data(), bytes.size(), "ref.cap", &c, err, &hcq::amd_target);
     if (st != CAPGRAPH_OK) return st;
     hcq::graph_options o;
     o.timeout_ns = 2'000'000'000;
@@ -213,13 +222,13 @@ struct ref_replay {
   void inputs_set(int round) {
     std::vector<float> a, b;
     test::reference_inputs(test::k_reference_n, &a, &b);
-    for (float& v : a) v += float(round);
-    for (const fb::TensorInfo* t : *c->inputs())
+    for (float &v : a) v += float(round);
+    for (const fb::TensorInfo *t : *c->inputs())
       memcpy(g->arena() + t->offset(), (t->name()->str() == "a" ? a : b).data(), t->size());
   }
   std::vector<uint8_t> outputs() const {
     std::vector<uint8_t> all;
-    for (const fb::TensorInfo* t : *c->outputs())
+    for (const fb::TensorInfo *t : *c->outputs())
       all.insert(all.end(), g->arena() + t->offset(), g->arena() + t->offset() + t->size());
     return all;
   }
@@ -233,7 +242,9 @@ Gfx1100Model::Options engine_twins() {
 
 }  // namespace
 
-TEST_CASE("a capture replays through the emulated bridge on the AM driver; per-replay USB cost; unplugged mid-replay") {
+TEST_CASE(
+    "a capture replays through the emulated bridge on the AM driver; per-replay USB cost; "
+    "unplugged mid-replay") {
   if (!have_image()) return;
   Rig r;
   Gfx1100Model gpu(engine_twins());
@@ -256,8 +267,9 @@ TEST_CASE("a capture replays through the emulated bridge on the AM driver; per-r
     REQUIRE_MESSAGE(on_usb.g->replay(&err) == CAPGRAPH_OK, err);
     REQUIRE_MESSAGE(ref.g->replay(&err) == CAPGRAPH_OK, err);
     CHECK(on_usb.outputs() == ref.outputs());
-    MESSAGE("one replay of the reference capture (" << on_usb.g->steps() << " steps, 8 KB in, 12 KB out): "
-                                                   << wire_text(wire_delta(w0, r.dev.stats)));
+    MESSAGE("one replay of the reference capture ("
+            << on_usb.g->steps()
+            << " steps, 8 KB in, 12 KB out): " << wire_text(wire_delta(w0, r.dev.stats)));
   }
   CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
 
@@ -279,7 +291,9 @@ TEST_CASE("a capture replays through the emulated bridge on the AM driver; per-r
     REQUIRE_MESSAGE(t.upload(in, 0, 602112, &err) == CAPGRAPH_OK, err);
     // The graph holds the transport's one compute queue: its submit path, directly.
     REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
-    REQUIRE_MESSAGE(t.wait(reinterpret_cast<volatile uint64_t*>(sig.cpu), 1, 2'000'000'000, &err) == CAPGRAPH_OK, err);
+    REQUIRE_MESSAGE(t.wait(reinterpret_cast<volatile uint64_t *>(sig.cpu), 1, 2'000'000'000,
+                           &err) == CAPGRAPH_OK,
+                    err);
     REQUIRE_MESSAGE(t.download(out, 0, 4000, &err) == CAPGRAPH_OK, err);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     MESSAGE("resnet18-shaped replay I/O (602112 B in, 4000 B out, one submit + wait): "
@@ -299,7 +313,9 @@ TEST_CASE("a capture replays through the emulated bridge on the AM driver; per-r
   CHECK(!d.teardown(&err));
 }
 
-TEST_CASE("inputs and outputs cross through the bridge SRAM and SDMA: chunked, byte-exact, the BAR path as fallback") {
+TEST_CASE(
+    "inputs and outputs cross through the bridge SRAM and SDMA: chunked, byte-exact, the BAR path "
+    "as fallback") {
   if (!have_image()) return;
   Rig r;
   Gfx1100Model gpu;
@@ -324,7 +340,7 @@ TEST_CASE("inputs and outputs cross through the bridge SRAM and SDMA: chunked, b
   std::vector<uint8_t> seen(n + at + 1, 0xEE);
   gpu.vram_read(pa, seen.data(), seen.size());
   CHECK(std::memcmp(seen.data() + at, m.cpu + at, n) == 0);
-  CHECK(seen[0] == 0);      // the bytes around the range are untouched
+  CHECK(seen[0] == 0);  // the bytes around the range are untouched
   CHECK(seen[n + at] == 0);
   // The host library's counter agrees with the emulated wire, and the data went as bulk.
   const usb::BridgeCounters c = r.bridge.counters().since(c0);
@@ -358,7 +374,8 @@ TEST_CASE("inputs and outputs cross through the bridge SRAM and SDMA: chunked, b
   CHECK(t.stats().sdma_chunks_in == 2);
   gpu.vram_read(pa, seen.data(), n + at);
   CHECK(std::memcmp(seen.data() + at, m.cpu + at, n) == 0);
-  CHECK(bar.control_transfers + bar.bulk_out_transfers + bar.bulk_in_transfers > 10 * c.transfers());
+  CHECK(bar.control_transfers + bar.bulk_out_transfers + bar.bulk_in_transfers >
+        10 * c.transfers());
   MESSAGE("BAR copy-in of " << n << " B: " << wire_text(bar));
   std::memset(m.cpu, 0, n + at);
   REQUIRE_MESSAGE(t.download(m, at, n, &err) == CAPGRAPH_OK, err);
@@ -383,7 +400,7 @@ TEST_CASE("a copy-out whose trigger never reaches the bridge is a clear error, n
   hcq::memory m;
   REQUIRE(t.alloc(64 * 1024, hcq::memory_kind::device, &m, &err) == CAPGRAPH_OK);
   // The GPU loses bus mastering (as after a PCIe error): the SDMA's trigger write never arrives.
-  gpu.dma_write = [](uint64_t, const uint8_t*, size_t) { return false; };
+  gpu.dma_write = [](uint64_t, const uint8_t *, size_t) { return false; };
   CHECK(t.download(m, 0, 64 * 1024, &err) != CAPGRAPH_OK);
   CHECK_MESSAGE(err.find("did the GPU write the trigger") != std::string::npos, err);
   CHECK_MESSAGE(err.find("VRAM") != std::string::npos, err);
@@ -401,27 +418,32 @@ namespace {
 // measured on the bridge: SRAM DMA 381 MB/s (the handmade firmware's first figure; 700 MB/s
 // later), F0 streamed TLPs 3.6 MB/s write and 1.8 MB/s read (handmade firmware README;
 // asm2464_firmware.md, speed table).
-constexpr double k_transfer_bound_s = 125e-6, k_sram_bps = 381e6, k_stream_write_bps = 3.6e6, k_stream_read_bps = 1.8e6;
+constexpr double k_transfer_bound_s = 125e-6, k_sram_bps = 381e6, k_stream_write_bps = 3.6e6,
+                 k_stream_read_bps = 1.8e6;
 
 // The per-transfer time: measured (CAPGRAPH_USB_TRANSFER_US, microseconds, from `bridge_hw_test
 // latency`) or the bound. A value that is not a positive number below 1 s is ignored.
-double transfer_s(bool* measured = nullptr) {
-  const char* e = std::getenv("CAPGRAPH_USB_TRANSFER_US");
-  char* end = nullptr;
+double transfer_s(bool *measured = nullptr) {
+  const char *e = std::getenv("CAPGRAPH_USB_TRANSFER_US");
+  char *end = nullptr;
   const double us = e ? std::strtod(e, &end) : 0;
   const bool ok = e && end != e && *end == 0 && us > 0 && us < 1e6;
   if (measured) *measured = ok;
   return ok ? us * 1e-6 : k_transfer_bound_s;
 }
 
-std::string cost_row(const char* what, const usb::BridgeCounters& c) {
-  const double stream_out = double(c.bulk_out_bytes - c.sram_out_bytes), stream_in = double(c.bulk_in_bytes - c.sram_in_bytes);
-  const double s = double(c.transfers()) * transfer_s() + double(c.sram_out_bytes + c.sram_in_bytes) / k_sram_bps +
+std::string cost_row(const char *what, const usb::BridgeCounters &c) {
+  const double stream_out = double(c.bulk_out_bytes - c.sram_out_bytes),
+               stream_in = double(c.bulk_in_bytes - c.sram_in_bytes);
+  const double s = double(c.transfers()) * transfer_s() +
+                   double(c.sram_out_bytes + c.sram_in_bytes) / k_sram_bps +
                    stream_out / k_stream_write_bps + stream_in / k_stream_read_bps;
   char b[400];
-  std::snprintf(b, sizeof b, "| %s | %llu (%llu B) | %llu (%llu B) | %llu (%llu B) | %llu | %.1f ms |", what,
-                (unsigned long long)c.control, (unsigned long long)c.control_bytes, (unsigned long long)c.bulk_out,
-                (unsigned long long)c.bulk_out_bytes, (unsigned long long)c.bulk_in, (unsigned long long)c.bulk_in_bytes,
+  std::snprintf(b, sizeof b,
+                "| %s | %llu (%llu B) | %llu (%llu B) | %llu (%llu B) | %llu | %.1f ms |", what,
+                (unsigned long long)c.control, (unsigned long long)c.control_bytes,
+                (unsigned long long)c.bulk_out, (unsigned long long)c.bulk_out_bytes,
+                (unsigned long long)c.bulk_in, (unsigned long long)c.bulk_in_bytes,
                 (unsigned long long)c.transfers(), s * 1e3);
   return b;
 }
@@ -473,7 +495,9 @@ TEST_CASE("the USB cost report: cold boot, partial boot, one resnet18 replay's I
     const usb::BridgeCounters up = r.bridge.counters().since(c0);
     c0 = r.bridge.counters();
     REQUIRE_MESSAGE(d.queue_submit(false, words.data(), words.size(), &err), err);
-    REQUIRE_MESSAGE(t.wait(reinterpret_cast<volatile uint64_t*>(sig.cpu), uint64_t(path + 1), 2'000'000'000, &err) == CAPGRAPH_OK, err);
+    REQUIRE_MESSAGE(t.wait(reinterpret_cast<volatile uint64_t *>(sig.cpu), uint64_t(path + 1),
+                           2'000'000'000, &err) == CAPGRAPH_OK,
+                    err);
     const usb::BridgeCounters run = r.bridge.counters().since(c0);
     c0 = r.bridge.counters();
     REQUIRE_MESSAGE(t.download(out, 0, 4000, &err) == CAPGRAPH_OK, err);
@@ -483,31 +507,37 @@ TEST_CASE("the USB cost report: cold boot, partial boot, one resnet18 replay's I
     rows.push_back(cost_row("resnet18 submit + one poll", run));
     rows.push_back(cost_row(("resnet18 output out, 4,000 B" + how).c_str(), down));
     usb::BridgeCounters all = up;
-    for (const usb::BridgeCounters* x : {&run, &down}) {
+    for (const usb::BridgeCounters *x : {&run, &down}) {
       all.control += x->control, all.control_bytes += x->control_bytes, all.bulk_out += x->bulk_out;
-      all.bulk_out_bytes += x->bulk_out_bytes, all.bulk_in += x->bulk_in, all.bulk_in_bytes += x->bulk_in_bytes;
+      all.bulk_out_bytes += x->bulk_out_bytes, all.bulk_in += x->bulk_in,
+          all.bulk_in_bytes += x->bulk_in_bytes;
       all.sram_out_bytes += x->sram_out_bytes, all.sram_in_bytes += x->sram_in_bytes;
     }
     rows.push_back(cost_row(("**resnet18 replay I/O" + how + "**").c_str(), all));
     // 64 with an HDP flush (one register write: control + bulk OUT + bulk IN) before each of the
     // four doorbells (two input chunks, the kernels, the output); the BAR path is ~7x that.
-    if (path == 0) CHECK(all.transfers() <= 64);
-    else CHECK(all.transfers() > 400);
+    if (path == 0)
+      CHECK(all.transfers() <= 64);
+    else
+      CHECK(all.transfers() > 400);
   }
   CHECK(t.stats().sdma_chunks_out == 1);  // the output too (above amd::k_sdma_min_out_bytes)
   CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
   std::string table =
-      "| step | control | bulk OUT | bulk IN | transfers | projected |\n|---|---|---|---|---|---|\n";
-  for (const std::string& row : rows) table += row + "\n";
+      "| step | control | bulk OUT | bulk IN | transfers | projected "
+      "|\n|---|---|---|---|---|---|\n";
+  for (const std::string &row : rows) table += row + "\n";
   const double in_s = 602112.0 / 323e6, in_s_slow = 602112.0 / 276e6;
   char b[200];
-  std::snprintf(b, sizeof b, "tinygrad's copy-in at 276-323 MB/s would move the input in %.2f-%.2f ms.\n", in_s * 1e3,
-                in_s_slow * 1e3);
+  std::snprintf(b, sizeof b,
+                "tinygrad's copy-in at 276-323 MB/s would move the input in %.2f-%.2f ms.\n",
+                in_s * 1e3, in_s_slow * 1e3);
   bool measured = false;
   const double per = transfer_s(&measured) * 1e6;
   char head[200];
-  std::snprintf(head, sizeof head, "projected at %.1f us per transfer (%s)", per,
-                measured ? "measured on a board: CAPGRAPH_USB_TRANSFER_US" : "a bound, not a measurement");
+  std::snprintf(
+      head, sizeof head, "projected at %.1f us per transfer (%s)", per,
+      measured ? "measured on a board: CAPGRAPH_USB_TRANSFER_US" : "a bound, not a measurement");
   MESSAGE("USB cost (counted by drivers/usb BridgeCounters on the emulated bridge; "
           << head << ", SRAM DMA 381 MB/s, streamed TLPs 3.6 MB/s out / 1.8 MB/s in):\n"
           << table << b);

@@ -3,8 +3,8 @@
 // a 512 KiB buffer at the bridge SRAM's bus address, which the model reaches
 // by "bus-master DMA" exactly as it reaches the bridge SRAM when attached to
 // the emulated bridge; reads back are gated on a bus-master write to the
-// trigger dword, as the bridge's are (bridge_protocol.h). `unplug_after` drops the device after that many
-// more BAR accesses (every later access fails, as over a pulled cable).
+// trigger dword, as the bridge's are (bridge_protocol.h). `unplug_after` drops the device after
+// that many more BAR accesses (every later access fails, as over a pulled cable).
 // `drop_mmio_writes` swallows register writes at those BAR5 byte offsets: a
 // driver that skips a boot step, for the tests that show the model catches it.
 #pragma once
@@ -23,13 +23,13 @@ class Gfx1100Direct : public am::pci_function {
  public:
   static constexpr uint64_t kStagingBus = 0x200000, kStagingBytes = 512 * 1024;
   static constexpr uint64_t kTriggerBus = 0x82200C;
-  explicit Gfx1100Direct(Gfx1100Model& m) : m_(m), sram_(kStagingBytes, 0) {
-    m_.dma_read = [this](uint64_t a, uint8_t* d, size_t n) {
+  explicit Gfx1100Direct(Gfx1100Model &m) : m_(m), sram_(kStagingBytes, 0) {
+    m_.dma_read = [this](uint64_t a, uint8_t *d, size_t n) {
       if (a < kStagingBus || a + n > kStagingBus + kStagingBytes) return false;
       std::memcpy(d, sram_.data() + (a - kStagingBus), n);
       return true;
     };
-    m_.dma_write = [this](uint64_t a, const uint8_t* s, size_t n) {
+    m_.dma_write = [this](uint64_t a, const uint8_t *s, size_t n) {
       if (a == kTriggerBus && n == 4) {
         triggered_ = armed_ != 0;  // a trigger before the arm completes nothing
         return true;
@@ -41,22 +41,26 @@ class Gfx1100Direct : public am::pci_function {
   }
   std::string name() const override { return "direct gfx1100 model"; }
   uint64_t bar_size(int bar) const override {
-    return bar == am::kBarVram ? m_.vram_bytes() : bar == am::kBarDoorbell ? (2u << 20) : bar == am::kBarMmio ? (512u << 10) : 0;
+    return bar == am::kBarVram       ? m_.vram_bytes()
+           : bar == am::kBarDoorbell ? (2u << 20)
+           : bar == am::kBarMmio     ? (512u << 10)
+                                     : 0;
   }
-  bool bar_read(int bar, uint64_t off, uint32_t* dw, size_t n, std::string* err) override {
+  bool bar_read(int bar, uint64_t off, uint32_t *dw, size_t n, std::string *err) override {
     if (!check(bar, off, n, err)) return false;
     for (size_t i = 0; i < n; ++i) dw[i] = m_.bar_read32(bar, off + 4 * i);
     return true;
   }
-  bool bar_write(int bar, uint64_t off, const uint32_t* dw, size_t n, std::string* err) override {
+  bool bar_write(int bar, uint64_t off, const uint32_t *dw, size_t n, std::string *err) override {
     if (!check(bar, off, n, err)) return false;
     for (size_t i = 0; i < n; ++i)
-      if (bar != am::kBarMmio || !drop_mmio_writes.count(off + 4 * i)) m_.bar_write32(bar, off + 4 * i, dw[i]);
+      if (bar != am::kBarMmio || !drop_mmio_writes.count(off + 4 * i))
+        m_.bar_write32(bar, off + 4 * i, dw[i]);
     return true;
   }
   uint64_t staging_bus_addr() const override { return kStagingBus; }
   uint64_t staging_bytes() const override { return kStagingBytes; }
-  bool staging_write(uint64_t off, const uint8_t* p, size_t n, std::string* err) override {
+  bool staging_write(uint64_t off, const uint8_t *p, size_t n, std::string *err) override {
     if (off + n > kStagingBytes) {
       *err = "staging write past the window";
       return false;
@@ -66,7 +70,7 @@ class Gfx1100Direct : public am::pci_function {
   }
 
   uint64_t staging_trigger_bus_addr() const override { return kTriggerBus; }
-  bool staging_read_arm(uint64_t off, size_t n, std::string* err) override {
+  bool staging_read_arm(uint64_t off, size_t n, std::string *err) override {
     if (off % 0x4000 || n == 0 || n % 512 || off + n > kStagingBytes) {
       *err = "staging read arm outside the window or not in 512-byte sectors";
       return false;
@@ -76,10 +80,11 @@ class Gfx1100Direct : public am::pci_function {
     triggered_ = false;
     return true;
   }
-  bool staging_read_collect(uint8_t* p, size_t n, std::string* err) override {
+  bool staging_read_collect(uint8_t *p, size_t n, std::string *err) override {
     if (!armed_ || n != armed_ || !triggered_) {
-      *err = !armed_ ? "staging read: nothing armed" : n != armed_ ? "staging read: not the armed size"
-                                                               : "staging read: the GPU never wrote the trigger";
+      *err = !armed_       ? "staging read: nothing armed"
+             : n != armed_ ? "staging read: not the armed size"
+                           : "staging read: the GPU never wrote the trigger";
       armed_ = 0;
       return false;
     }
@@ -94,12 +99,12 @@ class Gfx1100Direct : public am::pci_function {
   std::set<uint64_t> drop_mmio_writes;
 
  private:
-  Gfx1100Model& m_;
+  Gfx1100Model &m_;
   std::vector<uint8_t> sram_;
   uint64_t armed_off_ = 0;
   size_t armed_ = 0;
   bool triggered_ = false;
-  bool check(int bar, uint64_t off, size_t n, std::string* err) {
+  bool check(int bar, uint64_t off, size_t n, std::string *err) {
     if (++accesses > unplug_after) {
       *err = "device gone (unplugged)";
       return false;

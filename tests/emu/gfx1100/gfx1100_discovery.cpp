@@ -13,14 +13,14 @@
 namespace capgraph::emu {
 
 namespace {
-void put16(std::vector<uint8_t>& b, size_t at, uint16_t v) {
+void put16(std::vector<uint8_t> &b, size_t at, uint16_t v) {
   b[at] = uint8_t(v);
   b[at + 1] = uint8_t(v >> 8);
 }
-void put32(std::vector<uint8_t>& b, size_t at, uint32_t v) {
+void put32(std::vector<uint8_t> &b, size_t at, uint32_t v) {
   for (int i = 0; i < 4; ++i) b[at + i] = uint8_t(v >> (8 * i));
 }
-uint16_t byte_sum(const std::vector<uint8_t>& b, size_t from, size_t to) {
+uint16_t byte_sum(const std::vector<uint8_t> &b, size_t from, size_t to) {
   uint16_t s = 0;
   for (size_t i = from; i < to; ++i) s = uint16_t(s + b[i]);
   return s;
@@ -55,7 +55,7 @@ std::vector<uint8_t> gfx1100_discovery_binary() {
   b.resize(die_off + 4, 0);
   put16(b, die_off, 0);
   put16(b, die_off + 2, uint16_t(blocks.size()));
-  for (const block& k : blocks) {
+  for (const block &k : blocks) {
     const size_t at = b.size();
     b.resize(at + 8 + 4 * k.base.size(), 0);
     put16(b, at, k.hw);

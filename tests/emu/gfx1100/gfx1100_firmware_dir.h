@@ -4,11 +4,10 @@
 #pragma once
 
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
-
-#include <unistd.h>
 
 #include "am_firmware_synthetic.h"
 
@@ -17,7 +16,8 @@ namespace capgraph::emu {
 inline std::string synthetic_fw_dir() {
   static const std::string dir = [] {
     namespace fs = std::filesystem;
-    const fs::path d = fs::temp_directory_path() / ("capgraph_gfx1100_fw_" + std::to_string(::getpid()));
+    const fs::path d =
+        fs::temp_directory_path() / ("capgraph_gfx1100_fw_" + std::to_string(::getpid()));
     fs::create_directories(d);
     std::string err;
     REQUIRE_MESSAGE(am::synthetic_firmware_write(d.string(), &err), err);

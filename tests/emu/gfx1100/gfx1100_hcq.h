@@ -11,15 +11,15 @@ namespace capgraph::emu {
 
 class Gfx1100Transport : public amd::am_transport {
  public:
-  Gfx1100Transport(am::device& dev, Gfx1100Model& model, std::string label)
+  Gfx1100Transport(am::device &dev, Gfx1100Model &model, std::string label)
       : am_transport(dev, std::move(label)), model_(model) {}
-  capgraph_status capture_attach(const fb::Capture* c, const std::vector<uint64_t>& program_gpu,
-                                 std::string* err) override {
+  capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
+                                 std::string *err) override {
     return model_.engine().capture_attach(c, program_gpu, err);
   }
 
  private:
-  Gfx1100Model& model_;
+  Gfx1100Model &model_;
 };
 
 }  // namespace capgraph::emu

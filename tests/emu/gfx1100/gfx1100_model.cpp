@@ -27,7 +27,9 @@ std::string hex(uint64_t v) {
   std::snprintf(b, sizeof b, "0x%llx", (unsigned long long)v);
   return b;
 }
-uint32_t get32(const uint8_t* p) { return uint32_t(p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24); }
+uint32_t get32(const uint8_t *p) {
+  return uint32_t(p[0] | p[1] << 8 | p[2] << 16 | uint32_t(p[3]) << 24);
+}
 
 // Field bits (gc_11_0_0_sh_mask.h, mmhub_3_0_0_sh_mask.h).
 constexpr uint32_t kRs64Pipe0Reset = 1u << 16, kRs64Pipe0Active = 1u << 26, kRs64Halt = 1u << 30;
@@ -49,7 +51,7 @@ constexpr uint32_t kL1TlbEnable = 1u, kL1TlbAdvancedDriverModel = 1u << 6, kL2Ca
 // dwords 4/5 (am_ih.h, from Linux amdgpu_ih_decode_iv_helper and
 // gmc_v11_0_process_interrupt).
 
-const char* bl_name(uint32_t cmd) {
+const char *bl_name(uint32_t cmd) {
   switch (cmd) {
     case psp_bl_load_key_database: return "LOAD_KEY_DATABASE";
     case psp_bl_load_tos_spl_table: return "LOAD_TOS_SPL_TABLE";
@@ -65,25 +67,30 @@ Gfx1100Model::Gfx1100Model(Options o) : opt_(o) {
   discovery_ = gfx1100_discovery_binary();
   discovery_table t;
   std::string err;
-  if (!discovery_parse(discovery_.data(), discovery_.size(), &t, &err) || !reg_map_build(t, &map_, &err))
+  if (!discovery_parse(discovery_.data(), discovery_.size(), &t, &err) ||
+      !reg_map_build(t, &map_, &err))
     fault("model: own discovery table: " + err);
   // What the PSP must be handed: the synthetic files' pieces.
   firmware_file f;
-  if (firmware_parse("psp_13_0_0_sos.bin", synthetic_firmware_file("psp_13_0_0_sos.bin"), &f, &err)) {
-    for (const psp_bin& b : f.psp_bins)
-      sos_bins_[b.fw_type] = std::vector<uint8_t>(f.bytes.begin() + b.offset, f.bytes.begin() + b.offset + b.size);
+  if (firmware_parse("psp_13_0_0_sos.bin", synthetic_firmware_file("psp_13_0_0_sos.bin"), &f,
+                     &err)) {
+    for (const psp_bin &b : f.psp_bins)
+      sos_bins_[b.fw_type] =
+          std::vector<uint8_t>(f.bytes.begin() + b.offset, f.bytes.begin() + b.offset + b.size);
   } else {
     fault("model: synthetic sOS: " + err);
   }
-  for (const char* name : {"smu_13_0_0.bin", "sdma_6_0_0.bin", "gc_11_0_0_mec.bin", "gc_11_0_0_imu.bin",
-                           "gc_11_0_0_rlc.bin"}) {
+  for (const char *name : {"smu_13_0_0.bin", "sdma_6_0_0.bin", "gc_11_0_0_mec.bin",
+                           "gc_11_0_0_imu.bin", "gc_11_0_0_rlc.bin"}) {
     ucode_file_pieces p;
-    if (!firmware_parse(name, synthetic_firmware_file(name), &f, &err) || !ucode_locate(f, &p, &err)) {
+    if (!firmware_parse(name, synthetic_firmware_file(name), &f, &err) ||
+        !ucode_locate(f, &p, &err)) {
       fault(std::string("model: synthetic ") + name + ": " + err);
       continue;
     }
-    for (const ucode_piece& u : p.pieces)
-      pieces_[u.fw_type] = {u.name, std::vector<uint8_t>(f.bytes.begin() + u.offset, f.bytes.begin() + u.offset + u.size)};
+    for (const ucode_piece &u : p.pieces)
+      pieces_[u.fw_type] = {u.name, std::vector<uint8_t>(f.bytes.begin() + u.offset,
+                                                         f.bytes.begin() + u.offset + u.size)};
     if (p.mec_ucode_start) mec_start_ = p.mec_ucode_start;
   }
   power_cycle();
@@ -91,7 +98,7 @@ Gfx1100Model::Gfx1100Model(Options o) : opt_(o) {
 
 Gfx1100Model::~Gfx1100Model() = default;
 
-void Gfx1100Model::vram_free::operator()(uint8_t* p) const { std::free(p); }
+void Gfx1100Model::vram_free::operator()(uint8_t *p) const { std::free(p); }
 
 void Gfx1100Model::reset_state() {
   regs_.clear();
@@ -106,11 +113,12 @@ void Gfx1100Model::reset_state() {
   hqd_active_.clear();
   latched_[0] = latched_[1] = false;
   hdp_dirty_ = rlc_safe_mode_ = false;
-  engine_ = std::make_unique<amd::fake_gpu>(*amd::chip_find("gfx1100"),
-                                            opt_.engine_twins ? amd::fake_mode::twin : amd::fake_mode::emulate);
+  engine_ = std::make_unique<amd::fake_gpu>(
+      *amd::chip_find("gfx1100"),
+      opt_.engine_twins ? amd::fake_mode::twin : amd::fake_mode::emulate);
   // The engine's SDMA reaches SYSTEM pages (the bridge SRAM and windows) through the GC walk
   // and bus-master DMA, as the GPU's does; a failed walk is a GC VM fault (gpu_read/gpu_write).
-  engine_->bus_access = [this](uint64_t va, uint8_t* p, size_t n, bool write) {
+  engine_->bus_access = [this](uint64_t va, uint8_t *p, size_t n, bool write) {
     std::string why;
     return write ? gpu_write(true, va, p, n, &why) : gpu_read(true, va, p, n, &why);
   };
@@ -120,7 +128,8 @@ void Gfx1100Model::reset_state() {
   engine_fault_seen_.clear();
   // Read-only state a cold GPU presents.
   regs_[map_[regRCC_DEV0_EPF0_RCC_CONFIG_MEMSIZE]] = uint32_t(opt_.vram_bytes >> 20);
-  const uint32_t fb_lo = uint32_t(opt_.fb_base >> 24), fb_hi = uint32_t((opt_.fb_base + opt_.vram_bytes - 1) >> 24);
+  const uint32_t fb_lo = uint32_t(opt_.fb_base >> 24),
+                 fb_hi = uint32_t((opt_.fb_base + opt_.vram_bytes - 1) >> 24);
   regs_[map_[regMMMC_VM_FB_LOCATION_BASE]] = regs_[map_[regGCMC_VM_FB_LOCATION_BASE]] = fb_lo;
   regs_[map_[regMMMC_VM_FB_LOCATION_TOP]] = regs_[map_[regGCMC_VM_FB_LOCATION_TOP]] = fb_hi;
   regs_[map_[regCP_MEC_RS64_CNTL]] = kRs64Halt;
@@ -129,16 +138,16 @@ void Gfx1100Model::reset_state() {
 
 void Gfx1100Model::power_cycle() {
   reset_state();
-  vram_.reset(static_cast<uint8_t*>(std::calloc(opt_.vram_bytes, 1)));
+  vram_.reset(static_cast<uint8_t *>(std::calloc(opt_.vram_bytes, 1)));
   vram_write(opt_.vram_bytes - kDiscoveryOffsetFromVramEnd, discovery_.data(), discovery_.size());
 }
 
-void Gfx1100Model::fault(const std::string& what) {
+void Gfx1100Model::fault(const std::string &what) {
   faults.push_back(what);
   log("FAULT " + what);
 }
 
-void Gfx1100Model::log(const std::string& line) {
+void Gfx1100Model::log(const std::string &line) {
   if (trace_on) trace.push_back(line);
 }
 
@@ -146,14 +155,14 @@ void Gfx1100Model::log(const std::string& line) {
 
 // Bytes past the end of VRAM read as 0 and are not written (they decode to
 // nothing on a real GPU either).
-void Gfx1100Model::vram_read(uint64_t pa, void* dst, size_t n) const {
-  auto* d = static_cast<uint8_t*>(dst);
+void Gfx1100Model::vram_read(uint64_t pa, void *dst, size_t n) const {
+  auto *d = static_cast<uint8_t *>(dst);
   const size_t in = pa >= opt_.vram_bytes ? 0 : size_t(std::min<uint64_t>(n, opt_.vram_bytes - pa));
   std::memcpy(d, vram_.get() + pa, in);
   std::memset(d + in, 0, n - in);
 }
 
-void Gfx1100Model::vram_write(uint64_t pa, const void* src, size_t n) {
+void Gfx1100Model::vram_write(uint64_t pa, const void *src, size_t n) {
   const size_t in = pa >= opt_.vram_bytes ? 0 : size_t(std::min<uint64_t>(n, opt_.vram_bytes - pa));
   std::memcpy(vram_.get() + pa, src, in);
 }
@@ -186,7 +195,8 @@ void Gfx1100Model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_e
     // Doorbells are 64-bit slots; the queues would run here (issue 14, HCQ).
     if (off & 4) return;  // the high half of a 64-bit slot: the low half was checked
     if (!(reg(regRCC_DEV0_EPF0_RCC_DOORBELL_APER_EN) & 1)) {
-      fault("doorbell write at " + hex(off) + " with the doorbell aperture off (RCC_DOORBELL_APER_EN)");
+      fault("doorbell write at " + hex(off) +
+            " with the doorbell aperture off (RCC_DOORBELL_APER_EN)");
       return;
     }
     log("doorbell " + hex(off >> 3) + " = " + hex(v));
@@ -195,15 +205,21 @@ void Gfx1100Model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_e
   }
 }
 
-void Gfx1100Model::attach(PcieEndpoint& ep) {
+void Gfx1100Model::attach(PcieEndpoint &ep) {
   static const int kBar[3] = {0, 2, 5};
-  ep.bar_read_hook = [this](int i, uint64_t off, uint32_t* v) {
+  ep.bar_read_hook = [this](int i, uint64_t off, uint32_t *v) {
     *v = bar_read32(kBar[i], off);
     return true;
   };
-  ep.bar_write_hook = [this](int i, uint64_t off, uint32_t v, uint8_t be) { bar_write32(kBar[i], off, v, be); };
-  dma_read = [&ep](uint64_t a, uint8_t* d, size_t n) { return ep.dma_read && ep.dma_read(a, d, n); };
-  dma_write = [&ep](uint64_t a, const uint8_t* s, size_t n) { return ep.dma_write && ep.dma_write(a, s, n); };
+  ep.bar_write_hook = [this](int i, uint64_t off, uint32_t v, uint8_t be) {
+    bar_write32(kBar[i], off, v, be);
+  };
+  dma_read = [&ep](uint64_t a, uint8_t *d, size_t n) {
+    return ep.dma_read && ep.dma_read(a, d, n);
+  };
+  dma_write = [&ep](uint64_t a, const uint8_t *s, size_t n) {
+    return ep.dma_write && ep.dma_write(a, s, n);
+  };
 }
 
 // ---- registers ------------------------------------------------------------
@@ -255,8 +271,10 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
     if (a == map_[regCP_HQD_ACTIVE] || a == map_[regCP_HQD_DEQUEUE_REQUEST]) {
       log("w " + std::string(r == reg_count ? hex(a) : reg_info(r).name) + " = " + hex(v));
       if (a == map_[regCP_HQD_ACTIVE] && (v & 1)) hqd_activate();
-      const bool stop = (a == map_[regCP_HQD_ACTIVE] && !(v & 1)) || (a == map_[regCP_HQD_DEQUEUE_REQUEST] && v);
-      if (stop && hqd_active_.erase(hqd_bank()) && a == map_[regCP_HQD_DEQUEUE_REQUEST]) log("hqd dequeued");
+      const bool stop =
+          (a == map_[regCP_HQD_ACTIVE] && !(v & 1)) || (a == map_[regCP_HQD_DEQUEUE_REQUEST] && v);
+      if (stop && hqd_active_.erase(hqd_bank()) && a == map_[regCP_HQD_DEQUEUE_REQUEST])
+        log("hqd dequeued");
       if (stop && engine_hqd_.count(hqd_bank())) {
         engine_->queue_detach(engine_hqd_[hqd_bank()]);
         engine_hqd_.erase(hqd_bank());
@@ -290,9 +308,7 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
       regs_[a] = v;
       psp_bootloader(v);
       return;
-    case regMP0_SMN_C2PMSG_64:
-      psp_ring_ctrl(v);
-      return;
+    case regMP0_SMN_C2PMSG_64: psp_ring_ctrl(v); return;
     case regMP0_SMN_C2PMSG_67:
       regs_[a] = v;
       psp_ring_run(v);
@@ -310,12 +326,8 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
         regs_[map_[regMP1_SMN_C2PMSG_54]] = kSmuRespOk;
       }
       return;
-    case regMMVM_INVALIDATE_ENG17_REQ:
-      gc_invalidate(false, v);
-      return;
-    case regGCVM_INVALIDATE_ENG17_REQ:
-      gc_invalidate(true, v);
-      return;
+    case regMMVM_INVALIDATE_ENG17_REQ: gc_invalidate(false, v); return;
+    case regGCVM_INVALIDATE_ENG17_REQ: gc_invalidate(true, v); return;
     case regCP_MEC_RS64_CNTL:
       regs_[a] = v;
       mec_cntl(v);
@@ -333,7 +345,7 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
       }
       if (v & kSoftResetCp) {
         hqd_active_.clear();
-        for (auto& [bank, h] : engine_hqd_) engine_->queue_detach(h);
+        for (auto &[bank, h] : engine_hqd_) engine_->queue_detach(h);
         engine_hqd_.clear();
       }
       return;
@@ -342,9 +354,7 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
       regs_[a] = 0;  // write clears (model choice; Linux clears through the invalidate request bit)
       return;
     case regSH_MEM_CONFIG:
-    case regSH_MEM_BASES:
-      regs_[sh_mem_key(a)] = v;
-      return;
+    case regSH_MEM_BASES: regs_[sh_mem_key(a)] = v; return;
     case regRLC_SAFE_MODE:
       // The RLC acts on cmd and clears it (Linux gfx_v11_0_rlc_enter_safe_mode
       // waits for that); with no RLC firmware running nobody answers.
@@ -359,9 +369,7 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
       if (!rlc_safe_mode_) fault("RLC_CGCG_CGLS_CTRL changed outside RLC safe mode");
       regs_[a] = v;
       return;
-    default:
-      regs_[a] = v;
-      return;
+    default: regs_[a] = v; return;
   }
 }
 
@@ -374,18 +382,23 @@ void Gfx1100Model::gc_invalidate(bool gc, uint32_t req) {
   hdp_check(gc ? "GC TLB invalidation (the page walker)" : "MM TLB invalidation (the page walker)");
   regs_[map_[gc ? regGCVM_INVALIDATE_ENG17_ACK : regMMVM_INVALIDATE_ENG17_ACK]] = vmids;
   if (vmids & 1) {
-    const uint64_t lo = reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32 : regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32);
-    const uint64_t hi = reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32 : regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32);
+    const uint64_t lo = reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32
+                               : regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_LO32);
+    const uint64_t hi = reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32
+                               : regMMVM_CONTEXT0_PAGE_TABLE_BASE_ADDR_HI32);
     root_latched_[gc] = (lo | hi << 32);
     latched_[gc] = true;
     log(std::string(gc ? "gc" : "mm") + " tlb invalidate vmid0 root " + hex(root_latched_[gc]));
   }
 }
 
-void Gfx1100Model::vm_fault(bool gc, uint64_t addr, const std::string& why) {
-  regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_STATUS : regMMVM_L2_PROTECTION_FAULT_STATUS]] = kFaultMappingError;
-  regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_ADDR_LO32 : regMMVM_L2_PROTECTION_FAULT_ADDR_LO32]] = uint32_t(addr >> 12);
-  regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_ADDR_HI32 : regMMVM_L2_PROTECTION_FAULT_ADDR_HI32]] = uint32_t(addr >> 44) & 0xF;
+void Gfx1100Model::vm_fault(bool gc, uint64_t addr, const std::string &why) {
+  regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_STATUS : regMMVM_L2_PROTECTION_FAULT_STATUS]] =
+      kFaultMappingError;
+  regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_ADDR_LO32 : regMMVM_L2_PROTECTION_FAULT_ADDR_LO32]] =
+      uint32_t(addr >> 12);
+  regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_ADDR_HI32 : regMMVM_L2_PROTECTION_FAULT_ADDR_HI32]] =
+      uint32_t(addr >> 44) & 0xF;
   fault(std::string(gc ? "GCVM" : "MMVM") + " page fault at " + hex(addr) + ": " + why);
   // The interrupt ring entry, when the driver turned the IH ring on. The IH
   // writes its ring and write-pointer copy at MC addresses inside the FB
@@ -395,12 +408,15 @@ void Gfx1100Model::vm_fault(bool gc, uint64_t addr, const std::string& why) {
   const uint64_t base = (uint64_t(reg(regIH_RB_BASE)) | uint64_t(reg(regIH_RB_BASE_HI)) << 32) << 8;
   const uint32_t size = 4u << ((reg(regIH_RB_CNTL) >> 1) & 0x1F);  // rb_size: log2 of dwords
   uint32_t wptr = (reg(regIH_RB_WPTR) & 0x3FFFC) % size;
-  const uint32_t e[8] = {gc ? kIhClientGfx : kIhClientVmc, 0, 0, 0, uint32_t(addr >> 12), uint32_t(addr >> 44) & 0xF, 0, 0};
+  const uint32_t e[8] = {gc ? kIhClientGfx : kIhClientVmc, 0, 0, 0, uint32_t(addr >> 12),
+                         uint32_t(addr >> 44) & 0xF,       0, 0};
   if (base >= fb && base - fb + size <= opt_.vram_bytes) vram_write(base - fb + wptr, e, sizeof e);
   wptr = (wptr + kIhEntryBytes) % size;
   regs_[map_[regIH_RB_WPTR]] = wptr;
-  const uint64_t wb = uint64_t(reg(regIH_RB_WPTR_ADDR_LO)) | uint64_t(reg(regIH_RB_WPTR_ADDR_HI) & 0xFFFF) << 32;
-  if ((reg(regIH_RB_CNTL) & kIhWptrWriteback) && wb >= fb && wb - fb + 4 <= opt_.vram_bytes) vram_write(wb - fb, &wptr, 4);
+  const uint64_t wb =
+      uint64_t(reg(regIH_RB_WPTR_ADDR_LO)) | uint64_t(reg(regIH_RB_WPTR_ADDR_HI) & 0xFFFF) << 32;
+  if ((reg(regIH_RB_CNTL) & kIhWptrWriteback) && wb >= fb && wb - fb + 4 <= opt_.vram_bytes)
+    vram_write(wb - fb, &wptr, 4);
 }
 
 // What a hub needs before it translates anything: the setup every source's
@@ -408,9 +424,9 @@ void Gfx1100Model::vm_fault(bool gc, uint64_t addr, const std::string& why) {
 // init_system_aperture_regs; tinygrad AM_GMC.init_hub). A cold hub has all of
 // these 0 (model choice): L1 TLB and L2 off, and an AGP aperture of
 // BOT 0..TOP 0 that is open.
-bool Gfx1100Model::hub_ready(bool gc, std::string* why) const {
+bool Gfx1100Model::hub_ready(bool gc, std::string *why) const {
   const uint32_t l1 = reg(gc ? regGCMC_VM_MX_L1_TLB_CNTL : regMMMC_VM_MX_L1_TLB_CNTL);
-  const char* hub = gc ? "GC" : "MM";
+  const char *hub = gc ? "GC" : "MM";
   if (!(l1 & kL1TlbEnable) || ((l1 >> 3) & 3) != 3 || !(l1 & kL1TlbAdvancedDriverModel)) {
     *why = std::string(hub) + " hub L1 TLB not set up (MC_VM_MX_L1_TLB_CNTL " + hex(l1) +
            ": enable_l1_tlb, system_access_mode 3, enable_advanced_driver_model)";
@@ -420,16 +436,18 @@ bool Gfx1100Model::hub_ready(bool gc, std::string* why) const {
     *why = std::string(hub) + " hub L2 cache off (VM_L2_CNTL.enable_l2_cache)";
     return false;
   }
-  if (reg(gc ? regGCMC_VM_AGP_BOT : regMMMC_VM_AGP_BOT) <= reg(gc ? regGCMC_VM_AGP_TOP : regMMMC_VM_AGP_TOP)) {
+  if (reg(gc ? regGCMC_VM_AGP_BOT : regMMMC_VM_AGP_BOT) <=
+      reg(gc ? regGCMC_VM_AGP_TOP : regMMMC_VM_AGP_TOP)) {
     *why = std::string(hub) + " hub AGP aperture open (MC_VM_AGP_BOT <= AGP_TOP)";
     return false;
   }
   return true;
 }
 
-bool Gfx1100Model::hdp_check(const char* reader) {
+bool Gfx1100Model::hdp_check(const char *reader) {
   if (!hdp_dirty_) return true;
-  fault(std::string("HDP: ") + reader + " read VRAM while CPU writes over BAR0 were not flushed (no write to the "
+  fault(std::string("HDP: ") + reader +
+        " read VRAM while CPU writes over BAR0 were not flushed (no write to the "
         "remapped HDP_MEM_FLUSH_CNTL since): the GPU would see stale data");
   hdp_dirty_ = false;  // reported once
   return false;
@@ -445,10 +463,17 @@ uint32_t Gfx1100Model::sh_mem_key(uint32_t addr) const {
   return addr | vmid << 24;
 }
 
-bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* system, std::string* why) {
-  const uint64_t fb = (uint64_t(reg(gc ? regGCMC_VM_FB_LOCATION_BASE : regMMMC_VM_FB_LOCATION_BASE)) & 0xFFFFFF) << 24;
-  const uint64_t lo = uint64_t(reg(gc ? regGCMC_VM_SYSTEM_APERTURE_LOW_ADDR : regMMMC_VM_SYSTEM_APERTURE_LOW_ADDR)) << 18;
-  const uint64_t hi = uint64_t(reg(gc ? regGCMC_VM_SYSTEM_APERTURE_HIGH_ADDR : regMMMC_VM_SYSTEM_APERTURE_HIGH_ADDR)) << 18;
+bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t *pa, bool *system,
+                                 std::string *why) {
+  const uint64_t fb =
+      (uint64_t(reg(gc ? regGCMC_VM_FB_LOCATION_BASE : regMMMC_VM_FB_LOCATION_BASE)) & 0xFFFFFF)
+      << 24;
+  const uint64_t lo =
+      uint64_t(reg(gc ? regGCMC_VM_SYSTEM_APERTURE_LOW_ADDR : regMMMC_VM_SYSTEM_APERTURE_LOW_ADDR))
+      << 18;
+  const uint64_t hi = uint64_t(reg(gc ? regGCMC_VM_SYSTEM_APERTURE_HIGH_ADDR
+                                      : regMMMC_VM_SYSTEM_APERTURE_HIGH_ADDR))
+                      << 18;
   *system = false;
   if (!hub_ready(gc, why)) {
     vm_fault(gc, addr, *why);
@@ -470,14 +495,20 @@ bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* sys
     vm_fault(gc, addr, *why);
     return false;
   }
-  const uint64_t start =
-      (uint64_t(reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32 : regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32)) |
-       uint64_t(reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32 : regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32) & 0xF) << 32)
-      << 12;
-  const uint64_t end =
-      (uint64_t(reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32 : regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32)) |
-       uint64_t(reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32 : regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32) & 0xF) << 32)
-      << 12;
+  const uint64_t start = (uint64_t(reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32
+                                          : regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32)) |
+                          uint64_t(reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32
+                                          : regMMVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32) &
+                                   0xF)
+                              << 32)
+                         << 12;
+  const uint64_t end = (uint64_t(reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32
+                                        : regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_LO32)) |
+                        uint64_t(reg(gc ? regGCVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32
+                                        : regMMVM_CONTEXT0_PAGE_TABLE_END_ADDR_HI32) &
+                                 0xF)
+                            << 32)
+                       << 12;
   if (addr < start || addr > end + 0xFFF) {
     *why = "outside VM context 0's range " + hex(start) + ".." + hex(end);
     vm_fault(gc, addr, *why);
@@ -491,7 +522,7 @@ bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* sys
     return false;
   }
   vm_walk w;
-  auto rd = [this](uint64_t p, uint64_t* v) {
+  auto rd = [this](uint64_t p, uint64_t *v) {
     if (p + 8 > opt_.vram_bytes) return false;
     vram_read(p, v, 8);
     return true;
@@ -508,16 +539,19 @@ bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* sys
 // One page at a time: each page is translated on its own (consecutive GPU
 // pages need not be consecutive in VRAM), SYSTEM pages go upstream by
 // bus-master DMA.
-bool Gfx1100Model::gpu_access(bool gc, uint64_t addr, uint8_t* p, size_t n, bool write, std::string* why) {
+bool Gfx1100Model::gpu_access(bool gc, uint64_t addr, uint8_t *p, size_t n, bool write,
+                              std::string *why) {
   while (n) {
     const size_t in = std::min<size_t>(n, 4096 - (addr & 0xFFF));
     uint64_t pa = 0;
     bool sys = false;
     if (!gpu_translate(gc, addr, &pa, &sys, why)) return false;
     if (sys) {
-      const bool ok = write ? (dma_write && dma_write(pa, p, in)) : (dma_read && dma_read(pa, p, in));
+      const bool ok =
+          write ? (dma_write && dma_write(pa, p, in)) : (dma_read && dma_read(pa, p, in));
       if (!ok) {
-        *why = std::string("bus-master ") + (write ? "write to " : "read of ") + hex(pa) + " not answered (bridge)";
+        *why = std::string("bus-master ") + (write ? "write to " : "read of ") + hex(pa) +
+               " not answered (bridge)";
         return false;
       }
     } else if (write) {
@@ -530,17 +564,20 @@ bool Gfx1100Model::gpu_access(bool gc, uint64_t addr, uint8_t* p, size_t n, bool
   return true;
 }
 
-bool Gfx1100Model::gpu_read(bool gc, uint64_t addr, uint8_t* dst, size_t n, std::string* why) {
+bool Gfx1100Model::gpu_read(bool gc, uint64_t addr, uint8_t *dst, size_t n, std::string *why) {
   return gpu_access(gc, addr, dst, n, false, why);
 }
 
-bool Gfx1100Model::gpu_write(bool gc, uint64_t addr, const uint8_t* src, size_t n, std::string* why) {
-  return gpu_access(gc, addr, const_cast<uint8_t*>(src), n, true, why);  // not written through on a write
+bool Gfx1100Model::gpu_write(bool gc, uint64_t addr, const uint8_t *src, size_t n,
+                             std::string *why) {
+  return gpu_access(gc, addr, const_cast<uint8_t *>(src), n, true,
+                    why);  // not written through on a write
 }
 
 // ---- PSP ------------------------------------------------------------------
 
-bool Gfx1100Model::psp_check_bytes(uint64_t gpu_addr, const std::vector<uint8_t>& want, size_t n, const char* what) {
+bool Gfx1100Model::psp_check_bytes(uint64_t gpu_addr, const std::vector<uint8_t> &want, size_t n,
+                                   const char *what) {
   std::vector<uint8_t> got(n);
   std::string why;
   if (!gpu_read(false, gpu_addr, got.data(), n, &why)) {
@@ -550,7 +587,8 @@ bool Gfx1100Model::psp_check_bytes(uint64_t gpu_addr, const std::vector<uint8_t>
   for (size_t i = 0; i < n; ++i)
     if (i >= want.size() || got[i] != want[i]) {
       fault(std::string("PSP: ") + what + " byte " + std::to_string(i) + " is " + hex(got[i]) +
-            ", not the firmware's " + (i < want.size() ? hex(want[i]) : std::string("(past its end)")));
+            ", not the firmware's " +
+            (i < want.size() ? hex(want[i]) : std::string("(past its end)")));
       return false;
     }
   return true;
@@ -569,13 +607,13 @@ void Gfx1100Model::psp_bootloader(uint32_t cmd) {
                {psp_bl_load_sosdrv, psp_fw_sos}};
   size_t next = bl_done_.size();
   if (next >= 4 || order[next].cmd != cmd || sos_alive_) {
-    fault(std::string("PSP bootloader: ") + bl_name(cmd) + " (" + hex(cmd) + ") out of order after " +
-          std::to_string(bl_done_.size()) + " components");
+    fault(std::string("PSP bootloader: ") + bl_name(cmd) + " (" + hex(cmd) +
+          ") out of order after " + std::to_string(bl_done_.size()) + " components");
     bl_busy_forever_ = true;
     return;
   }
   const uint64_t addr = uint64_t(reg(regMP0_SMN_C2PMSG_36)) << 20;
-  const auto& want = sos_bins_[order[next].bin];
+  const auto &want = sos_bins_[order[next].bin];
   // The bootloader reads the component's own header; the model checks the
   // first 256 bytes and the last one (the size is not in the mailbox).
   std::vector<uint8_t> head(want.begin(), want.begin() + std::min<size_t>(256, want.size()));
@@ -608,7 +646,8 @@ void Gfx1100Model::psp_ring_ctrl(uint32_t v) {
     ring_ready_ = true;
     psp_rptr_ = 0;
     regs_[map_[regMP0_SMN_C2PMSG_67]] = 0;
-    log("psp KM ring at " + hex(uint64_t(reg(regMP0_SMN_C2PMSG_69)) | uint64_t(reg(regMP0_SMN_C2PMSG_70)) << 32) +
+    log("psp KM ring at " +
+        hex(uint64_t(reg(regMP0_SMN_C2PMSG_69)) | uint64_t(reg(regMP0_SMN_C2PMSG_70)) << 32) +
         " size " + hex(size));
     return;
   }
@@ -622,7 +661,8 @@ void Gfx1100Model::psp_ring_run(uint32_t wptr) {
     return;
   }
   hdp_check("the PSP (KM ring frame and command)");
-  const uint64_t ring = uint64_t(reg(regMP0_SMN_C2PMSG_69)) | uint64_t(reg(regMP0_SMN_C2PMSG_70)) << 32;
+  const uint64_t ring = uint64_t(reg(regMP0_SMN_C2PMSG_69)) | uint64_t(reg(regMP0_SMN_C2PMSG_70))
+                                                                  << 32;
   const uint32_t ring_dw = reg(regMP0_SMN_C2PMSG_71) / 4;
   std::string why;
   while (psp_rptr_ != wptr) {
@@ -633,7 +673,8 @@ void Gfx1100Model::psp_ring_run(uint32_t wptr) {
     }
     psp_rptr_ += kPspFrameBytes / 4;
     const uint64_t cmd = get32(fr + kPspFrameCmdLo) | uint64_t(get32(fr + kPspFrameCmdHi)) << 32;
-    const uint64_t fence = get32(fr + kPspFrameFenceLo) | uint64_t(get32(fr + kPspFrameFenceHi)) << 32;
+    const uint64_t fence = get32(fr + kPspFrameFenceLo) | uint64_t(get32(fr + kPspFrameFenceHi))
+                                                              << 32;
     uint32_t tmr = 0;
     const uint32_t status = psp_command(cmd, &tmr);
     uint8_t resp[kPspCmdBytes];
@@ -642,11 +683,11 @@ void Gfx1100Model::psp_ring_run(uint32_t wptr) {
     std::memcpy(resp + kPspRespTmrSize, &tmr, 4);
     gpu_write(false, cmd, resp, sizeof resp, &why);
     const uint32_t fv = get32(fr + kPspFrameFenceValue);
-    gpu_write(false, fence, reinterpret_cast<const uint8_t*>(&fv), 4, &why);
+    gpu_write(false, fence, reinterpret_cast<const uint8_t *>(&fv), 4, &why);
   }
 }
 
-uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t* tmr_size) {
+uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t *tmr_size) {
   constexpr uint32_t kBad = 0xFFFF0005;  // a failure status (model choice: any non-zero is one)
   uint8_t c[kPspCmdBytes];
   std::string why;
@@ -655,14 +696,15 @@ uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t* tmr_size) {
     return kBad;
   }
   const uint32_t id = get32(c + kPspCmdId);
-  const uint8_t* a = c + kPspCmdArgs;
+  const uint8_t *a = c + kPspCmdArgs;
   const uint64_t addr = get32(a) | uint64_t(get32(a + 4)) << 32;
   const uint32_t size = get32(a + 8);
   switch (id) {
     case psp_cmd_load_toc: {
-      const auto& want = sos_bins_[psp_fw_toc];
+      const auto &want = sos_bins_[psp_fw_toc];
       if (size != want.size()) {
-        fault("PSP LOAD_TOC: size " + std::to_string(size) + ", the TOC is " + std::to_string(want.size()));
+        fault("PSP LOAD_TOC: size " + std::to_string(size) + ", the TOC is " +
+              std::to_string(want.size()));
         return kBad;
       }
       if (!psp_check_bytes(addr, want, size, "TOC")) return kBad;
@@ -674,14 +716,16 @@ uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t* tmr_size) {
     case psp_cmd_setup_tmr: {
       const uint32_t flags = get32(a + 12);
       if (!toc_loaded_ || !smu_fw_) {
-        fault(std::string("PSP SETUP_TMR before ") + (!toc_loaded_ ? "LOAD_TOC" : "the SMU firmware"));
+        fault(std::string("PSP SETUP_TMR before ") +
+              (!toc_loaded_ ? "LOAD_TOC" : "the SMU firmware"));
         return kBad;
       }
       const uint64_t fb = (uint64_t(reg(regMMMC_VM_FB_LOCATION_BASE)) & 0xFFFFFF) << 24;
-      if (size != opt_.tmr_bytes || (addr & 0xFFFFF) || addr < fb || addr + size > fb + opt_.vram_bytes ||
-          !(flags & kPspTmrFlagVirtPhyAddr)) {
+      if (size != opt_.tmr_bytes || (addr & 0xFFFFF) || addr < fb ||
+          addr + size > fb + opt_.vram_bytes || !(flags & kPspTmrFlagVirtPhyAddr)) {
         fault("PSP SETUP_TMR: buffer " + hex(addr) + " size " + hex(size) + " flags " + hex(flags) +
-              " (want the TOC's size " + hex(opt_.tmr_bytes) + ", 1 MiB aligned in VRAM, virt_phy_addr)");
+              " (want the TOC's size " + hex(opt_.tmr_bytes) +
+              ", 1 MiB aligned in VRAM, virt_phy_addr)");
         return kBad;
       }
       tmr_set_ = true;
@@ -692,12 +736,14 @@ uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t* tmr_size) {
       const uint32_t type = get32(a + 12);
       auto it = pieces_.find(type);
       if (it == pieces_.end()) {
-        fault("PSP LOAD_IP_FW: firmware type " + std::to_string(type) + " is not one a gfx1100 boot loads");
+        fault("PSP LOAD_IP_FW: firmware type " + std::to_string(type) +
+              " is not one a gfx1100 boot loads");
         return kBad;
       }
-      const std::string& name = it->second.name;
+      const std::string &name = it->second.name;
       if (type == gfx_fw_smu ? tmr_set_ : !tmr_set_) {
-        fault("PSP LOAD_IP_FW " + name + (type == gfx_fw_smu ? " after" : " before") + " SETUP_TMR");
+        fault("PSP LOAD_IP_FW " + name + (type == gfx_fw_smu ? " after" : " before") +
+              " SETUP_TMR");
         return kBad;
       }
       if (size != it->second.bytes.size()) {
@@ -713,7 +759,7 @@ uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t* tmr_size) {
       return 0;
     }
     case psp_cmd_autoload_rlc: {
-      for (const auto& p : pieces_)
+      for (const auto &p : pieces_)
         if (!fw_loaded_.count(p.first)) {
           fault("PSP AUTOLOAD_RLC before " + p.second.name + " was loaded");
           return kBad;
@@ -722,9 +768,7 @@ uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t* tmr_size) {
       log("psp AUTOLOAD_RLC ok");
       return 0;
     }
-    default:
-      fault("PSP: unknown command " + std::to_string(id));
-      return kBad;
+    default: fault("PSP: unknown command " + std::to_string(id)); return kBad;
   }
 }
 
@@ -739,7 +783,8 @@ void Gfx1100Model::smu_message(uint32_t msg) {
     case smu_set_driver_dram_addr_high: smu_dram_hi_ = true; break;
     case smu_set_driver_dram_addr_low: smu_dram_lo_ = true; break;
     case smu_enable_all_features:
-      if (!smu_dram_hi_ || !smu_dram_lo_) fault("SMU EnableAllSmuFeatures before the driver table address");
+      if (!smu_dram_hi_ || !smu_dram_lo_)
+        fault("SMU EnableAllSmuFeatures before the driver table address");
       smu_features_ = true;
       break;
     case smu_set_soft_min_by_freq:
@@ -766,7 +811,8 @@ void Gfx1100Model::mec_cntl(uint32_t v) {
   const uint64_t start = uint64_t(reg(regCP_MEC_RS64_PRGRM_CNTR_START)) |
                          uint64_t(reg(regCP_MEC_RS64_PRGRM_CNTR_START_HI)) << 32;
   if (start != (mec_start_ >> 2)) {
-    fault("MEC started at " + hex(start) + ", the firmware's start is " + hex(mec_start_ >> 2) + " (ucode_start >> 2)");
+    fault("MEC started at " + hex(start) + ", the firmware's start is " + hex(mec_start_ >> 2) +
+          " (ucode_start >> 2)");
     return;
   }
   mec_running_ = true;
@@ -783,21 +829,28 @@ void Gfx1100Model::hqd_activate() {
   // The queue's waves run in VMID 0: its shader memory apertures must be set
   // (tinygrad AM_GFX.init_hw; address_mode 64-bit, unaligned access).
   const uint32_t shc = reg(regSH_MEM_CONFIG);
-  if (!regs_.count(map_[regSH_MEM_CONFIG]) || !regs_.count(map_[regSH_MEM_BASES]) || (shc & 1) || ((shc >> 2) & 3) != 3) {
-    fault("CP_HQD_ACTIVE: SH_MEM_CONFIG/SH_MEM_BASES for VMID 0 not set up (config " + hex(shc) + ", bases " +
-          hex(reg(regSH_MEM_BASES)) + ": want 64-bit addressing, unaligned mode, the apertures' bases)");
+  if (!regs_.count(map_[regSH_MEM_CONFIG]) || !regs_.count(map_[regSH_MEM_BASES]) || (shc & 1) ||
+      ((shc >> 2) & 3) != 3) {
+    fault("CP_HQD_ACTIVE: SH_MEM_CONFIG/SH_MEM_BASES for VMID 0 not set up (config " + hex(shc) +
+          ", bases " + hex(reg(regSH_MEM_BASES)) +
+          ": want 64-bit addressing, unaligned mode, the apertures' bases)");
     return;
   }
   hdp_check("the CP (the queue's MQD and ring)");
   const uint32_t db = q(regCP_HQD_PQ_DOORBELL_CONTROL);
   const uint32_t db_off = (db >> 2) & 0x3FFFFFF;  // doorbell_offset 27:2, in dwords
-  const uint32_t lo = reg(regCP_MEC_DOORBELL_RANGE_LOWER) >> 2, up = reg(regCP_MEC_DOORBELL_RANGE_UPPER) >> 2;
+  const uint32_t lo = reg(regCP_MEC_DOORBELL_RANGE_LOWER) >> 2,
+                 up = reg(regCP_MEC_DOORBELL_RANGE_UPPER) >> 2;
   if (!(db & kDoorbellEn) || db_off < lo || db_off > up) {
-    fault("CP_HQD_ACTIVE: doorbell control " + hex(db) + " outside the MEC doorbell range " + hex(lo) + ".." + hex(up));
+    fault("CP_HQD_ACTIVE: doorbell control " + hex(db) + " outside the MEC doorbell range " +
+          hex(lo) + ".." + hex(up));
     return;
   }
   const uint64_t mqd = uint64_t(q(regCP_MQD_BASE_ADDR)) | uint64_t(hqd_get(1)) << 32;
-  const uint64_t ring = (uint64_t(q(regCP_HQD_PQ_BASE)) | uint64_t(hqd_get(map_[regCP_HQD_PQ_BASE] + 1 - map_[regCP_MQD_BASE_ADDR])) << 32) << 8;
+  const uint64_t ring =
+      (uint64_t(q(regCP_HQD_PQ_BASE)) |
+       uint64_t(hqd_get(map_[regCP_HQD_PQ_BASE] + 1 - map_[regCP_MQD_BASE_ADDR])) << 32)
+      << 8;
   uint8_t probe[4];
   std::string why;
   if (!gpu_read(true, mqd, probe, 4, &why) || !gpu_read(true, ring, probe, 4, &why)) {
@@ -806,15 +859,20 @@ void Gfx1100Model::hqd_activate() {
   }
   // The queue runs on the packet engine: its ring and pointers in VRAM.
   const uint32_t qsize = q(regCP_HQD_PQ_CONTROL) & 0x3F;  // queue_size: log2(dwords) - 1
-  const uint64_t rptr_va = uint64_t(hqd_get(0x1fb4 - kHqdRegFirst)) | uint64_t(hqd_get(0x1fb5 - kHqdRegFirst)) << 32;
-  const uint64_t wptr_va = uint64_t(hqd_get(0x1fb6 - kHqdRegFirst)) | uint64_t(hqd_get(0x1fb7 - kHqdRegFirst)) << 32;
-  volatile uint64_t* rp = engine_vram_attach() ? engine_word(rptr_va, "CP_HQD_PQ_RPTR_REPORT_ADDR") : nullptr;
-  volatile uint64_t* wp = rp ? engine_word(wptr_va, "CP_HQD_PQ_WPTR_POLL_ADDR") : nullptr;
+  const uint64_t rptr_va =
+      uint64_t(hqd_get(0x1fb4 - kHqdRegFirst)) | uint64_t(hqd_get(0x1fb5 - kHqdRegFirst)) << 32;
+  const uint64_t wptr_va =
+      uint64_t(hqd_get(0x1fb6 - kHqdRegFirst)) | uint64_t(hqd_get(0x1fb7 - kHqdRegFirst)) << 32;
+  volatile uint64_t *rp =
+      engine_vram_attach() ? engine_word(rptr_va, "CP_HQD_PQ_RPTR_REPORT_ADDR") : nullptr;
+  volatile uint64_t *wp = rp ? engine_word(wptr_va, "CP_HQD_PQ_WPTR_POLL_ADDR") : nullptr;
   if (!wp) return;
-  engine_hqd_[bank] = engine_->queue_attach(hcq::queue_kind::compute, ring, 4ull << (qsize + 1), wp, rp);
+  engine_hqd_[bank] =
+      engine_->queue_attach(hcq::queue_kind::compute, ring, 4ull << (qsize + 1), wp, rp);
   hqd_active_.insert(bank);
   log("hqd me" + std::to_string((bank >> 2) & 3) + " pipe" + std::to_string(bank & 3) + " queue" +
-      std::to_string(bank >> 4) + " active: mqd " + hex(mqd) + " ring " + hex(ring) + " doorbell " + hex(db_off / 2));
+      std::to_string(bank >> 4) + " active: mqd " + hex(mqd) + " ring " + hex(ring) + " doorbell " +
+      hex(db_off / 2));
 }
 
 void Gfx1100Model::sdma_enable(uint32_t v) {
@@ -824,7 +882,8 @@ void Gfx1100Model::sdma_enable(uint32_t v) {
     engine_sdma_ = 0;
     return;
   }
-  if (!fw_loaded_.count(gfx_fw_sdma_ucode_th0) || !fw_loaded_.count(gfx_fw_sdma_ucode_th1) || !rlc_autoload_) {
+  if (!fw_loaded_.count(gfx_fw_sdma_ucode_th0) || !fw_loaded_.count(gfx_fw_sdma_ucode_th1) ||
+      !rlc_autoload_) {
     fault("SDMA ring enabled without SDMA firmware");
     return;
   }
@@ -833,7 +892,9 @@ void Gfx1100Model::sdma_enable(uint32_t v) {
     return;
   }
   hdp_check("SDMA (its ring)");
-  const uint64_t ring = (uint64_t(reg(regSDMA0_QUEUE0_RB_BASE)) | uint64_t(reg(regSDMA0_QUEUE0_RB_BASE_HI)) << 32) << 8;
+  const uint64_t ring =
+      (uint64_t(reg(regSDMA0_QUEUE0_RB_BASE)) | uint64_t(reg(regSDMA0_QUEUE0_RB_BASE_HI)) << 32)
+      << 8;
   uint8_t probe[4];
   std::string why;
   if (!gpu_read(true, ring, probe, 4, &why)) {
@@ -841,16 +902,19 @@ void Gfx1100Model::sdma_enable(uint32_t v) {
     return;
   }
   const uint32_t rb_size = (v >> 1) & 0x1F;  // log2(dwords)
-  const uint64_t rptr_va = uint64_t(reg(regSDMA0_QUEUE0_RB_RPTR_ADDR_LO)) | uint64_t(reg(regSDMA0_QUEUE0_RB_RPTR_ADDR_HI)) << 32;
-  const uint64_t wptr_va =
-      uint64_t(reg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO)) | uint64_t(reg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI)) << 32;
-  volatile uint64_t* rp = engine_vram_attach() ? engine_word(rptr_va, "SDMA0_QUEUE0_RB_RPTR_ADDR") : nullptr;
-  volatile uint64_t* wp = rp ? engine_word(wptr_va, "SDMA0_QUEUE0_RB_WPTR_POLL_ADDR") : nullptr;
+  const uint64_t rptr_va = uint64_t(reg(regSDMA0_QUEUE0_RB_RPTR_ADDR_LO)) |
+                           uint64_t(reg(regSDMA0_QUEUE0_RB_RPTR_ADDR_HI)) << 32;
+  const uint64_t wptr_va = uint64_t(reg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_LO)) |
+                           uint64_t(reg(regSDMA0_QUEUE0_RB_WPTR_POLL_ADDR_HI)) << 32;
+  volatile uint64_t *rp =
+      engine_vram_attach() ? engine_word(rptr_va, "SDMA0_QUEUE0_RB_RPTR_ADDR") : nullptr;
+  volatile uint64_t *wp = rp ? engine_word(wptr_va, "SDMA0_QUEUE0_RB_WPTR_POLL_ADDR") : nullptr;
   if (!wp) return;
   if (engine_sdma_) engine_->queue_detach(engine_sdma_);
   engine_sdma_ = engine_->queue_attach(hcq::queue_kind::copy, ring, 4ull << rb_size, wp, rp);
   sdma_active_ = true;
-  log("sdma queue0 active: ring " + hex(ring) + " doorbell " + hex(reg(regSDMA0_QUEUE0_DOORBELL_OFFSET) >> 3));
+  log("sdma queue0 active: ring " + hex(ring) + " doorbell " +
+      hex(reg(regSDMA0_QUEUE0_DOORBELL_OFFSET) >> 3));
 }
 
 // ---- queues on the packet engine -----------------------------------------
@@ -859,10 +923,9 @@ bool Gfx1100Model::engine_vram_attach() {
   // The engine resolves addresses in one contiguous region, so it may only
   // be given VRAM at the VAs where the driver's GC tables map it one to one
   // (the GMMU=0 model): walk every 2 MiB of it once.
-  const uint64_t start =
-      (uint64_t(reg(regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32)) |
-       uint64_t(reg(regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32) & 0xF) << 32)
-      << 12;
+  const uint64_t start = (uint64_t(reg(regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_LO32)) |
+                          uint64_t(reg(regGCVM_CONTEXT0_PAGE_TABLE_START_ADDR_HI32) & 0xF) << 32)
+                         << 12;
   if (engine_vram_) return true;
   for (uint64_t off = 0; off < opt_.vram_bytes; off += 2ull << 20) {
     uint64_t pa = 0;
@@ -870,8 +933,8 @@ bool Gfx1100Model::engine_vram_attach() {
     std::string why;
     if (!gpu_translate(true, start + off, &pa, &sys, &why)) return false;
     if (sys || pa != off) {
-      fault("GC page tables do not map VRAM one to one at " + hex(start) + " (offset " + hex(off) + " -> " +
-            hex(pa) + "): the queues cannot run");
+      fault("GC page tables do not map VRAM one to one at " + hex(start) + " (offset " + hex(off) +
+            " -> " + hex(pa) + "): the queues cannot run");
       return false;
     }
   }
@@ -881,7 +944,7 @@ bool Gfx1100Model::engine_vram_attach() {
   return true;
 }
 
-volatile uint64_t* Gfx1100Model::engine_word(uint64_t va, const char* what) {
+volatile uint64_t *Gfx1100Model::engine_word(uint64_t va, const char *what) {
   uint64_t pa = 0;
   bool sys = false;
   std::string why;
@@ -890,13 +953,13 @@ volatile uint64_t* Gfx1100Model::engine_word(uint64_t va, const char* what) {
     fault(std::string(what) + " " + hex(va) + " is not an aligned VRAM word");
     return nullptr;
   }
-  return reinterpret_cast<volatile uint64_t*>(vram_.get() + pa);
+  return reinterpret_cast<volatile uint64_t *>(vram_.get() + pa);
 }
 
-void Gfx1100Model::engine_run(const char* which) {
+void Gfx1100Model::engine_run(const char *which) {
   hdp_check(which[0] == 'S' ? "the SDMA queue" : "the compute queue");
   engine_->run_queues();
-  const std::string& f = engine_->fault();
+  const std::string &f = engine_->fault();
   if (f.empty() || f == engine_fault_seen_) return;
   engine_fault_seen_ = f;
   // The fake's address faults name an address nothing maps: on the GPU

@@ -50,8 +50,8 @@
 //   runs them. A packet that touches unmapped memory is a GC VM fault.
 // - SCRATCH registers survive a driver's exit (the model outlives it), so
 //   partial boot and teardown are visible; power_cycle() loses everything.
-// Not modelled: cache contents (stale HDP data is a fault instead), clock gating's effect, real firmware behaviour,
-// authentication, the S2A doorbell routing registers beyond BAR5, timing.
+// Not modelled: cache contents (stale HDP data is a fault instead), clock gating's effect, real
+// firmware behaviour, authentication, the S2A doorbell routing registers beyond BAR5, timing.
 // Sources: see am_regs.h, am_protocol.h, am_vm.h (the facts are shared with
 // the driver and pinned by am_regs_test), usbgpu_am_plan.md §1.2-1.8, §5.5.
 #pragma once
@@ -90,8 +90,8 @@ class Gfx1100Model {
   explicit Gfx1100Model(Options o);
   Gfx1100Model() : Gfx1100Model(Options{}) {}
   ~Gfx1100Model();
-  Gfx1100Model(const Gfx1100Model&) = delete;
-  Gfx1100Model& operator=(const Gfx1100Model&) = delete;
+  Gfx1100Model(const Gfx1100Model &) = delete;
+  Gfx1100Model &operator=(const Gfx1100Model &) = delete;
 
   // BAR accesses; off in bytes from the BAR's start. bar: 0 VRAM, 2
   // doorbells, 5 registers (the endpoint's BAR indices 0, 1, 2).
@@ -99,21 +99,21 @@ class Gfx1100Model {
   void bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_en = 0xF);
   // Serves the endpoint's BARs from this model and routes bus-master DMA
   // through it.
-  void attach(PcieEndpoint& ep);
+  void attach(PcieEndpoint &ep);
 
   // Bus-master access upstream (the bridge SRAM and windows).
-  std::function<bool(uint64_t bus, uint8_t* dst, size_t n)> dma_read;
-  std::function<bool(uint64_t bus, const uint8_t* src, size_t n)> dma_write;
+  std::function<bool(uint64_t bus, uint8_t *dst, size_t n)> dma_read;
+  std::function<bool(uint64_t bus, const uint8_t *src, size_t n)> dma_write;
 
-  void vram_read(uint64_t pa, void* dst, size_t n) const;
-  void vram_write(uint64_t pa, const void* src, size_t n);
+  void vram_read(uint64_t pa, void *dst, size_t n) const;
+  void vram_write(uint64_t pa, const void *src, size_t n);
   uint32_t reg(am::reg r) const;
-  const am::reg_map& regs() const { return map_; }
+  const am::reg_map &regs() const { return map_; }
   uint64_t vram_bytes() const { return opt_.vram_bytes; }
 
   // The packet interpreter the queues run on: a capture's kernels are linked to it
   // (fake_gpu::capture_attach) by the HCQ transport a test puts over the driver.
-  amd::fake_gpu& engine() { return *engine_; }
+  amd::fake_gpu &engine() { return *engine_; }
 
   // A power cycle: registers, engines and VRAM lost; the discovery table
   // comes back.
@@ -126,7 +126,7 @@ class Gfx1100Model {
   // by the next boot. state_load refuses a truncated or corrupt image as a
   // whole (*err says why) and leaves the model power-cycled.
   std::vector<uint8_t> state_save() const;
-  bool state_load(const uint8_t* p, size_t n, std::string* err);
+  bool state_load(const uint8_t *p, size_t n, std::string *err);
 
   // Fault switches.
   bool psp_silent = false;  // the bootloader never says ready, the sOS never answers
@@ -149,9 +149,9 @@ class Gfx1100Model {
   std::vector<std::string> psp_loaded;  // LOAD_IP_FW piece names in order
   // Translate a GPU address as hub `gc` (false: MMHUB) does; false with a
   // reason on a page fault (which is also recorded as the hub's fault).
-  bool gpu_translate(bool gc, uint64_t addr, uint64_t* pa, bool* system, std::string* why);
-  bool gpu_read(bool gc, uint64_t addr, uint8_t* dst, size_t n, std::string* why);
-  bool gpu_write(bool gc, uint64_t addr, const uint8_t* src, size_t n, std::string* why);
+  bool gpu_translate(bool gc, uint64_t addr, uint64_t *pa, bool *system, std::string *why);
+  bool gpu_read(bool gc, uint64_t addr, uint8_t *dst, size_t n, std::string *why);
+  bool gpu_write(bool gc, uint64_t addr, const uint8_t *src, size_t n, std::string *why);
   // CPU writes over BAR0 not yet flushed through HDP.
   bool hdp_dirty() const { return hdp_dirty_; }
   bool rlc_safe_mode() const { return rlc_safe_mode_; }
@@ -166,13 +166,13 @@ class Gfx1100Model {
   std::unordered_map<uint32_t, uint32_t> regs_;
   std::map<uint32_t, uint32_t> hqd_regs_;  // key: bank << 16 | offset in the HQD run
   struct vram_free {
-    void operator()(uint8_t* p) const;
+    void operator()(uint8_t *p) const;
   };
   std::unique_ptr<uint8_t, vram_free> vram_;  // calloc'ed: untouched pages cost nothing
   std::unique_ptr<amd::fake_gpu> engine_;     // the packet interpreter the queues run on
   bool engine_vram_ = false;                  // VRAM attached to it, at engine_va_
   uint64_t engine_va_ = 0;
-  std::map<uint32_t, uint64_t> engine_hqd_;   // HQD bank -> engine queue
+  std::map<uint32_t, uint64_t> engine_hqd_;  // HQD bank -> engine queue
   uint64_t engine_sdma_ = 0;
   std::string engine_fault_seen_;
   std::vector<uint8_t> discovery_;
@@ -195,8 +195,8 @@ class Gfx1100Model {
   bool hdp_dirty_ = false, rlc_safe_mode_ = false;
 
   void reset_state();
-  void fault(const std::string& what);
-  void log(const std::string& line);
+  void fault(const std::string &what);
+  void log(const std::string &line);
   uint32_t reg_read(uint32_t addr);
   void reg_write(uint32_t addr, uint32_t v);
   uint32_t hqd_bank() const;
@@ -204,21 +204,22 @@ class Gfx1100Model {
   void psp_bootloader(uint32_t cmd);
   void psp_ring_ctrl(uint32_t v);
   void psp_ring_run(uint32_t wptr);
-  uint32_t psp_command(uint64_t cmd_mc, uint32_t* tmr_size);
-  bool psp_check_bytes(uint64_t gpu_addr, const std::vector<uint8_t>& want, size_t n, const char* what);
+  uint32_t psp_command(uint64_t cmd_mc, uint32_t *tmr_size);
+  bool psp_check_bytes(uint64_t gpu_addr, const std::vector<uint8_t> &want, size_t n,
+                       const char *what);
   void smu_message(uint32_t msg);
   void gc_invalidate(bool gc, uint32_t req);
   void mec_cntl(uint32_t v);
   void hqd_activate();
   void sdma_enable(uint32_t v);
-  void vm_fault(bool gc, uint64_t addr, const std::string& why);
-  bool hub_ready(bool gc, std::string* why) const;
-  bool hdp_check(const char* reader);
+  void vm_fault(bool gc, uint64_t addr, const std::string &why);
+  bool hub_ready(bool gc, std::string *why) const;
+  bool hdp_check(const char *reader);
   uint32_t sh_mem_key(uint32_t addr) const;
-  bool gpu_access(bool gc, uint64_t addr, uint8_t* p, size_t n, bool write, std::string* why);
+  bool gpu_access(bool gc, uint64_t addr, uint8_t *p, size_t n, bool write, std::string *why);
   bool engine_vram_attach();
-  volatile uint64_t* engine_word(uint64_t va, const char* what);
-  void engine_run(const char* which);
+  volatile uint64_t *engine_word(uint64_t va, const char *what);
+  void engine_run(const char *which);
   void discovery_write();
 };
 

@@ -4,6 +4,7 @@
 // seam below stops counting while the call is inside the fake GPU (the model and its packet
 // interpreter are test machinery and allocate freely), so what is counted is the host code alone.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -11,16 +12,14 @@
 #include <filesystem>
 #include <new>
 
-#include <unistd.h>
-
 #include "am_device.h"
 #include "am_firmware_synthetic.h"
 #include "amd_fixture.h"
 #include "amd_hcq.h"
 #include "capture_verify.h"
 #include "gfx1100_direct.h"
-#include "gfx1100_hcq.h"
 #include "gfx1100_firmware_dir.h"
+#include "gfx1100_hcq.h"
 #include "gfx1100_model.h"
 #include "hcq/graph.h"
 
@@ -81,7 +80,8 @@ class fake_excluded final : public am::pci_function {
     const pause q;
     return in_.staging_write(off, p, n, err);
   }
-  bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t *dw, size_t n, std::string *err) override {
+  bool bar_write_without_bulk(int bar, uint64_t off, const uint32_t *dw, size_t n,
+                              std::string *err) override {
     const pause p;
     return in_.bar_write_without_bulk(bar, off, dw, n, err);
   }
@@ -120,11 +120,14 @@ TEST_CASE("a replay on the AM transport does no heap allocation in the host code
   Gfx1100Transport t(d, gpu, "direct gfx1100 model");
   const std::vector<uint8_t> bytes = test::capture_build(test::amd_spec(test::reference_spec(1)));
   const fb::Capture *c = nullptr;
-  REQUIRE_MESSAGE(capture_verify(bytes.data(), bytes.size(), "ref.cap", &c, &err, &hcq::amd_target) == CAPGRAPH_OK, err);
+  REQUIRE_MESSAGE(capture_verify(bytes.data(), bytes.size(), "ref.cap", &c, &err,
+                                 &hcq::amd_target) == CAPGRAPH_OK,
+                  err);
   hcq::graph_options go;
   go.timeout_ns = 500'000'000;
   std::unique_ptr<hcq::graph> g;
-  REQUIRE_MESSAGE(hcq::graph::build(&t, &hcq::amd_target, c, "ref.cap", go, &g, &err) == CAPGRAPH_OK, err);
+  REQUIRE_MESSAGE(
+      hcq::graph::build(&t, &hcq::amd_target, c, "ref.cap", go, &g, &err) == CAPGRAPH_OK, err);
   std::vector<float> a, b;
   test::reference_inputs(test::k_reference_n, &a, &b);
   for (const fb::TensorInfo *ti : *c->inputs())
@@ -171,13 +174,15 @@ TEST_CASE("a replay on the AM transport does no heap allocation in the host code
   io[1] = t.download(big, 0, big.size, &err);
   // Enough 4 KiB copies (44 bytes of SDMA packets each) to wrap the 64 KiB SDMA ring: its tail
   // is filled with NOPs on the way, which must not allocate either.
-  for (int i = 0; i < 1600 && io[0] == CAPGRAPH_OK; ++i) io[0] = t.upload(big, 4096 * uint64_t(i % 100), 4096, &err);
+  for (int i = 0; i < 1600 && io[0] == CAPGRAPH_OK; ++i)
+    io[0] = t.upload(big, 4096 * uint64_t(i % 100), 4096, &err);
   counting = false;
   for (capgraph_status s : io) REQUIRE_MESSAGE(s == CAPGRAPH_OK, err);
   CHECK(t.stats().sdma_chunks_in == chunks_in + 2 + 1600);
   CHECK(t.stats().sdma_chunks_out == chunks_out + 2);
   CHECK(big.cpu[12345] == uint8_t(12345 * 3));
-  CHECK_MESSAGE(allocations.load() == 0, allocations.load(), " heap allocations in a 600 KiB SDMA upload + download and 1600 4 KiB uploads");
+  CHECK_MESSAGE(allocations.load() == 0, allocations.load(),
+                " heap allocations in a 600 KiB SDMA upload + download and 1600 4 KiB uploads");
   t.free(big);
   g.reset();
   REQUIRE_MESSAGE(d.teardown(&err), err);

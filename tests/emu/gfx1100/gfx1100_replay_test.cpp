@@ -6,11 +6,10 @@
 // session partial-boots and replays; a GPU page fault and the device unplugged mid-replay each
 // give a clear error and a clean cold boot after.
 #include <doctest/doctest.h>
+#include <unistd.h>
 
 #include <cstring>
 #include <filesystem>
-
-#include <unistd.h>
 
 #include "am_device.h"
 #include "am_firmware_synthetic.h"
@@ -19,8 +18,8 @@
 #include "capture_verify.h"
 #include "fake_amd.h"
 #include "gfx1100_direct.h"
-#include "gfx1100_hcq.h"
 #include "gfx1100_firmware_dir.h"
+#include "gfx1100_hcq.h"
 #include "gfx1100_model.h"
 #include "hcq/graph.h"
 
@@ -51,7 +50,8 @@ struct replay {
   std::unique_ptr<hcq::graph> g;
   capgraph_status build(hcq::transport *dev, std::string *err) {
     bytes = test::capture_build(test::amd_spec(test::reference_spec(1)));
-    capgraph_status st = capture_verify(bytes.data(), bytes.size(), "ref.cap", &c, err, &hcq::amd_target);
+    capgraph_status st =
+        capture_verify(bytes.data(), bytes.size(), "ref.cap", &c, err, &hcq::amd_target);
     if (st != CAPGRAPH_OK) return st;
     hcq::graph_options o;
     o.timeout_ns = 500'000'000;
@@ -114,7 +114,9 @@ uint64_t kernargs_pa(const amd::am_transport &t, Gfx1100Model &gpu) {
 
 }  // namespace
 
-TEST_CASE("a capture replays on the AM driver over the gfx1100 model and matches fake-amd; a second session partial-boots") {
+TEST_CASE(
+    "a capture replays on the AM driver over the gfx1100 model and matches fake-amd; a second "
+    "session partial-boots") {
   Gfx1100Model gpu(twins());
   Gfx1100Direct pci(gpu);
   std::string err;

@@ -15,35 +15,35 @@ constexpr char kMagic[8] = {'C', 'G', 'G', 'F', 'X', '1', '1', '0'};
 constexpr uint32_t kVersion = 1;
 constexpr uint64_t kPage = 4096;
 
-uint64_t fnv1a(const uint8_t* p, size_t n) {
+uint64_t fnv1a(const uint8_t *p, size_t n) {
   uint64_t h = 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
   return h;
 }
 
 struct writer {
-  std::vector<uint8_t>& out;
+  std::vector<uint8_t> &out;
   void u64(uint64_t v) {
     for (int i = 0; i < 8; ++i) out.push_back(uint8_t(v >> (8 * i)));
   }
   void u32(uint32_t v) { u64(v); }  // one width for every number: simpler to read back
   void flag(bool b) { out.push_back(b ? 1 : 0); }
-  void bytes(const void* p, size_t n) {
+  void bytes(const void *p, size_t n) {
     const size_t at = out.size();
     out.resize(at + n);
     if (n) std::memcpy(out.data() + at, p, n);
   }
-  void str(const std::string& s) {
+  void str(const std::string &s) {
     u64(s.size());
     bytes(s.data(), s.size());
   }
 };
 
 struct reader {
-  const uint8_t* p;
+  const uint8_t *p;
   size_t n, at = 0;
   bool bad = false;
-  bool take(void* dst, size_t k) {
+  bool take(void *dst, size_t k) {
     if (bad || k > n - at) return !(bad = true);
     std::memcpy(dst, p + at, k);
     at += k;
@@ -88,9 +88,9 @@ std::vector<uint8_t> Gfx1100Model::state_save() const {
   w.u32(kVersion);
   w.u64(opt_.vram_bytes);
   w.u64(regs_.size());
-  for (const auto& [a, v] : regs_) w.u32(a), w.u32(v);
+  for (const auto &[a, v] : regs_) w.u32(a), w.u32(v);
   w.u64(hqd_regs_.size());
-  for (const auto& [k, v] : hqd_regs_) w.u32(k), w.u32(v);
+  for (const auto &[k, v] : hqd_regs_) w.u32(k), w.u32(v);
   w.flag(sos_alive_), w.flag(bl_busy_forever_), w.flag(ring_ready_);
   w.u64(bl_done_.size());
   for (uint32_t c : bl_done_) w.u32(c);
@@ -102,9 +102,9 @@ std::vector<uint8_t> Gfx1100Model::state_save() const {
   for (int i = 0; i < 2; ++i) w.u64(root_latched_[i]), w.flag(latched_[i]);
   w.u32(mode1_resets);
   w.u64(psp_loaded.size());
-  for (const std::string& s : psp_loaded) w.str(s);
+  for (const std::string &s : psp_loaded) w.str(s);
   // VRAM: the pages that are not all zero (a fresh model's are, calloc'ed).
-  const uint8_t* v = vram_.get();
+  const uint8_t *v = vram_.get();
   uint64_t pages = 0;
   const size_t count_at = out.size();
   w.u64(0);
@@ -120,7 +120,7 @@ std::vector<uint8_t> Gfx1100Model::state_save() const {
   return out;
 }
 
-bool Gfx1100Model::state_load(const uint8_t* p, size_t n, std::string* err) {
+bool Gfx1100Model::state_load(const uint8_t *p, size_t n, std::string *err) {
   char magic[8] = {};
   if (n < sizeof magic + 8 + 8 || std::memcmp(p, kMagic, sizeof kMagic) != 0) {
     *err = "not a gfx1100 model state (no CGGFX110 header)";
@@ -157,18 +157,22 @@ bool Gfx1100Model::state_load(const uint8_t* p, size_t n, std::string* err) {
   psp_rptr_ = r.u32();
   toc_loaded_ = r.flag(), tmr_set_ = r.flag(), smu_fw_ = r.flag(), rlc_autoload_ = r.flag();
   for (uint64_t i = 0, c = r.count(8); i < c; ++i) fw_loaded_.insert(r.u32());
-  smu_dram_hi_ = r.flag(), smu_dram_lo_ = r.flag(), smu_features_ = r.flag(), mec_running_ = r.flag();
+  smu_dram_hi_ = r.flag(), smu_dram_lo_ = r.flag(), smu_features_ = r.flag(),
+  mec_running_ = r.flag();
   for (int i = 0; i < 2; ++i) root_latched_[i] = r.u64(), latched_[i] = r.flag();
   mode1_resets = r.u32();
   for (uint64_t i = 0, c = r.count(8); i < c; ++i) psp_loaded.push_back(r.str());
   for (uint64_t i = 0, c = r.count(8 + kPage); i < c && !r.bad; ++i) {
     const uint64_t page = r.u64();
-    if (page >= opt_.vram_bytes / kPage) r.bad = true;
-    else r.take(vram_.get() + page * kPage, kPage);
+    if (page >= opt_.vram_bytes / kPage)
+      r.bad = true;
+    else
+      r.take(vram_.get() + page * kPage, kPage);
   }
   if (r.bad || r.at != r.n) {
     power_cycle();
-    *err = r.bad ? "a field is out of range or the file ends early" : "bytes after the end of the state";
+    *err = r.bad ? "a field is out of range or the file ends early"
+                 : "bytes after the end of the state";
     return false;
   }
   // Queues were stopped by the teardown that ends a clean session; a session that ended without
