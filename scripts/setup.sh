@@ -11,12 +11,12 @@ build=${1:-$repo/build}
 # captures are tested under emulation), Node.js/npm (ONNX Runtime, the reference in the tests),
 # chromium (the `capgraph view` test opens the page headless and screenshots it), clang 19 with
 # its sanitizer and libFuzzer runtimes (scripts/sanitize.sh and scripts/fuzz.sh; g++ builds the
-# rest), ccache (used when present: rebuilds, the Mesa build and the sanitizer build share it),
+# rest), clang-format-19 (ctest format_check holds the tree to .clang-format), ccache (used when present: rebuilds, the Mesa build and the sanitizer build share it),
 # python3-onnx (ONNX 1.12 with its backend node-test generators: the `onnx_node` suite makes ONNX's
 # own 922 node tests from it, tests/onnx_node/README.md; nothing else uses Python).
 packages=(cmake ninja-build g++ pkg-config llvm-19-dev libflatbuffers-dev flatbuffers-compiler doctest-dev
           libusb-1.0-0-dev sdcc qemu-user g++-aarch64-linux-gnu zlib1g-dev libzstd-dev libxml2-dev libedit-dev libffi-dev chromium
-          clang-19 libclang-rt-19-dev ccache python3-onnx)
+          clang-19 libclang-rt-19-dev clang-format-19 ccache python3-onnx)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
