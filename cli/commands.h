@@ -4,6 +4,8 @@
 #include <string>
 #include <vector>
 
+#include "json_quote.h"
+
 namespace capgraph {
 
 namespace fb {
@@ -26,10 +28,6 @@ int int_arg(const std::string &flag, const std::string &v, int lo, int hi);
 // The bytes of a capture file that passed the flatbuffers verifier (and has format version 1),
 // or an Error naming the file and the problem.
 std::vector<uint8_t> capture_read_verified(const std::string &path);
-// s as a JSON string literal, quotes included. Besides what JSON requires, it escapes < > & and
-// U+2028/U+2029 (so the literal is also safe inside an HTML <script> element) and turns bytes that
-// are not UTF-8 into U+FFFD (names come from ONNX files, which nothing forces to be valid UTF-8).
-std::string json_quote(const std::string &s);
 // "x86_64 znver3 (+avx2,+fma,...)" — what `devices` prints for this CPU.
 std::string cpu_host_description();
 

@@ -14,12 +14,10 @@
 #include "capgraph/capture_generated.h"
 #include "cli/buffer_users.h"
 #include "cli/commands.h"
-#include "cli/inspect_adreno.h"
-#include "cli/inspect_amd.h"
-#include "cli/inspect_nv.h"
 #include "codegen/cpu_target.h"
 #include "error.h"
 #include "graph/tensor.h"
+#include "target/target_table.h"
 
 namespace capgraph {
 
@@ -225,7 +223,10 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
             (unsigned long long)w->data()->size(), steps_list(weight_readers[i]).c_str(),
             i + 1 < weight_readers.size() ? "," : "");
   }
-  o += " ]" + inspect_amd_json(c) + inspect_adreno_json(c) + inspect_nv_json(c) + "}\n";
+  o += " ]";
+  for (const TargetEntry *t : target_entries())  // each family's kernel facts, when it has some
+    if (t->facts_json) o += t->facts_json(c);
+  o += "}\n";
   return o;
 }
 
@@ -279,9 +280,8 @@ int cmd_inspect(int argc, char **argv) {
     std::printf("  %-4zu %-40.40s %-28.28s %10llu %12.2f\n", i, kernel_name(c, l).c_str(),
                 src.c_str(), (unsigned long long)l->work_size(), l->flops() / 1e6);
   }
-  std::fputs(inspect_amd_text(c).c_str(), stdout);
-  std::fputs(inspect_adreno_text(c).c_str(), stdout);
-  std::fputs(inspect_nv_text(c).c_str(), stdout);
+  for (const TargetEntry *t : target_entries())
+    if (t->facts_text) std::fputs(t->facts_text(c).c_str(), stdout);
   return 0;
 }
 

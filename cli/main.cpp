@@ -22,24 +22,16 @@
 #include "hcq/target.h"
 #include "npy.h"
 #include "run_files.h"
+#include "target/target_table.h"
 #ifdef CAPGRAPH_HAVE_FLASH
 #include "flash.h"
 #endif
 
 namespace capgraph {
 
-// targets/CMakeLists.txt generates it: registers the fakes of the targets this build carries.
-void target_fakes_register();
-#if CAPGRAPH_HAVE_USB_GPU
-namespace amd {
-void usb_device_register();  // targets/amd/amd_usb_device.h
-}
-#endif
-#if CAPGRAPH_HAVE_FAKE_USB
-namespace emu {
-void fake_usb_register();  // tests/emu/gfx1100/fake_usb.h
-}
-#endif
+// targets/CMakeLists.txt generates it: registers the fakes (and library-backed devices such as
+// `usb`) of the device families this build carries.
+void target_devices_register();
 
 // Writes bytes to path through a temporary file and a rename, so a failure never leaves a
 // half-written file behind.
@@ -71,27 +63,56 @@ std::string arg_value(int &i, int argc, char **argv) {
 
 namespace {
 
+// "a|b|c" of the --target values the compiler's table knows ("cpu (this machine), cpu-x86_64"
+// gives "cpu|cpu-x86_64").
+std::string target_choices() {
+  std::string out;
+  for (const TargetEntry *t : target_entries()) {
+    const std::string names = t->names();
+    for (size_t at = 0; at < names.size();) {
+      size_t end = names.find(", ", at);
+      if (end == std::string::npos) end = names.size();
+      std::string name = names.substr(at, end - at);
+      name = name.substr(0, name.find(' '));
+      out += (out.empty() ? "" : "|") + name;
+      at = end + 2;
+    }
+  }
+  return out;
+}
+
+// "cpu|amd|fake-amd|..." of the --device names this build registers.
+std::string device_choices() {
+  std::string out = "cpu";
+  for (const std::string &d : hcq::device_names()) out += "|" + d;
+  return out;
+}
+
 int usage() {
+  const std::string targets = target_choices(), devices = device_choices();
   std::fprintf(
       stderr,
       "usage:\n"
-      "  capgraph compile MODEL.onnx -o MODEL.cap [--target "
-      "cpu|cpu-x86_64|cpu-x86_64-avx512|cpu-aarch64|amd-gfx1100|amd-gfx1200|amd-gfx1201|amd-gfx942|"
-      "null|adreno-a630] [--input-shape NAME=1x3x640x640]...\n"
-      "                   [--threads T] [--fold-limit-mb MB] [--bind NAME=FILE.npy]...\n"
+      "  capgraph compile MODEL.onnx -o MODEL.cap [--target %s]\n"
+      "                   [--input-shape NAME=1x3x640x640]... [--threads T] [--fold-limit-mb MB]\n"
+      "                   [--bind NAME=FILE.npy]...\n"
       "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs "
       "SEED] [--threads T]\n"
-      "               [--device cpu|amd|amd:N|fake-amd|null] [--check]\n"
+      "               [--device DEVICE] [--check]\n"
+      "      --device: %s\n"
+      "               (after a colon: a unit, amd:1, or options, fake-nv:sm86; see `capgraph "
+      "devices`)\n"
       "      --check: on a GPU device, replay kernel by kernel against the host twins the capture\n"
       "               carries and name the first kernel whose result differs\n"
-      "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device cpu|amd|amd:N|fake-amd]\n"
+      "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device DEVICE]\n"
       "  capgraph inspect MODEL.cap [--json]\n"
       "  capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] [--best-of K] "
-      "[--peak GFLOPS --bandwidth GBPS] [--json] | MODEL.cap --device fake-amd[:CHIP]\n"
+      "[--peak GFLOPS --bandwidth GBPS] [--json] | MODEL.cap --device DEVICE\n"
       "  capgraph view MODEL.cap -o VIEW.html [--profile] [--runs N] [--threads T]\n"
       "  capgraph devices\n"
       "  capgraph flash IMAGE [--dry-run] [--device SEL] [--backup FILE] [--config-restore "
-      "FILE]\n");
+      "FILE]\n",
+      targets.c_str(), devices.c_str());
   return 2;
 }
 
@@ -357,13 +378,7 @@ int cmd_devices() {
 }  // namespace
 
 int cli_main(int argc, char **argv) {
-  target_fakes_register();  // `--device fake-amd` and the other targets' fakes
-#if CAPGRAPH_HAVE_USB_GPU
-  amd::usb_device_register();  // `--device usb[:SERIAL]`: a gfx1100 behind our USB bridge
-#endif
-#if CAPGRAPH_HAVE_FAKE_USB
-  emu::fake_usb_register();  // `--device fake-usb`: the USB GPU path on the emulated bridge
-#endif
+  target_devices_register();  // `--device fake-amd`, `usb`, ...: the families' extra devices
   if (argc < 2) return usage();
   std::string cmd = argv[1];
   try {

@@ -46,7 +46,8 @@ capgraph_status model_build_hcq(capgraph_model *m, const char *device, std::stri
   // The device first: an unknown or absent device is the problem to report, whatever the file.
   std::string why;
   const hcq::target *t = nullptr;
-  capgraph_status st = hcq::device_open(device, &m->device, &t, &why);
+  hcq::capture_attach_fn attach = nullptr;
+  capgraph_status st = hcq::device_open(device, &m->device, &t, &why, &attach);
   if (st != CAPGRAPH_OK) {
     *err = label + ": " + why;
     return st;
@@ -70,6 +71,11 @@ capgraph_status model_build_hcq(capgraph_model *m, const char *device, std::stri
       return CAPGRAPH_ERR_ARGUMENT;
     }
     opt.timeout_ns = v * 1000000ull;
+  }
+  if (attach) {
+    hcq::transport *dev = m->device.get();
+    opt.capture_attach = [attach, dev](const fb::Capture *c, const std::vector<uint64_t> &at,
+                                       std::string *why) { return attach(dev, c, at, why); };
   }
   if ((st = hcq::graph::build(m->device.get(), t, c, label.c_str(), opt, &m->graph, err)) !=
       CAPGRAPH_OK)

@@ -1,6 +1,7 @@
 #include "target/target_table.h"
 
 #include <cstdlib>
+#include <iterator>
 
 #include "error.h"
 
@@ -12,7 +13,7 @@ namespace capgraph {
 namespace {
 
 bool cpu_matches(const std::string &name) { return name.empty() || name.rfind("cpu", 0) == 0; }
-std::string cpu_names() { return "cpu (this machine), cpu-x86_64, cpu-aarch64"; }
+std::string cpu_names() { return "cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, cpu-aarch64"; }
 
 TargetCode cpu_codegen_target(const Program &p, const std::string &name, int jobs) {
   TargetCode c;
@@ -23,8 +24,17 @@ TargetCode cpu_codegen_target(const Program &p, const std::string &name, int job
 
 }  // namespace
 
-const TargetEntry cpu_target_entry = {"cpu", &cpu_matches, &cpu_names,
-                                      true,  true,         &cpu_codegen_target};
+const TargetEntry cpu_target_entry = {.family = "cpu",
+                                      .matches = &cpu_matches,
+                                      .names = &cpu_names,
+                                      .blocked_layouts = true,
+                                      .threads = true,
+                                      .codegen = &cpu_codegen_target};
+
+const std::vector<const TargetEntry *> &target_entries() {
+  static const std::vector<const TargetEntry *> all(std::begin(k_targets), std::end(k_targets));
+  return all;
+}
 
 const TargetEntry &target_find(const std::string &name) {
   for (const TargetEntry *t : k_targets)

@@ -1,15 +1,16 @@
 // The compiler's target table: every target a capture can be compiled for, and what each one
 // decides. compile.cpp and the capture writer ask the table; they branch on no target name.
 //
-// Adding a target: a file target/<name>.cpp (see null.cpp, the smallest) defining
-// <name>_target_entry, which the build lists when CAPGRAPH_TARGETS holds <name> (the list is
-// generated), and its launch facts as a member of the KernelFacts union in schema/capture.fbs.
+// Adding a target: its family folder targets/<name>/ (targets/null/README.md) has a
+// compiler/<name>_compile.cpp defining <name>_target_entry (targets/null/compiler/null_compile.cpp
+// is the smallest); the build lists it when it carries the family (the list is generated).
 #pragma once
 #include <flatbuffers/flatbuffers.h>
 
 #include <functional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "capgraph/capture_generated.h"
 #include "codegen/cpu_codegen.h"
@@ -45,13 +46,21 @@ struct TargetEntry {
   bool threads;
   // Compiles the scheduled program for target `name`; `jobs` threads.
   TargetCode (*codegen)(const Program &p, const std::string &name, int jobs);
+  // Optional, for `capgraph inspect`: this family's kernel facts in a capture as a text table
+  // ("" when no kernel has them), and as the `,\n "<family>_kernels": [...]` member that closes
+  // the inspect --json object ("" likewise).
+  std::string (*facts_text)(const fb::Capture *c) = nullptr;
+  std::string (*facts_json)(const fb::Capture *c) = nullptr;
 };
 
 // The entry for a --target value ("" or "cpu": this machine's CPU). Throws naming every known
 // target when no entry knows it.
 const TargetEntry &target_find(const std::string &name);
 
-// The CPU's entry; the others are defined in target/<name>.cpp.
+// Every entry this build carries, the CPU's first, in the order messages list them.
+const std::vector<const TargetEntry *> &target_entries();
+
+// The CPU's entry; the others are defined in targets/<name>/compiler/<name>_compile.cpp.
 extern const TargetEntry cpu_target_entry;
 
 // Host twins for a GPU target: the program compiled for this machine's CPU.

@@ -3,7 +3,7 @@
 // bridge nothing can be) and a staging memory the GPU reaches by bus address
 // (the bridge's 512 KiB SRAM at bus 0x200000), through which the PSP reads
 // firmware. drivers/usb (usb_pci.h, pci_function_usb) implements it over the
-// bridge; tests/emu/gfx1100 implements it directly on the fake GPU.
+// bridge; targets/amd/fake/gfx1100 implements it directly on the fake GPU.
 #pragma once
 
 #include <cstddef>

@@ -1,5 +1,5 @@
 // am_regs — the gfx1100 registers the AM boot touches, as one table shared
-// by the driver and the fake GPU (tests/emu/gfx1100): name (vendor spelling),
+// by the driver and the fake GPU (targets/amd/fake/gfx1100): name (vendor spelling),
 // IP block, register segment and dword offset inside it. The absolute dword
 // address is the block's segment base from the IP discovery table plus the
 // offset (Linux soc15_common.h SOC15_REG_OFFSET). A separate fact test

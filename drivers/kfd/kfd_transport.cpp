@@ -16,6 +16,7 @@
 #include "amd_chips.h"
 #include "clock_text.h"
 #include "hcq/signal.h"
+#include "hcq/wait.h"
 
 namespace capgraph::kfd {
 namespace {
@@ -223,14 +224,11 @@ class kfd_transport final : public hcq::transport {
   // re-checked after each) or, without one, in growing naps up to 1 ms; until the bound.
   capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
                        std::string *err) override {
-    const uint64_t start = now_ns();
-    uint64_t nap_us = 0;
-    for (;;) {
-      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
-        return CAPGRAPH_OK;
-      const uint64_t spent = now_ns() - start;
-      if (spent >= timeout_ns) break;
-      if (spent <= 100000) continue;
+    hcq::wait_nap nap;
+    const auto read = [value](uint64_t *now, std::string *) { return hcq::wait_read(value, now); };
+    // Between polls: block on the KFD event the replay's last signal raises (at most 10 ms at a
+    // time), else nap.
+    const auto pass = [&](uint64_t left_ns, std::string *e) {
       if (events_) {
         kfd_event_data ev{};
         ev.event_id = event_id_;
@@ -238,17 +236,15 @@ class kfd_transport final : public hcq::transport {
         w.events_ptr = uint64_t(uintptr_t(&ev));
         w.num_events = 1;
         w.wait_for_all = 1;
-        const uint64_t left_ms = (timeout_ns - spent + 999999) / 1000000;
+        const uint64_t left_ms = (left_ns + 999999) / 1000000;
         w.timeout = uint32_t(left_ms < 10 ? left_ms : 10);
-        if (ioctl_retry(kfd_, AMDKFD_IOC_WAIT_EVENTS, &w) == 0) continue;
+        if (ioctl_retry(kfd_, AMDKFD_IOC_WAIT_EVENTS, &w) == 0) return CAPGRAPH_OK;
       }
-      nap_us = nap_us ? (nap_us * 2 > 1000 ? 1000 : nap_us * 2) : 1;
-      std::this_thread::sleep_for(std::chrono::microseconds(nap_us));
-    }
-    *err = name() + ": timed out after " + std::to_string(timeout_ns / 1000000) +
-           " ms waiting for signal value " + std::to_string(target) + " (it holds " +
-           std::to_string(*value) + ")";
-    return CAPGRAPH_ERR_TIMEOUT;
+      return nap(left_ns, e);
+    };
+    const capgraph_status st = hcq::wait_bounded(target, timeout_ns, read, pass, err);
+    if (st == CAPGRAPH_ERR_TIMEOUT) *err = name() + ": " + *err;
+    return st;
   }
 
  private:

@@ -17,12 +17,6 @@ namespace capgraph::kgsl {
 
 class kgsl_sys : public hcq::host_sys {
  public:
-  // For fakes only (a real driver needs nothing): the capture and its programs' GPU addresses,
-  // once at load, so a fake can run each dispatch as the kernel's host twin.
-  virtual capgraph_status capture_attach(const fb::Capture *, const std::vector<uint64_t> &,
-                                         std::string *) {
-    return CAPGRAPH_OK;
-  }
   // For messages: "" for the real driver, "fake " for a fake.
   virtual std::string kind() const { return ""; }
 };

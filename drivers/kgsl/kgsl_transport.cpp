@@ -14,6 +14,7 @@
 #include "clock_text.h"
 #include "hcq/host_sys_libc.h"
 #include "hcq/signal.h"
+#include "hcq/wait.h"
 #include "kgsl_uapi.h"
 
 namespace capgraph::kgsl {
@@ -206,51 +207,37 @@ class kgsl_transport final : public hcq::transport {
   // is a device error (a GPU fault ends a command that way).
   capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
                        std::string *err) override {
-    const uint64_t start = now_ns();
-    uint64_t nap_us = 0;
-    for (;;) {
-      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
-        return CAPGRAPH_OK;
-      if (!submit_error_.empty()) {
-        *err = submit_error_;
+    const auto read = [&](uint64_t *now, std::string *e) {
+      *now = __atomic_load_n(value, __ATOMIC_ACQUIRE);
+      if (hcq::timeline_reached(*now, target) || submit_error_.empty()) return CAPGRAPH_OK;
+      *e = submit_error_;
+      return CAPGRAPH_ERR_DEVICE;
+    };
+    hcq::wait_nap nap;
+    const auto pass = [&](uint64_t left_ns, std::string *e) {
+      if (!submitted_) return nap(left_ns, e);
+      const uint64_t left_ms = (left_ns + 999999) / 1000000;
+      device_waittimestamp_ctxtid w{context_, timestamp_, uint32_t(left_ms < 10 ? left_ms : 10)};
+      if (ioctl_retry(*sys_, fd_, ioctl_device_waittimestamp_ctxtid, &w) == 0) {
+        if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
+          return CAPGRAPH_OK;
+        *e = name() + ": command " + std::to_string(timestamp_) +
+             " retired without raising signal value " + std::to_string(target) + " (it holds " +
+             std::to_string(*value) + ")";
         return CAPGRAPH_ERR_DEVICE;
       }
-      const uint64_t spent = now_ns() - start;
-      if (spent >= timeout_ns) break;
-      if (spent > 100000 && submitted_) {
-        const uint64_t left_ms = (timeout_ns - spent + 999999) / 1000000;
-        device_waittimestamp_ctxtid w{context_, timestamp_, uint32_t(left_ms < 10 ? left_ms : 10)};
-        if (ioctl_retry(*sys_, fd_, ioctl_device_waittimestamp_ctxtid, &w) == 0) {
-          if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
-            return CAPGRAPH_OK;
-          *err = name() + ": command " + std::to_string(timestamp_) +
-                 " retired without raising signal value " + std::to_string(target) + " (it holds " +
-                 std::to_string(*value) + ")";
-          return CAPGRAPH_ERR_DEVICE;
-        }
-        if (errno != ETIMEDOUT && errno != EINTR && errno != EAGAIN) {
-          *err = name() +
-                 ": IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID failed (the GPU faulted or the "
-                 "context was lost): " +
-                 strerror(errno);
-          return CAPGRAPH_ERR_DEVICE;
-        }
-        continue;
+      if (errno != ETIMEDOUT && errno != EINTR && errno != EAGAIN) {
+        *e = name() +
+             ": IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID failed (the GPU faulted or the context "
+             "was lost): " +
+             strerror(errno);
+        return CAPGRAPH_ERR_DEVICE;
       }
-      if (spent > 100000) {
-        nap_us = nap_us ? (nap_us * 2 > 1000 ? 1000 : nap_us * 2) : 1;
-        std::this_thread::sleep_for(std::chrono::microseconds(nap_us));
-      }
-    }
-    *err = name() + ": timed out after " + std::to_string(timeout_ns / 1000000) +
-           " ms waiting for signal value " + std::to_string(target) + " (it holds " +
-           std::to_string(*value) + ")";
-    return CAPGRAPH_ERR_TIMEOUT;
-  }
-
-  capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
-                                 std::string *err) override {
-    return sys_->capture_attach(c, program_gpu, err);
+      return CAPGRAPH_OK;
+    };
+    const capgraph_status st = hcq::wait_bounded(target, timeout_ns, read, pass, err);
+    if (st == CAPGRAPH_ERR_TIMEOUT) *err = name() + ": " + *err;
+    return st;
   }
 
  private:

@@ -19,10 +19,6 @@ class nv_sys : public hcq::host_sys {
  public:
   // The doorbell: a 32-bit store of the channel's work-submit token into the usermode page.
   virtual void doorbell_write(volatile uint32_t *at, uint32_t token) = 0;
-  // For fakes (transport::capture_attach passes it on): the capture and where its programs are.
-  virtual bool capture_attach(const fb::Capture *, const std::vector<uint64_t> &, std::string *) {
-    return true;
-  }
   // A fake's fault, reported by waits ("" when none).
   virtual std::string fault() const { return ""; }
   // What sits behind the seam, for messages ("" for the real driver).

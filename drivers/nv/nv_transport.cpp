@@ -15,6 +15,7 @@
 #include "clock_text.h"
 #include "hcq/host_sys_libc.h"
 #include "hcq/signal.h"
+#include "hcq/wait.h"
 #include "nv_abi.h"
 #include "nv_hcq.h"
 
@@ -138,21 +139,17 @@ class nv_transport final : public hcq::transport {
 
   capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
                        std::string *err) override {
-    const uint64_t start = now_ns();
-    for (uint32_t polls = 0;; ++polls) {
-      if (hcq::timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target))
-        return CAPGRAPH_OK;
+    const auto read = [&](uint64_t *now, std::string *e) {
+      *now = __atomic_load_n(value, __ATOMIC_ACQUIRE);
+      if (hcq::timeline_reached(*now, target)) return CAPGRAPH_OK;
       const std::string fault = sys_->fault();
-      if (!fault.empty() || !submit_error_.empty()) {
-        *err = name() + ": device error: " + (fault.empty() ? submit_error_ : fault);
-        return CAPGRAPH_ERR_DEVICE;
-      }
-      if (now_ns() - start >= timeout_ns) break;
-      if (polls > 1000) std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    *err = name() + ": timed out after " + std::to_string(timeout_ns / 1000000) +
-           " ms waiting for signal value " + std::to_string(target) + " (it holds " +
-           std::to_string(*value) + ")";
+      if (fault.empty() && submit_error_.empty()) return CAPGRAPH_OK;
+      *e = name() + ": device error: " + (fault.empty() ? submit_error_ : fault);
+      return CAPGRAPH_ERR_DEVICE;
+    };
+    const capgraph_status st = hcq::wait_bounded(target, timeout_ns, read, hcq::wait_nap{}, err);
+    if (st != CAPGRAPH_ERR_TIMEOUT) return st;
+    *err = name() + ": " + *err;
     for (int i = 0; i < 2; ++i) {
       const channel &ch = channels_[i];
       if (!ch.ring.cpu) continue;
@@ -162,17 +159,7 @@ class nv_transport final : public hcq::transport {
       *err += std::string("; ") + (i ? "copy" : "compute") + " channel GPGet " +
               std::to_string(get) + ", GPPut " + std::to_string(put);
     }
-    return CAPGRAPH_ERR_TIMEOUT;
-  }
-
-  capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
-                                 std::string *err) override {
-    std::string why;
-    if (!sys_->capture_attach(c, program_gpu, &why)) {
-      *err = name() + ": " + why;
-      return CAPGRAPH_ERR_DEVICE;
-    }
-    return CAPGRAPH_OK;
+    return st;
   }
 
  private:

@@ -95,7 +95,8 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
     if (gpu) memcpy(g->code_.cpu + program_at[i], p->binary()->data(), p->binary()->size());
     program_gpu.push_back(gpu ? g->code_.gpu + program_at[i] : 0);
   }
-  if ((st = dev->capture_attach(c, program_gpu, &why)) != CAPGRAPH_OK) return fail(st, why);
+  if (opt.capture_attach && (st = opt.capture_attach(c, program_gpu, &why)) != CAPGRAPH_OK)
+    return fail(st, why);
 
   // Scratch memory the target's kernels share (private memory), once.
   if (const uint64_t bytes = t->scratch_bytes ? t->scratch_bytes(c) : 0) {

@@ -11,6 +11,7 @@
 // on the number of kernels.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -27,6 +28,11 @@ namespace capgraph::hcq {
 struct graph_options {
   uint64_t timeout_ns = 10'000'000'000ull;  // one replay's bound
   uint64_t timeline_start = 0;              // first timeline value (tests start near 2^64)
+  // The device's capture_attach hook (target.h), for the null device and the fakes; called once
+  // the programs are in device memory. Empty for real devices.
+  std::function<capgraph_status(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
+                                std::string *err)>
+      capture_attach;
 };
 
 // What graph::check found: the first launch whose device result differs from its host twin.

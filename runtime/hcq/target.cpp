@@ -18,6 +18,7 @@ struct entry {
   transport_open_fn open;
   const target *t;
   devices_describe_fn describe;
+  capture_attach_fn attach;
 };
 
 // Recursive: the built-in targets register from inside builtins_ensure.
@@ -35,14 +36,13 @@ void builtins_ensure() {
   targets_builtin_register();
 }
 
-void entry_put(const char *prefix, transport_open_fn open, const target *t,
-               devices_describe_fn describe) {
+void entry_put(const entry &add) {
   for (entry &e : registry())
-    if (e.prefix == prefix) {
-      e = {prefix, open, t, describe};
+    if (e.prefix == add.prefix) {
+      e = add;
       return;
     }
-  registry().push_back({prefix, open, t, describe});
+  registry().push_back(add);
 }
 
 // "fake-x" matches "fake-x" and "fake-x:chip", not "fake-xy".
@@ -54,10 +54,18 @@ bool matches(const std::string &prefix, const char *device) {
 }  // namespace
 
 void target_register(const char *prefix, transport_open_fn open, const target *t,
-                     devices_describe_fn describe) {
+                     devices_describe_fn describe, capture_attach_fn attach) {
   std::lock_guard<std::recursive_mutex> hold(g_lock);
   builtins_ensure();
-  entry_put(prefix, open, t, describe);
+  entry_put({prefix, open, t, describe, attach});
+}
+
+std::vector<std::string> device_names() {
+  std::lock_guard<std::recursive_mutex> hold(g_lock);
+  builtins_ensure();
+  std::vector<std::string> names;
+  for (const entry &e : registry()) names.push_back(e.prefix);
+  return names;
 }
 
 std::string devices_describe() {
@@ -73,9 +81,11 @@ std::string devices_describe() {
 }
 
 capgraph_status device_open(const char *device, std::unique_ptr<transport> *out,
-                            const target **target_out, std::string *err) {
+                            const target **target_out, std::string *err,
+                            capture_attach_fn *attach_out) {
   transport_open_fn open = nullptr;
   const target *t = nullptr;
+  capture_attach_fn attach = nullptr;
   std::string known = "cpu";
   {
     std::lock_guard<std::recursive_mutex> hold(g_lock);
@@ -85,6 +95,7 @@ capgraph_status device_open(const char *device, std::unique_ptr<transport> *out,
       if (matches(e.prefix, device)) {
         open = e.open;
         t = e.t;
+        attach = e.attach;
       }
     }
   }
@@ -93,6 +104,7 @@ capgraph_status device_open(const char *device, std::unique_ptr<transport> *out,
     return CAPGRAPH_ERR_ARGUMENT;
   }
   *target_out = t;
+  if (attach_out) *attach_out = attach;
   return open(device, out, err);
 }
 

@@ -56,6 +56,14 @@ struct target {
 using transport_open_fn = capgraph_status (*)(const char *device, std::unique_ptr<transport> *out,
                                               std::string *err);
 
+// Optional, for devices whose kernels the host runs or checks (the null device, the fakes): called
+// once at load with the transport this device's open gave, after the programs are in device
+// memory (program_gpu[i]: where program i starts; 0 for host twins). Real devices register none:
+// the product seams (transport, the drivers' system-call seams) know nothing of captures.
+using capture_attach_fn = capgraph_status (*)(transport *dev, const fb::Capture *c,
+                                              const std::vector<uint64_t> &program_gpu,
+                                              std::string *err);
+
 // Lines for `capgraph devices`: one per device present ("<prefix>:0: <chip> ..."), or one saying
 // why there is none, each ending in a newline.
 using devices_describe_fn = std::string (*)();
@@ -64,16 +72,21 @@ using devices_describe_fn = std::string (*)();
 // register themselves at first use (targets_builtin.cpp, generated from CAPGRAPH_TARGETS);
 // programs add fakes (targets/<family>/fake_*). A prefix registered again is replaced.
 void target_register(const char *prefix, transport_open_fn open, const target *t,
-                     devices_describe_fn describe = nullptr);
+                     devices_describe_fn describe = nullptr, capture_attach_fn attach = nullptr);
+
+// Every registered device name prefix, in registration order ("amd", "fake-amd", ...).
+std::vector<std::string> device_names();
 
 // Every registered prefix's description lines, in registration order ("PREFIX: ..." where the
 // prefix's own lines do not start with it).
 std::string devices_describe();
 
-// Opens `device`: the transport and the target it runs. CAPGRAPH_ERR_ARGUMENT naming the known
-// devices when nothing matches.
+// Opens `device`: the transport, the target it runs and (when attach_out is given) its
+// capture_attach hook or nullptr. CAPGRAPH_ERR_ARGUMENT naming the known devices when nothing
+// matches.
 capgraph_status device_open(const char *device, std::unique_ptr<transport> *out,
-                            const target **target_out, std::string *err);
+                            const target **target_out, std::string *err,
+                            capture_attach_fn *attach_out = nullptr);
 
 // The registered device prefixes whose target runs captures for `capture_target` ("a, b or c"),
 // or "" when none does.

@@ -1,7 +1,7 @@
 // The transport seam: how the HCQ core reaches a device. One implementation per driver
-// (drivers/: one folder each) or fake device (targets/<family>/). A transport only moves bytes,
-// submits commands and rings doorbells; it knows nothing about captures except the one hook fakes
-// need (capture_attach).
+// (drivers/: one folder each) or fake device (targets/<family>/fake/). A transport only moves
+// bytes, submits commands, rings doorbells and waits; it knows nothing about captures (a fake that
+// needs the capture registers a capture_attach hook with its device name, target.h).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -74,17 +74,6 @@ class transport {
   // Returns the 32-bit words written to device-visible memory. No allocation.
   virtual uint64_t submit(queue &q, const uint32_t *words, uint64_t count) noexcept;
 
-  // Register access, for transports that have it (PCI BAR, USB bridge); a kernel driver's
-  // queue interface usually does not.
-  virtual capgraph_status mmio_read(uint32_t offset, uint32_t *value, std::string *err) {
-    *err = name() + ": no register access through this transport";
-    return CAPGRAPH_ERR_DEVICE;
-  }
-  virtual capgraph_status mmio_write(uint32_t offset, uint32_t value, std::string *err) {
-    *err = name() + ": no register access through this transport";
-    return CAPGRAPH_ERR_DEVICE;
-  }
-
   // Waits until the 64-bit signal value at `value` reaches `target` (wrap-safe, see signal.h),
   // at most timeout_ns. CAPGRAPH_ERR_TIMEOUT or CAPGRAPH_ERR_DEVICE (a fault the device
   // reported) with *err saying what. Must not allocate on success.
@@ -108,14 +97,6 @@ class transport {
   }
   virtual capgraph_status download(const memory &m, uint64_t offset, uint64_t size,
                                    std::string *err) {
-    return CAPGRAPH_OK;
-  }
-
-  // Called once at load after the programs are in device memory (program_gpu[i] is where
-  // program i starts). Real devices need nothing; a fake GPU links the kernels' host twins here.
-  virtual capgraph_status capture_attach(const fb::Capture *c,
-                                         const std::vector<uint64_t> &program_gpu,
-                                         std::string *err) {
     return CAPGRAPH_OK;
   }
 };

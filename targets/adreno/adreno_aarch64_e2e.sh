@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The aarch64 build of the runtime (the comma device's CPU) replaying Adreno captures on the fake
 # KGSL under qemu-aarch64: models compiled here for adreno-a630 with host twins for aarch64
-# (CAPGRAPH_TWIN_TARGET=cpu-aarch64), run by the cross-built capgraph-run-fake-adreno, compared
+# (CAPGRAPH_TWIN_TARGET=cpu-aarch64), run by the cross-built capgraph-run-fakes, compared
 # with the same models on this CPU (and the chain's independently computed output). Two models: a
 # 40-layer MatMul+Tanh chain and the comma-shaped model (uint8 cameras, desire, features, heads).
 # Skips (exit 77) without qemu-aarch64, the aarch64 build or Mesa's ir3.
@@ -9,7 +9,7 @@
 set -uo pipefail
 build=${1:-}; [[ -n $build ]] || { echo "usage: adreno_aarch64_e2e.sh BUILD_DIR"; exit 2; }
 capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare; tools=$build/tests/tools
-runner=$build/runtime/aarch64/capgraph-run-fake-adreno
+runner=$build/runtime/aarch64/targets/capgraph-run-fakes
 command -v qemu-aarch64 > /dev/null || { echo "SKIPPED: qemu-aarch64 not found; install qemu-user"; exit 77; }
 [[ -x $runner ]] || { echo "SKIPPED: no $runner (the aarch64 cross build needs g++-aarch64-linux-gnu)"; exit 77; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT

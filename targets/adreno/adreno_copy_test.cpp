@@ -57,7 +57,8 @@ struct loaded {
     REQUIRE(capture_verify(bytes.data(), bytes.size(), "copies.cap", &c, &err,
                            &adreno::adreno_target) == CAPGRAPH_OK);
     REQUIRE(kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, &err) == CAPGRAPH_OK);
-    st = hcq::graph::build(t.get(), &adreno::adreno_target, c, "copies.cap", {}, &g, &err);
+    st = hcq::graph::build(t.get(), &adreno::adreno_target, c, "copies.cap",
+                           adreno::graph_options_for(fake), &g, &err);
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "amd_packets.h"
 #include "hcq/signal.h"
+#include "hcq/wait.h"
 
 namespace capgraph::amd {
 namespace {
@@ -151,41 +152,42 @@ capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t targ
     *err = name() + ": a wait on memory this transport did not allocate";
     return CAPGRAPH_ERR_ARGUMENT;
   }
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::nanoseconds(timeout_ns);
-  uint64_t v = 0;
-  for (uint64_t poll = 0;; ++poll) {
-    ++stats_.polls;
-    std::string e;
-    if (!dev_.vram_copy_out(a->pa + off, &v, 8, &e)) {
-      *err = e;
+  const uint64_t va = am::device::vram_va(a->pa + off);
+  // The GC VM's fault status: a page fault ends the wait at once instead of at the bound.
+  const auto fault_check = [&](uint64_t v, std::string *e) {
+    uint32_t fault = 0;
+    if (!dev_.rreg(am::regGCVM_L2_PROTECTION_FAULT_STATUS, &fault)) {
+      *e = name() + ": reading the GC VM fault status while waiting: the device does not answer";
       return CAPGRAPH_ERR_DEVICE;
     }
+    if (!fault) return CAPGRAPH_OK;
+    *e = name() + ": GPU page fault (GCVM_L2_PROTECTION_FAULT_STATUS=" + hex(fault) +
+         ") while waiting for signal " + hex(va) + " to reach " + std::to_string(target) +
+         " (it is " + std::to_string(v) + ")";
+    return CAPGRAPH_ERR_DEVICE;
+  };
+  uint64_t polls = 0, v = 0;
+  const auto read = [&](uint64_t *now, std::string *e) {
+    ++stats_.polls;
+    if (!dev_.vram_copy_out(a->pa + off, now, 8, e)) return CAPGRAPH_ERR_DEVICE;
+    v = *now;
     if (hcq::timeline_reached(v, target)) {
       *const_cast<volatile uint64_t *>(value) = v;  // the shadow follows the device
       return CAPGRAPH_OK;
     }
-    const bool late = std::chrono::steady_clock::now() > deadline;
-    if (late || poll % k_fault_check_every == k_fault_check_every - 1) {
-      uint32_t fault = 0;
-      if (!dev_.rreg(am::regGCVM_L2_PROTECTION_FAULT_STATUS, &fault)) {
-        *err =
-            name() + ": reading the GC VM fault status while waiting: the device does not answer";
-        return CAPGRAPH_ERR_DEVICE;
-      }
-      if (fault) {
-        *err = name() + ": GPU page fault (GCVM_L2_PROTECTION_FAULT_STATUS=" + hex(fault) +
-               ") while waiting for signal " + hex(am::device::vram_va(a->pa + off)) +
-               " to reach " + std::to_string(target) + " (it is " + std::to_string(v) + ")";
-        return CAPGRAPH_ERR_DEVICE;
-      }
-    }
-    if (late) {
-      *err = name() + ": the signal at " + hex(am::device::vram_va(a->pa + off)) + " is " +
-             std::to_string(v) + ", not " + std::to_string(target) + " after " +
-             std::to_string(timeout_ns / 1000000) + " ms (no GPU page fault reported)";
-      return CAPGRAPH_ERR_TIMEOUT;
-    }
-  }
+    return ++polls % k_fault_check_every == 0 ? fault_check(v, e) : CAPGRAPH_OK;
+  };
+  // Each poll is a read over the bridge, which already takes microseconds: no nap between them
+  // (a wait that lets the host sleep needs the bridge's help: issue "USB GPU from the comma
+  // device").
+  const auto no_nap = [](uint64_t, std::string *) { return CAPGRAPH_OK; };
+  const capgraph_status st = hcq::wait_bounded(target, timeout_ns, read, no_nap, err);
+  if (st != CAPGRAPH_ERR_TIMEOUT) return st;
+  if (fault_check(v, err) != CAPGRAPH_OK) return CAPGRAPH_ERR_DEVICE;
+  *err = name() + ": the signal at " + hex(va) + " is " + std::to_string(v) + ", not " +
+         std::to_string(target) + " after " + std::to_string(timeout_ns / 1000000) +
+         " ms (no GPU page fault reported)";
+  return CAPGRAPH_ERR_TIMEOUT;
 }
 
 capgraph_status am_transport::range_move(const hcq::memory &m, uint64_t offset, uint64_t size,

@@ -32,7 +32,7 @@ std::unique_ptr<encoder> amd_copy_encoder(const amd::chip &chip, std::vector<uin
 const amd::chip *amd_capture_chip(const char *target_name);
 
 // The kernel descriptor, described once: the layout of the fields capgraph reads (Sources: LLVM
-// AMDGPUUsage "Kernel Descriptor" table; compiler/codegen/amdgpu_code_object.cpp checks these
+// AMDGPUUsage "Kernel Descriptor" table; targets/amd/compiler/amdgpu_code_object.cpp checks these
 // offsets against LLVM's AMDHSAKernelDescriptor.h at compile time), its decoder, and the
 // kernel_code_properties bits: the user-SGPR enables in order: private segment buffer (4 SGPRs),
 // dispatch ptr (2), queue ptr (2), kernarg segment ptr (2), dispatch id (2), flat scratch init

@@ -1,9 +1,9 @@
 // amd_usb — the open sequence of a gfx1100 behind the USB bridge, shared by `--device usb` (libusb,
 // amd_usb_device.cpp) and `--device fake-usb` (the emulated bridge,
-// tests/emu/gfx1100/fake_usb.cpp): the caller brings the USB transport, this speaks the bridge
-// protocol, powers PCIe, walks and numbers the switch chain, places the BARs, checks the endpoint
-// is the GPU we drive, and boots it (partial boot when a previous session left it up). One copy, so
-// the fake tests the real path.
+// targets/amd/fake/gfx1100/fake_usb.cpp): the caller brings the USB transport, this speaks the
+// bridge protocol, powers PCIe, walks and numbers the switch chain, places the BARs, checks the
+// endpoint is the GPU we drive, and boots it (partial boot when a previous session left it up). One
+// copy, so the fake tests the real path.
 #pragma once
 
 #include <memory>

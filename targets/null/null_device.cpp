@@ -12,6 +12,7 @@
 #include "clock_text.h"
 #include "hcq/host_twins.h"
 #include "hcq/signal.h"
+#include "hcq/wait.h"
 #include "null_hcq.h"
 
 namespace capgraph::hcq {
@@ -81,25 +82,23 @@ class null_device final : public transport {
 
   capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
                        std::string *err) override {
-    const uint64_t start = now_ns();
-    for (;;) {
+    const auto read = [&](uint64_t *now, std::string *e) {
       if (!fault_.empty()) {
-        *err = "null: device error: " + fault_;
+        *e = "null: device error: " + fault_;
         return CAPGRAPH_ERR_DEVICE;
       }
-      if (timeline_reached(__atomic_load_n(value, __ATOMIC_ACQUIRE), target)) return CAPGRAPH_OK;
-      if (now_ns() - start >= timeout_ns) break;
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    *err = "null: timed out after " + std::to_string(timeout_ns / 1000000) +
-           " ms waiting for signal value " + std::to_string(target);
+      return wait_read(value, now);
+    };
+    const capgraph_status st = wait_bounded(target, timeout_ns, read, wait_nap{}, err);
+    if (st != CAPGRAPH_ERR_TIMEOUT) return st;
+    *err = "null: " + *err;
     for (const auto &[id, q] : queues_)
       if (!q.blocked.empty()) *err += "; a queue is stuck at " + q.blocked;
-    return CAPGRAPH_ERR_TIMEOUT;
+    return st;
   }
 
-  capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &,
-                                 std::string *err) override {
+  // The capture, once at load (null_device_attach): its kernels run as their host twins.
+  capgraph_status capture_attach(const fb::Capture *c, std::string *err) {
     capture_ = c;
     return twins_.link(c, "null", err);
   }
@@ -280,6 +279,12 @@ capgraph_status null_device_open(const char *device, std::unique_ptr<transport> 
   }
   *out = std::make_unique<null_device>();
   return CAPGRAPH_OK;
+}
+
+capgraph_status null_device_attach(transport *dev, const fb::Capture *c,
+                                   const std::vector<uint64_t> &, std::string *err) {
+  // null_device_open made it: the null device is the transport itself.
+  return static_cast<null_device *>(dev)->capture_attach(c, err);
 }
 
 }  // namespace capgraph::hcq

@@ -101,11 +101,14 @@ const target null_target = {"null",
 
 // Called by the runtime's generated targets_builtin_register (CAPGRAPH_TARGETS holds "null").
 void target_null_register() {
-  target_register("null", &null_device_open, &null_target, [] {
-    return std::string(
-        "the null device (targets/null): runs captures compiled with --target null "
-        "as their host twins, measures nothing\n");
-  });
+  target_register(
+      "null", &null_device_open, &null_target,
+      [] {
+        return std::string(
+            "the null device (targets/null): runs captures compiled with --target null "
+            "as their host twins, measures nothing\n");
+      },
+      &null_device_attach);
 }
 
 }  // namespace capgraph::hcq

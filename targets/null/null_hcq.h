@@ -1,5 +1,5 @@
-// The null target: the template a new GPU target is copied from (README.md). Everything a target
-// gives the HCQ core (runtime/hcq/target.h) in its smallest complete form:
+// The null target (README.md). Everything a target gives the HCQ core (runtime/hcq/target.h) in its
+// smallest complete form:
 //   - an encoder: the HCQ verbs as "null packets", a header word (opcode << 16 | body words)
 //     and the body, which the null device below interprets;
 //   - its launch facts: NullKernel in the capture (schema/capture.fbs), resolved at load into the
@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "hcq/encoder.h"
 #include "hcq/target.h"
@@ -37,8 +38,11 @@ struct null_dispatch {
   uint64_t code = 0;  // GPU address of the kernel's word in its null_code program
 };
 
-// Transport for "null": the null device (null_device.cpp).
+// Transport for "null": the null device (null_device.cpp), and its capture_attach hook (the
+// device runs each kernel as its host twin, so it needs the capture at load).
 capgraph_status null_device_open(const char *device, std::unique_ptr<transport> *out,
                                  std::string *err);
+capgraph_status null_device_attach(transport *dev, const fb::Capture *c,
+                                   const std::vector<uint64_t> &program_gpu, std::string *err);
 
 }  // namespace capgraph::hcq

@@ -71,7 +71,7 @@ class PcieEndpoint {
   std::function<bool(uint64_t addr, uint8_t *dst, size_t n)> dma_read;
   std::function<bool(uint64_t addr, const uint8_t *src, size_t n)> dma_write;
 
-  // A device model behind the BARs (tests/emu/gfx1100): when set, memory
+  // A device model behind the BARs (targets/amd/fake/gfx1100): when set, memory
   // requests inside BAR i (0: BAR0, 1: BAR2, 2: BAR5) go to it, off in bytes
   // from the BAR's base, instead of to the sparse memory.
   std::function<bool(int bar, uint64_t off, uint32_t *v)> bar_read_hook;

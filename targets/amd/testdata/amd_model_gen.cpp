@@ -1,5 +1,5 @@
 // amd_model_gen DIR: writes a small generated CNN for the fake-AMD end-to-end test
-// (fake_amd_e2e.sh small): DIR/small_cnn.onnx and a seeded input DIR/input.npy ("x", 1x3x16x16).
+// (amd_e2e.sh small): DIR/small_cnn.onnx and a seeded input DIR/input.npy ("x", 1x3x16x16).
 // Conv+Relu, a residual Add, MaxPool, GlobalAveragePool, Gemm, Softmax, and an Identity output of
 // the input (which a capture may turn into a copy step).
 #include <cstdio>

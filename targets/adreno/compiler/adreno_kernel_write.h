@@ -1,0 +1,19 @@
+// The Adreno kernel facts (adreno_codegen.h) in their capture form (AdrenoKernel in
+// schema/capture.fbs) and back. The read side is what inspect and the runtime's loader will use;
+// the round trip is tested so the two cannot drift.
+#pragma once
+#include <flatbuffers/flatbuffers.h>
+
+#include "adreno_codegen.h"
+#include "capgraph/capture_generated.h"
+
+namespace capgraph {
+
+flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBufferBuilder &fbb,
+                                                          const AdrenoKernelFacts &f,
+                                                          const AdrenoTarget &t);
+// The facts a capture holds (everything but the binary, which lives in its Program). Throws Error
+// naming `what` when a field is out of the range the a6xx registers can hold.
+AdrenoKernelFacts adreno_kernel_read(const fb::AdrenoKernel &k, const std::string &what);
+
+}  // namespace capgraph

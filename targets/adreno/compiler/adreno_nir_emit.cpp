@@ -1,0 +1,918 @@
+#include "adreno_nir_emit.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "codegen/cpu_codegen.h"
+#include "codegen/gpu_tile.h"
+#include "error.h"
+
+// Mesa's C headers (extern "C" inside).
+#include "compiler/glsl_types.h"
+#include "nir.h"
+#include "nir_builder.h"
+
+namespace capgraph {
+
+namespace {
+
+// One kernel's NIR, mirroring KernelEmitter (kernel_emit.cpp) operation for operation so that the
+// GPU kernel and the CPU host twin compute the same kernel IR. Value types: floats are 32-bit (f16
+// storage is widened on load, narrowed on store), booleans 1-bit, integers 64-bit as on the CPU
+// (ir3 lowers 64-bit integer arithmetic); index arithmetic is 32-bit, which every buffer below
+// 2^31 bytes allows (checked).
+struct NirKernelEmitter {
+  const Kernel &k;
+  const Program &p;
+  nir_builder b;
+  nir_function_impl *impl = nullptr;
+  std::vector<int> slots;
+  std::map<int, nir_def *> base;       // buffer -> 64-bit GPU address
+  std::map<int, nir_def *> base_pair;  // buffer -> the same as two 32-bit halves
+  std::vector<nir_def *> iv;           // current index of each axis (32-bit)
+  std::map<int, nir_def *> cache;      // expression values of the current evaluation
+  nir_def *acc_value = nullptr;
+  nir_def *valid = nullptr;  // AND of skip checks in the current reduction body
+  bool in_body = false;
+  // Lanes: a work item computes `lanes` consecutive outputs along lane_axis (the innermost
+  // parallel axis), evaluating the expressions once per lane; a load that is contiguous along that
+  // axis is read once as a vector (vec4: one ldg of 4 components) and each lane takes its channel,
+  // and the results leave in one vector store. lane_base is the axis index of lane 0.
+  int lanes = 1, lane = 0, lane_axis = -1;
+  nir_def *lane_base = nullptr;
+  std::vector<char> load_vector;             // per load: read as a vector
+  std::map<int, nir_def *> vec_raw, vec_ok;  // per load: its vector and validity at this point
+
+  NirKernelEmitter(const Kernel &kk, const Program &pp) : k(kk), p(pp) {}
+
+  [[noreturn]] void fail(const std::string &what) const {
+    throw Error("kernel " + k.name + " (target adreno): " + what);
+  }
+
+  unsigned value_bits(DType t) const {
+    switch (t) {
+      case DType::f32:
+      case DType::f16: return 32;
+      case DType::boolean: return 1;
+      case DType::f64: fail("64-bit floats are not supported on Adreno (ir3 has no fp64)");
+      default: return 64;
+    }
+  }
+  static unsigned mem_bytes(DType t) { return (unsigned)dtype_size(t); }
+
+  nir_def *i32(int64_t v) { return nir_imm_int(&b, (int32_t)v); }
+
+  // for (i = lo; i < hi; i++) body(i), i in a function-temporary variable that
+  // nir_lower_vars_to_ssa turns into a phi.
+  // `rolled`: NIR must not unroll it (code size: the a630's instruction cache is 8 KiB).
+  void loop(nir_def *lo, nir_def *hi, const std::function<void(nir_def *)> &body,
+            bool rolled = false) {
+    nir_variable *var = nir_local_variable_create(impl, glsl_int_type(), "i");
+    nir_store_var(&b, var, lo, 1);
+    nir_loop *l = nir_push_loop(&b);
+    if (rolled) l->control = nir_loop_control_dont_unroll;
+    nir_def *i = nir_load_var(&b, var);
+    nir_push_if(&b, nir_ige(&b, i, hi));
+    nir_jump(&b, nir_jump_break);
+    nir_pop_if(&b, nullptr);
+    body(i);
+    nir_store_var(&b, var, nir_iadd_imm(&b, i, 1), 1);
+    nir_pop_loop(&b, nullptr);
+  }
+  void guarded(nir_def *cond, const std::function<void()> &body) {
+    nir_push_if(&b, cond);
+    body();
+    nir_pop_if(&b, nullptr);
+  }
+  void nest(int first, int last, const std::function<void()> &body) {
+    if (first == last) return body();
+    loop(i32(0), i32(k.axes[first]), [&](nir_def *i) {
+      iv[first] = i;
+      nest(first + 1, last, body);
+    });
+  }
+
+  nir_def *affine(const DimIndex &d) {
+    nir_def *r = i32(d.shift);
+    for (const AxisTerm &t : d.terms)
+      r = nir_iadd(&b, r, nir_imul_imm(&b, iv[t.axis], (uint64_t)t.coef));
+    return r;
+  }
+  nir_def *floor_mod(nir_def *a, int64_t m) {  // m > 0, result in [0, m)
+    nir_def *r = nir_irem(&b, a, i32(m));
+    return nir_bcsel(&b, nir_ilt_imm(&b, r, 0), nir_iadd_imm(&b, r, (uint64_t)m), r);
+  }
+
+  // Element offset (32-bit) of an access at the current point; *ok: validity of skip bounds.
+  nir_def *access_offset(const Access &a, nir_def **ok) {
+    nir_def *off = i32(a.offset);
+    *ok = nullptr;
+    for (const DimIndex &d : a.dims) {
+      nir_def *idx = affine(d);
+      if (d.expr >= 0) idx = nir_iadd(&b, idx, to_index(eval(d.expr), k.exprs[d.expr].dtype));
+      nir_def *good = nullptr;
+      if (d.divisor != 1) {
+        good = nir_ieq_imm(&b, nir_irem(&b, idx, i32(d.divisor)), 0);
+        idx = nir_idiv(&b, idx, i32(d.divisor));
+      }
+      switch (d.bound) {
+        case Bound::none: break;
+        case Bound::skip: {
+          nir_def *in = nir_ult(&b, idx, i32(d.extent));
+          good = good ? nir_iand(&b, good, in) : in;
+          break;
+        }
+        case Bound::clamp: idx = nir_imin(&b, nir_imax(&b, idx, i32(0)), i32(d.extent - 1)); break;
+        case Bound::reflect:
+          if (d.extent == 1) {
+            idx = i32(0);
+          } else {
+            int64_t period = 2 * (d.extent - 1);
+            nir_def *m = floor_mod(idx, period);
+            idx = nir_bcsel(&b, nir_ige(&b, m, i32(d.extent)), nir_isub(&b, i32(period), m), m);
+          }
+          break;
+        case Bound::wrap: idx = floor_mod(idx, d.extent); break;
+      }
+      if (good) {
+        idx = nir_bcsel(&b, good, idx, i32(0));  // never address outside, even when skipped
+        *ok = *ok ? nir_iand(&b, *ok, good) : good;
+      }
+      off = nir_iadd(&b, off, nir_imul_imm(&b, idx, (uint64_t)d.stride));
+    }
+    return off;
+  }
+  nir_def *element_addr(int buffer, nir_def *off) {
+    nir_def *bytes = nir_imul_imm(&b, off, mem_bytes(p.buffers[buffer].dtype));
+    return nir_iadd(&b, base.at(buffer), nir_u2u64(&b, bytes));
+  }
+
+  // An integer or boolean expression value as a 32-bit index (gather); floats truncate.
+  nir_def *to_index(nir_def *v, DType t) {
+    if (dtype_is_float(t)) return nir_f2i32(&b, v);
+    if (v->bit_size == 1) return nir_b2i32(&b, v);
+    return nir_i2i32(&b, v);
+  }
+
+  nir_def *constant(double v, DType t) {
+    switch (value_bits(t)) {
+      case 32: return nir_imm_float(&b, (float)v);
+      case 1: return nir_imm_bool(&b, v != 0);
+      default: return nir_imm_int64(&b, int64_saturate(v));  // +-inf reduce identities: no UB cast
+    }
+  }
+
+  nir_def *convert(nir_def *v, DType from, DType to) {
+    unsigned fb = value_bits(from), tb = value_bits(to);
+    bool ff = dtype_is_float(from), tf = dtype_is_float(to);
+    if (ff == tf && fb == tb) return v;
+    if (to == DType::boolean) return ff ? nir_fneu_imm(&b, v, 0.0) : nir_ine_imm(&b, v, 0);
+    if (from == DType::boolean) return tf ? nir_b2f32(&b, v) : nir_b2i64(&b, v);
+    if (ff && !tf) return nir_f2i64(&b, v);
+    if (!ff && tf) return nir_i2f32(&b, v);
+    return v;
+  }
+
+  void lane_set(int l) {
+    lane = l;
+    if (lanes > 1) iv[lane_axis] = nir_iadd_imm(&b, lane_base, (uint64_t)l);
+  }
+  // Loads `components` elements at element offset `off` of `buffer`. 32-bit elements use ir3's
+  // own global access (a 64-bit base and a 32-bit offset in dwords: one `ldg.a`/`stg.a`, no 64-bit
+  // address arithmetic per access); other sizes go through load_global on a 64-bit address,
+  // which ir3 splits and lowers. Source: Mesa src/freedreno/ir3/ir3_a6xx.c,
+  // emit_intrinsic_load_global_ir3 (on a6xx the offset register counts dwords).
+  nir_def *global_load(int buffer, nir_def *off, unsigned components) {
+    unsigned bytes = mem_bytes(p.buffers[buffer].dtype);
+    nir_def *raw;
+    if (bytes == 4) {
+      nir_intrinsic_instr *ld = nir_intrinsic_instr_create(b.shader, nir_intrinsic_load_global_ir3);
+      ld->num_components = (uint8_t)components;
+      ld->src[0] = nir_src_for_ssa(base_pair.at(buffer));
+      ld->src[1] = nir_src_for_ssa(off);
+      nir_intrinsic_set_align(ld, 4, 0);
+      nir_def_init(&ld->instr, &ld->def, components, 32);
+      nir_builder_instr_insert(&b, &ld->instr);
+      raw = &ld->def;
+    } else {
+      raw = nir_load_global(&b, element_addr(buffer, off), bytes, components, bytes * 8);
+    }
+    // Inputs and weights do not change during a kernel: loads may be merged and moved.
+    nir_intrinsic_set_access(nir_instr_as_intrinsic(raw->parent_instr), ACCESS_CAN_REORDER);
+    return raw;
+  }
+  void global_store(int buffer, nir_def *off, nir_def *value) {
+    unsigned bytes = mem_bytes(p.buffers[buffer].dtype);
+    if (bytes == 4) {
+      nir_intrinsic_instr *st =
+          nir_intrinsic_instr_create(b.shader, nir_intrinsic_store_global_ir3);
+      st->num_components = (uint8_t)value->num_components;
+      st->src[0] = nir_src_for_ssa(value);
+      st->src[1] = nir_src_for_ssa(base_pair.at(buffer));
+      st->src[2] = nir_src_for_ssa(off);
+      nir_intrinsic_set_align(st, 4, 0);
+      nir_builder_instr_insert(&b, &st->instr);
+    } else {
+      nir_store_global(&b, element_addr(buffer, off), bytes, value,
+                       (nir_component_mask_t)((1u << value->num_components) - 1));
+    }
+  }
+
+  nir_def *load_value(const Expr &e) {
+    const Access &a = k.loads[e.access];
+    DType bt = p.buffers[a.buffer].dtype;
+    nir_def *ok, *raw;
+    if (lanes > 1 && load_vector[e.access]) {
+      if (!vec_raw.count(e.access)) {  // the first lane to read it: one vector load at lane 0
+        nir_def *mine = iv[lane_axis];
+        iv[lane_axis] = lane_base;
+        nir_def *off = access_offset(a, &ok);
+        iv[lane_axis] = mine;
+        vec_raw[e.access] = global_load(a.buffer, off, (unsigned)lanes);
+        vec_ok[e.access] = ok;
+      }
+      raw = nir_channel(&b, vec_raw[e.access], (unsigned)lane);
+      ok = vec_ok[e.access];
+    } else {
+      nir_def *off = access_offset(a, &ok);
+      raw = global_load(a.buffer, off, 1);
+    }
+    nir_def *v;
+    switch (bt) {
+      case DType::f16: v = nir_f2f32(&b, raw); break;
+      case DType::boolean: v = nir_ine_imm(&b, raw, 0); break;
+      case DType::u8: v = nir_u2u64(&b, raw); break;
+      case DType::i8:
+      case DType::i16:
+      case DType::i32: v = nir_i2i64(&b, raw); break;
+      default: v = raw;
+    }
+    v = convert(v, bt, e.dtype);
+    if (ok) {
+      if (in_body)
+        valid = valid ? nir_iand(&b, valid, ok) : ok;
+      else
+        v = nir_bcsel(&b, ok, v, constant(a.fill, e.dtype));
+    }
+    return v;
+  }
+
+  // Transcendentals on the SFU (ir3's exp2/log2), which are within the spine's tolerance of the
+  // CPU's polynomial versions (math_ir.cpp); the special cases follow math_ir.cpp.
+  nir_def *fexp(nir_def *x) { return nir_fexp2(&b, nir_fmul_imm(&b, x, 1.4426950408889634)); }
+  nir_def *flog(nir_def *x) { return nir_fmul_imm(&b, nir_flog2(&b, x), M_LN2); }
+  nir_def *copysign(nir_def *mag, nir_def *sign) {
+    return nir_ior(&b, nir_iand_imm(&b, mag, 0x7fffffff), nir_iand_imm(&b, sign, 0x80000000u));
+  }
+  nir_def *poly(nir_def *x, std::initializer_list<double> coefs) {  // Horner, highest degree first
+    nir_def *r = nullptr;
+    for (double c : coefs)
+      r = r ? nir_fadd_imm(&b, nir_fmul(&b, r, x), c) : nir_imm_float(&b, (float)c);
+    return r;
+  }
+  nir_def *ftanh(nir_def *x) {  // sign(x) (1 - 2 / (exp(2|x|) + 1)); odd series near 0
+    nir_def *ax = nir_fabs(&b, x);
+    nir_def *e = fexp(nir_fmul_imm(&b, ax, 2.0));
+    nir_def *t = nir_fsub(&b, nir_imm_float(&b, 1),
+                          nir_fdiv(&b, nir_imm_float(&b, 2), nir_fadd_imm(&b, e, 1)));
+    nir_def *small =
+        nir_fmul(&b, x, poly(nir_fmul(&b, x, x), {-17.0 / 315, 2.0 / 15, -1.0 / 3, 1}));
+    return nir_bcsel(&b, nir_flt_imm(&b, ax, 0.0625), small, copysign(t, x));
+  }
+  nir_def *ferf(nir_def *x) {  // Abramowitz & Stegun 7.1.26, as math_ir.cpp
+    nir_def *ax = nir_fabs(&b, x);
+    nir_def *t = nir_frcp(&b, nir_fadd_imm(&b, nir_fmul_imm(&b, ax, 0.3275911), 1));
+    nir_def *pl = nir_fmul(
+        &b, t, poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
+    nir_def *r = nir_fsub(&b, nir_imm_float(&b, 1),
+                          nir_fmul(&b, pl, fexp(nir_fneg(&b, nir_fmul(&b, ax, ax)))));
+    return copysign(r, x);
+  }
+  nir_def *fpow(nir_def *x, nir_def *y, int yexpr) {
+    const Expr &ye = k.exprs[yexpr];
+    if (ye.op == Op::constant) {
+      double v = ye.value;
+      if (v == 1) return x;
+      if (v == 2) return nir_fmul(&b, x, x);
+      if (v == 3) return nir_fmul(&b, nir_fmul(&b, x, x), x);
+      if (v == 0.5) return nir_fsqrt(&b, x);
+      if (v == -1) return nir_frcp(&b, x);
+      if (v == 0) return nir_imm_float(&b, 1);
+    }
+    nir_def *r = fexp(nir_fmul(&b, y, flog(nir_fabs(&b, x))));
+    nir_def *yint = nir_feq(&b, nir_ffloor(&b, y), y);
+    nir_def *half = nir_fmul_imm(&b, y, 0.5);
+    nir_def *yodd = nir_iand(&b, yint, nir_fneu(&b, nir_ffloor(&b, half), half));
+    nir_def *neg = nir_flt_imm(&b, x, 0.0);
+    r = nir_bcsel(&b, nir_iand(&b, neg, yodd), nir_fneg(&b, r), r);
+    r = nir_bcsel(&b, nir_iand(&b, neg, nir_inot(&b, yint)), nir_imm_float(&b, NAN), r);
+    return nir_bcsel(&b, nir_feq_imm(&b, y, 0.0), nir_imm_float(&b, 1), r);
+  }
+  nir_def *fexp_full(nir_def *x) {  // saturating like math_ir.cpp's ir_exp
+    nir_def *r = fexp(x);
+    r = nir_bcsel(&b, nir_flt_imm(&b, x, -87.33), nir_imm_float(&b, 0), r);
+    r = nir_bcsel(&b, nir_fgt_imm(&b, x, 88.72283935546875), nir_imm_float(&b, INFINITY), r);
+    return nir_bcsel(&b, nir_fneu(&b, x, x), x, r);
+  }
+  nir_def *flog_full(nir_def *x) {
+    nir_def *r = flog(x);
+    r = nir_bcsel(&b, nir_feq_imm(&b, x, 0.0), nir_imm_float(&b, -INFINITY), r);
+    r = nir_bcsel(&b, nir_flt_imm(&b, x, 0.0), nir_imm_float(&b, NAN), r);
+    return nir_bcsel(&b, nir_fneu(&b, x, x), x, r);
+  }
+
+  nir_def *eval(int i) {
+    auto it = cache.find(i);
+    if (it != cache.end()) return it->second;
+    const Expr &e = k.exprs[i];
+    bool fl = dtype_is_float(e.dtype);
+    nir_def *a = nullptr, *bb = nullptr, *c = nullptr;
+    int n = op_arity(e.op);
+    if (n > 0) a = eval(e.a);
+    if (n > 1) bb = eval(e.b);
+    if (n > 2) c = eval(e.c);
+    bool afl = n > 0 && dtype_is_float(k.exprs[e.a].dtype);
+    nir_def *r = nullptr;
+    switch (e.op) {
+      case Op::constant: r = constant(e.value, e.dtype); break;
+      case Op::load: r = load_value(e); break;
+      case Op::acc: r = acc_value; break;
+      case Op::iota:
+        r = fl                         ? nir_i2f32(&b, iv[e.access])
+            : value_bits(e.dtype) == 1 ? nir_ine_imm(&b, iv[e.access], 0)
+                                       : nir_i2i64(&b, iv[e.access]);
+        break;
+      case Op::cast: r = convert(a, k.exprs[e.a].dtype, e.dtype); break;
+      case Op::neg: r = fl ? nir_fneg(&b, a) : nir_ineg(&b, a); break;
+      case Op::abs: r = fl ? nir_fabs(&b, a) : nir_iabs(&b, a); break;
+      case Op::sqrt: r = nir_fsqrt(&b, a); break;
+      case Op::exp: r = fexp_full(a); break;
+      case Op::log: r = flog_full(a); break;
+      case Op::tanh: r = ftanh(a); break;
+      case Op::sigmoid: r = nir_frcp(&b, nir_fadd_imm(&b, fexp(nir_fneg(&b, a)), 1)); break;
+      case Op::erf: r = ferf(a); break;
+      case Op::floor: r = fl ? nir_ffloor(&b, a) : a; break;
+      case Op::ceil: r = fl ? nir_fceil(&b, a) : a; break;
+      case Op::round: r = fl ? nir_fround_even(&b, a) : a; break;
+      case Op::trunc: r = fl ? nir_ftrunc(&b, a) : a; break;
+      case Op::recip: r = nir_frcp(&b, a); break;
+      case Op::logical_not: r = nir_inot(&b, a); break;
+      case Op::add: r = fl ? nir_fadd(&b, a, bb) : nir_iadd(&b, a, bb); break;
+      case Op::sub: r = fl ? nir_fsub(&b, a, bb) : nir_isub(&b, a, bb); break;
+      case Op::mul: r = fl ? nir_fmul(&b, a, bb) : nir_imul(&b, a, bb); break;
+      case Op::div:
+        if (fl) {
+          r = nir_fdiv(&b, a, bb);
+        } else {  // integer division by zero gives 0, as on the CPU
+          nir_def *zero = nir_ieq_imm(&b, bb, 0);
+          r = nir_bcsel(&b, zero, nir_imm_int64(&b, 0),
+                        nir_idiv(&b, a, nir_bcsel(&b, zero, nir_imm_int64(&b, 1), bb)));
+        }
+        break;
+      case Op::mod:
+        if (fl) {
+          r = nir_fsub(&b, a, nir_fmul(&b, nir_ffloor(&b, nir_fdiv(&b, a, bb)), bb));
+        } else {  // floored modulo (sign of the divisor); 0 for a zero divisor
+          nir_def *zero = nir_ieq_imm(&b, bb, 0);
+          r = nir_bcsel(&b, zero, nir_imm_int64(&b, 0),
+                        nir_imod(&b, a, nir_bcsel(&b, zero, nir_imm_int64(&b, 1), bb)));
+        }
+        break;
+      case Op::pow:
+        if (fl) {
+          r = fpow(a, bb, e.b);
+        } else {
+          nir_def *fr = fpow(nir_i2f32(&b, a), nir_i2f32(&b, bb), e.b);
+          r = nir_f2i64(&b, nir_fround_even(&b, fr));
+        }
+        break;
+      // max/min: NaN in the second operand wins, as on the CPU (kernel_emit.cpp).
+      case Op::max:
+        if (afl)
+          r = nir_bcsel(&b, nir_fneu(&b, bb, bb), bb, nir_bcsel(&b, nir_fge(&b, bb, a), bb, a));
+        else
+          r = nir_imax(&b, a, bb);
+        break;
+      case Op::min:
+        if (afl)
+          r = nir_bcsel(&b, nir_fneu(&b, bb, bb), bb, nir_bcsel(&b, nir_fge(&b, a, bb), bb, a));
+        else
+          r = nir_imin(&b, a, bb);
+        break;
+      case Op::lt: r = afl ? nir_flt(&b, a, bb) : nir_ilt(&b, a, bb); break;
+      case Op::le: r = afl ? nir_fge(&b, bb, a) : nir_ige(&b, bb, a); break;
+      case Op::gt: r = afl ? nir_flt(&b, bb, a) : nir_ilt(&b, bb, a); break;
+      case Op::ge: r = afl ? nir_fge(&b, a, bb) : nir_ige(&b, a, bb); break;
+      case Op::eq: r = afl ? nir_feq(&b, a, bb) : nir_ieq(&b, a, bb); break;
+      case Op::ne: r = afl ? nir_fneu(&b, a, bb) : nir_ine(&b, a, bb); break;
+      case Op::logical_and: r = nir_iand(&b, a, bb); break;
+      case Op::logical_or: r = nir_ior(&b, a, bb); break;
+      case Op::select: r = nir_bcsel(&b, a, bb, c); break;
+    }
+    cache[i] = r;
+    return r;
+  }
+
+  nir_def *evaluate(int root, bool body) {
+    cache.clear();
+    if (lane == 0) {
+      vec_raw.clear();
+      vec_ok.clear();
+    }
+    in_body = body;
+    valid = nullptr;
+    nir_def *v = eval(root);
+    in_body = false;
+    return v;
+  }
+
+  nir_def *combine(nir_def *acc, nir_def *v) {
+    bool fl = dtype_is_float(k.acc_dtype);
+    switch (k.reduce) {
+      case Reduce::sum: return fl ? nir_fadd(&b, acc, v) : nir_iadd(&b, acc, v);
+      case Reduce::prod: return fl ? nir_fmul(&b, acc, v) : nir_imul(&b, acc, v);
+      // NaN propagates as in the interpreter and the CPU code.
+      case Reduce::max:
+        return fl ? nir_bcsel(&b, nir_ior(&b, nir_flt(&b, acc, v), nir_fneu(&b, v, v)), v, acc)
+                  : nir_imax(&b, acc, v);
+      case Reduce::min:
+        return fl ? nir_bcsel(&b, nir_ior(&b, nir_flt(&b, v, acc), nir_fneu(&b, v, v)), v, acc)
+                  : nir_imin(&b, acc, v);
+      case Reduce::none: break;
+    }
+    return v;
+  }
+
+  // A result as its buffer stores it.
+  nir_def *memory_value(nir_def *v) {
+    DType bt = p.buffers[k.store.buffer].dtype;
+    DType vt = k.exprs[k.result].dtype;
+    if (bt == DType::boolean) return nir_b2i8(&b, convert(v, vt, DType::boolean));
+    if (bt == DType::f16) return nir_f2f16(&b, convert(v, vt, DType::f32));
+    if (dtype_is_float(bt)) return convert(v, vt, DType::f32);
+    return nir_i2iN(&b, convert(v, vt, DType::i64), mem_bytes(bt) * 8);
+  }
+  // Stores the lanes' results (lane 0's element first; with lanes > 1 the store has no bounds).
+  void store_results(const std::vector<nir_def *> &m) {
+    const Access &s = k.store;
+    nir_def *ok;
+    if (lanes > 1) iv[lane_axis] = lane_base;
+    nir_def *off = access_offset(s, &ok);
+    std::vector<nir_def *> parts = m;
+    nir_def *value =
+        parts.size() == 1 ? parts[0] : nir_vec(&b, parts.data(), (unsigned)parts.size());
+    auto emit = [&] { global_store(s.buffer, off, value); };
+    if (ok)
+      guarded(ok, emit);
+    else
+      emit();
+  }
+
+  // Workgroup shared memory, 32-bit words at byte offset `off`.
+  void shared_store(nir_def *off, nir_def *v) {
+    nir_intrinsic_instr *st = nir_intrinsic_instr_create(b.shader, nir_intrinsic_store_shared);
+    st->num_components = 1;
+    st->src[0] = nir_src_for_ssa(v);
+    st->src[1] = nir_src_for_ssa(off);
+    nir_intrinsic_set_base(st, 0);
+    nir_intrinsic_set_write_mask(st, 0x1);
+    nir_intrinsic_set_align(st, 4, 0);
+    nir_builder_instr_insert(&b, &st->instr);
+  }
+  nir_def *shared_load(nir_def *off) {
+    nir_intrinsic_instr *ld = nir_intrinsic_instr_create(b.shader, nir_intrinsic_load_shared);
+    ld->num_components = 1;
+    ld->src[0] = nir_src_for_ssa(off);
+    nir_intrinsic_set_base(ld, 0);
+    nir_intrinsic_set_align(ld, 4, 0);
+    nir_def_init(&ld->instr, &ld->def, 1, 32);
+    nir_builder_instr_insert(&b, &ld->instr);
+    return &ld->def;
+  }
+  // Every work item of the workgroup arrives, and shared-memory writes before are visible after:
+  // GLSL's barrier() in a compute shader as NIR spells it (workgroup execution and memory scope,
+  // acquire-release on shared memory). ir3 makes the execution scope a `bar` and keeps shared
+  // loads and stores on their side of it. Sources: Mesa 25.0.7 src/compiler/glsl/glsl_to_nir.cpp
+  // (nir_visitor::visit(ir_barrier *)), src/freedreno/ir3/ir3_compiler_nir.c
+  // emit_intrinsic_barrier.
+  void workgroup_barrier() {
+    nir_intrinsic_instr *bar = nir_intrinsic_instr_create(b.shader, nir_intrinsic_barrier);
+    nir_intrinsic_set_execution_scope(bar, SCOPE_WORKGROUP);
+    nir_intrinsic_set_memory_scope(bar, SCOPE_WORKGROUP);
+    nir_intrinsic_set_memory_semantics(bar, NIR_MEMORY_ACQ_REL);
+    nir_intrinsic_set_memory_modes(bar, nir_var_mem_shared);
+    nir_builder_instr_insert(&b, &bar->instr);
+  }
+
+  // A workgroup per output element (group_size work items, `lid` the local id; the parallel axes
+  // already bound): the reduction's points are dealt round-robin to the work items, each folds its
+  // share into its own accumulator, and the partial results are combined in shared memory by a
+  // tree of halving steps (log2(group_size) barriers). Work item 0 evaluates the result and stores.
+  void emit_group_point(nir_def *lid, int group_size) {
+    int64_t points = 1;
+    for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
+    nir_variable *acc = nir_local_variable_create(impl, glsl_float_type(), "acc");
+    nir_store_var(&b, acc, constant(reduce_identity(k.reduce), k.acc_dtype), 1);
+    nir_variable *r = nir_local_variable_create(impl, glsl_int_type(), "r");
+    nir_store_var(&b, r, lid, 1);
+    nir_push_loop(&b);
+    {
+      nir_def *ri = nir_load_var(&b, r);
+      nir_push_if(&b, nir_ige(&b, ri, i32(points)));
+      nir_jump(&b, nir_jump_break);
+      nir_pop_if(&b, nullptr);
+      nir_def *rem = ri;  // innermost reduction axis fastest, as the CPU loops run
+      for (int a = (int)k.axes.size() - 1; a >= k.n_parallel; a--) {
+        if (k.axes[a] == 1) {
+          iv[a] = i32(0);
+          continue;
+        }
+        iv[a] = a == k.n_parallel ? rem : nir_umod_imm(&b, rem, (uint64_t)k.axes[a]);
+        if (a > k.n_parallel) rem = nir_udiv_imm(&b, rem, (uint64_t)k.axes[a]);
+      }
+      nir_def *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
+      nir_def *old = nir_load_var(&b, acc);
+      nir_def *nv = combine(old, v);
+      if (valid) nv = nir_bcsel(&b, valid, nv, old);
+      nir_store_var(&b, acc, nv, 1);
+      nir_store_var(&b, r, nir_iadd_imm(&b, ri, (uint64_t)group_size), 1);
+    }
+    nir_pop_loop(&b, nullptr);
+    nir_def *slot = nir_imul_imm(&b, lid, 4);
+    shared_store(slot, nir_load_var(&b, acc));
+    workgroup_barrier();
+    for (int half = group_size / 2; half > 0; half /= 2) {
+      nir_push_if(&b, nir_ult(&b, lid, i32(half)));
+      nir_def *mine = shared_load(slot);
+      nir_def *other = shared_load(nir_iadd_imm(&b, slot, (uint64_t)(4 * half)));
+      shared_store(slot, combine(mine, other));
+      nir_pop_if(&b, nullptr);
+      workgroup_barrier();
+    }
+    nir_push_if(&b, nir_ieq_imm(&b, lid, 0));
+    acc_value = shared_load(i32(0));
+    store_results({memory_value(evaluate(k.result, false))});
+    nir_pop_if(&b, nullptr);
+  }
+
+  // Shared memory, 4 x 32-bit words at byte offset `off` (16-byte aligned): one ldl of 4.
+  nir_def *shared_load4(nir_def *off) {
+    nir_intrinsic_instr *ld = nir_intrinsic_instr_create(b.shader, nir_intrinsic_load_shared);
+    ld->num_components = 4;
+    ld->src[0] = nir_src_for_ssa(off);
+    nir_intrinsic_set_base(ld, 0);
+    nir_intrinsic_set_align(ld, 16, 0);
+    nir_def_init(&ld->instr, &ld->def, 4, 32);
+    nir_builder_instr_insert(&b, &ld->instr);
+    return &ld->def;
+  }
+
+  // Flat index -> the indices of `axes` (innermost fastest).
+  void decompose(nir_def *flat, const std::vector<int> &axes) {
+    for (int i = (int)axes.size() - 1; i >= 0; i--) {
+      uint64_t ext = (uint64_t)k.axes[axes[i]];
+      iv[axes[i]] = i ? nir_umod_imm(&b, flat, ext) : flat;
+      if (i) flat = nir_udiv_imm(&b, flat, ext);
+    }
+  }
+
+  // gpu_tile's schedule (gpu_tile.h), operation for operation as gpu_tile_emit builds it in LLVM
+  // for AMDGPU and NVPTX: workgroup `group` owns a TM x TN tile of the output, work item `local`
+  // its tm x tn accumulators (registers: NIR variables that become phis); the reduction goes
+  // through shared memory a chunk of kc points at a time (slab a at byte 0, slab b after it),
+  // between two workgroup barriers, each work item reading its tm and tn operands as one vec4
+  // shared load each. The epilogue evaluates the kernel's result per accumulator and stores
+  // tn (or tm) neighbours as one vec4 where the plan says they are contiguous.
+  void tile_emit(const GpuTilePlan &pl, const GpuFacts &f, nir_def *group, nir_def *local) {
+    const int64_t TM = pl.TM(), TN = pl.TN(), GS = f.group_size, E = k.axes[pl.chunk];
+    if (pl.tm != 4 || pl.tn != 4)
+      fail("the tile plan's micro tile is not 4 x 4 (one vec4 per operand row)");
+    const uint32_t slab_b = (uint32_t)(4 * pl.kc * TM);
+    std::vector<nir_variable *> acc((size_t)(pl.tm * pl.tn));
+    for (auto &x : acc) {
+      x = nir_local_variable_create(impl, glsl_float_type(), "acc");
+      nir_store_var(&b, x, nir_imm_float(&b, 0), 1);
+    }
+    nir_def *ln = nir_umod_imm(&b, local, (uint64_t)pl.lanes_n),
+            *lm = nir_udiv_imm(&b, local, (uint64_t)pl.lanes_n);
+    nir_def *tile_n = nir_umod_imm(&b, group, (uint64_t)pl.tiles_n),
+            *rest = nir_udiv_imm(&b, group, (uint64_t)pl.tiles_n);
+    nir_def *tile_m = nir_umod_imm(&b, rest, (uint64_t)pl.tiles_m),
+            *batch = nir_udiv_imm(&b, rest, (uint64_t)pl.tiles_m);
+    nir_def *m0 = nir_imul_imm(&b, tile_m, (uint64_t)TM),
+            *n0 = nir_imul_imm(&b, tile_n, (uint64_t)TN);
+    decompose(batch, pl.batch);
+
+    // slab[kk][t] = load(position base + t, reduction point c0 + kk), 0 outside the tile, the
+    // reduction or a skipped border; one element per work item per step, neighbouring work items
+    // on neighbouring positions. The full steps are a rolled loop: unrolled, each repeats the
+    // index arithmetic (~70 instructions), and the chunk loop's body outgrew the a630's 8 KiB
+    // instruction cache (freedreno_devices.py instr_cache_size = 64 units of 128 bytes).
+    auto stage = [&](uint32_t slab, int load, int64_t T, nir_def *base, int64_t ext,
+                     const std::vector<int> &axes, nir_def *c0) {
+      const Access &a = k.loads[load];
+      auto step = [&](nir_def *idx) {
+        nir_def *kk = nir_udiv_imm(&b, idx, (uint64_t)T), *t = nir_umod_imm(&b, idx, (uint64_t)T);
+        nir_def *pos = nir_iadd(&b, base, t), *r = nir_iadd(&b, c0, kk);
+        nir_def *in = nir_iand(&b, nir_ult(&b, pos, i32(ext)), nir_ult(&b, r, i32(E)));
+        decompose(nir_bcsel(&b, in, pos, i32(0)), axes);  // never address outside
+        iv[pl.chunk] = nir_bcsel(&b, in, r, i32(0));
+        nir_def *ok;
+        nir_def *off = access_offset(a, &ok);
+        if (ok) in = nir_iand(&b, in, ok);
+        // The zero is defined in the else block and the phi is the first instruction after the
+        // if, as NIR requires (a phi source dominates its predecessor's end; phis lead their
+        // block). Written as one call, `shared_store(addr(...), nir_if_phi(&b, v,
+        // nir_imm_float(&b, 0)))`, it put the zero after the if and the phi behind other
+        // instructions, in an order that depended on the C++ compiler's argument evaluation:
+        // g++'s order happened to compile; clang's made ir3_calc_liveness_for (ir3_ra_predicates)
+        // read out of bounds and crash. NOTES.md "Hostile files" has the whole story.
+        nir_if *nif = nir_push_if(&b, in);
+        nir_def *v = global_load(a.buffer, off, 1);
+        nir_push_else(&b, nif);
+        nir_def *zero = nir_imm_float(&b, 0);
+        nir_pop_if(&b, nif);
+        nir_def *staged = nir_if_phi(&b, v, zero);
+        nir_def *at = nir_iadd_imm(&b, nir_imul_imm(&b, idx, 4), slab);
+        shared_store(at, staged);
+      };
+      const int64_t full = pl.kc * T / GS;
+      if (full > 1)
+        loop(
+            i32(0), i32(full),
+            [&](nir_def *st) { step(nir_iadd(&b, local, nir_imul_imm(&b, st, (uint64_t)GS))); },
+            true);
+      else if (full == 1)
+        step(local);
+      if (pl.kc * T % GS) {  // the last, partial step: only the work items with an element in it
+        nir_def *idx = nir_iadd_imm(&b, local, (uint64_t)(full * GS));
+        guarded(nir_ult(&b, idx, i32(pl.kc * T)), [&] { step(idx); });
+      }
+    };
+
+    std::function<void(size_t)> outer = [&](size_t at) {
+      if (at < pl.outer.size()) {
+        loop(i32(0), i32(k.axes[pl.outer[at]]), [&](nir_def *i) {
+          iv[pl.outer[at]] = i;
+          outer(at + 1);
+        });
+        return;
+      }
+      loop(i32(0), i32((E + pl.kc - 1) / pl.kc), [&](nir_def *chunk) {
+        nir_def *c0 = nir_imul_imm(&b, chunk, (uint64_t)pl.kc);
+        stage(0, pl.a, TM, m0, pl.M, pl.m, c0);
+        stage(slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
+        workgroup_barrier();
+        loop(i32(0), i32(pl.kc), [&](nir_def *kk) {
+          nir_def *at_a = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TM)),
+                                   nir_imul_imm(&b, lm, (uint64_t)(4 * pl.tm)));
+          nir_def *at_b = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TN)),
+                                   nir_imul_imm(&b, ln, (uint64_t)(4 * pl.tn)));
+          nir_def *av = shared_load4(at_a), *bv = shared_load4(nir_iadd_imm(&b, at_b, slab_b));
+          for (int64_t i = 0; i < pl.tm; i++)
+            for (int64_t j = 0; j < pl.tn; j++) {
+              nir_variable *x = acc[(size_t)(i * pl.tn + j)];
+              nir_def *prod =
+                  nir_fmul(&b, nir_channel(&b, av, (unsigned)i), nir_channel(&b, bv, (unsigned)j));
+              nir_store_var(&b, x, nir_fadd(&b, nir_load_var(&b, x), prod), 1);
+            }
+        });
+        workgroup_barrier();  // the next chunk overwrites the slabs
+      });
+    };
+    outer(0);
+    // Values defined inside the loops do not reach the epilogue.
+    for (size_t x = k.n_parallel; x < k.axes.size(); x++) iv[x] = i32(0);
+
+    // Epilogue: each accumulator is one output element, finished as in the untiled form.
+    const bool vec_store =
+        mem_bytes(p.buffers[k.store.buffer].dtype) == 4;  // one stg.a of 4 dwords
+    const bool along_n = vec_store && pl.store_vector == 'n',
+               along_m = vec_store && pl.store_vector == 'm';
+    const int64_t rows = along_m ? 1 : pl.tm, cols = along_n ? 1 : pl.tn;
+    for (int64_t i = 0; i < rows; i++)
+      for (int64_t j = 0; j < cols; j++) {
+        nir_def *m =
+            nir_iadd(&b, m0, nir_iadd_imm(&b, nir_imul_imm(&b, lm, (uint64_t)pl.tm), (uint64_t)i));
+        nir_def *n =
+            nir_iadd(&b, n0, nir_iadd_imm(&b, nir_imul_imm(&b, ln, (uint64_t)pl.tn), (uint64_t)j));
+        // With a vector store, M (or N) is a multiple of 4 (the plan checked the innermost axis):
+        // the first of the four in range means all four are.
+        guarded(nir_iand(&b, nir_ult(&b, m, i32(pl.M)), nir_ult(&b, n, i32(pl.N))), [&] {
+          int count = along_n ? (int)pl.tn : along_m ? (int)pl.tm : 1;
+          std::vector<nir_def *> results;
+          for (int l = count - 1; l >= 0;
+               l--) {  // the last evaluated is element 0: its indices address the store
+            decompose(along_m ? nir_iadd_imm(&b, m, (uint64_t)l) : m, pl.m);
+            decompose(along_n ? nir_iadd_imm(&b, n, (uint64_t)l) : n, pl.n);
+            int64_t ai = along_m ? l : i, aj = along_n ? l : j;
+            acc_value = nir_load_var(&b, acc[(size_t)(ai * pl.tn + aj)]);
+            results.insert(results.begin(), memory_value(evaluate(k.result, false)));
+          }
+          store_results(results);
+        });
+      }
+  }
+
+  // The outputs of one work item: per lane the reduction (the lanes' accumulators advance
+  // together through one loop nest), then the results and their store.
+  void emit_point() {
+    std::vector<nir_def *> acc_values(lanes, nullptr);
+    if (k.reduce != Reduce::none) {
+      if (value_bits(k.acc_dtype) == 1) fail("boolean accumulators are not supported");
+      std::vector<nir_variable *> acc(lanes);
+      for (int l = 0; l < lanes; l++) {
+        acc[l] = nir_local_variable_create(
+            impl, value_bits(k.acc_dtype) == 32 ? glsl_float_type() : glsl_int64_t_type(), "acc");
+        nir_store_var(&b, acc[l], constant(reduce_identity(k.reduce), k.acc_dtype), 1);
+      }
+      nest(k.n_parallel, (int)k.axes.size(), [&] {
+        for (int l = 0; l < lanes; l++) {
+          lane_set(l);
+          nir_def *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
+          nir_def *old = nir_load_var(&b, acc[l]);
+          nir_def *nv = combine(old, v);
+          if (valid) nv = nir_bcsel(&b, valid, nv, old);
+          nir_store_var(&b, acc[l], nv, 1);
+        }
+      });
+      for (int l = 0; l < lanes; l++) acc_values[l] = nir_load_var(&b, acc[l]);
+    }
+    std::vector<nir_def *> results(lanes);
+    for (int l = 0; l < lanes; l++) {
+      lane_set(l);
+      acc_value = acc_values[l];
+      results[l] = memory_value(evaluate(k.result, false));
+    }
+    store_results(results);
+  }
+};
+
+// How many consecutive outputs along the innermost parallel axis one work item computes: 4 when
+// the axis divides by 4 and the store is a plain contiguous row along it (one vec4 store, no
+// bounds), else 1. Disabled with CAPGRAPH_ADRENO_SCALAR=1 (for comparison).
+int kernel_lanes(const Kernel &k, const Program &p) {
+  if (getenv("CAPGRAPH_ADRENO_SCALAR") || k.n_parallel < 1) return 1;
+  int ax = k.n_parallel - 1;
+  if (k.axes[ax] % 4 != 0) return 1;
+  int64_t step = 0;
+  for (const DimIndex &d : k.store.dims) {
+    if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return 1;
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == ax) step += t.coef * d.stride;
+  }
+  return step == 1 ? 4 : 1;
+}
+
+// Whether load `i` can be read as one vector per work item: contiguous along the lane axis, with
+// nothing lane-dependent in its bounds or gathers.
+bool load_is_vector(const Access &a, int ax) {
+  int64_t step = 0;
+  for (const DimIndex &d : a.dims) {
+    int64_t c = 0;
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == ax) c += t.coef;
+    if (d.expr >= 0) return false;
+    if (c != 0 && (d.bound != Bound::none || d.divisor != 1)) return false;
+    step += c * d.stride;
+  }
+  return step == 1;
+}
+
+// Whether a reduction is worth a workgroup per output: many points to fold and few outputs to
+// spread them over (global pooling, softmax rows, matrix-vector products), so that one work item
+// per output would leave the GPU idle while each walks its whole reduction. Float accumulators only
+// (shared memory holds 32-bit words). CAPGRAPH_ADRENO_SCALAR=1 turns it off (for comparison).
+bool kernel_group_reduces(const Kernel &k, int64_t outputs) {
+  if (getenv("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none || k.acc_dtype != DType::f32)
+    return false;
+  int64_t points = 1;
+  for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
+  return points >= 256 && outputs <= 16384;
+}
+
+int64_t parallel_points(const Kernel &k) {
+  int64_t n = 1;
+  for (int a = 0; a < k.n_parallel; a++) n *= k.axes[a];
+  return n;
+}
+
+}  // namespace
+
+AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
+                                 const nir_shader_compiler_options *options,
+                                 const GpuFacts &facts) {
+  NirKernelEmitter e(k, p);
+  AdrenoNirKernel r;
+  const int workgroup_size = (int)facts.group_size;
+  const GpuTilePlan plan = gpu_tile_plan(k, p, facts);
+  r.tiled = plan.ok;
+  r.group_reduce = !r.tiled && kernel_group_reduces(k, parallel_points(k));
+  e.lanes = r.group_reduce || r.tiled ? 1 : kernel_lanes(k, p);
+  e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;
+  e.load_vector.assign(k.loads.size(), 0);
+  for (size_t i = 0; i < k.loads.size() && e.lanes > 1; i++)
+    e.load_vector[i] = load_is_vector(k.loads[i], e.lane_axis);
+  r.lanes = e.lanes;
+  r.work_items = parallel_points(k) / e.lanes;
+  e.slots = kernel_slots(k);
+  for (int s : e.slots) {
+    const Buffer &buf = p.buffers[s];
+    if (buf.dtype == DType::f64)
+      e.fail("buffer " + buf.name + " holds 64-bit floats, which ir3 cannot compute with");
+    if (buf.dtype == DType::bf16 || buf.dtype == DType::u16 || buf.dtype == DType::u32 ||
+        buf.dtype == DType::u64)
+      e.fail("buffer " + buf.name + " holds " + dtype_name(buf.dtype) +
+             ", which this emitter has no loads and stores for (CPU, AMD and NVIDIA targets have)");
+    if (buf.numel * dtype_size(buf.dtype) >= (int64_t(1) << 31))
+      e.fail("buffer " + buf.name + " is 2 GiB or larger; Adreno kernels index with 32 bits");
+  }
+  // A fused kernel may compute in them without a buffer of them (expr_splice's rounding casts).
+  for (const Expr &x : k.exprs)
+    if (x.dtype == DType::bf16 || x.dtype == DType::u16 || x.dtype == DType::u32 ||
+        x.dtype == DType::u64)
+      e.fail(std::string("computes in ") + dtype_name(x.dtype) +
+             ", which this emitter has no conversions for (CPU, AMD and NVIDIA targets have)");
+  if (r.work_items >= (int64_t(1) << 31)) e.fail("more than 2^31 output elements");
+  for (int64_t a : k.axes)
+    if (a >= (int64_t(1) << 31)) e.fail("an axis of 2^31 or more points");
+
+  e.b = nir_builder_init_simple_shader(MESA_SHADER_KERNEL, options, "%s", k.name.c_str());
+  nir_shader *s = e.b.shader;
+  e.impl = e.b.impl;
+  s->info.workgroup_size[0] = (uint16_t)workgroup_size;
+  s->info.workgroup_size[1] = 1;
+  s->info.workgroup_size[2] = 1;
+  s->info.workgroup_size_variable = false;
+  r.param_bytes = (uint32_t)(8 * e.slots.size());
+  s->num_uniforms = 0;
+
+  // Parameters: slot i's address at byte 8*i of the kernel inputs.
+  for (size_t i = 0; i < e.slots.size(); i++) {
+    nir_intrinsic_instr *ld = nir_intrinsic_instr_create(s, nir_intrinsic_load_kernel_input);
+    ld->num_components = 1;
+    ld->src[0] = nir_src_for_ssa(nir_imm_int(&e.b, (int)(8 * i)));
+    nir_intrinsic_set_base(ld, 0);
+    nir_intrinsic_set_range(ld, r.param_bytes);
+    nir_intrinsic_set_align(ld, 8, 0);
+    nir_def_init(&ld->instr, &ld->def, 1, 64);
+    nir_builder_instr_insert(&e.b, &ld->instr);
+    e.base[e.slots[i]] = &ld->def;
+    e.base_pair[e.slots[i]] = nir_unpack_64_2x32(&e.b, &ld->def);
+  }
+
+  nir_def *group = nir_channel(&e.b, nir_load_workgroup_id(&e.b), 0);
+  nir_def *local = nir_channel(&e.b, nir_load_local_invocation_id(&e.b), 0);
+  e.iv.assign(k.axes.size(), nullptr);
+  if (r.tiled) {  // a workgroup per output tile: every work item of every workgroup takes part
+    if (plan.groups() >= (int64_t(1) << 31)) e.fail("more than 2^31 workgroups of output tiles");
+    s->info.shared_size = (unsigned)plan.shared_bytes();
+    r.grid = plan.groups();
+    r.work_items = r.grid * workgroup_size;
+    r.shared_bytes = (uint32_t)plan.shared_bytes();
+    e.iv.assign(k.axes.size(), e.i32(0));
+    e.tile_emit(plan, facts, group, local);
+    r.shader = s;
+    return r;
+  }
+  if (r.group_reduce) {  // one workgroup per output: the grid is the output count exactly
+    s->info.shared_size = 4 * (unsigned)workgroup_size;
+    r.grid = r.work_items = parallel_points(k);
+    r.work_items *= workgroup_size;
+    nir_def *rem = group;
+    for (int a = k.n_parallel - 1; a >= 0; a--) {
+      if (k.axes[a] == 1) {
+        e.iv[a] = e.i32(0);
+        continue;
+      }
+      e.iv[a] = a == 0 ? rem : nir_umod_imm(&e.b, rem, (uint64_t)k.axes[a]);
+      if (a > 0) rem = nir_udiv_imm(&e.b, rem, (uint64_t)k.axes[a]);
+    }
+    e.emit_group_point(local, workgroup_size);
+    r.shader = s;
+    return r;
+  }
+  r.grid = (r.work_items + workgroup_size - 1) / workgroup_size;
+  nir_def *gid = nir_iadd(&e.b, nir_imul_imm(&e.b, group, (uint64_t)workgroup_size), local);
+  e.guarded(nir_ult(&e.b, gid, e.i32(r.work_items)), [&] {
+    nir_def *rem = gid;
+    for (int a = k.n_parallel - 1; a >= 0;
+         a--) {  // innermost fastest: neighbouring work items store neighbours
+      int64_t extent = a == e.lane_axis ? k.axes[a] / e.lanes : k.axes[a];
+      if (extent == 1) {
+        e.iv[a] = e.i32(0);
+      } else {
+        e.iv[a] = a == 0 ? rem : nir_umod_imm(&e.b, rem, (uint64_t)extent);
+        if (a > 0) rem = nir_udiv_imm(&e.b, rem, (uint64_t)extent);
+      }
+      if (a == e.lane_axis) e.lane_base = e.iv[a] = nir_imul_imm(&e.b, e.iv[a], (uint64_t)e.lanes);
+    }
+    e.emit_point();
+  });
+  r.shader = s;
+  return r;
+}
+
+}  // namespace capgraph

@@ -1,0 +1,51 @@
+// Kernel IR -> NIR (Mesa's shader IR), built in-process with nir_builder: the Adreno code
+// generator's front half. Internal to adreno_*.cpp, which are the only files that include
+// Mesa headers (compiled only when CAPGRAPH_ADRENO is on).
+//
+// The shader is an OpenCL-style compute kernel (MESA_SHADER_KERNEL): its parameters are read with
+// load_kernel_input, which ir3 places in the constant file at a fixed allocation
+// (IR3_CONST_ALLOC_KERNEL_PARAMS) instead of going through a UBO that ir3 may or may not push;
+// adreno_codegen.cpp checks where they landed. Parameter i is the 64-bit GPU address of slot i
+// (kernel_slots(): the stored buffer first, then the loaded ones), 8 bytes each, nothing else.
+//
+// Work items: global id = workgroup_id.x * workgroup size + local_id.x indexes the parallel space,
+// innermost axis fastest. Where the innermost axis divides by 4 and the output is a contiguous row
+// along it, a work item computes 4 consecutive outputs: loads contiguous along that axis are one
+// vec4 load, the results one vec4 store (the other loads are per lane, or once when they do not
+// move with the axis). Elsewhere one work item computes one output. Large reductions over few
+// outputs (>= 256 points, <= 16384 outputs, float) instead take a workgroup per output: the points
+// are dealt round-robin to its work items and combined through shared memory (a halving tree with
+// a barrier per step). Other reductions stay serial inside the work item.
+//
+// Convolutions and matrix products follow the GPU schedule every GPU target shares (gpu_tile.h,
+// planned with the target's GpuFacts): a workgroup per output tile, 4 x 4 accumulators per work
+// item, the reduction staged through shared memory between workgroup barriers.
+#pragma once
+#include <cstdint>
+
+#include "codegen/gpu_tile.h"
+#include "schedule/kernel.h"
+
+struct nir_shader;
+struct nir_shader_compiler_options;
+
+namespace capgraph {
+
+struct AdrenoNirKernel {
+  nir_shader *shader = nullptr;  // ralloc'ed; the caller owns it
+  uint32_t param_bytes = 0;      // bytes of kernel parameters (8 per slot)
+  int64_t work_items = 0;        // work items: points of the parallel space / lanes
+  int lanes = 1;                 // consecutive outputs per work item (4: vec4 loads and stores)
+  bool group_reduce = false;  // a workgroup per output, the reduction split across its work items
+  bool tiled = false;         // gpu_tile's schedule: a workgroup per output tile
+  uint32_t shared_bytes = 0;  // shared memory the NIR declares (shader_info.shared_size)
+  int64_t grid = 0;           // workgroups to launch
+};
+
+// Builds the NIR of kernel `k` with the compiler's NIR options for a target with `facts`
+// (facts.group_size work items per workgroup along x). Throws Error naming the kernel for what this
+// lowering does not support (64-bit floats, buffers of 2^31 bytes or more).
+AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
+                                 const nir_shader_compiler_options *options, const GpuFacts &facts);
+
+}  // namespace capgraph

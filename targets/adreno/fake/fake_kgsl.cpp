@@ -1,0 +1,629 @@
+#include "fake_kgsl.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "adreno_hcq.h"
+#include "adreno_pm4.h"
+#include "clock_text.h"
+#include "kgsl_transport.h"
+
+namespace capgraph::adreno {
+namespace {
+
+int fail_errno(int e) {
+  errno = e;
+  return -1;
+}
+
+constexpr int fake_fd = 1000;  // any number: the fake's only file
+
+}  // namespace
+
+fake_kgsl::fake_kgsl(uint32_t chip_id) : chip_id_(chip_id) {}
+
+fake_kgsl::~fake_kgsl() {
+  for (auto &[gpu, r] : regions_) {
+    if (r.user)
+      ::munmap(reinterpret_cast<void *>(uintptr_t(r.gpu)), r.size);  // the reservation
+    else
+      ::munmap(r.cpu, r.size);
+  }
+}
+
+int fake_kgsl::open(const char *path, int) {
+  if (absent_ || strcmp(path, kgsl::device_path) != 0) return fail_errno(ENOENT);
+  if (fd_ >= 0) return fail_errno(EBUSY);  // one client at a time is all the transport needs
+  fd_ = fake_fd;
+  return fd_;
+}
+
+int fake_kgsl::close(int fd) {
+  if (fd != fd_ || fd_ < 0) return fail_errno(EBADF);
+  fd_ = -1;
+  return 0;
+}
+
+void *fake_kgsl::mmap(void *, size_t length, int prot, int flags, int fd, off_t offset) {
+  if (fd != fd_ || fd_ < 0) return (errno = EBADF, MAP_FAILED);
+  const auto o = objects_.find(uint32_t(uint64_t(offset) >> 12));
+  if (uint64_t(offset) % 4096 || o == objects_.end()) return (errno = EINVAL, MAP_FAILED);
+  const region &r = regions_.at(o->second);
+  if (length != r.size || !(flags & MAP_SHARED) || !(prot & PROT_READ))
+    return (errno = EINVAL, MAP_FAILED);
+  return r.cpu;
+}
+
+int fake_kgsl::munmap(void *addr, size_t) {
+  // The memory stays until GPUOBJ_FREE (which the transport calls right after).
+  for (const auto &[gpu, r] : regions_)
+    if (r.cpu == addr && !r.user) return 0;
+  return fail_errno(EINVAL);
+}
+
+int fake_kgsl::ioctl(int fd, unsigned long request, void *arg) {
+  if (fd != fd_ || fd_ < 0) return fail_errno(EBADF);
+  if (!arg) return fail_errno(EFAULT);
+  return ioctl_body(request, arg);
+}
+
+int fake_kgsl::ioctl_body(unsigned long request, void *arg) {
+  using namespace kgsl;
+  switch (request) {
+    case ioctl_device_getproperty: {
+      auto *p = static_cast<device_getproperty *>(arg);
+      if (p->type != prop_device_info || p->sizebytes != sizeof(devinfo) || !p->value)
+        return fail_errno(EINVAL);
+      devinfo info{};
+      info.device_id = 1;  // KGSL_DEVICE_3D0 + 1
+      info.chip_id = chip_id_;
+      info.mmu_enabled = 1;
+      info.gpu_id = ((chip_id_ >> 24) & 0xff) * 100 + ((chip_id_ >> 16) & 0xff) * 10 +
+                    ((chip_id_ >> 8) & 0xff);
+      info.gmem_sizebytes = 1 << 20;  // the a630's 1 MiB of GMEM (freedreno_devices.py gmem_size)
+      memcpy(reinterpret_cast<void *>(uintptr_t(p->value)), &info, sizeof info);
+      return 0;
+    }
+    case ioctl_drawctxt_create: {
+      auto *c = static_cast<drawctxt_create *>(arg);
+      c->drawctxt_id = next_context_++;
+      contexts_[c->drawctxt_id] = c->flags;
+      return 0;
+    }
+    case ioctl_drawctxt_destroy: {
+      auto *c = static_cast<drawctxt_destroy *>(arg);
+      return contexts_.erase(c->drawctxt_id) ? 0 : fail_errno(EINVAL);
+    }
+    case ioctl_gpuobj_alloc: {
+      auto *a = static_cast<gpuobj_alloc *>(arg);
+      // The transport relies on USE_CPU_MAP (GPU address = CPU address); without it this fake
+      // would have to hand out GPU addresses no mapping gives, so it refuses.
+      if (!a->size || !(a->flags & memflags_use_cpu_map)) return fail_errno(EINVAL);
+      const uint64_t size = (a->size + 4095) / 4096 * 4096;
+      void *p = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      if (p == MAP_FAILED) return fail_errno(ENOMEM);
+      region r;
+      r.gpu = uint64_t(uintptr_t(p));
+      r.size = size;
+      r.cpu = static_cast<uint8_t *>(p);
+      r.id = next_id_++;
+      r.order = allocations_++;
+      regions_[r.gpu] = r;
+      objects_[r.id] = r.gpu;
+      a->mmapsize = size;
+      a->id = r.id;
+      return 0;
+    }
+    case ioctl_gpuobj_free: {
+      auto *f = static_cast<gpuobj_free *>(arg);
+      const auto o = objects_.find(f->id);
+      if (o == objects_.end()) return fail_errno(EINVAL);
+      region &r = regions_.at(o->second);
+      ::munmap(r.cpu, r.size);
+      regions_.erase(o->second);
+      objects_.erase(o);
+      return 0;
+    }
+    case ioctl_map_user_mem: {
+      auto *m = static_cast<map_user_mem *>(arg);
+      if (m->memtype != user_mem_type_addr || !m->len || (m->hostptr | m->len) % 4096)
+        return fail_errno(EINVAL);
+      // A GPU address of its own (reserved, so nothing else lands there): the runtime must use
+      // the address the driver returns, not the host pointer.
+      void *va =
+          ::mmap(nullptr, m->len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+      if (va == MAP_FAILED) return fail_errno(ENOMEM);
+      region r;
+      r.gpu = uint64_t(uintptr_t(va));
+      r.size = m->len;
+      r.cpu = reinterpret_cast<uint8_t *>(uintptr_t(m->hostptr));
+      r.user = true;
+      r.order = imports_n_++;
+      regions_[r.gpu] = r;
+      m->gpuaddr = r.gpu;
+      ++imports_;
+      return 0;
+    }
+    case ioctl_sharedmem_free: {
+      auto *f = static_cast<sharedmem_free *>(arg);
+      const auto it = regions_.find(f->gpuaddr);
+      if (it == regions_.end() || !it->second.user) return fail_errno(EINVAL);
+      ::munmap(reinterpret_cast<void *>(uintptr_t(it->second.gpu)), it->second.size);
+      regions_.erase(it);
+      return 0;
+    }
+    case ioctl_gpu_command: {
+      auto *c = static_cast<gpu_command *>(arg);
+      if (!contexts_.count(c->context_id) || c->cmdsize != sizeof(command_object) || !c->numcmds ||
+          !c->cmdlist)
+        return fail_errno(EINVAL);
+      if (faulted_) return fail_errno(EPROTO);
+      c->timestamp = ++queued_;
+      ++commands_;
+      if (wedged_) return 0;  // accepted, never run
+      command_run(*c);
+      retired_ = queued_;
+      return 0;
+    }
+    case ioctl_device_waittimestamp_ctxtid: {
+      auto *w = static_cast<device_waittimestamp_ctxtid *>(arg);
+      if (!contexts_.count(w->context_id)) return fail_errno(EINVAL);
+      if (faulted_) return fail_errno(EPROTO);
+      if (int32_t(retired_ - w->timestamp) >= 0) return 0;
+      std::this_thread::sleep_for(std::chrono::milliseconds(w->timeout));
+      return fail_errno(ETIMEDOUT);
+    }
+    default: raise("unknown ioctl " + hex(request)); return fail_errno(ENOTTY);
+  }
+}
+
+capgraph_status fake_kgsl::capture_attach(const fb::Capture *c,
+                                          const std::vector<uint64_t> &program_gpu,
+                                          std::string *err) {
+  capture_ = c;
+  kernel_at_.clear();
+  for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k) {
+    const uint32_t p = c->kernels()->Get(k)->program();
+    if (p < program_gpu.size() && program_gpu[p]) kernel_at_.emplace(program_gpu[p], k);
+  }
+  capgraph_status st = twins_.link(c, "fake-adreno", err);
+  if (st != CAPGRAPH_OK) return st;
+  for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k)
+    if (!twins_.has(k)) {
+      *err = "fake-adreno: kernel '" + c->kernels()->Get(k)->name()->str() +
+             "' has no host twin, which is what this fake runs (there is no ir3 emulator)";
+      return CAPGRAPH_ERR_FORMAT;
+    }
+  return CAPGRAPH_OK;
+}
+
+bool fake_kgsl::raise(const std::string &why) {
+  if (fault_.empty()) {
+    fault_ = why;
+    fprintf(stderr, "fake-adreno: GPU fault: %s\n", why.c_str());
+  }
+  faulted_ = true;
+  return false;
+}
+
+uint64_t fake_kgsl::clock() const {
+  const uint64_t ns = uint64_t(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+  return ns / 1000 * 192 / 10;  // 19.2 ticks per microsecond
+}
+
+uint8_t *fake_kgsl::host(uint64_t gpu, uint64_t size) const {
+  auto it = regions_.upper_bound(gpu);
+  if (it == regions_.begin()) return nullptr;
+  --it;
+  const region &r = it->second;
+  if (gpu < r.gpu || gpu - r.gpu > r.size || size > r.size - (gpu - r.gpu)) return nullptr;
+  return r.cpu + (gpu - r.gpu);
+}
+
+std::string fake_kgsl::address_text(uint64_t gpu) const {
+  auto it = regions_.upper_bound(gpu);
+  if (it != regions_.begin()) {
+    --it;
+    const region &r = it->second;
+    if (gpu >= r.gpu && gpu - r.gpu < r.size)
+      return std::string(r.user ? "user" : "obj") + std::to_string(r.order) + "+" +
+             hex(gpu - r.gpu);
+  }
+  return hex(gpu);
+}
+
+bool fake_kgsl::write32(uint64_t gpu, uint32_t v) {
+  uint8_t *p = host(gpu, 4);
+  if (!p || gpu % 4)
+    return raise("a 32-bit write to " + hex(gpu) + " is outside every allocation or unaligned");
+  __atomic_store_n(reinterpret_cast<uint32_t *>(p), v, __ATOMIC_RELEASE);
+  return true;
+}
+
+bool fake_kgsl::command_run(const kgsl::gpu_command &c) {
+  // Each command starts with the state a context has after its preamble: nothing the runtime set.
+  std::fill(written_.begin(), written_.end(), false);
+  std::fill(const_loaded_.begin(), const_loaded_.end(), false);
+  shader_loaded_ = 0;
+  compute_marker_ = false;
+  const auto *list = reinterpret_cast<const kgsl::command_object *>(uintptr_t(c.cmdlist));
+  for (uint32_t i = 0; i < c.numcmds; ++i) {
+    const kgsl::command_object &o = list[i];
+    if (!(o.flags & kgsl::cmdlist_ib) || o.size % 4 || !host(o.gpuaddr, o.size))
+      return raise("command object " + std::to_string(i) +
+                   " is not an indirect buffer of whole dwords inside an allocation");
+    if (!ib_run(o.gpuaddr, o.size / 4, 1)) return false;
+  }
+  return true;
+}
+
+bool fake_kgsl::ib_run(uint64_t gpu, uint64_t dwords, int depth) {
+  const auto *w = reinterpret_cast<const uint32_t *>(host(gpu, dwords * 4));
+  if (!w || gpu % 4)
+    return raise("indirect buffer " + address_text(gpu) + " (" + std::to_string(dwords) +
+                 " dwords) is outside every allocation");
+  for (uint64_t i = 0; i < dwords;) {
+    const std::string at = "IB" + std::to_string(depth) + " " + address_text(gpu + 4 * i);
+    const packet p = packet_decode(w[i]);
+    if (p.kind == packet::bad) return raise(at + ": " + p.why);
+    if (i + 1 + p.count > dwords) return raise(at + ": the packet runs past the end of its buffer");
+    const uint32_t *body = w + i + 1;
+    if (p.kind == packet::type4) {
+      for (uint32_t k = 0; k < p.count; ++k) {
+        const uint32_t r = p.reg_or_opcode + k;
+        if (!reg_known(r)) return raise(at + ": write to unknown register " + hex(r));
+        const auto o = overrides_.find(r);
+        regs_[r] = o == overrides_.end() ? body[k] : o->second;
+        written_[r] = true;
+        // CS_STATE drops the shader and constants loaded before.
+        if (r == HLSQ_INVALIDATE_CMD && (body[k] & (1u << 5))) {
+          std::fill(const_loaded_.begin(), const_loaded_.end(), false);
+          shader_loaded_ = 0;
+        }
+      }
+    } else if (!type7(p.reg_or_opcode, body, p.count, depth)) {
+      if (fault_.find(" at IB") == std::string::npos) fault_ += " (at " + at + ")";
+      return false;
+    }
+    i += 1 + p.count;
+  }
+  return true;
+}
+
+bool fake_kgsl::type7(uint32_t op, const uint32_t *p, uint32_t n, int depth) {
+  const auto need = [&](uint32_t words) {
+    return n == words ? true
+                      : raise(std::string(opcode_name(op)) + " with " + std::to_string(n) +
+                              " payload words, not " + std::to_string(words));
+  };
+  const auto addr = [&](uint32_t i) { return uint64_t(p[i + 1]) << 32 | p[i]; };
+  switch (op) {
+    case CP_NOP: return true;
+    case CP_WAIT_MEM_WRITES:
+    case CP_WAIT_FOR_IDLE: return need(0);  // execution is serial: everything before is done
+    case CP_SET_MARKER:
+      if (!need(1)) return false;
+      if ((p[0] & 0xf) != RM6_COMPUTE)
+        return raise("CP_SET_MARKER mode " + hex(p[0]) + ": only RM6_COMPUTE is known");
+      compute_marker_ = true;
+      return true;
+    case CP_LOAD_STATE6_FRAG: return load_state(p, n);
+    case CP_EXEC_CS: return need(4) && dispatch(p[1], p[2], p[3]);
+    case CP_EVENT_WRITE: {
+      const uint32_t event = p[0] & 0xff;
+      if (event == CACHE_INVALIDATE && n == 1) return true;
+      if (event != CACHE_FLUSH_TS)
+        return raise("CP_EVENT_WRITE event " + hex(event) + " is not one this fake knows");
+      if (!(p[0] & EVENT_WRITE_TIMESTAMP)) return need(1);
+      return need(4) && write32(addr(1), p[3]);
+    }
+    case CP_WAIT_REG_MEM: {
+      if (!need(6)) return false;
+      if ((p[0] & 7) != WRITE_GE || ((p[0] >> 4) & 3) != POLL_MEMORY)
+        return raise("CP_WAIT_REG_MEM function " + hex(p[0]) +
+                     ": only WRITE_GE on memory is known");
+      const uint8_t *m = host(addr(1), 4);
+      if (!m) return raise("CP_WAIT_REG_MEM polls " + hex(addr(1)) + ", outside every allocation");
+      uint32_t v;
+      memcpy(&v, m, 4);
+      // Execution is serial: nothing else will ever write it.
+      if ((v & p[4]) < p[3])
+        return raise("CP_WAIT_REG_MEM waits for " + std::to_string(p[3]) + " at " +
+                     address_text(addr(1)) + ", which holds " + std::to_string(v) + ": a deadlock");
+      return true;
+    }
+    case CP_REG_TO_MEM: {
+      if (!need(3)) return false;
+      if ((p[0] & 0x3ffff) != CP_ALWAYS_ON_COUNTER || ((p[0] >> 18) & 0xfff) != 2 ||
+          !(p[0] & (1u << 30)))
+        return raise("CP_REG_TO_MEM " + hex(p[0]) +
+                     ": only the 64-bit CP_ALWAYS_ON_COUNTER is known");
+      const uint64_t t = clock();
+      return write32(addr(1), uint32_t(t)) && write32(addr(1) + 4, uint32_t(t >> 32));
+    }
+    case CP_INDIRECT_BUFFER:
+      if (!need(3)) return false;
+      // a6xx runs IB1 (the submitted command) and IB2 (called from it), no deeper.
+      if (depth >= 2) return raise("CP_INDIRECT_BUFFER inside an IB2: the CP has two IB levels");
+      return ib_run(addr(0), p[2], depth + 1);
+    case CP_MEMCPY: {
+      if (!need(5)) return false;
+      const uint64_t bytes = uint64_t(p[0]) * 4;
+      uint8_t *dst = host(addr(3), bytes);
+      const uint8_t *src = host(addr(1), bytes);
+      if (!dst || !src)
+        return raise("CP_MEMCPY of " + std::to_string(bytes) + " bytes outside every allocation");
+      memmove(dst, src, bytes);
+      return true;
+    }
+    default: return raise("unknown opcode " + hex(op));
+  }
+}
+
+bool fake_kgsl::load_state(const uint32_t *p, uint32_t n) {
+  if (n < 3) return raise("CP_LOAD_STATE6_FRAG with " + std::to_string(n) + " payload words");
+  const uint32_t dst = p[0] & 0x3fff, type = (p[0] >> 14) & 3, src = (p[0] >> 16) & 3,
+                 block = (p[0] >> 18) & 0xf, units = p[0] >> 22;
+  const uint64_t from = uint64_t(p[2]) << 32 | p[1];
+  if (block != SB6_CS_SHADER)
+    return raise("CP_LOAD_STATE6 to state block " + hex(block) + ": only SB6_CS_SHADER is known");
+  if (type == ST6_SHADER) {
+    if (src != SS6_INDIRECT || n != 3) return raise("a shader load that is not SS6_INDIRECT");
+    if (!units || !host(from, uint64_t(units) * 128))
+      return raise("a shader load of " + std::to_string(units) + " units from " + hex(from) +
+                   " outside every allocation");
+    if (from % 128) return raise("a shader at " + hex(from) + ", not 128-byte aligned");
+    shader_loaded_ = from;
+    return true;
+  }
+  if (type != ST6_CONSTANTS)
+    return raise("CP_LOAD_STATE6 type " + std::to_string(type) +
+                 ": only ST6_SHADER and ST6_CONSTANTS are known");
+  if (!units || dst + units > 256)
+    return raise("constants [" + std::to_string(dst) + ", +" + std::to_string(units) +
+                 ") outside the 256-vec4 constant file");
+  const uint32_t *data;
+  if (src == SS6_DIRECT) {
+    if (n != 3 + units * 4)
+      return raise("a direct constant load of " + std::to_string(units) + " vec4 with " +
+                   std::to_string(n - 3) + " data words");
+    data = p + 3;
+  } else if (src == SS6_INDIRECT) {
+    if (n != 3) return raise("an indirect constant load with inline data");
+    data = reinterpret_cast<const uint32_t *>(host(from, uint64_t(units) * 16));
+    if (!data || from % 16)
+      return raise("constants from " + hex(from) +
+                   " outside every allocation or not 16-byte aligned");
+  } else {
+    return raise("CP_LOAD_STATE6 source " + std::to_string(src) + " is not known");
+  }
+  memcpy(consts_ + dst * 4, data, units * 16);
+  for (uint32_t u = 0; u < units; ++u) const_loaded_[dst + u] = true;
+  return true;
+}
+
+bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
+  if (!capture_) return raise("CP_EXEC_CS with no capture attached");
+  const auto at =
+      kernel_at_.find(uint64_t(regs_[SP_CS_OBJ_START + 1]) << 32 | regs_[SP_CS_OBJ_START]);
+  // Every register the dispatch reads must have been written in this command.
+  for (uint32_t r :
+       {uint32_t(SP_CS_CTRL_REG0), uint32_t(SP_CS_CTRL_REG1), uint32_t(SP_CS_OBJ_START),
+        uint32_t(SP_CS_OBJ_START + 1), uint32_t(SP_CS_INSTRLEN), uint32_t(SP_CS_CONFIG),
+        uint32_t(SP_MODE_CONTROL), uint32_t(HLSQ_CS_CNTL), uint32_t(HLSQ_CS_CNTL_0),
+        uint32_t(HLSQ_CS_CNTL_1), uint32_t(HLSQ_CS_NDRANGE_0), uint32_t(HLSQ_CS_NDRANGE_0 + 1),
+        uint32_t(HLSQ_CS_NDRANGE_0 + 3), uint32_t(HLSQ_CS_NDRANGE_0 + 5), uint32_t(SP_CS_TEX_COUNT),
+        uint32_t(SP_CS_IBO_COUNT)})
+    if (!written_[r])
+      return raise(std::string("CP_EXEC_CS before ") + reg_name(r) + " was written");
+  if (!compute_marker_) return raise("CP_EXEC_CS without CP_SET_MARKER(RM6_COMPUTE)");
+  if (at == kernel_at_.end())
+    return raise("CP_EXEC_CS with SP_CS_OBJ_START " +
+                 address_text(uint64_t(regs_[SP_CS_OBJ_START + 1]) << 32 | regs_[SP_CS_OBJ_START]) +
+                 ", which is no kernel's program");
+  const uint32_t k = at->second;
+  const fb::Kernel *kern = capture_->kernels()->Get(k);
+  const fb::AdrenoKernel *a = kern->facts_as_AdrenoKernel();
+  const std::string what = "kernel " + std::to_string(k) + " '" + kern->name()->str() + "': ";
+  const auto bad = [&](const std::string &s) { return raise(what + s); };
+  if (shader_loaded_ != at->first)
+    return bad("its shader was not loaded (CP_LOAD_STATE6 ST6_SHADER) since the last invalidate");
+  const uint32_t r0 = regs_[SP_CS_CTRL_REG0], r1 = regs_[SP_CS_CTRL_REG1];
+  if (uint64_t(regs_[SP_CS_INSTRLEN]) * 32 < a->instr_dwords())
+    return bad("SP_CS_INSTRLEN " + std::to_string(regs_[SP_CS_INSTRLEN]) + " is short of its " +
+               std::to_string(a->instr_dwords()) + " dwords");
+  if (((r0 >> 1) & 0x3f) < a->half_regs() || ((r0 >> 7) & 0x3f) < a->full_regs())
+    return bad("SP_CS_CTRL_REG0 footprints are smaller than the kernel's registers");
+  if (((r0 >> 14) & 0x3f) < a->branch_stack()) return bad("SP_CS_CTRL_REG0 BRANCHSTACK too small");
+  if (((r0 >> 20) & 1) != uint32_t(a->double_threadsize()) ||
+      ((regs_[HLSQ_CS_CNTL_1] >> 9) & 1) != uint32_t(a->double_threadsize()))
+    return bad("THREADSIZE in SP_CS_CTRL_REG0 / HLSQ_CS_CNTL_1 is not the kernel's wave size");
+  if (((r0 >> 31) & 1) != uint32_t(a->merged_regs())) return bad("MERGEDREGS is not the kernel's");
+  // SHARED_SIZE n gives the workgroup (n + 1) KiB: Mesa programs max(1, (bytes - 1) / 1024)
+  // (src/gallium/drivers/freedreno/a6xx/fd6_compute.cc, cs_program_emit / fd6_launch_grid). A
+  // kernel using more than that would read and write past its workgroup's share.
+  const uint32_t shared = r1 & 0x1f;
+  if ((shared + 1) * 1024 < a->shared_memory_bytes())
+    return bad("SP_CS_CTRL_REG1 SHARED_SIZE " + std::to_string(shared) + " enables " +
+               std::to_string((shared + 1) * 1024) + " bytes of shared memory, the kernel uses " +
+               std::to_string(a->shared_memory_bytes()));
+  const uint32_t ram = (r1 >> 5) & 3, ram_vec4 = ram == 0 ? 128 : ram == 1 ? 192 : 256;
+  if (ram_vec4 < a->constlen_vec4()) return bad("CONSTANTRAMMODE is below its constant length");
+  const uint32_t cntl = regs_[HLSQ_CS_CNTL];
+  if (!(cntl & (1u << 8)) || (cntl & 0xff) * 4 < a->constlen_vec4())
+    return bad("HLSQ_CS_CNTL is not enabled with its constant length");
+  if (!(regs_[SP_CS_CONFIG] & (1u << 8))) return bad("SP_CS_CONFIG is not ENABLED");
+  if ((regs_[SP_MODE_CONTROL] & 7) != (1u | ISAMMODE_GL << 1))
+    return bad("SP_MODE_CONTROL lacks ir3's CONSTANT_DEMOTION_ENABLE and ISAMMODE_GL");
+  if (a->private_memory_bytes()) {
+    // Private memory: each fiber's share covers the kernel's, the buffer covers both SP cores'
+    // shares, the layout is the kernel's, and the return-address stack starts after it.
+    const uint64_t per_fiber = uint64_t(regs_[SP_CS_PVT_MEM_PARAM] & 0xff) * 512;
+    const uint64_t per_sp = uint64_t(regs_[SP_CS_PVT_MEM_SIZE] & 0x3ffff) << 12;
+    const uint64_t base = uint64_t(regs_[SP_CS_PVT_MEM_ADDR + 1]) << 32 | regs_[SP_CS_PVT_MEM_ADDR];
+    if (per_fiber < a->private_memory_bytes() || per_sp < per_fiber * 128 * 16)
+      return bad("SP_CS_PVT_MEM_PARAM / SIZE give less private memory than its " +
+                 std::to_string(a->private_memory_bytes()) + " bytes");
+    if (!host(base, per_sp * 2))
+      return bad("SP_CS_PVT_MEM_ADDR " + address_text(base) +
+                 " is not a buffer for both SP cores' private memory");
+    if ((regs_[SP_CS_PVT_MEM_SIZE] >> 31) != uint32_t(a->private_memory_per_wave()))
+      return bad("PERWAVEMEMLAYOUT is not the kernel's");
+    if (uint64_t(regs_[SP_CS_PVT_MEM_HW_STACK_OFFSET] & 0x7ffff) << 11 != per_sp)
+      return bad("the HW stack does not start after the private memory");
+  }
+  const uint32_t c0 = regs_[HLSQ_CS_CNTL_0];
+  const uint32_t wgsize = a->driver_params_offset_vec4() == 0xffffffffu
+                              ? regid_none
+                              : a->driver_params_offset_vec4() * 4 + 8;
+  if ((c0 & 0xff) != a->workgroup_id_regid() || ((c0 >> 24) & 0xff) != a->local_id_regid() ||
+      ((c0 >> 8) & 0xff) != wgsize)
+    return bad("HLSQ_CS_CNTL_0 " + hex(c0) +
+               " does not hold its workgroup id, local id and workgroup size registers");
+  const uint32_t nd = regs_[HLSQ_CS_NDRANGE_0];
+  const uint32_t local[3] = {((nd >> 2) & 0x3ff) + 1, ((nd >> 12) & 0x3ff) + 1,
+                             ((nd >> 22) & 0x3ff) + 1};
+  const uint32_t want_local[3] = {a->workgroup_size_x(), a->workgroup_size_y(),
+                                  a->workgroup_size_z()};
+  const uint32_t groups[3] = {gx, gy, gz}, want_groups[3] = {a->grid_x(), a->grid_y(), a->grid_z()};
+  for (int d = 0; d < 3; ++d) {
+    if (local[d] != want_local[d])
+      return bad("HLSQ_CS_NDRANGE_0 local size " + std::to_string(d) + " is " +
+                 std::to_string(local[d]) + ", not " + std::to_string(want_local[d]));
+    if (groups[d] != want_groups[d])
+      return bad("CP_EXEC_CS groups " + std::to_string(d) + " is " + std::to_string(groups[d]) +
+                 ", not " + std::to_string(want_groups[d]));
+    if (regs_[HLSQ_CS_NDRANGE_0 + 1 + 2 * d] != groups[d] * local[d])
+      return bad("HLSQ_CS_NDRANGE global size " + std::to_string(d) +
+                 " is not groups x local size");
+  }
+  // The constant file: parameters and immediates loaded, immediates as compiled.
+  const uint32_t pbase = a->params_offset_vec4();
+  for (uint32_t u = pbase; u < pbase + (a->params_bytes() + 15) / 16; ++u)
+    if (!const_loaded_[u])
+      return bad("constant vec4 " + std::to_string(u) + " (its parameters) was not loaded");
+  const uint32_t nimm = a->immediates() ? a->immediates()->size() : 0;
+  for (uint32_t i = 0; i < nimm; ++i) {
+    const uint32_t at4 = a->immediates_offset_vec4() * 4 + i;
+    if (!const_loaded_[at4 / 4] || consts_[at4] != a->immediates()->Get(i))
+      return bad("immediate " + std::to_string(i) + " is not in the constant file at vec4 " +
+                 std::to_string(at4 / 4));
+  }
+  if (a->driver_params_offset_vec4() != 0xffffffffu) {
+    const uint32_t dp = a->driver_params_offset_vec4() * 4;
+    for (int d = 0; d < 3; ++d)
+      if (dp + 8 + d < a->constlen_vec4() * 4 && consts_[dp + 8 + d] != want_local[d])
+        return bad("the driver params do not hold its workgroup size");
+  }
+  // The buffers, read back out of the constant file.
+  const uint32_t nbuf = kern->num_buffers(), nscalar = kern->num_scalars();
+  std::vector<void *> bufs(nbuf);
+  std::vector<int64_t> scalars(nscalar);
+  for (uint32_t b = 0; b < nbuf; ++b) {
+    const uint64_t gpu =
+        uint64_t(consts_[pbase * 4 + 2 * b + 1]) << 32 | consts_[pbase * 4 + 2 * b];
+    bufs[b] = host(gpu, 1);
+    if (!bufs[b])
+      return bad("binding " + std::to_string(b) + " holds " + hex(gpu) +
+                 ", outside every allocation");
+  }
+  for (uint32_t s = 0; s < nscalar; ++s)
+    memcpy(&scalars[s], consts_ + pbase * 4 + 2 * (nbuf + s), 8);
+  twins_.run(k, bufs.data(), scalars.data());
+  ++dispatches_;
+  return true;
+}
+
+namespace {
+
+std::mutex g_last_lock;
+std::shared_ptr<fake_kgsl> g_last;
+// Which fake is behind each transport fake_adreno_open made (the real KGSL transport keeps its
+// system-call seam to itself): how the capture_attach hook finds it. An entry goes when its fake
+// goes (the transport owns the fake; a new transport at a reused address replaces the entry).
+std::map<const hcq::transport *, std::weak_ptr<fake_kgsl>> g_behind;
+
+capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                                 std::string *err) {
+  const char *colon = strchr(device, ':');
+  const std::string mode = colon ? colon + 1 : "";
+  uint32_t chip = kgsl::chip_id_a630;
+  bool wedge = false;
+  const char *env = getenv("CAPGRAPH_FAKE_ADRENO_WEDGE");
+  if (env && strcmp(env, "1") == 0) wedge = true;
+  if (mode == "wedge")
+    wedge = true;
+  else if (mode == "a640")
+    chip = 0x06040001;
+  else if (!mode.empty() && mode != "a630") {
+    *err = std::string("device '") + device +
+           "': expected fake-adreno, fake-adreno:wedge or fake-adreno:a640";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  auto fake = std::make_shared<fake_kgsl>(chip);
+  fake->wedge(wedge);
+  const capgraph_status st = kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", out, err);
+  std::lock_guard<std::mutex> hold(g_last_lock);
+  g_last = fake;
+  if (st == CAPGRAPH_OK) {
+    for (auto it = g_behind.begin(); it != g_behind.end();)  // forget fakes that are gone
+      it = it->second.expired() ? g_behind.erase(it) : std::next(it);
+    g_behind[out->get()] = fake;
+  }
+  return st;
+}
+
+// The capture_attach hook of "fake-adreno": the fake behind the transport fake_adreno_open made.
+capgraph_status fake_adreno_attach(hcq::transport *dev, const fb::Capture *c,
+                                   const std::vector<uint64_t> &program_gpu, std::string *err) {
+  std::shared_ptr<fake_kgsl> fake;
+  {
+    std::lock_guard<std::mutex> hold(g_last_lock);
+    auto it = g_behind.find(dev);
+    if (it != g_behind.end()) fake = it->second.lock();
+  }
+  if (!fake) {
+    *err = "fake-adreno: this transport was not opened by fake-adreno";
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  return fake->capture_attach(c, program_gpu, err);
+}
+
+}  // namespace
+
+hcq::graph_options graph_options_for(const std::shared_ptr<fake_kgsl> &fake) {
+  hcq::graph_options o;
+  o.capture_attach = [fake](const fb::Capture *c, const std::vector<uint64_t> &at,
+                            std::string *err) { return fake->capture_attach(c, at, err); };
+  return o;
+}
+
+std::shared_ptr<fake_kgsl> fake_adreno_last() {
+  std::lock_guard<std::mutex> hold(g_last_lock);
+  return g_last;
+}
+
+void fake_adreno_register() {
+  hcq::target_register(
+      "fake-adreno", &fake_adreno_open, &adreno_target,
+      [] {
+        fake_kgsl probe;
+        return kgsl::kgsl_devices_describe(probe, "fake-adreno") +
+               "fake-adreno: (a fake KGSL running kernels as host twins, for tests; :wedge never "
+               "finishes, :a640 is another chip)\n";
+      },
+      &fake_adreno_attach);
+}
+
+}  // namespace capgraph::adreno

@@ -1,0 +1,240 @@
+// `--device fake-usb`: the host code of a GPU behind the USB bridge (drivers/usb's Bridge and
+// pci_function_usb, drivers/am's boot, targets/amd's am_transport), run against the emulated
+// ASM2464PD executing our firmware image with the register-model gfx1100 behind it, whose
+// queues run on fake-amd's packet interpreter and RDNA3 emulator. Each open plugs a fresh
+// emulated bridge in, walks PCIe, boots the GPU and hands the transport out; closing it tears
+// the GPU down. The GPU model lives as long as the process, so a second open in one process
+// finds the last session clean and partial-boots. Across processes the GPU keeps its state the way
+// a real one does when the driver's process exits, through a state file:
+//   CAPGRAPH_FAKE_USB_STATE=PATH       the model is loaded from PATH when the process first opens
+//                                      the device (absent: a cold GPU, as after a power cycle) and
+//                                      saved there (temp file + rename) each time a session ends;
+//                                      a corrupt or truncated file is refused with its path
+//   CAPGRAPH_FAKE_USB_NO_TEARDOWN=1    the session ends without the driver's teardown, as when the
+//                                      process is killed: the GPU stays dirty and the next boot
+//                                      resets it (mode 1) and boots cold
+// The bridge is plugged in fresh on every open (its state is not saved): the open sequence powers
+// PCIe and numbers the switch chain every time anyway, as it must with a bridge it did not set up.
+#include "fake_usb.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <memory>
+
+#include "am_device.h"
+#include "am_firmware_synthetic.h"
+#include "amd_hcq.h"
+#include "amd_usb.h"
+#include "asm2464_model.h"
+#include "bridge.h"
+#include "bridge_protocol.h"
+#include "emu_transport.h"
+#include "gfx1100_hcq.h"
+#include "gfx1100_model.h"
+#include "usb_pci.h"
+
+namespace capgraph::emu {
+namespace {
+
+Gfx1100Model &gpu_model() {
+  static Gfx1100Model gpu;
+  return gpu;
+}
+
+const char *state_path() {
+  const char *p = std::getenv("CAPGRAPH_FAKE_USB_STATE");
+  return p && *p ? p : nullptr;
+}
+
+// Once per process, before the first boot: the GPU as the last process left it.
+bool gpu_state_load(std::string *err) {
+  static bool done = false;
+  static std::string error;
+  if (done) return error.empty() || (*err = error, false);
+  done = true;
+  const char *path = state_path();
+  if (!path || !std::filesystem::exists(path)) return true;
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
+                             std::istreambuf_iterator<char>());
+  std::string why;
+  if (!in.good() && !in.eof())
+    why = "cannot be read";
+  else if (!gpu_model().state_load(bytes.data(), bytes.size(), &why))
+    why = "refused: " + why;
+  if (why.empty()) return true;
+  error = std::string("state file ") + path + " (CAPGRAPH_FAKE_USB_STATE) " + why +
+          "; delete it to start from a cold GPU";
+  *err = error;
+  return false;
+}
+
+// After each session: written beside PATH, then renamed over it, so a reader never sees half.
+void gpu_state_save() {
+  const char *path = state_path();
+  if (!path) return;
+  const std::vector<uint8_t> bytes = gpu_model().state_save();
+  const std::string tmp = std::string(path) + ".tmp." + std::to_string(::getpid());
+  bool ok = false;
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(reinterpret_cast<const char *>(bytes.data()), std::streamsize(bytes.size()));
+    out.flush();
+    ok = out.good();
+  }
+  std::error_code ec;
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) {
+    std::filesystem::remove(tmp, ec);
+    fprintf(stderr, "fake-usb: cannot write the state file %s (CAPGRAPH_FAKE_USB_STATE)\n", path);
+  }
+}
+
+// One plugged-in bridge and the booted GPU behind it.
+struct session {
+  Asm2464 dev;
+  EmuTransport wire{dev};
+  amd::usb_gpu g{wire};  // the same open sequence as `--device usb` (targets/amd/amd_usb.h)
+};
+
+class fake_usb_transport final : public Gfx1100Transport {
+ public:
+  fake_usb_transport(std::unique_ptr<session> s, std::string label)
+      : Gfx1100Transport(*s->g.gpu, gpu_model(), std::move(label)), s_(std::move(s)) {}
+  ~fake_usb_transport() override {
+    std::string e;
+    const char *keep = std::getenv("CAPGRAPH_FAKE_USB_NO_TEARDOWN");
+    if (!(keep && std::string(keep) == "1") && !s_->g.gpu->teardown(&e))
+      fprintf(stderr, "fake-usb: %s\n", e.c_str());
+    gpu_state_save();
+  }
+
+ private:
+  std::unique_ptr<session> s_;
+};
+
+capgraph_status fail(std::string *err, const std::string &why) {
+  *err = "fake-usb: " + why;
+  return CAPGRAPH_ERR_DEVICE;
+}
+
+// The bridge firmware image: fake-usb:image=PATH, else $CAPGRAPH_BRIDGE_IMAGE, else bridge_fw.img
+// beside the running program (the build copies it beside build/cli/capgraph; an install puts it
+// beside the binary too). Never a build-tree path compiled in.
+bool image_find(const std::string &option, std::string *path, std::string *why) {
+  std::vector<std::string> tried;
+  auto usable = [&](const std::string &p) {
+    tried.push_back(p);
+    return std::filesystem::is_regular_file(p);
+  };
+  if (!option.empty()) {
+    if (usable(option)) return *path = option, true;
+    *why = "no bridge firmware image at " + option + " (fake-usb:image=PATH)";
+    return false;
+  }
+  if (const char *env = std::getenv("CAPGRAPH_BRIDGE_IMAGE"); env && *env) {
+    if (usable(env)) return *path = env, true;
+    *why = std::string("no bridge firmware image at ") + env + " (CAPGRAPH_BRIDGE_IMAGE)";
+    return false;
+  }
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec && usable((self.parent_path() / "bridge_fw.img").string()))
+    return *path = tried.back(), true;
+  *why = "no bridge firmware image beside this program" +
+         (tried.empty() ? std::string() : " (" + tried.back() + ")") +
+         ": build it with sdcc (firmware/README.md), or name it with fake-usb:image=PATH or "
+         "CAPGRAPH_BRIDGE_IMAGE";
+  return false;
+}
+
+capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport> *out,
+                              std::string *err) {
+  const std::string name = device;
+  std::string option;
+  if (name.rfind("fake-usb:image=", 0) == 0) {
+    option = name.substr(15);
+  } else if (name != "fake-usb") {
+    *err = "fake-usb: '" + name + "': the fake has one bridge; its one option is image=PATH";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
+  std::string image_path, why;
+  if (!image_find(option, &image_path, &why)) return fail(err, why);
+  std::vector<uint8_t> image;
+  {
+    std::ifstream in(image_path, std::ios::binary);
+    if (in) image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (image.empty()) return fail(err, "cannot read the bridge firmware image " + image_path);
+  // Our synthetic gfx1100 firmware files (the model checks every byte the PSP is handed), once.
+  static const std::string fw_dir = [] {
+    namespace fs = std::filesystem;
+    const fs::path d =
+        fs::temp_directory_path() / ("capgraph_fake_usb_fw_" + std::to_string(::getpid()));
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    std::string e;
+    return am::synthetic_firmware_write(d.string(), &e) ? d.string() : std::string();
+  }();
+  if (fw_dir.empty())
+    return fail(err, "cannot write the synthetic gfx1100 firmware files to the temporary folder");
+
+  if (!gpu_state_load(&why)) return fail(err, why);
+  auto s = std::make_unique<session>();
+  std::fill(s->dev.flash.data.begin(), s->dev.flash.data.end(), 0xFF);
+  if (BRIDGE_FLASH_IMAGE_ADDR + image.size() > s->dev.flash.data.size())
+    return fail(err, "the bridge firmware image does not fit the emulated flash");
+  std::copy(image.begin(), image.end(), s->dev.flash.data.begin() + BRIDGE_FLASH_IMAGE_ADDR);
+  s->dev.flash.set_otp_serial(0x0BADCAFE);
+  gpu_model().attach(s->dev.endpoint);
+  if (s->dev.power_on() != Asm2464::Mode::firmware)
+    return fail(err, "the emulated bridge did not start its firmware");
+  Enumeration en;
+  if (!usb_enumerate(s->dev, &en, &why)) return fail(err, "USB enumeration: " + why);
+  am::device_options o;
+  o.firmware_dir = fw_dir;
+  if (!amd::usb_gpu_open(s->g, o, &why)) return fail(err, why);
+  const std::string label = amd::usb_gpu_label(s->g, "fake-usb");
+  // Which boot it was, for a person and the tests (the CLI prints no device line itself).
+  fprintf(stderr, "%s\n", label.c_str());
+  *out = std::make_unique<fake_usb_transport>(std::move(s), label);
+  return CAPGRAPH_OK;
+}
+
+}  // namespace
+}  // namespace capgraph::emu
+
+namespace capgraph::amd {
+
+void fake_usb_register() {
+  using namespace emu;
+  hcq::target_register(
+      "fake-usb", &fake_usb_open, &hcq::amd_target,
+      [] {
+        return std::string(
+            "fake-usb: a fake gfx1100 behind the emulated USB bridge running our firmware image: "
+            "the "
+            "`usb` device's host code end to end (boot, AM transport), kernels in the RDNA3 "
+            "emulator; "
+            "cold boot, then partial boot while the GPU keeps its state (in one process, or across "
+            "processes with CAPGRAPH_FAKE_USB_STATE=PATH" +
+            std::string(
+                state_path()
+                    ? std::string(": ") + state_path() +
+                          (std::filesystem::exists(state_path()) ? ", present" : ", absent: cold")
+                    : "") +
+            "); measures no time\n");
+      },
+      [](hcq::transport *dev, const fb::Capture *c, const std::vector<uint64_t> &at,
+         std::string *err) {
+        // fake_usb_open makes a fake_usb_transport, a Gfx1100Transport.
+        return static_cast<Gfx1100Transport *>(dev)->capture_attach(c, at, err);
+      });
+}
+
+}  // namespace capgraph::amd

@@ -1,0 +1,6 @@
+// fake_usb — registers `--device fake-usb` (see fake_usb.cpp).
+#pragma once
+
+namespace capgraph::amd {
+void fake_usb_register();
+}

@@ -1,6 +1,0 @@
-// fake_usb — registers `--device fake-usb` (see fake_usb.cpp).
-#pragma once
-
-namespace capgraph::emu {
-void fake_usb_register();
-}
