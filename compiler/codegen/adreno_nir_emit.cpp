@@ -412,6 +412,12 @@ struct NirKernelEmitter {
       case Op::logical_or: r = nir_ior(&b, a, bb); break;
       case Op::select: r = nir_bcsel(&b, a, bb, c); break;
     }
+    // No default above, so -Wswitch names an op without a case; op_emitters_test runs them all.
+    if (!r)
+      throw Error(
+          std::string(
+              "internal: the NIR emitter (codegen/adreno_nir_emit.cpp) gives no value for op ") +
+          op_name(e.op));
     cache[i] = r;
     return r;
   }
