@@ -1211,7 +1211,7 @@ TEST_CASE("every float32 elementwise op is vector-evaluable, or listed here as s
   };
   builder b;
   int x = b.buffer(Buffer::Kind::input, DType::f32, "x", {16});
-  for (int o = 0; o <= (int)Op::select; o++) {
+  for (int o = 0; o < kOpCount; o++) {
     Op op = (Op)o;
     CAPTURE(op_name(op));
     Kernel k;

@@ -417,6 +417,11 @@ Value *KernelEmitter::eval(int i) {
     case Op::logical_or: r = b.CreateOr(a, bb); break;
     case Op::select: r = b.CreateSelect(a, bb, c); break;
   }
+  // No default above, so -Wswitch names an op without a case; op_emitters_test runs them all.
+  if (!r)
+    throw Error(
+        std::string("internal: the LLVM emitter (codegen/kernel_emit.cpp) gives no value for op ") +
+        op_name(e.op));
   if (!lanes && r->getType() != ir_type(e.dtype)) r = convert(r, e.dtype, e.dtype);
   cache[i] = r;
   return r;

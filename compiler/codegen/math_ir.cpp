@@ -3,16 +3,20 @@
 #include <llvm/IR/Intrinsics.h>
 
 #include <cmath>
+#include <span>
+
+#include "codegen/math_coeffs.h"
 
 namespace capgraph {
 
 using llvm::Value;
+namespace mc = math_coeffs;
 
 static Value *cst(llvm::IRBuilder<> &b, Value *like, double v) {
   return llvm::ConstantFP::get(like->getType(), v);
 }
 
-static Value *poly(llvm::IRBuilder<> &b, Value *x, std::initializer_list<double> coefs) {
+static Value *poly(llvm::IRBuilder<> &b, Value *x, std::span<const double> coefs) {
   // Horner, highest degree first.
   Value *r = nullptr;
   for (double c : coefs) r = r ? b.CreateFAdd(b.CreateFMul(r, x), cst(b, x, c)) : cst(b, x, c);
@@ -21,24 +25,17 @@ static Value *poly(llvm::IRBuilder<> &b, Value *x, std::initializer_list<double>
 
 static Value *is_f64(Value *x) { return x->getType()->getScalarType()->isDoubleTy() ? x : nullptr; }
 
-// exp(x) = 2^n * exp(r), n = round(x / ln2), |r| <= ln2/2; exp(r) by its Taylor series (error
-// below 2e-7 relative for float). Large |x| saturate to 0 / inf; hi is where expf / exp
-// overflow, so every finite result stays finite.
+// exp(x) = 2^n * exp(r), n = round(x / ln2), |r| <= ln2/2 (math_coeffs.h). Large |x| saturate to
+// 0 / inf; hi is where expf / exp overflow, so every finite result stays finite.
 Value *ir_exp(llvm::IRBuilder<> &b, Value *x) {
   bool d = is_f64(x);
-  double hi = d ? 709.782712893384 : 88.72283935546875, lo = d ? -708.0 : -87.33;
+  double hi = d ? mc::exp_f64_hi : mc::exp_f32_hi, lo = d ? mc::exp_f64_lo : mc::exp_f32_lo;
   Value *xc = b.CreateMinNum(b.CreateMaxNum(x, cst(b, x, lo)), cst(b, x, hi));
-  Value *n = b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven,
-                                    b.CreateFMul(xc, cst(b, x, 1.4426950408889634)));
-  Value *r = b.CreateFSub(xc, b.CreateFMul(n, cst(b, x, 0.693145751953125)));
-  r = b.CreateFSub(r, b.CreateFMul(n, cst(b, x, 1.428606820309417232e-6)));
-  Value *p;
-  if (d)
-    p = poly(b, r,
-             {1.0 / 39916800, 1.0 / 3628800, 1.0 / 362880, 1.0 / 40320, 1.0 / 5040, 1.0 / 720,
-              1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
-  else
-    p = poly(b, r, {1.0 / 5040, 1.0 / 720, 1.0 / 120, 1.0 / 24, 1.0 / 6, 0.5, 1, 1});
+  Value *n =
+      b.CreateUnaryIntrinsic(llvm::Intrinsic::roundeven, b.CreateFMul(xc, cst(b, x, mc::log2_e)));
+  Value *r = b.CreateFSub(xc, b.CreateFMul(n, cst(b, x, mc::ln2_hi)));
+  r = b.CreateFSub(r, b.CreateFMul(n, cst(b, x, mc::ln2_lo)));
+  Value *p = poly(b, r, d ? std::span<const double>(mc::exp_series_f64) : mc::exp_series_f32);
   llvm::Type *it =
       x->getType()->getWithNewType(d ? b.getInt64Ty() : b.getInt32Ty());  // vectors too
   Value *ni = b.CreateFPToSI(n, it);
@@ -82,10 +79,7 @@ Value *ir_log(llvm::IRBuilder<> &b, Value *x) {
   ef = b.CreateSelect(big, b.CreateFAdd(ef, cst(b, x, 1)), ef);
   Value *s = b.CreateFDiv(b.CreateFSub(m, cst(b, x, 1)), b.CreateFAdd(m, cst(b, x, 1)));
   Value *s2 = b.CreateFMul(s, s);
-  Value *series = d ? poly(b, s2,
-                           {2.0 / 19, 2.0 / 17, 2.0 / 15, 2.0 / 13, 2.0 / 11, 2.0 / 9, 2.0 / 7,
-                            2.0 / 5, 2.0 / 3, 2})
-                    : poly(b, s2, {2.0 / 9, 2.0 / 7, 2.0 / 5, 2.0 / 3, 2});
+  Value *series = poly(b, s2, d ? std::span<const double>(mc::log_series_f64) : mc::log_series_f32);
   Value *res = b.CreateFAdd(b.CreateFMul(ef, cst(b, x, M_LN2)), b.CreateFMul(s, series));
   res = b.CreateSelect(b.CreateFCmpOEQ(x, cst(b, x, 0)), cst(b, x, -INFINITY), res);
   res = b.CreateSelect(b.CreateFCmpOLT(x, cst(b, x, 0)), cst(b, x, NAN), res);
@@ -111,7 +105,7 @@ Value *ir_sigmoid(llvm::IRBuilder<> &b, Value *x) {
                      z);  // NaN: not less, kept
   z = b.CreateSelect(b.CreateFCmpOGT(z, cst(b, x, 88.0)), cst(b, x, 88.0), z);
   const double magic = 12582912.0 + 127;
-  Value *j = fma(z, cst(b, x, 1.4426950408889634), cst(b, x, magic));
+  Value *j = fma(z, cst(b, x, mc::log2_e), cst(b, x, magic));
   Value *n = b.CreateFSub(j, cst(b, x, magic));
   Value *r = fma(n, cst(b, x, -0.6931471805599453), z);
   Value *r2 = b.CreateFMul(r, r), *r4 = b.CreateFMul(r2, r2);
@@ -124,24 +118,23 @@ Value *ir_sigmoid(llvm::IRBuilder<> &b, Value *x) {
   return b.CreateFDiv(cst(b, x, 1), b.CreateFAdd(cst(b, x, 1), b.CreateFMul(p, scale)));
 }
 
-// tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); near 0 the odd series keeps relative accuracy.
+// tanh(x) = sign(x) (1 - 2 / (exp(2|x|) + 1)); near 0 the odd series (math_coeffs.h).
 Value *ir_tanh(llvm::IRBuilder<> &b, Value *x) {
   Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   Value *e = ir_exp(b, b.CreateFMul(ax, cst(b, x, 2)));
   Value *t = b.CreateFSub(cst(b, x, 1), b.CreateFDiv(cst(b, x, 2), b.CreateFAdd(e, cst(b, x, 1))));
   Value *x2 = b.CreateFMul(x, x);
-  Value *small = b.CreateFMul(x, poly(b, x2, {-17.0 / 315, 2.0 / 15, -1.0 / 3, 1}));
+  Value *small = b.CreateFMul(x, poly(b, x2, mc::tanh_series));
   Value *r = b.CreateCopySign(t, x);
-  return b.CreateSelect(b.CreateFCmpOLT(ax, cst(b, x, 0.0625)), small, r);
+  return b.CreateSelect(b.CreateFCmpOLT(ax, cst(b, x, mc::tanh_series_below)), small, r);
 }
 
-// Abramowitz & Stegun 7.1.26 (absolute error < 1.5e-7).
+// Abramowitz & Stegun 7.1.26 (math_coeffs.h).
 Value *ir_erf(llvm::IRBuilder<> &b, Value *x) {
   Value *ax = b.CreateUnaryIntrinsic(llvm::Intrinsic::fabs, x);
   Value *t = b.CreateFDiv(cst(b, x, 1),
-                          b.CreateFAdd(cst(b, x, 1), b.CreateFMul(ax, cst(b, x, 0.3275911))));
-  Value *p = b.CreateFMul(
-      t, poly(b, t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
+                          b.CreateFAdd(cst(b, x, 1), b.CreateFMul(ax, cst(b, x, mc::erf_p))));
+  Value *p = b.CreateFMul(t, poly(b, t, mc::erf_series));
   Value *r =
       b.CreateFSub(cst(b, x, 1), b.CreateFMul(p, ir_exp(b, b.CreateFNeg(b.CreateFMul(ax, ax)))));
   return b.CreateCopySign(r, x);

@@ -8,19 +8,17 @@
 namespace capgraph {
 
 const char *op_name(Op op) {
-  static const char *names[] = {
-      "constant", "load", "acc",     "iota", "cast",  "neg",  "abs",   "sqrt",  "exp",
-      "log",      "tanh", "sigmoid", "erf",  "floor", "ceil", "round", "trunc", "recip",
-      "not",      "add",  "sub",     "mul",  "div",   "mod",  "pow",   "max",   "min",
-      "lt",       "le",   "gt",      "ge",   "eq",    "ne",   "and",   "or",    "select"};
+#define CAPGRAPH_OP_NAME(op, name, arity) name,
+  static constexpr const char *names[] = {CAPGRAPH_OPS(CAPGRAPH_OP_NAME)};
+#undef CAPGRAPH_OP_NAME
   return names[(int)op];
 }
 
 int op_arity(Op op) {
-  if (op <= Op::iota) return 0;
-  if (op <= Op::logical_not) return 1;
-  if (op <= Op::logical_or) return 2;
-  return 3;
+#define CAPGRAPH_OP_ARITY(op, name, arity) arity,
+  static constexpr int arities[] = {CAPGRAPH_OPS(CAPGRAPH_OP_ARITY)};
+#undef CAPGRAPH_OP_ARITY
+  return arities[(int)op];
 }
 
 bool dim_uses(const DimIndex &d, int axis) {

@@ -55,48 +55,59 @@ struct Access {
   double fill = 0;  // value read where a `skip` bound is out of range (outside reductions)
 };
 
-enum class Op : uint8_t {
-  // leaves (iota: the current index of iteration axis `access`)
-  constant,
-  load,
-  acc,
-  iota,
-  // unary
-  cast,
-  neg,
-  abs,
-  sqrt,
-  exp,
-  log,
-  tanh,
-  sigmoid,
-  erf,
-  floor,
-  ceil,
-  round,
-  trunc,
-  recip,
-  logical_not,
-  // binary
-  add,
-  sub,
-  mul,
-  div,
-  mod,
-  pow,
-  max,
-  min,
-  lt,
-  le,
-  gt,
-  ge,
-  eq,
-  ne,
-  logical_and,
-  logical_or,
-  // ternary: a ? b : c
-  select,
-};
+// Every primitive operation, one row each: X(enumerator, printed name, operand count). The enum,
+// kOpCount, op_name and op_arity are made from this list; a new op is one row here plus a case in
+// each emitter (compiler/README.md, "Adding a primitive op"), which op_emitters_test checks.
+// clang-format off
+#define CAPGRAPH_OPS(X)                                             \
+  /* leaves (iota: the current index of iteration axis `access`) */ \
+  X(constant, "constant", 0)                                        \
+  X(load, "load", 0)                                                \
+  X(acc, "acc", 0)                                                  \
+  X(iota, "iota", 0)                                                \
+  /* unary */                                                       \
+  X(cast, "cast", 1)                                                \
+  X(neg, "neg", 1)                                                  \
+  X(abs, "abs", 1)                                                  \
+  X(sqrt, "sqrt", 1)                                                \
+  X(exp, "exp", 1)                                                  \
+  X(log, "log", 1)                                                  \
+  X(tanh, "tanh", 1)                                                \
+  X(sigmoid, "sigmoid", 1)                                          \
+  X(erf, "erf", 1)                                                  \
+  X(floor, "floor", 1)                                              \
+  X(ceil, "ceil", 1)                                                \
+  X(round, "round", 1)                                              \
+  X(trunc, "trunc", 1)                                              \
+  X(recip, "recip", 1)                                              \
+  X(logical_not, "not", 1)                                          \
+  /* binary */                                                      \
+  X(add, "add", 2)                                                  \
+  X(sub, "sub", 2)                                                  \
+  X(mul, "mul", 2)                                                  \
+  X(div, "div", 2)                                                  \
+  X(mod, "mod", 2)                                                  \
+  X(pow, "pow", 2)                                                  \
+  X(max, "max", 2)                                                  \
+  X(min, "min", 2)                                                  \
+  X(lt, "lt", 2)                                                    \
+  X(le, "le", 2)                                                    \
+  X(gt, "gt", 2)                                                    \
+  X(ge, "ge", 2)                                                    \
+  X(eq, "eq", 2)                                                    \
+  X(ne, "ne", 2)                                                    \
+  X(logical_and, "and", 2)                                          \
+  X(logical_or, "or", 2)                                            \
+  /* ternary: a ? b : c */                                          \
+  X(select, "select", 3)
+// clang-format on
+
+#define CAPGRAPH_OP_ENUMERATOR(op, name, arity) op,
+enum class Op : uint8_t { CAPGRAPH_OPS(CAPGRAPH_OP_ENUMERATOR) };
+#undef CAPGRAPH_OP_ENUMERATOR
+#define CAPGRAPH_OP_ONE(op, name, arity) +1
+inline constexpr int kOpCount = 0 CAPGRAPH_OPS(CAPGRAPH_OP_ONE);
+#undef CAPGRAPH_OP_ONE
 const char *op_name(Op op);
 int op_arity(Op op);
 

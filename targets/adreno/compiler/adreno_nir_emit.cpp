@@ -3,10 +3,12 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <span>
 #include <vector>
 
 #include "codegen/cpu_codegen.h"
 #include "codegen/gpu_tile.h"
+#include "codegen/math_coeffs.h"
 #include "error.h"
 
 // Mesa's C headers (extern "C" inside).
@@ -261,12 +263,12 @@ struct NirKernelEmitter {
 
   // Transcendentals on the SFU (ir3's exp2/log2), which are within the spine's tolerance of the
   // CPU's polynomial versions (math_ir.cpp); the special cases follow math_ir.cpp.
-  nir_def *fexp(nir_def *x) { return nir_fexp2(&b, nir_fmul_imm(&b, x, 1.4426950408889634)); }
+  nir_def *fexp(nir_def *x) { return nir_fexp2(&b, nir_fmul_imm(&b, x, math_coeffs::log2_e)); }
   nir_def *flog(nir_def *x) { return nir_fmul_imm(&b, nir_flog2(&b, x), M_LN2); }
   nir_def *copysign(nir_def *mag, nir_def *sign) {
     return nir_ior(&b, nir_iand_imm(&b, mag, 0x7fffffff), nir_iand_imm(&b, sign, 0x80000000u));
   }
-  nir_def *poly(nir_def *x, std::initializer_list<double> coefs) {  // Horner, highest degree first
+  nir_def *poly(nir_def *x, std::span<const double> coefs) {  // Horner, highest degree first
     nir_def *r = nullptr;
     for (double c : coefs)
       r = r ? nir_fadd_imm(&b, nir_fmul(&b, r, x), c) : nir_imm_float(&b, (float)c);
@@ -277,15 +279,14 @@ struct NirKernelEmitter {
     nir_def *e = fexp(nir_fmul_imm(&b, ax, 2.0));
     nir_def *t = nir_fsub(&b, nir_imm_float(&b, 1),
                           nir_fdiv(&b, nir_imm_float(&b, 2), nir_fadd_imm(&b, e, 1)));
-    nir_def *small =
-        nir_fmul(&b, x, poly(nir_fmul(&b, x, x), {-17.0 / 315, 2.0 / 15, -1.0 / 3, 1}));
-    return nir_bcsel(&b, nir_flt_imm(&b, ax, 0.0625), small, copysign(t, x));
+    nir_def *small = nir_fmul(&b, x, poly(nir_fmul(&b, x, x), math_coeffs::tanh_series));
+    return nir_bcsel(&b, nir_flt_imm(&b, ax, math_coeffs::tanh_series_below), small,
+                     copysign(t, x));
   }
   nir_def *ferf(nir_def *x) {  // Abramowitz & Stegun 7.1.26, as math_ir.cpp
     nir_def *ax = nir_fabs(&b, x);
-    nir_def *t = nir_frcp(&b, nir_fadd_imm(&b, nir_fmul_imm(&b, ax, 0.3275911), 1));
-    nir_def *pl = nir_fmul(
-        &b, t, poly(t, {1.061405429, -1.453152027, 1.421413741, -0.284496736, 0.254829592}));
+    nir_def *t = nir_frcp(&b, nir_fadd_imm(&b, nir_fmul_imm(&b, ax, math_coeffs::erf_p), 1));
+    nir_def *pl = nir_fmul(&b, t, poly(t, math_coeffs::erf_series));
     nir_def *r = nir_fsub(&b, nir_imm_float(&b, 1),
                           nir_fmul(&b, pl, fexp(nir_fneg(&b, nir_fmul(&b, ax, ax)))));
     return copysign(r, x);
@@ -312,8 +313,8 @@ struct NirKernelEmitter {
   }
   nir_def *fexp_full(nir_def *x) {  // saturating like math_ir.cpp's ir_exp
     nir_def *r = fexp(x);
-    r = nir_bcsel(&b, nir_flt_imm(&b, x, -87.33), nir_imm_float(&b, 0), r);
-    r = nir_bcsel(&b, nir_fgt_imm(&b, x, 88.72283935546875), nir_imm_float(&b, INFINITY), r);
+    r = nir_bcsel(&b, nir_flt_imm(&b, x, math_coeffs::exp_f32_lo), nir_imm_float(&b, 0), r);
+    r = nir_bcsel(&b, nir_fgt_imm(&b, x, math_coeffs::exp_f32_hi), nir_imm_float(&b, INFINITY), r);
     return nir_bcsel(&b, nir_fneu(&b, x, x), x, r);
   }
   nir_def *flog_full(nir_def *x) {
@@ -411,6 +412,12 @@ struct NirKernelEmitter {
       case Op::logical_or: r = nir_ior(&b, a, bb); break;
       case Op::select: r = nir_bcsel(&b, a, bb, c); break;
     }
+    // No default above, so -Wswitch names an op without a case; op_emitters_test runs them all.
+    if (!r)
+      throw Error(
+          std::string(
+              "internal: the NIR emitter (codegen/adreno_nir_emit.cpp) gives no value for op ") +
+          op_name(e.op));
     cache[i] = r;
     return r;
   }

@@ -9,6 +9,7 @@
 
 #include "codegen/gpu_work_item.h"
 #include "codegen/kernel_emit.h"
+#include "codegen/llvm_gpu.h"
 #include "error.h"
 
 namespace capgraph {
@@ -88,67 +89,37 @@ void host_kernel_emit(KernelEmitter &e, const std::string &symbol, const CpuTarg
 }  // namespace
 
 AmdCodegenResult amdgpu_codegen(const Program &p, const AmdTarget &t, int jobs) {
+  std::vector<std::map<std::string, AmdKernelFacts>> facts(std::max(jobs, 1));  // per object
+  LlvmGpuFamily family{
+      .target = t.name,
+      .triple = t.triple,
+      .cpu = t.cpu,
+      .features = t.features,
+      .module_prefix = "capgraph_amd_",
+      .item_name = "work items",
+      .launch_name = "dispatch",
+      // The dispatch packet's grid size is 32 bits. Source: HSA Platform System Architecture
+      // Specification, hsa_kernel_dispatch_packet_t.grid_size_x.
+      .max_work_size = (int64_t)UINT32_MAX - t.workgroup_size,
+      .gpu_facts = [&](bool tile) { return amd_gpu_facts(t, tile); },
+      .kernel_emit = [&](KernelEmitter &e, const std::string &symbol,
+                         bool tile) { amd_kernel_emit(e, symbol, t, tile); },
+      // A kernel whose registers spill needs scratch, which the runtime does not set up.
+      .object_build =
+          [&](int o, llvm::Module &m, llvm::TargetMachine &tm) {
+            LlvmGpuObject obj;
+            obj.bytes = amdgpu_link(module_compile(m, tm));
+            facts[o] = amdgpu_code_object_read(obj.bytes, t);
+            for (const auto &[symbol, kf] : facts[o])
+              if (kf.private_segment_size > 0) obj.spilled.insert(symbol);
+            return obj;
+          },
+  };
   AmdCodegenResult r;
-  CodegenResult &c = r.code;
-  c.kernels.resize(p.kernels.size());
-  KernelDedupe d = kernels_dedupe(p);
-  int n_obj = std::min<int>(std::max(jobs, 1), std::max<int>((int)d.reps.size(), 1));
-  for (size_t i = 0; i < p.kernels.size(); i++) {
-    int u = d.unique_of[i];
-    c.kernels[i].slots = kernel_slots(p.kernels[i]);
-    c.kernels[i].symbol = kernel_symbol(p.kernels[d.reps[u]], u);
-    c.kernels[i].object = u % n_obj;
-    if (!store_moves_with_every_item(p.kernels[i]))
-      throw Error("internal: kernel " + p.kernels[i].name +
-                  " stores one element from several work items");
-  }
-  c.unique_kernels = (int)d.reps.size();
-  c.objects.resize(n_obj);
-  std::vector<std::map<std::string, AmdKernelFacts>> facts(n_obj);
-  // A tiled kernel whose registers spill would need scratch, which the runtime does not set up:
-  // such a kernel is compiled again untiled (one more pass over the objects holding one).
-  std::vector<char> untiled(d.reps.size(), 0), redo(n_obj, 1);
-  for (int pass = 0; pass < 2; pass++) {
-    parallel_run(n_obj, [&](int o) {
-      if (!redo[o]) return;
-      std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
-      llvm::LLVMContext ctx;
-      llvm::Module m("capgraph_amd_" + std::to_string(o), ctx);
-      // Before emission: allocas live in the private address space the data layout names.
-      m.setTargetTriple(t.triple);
-      m.setDataLayout(tm->createDataLayout());
-      for (size_t u = 0; u < d.reps.size(); u++) {
-        if ((int)(u % n_obj) != o) continue;
-        KernelEmitter e(m, p.kernels[d.reps[u]], p);
-        amd_kernel_emit(e, kernel_symbol(p.kernels[d.reps[u]], (int)u), t, !untiled[u]);
-      }
-      try {
-        c.objects[o] = amdgpu_link(module_compile(m, *tm));
-        facts[o] = amdgpu_code_object_read(c.objects[o], t);
-      } catch (const Error &e) {
-        throw Error(std::string(e.what()) + " (target " + t.name + ")");
-      }
-    });
-    std::fill(redo.begin(), redo.end(), 0);
-    for (size_t u = 0; u < d.reps.size(); u++) {
-      auto it = facts[u % n_obj].find(kernel_symbol(p.kernels[d.reps[u]], (int)u));
-      if (it != facts[u % n_obj].end() && it->second.private_segment_size > 0 && !untiled[u] &&
-          gpu_tile_plan(p.kernels[d.reps[u]], p, amd_gpu_facts(t)).ok)
-        untiled[u] = 1, redo[u % n_obj] = 1;
-    }
-  }
-  for (size_t i = 0; i < p.kernels.size(); i++) {
-    c.kernels[i].work_size =
-        gpu_launch_size(p.kernels[i], p, amd_gpu_facts(t, !untiled[d.unique_of[i]]));
-    // The dispatch packet's grid size is 32 bits. Source: HSA Platform System Architecture
-    // Specification, hsa_kernel_dispatch_packet_t.grid_size_x.
-    if (c.kernels[i].work_size > (int64_t)UINT32_MAX - t.workgroup_size)
-      throw Error("kernel " + p.kernels[i].name + ": " + std::to_string(c.kernels[i].work_size) +
-                  " output elements are too many for one " + t.name + " dispatch");
-  }
+  r.code = llvm_gpu_codegen(p, family, jobs);
   r.facts.resize(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); i++) {
-    const CodegenKernel &ck = c.kernels[i];
+    const CodegenKernel &ck = r.code.kernels[i];
     auto it = facts[ck.object].find(ck.symbol);
     if (it == facts[ck.object].end())
       throw Error("internal: kernel " + p.kernels[i].name + " is missing from its " + t.name +

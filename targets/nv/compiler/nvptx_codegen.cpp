@@ -20,6 +20,7 @@
 
 #include "codegen/gpu_work_item.h"
 #include "codegen/kernel_emit.h"
+#include "codegen/llvm_gpu.h"
 #include "error.h"
 
 namespace capgraph {
@@ -197,68 +198,40 @@ NvCodegenResult nvptx_codegen(const Program &p, const NvTarget &t, int jobs) {
         "/usr/local/cuda/bin, /usr/bin; set CAPGRAPH_PTXAS or install the CUDA toolkit or Debian's "
         "nvidia-cuda-toolkit)");
   r.ptxas_version = ptxas_version(r.ptxas);
-  CodegenResult &c = r.code;
-  c.kernels.resize(p.kernels.size());
-  KernelDedupe d = kernels_dedupe(p);
-  int n_obj = std::min<int>(std::max(jobs, 1), std::max<int>((int)d.reps.size(), 1));
-  for (size_t i = 0; i < p.kernels.size(); i++) {
-    int u = d.unique_of[i];
-    c.kernels[i].slots = kernel_slots(p.kernels[i]);
-    c.kernels[i].symbol = kernel_symbol(p.kernels[d.reps[u]], u);
-    c.kernels[i].object = u % n_obj;
-    if (!store_moves_with_every_item(p.kernels[i]))
-      throw Error("internal: kernel " + p.kernels[i].name +
-                  " stores one element from several threads");
-  }
-  c.unique_kernels = (int)d.reps.size();
-  c.objects.resize(n_obj);
-  r.ptx.resize(n_obj);
-  std::vector<std::map<std::string, NvKernelFacts>> facts(n_obj);
-  // A tiled kernel to which ptxas gives a local-memory frame (a few dozen bytes of spills seen on
-  // sm_86 and sm_90 for some 3x3 convolutions) is compiled again untiled: no kernel of ours keeps
-  // anything in local memory (nvptx_codegen_test).
-  std::vector<char> untiled(d.reps.size(), 0), redo(n_obj, 1);
-  for (int pass = 0; pass < 2; pass++) {
-    parallel_run(n_obj, [&](int o) {
-      if (!redo[o]) return;
-      std::unique_ptr<llvm::TargetMachine> tm =
-          target_machine_create("nvptx64-nvidia-cuda", t.cpu, "");
-      llvm::LLVMContext ctx;
-      llvm::Module m("capgraph_nv_" + std::to_string(o), ctx);
-      m.setTargetTriple("nvptx64-nvidia-cuda");
-      m.setDataLayout(tm->createDataLayout());
-      for (size_t u = 0; u < d.reps.size(); u++) {
-        if ((int)(u % n_obj) != o) continue;
-        KernelEmitter e(m, p.kernels[d.reps[u]], p);
-        nv_kernel_emit(e, kernel_symbol(p.kernels[d.reps[u]], (int)u), t, !untiled[u]);
-      }
-      try {
-        std::vector<uint8_t> ptx = module_compile(m, *tm, llvm::CodeGenFileType::AssemblyFile);
-        r.ptx[o].assign(ptx.begin(), ptx.end());
-        c.objects[o] = ptxas_assemble(r.ptxas, r.ptx[o], t);
-        facts[o] = nv_cubin_read(c.objects[o], t.sm);
-      } catch (const Error &e) {
-        throw Error(std::string(e.what()) + " (target " + t.name + ")");
-      }
-    });
-    std::fill(redo.begin(), redo.end(), 0);
-    for (size_t u = 0; u < d.reps.size(); u++) {
-      auto it = facts[u % n_obj].find(kernel_symbol(p.kernels[d.reps[u]], (int)u));
-      if (it != facts[u % n_obj].end() &&
-          (it->second.frame_bytes > 0 || it->second.min_stack_bytes > 0) && !untiled[u] &&
-          gpu_tile_plan(p.kernels[d.reps[u]], p, nv_gpu_facts(t)).ok)
-        untiled[u] = 1, redo[u % n_obj] = 1;
-    }
-  }
-  for (size_t i = 0; i < p.kernels.size(); i++) {
-    c.kernels[i].work_size =
-        gpu_launch_size(p.kernels[i], p, nv_gpu_facts(t, !untiled[d.unique_of[i]]));
-    // The launch grid's x extent is at most 2^31 - 1 blocks. Source: CUDA C++ Programming Guide,
-    // "Compute Capabilities", maximum x-dimension of a grid of thread blocks.
-    if (c.kernels[i].work_size > (int64_t)INT32_MAX * t.block_size)
-      throw Error("kernel " + p.kernels[i].name + ": " + std::to_string(c.kernels[i].work_size) +
-                  " output elements are too many for one " + t.name + " launch");
-  }
+  std::vector<std::map<std::string, NvKernelFacts>> facts(std::max(jobs, 1));  // per object
+  r.ptx.resize(facts.size());
+  LlvmGpuFamily family{
+      .target = t.name,
+      .triple = "nvptx64-nvidia-cuda",
+      .cpu = t.cpu,
+      .features = "",
+      .module_prefix = "capgraph_nv_",
+      .item_name = "threads",
+      .launch_name = "launch",
+      // The launch grid's x extent is at most 2^31 - 1 blocks. Source: CUDA C++ Programming Guide,
+      // "Compute Capabilities", maximum x-dimension of a grid of thread blocks.
+      .max_work_size = (int64_t)INT32_MAX * t.block_size,
+      .gpu_facts = [&](bool tile) { return nv_gpu_facts(t, tile); },
+      .kernel_emit = [&](KernelEmitter &e, const std::string &symbol,
+                         bool tile) { nv_kernel_emit(e, symbol, t, tile); },
+      // A kernel to which ptxas gives a local-memory frame (a few dozen bytes of spills seen on
+      // sm_86 and sm_90 for some tiled 3x3 convolutions): no kernel of ours keeps anything in
+      // local memory (nvptx_codegen_test).
+      .object_build =
+          [&](int o, llvm::Module &m, llvm::TargetMachine &tm) {
+            std::vector<uint8_t> ptx = module_compile(m, tm, llvm::CodeGenFileType::AssemblyFile);
+            r.ptx[o].assign(ptx.begin(), ptx.end());
+            LlvmGpuObject obj;
+            obj.bytes = ptxas_assemble(r.ptxas, r.ptx[o], t);
+            facts[o] = nv_cubin_read(obj.bytes, t.sm);
+            for (const auto &[symbol, kf] : facts[o])
+              if (kf.frame_bytes > 0 || kf.min_stack_bytes > 0) obj.spilled.insert(symbol);
+            return obj;
+          },
+  };
+  r.code = llvm_gpu_codegen(p, family, jobs);
+  const CodegenResult &c = r.code;
+  r.ptx.resize(c.objects.size());
   r.facts.resize(p.kernels.size());
   for (size_t i = 0; i < p.kernels.size(); i++) {
     const CodegenKernel &ck = c.kernels[i];
