@@ -10,7 +10,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$repo/build}
-cmake --build "$build" --target emu_gfx1100_bridge_test > /dev/null
-"$build/tests/emu/emu_gfx1100_bridge_test" -tc="the USB cost report*" 2>&1 |
+cmake --build "$build" --target targets_amd_gfx1100_bridge_test > /dev/null
+"$build/targets/amd/fake/gfx1100/targets_amd_gfx1100_bridge_test" -tc="the USB cost report*" 2>&1 |
   awk '/MESSAGE: USB cost/ { sub(/.*MESSAGE: /, ""); on = 1 } on && /^$/ { exit } on { print }
        /SKIP:/ { print; exit 77 }'
