@@ -31,137 +31,168 @@ graph::~graph() {
 capgraph_status graph::build(transport *dev, const target *t, const fb::Capture *c,
                              const char *label, const graph_options &opt,
                              std::unique_ptr<graph> *out, std::string *err) {
-  const std::string prefix = std::string(label) + ": ";
   std::string why;
   capgraph_status st = t->device_check(c, dev, &why);
-  if (st != CAPGRAPH_OK) {
-    *err = prefix + why;
-    return st;
-  }
-  auto g = std::make_unique<graph>();
-  g->dev_ = dev;
-  g->target_ = t;
-  g->opt_ = opt;
-  g->timeline_ = opt.timeline_start;
-  const auto fail = [&](capgraph_status s, const std::string &why) {
-    *err = prefix + why;
-    return s;
-  };
-  const auto alloc = [&](uint64_t size, memory_kind kind, memory *m, const char *what) {
-    std::string why;
-    capgraph_status s = dev->alloc(align_up(size ? size : 1, 4096), kind, m, &why);
-    if (s != CAPGRAPH_OK)
-      *err = prefix + "cannot allocate the " + what + ": " + why;
-    else if (!m->cpu) {  // a shadowed transport gives host shadows
-      *err = prefix + "the " + what + " is not CPU-visible on " + dev->name();
-      s = CAPGRAPH_ERR_DEVICE;
+  if (st == CAPGRAPH_OK) {
+    auto g = std::make_unique<graph>();
+    g->dev_ = dev;
+    g->target_ = t;
+    g->opt_ = opt;
+    g->timeline_ = opt.timeline_start;
+    std::vector<uint64_t> program_gpu, kernarg_at;
+    std::vector<dispatch> kernels;
+    if ((st = g->memory_load(c, &program_gpu, &why)) == CAPGRAPH_OK &&
+        (st = g->kernels_resolve(c, program_gpu, &kernels, &why)) == CAPGRAPH_OK &&
+        (st = g->kernargs_place(c, kernels, &kernarg_at, &why)) == CAPGRAPH_OK &&
+        (st = g->commands_record(c, kernels, kernarg_at, &why)) == CAPGRAPH_OK &&
+        (st = g->device_ready(c, &why)) == CAPGRAPH_OK) {
+      *out = std::move(g);
+      return CAPGRAPH_OK;
     }
-    return s;
-  };
+  }
+  *err = std::string(label) + ": " + why;
+  return st;
+}
 
+capgraph_status graph::alloc_visible(uint64_t size, memory_kind kind, memory *m, const char *what,
+                                     std::string *err) {
+  std::string why;
+  capgraph_status s = dev_->alloc(align_up(size ? size : 1, 4096), kind, m, &why);
+  if (s != CAPGRAPH_OK) {
+    *err = std::string("cannot allocate the ") + what + ": " + why;
+  } else if (!m->cpu) {  // a shadowed transport gives host shadows
+    *err = std::string("the ") + what + " is not CPU-visible on " + dev_->name();
+    s = CAPGRAPH_ERR_DEVICE;
+  }
+  return s;
+}
+
+uint64_t graph::address(const fb::BufferRef &b) const {
+  return b.space() == fb::Space::arena ? arena_.gpu + b.offset()
+                                       : weights_.gpu + weight_at_[b.index()] + b.offset();
+}
+
+// The arena, the weights and the code objects in device memory; the device's capture_attach
+// hook (fakes); the target's scratch memory.
+capgraph_status graph::memory_load(const fb::Capture *c, std::vector<uint64_t> *program_gpu,
+                                   std::string *err) {
   // The arena: inputs and outputs are read and written in place through the CPU mapping.
-  if ((st = alloc(c->arena_size(), memory_kind::device, &g->arena_, "arena")) != CAPGRAPH_OK)
-    return st;
-  memset(g->arena_.cpu, 0, g->arena_.size);
+  capgraph_status st = alloc_visible(c->arena_size(), memory_kind::device, &arena_, "arena", err);
+  if (st != CAPGRAPH_OK) return st;
+  memset(arena_.cpu, 0, arena_.size);
 
   // Weights, each 256-byte aligned.
-  std::vector<uint64_t> weight_at;
   uint64_t total = 0;
   const uint32_t nweights = c->weights() ? c->weights()->size() : 0;
   for (uint32_t i = 0; i < nweights; ++i) {
-    weight_at.push_back(total);
+    weight_at_.push_back(total);
     total = align_up(total + c->weights()->Get(i)->data()->size(), 256);
   }
-  if ((st = alloc(total, memory_kind::device, &g->weights_, "weights")) != CAPGRAPH_OK) return st;
+  if ((st = alloc_visible(total, memory_kind::device, &weights_, "weights", err)) != CAPGRAPH_OK)
+    return st;
   for (uint32_t i = 0; i < nweights; ++i) {
     const auto *d = c->weights()->Get(i)->data();
-    memcpy(g->weights_.cpu + weight_at[i], d->data(), d->size());
+    memcpy(weights_.cpu + weight_at_[i], d->data(), d->size());
   }
 
   // Code objects, copied as they are (their kernels are found through descriptor offsets).
   // Host twins (elf_relocatable programs) stay on the host: program_gpu is 0 for them.
-  std::vector<uint64_t> program_at, program_gpu;
+  std::vector<uint64_t> program_at;
   total = 0;
   const uint32_t nprograms = c->programs() ? c->programs()->size() : 0;
   for (uint32_t i = 0; i < nprograms; ++i) {
     const fb::Program *p = c->programs()->Get(i);
     program_at.push_back(total);
-    if (p->format() == t->program_format) total = align_up(total + p->binary()->size(), 4096);
+    if (p->format() == target_->program_format) total = align_up(total + p->binary()->size(), 4096);
   }
-  if ((st = alloc(total, memory_kind::code, &g->code_, "code objects")) != CAPGRAPH_OK) return st;
+  if ((st = alloc_visible(total, memory_kind::code, &code_, "code objects", err)) != CAPGRAPH_OK)
+    return st;
   for (uint32_t i = 0; i < nprograms; ++i) {
     const fb::Program *p = c->programs()->Get(i);
-    const bool gpu = p->format() == t->program_format;
-    if (gpu) memcpy(g->code_.cpu + program_at[i], p->binary()->data(), p->binary()->size());
-    program_gpu.push_back(gpu ? g->code_.gpu + program_at[i] : 0);
+    const bool gpu = p->format() == target_->program_format;
+    if (gpu) memcpy(code_.cpu + program_at[i], p->binary()->data(), p->binary()->size());
+    program_gpu->push_back(gpu ? code_.gpu + program_at[i] : 0);
   }
-  if (opt.capture_attach && (st = opt.capture_attach(c, program_gpu, &why)) != CAPGRAPH_OK)
-    return fail(st, why);
+  if (opt_.capture_attach && (st = opt_.capture_attach(c, *program_gpu, err)) != CAPGRAPH_OK)
+    return st;
 
   // Scratch memory the target's kernels share (private memory), once.
-  if (const uint64_t bytes = t->scratch_bytes ? t->scratch_bytes(c) : 0) {
-    if ((st = dev->alloc(align_up(bytes, 4096), memory_kind::device, &g->scratch_, &why)) !=
-        CAPGRAPH_OK)
-      return fail(st,
-                  "cannot allocate " + std::to_string(bytes) + " bytes of scratch memory: " + why);
+  if (const uint64_t bytes = target_->scratch_bytes ? target_->scratch_bytes(c) : 0) {
+    std::string why;
+    if ((st = dev_->alloc(align_up(bytes, 4096), memory_kind::device, &scratch_, &why)) !=
+        CAPGRAPH_OK) {
+      *err = "cannot allocate " + std::to_string(bytes) + " bytes of scratch memory: " + why;
+      return st;
+    }
   }
-  std::vector<dispatch> kernels;
+  return CAPGRAPH_OK;
+}
+
+// Each kernel's launch facts resolved against its program's device address, by the target.
+capgraph_status graph::kernels_resolve(const fb::Capture *c,
+                                       const std::vector<uint64_t> &program_gpu,
+                                       std::vector<dispatch> *kernels, std::string *err) {
   const uint32_t nkernels = c->kernels() ? c->kernels()->size() : 0;
   for (uint32_t i = 0; i < nkernels; ++i) {
     dispatch d;
     const uint32_t prog = c->kernels()->Get(i)->program();
-    if ((st = t->kernel_resolve(c, i, program_gpu[prog], &d, &why)) != CAPGRAPH_OK)
-      return fail(st, why);
-    d.scratch = g->scratch_.gpu;
-    kernels.push_back(d);
+    if (capgraph_status st = target_->kernel_resolve(c, i, program_gpu[prog], &d, err);
+        st != CAPGRAPH_OK)
+      return st;
+    d.scratch = scratch_.gpu;
+    kernels->push_back(d);
   }
+  return CAPGRAPH_OK;
+}
 
-  const auto address = [&](const fb::BufferRef &b) {
-    return b.space() == fb::Space::arena ? g->arena_.gpu + b.offset()
-                                         : g->weights_.gpu + weight_at[b.index()] + b.offset();
-  };
-
-  // Kernel-argument blocks: buffer addresses, then scalars, 8 bytes each (capture.fbs, the
-  // KernelFacts tables); their size and alignment come from the target.
-  std::vector<uint64_t> kernarg_at;
-  total = 0;
+// Kernel-argument blocks: buffer addresses, then scalars, 8 bytes each (capture.fbs, the
+// KernelFacts tables); their size and alignment come from the target. Then the signals and the
+// step timestamps.
+capgraph_status graph::kernargs_place(const fb::Capture *c, const std::vector<dispatch> &kernels,
+                                      std::vector<uint64_t> *kernarg_at, std::string *err) {
+  uint64_t total = 0;
   for (const fb::Step *s : *c->steps()) {
     if (s->kind() != fb::StepKind::launch) {
-      kernarg_at.push_back(0);
+      kernarg_at->push_back(0);
       continue;
     }
     const dispatch &d = kernels[s->launch()->kernel()];
     total = align_up(total, d.kernarg_align < 16 ? 16 : d.kernarg_align);
-    kernarg_at.push_back(total);
+    kernarg_at->push_back(total);
     total += d.kernarg_size;
   }
-  if ((st = alloc(total, memory_kind::host, &g->kernargs_, "kernel arguments")) != CAPGRAPH_OK)
+  capgraph_status st = alloc_visible(total, memory_kind::host, &kernargs_, "kernel arguments", err);
+  if (st != CAPGRAPH_OK) return st;
+  memset(kernargs_.cpu, 0, kernargs_.size);
+  if ((st = alloc_visible(4096, memory_kind::host, &signals_, "signals", err)) != CAPGRAPH_OK)
     return st;
-  memset(g->kernargs_.cpu, 0, g->kernargs_.size);
-  if ((st = alloc(4096, memory_kind::host, &g->signals_, "signals")) != CAPGRAPH_OK) return st;
-  memset(g->signals_.cpu, 0, g->signals_.size);
-  reinterpret_cast<signal *>(g->signals_.cpu + slot_timeline)->value = g->timeline_;
-  g->steps_ = c->steps()->size();
-  const uint64_t stride = t->stamp_bytes;
-  if ((st = alloc(stride * (g->steps_ + 1), memory_kind::host, &g->stamps_, "timestamps")) !=
-      CAPGRAPH_OK)
+  memset(signals_.cpu, 0, signals_.size);
+  reinterpret_cast<signal *>(signals_.cpu + slot_timeline)->value = timeline_;
+  steps_ = c->steps()->size();
+  if ((st = alloc_visible(target_->stamp_bytes * (steps_ + 1), memory_kind::host, &stamps_,
+                          "timestamps", err)) != CAPGRAPH_OK)
     return st;
-  memset(g->stamps_.cpu, 0, g->stamps_.size);
-  const uint64_t stamps =
-      g->stamps_.gpu + stride - 8;  // the clock of slot i is at stamps + stride * i
-  g->launch_dispatch_.resize(g->steps_);
-  g->weight_at_ = weight_at;
+  memset(stamps_.cpu, 0, stamps_.size);
+  launch_dispatch_.resize(steps_);
+  return CAPGRAPH_OK;
+}
 
-  // Record. Launches go to the compute queue, with a barrier between them (each may read what
-  // the one before wrote). A run of copies goes to the copy queue: compute signals the sync
-  // value k, the copy queue waits for k, copies, signals k + 1, compute waits for k + 1. Where
-  // the target records copies in the compute stream (target::copies_in_compute), the same
-  // handshake goes into that one stream, in order.
-  std::unique_ptr<encoder> run = t->encoder_create(c, queue_kind::compute, &g->ib_words_);
+// Record. Launches go to the compute queue, with a barrier between them (each may read what the
+// one before wrote). A run of copies goes to the copy queue: compute signals the sync value k,
+// the copy queue waits for k, copies, signals k + 1, compute waits for k + 1. Where the target
+// records copies in the compute stream (target::copies_in_compute), the same handshake goes into
+// that one stream, in order.
+capgraph_status graph::commands_record(const fb::Capture *c, const std::vector<dispatch> &kernels,
+                                       const std::vector<uint64_t> &kernarg_at, std::string *err) {
+  const target *t = target_;
+  const uint64_t stride = t->stamp_bytes;
+  const uint64_t stamps =
+      stamps_.gpu + stride - 8;  // the clock of slot i is at stamps + stride * i
+  std::unique_ptr<encoder> run = t->encoder_create(c, queue_kind::compute, &ib_words_);
   std::unique_ptr<encoder> copy_queue =
-      t->copies_in_compute ? nullptr : t->encoder_create(c, queue_kind::copy, &g->copy_words_);
+      t->copies_in_compute ? nullptr : t->encoder_create(c, queue_kind::copy, &copy_words_);
   encoder *copies = t->copies_in_compute ? run.get() : copy_queue.get();
-  const uint64_t sig = g->signals_.gpu;
+  const uint64_t sig = signals_.gpu;
   run->timestamp(stamps);
   uint32_t sync = 0;
   bool in_copies = false, first = true;
@@ -176,7 +207,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
       const fb::Copy *cp = s->copy();
       if (cp->size()) copies->copy(address(*cp->dst()), address(*cp->src()), cp->size());
       for (const fb::BufferRef *b : {cp->dst(), cp->src()})
-        if (b->space() == fb::Space::arena) g->copy_ranges_.push_back({b->offset(), cp->size()});
+        if (b->space() == fb::Space::arena) copy_ranges_.push_back({b->offset(), cp->size()});
       copies->timestamp(stamps + stride * (i + 1));
       continue;
     }
@@ -189,70 +220,95 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
       run->barrier();
     }
     first = false;
-    const fb::Launch *l = s->launch();
-    dispatch d = kernels[l->kernel()];
-    uint8_t *args = g->kernargs_.cpu + kernarg_at[i] + kernels[l->kernel()].kernarg_offset;
-    for (uint32_t b = 0; b < l->buffers()->size(); ++b) {
-      const uint64_t a = address(*l->buffers()->Get(b));
-      memcpy(args + 8 * b, &a, 8);
-      if (l->buffers()->Get(b)->space() == fb::Space::arena)
-        g->patch_sites_.push_back({kernarg_at[i] + 8 * b, l->buffers()->Get(b)->offset()});
-    }
-    if (l->scalars())
-      for (uint32_t v = 0; v < l->scalars()->size(); ++v) {
-        const int64_t x = l->scalars()->Get(v);
-        memcpy(args + 8 * (l->buffers()->size() + v), &x, 8);
-      }
-    d.kernargs = g->kernargs_.gpu + kernarg_at[i];
-    d.kernargs_cpu = g->kernargs_.cpu + kernarg_at[i];
-    const uint64_t groups = (l->work_size() + d.workgroup_size - 1) / d.workgroup_size;
-    if (groups > 0xffffffffull)
-      return fail(CAPGRAPH_ERR_FORMAT, "step " + std::to_string(i) + ": " + std::to_string(groups) +
-                                           " workgroups do not fit one dispatch");
-    d.groups = uint32_t(groups);
+    dispatch d;
+    if (capgraph_status st = launch_prepare(i, s->launch(), kernels, kernarg_at, &d, err);
+        st != CAPGRAPH_OK)
+      return st;
     if (d.groups) run->exec(d);
-    g->launch_dispatch_[i] = d;
+    launch_dispatch_[i] = d;
     run->timestamp(stamps + stride * (i + 1));  // when this dispatch has finished
   }
   if (in_copies) {
     copies->signal(sig + slot_sync, ++sync);
     run->wait(sig + slot_sync, sync);
   }
-  if (!run->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + run->error());
-  if (!copies->error().empty()) return fail(CAPGRAPH_ERR_FORMAT, "encoding: " + copies->error());
+  for (encoder *e : {run.get(), copies})
+    if (!e->error().empty()) {
+      *err = "encoding: " + e->error();
+      return CAPGRAPH_ERR_FORMAT;
+    }
+  return CAPGRAPH_OK;
+}
 
-  if ((st = alloc(g->ib_words_.size() * 4, memory_kind::host, &g->ib_, "command buffer")) !=
-      CAPGRAPH_OK)
+// Step `step`'s launch: its kernel-argument block filled (each arena address remembered for
+// bind()) and its dispatch completed with the block's address and the workgroup count.
+capgraph_status graph::launch_prepare(uint32_t step, const fb::Launch *l,
+                                      const std::vector<dispatch> &kernels,
+                                      const std::vector<uint64_t> &kernarg_at, dispatch *out,
+                                      std::string *err) {
+  dispatch d = kernels[l->kernel()];
+  uint8_t *args = kernargs_.cpu + kernarg_at[step] + d.kernarg_offset;
+  for (uint32_t b = 0; b < l->buffers()->size(); ++b) {
+    const uint64_t a = address(*l->buffers()->Get(b));
+    memcpy(args + 8 * b, &a, 8);
+    if (l->buffers()->Get(b)->space() == fb::Space::arena)
+      patch_sites_.push_back({kernarg_at[step] + 8 * b, l->buffers()->Get(b)->offset()});
+  }
+  if (l->scalars())
+    for (uint32_t v = 0; v < l->scalars()->size(); ++v) {
+      const int64_t x = l->scalars()->Get(v);
+      memcpy(args + 8 * (l->buffers()->size() + v), &x, 8);
+    }
+  d.kernargs = kernargs_.gpu + kernarg_at[step];
+  d.kernargs_cpu = kernargs_.cpu + kernarg_at[step];
+  const uint64_t groups = (l->work_size() + d.workgroup_size - 1) / d.workgroup_size;
+  if (groups > 0xffffffffull) {
+    *err = "step " + std::to_string(step) + ": " + std::to_string(groups) +
+           " workgroups do not fit one dispatch";
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  d.groups = uint32_t(groups);
+  *out = d;
+  return CAPGRAPH_OK;
+}
+
+// The recorded commands into device memory, everything over once on a shadowed transport, the
+// queues, the interrupt, and room for the per-replay ring packets (so replay never allocates).
+capgraph_status graph::device_ready(const fb::Capture *c, std::string *err) {
+  capgraph_status st =
+      alloc_visible(ib_words_.size() * 4, memory_kind::host, &ib_, "command buffer", err);
+  if (st != CAPGRAPH_OK) return st;
+  memcpy(ib_.cpu, ib_words_.data(), ib_words_.size() * 4);
+
+  std::string why;
+  shadowed_ = dev_->shadowed();
+  if (shadowed_) {  // device memory the CPU cannot map: everything written above goes over now
+    for (memory *m : {&arena_, &weights_, &code_, &kernargs_, &signals_, &stamps_, &ib_})
+      if ((st = dev_->upload(*m, 0, m->size, &why)) != CAPGRAPH_OK) {
+        *err = "cannot write device memory: " + why;
+        return st;
+      }
+    for (const fb::TensorInfo *ti : *c->inputs()) inputs_.push_back({ti->offset(), ti->size()});
+    for (const fb::TensorInfo *ti : *c->outputs()) outputs_.push_back({ti->offset(), ti->size()});
+    patched_.reserve(patch_sites_.size());
+  }
+  if ((st = dev_->queue_create(queue_kind::compute, k_ring_bytes, &compute_, &why)) !=
+      CAPGRAPH_OK) {
+    *err = "cannot create the compute queue: " + why;
     return st;
-  memcpy(g->ib_.cpu, g->ib_words_.data(), g->ib_words_.size() * 4);
-
-  // Device memory the CPU cannot map: everything written above goes over once, now.
-  g->shadowed_ = dev->shadowed();
-  if (g->shadowed_) {
-    for (memory *m :
-         {&g->arena_, &g->weights_, &g->code_, &g->kernargs_, &g->signals_, &g->stamps_, &g->ib_})
-      if ((st = dev->upload(*m, 0, m->size, &why)) != CAPGRAPH_OK)
-        return fail(st, "cannot write device memory: " + why);
-    for (const fb::TensorInfo *ti : *c->inputs()) g->inputs_.push_back({ti->offset(), ti->size()});
-    for (const fb::TensorInfo *ti : *c->outputs())
-      g->outputs_.push_back({ti->offset(), ti->size()});
-    g->patched_.reserve(g->patch_sites_.size());
   }
-  if ((st = dev->queue_create(queue_kind::compute, k_ring_bytes, &g->compute_, &why)) !=
-      CAPGRAPH_OK)
-    return fail(st, "cannot create the compute queue: " + why);
-  if (!g->copy_words_.empty()) {
+  if (!copy_words_.empty()) {
     uint64_t ring = k_ring_bytes;
-    while (ring < 2 * 4 * g->copy_words_.size()) ring *= 2;
-    if ((st = dev->queue_create(queue_kind::copy, ring, &g->copy_, &why)) != CAPGRAPH_OK)
-      return fail(st, "cannot create the copy queue: " + why);
-    g->has_copy_queue_ = true;
+    while (ring < 2 * 4 * copy_words_.size()) ring *= 2;
+    if ((st = dev_->queue_create(queue_kind::copy, ring, &copy_, &why)) != CAPGRAPH_OK) {
+      *err = "cannot create the copy queue: " + why;
+      return st;
+    }
+    has_copy_queue_ = true;
   }
-  g->interrupt_ = dev->interrupt_target(&g->interrupt_mailbox_, &g->interrupt_id_);
-  // Room for the per-replay ring packets, so replay never allocates.
-  g->ring_words_.reserve(64);
-  g->ring_encoder_ = t->encoder_create(c, queue_kind::compute, &g->ring_words_);
-  *out = std::move(g);
+  interrupt_ = dev_->interrupt_target(&interrupt_mailbox_, &interrupt_id_);
+  ring_words_.reserve(64);
+  ring_encoder_ = target_->encoder_create(c, queue_kind::compute, &ring_words_);
   return CAPGRAPH_OK;
 }
 

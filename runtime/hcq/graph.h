@@ -97,6 +97,26 @@ class graph {
   const std::vector<uint32_t> &compute_ring_commands() const { return ring_words_; }
 
  private:
+  // build()'s steps, in order; each fails with *err saying what (build puts the label first).
+  capgraph_status memory_load(const fb::Capture *c, std::vector<uint64_t> *program_gpu,
+                              std::string *err);
+  capgraph_status kernels_resolve(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
+                                  std::vector<dispatch> *kernels, std::string *err);
+  capgraph_status kernargs_place(const fb::Capture *c, const std::vector<dispatch> &kernels,
+                                 std::vector<uint64_t> *kernarg_at, std::string *err);
+  capgraph_status commands_record(const fb::Capture *c, const std::vector<dispatch> &kernels,
+                                  const std::vector<uint64_t> &kernarg_at, std::string *err);
+  capgraph_status launch_prepare(uint32_t step, const fb::Launch *l,
+                                 const std::vector<dispatch> &kernels,
+                                 const std::vector<uint64_t> &kernarg_at, dispatch *out,
+                                 std::string *err);
+  capgraph_status device_ready(const fb::Capture *c, std::string *err);
+  // Device memory the CPU can reach (a host shadow on a shadowed transport).
+  capgraph_status alloc_visible(uint64_t size, memory_kind kind, memory *m, const char *what,
+                                std::string *err);
+  // A buffer's device address: the arena's, or a weight's.
+  uint64_t address(const fb::BufferRef &b) const;
+
   transport *dev_ = nullptr;
   const target *target_ = nullptr;
   graph_options opt_;
