@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <set>
 
+#include "capture/capture_plan.h"
 #include "capture/capture_write.h"
 #include "codegen/cpu_channel_tile.h"
 #include "error.h"
@@ -85,7 +86,6 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   r.ms_graph = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
   Program p = graph_lower(g);
-  int before = (int)p.kernels.size();
   r.fused = program_fuse(p);
   // The target's layouts: channel-blocked activations and packed weights, in blocks of the
   // target's vector width (CAPGRAPH_NO_BLOCK=1 turns them off, for experiments).
@@ -107,7 +107,6 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   program_merge_axes(p);
   program_prune_buffers(p);
   r.kernels = (int)p.kernels.size();
-  (void)before;
   for (const Kernel &k : p.kernels) kernel_check(k, p);
   r.ms_schedule = ms_since(t0);
   return p;
@@ -136,10 +135,10 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   // A bound input changes what the capture computes and removes an input: the capture says so.
   for (const auto &[name, t] : opt.bound_inputs)
     info.compile_options.push_back("bind " + name + "=" + dtype_name(t.dtype) + shape_str(t.shape));
-  ArenaPlan plan;
-  std::vector<uint8_t> bytes = capture_build(p, code, info, &plan);
-  r.arena_bytes = plan.size;
-  r.arena_naive_bytes = plan.naive_size;
+  const CapturePlan plan = capture_plan(p, code.code, opt.threads);
+  std::vector<uint8_t> bytes = capture_build(p, code, plan, info);
+  r.arena_bytes = plan.arena.plan.size;
+  r.arena_naive_bytes = plan.arena.plan.naive_size;
   for (const Buffer &b : p.buffers)
     if (b.kind == Buffer::Kind::constant) r.weight_bytes += b.data.bytes->size();
   r.capture_bytes = bytes.size();
