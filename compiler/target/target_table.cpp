@@ -12,7 +12,6 @@ namespace capgraph {
 namespace {
 
 bool cpu_matches(const std::string &name) { return name.empty() || name.rfind("cpu", 0) == 0; }
-std::string cpu_names() { return "cpu (this machine), cpu-x86_64, cpu-aarch64"; }
 
 TargetCode cpu_codegen_target(const Program &p, const std::string &name, int jobs) {
   TargetCode c;
@@ -23,7 +22,7 @@ TargetCode cpu_codegen_target(const Program &p, const std::string &name, int job
 
 }  // namespace
 
-const TargetEntry cpu_target_entry = {"cpu", &cpu_matches, &cpu_names,
+const TargetEntry cpu_target_entry = {"cpu", &cpu_matches, &cpu_target_names,
                                       true,  true,         &cpu_codegen_target};
 
 const TargetEntry &target_find(const std::string &name) {
