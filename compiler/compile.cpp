@@ -6,12 +6,10 @@
 
 #include "capture/capture_plan.h"
 #include "capture/capture_write.h"
-#include "codegen/cpu_channel_tile.h"
 #include "error.h"
 #include "graph/passes.h"
 #include "onnx/onnx_model.h"
 #include "schedule/fuse.h"
-#include "schedule/layout.h"
 #include "schedule/lower.h"
 #include "target/target_table.h"
 
@@ -87,23 +85,9 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   t0 = std::chrono::steady_clock::now();
   Program p = graph_lower(g);
   r.fused = program_fuse(p);
-  // The target's layouts: channel-blocked activations and packed weights, in blocks of the
-  // target's vector width (CAPGRAPH_NO_BLOCK=1 turns them off, for experiments).
-  if (target_find(opt.target).blocked_layouts && !getenv("CAPGRAPH_NO_BLOCK")) {
-    const CpuTarget &cpu = cpu_target_named(opt.target);
-    const int64_t block = cpu.channel_block;
-    r.blocked_buffers = program_block_channels(p, block);
-    program_block_products(p, block);
-    program_pack_weights(p, block);
-    // After the layouts: a product is fused only where its channel tile takes the converted input
-    // (elsewhere the float copy stays; CAPGRAPH_NO_INPUT_FUSE=1 keeps it everywhere).
-    if (!getenv("CAPGRAPH_NO_INPUT_FUSE"))
-      r.input_casts_fused = program_fuse_input_casts(p, [&](const Kernel &k) {
-        ChannelTilePlan cp = channel_tile_plan(k, p, cpu);
-        return cp.ok && cp.x_expr >= 0;
-      });
-    r.fused += r.input_casts_fused;
-  }
+  // The target's layouts (the target table's hook): blocked activations, packed weights.
+  const TargetEntry &target = target_find(opt.target);
+  if (target.layouts) target.layouts(p, opt.target, r);
   program_merge_axes(p);
   program_prune_buffers(p);
   r.kernels = (int)p.kernels.size();

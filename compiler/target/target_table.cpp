@@ -9,22 +9,6 @@ namespace capgraph {
 // The targets this build carries, in the order messages list them (k_targets, generated).
 #include "target_list.inc"
 
-namespace {
-
-bool cpu_matches(const std::string &name) { return name.empty() || name.rfind("cpu", 0) == 0; }
-
-TargetCode cpu_codegen_target(const Program &p, const std::string &name, int jobs) {
-  TargetCode c;
-  c.target = cpu_target_named(name);
-  c.code = cpu_codegen(p, c.target, jobs);
-  return c;
-}
-
-}  // namespace
-
-const TargetEntry cpu_target_entry = {"cpu", &cpu_matches, &cpu_target_names,
-                                      true,  true,         &cpu_codegen_target};
-
 const TargetEntry &target_find(const std::string &name) {
   for (const TargetEntry *t : k_targets)
     if (t->matches(name)) return *t;

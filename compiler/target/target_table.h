@@ -18,6 +18,8 @@
 
 namespace capgraph {
 
+struct CompileReport;  // compile.h
+
 // What a target's code generation gives the capture writer.
 struct TargetCode {
   CpuTarget target;  // the capture's Target table (name, triple, cpu, features)
@@ -45,13 +47,16 @@ struct TargetEntry {
   bool threads;
   // Compiles the scheduled program for target `name`; `jobs` threads.
   TargetCode (*codegen)(const Program &p, const std::string &name, int jobs);
+  // The target's layout choices on the scheduled program before code generation (channel-blocked
+  // activations, packed weights: schedule/layout.h), counted in `r`; nullptr: none.
+  void (*layouts)(Program &p, const std::string &name, CompileReport &r) = nullptr;
 };
 
 // The entry for a --target value ("" or "cpu": this machine's CPU). Throws naming every known
 // target when no entry knows it.
 const TargetEntry &target_find(const std::string &name);
 
-// The CPU's entry; the others are defined in target/<name>.cpp.
+// The CPU's entry (target/cpu.cpp); the others are defined in target/<name>.cpp.
 extern const TargetEntry cpu_target_entry;
 
 // Host twins for a GPU target: the program compiled for this machine's CPU.
