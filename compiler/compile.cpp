@@ -1,13 +1,13 @@
 #include "compile.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <set>
 
 #include "capture/capture_plan.h"
 #include "capture/capture_write.h"
 #include "error.h"
 #include "graph/passes.h"
+#include "knobs.h"
 #include "onnx/onnx_model.h"
 #include "schedule/fuse.h"
 #include "schedule/lower.h"
@@ -114,8 +114,8 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   CaptureInfo info;
   info.model_name = onnx_path.substr(onnx_path.find_last_of('/') + 1);
   info.threads = opt.threads;
-  for (const char *knob : k_output_knobs)
-    if (const char *v = getenv(knob)) info.compile_options.push_back(std::string(knob) + "=" + v);
+  // The knobs read while compiling (knob_get) that are set: they may have changed the output.
+  info.compile_options = knobs_set();
   // A bound input changes what the capture computes and removes an input: the capture says so.
   for (const auto &[name, t] : opt.bound_inputs)
     info.compile_options.push_back("bind " + name + "=" + dtype_name(t.dtype) + shape_str(t.shape));

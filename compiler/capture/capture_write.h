@@ -16,7 +16,7 @@ namespace capgraph {
 struct CaptureInfo {
   std::string model_name;
   int threads = 1;
-  // The environment knobs that changed the output, "NAME=value" (compile.h, k_output_knobs).
+  // The environment knobs that may have changed the output, "NAME=value" (knobs.h).
   std::vector<std::string> compile_options;
   // Optional reference sample: input and output bytes in Program::inputs/outputs order.
   std::vector<std::vector<uint8_t>> sample_inputs, sample_outputs;

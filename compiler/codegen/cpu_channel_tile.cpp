@@ -7,6 +7,7 @@
 #include <map>
 
 #include "codegen/kernel_emit.h"
+#include "knobs.h"
 #include "schedule/fuse.h"
 #include "schedule/layout.h"
 
@@ -79,7 +80,7 @@ class TilePlanner {
 
   // A float sum of products over the innermost parallel axis as a block of L channels.
   bool product_find() {
-    if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 ||
+    if (knob_get("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 ||
         k.n_parallel < 2)
       return false;
     v = k.n_parallel - 1;
@@ -238,7 +239,7 @@ class TilePlanner {
   // insert joining two weight rows on port 5: one per accumulator column per reduction point).
   bool shape_choose() {
     const bool pairable =
-        cp.L * 2 == t.f32_lanes && cp.o >= 0 && !cp.x_vector && !getenv("CAPGRAPH_NO_PAIR");
+        cp.L * 2 == t.f32_lanes && cp.o >= 0 && !cp.x_vector && !knob_get("CAPGRAPH_NO_PAIR");
     double best = -1;
     for (int mode = 0; mode < 3; mode++) {  // split, fixed along pos, flat
       if ((mode == 1 && !fixed_ok) || (mode == 2 && !flat_ok)) continue;
@@ -280,7 +281,7 @@ class TilePlanner {
         if (fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled) > kFixedCopies) continue;
       }
       double score = fmas / loads * o_used * double(pair);
-      if (const char *force = getenv("CAPGRAPH_TILE")) {  // "R,VB": experiments only
+      if (const char *force = knob_get("CAPGRAPH_TILE")) {  // "R,VB": experiments only
         long fr = 0, fv = 0;
         if (sscanf(force, "%ld,%ld", &fr, &fv) == 2 && (fr != R || fv != VB)) continue;
       }
@@ -380,7 +381,7 @@ struct TileEmitter {
     }
     vector_epilogue = plain && sc == 1 && k.store_dtype == DType::f32 &&
                       e.p.buffers[k.store.buffer].dtype == DType::f32 &&
-                      !getenv("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
+                      !knob_get("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
   }
   Value *i64(int64_t x) { return e.i64(x); }
   // p, as a value the optimizer cannot see through: loads through copies with different ids are
@@ -680,7 +681,7 @@ struct TileEmitter {
             ? k.axes[rest.back()]
             : 1;
     const int64_t merged_live = S * Rt * cols() + shared * lanes_unrolled + cols();
-    const bool apart = combos > 1 && !getenv("CAPGRAPH_CSE_WINDOW") &&
+    const bool apart = combos > 1 && !knob_get("CAPGRAPH_CSE_WINDOW") &&
                        2 * merged_live > 3 * cp.regs;  // env: experiments
     if (getenv("CAPGRAPH_DEBUG_TILE") && combos > 1)
       fprintf(stderr,

@@ -13,6 +13,7 @@
 #include "codegen/expr_vector.h"
 #include "codegen/kernel_emit.h"
 #include "error.h"
+#include "knobs.h"
 
 namespace capgraph {
 
@@ -50,7 +51,7 @@ struct TilePlan {
 TilePlan tile_plan(const Kernel &k, const Program &p) {
   TilePlan tp;
   if (k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2 ||
-      getenv("CAPGRAPH_NO_TILE"))
+      knob_get("CAPGRAPH_NO_TILE"))
     return tp;
   const Expr &body = k.exprs[k.body];
   if (body.op != Op::mul) return tp;
@@ -130,7 +131,7 @@ struct CpuKernelEmitter : KernelEmitter {
 
   Strategy choose() {
     if (k.reduce == Reduce::none) return Strategy::map;
-    if (const char *f = getenv("CAPGRAPH_STRATEGY"))
+    if (const char *f = knob_get("CAPGRAPH_STRATEGY"))
       return std::string(f) == "dot" ? Strategy::dot : Strategy::row;
     int last_red = (int)k.axes.size() - 1;
     if (k.axes[inner_axis()] == 1) return Strategy::dot;

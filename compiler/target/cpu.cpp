@@ -1,9 +1,8 @@
 // The CPU in the compiler's table: this machine's CPU or a named one (codegen/cpu_target.h),
 // compiled by codegen/cpu_codegen.cpp, with the layouts its channel tiles are made for.
-#include <cstdlib>
-
 #include "codegen/cpu_channel_tile.h"
 #include "compile.h"
+#include "knobs.h"
 #include "schedule/fuse.h"
 #include "schedule/layout.h"
 #include "target/target_table.h"
@@ -24,7 +23,7 @@ TargetCode cpu_codegen_target(const Program &p, const std::string &name, int job
 // The CPU's layouts: channel-blocked activations and packed weights, in blocks of the target's
 // vector width (CAPGRAPH_NO_BLOCK=1 turns them off, for experiments).
 void cpu_layouts(Program &p, const std::string &name, CompileReport &r) {
-  if (getenv("CAPGRAPH_NO_BLOCK")) return;
+  if (knob_get("CAPGRAPH_NO_BLOCK")) return;
   const CpuTarget &cpu = cpu_target_named(name);
   const int64_t block = cpu.channel_block;
   r.blocked_buffers = program_block_channels(p, block);
@@ -32,7 +31,7 @@ void cpu_layouts(Program &p, const std::string &name, CompileReport &r) {
   program_pack_weights(p, block);
   // After the layouts: a product is fused only where its channel tile takes the converted input
   // (elsewhere the float copy stays; CAPGRAPH_NO_INPUT_FUSE=1 keeps it everywhere).
-  if (!getenv("CAPGRAPH_NO_INPUT_FUSE"))
+  if (!knob_get("CAPGRAPH_NO_INPUT_FUSE"))
     r.input_casts_fused = program_fuse_input_casts(p, [&](const Kernel &k) {
       ChannelTilePlan cp = channel_tile_plan(k, p, cpu);
       return cp.ok && cp.x_expr >= 0;

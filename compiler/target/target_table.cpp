@@ -1,8 +1,7 @@
 #include "target/target_table.h"
 
-#include <cstdlib>
-
 #include "error.h"
+#include "knobs.h"
 
 namespace capgraph {
 
@@ -20,7 +19,7 @@ const TargetEntry &target_find(const std::string &name) {
 void target_twins_add(TargetCode &code, const Program &p, int jobs) {
   // The twins run where the fakes run: this machine, or (CAPGRAPH_TWIN_TARGET=cpu-aarch64) the
   // aarch64 build of the runtime under qemu (targets/adreno/adreno_aarch64_e2e.sh).
-  const char *twin = getenv("CAPGRAPH_TWIN_TARGET");
+  const char *twin = knob_get("CAPGRAPH_TWIN_TARGET");
   code.twin_target = cpu_target_named(twin && *twin ? twin : "cpu");
   code.twins = cpu_codegen(p, code.twin_target, jobs);
 }
