@@ -1,16 +1,15 @@
 #include "compile.h"
 
 #include <chrono>
-#include <cstdlib>
 #include <set>
 
+#include "capture/capture_plan.h"
 #include "capture/capture_write.h"
-#include "codegen/cpu_channel_tile.h"
 #include "error.h"
 #include "graph/passes.h"
+#include "knobs.h"
 #include "onnx/onnx_model.h"
 #include "schedule/fuse.h"
-#include "schedule/layout.h"
 #include "schedule/lower.h"
 #include "target/target_table.h"
 
@@ -85,29 +84,13 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   r.ms_graph = ms_since(t0);
   t0 = std::chrono::steady_clock::now();
   Program p = graph_lower(g);
-  int before = (int)p.kernels.size();
   r.fused = program_fuse(p);
-  // The target's layouts: channel-blocked activations and packed weights, in blocks of the
-  // target's vector width (CAPGRAPH_NO_BLOCK=1 turns them off, for experiments).
-  if (target_find(opt.target).blocked_layouts && !getenv("CAPGRAPH_NO_BLOCK")) {
-    const CpuTarget &cpu = cpu_target_named(opt.target);
-    const int64_t block = cpu.channel_block;
-    r.blocked_buffers = program_block_channels(p, block);
-    program_block_products(p, block);
-    program_pack_weights(p, block);
-    // After the layouts: a product is fused only where its channel tile takes the converted input
-    // (elsewhere the float copy stays; CAPGRAPH_NO_INPUT_FUSE=1 keeps it everywhere).
-    if (!getenv("CAPGRAPH_NO_INPUT_FUSE"))
-      r.input_casts_fused = program_fuse_input_casts(p, [&](const Kernel &k) {
-        ChannelTilePlan cp = channel_tile_plan(k, p, cpu);
-        return cp.ok && cp.x_expr >= 0;
-      });
-    r.fused += r.input_casts_fused;
-  }
+  // The target's layouts (the target table's hook): blocked activations, packed weights.
+  const TargetEntry &target = target_find(opt.target);
+  if (target.layouts) target.layouts(p, opt.target, r);
   program_merge_axes(p);
   program_prune_buffers(p);
   r.kernels = (int)p.kernels.size();
-  (void)before;
   for (const Kernel &k : p.kernels) kernel_check(k, p);
   r.ms_schedule = ms_since(t0);
   return p;
@@ -131,15 +114,15 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   CaptureInfo info;
   info.model_name = onnx_path.substr(onnx_path.find_last_of('/') + 1);
   info.threads = opt.threads;
-  for (const char *knob : k_output_knobs)
-    if (const char *v = getenv(knob)) info.compile_options.push_back(std::string(knob) + "=" + v);
+  // The knobs read while compiling (knob_get) that are set: they may have changed the output.
+  info.compile_options = knobs_set();
   // A bound input changes what the capture computes and removes an input: the capture says so.
   for (const auto &[name, t] : opt.bound_inputs)
     info.compile_options.push_back("bind " + name + "=" + dtype_name(t.dtype) + shape_str(t.shape));
-  ArenaPlan plan;
-  std::vector<uint8_t> bytes = capture_build(p, code, info, &plan);
-  r.arena_bytes = plan.size;
-  r.arena_naive_bytes = plan.naive_size;
+  const CapturePlan plan = capture_plan(p, code.code, opt.threads);
+  std::vector<uint8_t> bytes = capture_build(p, code, plan, info);
+  r.arena_bytes = plan.arena.plan.size;
+  r.arena_naive_bytes = plan.arena.plan.naive_size;
   for (const Buffer &b : p.buffers)
     if (b.kind == Buffer::Kind::constant) r.weight_bytes += b.data.bytes->size();
   r.capture_bytes = bytes.size();

@@ -20,16 +20,6 @@ struct CompileOptions {
       kFoldLimitBytes;  // memory constant folding may allocate (graph/passes.h)
 };
 
-// The environment knobs that change compiled output (experiments: layouts, tiling, strategy).
-// compile_model records the ones that are set into the capture (Capture.compile_options), so a
-// capture says how it was made; debugging knobs that only print are not listed.
-inline constexpr const char *k_output_knobs[] = {
-    "CAPGRAPH_NO_BLOCK",        "CAPGRAPH_NO_REORDER",
-    "CAPGRAPH_NO_TILE",         "CAPGRAPH_TILE",
-    "CAPGRAPH_NO_PAIR",         "CAPGRAPH_STRATEGY",
-    "CAPGRAPH_SCALAR_EPILOGUE", "CAPGRAPH_NO_INPUT_FUSE",
-    "CAPGRAPH_ADRENO_SCALAR"};
-
 struct CompileReport {
   int onnx_nodes = 0, folded_batchnorms = 0, folded_pads = 0, removed_nodes = 0;
   int kernels = 0, unique_kernels = 0, fused = 0, blocked_buffers = 0;

@@ -7,6 +7,7 @@
 #include <map>
 
 #include "codegen/kernel_emit.h"
+#include "knobs.h"
 #include "schedule/fuse.h"
 #include "schedule/layout.h"
 
@@ -44,42 +45,77 @@ constexpr int64_t kTableRows = 64;
 // Dims of X whose skip bound the window checks make (they must not use the inner axes).
 bool skip_dim(const DimIndex &d) { return d.bound == Bound::skip; }
 
-}  // namespace
+// channel_tile_plan's steps, in the order it runs them; each `bool` step returns false where the
+// kernel takes no tile (the plan then stays !ok).
+class TilePlanner {
+ public:
+  TilePlanner(const Kernel &k, const Program &p, const CpuTarget &t)
+      : k(k), p(p), t(t), unrolled(k.axes.size(), 0), unrolled_flat(k.axes.size(), 0) {}
 
-ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTarget &t) {
-  ChannelTilePlan cp;
-  if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 ||
-      k.n_parallel < 2)
+  ChannelTilePlan plan() {
+    if (!product_find() || !operands_find() || !chain_table_axis_find() || !loads_plain() ||
+        !weight_and_input_pick() || !tile_axes_pick())
+      return cp;
+    interior_find();
+    if (!shape_choose()) return cp;  // CAPGRAPH_TILE forced a shape that does not fit: no tile
+    if (!best_flat) cp.pos2 = -1;
+    if (cp.pair > 1) cp.regs = cpu_target_block_registers(t, cp.L * cp.pair);
+    cp.ok = true;
+    if (getenv("CAPGRAPH_DEBUG_TILE")) plan_print();
     return cp;
-  int v = k.n_parallel - 1;
-  if ((k.axes[v] != kChannelBlock && k.axes[v] != t.channel_block) || k.body < 0) return cp;
-  cp.L = k.axes[v];
-  cp.regs = cpu_target_block_registers(t, cp.L);
-  // Sources: Intel Optimization Reference Manual (FMA latency 4 cycles on Skylake-SP and later, 2
-  // ports) and Cortex-A75 Software Optimization Guide (FMLA latency 4-5, 2 pipes): about 4 x units
-  // independent accumulators keep the FMA units busy.
-  cp.chains = 4 * t.fma_units;
-  const Expr &body = k.exprs[k.body];
-  if (body.op != Op::mul) return cp;
+  }
+
+ private:
+  const Kernel &k;
+  const Program &p;
+  const CpuTarget &t;
+  ChannelTilePlan cp;
+  int v = -1;                                 // the block axis
+  int la = -1, lb = -1, chain_load = -1;      // the product's loads; X's byte load in a chain
+  bool fixed_ok = true;                       // the position dims hold only pos, window axes and
+                                              // unit axes
+  bool flat_ok = false;                       // flat tiles apply
+  std::vector<char> unrolled, unrolled_flat;  // window axes a fixed (flat) tile unrolls
+  bool best_flat = false;                     // the chosen shape is a flat tile
+
+  // A float sum of products over the innermost parallel axis as a block of L channels.
+  bool product_find() {
+    if (knob_get("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 ||
+        k.n_parallel < 2)
+      return false;
+    v = k.n_parallel - 1;
+    if ((k.axes[v] != kChannelBlock && k.axes[v] != t.channel_block) || k.body < 0) return false;
+    cp.L = k.axes[v];
+    cp.regs = cpu_target_block_registers(t, cp.L);
+    // Sources: Intel Optimization Reference Manual (FMA latency 4 cycles on Skylake-SP and later,
+    // 2 ports) and Cortex-A75 Software Optimization Guide (FMLA latency 4-5, 2 pipes): about 4 x
+    // units independent accumulators keep the FMA units busy.
+    cp.chains = 4 * t.fma_units;
+    return k.exprs[k.body].op == Op::mul;
+  }
   // Each operand a plain f32 load, or (at most one, which is then X) an affine chain of one
   // integer input load whose constants move with reduction axes only.
-  int la = -1, lb = -1, chain_load = -1;
-  for (int side : {body.a, body.b}) {
-    const Expr &ex = k.exprs[side];
-    int l = -1;
-    if (ex.op == Op::load && ex.dtype == DType::f32 &&
-        p.buffers[k.loads[ex.access].buffer].dtype == DType::f32)
-      l = ex.access;
-    else if (cp.x_expr < 0 && expr_input_affine(k, p, side, &chain_load, &cp.x_load_expr) &&
-             chain_load >= 0)
-      l = chain_load, cp.x_expr = side;
-    else
-      return cp;
-    (la < 0 ? la : lb) = l;
+  bool operands_find() {
+    const Expr &body = k.exprs[k.body];
+    for (int side : {body.a, body.b}) {
+      const Expr &ex = k.exprs[side];
+      int l = -1;
+      if (ex.op == Op::load && ex.dtype == DType::f32 &&
+          p.buffers[k.loads[ex.access].buffer].dtype == DType::f32)
+        l = ex.access;
+      else if (cp.x_expr < 0 && expr_input_affine(k, p, side, &chain_load, &cp.x_load_expr) &&
+               chain_load >= 0)
+        l = chain_load, cp.x_expr = side;
+      else
+        return false;
+      (la < 0 ? la : lb) = l;
+    }
+    return true;
   }
-  if (cp.x_expr >= 0) {
-    // The table's axis: the one reduction axis the chain's constants move with (per-channel
-    // means and scales), so the chain is one value per byte and table row.
+  // The table's axis: the one reduction axis the chain's constants move with (per-channel means
+  // and scales), so the chain is one value per byte and table row.
+  bool chain_table_axis_find() {
+    if (cp.x_expr < 0) return true;
     std::vector<int> loads_of(1, cp.x_expr);
     for (size_t i = 0; i < loads_of.size(); i++) {
       const Expr &ex = k.exprs[loads_of[i]];
@@ -87,96 +123,111 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
         for (const DimIndex &d : k.loads[ex.access].dims)
           for (const AxisTerm &t : d.terms) {
             if (t.coef == 0 || k.axes[t.axis] == 1 || t.axis == cp.x_table_axis) continue;
-            if (cp.x_table_axis >= 0 || t.axis < k.n_parallel) return cp;
+            if (cp.x_table_axis >= 0 || t.axis < k.n_parallel) return false;
             cp.x_table_axis = t.axis;
           }
       }
       for (int o : {ex.a, ex.b})
         if (o >= 0 && ex.op != Op::cast) loads_of.push_back(o);
     }
-    if (cp.x_table_axis >= 0 && k.axes[cp.x_table_axis] > kTableRows) return cp;
+    return !(cp.x_table_axis >= 0 && k.axes[cp.x_table_axis] > kTableRows);
   }
-  for (int l : {la, lb}) {
-    const Access &a = k.loads[l];
-    for (const DimIndex &d : a.dims)
-      if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip))
-        return cp;
+  // Both loads affine, unchecked or skip-bounded.
+  bool loads_plain() const {
+    for (int l : {la, lb}) {
+      const Access &a = k.loads[l];
+      for (const DimIndex &d : a.dims)
+        if (d.expr >= 0 || d.divisor != 1 || (d.bound != Bound::none && d.bound != Bound::skip))
+          return false;
+    }
+    return true;
   }
-  auto all_plain = [&](int l) {
+  bool all_plain(int l) const {
     for (const DimIndex &d : k.loads[l].dims)
       if (d.bound != Bound::none) return false;
     return true;
-  };
-  for (auto [wl, xl] : {std::pair{la, lb}, std::pair{lb, la}}) {
-    bool wplain, xplain;
-    if (cp.x_expr >= 0 && xl != chain_load) continue;
-    if (mem_coef(k.loads[wl], v, &wplain) != 1 || !wplain || !all_plain(wl)) continue;
-    int64_t xc = mem_coef(k.loads[xl], v, &xplain);
-    if (xc != 0 && (xc != 1 || !xplain || cp.x_expr >= 0)) continue;
-    cp.w = wl, cp.x = xl, cp.x_vector = xc == 1;
-    break;
   }
-  if (cp.w < 0) return cp;
-  const Access &X = k.loads[cp.x], &W = k.loads[cp.w];
-  for (int a = v - 1; a >= 0 && cp.pos < 0; a--)
-    if (k.axes[a] > 1 && access_uses(X, a) && !access_uses(W, a)) cp.pos = a;
-  for (int a = v - 1; a >= 0 && cp.o < 0; a--)
-    if (a != cp.pos && k.axes[a] > 1 && access_uses(W, a) && !access_uses(X, a)) cp.o = a;
-  if (cp.pos < 0 && cp.o < 0) return cp;
-  cp.v = v;
-  if (cp.pos >= 0)
-    for (int a = cp.pos - 1; a >= 0 && cp.pos2 < 0; a--)
-      if (a != cp.o && k.axes[a] > 1 && access_uses(X, a) && !access_uses(W, a)) cp.pos2 = a;
+  // W: contiguous along the block and unchecked; X: not moving with the block, or (depthwise)
+  // contiguous along it too.
+  bool weight_and_input_pick() {
+    for (auto [wl, xl] : {std::pair{la, lb}, std::pair{lb, la}}) {
+      bool wplain, xplain;
+      if (cp.x_expr >= 0 && xl != chain_load) continue;
+      if (mem_coef(k.loads[wl], v, &wplain) != 1 || !wplain || !all_plain(wl)) continue;
+      int64_t xc = mem_coef(k.loads[xl], v, &xplain);
+      if (xc != 0 && (xc != 1 || !xplain || cp.x_expr >= 0)) continue;
+      cp.w = wl, cp.x = xl, cp.x_vector = xc == 1;
+      break;
+    }
+    return cp.w >= 0;
+  }
+  // The position axis (X's, not W's), the o axis (W's, not X's) and for flat tiles the next
+  // position axis.
+  bool tile_axes_pick() {
+    const Access &X = k.loads[cp.x], &W = k.loads[cp.w];
+    for (int a = v - 1; a >= 0 && cp.pos < 0; a--)
+      if (k.axes[a] > 1 && access_uses(X, a) && !access_uses(W, a)) cp.pos = a;
+    for (int a = v - 1; a >= 0 && cp.o < 0; a--)
+      if (a != cp.pos && k.axes[a] > 1 && access_uses(W, a) && !access_uses(X, a)) cp.o = a;
+    if (cp.pos < 0 && cp.o < 0) return false;
+    cp.v = v;
+    if (cp.pos >= 0)
+      for (int a = cp.pos - 1; a >= 0 && cp.pos2 < 0; a--)
+        if (a != cp.o && k.axes[a] > 1 && access_uses(X, a) && !access_uses(W, a)) cp.pos2 = a;
+    return true;
+  }
   // Positions whose window stays inside X along the position's own dims for every window offset:
   // [lo, hi). Tiles there never check; a border tile either checks per tile (split: its single
   // position makes each window offset inside or outside for the whole tile) or knows its
   // positions (fixed), so the check is made by the compiler, per position and window offset.
-  const int64_t P1 = cp.pos >= 0 ? k.axes[cp.pos] : 1;
-  cp.W = P1, cp.lo = 0, cp.hi = P1;
-  bool fixed_ok = true;  // the position dims hold only pos, window axes and unit axes
-  bool flat_ok = cp.pos2 >= 0;
-  std::vector<char> unrolled(k.axes.size(), 0), unrolled_flat(k.axes.size(), 0);
-  for (const DimIndex &d : X.dims) {
-    if (cp.pos < 0 || d.bound != Bound::skip) continue;
-    bool uses_pos = dim_uses(d, cp.pos), uses_pos2 = cp.pos2 >= 0 && dim_uses(d, cp.pos2);
-    if (uses_pos || uses_pos2)
+  void interior_find() {
+    const Access &X = k.loads[cp.x];
+    const int64_t P1 = cp.pos >= 0 ? k.axes[cp.pos] : 1;
+    cp.W = P1, cp.lo = 0, cp.hi = P1;
+    flat_ok = cp.pos2 >= 0;
+    for (const DimIndex &d : X.dims) {
+      if (cp.pos < 0 || d.bound != Bound::skip) continue;
+      bool uses_pos = dim_uses(d, cp.pos), uses_pos2 = cp.pos2 >= 0 && dim_uses(d, cp.pos2);
+      if (uses_pos || uses_pos2)
+        for (const AxisTerm &t : d.terms) {
+          if (t.coef == 0 || t.axis == cp.pos || t.axis == cp.pos2 || k.axes[t.axis] == 1) continue;
+          if (t.axis >= k.n_parallel)
+            unrolled_flat[t.axis] = 1;
+          else
+            flat_ok = false;
+        }
+      if (!uses_pos) continue;
+      int64_t c = 0, wmin = d.shift, wmax = d.shift;
       for (const AxisTerm &t : d.terms) {
-        if (t.coef == 0 || t.axis == cp.pos || t.axis == cp.pos2 || k.axes[t.axis] == 1) continue;
-        if (t.axis >= k.n_parallel)
-          unrolled_flat[t.axis] = 1;
-        else
-          flat_ok = false;
+        if (t.axis == cp.pos)
+          c += t.coef;
+        else if (t.axis >= k.n_parallel) {
+          wmin += std::min<int64_t>(0, t.coef * (k.axes[t.axis] - 1)),
+              wmax += std::max<int64_t>(0, t.coef * (k.axes[t.axis] - 1));
+          if (t.coef != 0) unrolled[t.axis] = 1;
+        } else if (k.axes[t.axis] > 1 && t.coef != 0)
+          c = 0, wmin = 1, wmax = -1, fixed_ok = false;  // another output axis moves it
       }
-    if (!uses_pos) continue;
-    int64_t c = 0, wmin = d.shift, wmax = d.shift;
-    for (const AxisTerm &t : d.terms) {
-      if (t.axis == cp.pos)
-        c += t.coef;
-      else if (t.axis >= k.n_parallel) {
-        wmin += std::min<int64_t>(0, t.coef * (k.axes[t.axis] - 1)),
-            wmax += std::max<int64_t>(0, t.coef * (k.axes[t.axis] - 1));
-        if (t.coef != 0) unrolled[t.axis] = 1;
-      } else if (k.axes[t.axis] > 1 && t.coef != 0)
-        c = 0, wmin = 1, wmax = -1, fixed_ok = false;  // another output axis moves it
+      if (c <= 0 || wmin > wmax) {
+        cp.lo = 0, cp.hi = 0;
+        continue;
+      }
+      // c*p + wmin >= 0 and c*p + wmax <= extent - 1
+      int64_t lo = wmin >= 0 ? 0 : (-wmin + c - 1) / c,
+              hi = d.extent - 1 - wmax < 0 ? 0 : (d.extent - 1 - wmax) / c + 1;
+      cp.lo = std::max(cp.lo, lo), cp.hi = std::min(cp.hi, hi);
     }
-    if (c <= 0 || wmin > wmax) {
-      cp.lo = 0, cp.hi = 0;
-      continue;
-    }
-    // c*p + wmin >= 0 and c*p + wmax <= extent - 1
-    int64_t lo = wmin >= 0 ? 0 : (-wmin + c - 1) / c,
-            hi = d.extent - 1 - wmax < 0 ? 0 : (d.extent - 1 - wmax) / c + 1;
-    cp.lo = std::max(cp.lo, lo), cp.hi = std::min(cp.hi, hi);
+    if (cp.hi <= cp.lo) cp.lo = cp.hi = 0;  // no interior
+    const int64_t P2 = cp.pos2 >= 0 ? k.axes[cp.pos2] : 1;
+    flat_ok = flat_ok && P1 * P2 <= kFlatPositions && combos(unrolled_flat) <= 64;
   }
-  if (cp.hi <= cp.lo) cp.lo = cp.hi = 0;  // no interior
-  auto combos = [&](const std::vector<char> &u) {
+  // The copies of the innermost loop a fixed tile makes: the product of the unrolled extents.
+  int64_t combos(const std::vector<char> &u) const {
     int64_t n = 1;
     for (size_t a = 0; a < u.size(); a++)
       if (u[a]) n *= k.axes[a];
     return n;
-  };
-  const int64_t P2 = cp.pos2 >= 0 ? k.axes[cp.pos2] : 1;
-  flat_ok = flat_ok && P1 * P2 <= kFlatPositions && combos(unrolled_flat) <= 64;
+  }
   // The tile with the most multiply-adds per loaded vector (the weight vectors and one broadcast
   // per position: FMA-bound from about 1.4 on) that fits the target's vector registers
   // (accumulators, weight vectors, one broadcast): 16 on AVX2, 32 on AVX-512 and NEON (16 of 8
@@ -186,62 +237,63 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
   // measure, counted per lane (each paired FMA does two blocks' work). Sources: Intel
   // Optimization Reference Manual (Sapphire Rapids: 512-bit FMAs on ports 0 and 5, the 256-bit
   // insert joining two weight rows on port 5: one per accumulator column per reduction point).
-  const bool pairable =
-      cp.L * 2 == t.f32_lanes && cp.o >= 0 && !cp.x_vector && !getenv("CAPGRAPH_NO_PAIR");
-  double best = -1;
-  bool best_flat = false;
-  for (int mode = 0; mode < 3; mode++) {  // split, fixed along pos, flat
-    if ((mode == 1 && !fixed_ok) || (mode == 2 && !flat_ok)) continue;
-    const int64_t P = mode == 2 ? P1 * P2 : P1;
-    for (int64_t pair = 1; pair <= (pairable ? 2 : 1); pair++)
-      for (int64_t cols = 1; cols <= 4; cols++) {
-        // VB blocks in `cols` accumulator columns; a paired tile's last block may lie past E (its
-        // loads read the last real block, it is never stored).
-        const int64_t VB = cols * pair;
-        if (VB > 1 && (cp.o < 0 || k.axes[cp.o] <= VB - pair || cp.x_vector)) continue;
-        const int regs = pair == 1 ? cp.regs : cpu_target_block_registers(t, cp.L * pair);
-        int64_t E = cp.o >= 0 ? k.axes[cp.o] : 1;
-        // A last o tile may be partial (its missing blocks recompute the last real one, never
-        // stored). Ragged tiles measured slower than exact ones (squeezenet's 32-block 3x3: 46 vs
-        // 78 GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E (of 2
-        // blocks, paired).
-        double o_used = double(E) / double((E + VB - 1) / VB * VB);
-        if (E % VB && (E % 2 == 0 || (pair == 1 && E % 3 == 0))) o_used = 0;
-        for (int64_t R = 1; R <= P && R * cols + cols + 1 <= regs; R++) {
-          double fmas = 0, loads = 0;
-          int64_t tiles = 0, t_lo = 0, t_hi = 0;
-          if (mode == 0) {
-            int64_t mid = (cp.hi - cp.lo + R - 1) / R;
-            tiles = cp.lo + mid + (P - cp.hi);
-            fmas = double(P * cols),
-            loads = double((P - (cp.hi - cp.lo)) * (1 + VB) + mid * (R + VB));
-          } else {
-            tiles = (P + R - 1) / R;
-            if (mode == 1) t_lo = (cp.lo + R - 1) / R, t_hi = std::max(t_lo, cp.hi / R);
-            for (int64_t t = 0; t < tiles; t++) loads += double(std::min(R, P - t * R) + VB);
-            fmas = double(P * cols);
-            int64_t fixed_tiles = tiles - (t_hi - t_lo);
-            if (fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled) > kFixedCopies) continue;
-          }
-          double score = fmas / loads * o_used * double(pair);
-          if (const char *force = getenv("CAPGRAPH_TILE")) {  // "R,VB": experiments only
-            long fr = 0, fv = 0;
-            if (sscanf(force, "%ld,%ld", &fr, &fv) == 2 && (fr != R || fv != VB)) continue;
-          }
-          if (score > best + 1e-9) {
-            best = score, cp.R = R, cp.VB = VB, cp.pair = pair, cp.P = P, cp.tiles = tiles,
-            cp.t_lo = t_lo, cp.t_hi = t_hi;
-            cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
-            best_flat = mode == 2;
-          }
-        }
-      }
+  bool shape_choose() {
+    const bool pairable =
+        cp.L * 2 == t.f32_lanes && cp.o >= 0 && !cp.x_vector && !knob_get("CAPGRAPH_NO_PAIR");
+    double best = -1;
+    for (int mode = 0; mode < 3; mode++) {  // split, fixed along pos, flat
+      if ((mode == 1 && !fixed_ok) || (mode == 2 && !flat_ok)) continue;
+      for (int64_t pair = 1; pair <= (pairable ? 2 : 1); pair++)
+        for (int64_t cols = 1; cols <= 4; cols++) shapes_score(mode, pair, cols, &best);
+    }
+    return best >= 0;
   }
-  if (best < 0) return cp;  // CAPGRAPH_TILE forced a shape that does not fit: no tile
-  if (!best_flat) cp.pos2 = -1;
-  if (cp.pair > 1) cp.regs = cpu_target_block_registers(t, cp.L * cp.pair);
-  cp.ok = true;
-  if (getenv("CAPGRAPH_DEBUG_TILE"))
+  // Scores the tiles of `cols` accumulator columns of `pair` blocks in `mode`, for every R that
+  // fits, keeping the best in cp (and *best).
+  void shapes_score(int mode, int64_t pair, int64_t cols, double *best) {
+    const int64_t P1 = cp.W, P2 = cp.pos2 >= 0 ? k.axes[cp.pos2] : 1;
+    const int64_t P = mode == 2 ? P1 * P2 : P1;
+    // VB blocks in `cols` accumulator columns; a paired tile's last block may lie past E (its
+    // loads read the last real block, it is never stored).
+    const int64_t VB = cols * pair;
+    if (VB > 1 && (cp.o < 0 || k.axes[cp.o] <= VB - pair || cp.x_vector)) return;
+    const int regs = pair == 1 ? cp.regs : cpu_target_block_registers(t, cp.L * pair);
+    int64_t E = cp.o >= 0 ? k.axes[cp.o] : 1;
+    // A last o tile may be partial (its missing blocks recompute the last real one, never
+    // stored). Ragged tiles measured slower than exact ones (squeezenet's 32-block 3x3: 46 vs
+    // 78 GFLOP/s with 3 blocks against 2): only where no tile of 2-4 blocks divides E (of 2
+    // blocks, paired).
+    double o_used = double(E) / double((E + VB - 1) / VB * VB);
+    if (E % VB && (E % 2 == 0 || (pair == 1 && E % 3 == 0))) o_used = 0;
+    for (int64_t R = 1; R <= P && R * cols + cols + 1 <= regs; R++) {
+      double fmas = 0, loads = 0;
+      int64_t tiles = 0, t_lo = 0, t_hi = 0;
+      if (mode == 0) {
+        int64_t mid = (cp.hi - cp.lo + R - 1) / R;
+        tiles = cp.lo + mid + (P - cp.hi);
+        fmas = double(P * cols), loads = double((P - (cp.hi - cp.lo)) * (1 + VB) + mid * (R + VB));
+      } else {
+        tiles = (P + R - 1) / R;
+        if (mode == 1) t_lo = (cp.lo + R - 1) / R, t_hi = std::max(t_lo, cp.hi / R);
+        for (int64_t t = 0; t < tiles; t++) loads += double(std::min(R, P - t * R) + VB);
+        fmas = double(P * cols);
+        int64_t fixed_tiles = tiles - (t_hi - t_lo);
+        if (fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled) > kFixedCopies) continue;
+      }
+      double score = fmas / loads * o_used * double(pair);
+      if (const char *force = knob_get("CAPGRAPH_TILE")) {  // "R,VB": experiments only
+        long fr = 0, fv = 0;
+        if (sscanf(force, "%ld,%ld", &fr, &fv) == 2 && (fr != R || fv != VB)) continue;
+      }
+      if (score > *best + 1e-9) {
+        *best = score, cp.R = R, cp.VB = VB, cp.pair = pair, cp.P = P, cp.tiles = tiles,
+        cp.t_lo = t_lo, cp.t_hi = t_hi;
+        cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
+        best_flat = mode == 2;
+      }
+    }
+  }
+  void plan_print() const {
     fprintf(stderr,
             "tile %s: %s L=%lld P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld "
             "pair=%lld o=%lld x_vector=%d\n",
@@ -253,7 +305,13 @@ ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTa
             (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R,
             (long long)cp.VB, (long long)cp.pair, (long long)(cp.o >= 0 ? k.axes[cp.o] : 0),
             cp.x_vector);
-  return cp;
+  }
+};
+
+}  // namespace
+
+ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTarget &t) {
+  return TilePlanner(k, p, t).plan();
 }
 
 // How many work-item indices axis a (< v) counts: tiles along the position axis (pos2 folded into
@@ -323,7 +381,7 @@ struct TileEmitter {
     }
     vector_epilogue = plain && sc == 1 && k.store_dtype == DType::f32 &&
                       e.p.buffers[k.store.buffer].dtype == DType::f32 &&
-                      !getenv("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
+                      !knob_get("CAPGRAPH_SCALAR_EPILOGUE") && e.vector_evaluable(k.result, c.v);
   }
   Value *i64(int64_t x) { return e.i64(x); }
   // p, as a value the optimizer cannot see through: loads through copies with different ids are
@@ -376,272 +434,334 @@ struct TileEmitter {
     return (cp.pos >= 0 && dim_uses(d, cp.pos)) || (cp.pos2 >= 0 && dim_uses(d, cp.pos2));
   }
 
+  // The tile being emitted: set by emit, read by its steps.
+  int64_t Rt = 0;            // positions
+  Value *p0 = nullptr;       // the first position
+  Value *o0 = nullptr;       // the first o block, or nullptr (no o axis)
+  int64_t end = -1;          // positions from `end` on are not real (-1: all are)
+  bool fixed = false;        // a fixed tile: its positions are known here
+  int64_t q0 = 0;            // a fixed tile's first position
+  std::vector<Value *> pos;  // each position, clamped below `end`
+  int64_t S = 1;             // accumulator sets (see sets_count)
+  std::vector<std::vector<llvm::AllocaInst *>> sets;  // S sets of cols x Rt accumulators
+  llvm::IRBuilder<> *entry = nullptr;                 // allocas, at the function's entry
+
+  int64_t cols() const { return cp.VB / cp.pair; }  // accumulator columns
+
   // fixed_at >= 0: a fixed tile whose first position is fixed_at (p0 is that constant).
-  void emit(int64_t Rt, Value *p0, Value *o0, int64_t end, int64_t fixed_at = -1) {
-    const int64_t VB = cp.VB, L = cp.L, cols = VB / cp.pair;
-    const bool fixed = fixed_at >= 0;
-    const int64_t q0 = fixed ? fixed_at : 0;
-    std::vector<Value *> pos(Rt);
+  void emit(int64_t positions, Value *first, Value *o_first, int64_t real_end,
+            int64_t fixed_at = -1) {
+    Rt = positions, p0 = first, o0 = o_first, end = real_end;
+    fixed = fixed_at >= 0;
+    q0 = fixed ? fixed_at : 0;
+    positions_clamp();
+    sets_count();
+    llvm::IRBuilder<> entry_builder(&e.fn->getEntryBlock(), e.fn->getEntryBlock().begin());
+    entry = &entry_builder;
+    accumulators_alloc();
+    reduction_emit();
+    sets_sum();
+    if (vector_epilogue)
+      epilogue_vector();
+    else
+      epilogue_scalar();
+    entry = nullptr;
+  }
+
+  void positions_clamp() {
+    pos.assign(Rt, nullptr);
     for (int64_t r = 0; r < Rt; r++) {
       Value *q = b.CreateAdd(p0, i64(r));
       pos[r] =
           r == 0 || end < 0 ? q : b.CreateSelect(b.CreateICmpSLT(q, i64(end)), q, i64(end - 1));
     }
-    // Small tiles (border positions, matrix-vector products) have too few accumulators to hide the
-    // FMA latency (cp.chains are needed): the innermost reduction loop then cycles through S sets
-    // of accumulators, summed at the end.
-    int64_t S = 1;
+  }
+  // Small tiles (border positions, matrix-vector products) have too few accumulators to hide the
+  // FMA latency (cp.chains are needed): the innermost reduction loop then cycles through S sets
+  // of accumulators, summed at the end.
+  void sets_count() {
+    S = 1;
     if (!rest.empty())
       for (int64_t d = 2; d <= k.axes[rest.back()]; d++)
-        if (k.axes[rest.back()] % d == 0 && d * Rt * cols <= cp.chains &&
-            d * Rt * cols + cols + 1 <= cp.regs)
+        if (k.axes[rest.back()] % d == 0 && d * Rt * cols() <= cp.chains &&
+            d * Rt * cols() + cols() + 1 <= cp.regs)
           S = d;
-    llvm::IRBuilder<> entry(&e.fn->getEntryBlock(), e.fn->getEntryBlock().begin());
-    std::vector<std::vector<llvm::AllocaInst *>> sets(S,
-                                                      std::vector<llvm::AllocaInst *>(cols * Rt));
+  }
+  void accumulators_alloc() {
+    sets.assign(S, std::vector<llvm::AllocaInst *>(cols() * Rt));
     for (auto &set : sets)
       for (auto &a : set) {
-        a = entry.CreateAlloca(at);
+        a = entry->CreateAlloca(at);
         b.CreateStore(llvm::Constant::getNullValue(at), a);
       }
-    std::vector<llvm::AllocaInst *> &acc = sets[0];
+  }
 
-    // One reduction point for the positions `live` (those inside X at this window offset).
-    auto point = [&](const std::vector<llvm::AllocaInst *> &into,
-                     const std::vector<int64_t> &live) {
-      std::vector<Value *> wv(VB), cv(cols);
-      for (int64_t vb = 0; vb < VB; vb++) {
-        if (o0) e.iv[cp.o] = o_block(o0, vb);
-        Value *ok;
-        wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)),
-                                     llvm::Align(4));
+  // One reduction point for the positions `live` (those inside X at this window offset).
+  void reduction_point(const std::vector<llvm::AllocaInst *> &into,
+                       const std::vector<int64_t> &live) {
+    const int64_t VB = cp.VB, L = cp.L, cols = this->cols();
+    std::vector<Value *> wv(VB), cv(cols);
+    for (int64_t vb = 0; vb < VB; vb++) {
+      if (o0) e.iv[cp.o] = o_block(o0, vb);
+      Value *ok;
+      wv[vb] = b.CreateAlignedLoad(vt, e.element_ptr(W.buffer, e.access_offset(W, cp.w, &ok)),
+                                   llvm::Align(4));
+    }
+    if (o0) e.iv[cp.o] = o0;
+    // A paired column joins its two blocks' weight rows (one 256-bit insert on AVX-512).
+    llvm::SmallVector<int, 32> join;
+    for (int64_t j = 0; j < L * cp.pair; j++) join.push_back((int)j);
+    for (int64_t c = 0; c < cols; c++)
+      cv[c] = cp.pair == 1 ? wv[c] : b.CreateShuffleVector(wv[2 * c], wv[2 * c + 1], join);
+    for (int64_t r : live) {
+      set_pos(pos[r]);
+      Value *xv = input_value();
+      for (int64_t c = 0; c < cols; c++) {
+        llvm::AllocaInst *a = into[c * Rt + r];
+        b.CreateStore(
+            b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {at}, {xv, cv[c], b.CreateLoad(at, a)}), a);
       }
-      if (o0) e.iv[cp.o] = o0;
-      // A paired column joins its two blocks' weight rows (one 256-bit insert on AVX-512).
-      llvm::SmallVector<int, 32> join;
-      for (int64_t j = 0; j < L * cp.pair; j++) join.push_back((int)j);
-      for (int64_t c = 0; c < cols; c++)
-        cv[c] = cp.pair == 1 ? wv[c] : b.CreateShuffleVector(wv[2 * c], wv[2 * c + 1], join);
-      for (int64_t r : live) {
-        set_pos(pos[r]);
-        Value *xv;
-        if (cp.x_expr >= 0) {
-          // The byte, then its table entry (X's checked dims are marked: the load reads without a
-          // check, this point runs only where X is inside).
-          Value *ok;
-          Value *byte =
-              b.CreateLoad(b.getInt8Ty(), e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok)));
-          Value *row = e.p.buffers[X.buffer].dtype == DType::i8
-                           ? b.CreateAdd(b.CreateSExt(byte, b.getInt64Ty()), i64(128))
-                           : b.CreateZExt(byte, b.getInt64Ty());
-          if (cp.x_table_axis >= 0)
-            row = b.CreateAdd(row, b.CreateMul(e.iv[cp.x_table_axis], i64(256)));
-          Value *xs = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), table, row));
-          xv = b.CreateVectorSplat((unsigned)(L * cp.pair), xs);
-        } else {
-          Value *ok;
-          Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
-          xv = cp.x_vector ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
-                           : b.CreateVectorSplat((unsigned)(L * cp.pair),
-                                                 b.CreateLoad(b.getFloatTy(), ptr));
-        }
-        for (int64_t c = 0; c < cols; c++) {
-          llvm::AllocaInst *a = into[c * Rt + r];
-          b.CreateStore(
-              b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {at}, {xv, cv[c], b.CreateLoad(at, a)}),
-              a);
-        }
-      }
-      set_pos(p0);
-    };
-    // The reduction: the window offsets (checked) and the other reduction axes (`rest`, whose
-    // innermost cycles through the S accumulator sets). Window outside, as a rule: each check is
-    // made once for all the rest. Window inside where rest walks X's channels across planes of
-    // an unblocked input: there the innermost loop would touch one line per plane, and planes a
-    // power-of-two apart share a cache set (the 12 planes of a 128x256 input thrash an 8-way L1
-    // and L2; the stem conv of the comma-like model ran at half the speed).
-    using LiveFn = std::function<void(const std::vector<int64_t> &)>;
-    using SetFn = std::function<void(const std::vector<llvm::AllocaInst *> &)>;
-    // An innermost axis of at most 8 (the lanes of a blocked input) is unrolled here: left as a
-    // loop, LLVM may keep it as one of a few trips whose exit mispredicts every time (a 576 ->
-    // 96 1x1 conv on 14x14 ran at 80 instead of 98 GFLOP/s).
-    auto rest_nest = [&](const SetFn &body) {
-      if (rest.empty()) return body(acc);
-      std::vector<int> outer(rest.begin(), rest.end() - 1);
-      const int last = rest.back();
-      const int64_t n = k.axes[last] / S;
-      auto step = [&](Value *j) {
-        for (int64_t si = 0; si < S; si++) {
-          e.iv[last] = S == 1 ? j : b.CreateAdd(b.CreateMul(j, i64(S)), i64(si));
-          body(sets[si]);
-        }
-      };
-      e.nest_order(outer, 0, [&] {
-        if (k.axes[last] <= kUnrolledLanes)
-          for (int64_t j = 0; j < n; j++) step(i64(j));
-        else
-          e.loop(n, step);
-      });
-    };
-    // The checks the loops make at run time: over `dims`, at the tile's first position.
-    auto guarded = [&](const std::vector<size_t> &dims, const std::vector<int64_t> &live,
-                       const LiveFn &body) {
-      Value *in = nullptr;
-      set_pos(p0);
-      for (size_t di : dims) {
-        Value *c = b.CreateICmpULT(e.affine(X.dims[di]), i64(X.dims[di].extent));
-        in = in ? b.CreateAnd(in, c) : c;
-      }
-      if (in)
-        e.guarded(in, [&] { body(live); });
-      else
-        body(live);
-    };
-    auto window_nest = [&](const LiveFn &body) {
-      // Window axes moving the positions' dims: in a fixed tile they are unrolled, and for each
-      // of their values the positions inside X are known here. The other dims are checked at run
-      // time (the same for every position of the tile).
-      std::vector<size_t> pos_dims, other_dims;
-      for (size_t di : checked_dims)
-        (moves_position(X.dims[di]) ? pos_dims : other_dims).push_back(di);
-      std::vector<int> unrolled, looped;
-      for (int a : window) {
-        bool u = false;
-        for (size_t di : pos_dims) u |= dim_uses(X.dims[di], a);
-        (u ? unrolled : looped).push_back(a);
-      }
-      std::vector<int64_t> wval(k.axes.size(), 0);
-      // The tile's positions inside X at the current window values (a runtime tile: all).
-      auto live_now = [&] {
-        std::vector<int64_t> live;
-        for (int64_t r = 0; r < Rt; r++) {
-          bool in = true;
-          for (size_t di : pos_dims) {
-            int64_t x = fixed_index(X.dims[di], q0 + r, wval);
-            in = in && (!fixed || (x >= 0 && x < X.dims[di].extent));
-          }
-          if (in) live.push_back(r);
-        }
-        return live;
-      };
-      std::function<void(size_t, const std::function<void()> &)> each_combo =
-          [&](size_t at, const std::function<void()> &f) {
-            if (at == unrolled.size()) return f();
-            for (int64_t i = 0; i < k.axes[unrolled[at]]; i++) {
-              wval[unrolled[at]] = i, e.iv[unrolled[at]] = i64(i);
-              each_combo(at + 1, f);
-            }
-          };
-      // The window offsets, unrolled (by us or by LLVM), read many of the same elements of X
-      // (position r + 1 at offset 0 is position r at offset 1). Merged, each such load stays live
-      // from its first use to its last. Where those values and the accumulators far outnumber
-      // the registers, each offset reads X through its own opaque copy of X's base pointer, so
-      // that nothing merges and each load folds into its FMA. Merged past the registers, the
-      // grouped 3x3 convs of regnet_like spilled 240 broadcasts per window row and reloaded them
-      // from a 7 KB frame; their time then followed the stack's address (the spill stores
-      // 4K-aliasing the tile's loads): 0.20 ms in one process, 0.40 ms in the next; apart 0.167 ms
-      // in most. The 28-wide depthwise tiles of mobilenet_v2 ran 1.5-1.8x faster apart. Where
-      // the merged values fit, or overflow by a few spills (16- and 22-wide depthwise tiles),
-      // merged is faster (1.1-1.15x): it loads each element once.
-      std::map<std::vector<int64_t>, int>
-          uses;  // X point (its position dims) -> window offsets reading it
-      int64_t combos = 0;
-      each_combo(0, [&] {
-        combos++;
-        for (int64_t r : live_now()) {
-          std::vector<int64_t> at;
-          for (size_t di : pos_dims) at.push_back(fixed_index(X.dims[di], q0 + r, wval));
-          uses[at]++;
-        }
-      });
-      int64_t shared = 0;
-      for (const auto &u : uses) shared += u.second > 1;
-      const int64_t lanes_unrolled =
-          !window_inside && !rest.empty() && k.axes[rest.back()] <= kUnrolledLanes
-              ? k.axes[rest.back()]
-              : 1;
-      const int64_t merged_live = S * Rt * cols + shared * lanes_unrolled + cols;
-      const bool apart = combos > 1 && !getenv("CAPGRAPH_CSE_WINDOW") &&
-                         2 * merged_live > 3 * cp.regs;  // env: experiments
-      if (getenv("CAPGRAPH_DEBUG_TILE") && combos > 1)
-        fprintf(stderr,
-                "window %s: %s tile at %lld, %lld positions, %lld shared X points x %lld lanes, "
-                "%lld merged values: %s\n",
-                k.name.c_str(), fixed ? "fixed" : "runtime", (long long)q0, (long long)Rt,
-                (long long)shared, (long long)lanes_unrolled, (long long)merged_live,
-                apart ? "apart" : "merged");
-      std::vector<int64_t> all(Rt);
-      for (int64_t r = 0; r < Rt; r++) all[r] = r;
-      if (!fixed && !apart) {
-        // Each window offset inside X for the tile's first position, hence for all: add it.
-        return e.nest_order(window, 0, [&] { guarded(checked_dims, all, body); });
-      }
-      int64_t combo = 0;
-      e.nest_order(looped, 0, [&] {
-        each_combo(0, [&] {
-          std::vector<int64_t> live = live_now();
-          if (live.empty()) return;
-          Value *base = e.slot_ptr[X.buffer];
-          if (apart && combo > 0) e.slot_ptr[X.buffer] = opaque_copy(base, combo);
-          combo++;
-          guarded(fixed ? other_dims : checked_dims, live, body);
-          e.slot_ptr[X.buffer] = base;
-        });
-      });
-    };
-    auto checked_point = [&](const std::vector<llvm::AllocaInst *> &set,
-                             const std::vector<int64_t> &live) {
-      for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
-      point(set, live);
-      for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
-    };
+    }
+    set_pos(p0);
+  }
+  // X at the current position, as an accumulator-wide vector: its own vector (depthwise), or one
+  // value broadcast.
+  Value *input_value() {
+    const int64_t L = cp.L;
+    if (cp.x_expr >= 0) {
+      // The byte, then its table entry (X's checked dims are marked: the load reads without a
+      // check, this point runs only where X is inside).
+      Value *ok;
+      Value *byte =
+          b.CreateLoad(b.getInt8Ty(), e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok)));
+      Value *row = e.p.buffers[X.buffer].dtype == DType::i8
+                       ? b.CreateAdd(b.CreateSExt(byte, b.getInt64Ty()), i64(128))
+                       : b.CreateZExt(byte, b.getInt64Ty());
+      if (cp.x_table_axis >= 0)
+        row = b.CreateAdd(row, b.CreateMul(e.iv[cp.x_table_axis], i64(256)));
+      Value *xs = b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(b.getFloatTy(), table, row));
+      return b.CreateVectorSplat((unsigned)(L * cp.pair), xs);
+    }
+    Value *ok;
+    Value *ptr = e.element_ptr(X.buffer, e.access_offset(X, cp.x, &ok));
+    return cp.x_vector
+               ? (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4))
+               : b.CreateVectorSplat((unsigned)(L * cp.pair), b.CreateLoad(b.getFloatTy(), ptr));
+  }
+
+  using LiveFn = std::function<void(const std::vector<int64_t> &)>;
+  using SetFn = std::function<void(const std::vector<llvm::AllocaInst *> &)>;
+
+  // The reduction: the window offsets (checked) and the other reduction axes (`rest`, whose
+  // innermost cycles through the S accumulator sets). Window outside, as a rule: each check is
+  // made once for all the rest. Window inside where rest walks X's channels across planes of
+  // an unblocked input: there the innermost loop would touch one line per plane, and planes a
+  // power-of-two apart share a cache set (the 12 planes of a 128x256 input thrash an 8-way L1
+  // and L2; the stem conv of the comma-like model ran at half the speed).
+  void reduction_emit() {
     if (window_inside)
-      rest_nest([&](const std::vector<llvm::AllocaInst *> &set) {
-        window_nest([&](const std::vector<int64_t> &live) { checked_point(set, live); });
+      rest_loops([&](const std::vector<llvm::AllocaInst *> &set) {
+        window_loops([&](const std::vector<int64_t> &live) { checked_point(set, live); });
       });
     else
-      window_nest([&](const std::vector<int64_t> &live) {
-        rest_nest([&](const std::vector<llvm::AllocaInst *> &set) { checked_point(set, live); });
+      window_loops([&](const std::vector<int64_t> &live) {
+        rest_loops([&](const std::vector<llvm::AllocaInst *> &set) { checked_point(set, live); });
       });
+  }
+  // A reduction point whose X dims the window loops have checked.
+  void checked_point(const std::vector<llvm::AllocaInst *> &set, const std::vector<int64_t> &live) {
+    for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
+    reduction_point(set, live);
+    for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
+  }
+  // The rest loops. An innermost axis of at most 8 (the lanes of a blocked input) is unrolled
+  // here: left as a loop, LLVM may keep it as one of a few trips whose exit mispredicts every
+  // time (a 576 -> 96 1x1 conv on 14x14 ran at 80 instead of 98 GFLOP/s).
+  void rest_loops(const SetFn &body) {
+    if (rest.empty()) return body(sets[0]);
+    std::vector<int> outer(rest.begin(), rest.end() - 1);
+    const int last = rest.back();
+    const int64_t n = k.axes[last] / S;
+    auto step = [&](Value *j) {
+      for (int64_t si = 0; si < S; si++) {
+        e.iv[last] = S == 1 ? j : b.CreateAdd(b.CreateMul(j, i64(S)), i64(si));
+        body(sets[si]);
+      }
+    };
+    e.nest_order(outer, 0, [&] {
+      if (k.axes[last] <= kUnrolledLanes)
+        for (int64_t j = 0; j < n; j++) step(i64(j));
+      else
+        e.loop(n, step);
+    });
+  }
+  // The checks the loops make at run time: over `dims`, at the tile's first position.
+  void window_check(const std::vector<size_t> &dims, const std::vector<int64_t> &live,
+                    const LiveFn &body) {
+    Value *in = nullptr;
+    set_pos(p0);
+    for (size_t di : dims) {
+      Value *c = b.CreateICmpULT(e.affine(X.dims[di]), i64(X.dims[di].extent));
+      in = in ? b.CreateAnd(in, c) : c;
+    }
+    if (in)
+      e.guarded(in, [&] { body(live); });
+    else
+      body(live);
+  }
 
+  // Window axes moving the positions' dims: in a fixed tile they are unrolled, and for each of
+  // their values the positions inside X are known here. The other dims are checked at run time
+  // (the same for every position of the tile).
+  struct WindowAxes {
+    std::vector<size_t> pos_dims, other_dims;  // checked dims moving the positions, the others
+    std::vector<int> unrolled, looped;         // window axes moving pos_dims, the others
+    std::vector<int64_t> wval;                 // the unrolled axes' current values
+  };
+  WindowAxes window_axes() const {
+    WindowAxes w;
+    for (size_t di : checked_dims)
+      (moves_position(X.dims[di]) ? w.pos_dims : w.other_dims).push_back(di);
+    for (int a : window) {
+      bool u = false;
+      for (size_t di : w.pos_dims) u |= dim_uses(X.dims[di], a);
+      (u ? w.unrolled : w.looped).push_back(a);
+    }
+    w.wval.assign(k.axes.size(), 0);
+    return w;
+  }
+  // The tile's positions inside X at the current window values (a runtime tile: all).
+  std::vector<int64_t> live_positions(const WindowAxes &w) const {
+    std::vector<int64_t> live;
+    for (int64_t r = 0; r < Rt; r++) {
+      bool in = true;
+      for (size_t di : w.pos_dims) {
+        int64_t x = fixed_index(X.dims[di], q0 + r, w.wval);
+        in = in && (!fixed || (x >= 0 && x < X.dims[di].extent));
+      }
+      if (in) live.push_back(r);
+    }
+    return live;
+  }
+  // Runs f for every value of the unrolled window axes from w.unrolled[at] on.
+  void window_combos(WindowAxes &w, size_t at, const std::function<void()> &f) {
+    if (at == w.unrolled.size()) return f();
+    for (int64_t i = 0; i < k.axes[w.unrolled[at]]; i++) {
+      w.wval[w.unrolled[at]] = i, e.iv[w.unrolled[at]] = i64(i);
+      window_combos(w, at + 1, f);
+    }
+  }
+  // The window offsets, unrolled (by us or by LLVM), read many of the same elements of X
+  // (position r + 1 at offset 0 is position r at offset 1). Merged, each such load stays live
+  // from its first use to its last. Where those values and the accumulators far outnumber
+  // the registers, each offset reads X through its own opaque copy of X's base pointer, so
+  // that nothing merges and each load folds into its FMA. Merged past the registers, the
+  // grouped 3x3 convs of regnet_like spilled 240 broadcasts per window row and reloaded them
+  // from a 7 KB frame; their time then followed the stack's address (the spill stores
+  // 4K-aliasing the tile's loads): 0.20 ms in one process, 0.40 ms in the next; apart 0.167 ms
+  // in most. The 28-wide depthwise tiles of mobilenet_v2 ran 1.5-1.8x faster apart. Where
+  // the merged values fit, or overflow by a few spills (16- and 22-wide depthwise tiles),
+  // merged is faster (1.1-1.15x): it loads each element once.
+  bool window_apart(WindowAxes &w) {
+    std::map<std::vector<int64_t>, int>
+        uses;  // X point (its position dims) -> window offsets reading it
+    int64_t combos = 0;
+    window_combos(w, 0, [&] {
+      combos++;
+      for (int64_t r : live_positions(w)) {
+        std::vector<int64_t> at;
+        for (size_t di : w.pos_dims) at.push_back(fixed_index(X.dims[di], q0 + r, w.wval));
+        uses[at]++;
+      }
+    });
+    int64_t shared = 0;
+    for (const auto &u : uses) shared += u.second > 1;
+    const int64_t lanes_unrolled =
+        !window_inside && !rest.empty() && k.axes[rest.back()] <= kUnrolledLanes
+            ? k.axes[rest.back()]
+            : 1;
+    const int64_t merged_live = S * Rt * cols() + shared * lanes_unrolled + cols();
+    const bool apart = combos > 1 && !knob_get("CAPGRAPH_CSE_WINDOW") &&
+                       2 * merged_live > 3 * cp.regs;  // env: experiments
+    if (getenv("CAPGRAPH_DEBUG_TILE") && combos > 1)
+      fprintf(stderr,
+              "window %s: %s tile at %lld, %lld positions, %lld shared X points x %lld lanes, "
+              "%lld merged values: %s\n",
+              k.name.c_str(), fixed ? "fixed" : "runtime", (long long)q0, (long long)Rt,
+              (long long)shared, (long long)lanes_unrolled, (long long)merged_live,
+              apart ? "apart" : "merged");
+    return apart;
+  }
+  // The window loops around `body`, each offset's checks made (window_check) and, in a fixed
+  // tile, each unrolled offset given the positions it keeps inside X.
+  void window_loops(const LiveFn &body) {
+    WindowAxes w = window_axes();
+    const bool apart = window_apart(w);
+    std::vector<int64_t> all(Rt);
+    for (int64_t r = 0; r < Rt; r++) all[r] = r;
+    if (!fixed && !apart) {
+      // Each window offset inside X for the tile's first position, hence for all: add it.
+      return e.nest_order(window, 0, [&] { window_check(checked_dims, all, body); });
+    }
+    int64_t combo = 0;
+    e.nest_order(w.looped, 0, [&] {
+      window_combos(w, 0, [&] {
+        std::vector<int64_t> live = live_positions(w);
+        if (live.empty()) return;
+        Value *base = e.slot_ptr[X.buffer];
+        if (apart && combo > 0) e.slot_ptr[X.buffer] = opaque_copy(base, combo);
+        combo++;
+        window_check(fixed ? w.other_dims : checked_dims, live, body);
+        e.slot_ptr[X.buffer] = base;
+      });
+    });
+  }
+
+  // The S accumulator sets summed into the first.
+  void sets_sum() {
+    std::vector<llvm::AllocaInst *> &acc = sets[0];
     for (int64_t si = 1; si < S; si++)
       for (size_t i = 0; i < acc.size(); i++)
         b.CreateStore(b.CreateFAdd(b.CreateLoad(at, acc[i]), b.CreateLoad(at, sets[si][i])),
                       acc[i]);
-
-    if (vector_epilogue) {
-      // Epilogue in vectors: each accumulator through the result expression, L channels at once.
-      for (int64_t vb = 0; vb < VB; vb++)
-        for (int64_t r = 0; r < Rt; r++) {
-          auto store = [&] {
-            if (o0) e.iv[cp.o] = b.CreateAdd(o0, i64(vb));
-            set_pos(b.CreateAdd(p0, i64(r)));
-            e.iv[cp.v] = i64(0);
-            e.acc_value = block_of(b.CreateLoad(at, acc[vb / cp.pair * Rt + r]), vb);
-            e.lanes = (unsigned)L, e.lane_axis = cp.v;
-            Value *v = e.evaluate(k.result, false);
-            e.lanes = 0, e.lane_axis = -1;
-            Value *ok;
-            Value *off = e.access_offset(k.store, -1, &ok);
-            b.CreateAlignedStore(v, e.element_ptr(k.store.buffer, off), llvm::Align(4));
-          };
-          Value *real =
-              r == 0 || end < 0 ? nullptr : b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end));
-          if (vb > 0 && o_ragged()) {
-            Value *o_real = b.CreateICmpSLT(b.CreateAdd(o0, i64(vb)), i64(k.axes[cp.o]));
-            real = real ? b.CreateAnd(real, o_real) : o_real;
-          }
-          if (real)
-            e.guarded(real, store);
-          else
-            store();
+  }
+  // Epilogue in vectors: each accumulator through the result expression, L channels at once.
+  void epilogue_vector() {
+    const std::vector<llvm::AllocaInst *> &acc = sets[0];
+    for (int64_t vb = 0; vb < cp.VB; vb++)
+      for (int64_t r = 0; r < Rt; r++) {
+        auto store = [&] {
+          if (o0) e.iv[cp.o] = b.CreateAdd(o0, i64(vb));
+          set_pos(b.CreateAdd(p0, i64(r)));
+          e.iv[cp.v] = i64(0);
+          e.acc_value = block_of(b.CreateLoad(at, acc[vb / cp.pair * Rt + r]), vb);
+          e.lanes = (unsigned)cp.L, e.lane_axis = cp.v;
+          Value *v = e.evaluate(k.result, false);
+          e.lanes = 0, e.lane_axis = -1;
+          Value *ok;
+          Value *off = e.access_offset(k.store, -1, &ok);
+          b.CreateAlignedStore(v, e.element_ptr(k.store.buffer, off), llvm::Align(4));
+        };
+        Value *real =
+            r == 0 || end < 0 ? nullptr : b.CreateICmpSLT(b.CreateAdd(p0, i64(r)), i64(end));
+        if (vb > 0 && o_ragged()) {
+          Value *o_real = b.CreateICmpSLT(b.CreateAdd(o0, i64(vb)), i64(k.axes[cp.o]));
+          real = real ? b.CreateAnd(real, o_real) : o_real;
         }
-      if (o0) e.iv[cp.o] = o0;
-      set_pos(p0);
-      return;
-    }
-    // Epilogue: through the result expression, element by element, for the real positions.
-    llvm::AllocaInst *spill = entry.CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L));
+        if (real)
+          e.guarded(real, store);
+        else
+          store();
+      }
+    if (o0) e.iv[cp.o] = o0;
+    set_pos(p0);
+  }
+  // Epilogue: through the result expression, element by element, for the real positions.
+  void epilogue_scalar() {
+    const std::vector<llvm::AllocaInst *> &acc = sets[0];
+    const int64_t VB = cp.VB, L = cp.L;
+    llvm::AllocaInst *spill =
+        entry->CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L));
     auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), VB * Rt * L);
     for (int64_t vb = 0; vb < VB; vb++)
       for (int64_t r = 0; r < Rt; r++)

@@ -13,6 +13,7 @@
 #include "codegen/expr_vector.h"
 #include "codegen/kernel_emit.h"
 #include "error.h"
+#include "knobs.h"
 
 namespace capgraph {
 
@@ -50,7 +51,7 @@ struct TilePlan {
 TilePlan tile_plan(const Kernel &k, const Program &p) {
   TilePlan tp;
   if (k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.n_parallel < 2 ||
-      getenv("CAPGRAPH_NO_TILE"))
+      knob_get("CAPGRAPH_NO_TILE"))
     return tp;
   const Expr &body = k.exprs[k.body];
   if (body.op != Op::mul) return tp;
@@ -130,7 +131,7 @@ struct CpuKernelEmitter : KernelEmitter {
 
   Strategy choose() {
     if (k.reduce == Reduce::none) return Strategy::map;
-    if (const char *f = getenv("CAPGRAPH_STRATEGY"))
+    if (const char *f = knob_get("CAPGRAPH_STRATEGY"))
       return std::string(f) == "dot" ? Strategy::dot : Strategy::row;
     int last_red = (int)k.axes.size() - 1;
     if (k.axes[inner_axis()] == 1) return Strategy::dot;
@@ -355,16 +356,24 @@ struct CpuKernelEmitter : KernelEmitter {
     throw Error("internal: strided tile with step " + std::to_string(S));
   }
 
+  // One tile of emit_tile: T = lanes x U elements of the inner axis from j0, for B values of o
+  // from obase.
+  struct TileSpan {
+    const TilePlan &tp;
+    const std::vector<llvm::AllocaInst *> &accs;  // B x U vectors of `lanes`
+    int lanes, U, T;
+    int64_t L, B, S;  // the inner axis's extent, the block, X's step along the inner axis
+    llvm::FixedVectorType *vt;
+    Value *obase, *lane_vec, *j0;
+  };
+
   // The tile layout. Work items cover the outer parallel axes with axis o in blocks.
   void emit_tile(const TilePlan &tp, int lanes, const std::vector<llvm::AllocaInst *> &accs,
                  llvm::AllocaInst *spill) {
-    int in = inner_axis(), na = (int)k.axes.size();
+    const int in = inner_axis();
     const int U = 2, T = lanes * U;
-    const int64_t S = tp.x_step;
-    int64_t L = k.axes[in], B = tp.block;
+    const int64_t L = k.axes[in];
     auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), lanes);
-    const Access &X = k.loads[tp.x];
-    const DimIndex &xd = X.dims[tp.x_dim];
     Value *obase = tp.o >= 0 ? iv[tp.o] : nullptr;
     std::vector<llvm::Constant *> lane_ids;
     for (int l = 0; l < lanes; l++) lane_ids.push_back(b.getInt64(l));
@@ -372,148 +381,181 @@ struct CpuKernelEmitter : KernelEmitter {
     loop(i64(0), i64((L + T - 1) / T), [&](Value *t) {
       Value *j0 = b.CreateMul(t, i64(T));
       for (auto *a : accs) b.CreateStore(llvm::Constant::getNullValue(vt), a);
-      // Reduction axes that move a bounds-checked index of X (the kernel window) outermost, the
-      // others (input channels) innermost: the border checks then stay out of the hottest loop.
-      std::vector<int> order, plain;
-      for (int a = k.n_parallel; a < na; a++) {
-        bool checked_axis = false;
-        for (const DimIndex &d : X.dims)
-          for (const AxisTerm &t2 : d.terms)
-            if (t2.axis == a && d.bound != Bound::none) checked_axis = true;
-        (checked_axis ? order : plain).push_back(a);
-      }
-      order.insert(order.end(), plain.begin(), plain.end());
-      nest_order(order, 0, [&] {
-        // X's offset at lane 0 of the tile, and the checks on its other dimensions.
-        Value *off = i64(X.offset), *ok = nullptr, *raw = nullptr;
-        for (size_t di = 0; di < X.dims.size(); di++) {
-          const DimIndex &d = X.dims[di];
-          if ((int)di == tp.x_dim) {
-            raw = b.CreateAdd(affine(d, in), S == 1 ? j0 : b.CreateMul(j0, i64(S)));
-            off = b.CreateAdd(off, raw);
-            continue;
-          }
-          Value *idx = affine(d);
-          if (d.bound == Bound::skip) {
-            Value *in_range = b.CreateICmpULT(idx, i64(d.extent));
-            ok = ok ? b.CreateAnd(ok, in_range) : in_range;
-          }
-          off = b.CreateAdd(off, b.CreateMul(idx, i64(d.stride)));
-        }
-        auto body = [&] {
-          // The block of W values, one per o.
-          std::vector<Value *> wv;
-          for (int64_t bo = 0; bo < B; bo++) {
-            if (obase) iv[tp.o] = b.CreateAdd(obase, i64(bo));
-            Value *wok;
-            Value *woff = access_offset(k.loads[tp.w], -1, &wok);
-            Value *wf = b.CreateLoad(b.getFloatTy(), element_ptr(k.loads[tp.w].buffer, woff));
-            wv.push_back(b.CreateVectorSplat(lanes, wf));
-          }
-          if (obase) iv[tp.o] = obase;
-          // All lanes in range: plain loads; at borders and the tail: masked loads.
-          Value *full = b.CreateICmpSLE(b.CreateAdd(j0, i64(T)), i64(L));
-          if (xd.bound == Bound::skip)
-            full = b.CreateAnd(
-                full, b.CreateAnd(b.CreateICmpSGE(raw, i64(0)),
-                                  b.CreateICmpSLE(b.CreateAdd(raw, i64(T)), i64(xd.extent))));
-          // Strided: the plain loads read S * T elements, the last S - 1 of them past the last
-          // lane.
-          if (S > 1)
-            full = b.CreateAnd(full, b.CreateICmpSLE(b.CreateAdd(raw, i64(S * T)), i64(xd.extent)));
-          llvm::BasicBlock *fast = llvm::BasicBlock::Create(ctx, "tile_full", fn),
-                           *slow = llvm::BasicBlock::Create(ctx, "tile_edge", fn),
-                           *join = llvm::BasicBlock::Create(ctx, "tile_join", fn);
-          b.CreateCondBr(full, fast, slow);
-          Value *base_ptr = slot_ptr[X.buffer];
-          std::vector<Value *> xf(U), xs(U);
-          b.SetInsertPoint(fast);
-          if (S > 1) {
-            strided_loads(xf, base_ptr, off, lanes, S);
-          } else {
-            for (int u = 0; u < U; u++)
-              xf[u] = b.CreateAlignedLoad(
-                  vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))),
-                  llvm::Align(4));
-          }
-          llvm::BasicBlock *fast_end = b.GetInsertBlock();
-          b.CreateBr(join);
-          b.SetInsertPoint(slow);
-          for (int u = 0; u < U && S == 1; u++) {
-            Value *pos =
-                b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(j0, i64(u * lanes))), lane_vec);
-            Value *mask = b.CreateICmpSLT(pos, b.CreateVectorSplat(lanes, i64(L)));
-            if (xd.bound == Bound::skip) {
-              Value *xi = b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(raw, i64(u * lanes))),
-                                      lane_vec);
-              mask = b.CreateAnd(mask,
-                                 b.CreateICmpULT(xi, b.CreateVectorSplat(lanes, i64(xd.extent))));
-            }
-            // Disabled lanes are never read (their addresses may lie outside the buffer).
-            xs[u] = b.CreateMaskedLoad(
-                vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))),
-                llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
-          }
-          if (S > 1) strided_edge_loads(xs, base_ptr, off, raw, j0, L, xd, lanes, S);
-          llvm::BasicBlock *slow_end = b.GetInsertBlock();
-          b.CreateBr(join);
-          b.SetInsertPoint(join);
-          std::vector<llvm::PHINode *> xv(U);
-          for (int u = 0; u < U; u++) {  // PHIs head the block
-            xv[u] = b.CreatePHI(vt, 2);
-            xv[u]->addIncoming(xf[u], fast_end);
-            xv[u]->addIncoming(xs[u], slow_end);
-          }
-          for (int u = 0; u < U; u++) {
-            Value *x = xv[u];
-            for (int64_t bo = 0; bo < B; bo++) {
-              llvm::AllocaInst *a = accs[bo * U + u];
-              Value *acc = b.CreateLoad(vt, a);
-              b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {x, wv[bo], acc}), a);
-            }
-          }
-        };
-        if (ok)
-          guarded(ok, body);
-        else
-          body();
-      });
-      // Epilogue: the accumulators through the result expression, element by element.
-      auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), T);
-      for (int64_t bo = 0; bo < B; bo++)
-        for (int u = 0; u < U; u++)
-          b.CreateAlignedStore(b.CreateLoad(vt, accs[bo * U + u]),
-                               b.CreateInBoundsGEP(row_ty, spill, {i64(bo), i64(u * lanes)}),
-                               llvm::Align(4));
-      Value *jend = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(j0, i64(T)), i64(L)),
-                                   b.CreateAdd(j0, i64(T)), i64(L));
-      // A fake-quantizing result (result_vector) of a whole tile in vectors; a partial tile (and
-      // every other result) element by element.
-      Value *jstart = j0;
-      if (result_vector(T)) {
-        Value *whole = b.CreateICmpSLE(b.CreateAdd(j0, i64(T)), i64(L));
-        guarded(whole, [&] {
-          for (int64_t bo = 0; bo < B; bo++) {
-            if (obase) iv[tp.o] = b.CreateAdd(obase, i64(bo));
-            for (int u = 0; u < U; u++) {
-              acc_value = b.CreateLoad(vt, accs[bo * U + u]);
-              result_vector_store(lanes, b.CreateAdd(j0, i64(u * lanes)));
-            }
-          }
-        });
-        jstart = b.CreateSelect(whole, jend, j0);
-      }
-      loop(i64(0), i64(B), [&](Value *bo) {
-        if (obase) iv[tp.o] = b.CreateAdd(obase, bo);
-        loop(jstart, jend, [&](Value *j) {
-          iv[in] = j;
-          acc_value = b.CreateLoad(b.getFloatTy(),
-                                   b.CreateInBoundsGEP(row_ty, spill, {bo, b.CreateSub(j, j0)}));
-          store_result(evaluate(k.result, false));
-        });
-      });
-      if (obase) iv[tp.o] = obase;
+      const TileSpan ts{tp, accs, lanes, U, T, L, tp.block, tp.x_step, vt, obase, lane_vec, j0};
+      nest_order(tile_reduction_order(tp), 0, [&] { tile_point(ts); });
+      tile_epilogue(ts, spill);
     });
+  }
+
+  // Reduction axes that move a bounds-checked index of X (the kernel window) outermost, the
+  // others (input channels) innermost: the border checks then stay out of the hottest loop.
+  std::vector<int> tile_reduction_order(const TilePlan &tp) const {
+    const Access &X = k.loads[tp.x];
+    std::vector<int> order, plain;
+    for (int a = k.n_parallel; a < (int)k.axes.size(); a++) {
+      bool checked_axis = false;
+      for (const DimIndex &d : X.dims)
+        for (const AxisTerm &t2 : d.terms)
+          if (t2.axis == a && d.bound != Bound::none) checked_axis = true;
+      (checked_axis ? order : plain).push_back(a);
+    }
+    order.insert(order.end(), plain.begin(), plain.end());
+    return order;
+  }
+
+  // One reduction point of the tile: X's offset at lane 0 of the tile, and the checks on its
+  // other dimensions, around the tile's multiply-adds.
+  void tile_point(const TileSpan &ts) {
+    const Access &X = k.loads[ts.tp.x];
+    Value *off = i64(X.offset), *ok = nullptr, *raw = nullptr;
+    for (size_t di = 0; di < X.dims.size(); di++) {
+      const DimIndex &d = X.dims[di];
+      if ((int)di == ts.tp.x_dim) {
+        raw =
+            b.CreateAdd(affine(d, inner_axis()), ts.S == 1 ? ts.j0 : b.CreateMul(ts.j0, i64(ts.S)));
+        off = b.CreateAdd(off, raw);
+        continue;
+      }
+      Value *idx = affine(d);
+      if (d.bound == Bound::skip) {
+        Value *in_range = b.CreateICmpULT(idx, i64(d.extent));
+        ok = ok ? b.CreateAnd(ok, in_range) : in_range;
+      }
+      off = b.CreateAdd(off, b.CreateMul(idx, i64(d.stride)));
+    }
+    auto body = [&] { tile_fma(ts, off, raw); };
+    if (ok)
+      guarded(ok, body);
+    else
+      body();
+  }
+
+  // The block of W values (one per o, broadcast), the U vectors of X, and their products added
+  // into the accumulators.
+  void tile_fma(const TileSpan &ts, Value *off, Value *raw) {
+    const TilePlan &tp = ts.tp;
+    std::vector<Value *> wv;
+    for (int64_t bo = 0; bo < ts.B; bo++) {
+      if (ts.obase) iv[tp.o] = b.CreateAdd(ts.obase, i64(bo));
+      Value *wok;
+      Value *woff = access_offset(k.loads[tp.w], -1, &wok);
+      Value *wf = b.CreateLoad(b.getFloatTy(), element_ptr(k.loads[tp.w].buffer, woff));
+      wv.push_back(b.CreateVectorSplat(ts.lanes, wf));
+    }
+    if (ts.obase) iv[tp.o] = ts.obase;
+    const std::vector<llvm::PHINode *> xv = tile_input_loads(ts, off, raw);
+    for (int u = 0; u < ts.U; u++) {
+      Value *x = xv[u];
+      for (int64_t bo = 0; bo < ts.B; bo++) {
+        llvm::AllocaInst *a = ts.accs[bo * ts.U + u];
+        Value *acc = b.CreateLoad(ts.vt, a);
+        b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {ts.vt}, {x, wv[bo], acc}), a);
+      }
+    }
+  }
+
+  // X's U vectors at offset `off` (raw: its index along the inner dimension). All lanes in range:
+  // plain loads; at borders and the tail: masked loads.
+  std::vector<llvm::PHINode *> tile_input_loads(const TileSpan &ts, Value *off, Value *raw) {
+    const Access &X = k.loads[ts.tp.x];
+    const DimIndex &xd = X.dims[ts.tp.x_dim];
+    const int lanes = ts.lanes, U = ts.U, T = ts.T;
+    const int64_t S = ts.S;
+    llvm::FixedVectorType *vt = ts.vt;
+    Value *j0 = ts.j0;
+    Value *full = b.CreateICmpSLE(b.CreateAdd(j0, i64(T)), i64(ts.L));
+    if (xd.bound == Bound::skip)
+      full =
+          b.CreateAnd(full, b.CreateAnd(b.CreateICmpSGE(raw, i64(0)),
+                                        b.CreateICmpSLE(b.CreateAdd(raw, i64(T)), i64(xd.extent))));
+    // Strided: the plain loads read S * T elements, the last S - 1 of them past the last lane.
+    if (S > 1)
+      full = b.CreateAnd(full, b.CreateICmpSLE(b.CreateAdd(raw, i64(S * T)), i64(xd.extent)));
+    llvm::BasicBlock *fast = llvm::BasicBlock::Create(ctx, "tile_full", fn),
+                     *slow = llvm::BasicBlock::Create(ctx, "tile_edge", fn),
+                     *join = llvm::BasicBlock::Create(ctx, "tile_join", fn);
+    b.CreateCondBr(full, fast, slow);
+    Value *base_ptr = slot_ptr[X.buffer];
+    std::vector<Value *> xf(U), xs(U);
+    b.SetInsertPoint(fast);
+    if (S > 1) {
+      strided_loads(xf, base_ptr, off, lanes, S);
+    } else {
+      for (int u = 0; u < U; u++)
+        xf[u] = b.CreateAlignedLoad(
+            vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))),
+            llvm::Align(4));
+    }
+    llvm::BasicBlock *fast_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(slow);
+    for (int u = 0; u < U && S == 1; u++) {
+      Value *pos =
+          b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(j0, i64(u * lanes))), ts.lane_vec);
+      Value *mask = b.CreateICmpSLT(pos, b.CreateVectorSplat(lanes, i64(ts.L)));
+      if (xd.bound == Bound::skip) {
+        Value *xi =
+            b.CreateAdd(b.CreateVectorSplat(lanes, b.CreateAdd(raw, i64(u * lanes))), ts.lane_vec);
+        mask = b.CreateAnd(mask, b.CreateICmpULT(xi, b.CreateVectorSplat(lanes, i64(xd.extent))));
+      }
+      // Disabled lanes are never read (their addresses may lie outside the buffer).
+      xs[u] = b.CreateMaskedLoad(
+          vt, b.CreateGEP(b.getFloatTy(), base_ptr, b.CreateAdd(off, i64(u * lanes))),
+          llvm::Align(4), mask, llvm::Constant::getNullValue(vt));
+    }
+    if (S > 1) strided_edge_loads(xs, base_ptr, off, raw, j0, ts.L, xd, lanes, S);
+    llvm::BasicBlock *slow_end = b.GetInsertBlock();
+    b.CreateBr(join);
+    b.SetInsertPoint(join);
+    std::vector<llvm::PHINode *> xv(U);
+    for (int u = 0; u < U; u++) {  // PHIs head the block
+      xv[u] = b.CreatePHI(vt, 2);
+      xv[u]->addIncoming(xf[u], fast_end);
+      xv[u]->addIncoming(xs[u], slow_end);
+    }
+    return xv;
+  }
+
+  // Epilogue: the accumulators through the result expression, element by element.
+  void tile_epilogue(const TileSpan &ts, llvm::AllocaInst *spill) {
+    const TilePlan &tp = ts.tp;
+    const int in = inner_axis(), lanes = ts.lanes, U = ts.U, T = ts.T;
+    const int64_t B = ts.B, L = ts.L;
+    Value *j0 = ts.j0, *obase = ts.obase;
+    auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), T);
+    for (int64_t bo = 0; bo < B; bo++)
+      for (int u = 0; u < U; u++)
+        b.CreateAlignedStore(b.CreateLoad(ts.vt, ts.accs[bo * U + u]),
+                             b.CreateInBoundsGEP(row_ty, spill, {i64(bo), i64(u * lanes)}),
+                             llvm::Align(4));
+    Value *jend = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(j0, i64(T)), i64(L)),
+                                 b.CreateAdd(j0, i64(T)), i64(L));
+    // A fake-quantizing result (result_vector) of a whole tile in vectors; a partial tile (and
+    // every other result) element by element.
+    Value *jstart = j0;
+    if (result_vector(T)) {
+      Value *whole = b.CreateICmpSLE(b.CreateAdd(j0, i64(T)), i64(L));
+      guarded(whole, [&] {
+        for (int64_t bo = 0; bo < B; bo++) {
+          if (obase) iv[tp.o] = b.CreateAdd(obase, i64(bo));
+          for (int u = 0; u < U; u++) {
+            acc_value = b.CreateLoad(ts.vt, ts.accs[bo * U + u]);
+            result_vector_store(lanes, b.CreateAdd(j0, i64(u * lanes)));
+          }
+        }
+      });
+      jstart = b.CreateSelect(whole, jend, j0);
+    }
+    loop(i64(0), i64(B), [&](Value *bo) {
+      if (obase) iv[tp.o] = b.CreateAdd(obase, bo);
+      loop(jstart, jend, [&](Value *j) {
+        iv[in] = j;
+        acc_value = b.CreateLoad(b.getFloatTy(),
+                                 b.CreateInBoundsGEP(row_ty, spill, {bo, b.CreateSub(j, j0)}));
+        store_result(evaluate(k.result, false));
+      });
+    });
+    if (obase) iv[tp.o] = obase;
   }
 
   // ---- the function ------------------------------------------------------------------------

@@ -80,7 +80,7 @@ outputs run_compiled(const Program &p, const std::vector<std::vector<uint8_t>> &
   CodegenResult code = cpu_codegen(p, t, 2);
   CaptureInfo info;
   info.model_name = "codegen_test";
-  std::vector<uint8_t> cap = capture_build(p, code, t, info);
+  std::vector<uint8_t> cap = capture_build(p, code, t, capture_plan(p, code, info.threads), info);
   capgraph_model *m = nullptr;
   char err[512] = "";
   capgraph_options opts{threads};

@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "codegen/kernel_emit.h"
+#include "knobs.h"
 
 namespace capgraph {
 
@@ -40,7 +41,7 @@ bool plain(const Access &a) {
 
 MatvecPlan matvec_plan(const Kernel &k, const Program &p, const CpuTarget &t) {
   MatvecPlan mp;
-  if (getenv("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 ||
+  if (knob_get("CAPGRAPH_NO_TILE") || k.reduce != Reduce::sum || k.acc_dtype != DType::f32 ||
       k.body < 0)
     return mp;
   if (k.n_parallel < 1 || (int)k.axes.size() != k.n_parallel + 1) return mp;  // one reduction axis

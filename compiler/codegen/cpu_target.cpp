@@ -71,10 +71,13 @@ static CpuTarget target_known(const std::string &name) {
     if (host.name == "cpu-aarch64") return host;
     return {"cpu-aarch64", "aarch64-unknown-linux-gnu", "cortex-a75", "+neon,+fp-armv8"};
   }
-  // Other families' names are target_find's to list (target/target_table.h).
-  throw Error("unknown CPU target '" + name +
-              "': known CPU targets are cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, "
-              "cpu-aarch64");
+  // A name the target table gave the CPU ("cpu-..."), or CAPGRAPH_TWIN_TARGET's: the CPU's names
+  // are the ones to list (target_find lists every target's).
+  throw Error("unknown CPU target '" + name + "': known CPU targets are " + cpu_target_names());
+}
+
+std::string cpu_target_names() {
+  return "cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, cpu-aarch64";
 }
 
 CpuTarget cpu_target_named(const std::string &name) {

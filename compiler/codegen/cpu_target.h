@@ -24,6 +24,9 @@ struct CpuTarget {
 // otherwise.
 CpuTarget cpu_target_named(const std::string &name);
 
+// The names cpu_target_named knows, comma separated, for messages.
+std::string cpu_target_names();
+
 // Fills the vector facts of t from its triple and features.
 void cpu_target_facts(CpuTarget &t);
 

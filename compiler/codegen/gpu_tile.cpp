@@ -7,6 +7,7 @@
 #include <functional>
 
 #include "codegen/gpu_work_item.h"
+#include "knobs.h"
 
 namespace capgraph {
 
@@ -80,7 +81,7 @@ void nest_rolled(KernelEmitter &e, const std::vector<int> &axes, size_t at,
 
 GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) {
   GpuTilePlan pl;
-  if (getenv("CAPGRAPH_GPU_NO_TILE")) return pl;
+  if (knob_get("CAPGRAPH_GPU_NO_TILE")) return pl;
   if (k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.body < 0 || k.result < 0) return pl;
   const Expr &body = k.exprs[k.body];
   if (body.op != Op::mul || body.dtype != DType::f32) return pl;

@@ -116,74 +116,69 @@ Shape shape_parse(const std::string &s) {
   return r;
 }
 
-Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes,
-                   const InputBindings &bound) {
-  Graph g;
-  g.origin = origin;
-  g.opset = m.default_opset();
-  if (g.opset == 0) g.opset = 9;  // no default-domain import: oldest opset we read
-  if (g.opset < 1 || g.opset > 21)
-    throw Error(origin + ": opset " + std::to_string(g.opset) + " is not supported (1 to 21 are)");
+namespace {
+
+// graph_import's steps over one model: values are found by name as nodes are read in order.
+struct GraphImport {
+  Graph &g;
+  const std::string &origin;
   std::unordered_map<std::string, Value *> by_name;
 
-  for (const onnx::Tensor &t : m.graph.initializers) {
-    Value *v = g.value_new(t.name);
-    v->constant = tensor_from_onnx(t, origin + ": initializer");
-    v->dtype = v->constant->dtype;
-    v->shape = v->constant->shape;
-    v->typed = true;
-    by_name[t.name] = v;
+  void initializers_add(const onnx::Model &m) {
+    for (const onnx::Tensor &t : m.graph.initializers) {
+      Value *v = g.value_new(t.name);
+      v->constant = tensor_from_onnx(t, origin + ": initializer");
+      v->dtype = v->constant->dtype;
+      v->shape = v->constant->shape;
+      v->typed = true;
+      by_name[t.name] = v;
+    }
   }
 
-  std::vector<std::string> unbound;
-  std::map<std::string, bool> used_shapes;
-  std::map<std::string, bool> used_bindings;
-  for (const onnx::ValueInfo &vi : m.graph.inputs) {
-    if (by_name.count(vi.name)) continue;  // an initializer listed as input (old exporters)
-    auto b = bound.find(vi.name);
-    if (b != bound.end()) {
-      used_bindings[vi.name] = true;
-      const std::string what = origin + ": --bind " + vi.name;
-      if (shapes.count(vi.name))
-        throw Error(what +
-                    ": the input is also given --input-shape; a bound input's shape is its file's");
-      DType want = dtype_from_onnx(vi.dtype, origin + ": input '" + vi.name + "'");
-      if (b->second.dtype != want)
-        throw Error(what + ": the file holds " + dtype_name(b->second.dtype) +
-                    " but the model's input is " + dtype_name(want));
-      if (vi.has_shape && vi.dims.size() != b->second.shape.size())
-        throw Error(what + ": the file's shape " + shape_str(b->second.shape) + " has rank " +
-                    std::to_string(b->second.shape.size()) + " but the model's input has rank " +
-                    std::to_string(vi.dims.size()));
-      for (size_t i = 0; vi.has_shape && i < vi.dims.size(); i++)
-        if (vi.dims[i].value >= 0 && vi.dims[i].value != b->second.shape[i])
-          throw Error(what + ": the file's shape " + shape_str(b->second.shape) +
-                      " disagrees with the model's fixed dimension " + std::to_string(i) + " = " +
-                      std::to_string(vi.dims[i].value));
-      Value *v = g.value_new(vi.name);
-      v->constant = b->second;
-      v->dtype = want;
-      v->shape = b->second.shape;
-      v->typed = true;
-      by_name[vi.name] = v;
-      continue;
-    }
+  // An input given --bind: a constant, checked against the model's type and fixed dimensions.
+  void input_bind(const onnx::ValueInfo &vi, const Tensor &t, const InputShapes &shapes) {
+    const std::string what = origin + ": --bind " + vi.name;
+    if (shapes.count(vi.name))
+      throw Error(what +
+                  ": the input is also given --input-shape; a bound input's shape is its file's");
+    DType want = dtype_from_onnx(vi.dtype, origin + ": input '" + vi.name + "'");
+    if (t.dtype != want)
+      throw Error(what + ": the file holds " + dtype_name(t.dtype) + " but the model's input is " +
+                  dtype_name(want));
+    if (vi.has_shape && vi.dims.size() != t.shape.size())
+      throw Error(what + ": the file's shape " + shape_str(t.shape) + " has rank " +
+                  std::to_string(t.shape.size()) + " but the model's input has rank " +
+                  std::to_string(vi.dims.size()));
+    for (size_t i = 0; vi.has_shape && i < vi.dims.size(); i++)
+      if (vi.dims[i].value >= 0 && vi.dims[i].value != t.shape[i])
+        throw Error(what + ": the file's shape " + shape_str(t.shape) +
+                    " disagrees with the model's fixed dimension " + std::to_string(i) + " = " +
+                    std::to_string(vi.dims[i].value));
+    Value *v = g.value_new(vi.name);
+    v->constant = t;
+    v->dtype = want;
+    v->shape = t.shape;
+    v->typed = true;
+    by_name[vi.name] = v;
+  }
+
+  // A graph input: its shape from --input-shape (`given`, or nullptr) or the model; dimensions
+  // left unknown are added to `unbound`.
+  void input_add(const onnx::ValueInfo &vi, const Shape *given, std::vector<std::string> &unbound) {
     Value *v = g.value_new(vi.name);
     v->is_input = true;
     v->dtype = dtype_from_onnx(vi.dtype, origin + ": input '" + vi.name + "'");
-    auto given = shapes.find(vi.name);
-    if (given != shapes.end()) {
-      used_shapes[vi.name] = true;
-      if (vi.has_shape && given->second.size() != vi.dims.size())
-        throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(given->second) +
-                    " has rank " + std::to_string(given->second.size()) +
-                    " but the model's input has rank " + std::to_string(vi.dims.size()));
+    if (given) {
+      if (vi.has_shape && given->size() != vi.dims.size())
+        throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(*given) + " has rank " +
+                    std::to_string(given->size()) + " but the model's input has rank " +
+                    std::to_string(vi.dims.size()));
       for (size_t i = 0; vi.has_shape && i < vi.dims.size(); i++)
-        if (vi.dims[i].value >= 0 && vi.dims[i].value != given->second[i])
-          throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(given->second) +
+        if (vi.dims[i].value >= 0 && vi.dims[i].value != (*given)[i])
+          throw Error(origin + ": --input-shape " + vi.name + "=" + shape_str(*given) +
                       " disagrees with the model's fixed dimension " + std::to_string(i) + " = " +
                       std::to_string(vi.dims[i].value));
-      v->shape = given->second;
+      v->shape = *given;
     } else {
       if (!vi.has_shape) unbound.push_back(vi.name + " (no shape in the model)");
       for (size_t i = 0; i < vi.dims.size(); i++) {
@@ -203,22 +198,40 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
     by_name[vi.name] = v;
     g.inputs.push_back(v);
   }
-  for (const auto &[name, s] : shapes)
-    if (!used_shapes.count(name))
-      throw Error(origin + ": --input-shape names '" + name + "', which is not a model input");
-  for (const auto &[name, t] : bound)
-    if (!used_bindings.count(name))
-      throw Error(origin + ": --bind names '" + name + "', which is not a model input");
-  if (!unbound.empty()) {
-    std::string msg = origin +
-                      ": the model has dynamic input dimensions that must be bound with "
-                      "--input-shape NAME=DxDx...:";
-    for (const auto &u : unbound) msg += "\n  " + u;
-    throw Error(msg);
+
+  // Every input bound or shaped; every --input-shape and --bind naming an input.
+  void inputs_add(const onnx::Model &m, const InputShapes &shapes, const InputBindings &bound) {
+    std::vector<std::string> unbound;
+    std::map<std::string, bool> used_shapes;
+    std::map<std::string, bool> used_bindings;
+    for (const onnx::ValueInfo &vi : m.graph.inputs) {
+      if (by_name.count(vi.name)) continue;  // an initializer listed as input (old exporters)
+      auto b = bound.find(vi.name);
+      if (b != bound.end()) {
+        used_bindings[vi.name] = true;
+        input_bind(vi, b->second, shapes);
+        continue;
+      }
+      auto given = shapes.find(vi.name);
+      if (given != shapes.end()) used_shapes[vi.name] = true;
+      input_add(vi, given != shapes.end() ? &given->second : nullptr, unbound);
+    }
+    for (const auto &[name, s] : shapes)
+      if (!used_shapes.count(name))
+        throw Error(origin + ": --input-shape names '" + name + "', which is not a model input");
+    for (const auto &[name, t] : bound)
+      if (!used_bindings.count(name))
+        throw Error(origin + ": --bind names '" + name + "', which is not a model input");
+    if (!unbound.empty()) {
+      std::string msg = origin +
+                        ": the model has dynamic input dimensions that must be bound with "
+                        "--input-shape NAME=DxDx...:";
+      for (const auto &u : unbound) msg += "\n  " + u;
+      throw Error(msg);
+    }
   }
 
-  for (size_t idx = 0; idx < m.graph.nodes.size(); idx++) {
-    const onnx::Node &on = m.graph.nodes[idx];
+  void node_add(const onnx::Node &on) {
     auto n = std::make_unique<Node>();
     n->name = on.name;
     n->op = on.op_type;
@@ -266,14 +279,33 @@ Graph graph_import(const onnx::Model &m, const std::string &origin, const InputS
     g.nodes.push_back(std::move(n));
   }
 
-  for (const onnx::ValueInfo &vi : m.graph.outputs) {
-    auto it = by_name.find(vi.name);
-    if (it == by_name.end())
-      throw Error(origin + ": graph output '" + vi.name + "' is produced by no node");
-    it->second->is_output = true;
-    g.outputs.push_back(it->second);
+  void outputs_add(const onnx::Model &m) {
+    for (const onnx::ValueInfo &vi : m.graph.outputs) {
+      auto it = by_name.find(vi.name);
+      if (it == by_name.end())
+        throw Error(origin + ": graph output '" + vi.name + "' is produced by no node");
+      it->second->is_output = true;
+      g.outputs.push_back(it->second);
+    }
+    if (g.outputs.empty()) throw Error(origin + ": the graph has no outputs");
   }
-  if (g.outputs.empty()) throw Error(origin + ": the graph has no outputs");
+};
+
+}  // namespace
+
+Graph graph_import(const onnx::Model &m, const std::string &origin, const InputShapes &shapes,
+                   const InputBindings &bound) {
+  Graph g;
+  g.origin = origin;
+  g.opset = m.default_opset();
+  if (g.opset == 0) g.opset = 9;  // no default-domain import: oldest opset we read
+  if (g.opset < 1 || g.opset > 21)
+    throw Error(origin + ": opset " + std::to_string(g.opset) + " is not supported (1 to 21 are)");
+  GraphImport im{g, origin, {}};
+  im.initializers_add(m);
+  im.inputs_add(m, shapes, bound);
+  for (const onnx::Node &on : m.graph.nodes) im.node_add(on);
+  im.outputs_add(m);
   return g;
 }
 

@@ -7,6 +7,7 @@
 #include <map>
 #include <set>
 
+#include "knobs.h"
 #include "schedule/fuse.h"
 
 namespace capgraph {
@@ -350,7 +351,7 @@ bool reorder_tile(Kernel &k) {
 
 int program_block_channels(Program &p, int64_t widest) {
   const std::set<int> rows =
-      getenv("CAPGRAPH_NO_REORDER") ? std::set<int>{} : program_reorder_boundaries(p, widest);
+      knob_get("CAPGRAPH_NO_REORDER") ? std::set<int>{} : program_reorder_boundaries(p, widest);
   std::vector<std::vector<Use>> uses = program_uses(p);
   std::vector<int64_t> block = blocks_choose(p, uses, widest, rows);
   if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
@@ -432,7 +433,7 @@ int program_block_channels(Program &p, int64_t widest) {
           merged = true;
         }
     }
-    if (!getenv("CAPGRAPH_NO_REORDER_TILE")) reorder_tile(k);
+    if (!knob_get("CAPGRAPH_NO_REORDER_TILE")) reorder_tile(k);
   }
   return n;
 }

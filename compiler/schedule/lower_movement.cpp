@@ -494,17 +494,46 @@ void lower_depth_space(Lowering &L, Node &n, bool to_space) {
   k.store_dtype = x->dtype;
 }
 
-// Resize (and the older Upsample): nearest or (bi/tri)linear, with ONNX's coordinate modes.
-// Per resized axis the source indices and weights are computed at compile time into small
-// constant tables the kernel reads.
-void lower_resize(Lowering &L, Node &n) {
-  const Value *x = n.input(0);
-  // float16 storage: loads widen to float32, the store rounds back (Kernel::store_dtype).
-  if (x->dtype != DType::f32 && x->dtype != DType::f16)
-    L.fail("only float32 and float16 are supported");
-  size_t r = x->shape.size();
+// What a Resize (or Upsample) node asks for: per axis its scale and output size, the
+// interpolation and ONNX's coordinate mode.
+struct ResizeGeometry {
+  size_t r = 0;
   std::vector<double> scales;
-  Shape out(r);
+  Shape out;
+  bool from_sizes = false;  // `sizes` given: scales are out / in
+  std::string mode;         // nearest, linear, bilinear or cubic
+  bool linear = false;      // any mode but nearest
+  std::string ct;           // coordinate_transformation_mode
+  std::string nearest;      // nearest_mode
+  // Upsample and Resize-10: asymmetric, and the nearest pixel rounds down when upsampling an
+  // axis, up when downsampling it (ONNX Runtime's "simple" mode).
+  bool simple = false;
+
+  // A source coordinate for output index o along an axis of input size in, output size os.
+  double source(const Lowering &L, int64_t o, int64_t in, int64_t os, double scale) const {
+    if (ct == "half_pixel") return (o + 0.5) / scale - 0.5;
+    if (ct == "pytorch_half_pixel") return os > 1 ? (o + 0.5) / scale - 0.5 : 0;
+    if (ct == "align_corners") return os > 1 ? o * (double)(in - 1) / (os - 1) : 0;
+    if (ct == "asymmetric") return o / scale;
+    if (ct == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
+    L.fail("coordinate_transformation_mode '" + ct + "' is not supported");
+  }
+  // The axes whose size or scale changes.
+  std::vector<int> resized(const Shape &in) const {
+    std::vector<int> v;
+    for (size_t d = 0; d < r; d++)
+      if (out[d] != in[d] || scales[d] != 1.0) v.push_back((int)d);
+    return v;
+  }
+};
+
+// The scales (an attribute before opset 9, an input after) or the sizes, and the output shape
+// they give.
+void resize_scales_read(Lowering &L, Node &n, ResizeGeometry &g) {
+  const Value *x = n.input(0);
+  const size_t r = g.r;
+  std::vector<double> &scales = g.scales;
+  Shape &out = g.out;
   const Value *scales_v = nullptr, *sizes_v = nullptr;
   if (n.op == "Upsample" || L.graph.opset == 10) {
     if (L.graph.opset < 9 && n.op == "Upsample") {
@@ -526,7 +555,8 @@ void lower_resize(Lowering &L, Node &n) {
          }())
       scales.push_back(v);
   }
-  if (sizes_v && shape_numel(sizes_v->shape) > 0) {
+  g.from_sizes = sizes_v && shape_numel(sizes_v->shape) > 0;
+  if (g.from_sizes) {
     std::vector<int64_t> sz = L.const_input(3, "sizes").to_i64();
     if (sz.size() != r) L.fail("sizes must have one entry per dimension");
     scales.clear();
@@ -555,26 +585,23 @@ void lower_resize(Lowering &L, Node &n) {
       L.fail("scale " + std::to_string(scales[d]) + " for dimension " + std::to_string(d) +
              " is not a positive number");
   }
-  std::string mode = n.attr_string("mode", "nearest");
-  if (mode != "nearest" && mode != "linear" && mode != "bilinear" && mode != "cubic")
-    L.fail("mode '" + mode + "' is not supported");
-  bool linear = mode != "nearest";
-  std::string ct = n.attr_string("coordinate_transformation_mode",
-                                 L.graph.opset >= 11 ? "half_pixel" : "asymmetric");
-  std::string nearest = n.attr_string("nearest_mode", "round_prefer_floor");
-  // Upsample and Resize-10: asymmetric, and the nearest pixel rounds down when upsampling an
-  // axis, up when downsampling it (ONNX Runtime's "simple" mode).
-  bool simple = n.op == "Upsample" || L.graph.opset == 10;
-  if (simple) ct = "asymmetric";
-  // A source coordinate for output index o along an axis of input size in, output size os.
-  auto source = [&](int64_t o, int64_t in, int64_t os, double scale) -> double {
-    if (ct == "half_pixel") return (o + 0.5) / scale - 0.5;
-    if (ct == "pytorch_half_pixel") return os > 1 ? (o + 0.5) / scale - 0.5 : 0;
-    if (ct == "align_corners") return os > 1 ? o * (double)(in - 1) / (os - 1) : 0;
-    if (ct == "asymmetric") return o / scale;
-    if (ct == "tf_half_pixel_for_nn") return (o + 0.5) / scale;
-    L.fail("coordinate_transformation_mode '" + ct + "' is not supported");
-  };
+}
+
+ResizeGeometry resize_geometry(Lowering &L, Node &n) {
+  const Value *x = n.input(0);
+  ResizeGeometry g;
+  g.r = x->shape.size();
+  g.out = Shape(g.r);
+  resize_scales_read(L, n, g);
+  g.mode = n.attr_string("mode", "nearest");
+  if (g.mode != "nearest" && g.mode != "linear" && g.mode != "bilinear" && g.mode != "cubic")
+    L.fail("mode '" + g.mode + "' is not supported");
+  g.linear = g.mode != "nearest";
+  g.ct = n.attr_string("coordinate_transformation_mode",
+                       L.graph.opset >= 11 ? "half_pixel" : "asymmetric");
+  g.nearest = n.attr_string("nearest_mode", "round_prefer_floor");
+  g.simple = n.op == "Upsample" || L.graph.opset == 10;
+  if (g.simple) g.ct = "asymmetric";
   // align_corners divides by (resized length - 1). Given `scales` whose product with the input
   // length is not whole, the two references disagree on that length: ONNX's reference takes
   // in * scale (2.4 for 4 * 0.6, so test_resize_downsample_scales_linear_align_corners expects
@@ -583,12 +610,13 @@ void lower_resize(Lowering &L, Node &n) {
   // as the way out. Sources: onnx/onnx docs/Operators.md Resize; onnx/reference/ops/op_resize.py
   // (_interpolate_1d_with_x: output_width = scale_factor * input_width); onnxruntime
   // upsamplebase.h (ALIGN_CORNERS: length_resized is the output dimension).
-  if (ct == "align_corners" && !simple && !(sizes_v && shape_numel(sizes_v->shape) > 0)) {
-    for (size_t d = 0; d < r; d++) {
-      double len = x->shape[d] * scales[d];
-      if (out[d] > 1 && std::abs(len - (double)out[d]) > 1e-6 * len) {
+  if (g.ct == "align_corners" && !g.simple && !g.from_sizes) {
+    for (size_t d = 0; d < g.r; d++) {
+      double len = x->shape[d] * g.scales[d];
+      if (g.out[d] > 1 && std::abs(len - (double)g.out[d]) > 1e-6 * len) {
         char text[64];
-        std::snprintf(text, sizeof text, "%lld x %g = %g", (long long)x->shape[d], scales[d], len);
+        std::snprintf(text, sizeof text, "%lld x %g = %g", (long long)x->shape[d], g.scales[d],
+                      len);
         L.fail("align_corners with scales giving a fractional resized length on dimension " +
                std::to_string(d) + " (" + text +
                "): ONNX's reference divides by that length - 1, ONNX Runtime by the output size - "
@@ -596,87 +624,112 @@ void lower_resize(Lowering &L, Node &n) {
       }
     }
   }
-  Loc xl = L.loc(x);
-  Loc y = L.output_new(n.outputs[0], x->dtype, out);
-  if (shape_numel(out) == 0) return;
-  if (mode == "cubic") {
-    // Four taps per resized axis (i0-1 .. i0+2 around the source coordinate), Keys' cubic
-    // convolution with coefficient A: |d| <= 1: ((A+2)|d| - (A+3))|d|^2 + 1; 1 < |d| < 2:
-    // ((A|d| - 5A)|d| + 8A)|d| - 4A. Taps outside the input read the edge, or with exclude_outside
-    // get weight 0 and the others are renormalised. Sources: ONNX Resize spec (cubic_coeff_a,
-    // exclude_outside); R. Keys, "Cubic convolution interpolation for digital image processing",
-    // 1981. A separate kernel: the nearest/linear kernels below stay as they were.
-    const double A = n.attr_float("cubic_coeff_a", -0.75f);
-    const bool exclude = n.attr_int("exclude_outside", 0) != 0;
-    auto cubic = [A](double d) {
-      d = std::abs(d);
-      if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
-      if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
-      return 0.0;
-    };
-    Kernel &k = L.kernel_new("resize_cubic");
-    k.axes = out;
-    k.n_parallel = (int)r;
-    std::vector<int> resized;
-    for (size_t d = 0; d < r; d++)
-      if (out[d] != x->shape[d] || scales[d] != 1.0) resized.push_back((int)d);
-    if (resized.size() > 2) L.fail("cubic resize of more than 2 axes is not supported");
-    std::vector<std::array<int, 4>> idx_e(r), w_e(r);
-    for (int d : resized) {
-      const int64_t in = x->shape[d];
-      std::array<std::vector<int64_t>, 4> idx;
-      std::array<std::vector<float>, 4> w;
-      for (int t = 0; t < 4; t++) {
-        idx[t].resize(out[d]);
-        w[t].resize(out[d]);
-      }
-      for (int64_t o = 0; o < out[d]; o++) {
-        double s = source(o, in, out[d], scales[d]);
-        double i0 = std::floor(s), f = s - i0, sum = 0;
-        double ws[4];
-        for (int t = 0; t < 4; t++) {
-          double i = i0 - 1 + t;
-          ws[t] = cubic(f - (t - 1));
-          if (exclude && (i < 0 || i >= in)) ws[t] = 0;
-          sum += ws[t];
-          idx[t][o] = (int64_t)std::clamp(i, 0.0, (double)(in - 1));
-        }
-        for (int t = 0; t < 4; t++) w[t][o] = (float)(exclude && sum != 0 ? ws[t] / sum : ws[t]);
-      }
-      for (int t = 0; t < 4; t++) {
-        Loc il =
-            L.constant_new(Tensor::from_i64(DType::i32, {out[d]}, idx[t]), n.name + "_cubic_index");
-        Loc wl = L.constant_new(Tensor::from_f32({out[d]}, w[t]), n.name + "_cubic_weight");
-        idx_e[d][t] = k.expr_load(access_axes(il, {d}), DType::i32);
-        w_e[d][t] = k.expr_load(access_axes(wl, {d}), DType::f32);
-      }
+  return g;
+}
+
+// Four taps per resized axis (i0-1 .. i0+2 around the source coordinate), Keys' cubic
+// convolution with coefficient A: |d| <= 1: ((A+2)|d| - (A+3))|d|^2 + 1; 1 < |d| < 2:
+// ((A|d| - 5A)|d| + 8A)|d| - 4A. Taps outside the input read the edge, or with exclude_outside
+// get weight 0 and the others are renormalised. Sources: ONNX Resize spec (cubic_coeff_a,
+// exclude_outside); R. Keys, "Cubic convolution interpolation for digital image processing",
+// 1981. A separate kernel: the nearest/linear kernels below stay as they were.
+void resize_cubic_lower(Lowering &L, Node &n, const ResizeGeometry &g, const Loc &xl,
+                        const Loc &y) {
+  const Value *x = n.input(0);
+  const size_t r = g.r;
+  const Shape &out = g.out;
+  const double A = n.attr_float("cubic_coeff_a", -0.75f);
+  const bool exclude = n.attr_int("exclude_outside", 0) != 0;
+  auto cubic = [A](double d) {
+    d = std::abs(d);
+    if (d <= 1) return ((A + 2) * d - (A + 3)) * d * d + 1;
+    if (d < 2) return ((A * d - 5 * A) * d + 8 * A) * d - 4 * A;
+    return 0.0;
+  };
+  Kernel &k = L.kernel_new("resize_cubic");
+  k.axes = out;
+  k.n_parallel = (int)r;
+  const std::vector<int> resized = g.resized(x->shape);
+  if (resized.size() > 2) L.fail("cubic resize of more than 2 axes is not supported");
+  std::vector<std::array<int, 4>> idx_e(r), w_e(r);
+  for (int d : resized) {
+    const int64_t in = x->shape[d];
+    std::array<std::vector<int64_t>, 4> idx;
+    std::array<std::vector<float>, 4> w;
+    for (int t = 0; t < 4; t++) {
+      idx[t].resize(out[d]);
+      w[t].resize(out[d]);
     }
-    int corners = 1, result = -1;
-    for (size_t j = 0; j < resized.size(); j++) corners *= 4;
-    for (int c = 0; c < corners; c++) {
-      Access a = access_broadcast(xl, (int)r);
-      int weight = -1;
-      for (size_t j = 0, code = c; j < resized.size(); j++, code /= 4) {
-        int d = resized[j], t = (int)(code % 4);
-        a.dims[d].terms.clear();
-        a.dims[d].expr = idx_e[d][t];
-        weight = weight < 0 ? w_e[d][t] : k.expr_binary(Op::mul, weight, w_e[d][t], DType::f32);
+    for (int64_t o = 0; o < out[d]; o++) {
+      double s = g.source(L, o, in, out[d], g.scales[d]);
+      double i0 = std::floor(s), f = s - i0, sum = 0;
+      double ws[4];
+      for (int t = 0; t < 4; t++) {
+        double i = i0 - 1 + t;
+        ws[t] = cubic(f - (t - 1));
+        if (exclude && (i < 0 || i >= in)) ws[t] = 0;
+        sum += ws[t];
+        idx[t][o] = (int64_t)std::clamp(i, 0.0, (double)(in - 1));
       }
-      int v = k.expr_load(a, DType::f32);
-      if (weight >= 0) v = k.expr_binary(Op::mul, v, weight, DType::f32);
-      result = result < 0 ? v : k.expr_binary(Op::add, result, v, DType::f32);
+      for (int t = 0; t < 4; t++) w[t][o] = (float)(exclude && sum != 0 ? ws[t] / sum : ws[t]);
     }
-    k.result = result;
-    k.store = access_store(y);
-    k.store_dtype = x->dtype;
-    return;
+    for (int t = 0; t < 4; t++) {
+      Loc il =
+          L.constant_new(Tensor::from_i64(DType::i32, {out[d]}, idx[t]), n.name + "_cubic_index");
+      Loc wl = L.constant_new(Tensor::from_f32({out[d]}, w[t]), n.name + "_cubic_weight");
+      idx_e[d][t] = k.expr_load(access_axes(il, {d}), DType::i32);
+      w_e[d][t] = k.expr_load(access_axes(wl, {d}), DType::f32);
+    }
   }
+  int corners = 1, result = -1;
+  for (size_t j = 0; j < resized.size(); j++) corners *= 4;
+  for (int c = 0; c < corners; c++) {
+    Access a = access_broadcast(xl, (int)r);
+    int weight = -1;
+    for (size_t j = 0, code = c; j < resized.size(); j++, code /= 4) {
+      int d = resized[j], t = (int)(code % 4);
+      a.dims[d].terms.clear();
+      a.dims[d].expr = idx_e[d][t];
+      weight = weight < 0 ? w_e[d][t] : k.expr_binary(Op::mul, weight, w_e[d][t], DType::f32);
+    }
+    int v = k.expr_load(a, DType::f32);
+    if (weight >= 0) v = k.expr_binary(Op::mul, v, weight, DType::f32);
+    result = result < 0 ? v : k.expr_binary(Op::add, result, v, DType::f32);
+  }
+  k.result = result;
+  k.store = access_store(y);
+  k.store_dtype = x->dtype;
+}
+
+// The nearest source index of output index o (ONNX's nearest_mode, or the simple mode's rule),
+// clamped to the input before the cast: a far index is not UB.
+int64_t resize_nearest_index(const ResizeGeometry &g, double s, double scale, int64_t in) {
+  double f;
+  if (g.simple)
+    f = scale < 1 ? std::ceil(s) : std::floor(s);
+  else if (g.nearest == "floor")
+    f = std::floor(s);
+  else if (g.nearest == "ceil")
+    f = std::ceil(s);
+  else if (g.nearest == "round_prefer_ceil")
+    f = std::floor(s + 0.5);
+  else
+    f = (s - std::floor(s) == 0.5) ? std::floor(s) : std::round(s);
+  return (int64_t)std::clamp(f, 0.0, (double)(in - 1));
+}
+
+// Nearest and (bi/tri)linear: per resized axis a lo index table (and for linear a hi index and
+// the weight of hi), then the sum over the 2^resized corners (1 corner for nearest).
+void resize_interpolate_lower(Lowering &L, Node &n, const ResizeGeometry &g, const Loc &xl,
+                              const Loc &y) {
+  const Value *x = n.input(0);
+  const size_t r = g.r;
+  const Shape &out = g.out;
+  const bool linear = g.linear;
   Kernel &k = L.kernel_new(linear ? "resize_linear" : "resize_nearest");
   k.axes = out;
   k.n_parallel = (int)r;
-  std::vector<int> resized;
-  for (size_t d = 0; d < r; d++)
-    if (out[d] != x->shape[d] || scales[d] != 1.0) resized.push_back((int)d);
+  const std::vector<int> resized = g.resized(x->shape);
   if (linear && resized.size() > 3) L.fail("linear resize of more than 3 axes is not supported");
   // Tables per resized axis: lo index, hi index, weight of hi.
   std::vector<int> lo_e(r, -1), hi_e(r, -1), w_e(r, -1);
@@ -684,21 +737,9 @@ void lower_resize(Lowering &L, Node &n) {
     std::vector<int64_t> lo(out[d]), hi(out[d]);
     std::vector<float> w(out[d]);
     for (int64_t o = 0; o < out[d]; o++) {
-      double s = source(o, x->shape[d], out[d], scales[d]);
+      double s = g.source(L, o, x->shape[d], out[d], g.scales[d]);
       if (!linear) {
-        double f;
-        if (simple)
-          f = scales[d] < 1 ? std::ceil(s) : std::floor(s);
-        else if (nearest == "floor")
-          f = std::floor(s);
-        else if (nearest == "ceil")
-          f = std::ceil(s);
-        else if (nearest == "round_prefer_ceil")
-          f = std::floor(s + 0.5);
-        else
-          f = (s - std::floor(s) == 0.5) ? std::floor(s) : std::round(s);
-        lo[o] = (int64_t)std::clamp(
-            f, 0.0, (double)(x->shape[d] - 1));  // clamped before the cast: a far index is not UB
+        lo[o] = resize_nearest_index(g, s, g.scales[d], x->shape[d]);
       } else {
         s = std::clamp(s, 0.0, (double)x->shape[d] - 1);
         int64_t i0 = (int64_t)std::floor(s);
@@ -718,7 +759,6 @@ void lower_resize(Lowering &L, Node &n) {
       w_e[d] = table(Tensor::from_f32({out[d]}, w), DType::f32);
     }
   }
-  // Sum over the 2^resized corners (1 corner for nearest).
   int corners = linear ? 1 << resized.size() : 1, result = -1;
   for (int c = 0; c < corners; c++) {
     Access a = access_broadcast(xl, (int)r);
@@ -741,6 +781,24 @@ void lower_resize(Lowering &L, Node &n) {
   k.result = result;
   k.store = access_store(y);
   k.store_dtype = x->dtype;
+}
+
+// Resize (and the older Upsample): nearest, (bi/tri)linear or cubic, with ONNX's coordinate
+// modes. Per resized axis the source indices and weights are computed at compile time into small
+// constant tables the kernel reads.
+void lower_resize(Lowering &L, Node &n) {
+  const Value *x = n.input(0);
+  // float16 storage: loads widen to float32, the store rounds back (Kernel::store_dtype).
+  if (x->dtype != DType::f32 && x->dtype != DType::f16)
+    L.fail("only float32 and float16 are supported");
+  const ResizeGeometry g = resize_geometry(L, n);
+  Loc xl = L.loc(x);
+  Loc y = L.output_new(n.outputs[0], x->dtype, g.out);
+  if (shape_numel(g.out) == 0) return;
+  if (g.mode == "cubic")
+    resize_cubic_lower(L, n, g, xl, y);
+  else
+    resize_interpolate_lower(L, n, g, xl, y);
 }
 
 void lower_shape(Lowering &L, Node &n) {

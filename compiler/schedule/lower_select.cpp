@@ -182,40 +182,18 @@ void lower_reverse_sequence(Lowering &L, Node &n) {
   k.store_dtype = x->dtype;
 }
 
-// NonMaxSuppression on run-time boxes and scores (a detection head's): the number of kept boxes
-// depends on the values, so the output has the static bound ONNX allows no smaller than:
-// [min(max_output_boxes_per_class, boxes) x classes x batch, 3], the selected (batch, class, box)
-// rows first in ONNX's order (batch, then class, then decreasing score), every other row -1. A
-// user takes rows until the first -1. Greedy suppression is a recurrence (a box is kept unless a
-// kept box before it in score order overlaps it), so it is unrolled over the score order like the
-// recurrent layers (lower_rnn.cpp): one small reduction kernel per position, all (batch, class)
-// pairs at once; the sort and the final compaction are quadratic rank/gather kernels like TopK's.
-// Meant for the hundreds to few thousands of boxes of a detection head.
-// Sources: the ONNX operator specification (NonMaxSuppression, opsets 10 and 11); ONNX Runtime's
-// CPU kernel (onnxruntime/core/providers/cpu/object_detection/non_max_suppression.cc) for the
-// details the specification leaves open: a pair overlaps only with positive areas and positive
-// intersection, IoU strictly above the threshold, scores strictly above score_threshold.
-void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, double iou_max,
-                                       bool has_score_min, double score_min, bool center) {
-  const Value *bv = n.input(0), *sv = n.input(1);
-  if (bv->dtype != DType::f32 || sv->dtype != DType::f32)
-    L.fail("run-time boxes and scores must be float32");
-  if (bv->shape.size() != 3 || bv->shape[2] != 4)
-    L.fail("boxes must have shape [batch, boxes, 4], got " + shape_str(bv->shape));
-  const int64_t B = bv->shape[0], N = bv->shape[1];
-  if (sv->shape.size() != 3 || sv->shape[0] != B || sv->shape[2] != N)
-    L.fail("scores must have shape [" + std::to_string(B) + ", classes, " + std::to_string(N) +
-           "], got " + shape_str(sv->shape));
-  const int64_t C = sv->shape[1], G = B * C, K = std::min(std::max<int64_t>(max_out, 0), N);
-  Loc y = L.output_new(n.outputs[0], DType::i64, {K * G, 3});
-  if (K * G == 0) return;
-  const std::string base = n.outputs[0]->name;
-  Loc bl = L.loc(bv), sl = L.loc(sv);
-  const DType f = DType::f32, i = DType::i64, t = DType::boolean;
+// The kernels of lower_non_max_suppression_runtime, one method each, over B batches, C classes
+// and N boxes (G = B*C pairs, at most K selected per pair); each returns the buffer it fills.
+struct NmsRuntime {
+  Lowering &L;
+  const int64_t B, N, C, G, K;
+  const std::string base;  // names the buffers: the output's name
+  const Loc bl, sl;        // boxes, scores
+  static constexpr DType f = DType::f32, i = DType::i64, t = DType::boolean;
 
   // Corners (y1, x1, y2, x2) of every box, [B, N, 4].
-  Loc corners = L.buffer_new(f, {B, N, 4}, Buffer::Kind::intermediate, base + "_corners");
-  {
+  Loc corners_lower(bool center) {
+    Loc corners = L.buffer_new(f, {B, N, 4}, Buffer::Kind::intermediate, base + "_corners");
     Kernel &k = L.kernel_new("nms_corners");
     k.axes = {B, N, 4};
     k.n_parallel = 3;
@@ -245,10 +223,11 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.result = r;
     k.store = access_store(corners);
     k.store_dtype = f;
+    return corners;
   }
   // Rank of each score within its (batch, class): how many beat it (ties: the lower index first).
-  Loc rank = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_rank");
-  {
+  Loc rank_lower() {
+    Loc rank = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_rank");
     Kernel &k = L.kernel_new("nms_rank");
     k.axes = {B, C, N, N};
     k.n_parallel = 3;
@@ -264,10 +243,11 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.store = access_store(rank);
     k.store_dtype = i;
     k.flops = G * N * N;
+    return rank;
   }
   // order[b, c, q]: the box of rank q.
-  Loc order = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_order");
-  {
+  Loc order_lower(const Loc &rank) {
+    Loc order = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_order");
     Kernel &k = L.kernel_new("nms_order");
     k.axes = {B, C, N, N};
     k.n_parallel = 3;
@@ -279,10 +259,11 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.result = k.expr_unary(Op::acc, -1, i);
     k.store = access_store(order);
     k.store_dtype = i;
+    return order;
   }
-  // Corners and scores in score order, [B, C, N, 4] and [B, C, N].
-  Loc sorted = L.buffer_new(f, {B, C, N, 4}, Buffer::Kind::intermediate, base + "_sorted");
-  {
+  // Corners in score order, [B, C, N, 4].
+  Loc sorted_corners_lower(const Loc &corners, const Loc &order) {
+    Loc sorted = L.buffer_new(f, {B, C, N, 4}, Buffer::Kind::intermediate, base + "_sorted");
     Kernel &k = L.kernel_new("nms_sorted_corners");
     k.axes = {B, C, N, 4};
     k.n_parallel = 4;
@@ -292,10 +273,12 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.result = k.expr_load(a, f);
     k.store = access_store(sorted);
     k.store_dtype = f;
+    return sorted;
   }
-  Loc sorted_scores =
-      L.buffer_new(f, {B, C, N}, Buffer::Kind::intermediate, base + "_sorted_scores");
-  {
+  // Scores in score order, [B, C, N].
+  Loc sorted_scores_lower(const Loc &order) {
+    Loc sorted_scores =
+        L.buffer_new(f, {B, C, N}, Buffer::Kind::intermediate, base + "_sorted_scores");
     Kernel &k = L.kernel_new("nms_sorted_scores");
     k.axes = {B, C, N};
     k.n_parallel = 3;
@@ -305,63 +288,74 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.result = k.expr_load(a, f);
     k.store = access_store(sorted_scores);
     k.store_dtype = f;
+    return sorted_scores;
+  }
+  // Whether sorted position r overlaps position q (axis 2 of the step kernel k) by an IoU above
+  // iou_max, with positive areas and a positive intersection (boolean).
+  int overlaps(Kernel &k, const Loc &sorted, int64_t r, double iou_max, int zero) {
+    int a[4], b[4];
+    for (int j = 0; j < 4; j++) {
+      Access aa = access_axes(sorted, {0, 1, -1, -1});
+      aa.dims[2].shift = r;
+      aa.dims[3].shift = j;
+      a[j] = k.expr_load(aa, f);
+      Access ba = access_axes(sorted, {0, 1, 2, -1});
+      ba.dims[3].shift = j;
+      b[j] = k.expr_load(ba, f);
+    }
+    auto sub = [&](int x, int y) { return k.expr_binary(Op::sub, x, y, f); };
+    auto mul = [&](int x, int y) { return k.expr_binary(Op::mul, x, y, f); };
+    auto gt0 = [&](int x) { return k.expr_binary(Op::gt, x, zero, t); };
+    auto all = [&](int x, int y) { return k.expr_binary(Op::logical_and, x, y, t); };
+    int area_a = mul(sub(a[2], a[0]), sub(a[3], a[1])),
+        area_b = mul(sub(b[2], b[0]), sub(b[3], b[1]));
+    int ih = sub(k.expr_binary(Op::min, a[2], b[2], f), k.expr_binary(Op::max, a[0], b[0], f));
+    int iw = sub(k.expr_binary(Op::min, a[3], b[3], f), k.expr_binary(Op::max, a[1], b[1], f));
+    int inter = mul(k.expr_binary(Op::max, ih, zero, f), k.expr_binary(Op::max, iw, zero, f));
+    int uni = sub(k.expr_binary(Op::add, area_a, area_b, f), inter);
+    int over =
+        k.expr_binary(Op::gt, k.expr_binary(Op::div, inter, uni, f), k.expr_const(iou_max, f), t);
+    return all(all(all(gt0(area_a), gt0(area_b)), all(gt0(inter), gt0(uni))), over);
   }
   // kept[b, c, r] (1 or 0), decided in score order: position r is kept when its score passes
   // score_threshold and no kept position q < r overlaps it by more than iou_threshold.
-  Loc kept = L.buffer_new(f, {B, C, N}, Buffer::Kind::intermediate, base + "_kept");
-  for (int64_t r = 0; r < N; r++) {
-    Kernel &k = L.kernel_new("nms_step");
-    k.axes = {B, C};
-    if (r > 0) k.axes.push_back(r);
-    k.n_parallel = 2;
-    Access sa = access_axes(sorted_scores, {0, 1, -1});
-    sa.dims[2].shift = r;
-    int valid = has_score_min
-                    ? k.expr_binary(Op::gt, k.expr_load(sa, f), k.expr_const(score_min, f), t)
-                    : k.expr_const(1, t);
-    int one = k.expr_const(1, f), zero = k.expr_const(0, f);
-    if (r > 0) {
-      int a[4], b[4];
-      for (int j = 0; j < 4; j++) {
-        Access aa = access_axes(sorted, {0, 1, -1, -1});
-        aa.dims[2].shift = r;
-        aa.dims[3].shift = j;
-        a[j] = k.expr_load(aa, f);
-        Access ba = access_axes(sorted, {0, 1, 2, -1});
-        ba.dims[3].shift = j;
-        b[j] = k.expr_load(ba, f);
+  Loc suppression_lower(const Loc &sorted, const Loc &sorted_scores, double iou_max,
+                        bool has_score_min, double score_min) {
+    Loc kept = L.buffer_new(f, {B, C, N}, Buffer::Kind::intermediate, base + "_kept");
+    for (int64_t r = 0; r < N; r++) {
+      Kernel &k = L.kernel_new("nms_step");
+      k.axes = {B, C};
+      if (r > 0) k.axes.push_back(r);
+      k.n_parallel = 2;
+      Access sa = access_axes(sorted_scores, {0, 1, -1});
+      sa.dims[2].shift = r;
+      int valid = has_score_min
+                      ? k.expr_binary(Op::gt, k.expr_load(sa, f), k.expr_const(score_min, f), t)
+                      : k.expr_const(1, t);
+      int one = k.expr_const(1, f), zero = k.expr_const(0, f);
+      if (r > 0) {
+        auto all = [&](int x, int y) { return k.expr_binary(Op::logical_and, x, y, t); };
+        int over = overlaps(k, sorted, r, iou_max, zero);
+        int kept_q = k.expr_binary(Op::gt, k.expr_load(access_axes(kept, {0, 1, 2}), f),
+                                   k.expr_const(0.5, f), t);
+        k.body = k.expr_select(all(kept_q, over), one, zero, f);
+        k.reduce = Reduce::max;
+        k.acc_dtype = f;
+        int free = k.expr_binary(Op::lt, k.expr_unary(Op::acc, -1, f), k.expr_const(0.5, f), t);
+        valid = all(valid, free);
+        k.flops = G * r * 20;
       }
-      auto sub = [&](int x, int y) { return k.expr_binary(Op::sub, x, y, f); };
-      auto mul = [&](int x, int y) { return k.expr_binary(Op::mul, x, y, f); };
-      auto gt0 = [&](int x) { return k.expr_binary(Op::gt, x, zero, t); };
-      auto all = [&](int x, int y) { return k.expr_binary(Op::logical_and, x, y, t); };
-      int area_a = mul(sub(a[2], a[0]), sub(a[3], a[1])),
-          area_b = mul(sub(b[2], b[0]), sub(b[3], b[1]));
-      int ih = sub(k.expr_binary(Op::min, a[2], b[2], f), k.expr_binary(Op::max, a[0], b[0], f));
-      int iw = sub(k.expr_binary(Op::min, a[3], b[3], f), k.expr_binary(Op::max, a[1], b[1], f));
-      int inter = mul(k.expr_binary(Op::max, ih, zero, f), k.expr_binary(Op::max, iw, zero, f));
-      int uni = sub(k.expr_binary(Op::add, area_a, area_b, f), inter);
-      int over =
-          k.expr_binary(Op::gt, k.expr_binary(Op::div, inter, uni, f), k.expr_const(iou_max, f), t);
-      over = all(all(all(gt0(area_a), gt0(area_b)), all(gt0(inter), gt0(uni))), over);
-      int kept_q = k.expr_binary(Op::gt, k.expr_load(access_axes(kept, {0, 1, 2}), f),
-                                 k.expr_const(0.5, f), t);
-      k.body = k.expr_select(all(kept_q, over), one, zero, f);
-      k.reduce = Reduce::max;
-      k.acc_dtype = f;
-      int free = k.expr_binary(Op::lt, k.expr_unary(Op::acc, -1, f), k.expr_const(0.5, f), t);
-      valid = all(valid, free);
-      k.flops = G * r * 20;
+      k.result = k.expr_select(valid, one, zero, f);
+      Access st = access_axes(kept, {0, 1, -1});
+      st.dims[2].shift = r;
+      k.store = st;
+      k.store_dtype = f;
     }
-    k.result = k.expr_select(valid, one, zero, f);
-    Access st = access_axes(kept, {0, 1, -1});
-    st.dims[2].shift = r;
-    k.store = st;
-    k.store_dtype = f;
+    return kept;
   }
   // before[b, c, r]: kept positions before r, so a kept r is the before[r]-th selected box.
-  Loc before = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_before");
-  {
+  Loc kept_before_lower(const Loc &kept) {
+    Loc before = L.buffer_new(i, {B, C, N}, Buffer::Kind::intermediate, base + "_before");
     Kernel &k = L.kernel_new("nms_kept_before");
     k.axes = {B, C, N, N};
     k.n_parallel = 3;
@@ -375,11 +369,12 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.result = k.expr_unary(Op::acc, -1, i);
     k.store = access_store(before);
     k.store_dtype = i;
+    return before;
   }
-  // selected[g, j] for the G = B*C pairs: the box index of the j-th selected box, or -1; at most K
-  // per pair, which is max_output_boxes_per_class's cap.
-  Loc selected = L.buffer_new(i, {B, C, K}, Buffer::Kind::intermediate, base + "_selected");
-  {
+  // selected[g, j] for the G = B*C pairs: the box index of the j-th selected box, or -1; at most
+  // K per pair, which is max_output_boxes_per_class's cap.
+  Loc selected_lower(const Loc &kept, const Loc &before, const Loc &order) {
+    Loc selected = L.buffer_new(i, {B, C, K}, Buffer::Kind::intermediate, base + "_selected");
     Kernel &k = L.kernel_new("nms_selected");
     k.axes = {B, C, K, N};
     k.n_parallel = 3;
@@ -394,12 +389,11 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.result = k.expr_unary(Op::acc, -1, i);
     k.store = access_store(selected);
     k.store_dtype = i;
+    return selected;
   }
-  Loc sel = selected;  // the same buffer seen as [G, K]
-  sel.shape = {G, K};
-  sel.strides = {K, 1};
-  Loc count = L.buffer_new(i, {G}, Buffer::Kind::intermediate, base + "_count");
-  {
+  // count[g]: the selected boxes of pair g (sel: selected seen as [G, K]).
+  Loc count_lower(const Loc &sel) {
+    Loc count = L.buffer_new(i, {G}, Buffer::Kind::intermediate, base + "_count");
     Kernel &k = L.kernel_new("nms_count");
     k.axes = {G, K};
     k.n_parallel = 1;
@@ -410,9 +404,11 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.result = k.expr_unary(Op::acc, -1, i);
     k.store = access_store(count);
     k.store_dtype = i;
+    return count;
   }
-  Loc start = L.buffer_new(i, {G}, Buffer::Kind::intermediate, base + "_start");
-  {
+  // start[g]: the first output row of pair g (the counts of the pairs before it).
+  Loc start_lower(const Loc &count) {
+    Loc start = L.buffer_new(i, {G}, Buffer::Kind::intermediate, base + "_start");
     Kernel &k = L.kernel_new("nms_start");
     k.axes = {G, G};
     k.n_parallel = 1;
@@ -423,33 +419,82 @@ void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, do
     k.result = k.expr_unary(Op::acc, -1, i);
     k.store = access_store(start);
     k.store_dtype = i;
+    return start;
   }
-  // Output row o, column col: from the pair g whose rows [start, start + count) hold o; -1 if none.
-  std::vector<int64_t> batch_of(G), class_of(G);
-  for (int64_t g = 0; g < G; g++) batch_of[g] = g / C, class_of[g] = g % C;
-  Loc gb = L.constant_new(Tensor::from_i64(i, {G}, batch_of), base + "_batch_of");
-  Loc gc = L.constant_new(Tensor::from_i64(i, {G}, class_of), base + "_class_of");
-  Kernel &k = L.kernel_new("nms_rows");
-  k.axes = {K * G, 3, G};
-  k.n_parallel = 2;
-  int o = k.expr_iota(0, i), col = k.expr_iota(1, i);
-  int st = k.expr_load(access_axes(start, {2}), i), ct = k.expr_load(access_axes(count, {2}), i);
-  int inside = k.expr_binary(Op::logical_and, k.expr_binary(Op::ge, o, st, t),
-                             k.expr_binary(Op::lt, o, k.expr_binary(Op::add, st, ct, i), t), t);
-  Access box = access_axes(sel, {2, -1});
-  box.dims[1].expr = k.expr_binary(Op::sub, o, st, i);
-  box.dims[1].bound = Bound::clamp;
-  int v = k.expr_select(k.expr_binary(Op::eq, col, k.expr_const(0, i), t),
-                        k.expr_load(access_axes(gb, {2}), i),
-                        k.expr_select(k.expr_binary(Op::eq, col, k.expr_const(1, i), t),
-                                      k.expr_load(access_axes(gc, {2}), i), k.expr_load(box, i), i),
-                        i);
-  k.body = k.expr_select(inside, v, k.expr_const(-1, i), i);
-  k.reduce = Reduce::max;
-  k.acc_dtype = i;
-  k.result = k.expr_unary(Op::acc, -1, i);
-  k.store = access_store(y);
-  k.store_dtype = i;
+  // Output row o, column col: from the pair g whose rows [start, start + count) hold o; -1 if
+  // none.
+  void rows_lower(const Loc &sel, const Loc &count, const Loc &start, const Loc &y) {
+    std::vector<int64_t> batch_of(G), class_of(G);
+    for (int64_t g = 0; g < G; g++) batch_of[g] = g / C, class_of[g] = g % C;
+    Loc gb = L.constant_new(Tensor::from_i64(i, {G}, batch_of), base + "_batch_of");
+    Loc gc = L.constant_new(Tensor::from_i64(i, {G}, class_of), base + "_class_of");
+    Kernel &k = L.kernel_new("nms_rows");
+    k.axes = {K * G, 3, G};
+    k.n_parallel = 2;
+    int o = k.expr_iota(0, i), col = k.expr_iota(1, i);
+    int st = k.expr_load(access_axes(start, {2}), i), ct = k.expr_load(access_axes(count, {2}), i);
+    int inside = k.expr_binary(Op::logical_and, k.expr_binary(Op::ge, o, st, t),
+                               k.expr_binary(Op::lt, o, k.expr_binary(Op::add, st, ct, i), t), t);
+    Access box = access_axes(sel, {2, -1});
+    box.dims[1].expr = k.expr_binary(Op::sub, o, st, i);
+    box.dims[1].bound = Bound::clamp;
+    int v = k.expr_select(
+        k.expr_binary(Op::eq, col, k.expr_const(0, i), t), k.expr_load(access_axes(gb, {2}), i),
+        k.expr_select(k.expr_binary(Op::eq, col, k.expr_const(1, i), t),
+                      k.expr_load(access_axes(gc, {2}), i), k.expr_load(box, i), i),
+        i);
+    k.body = k.expr_select(inside, v, k.expr_const(-1, i), i);
+    k.reduce = Reduce::max;
+    k.acc_dtype = i;
+    k.result = k.expr_unary(Op::acc, -1, i);
+    k.store = access_store(y);
+    k.store_dtype = i;
+  }
+};
+
+// NonMaxSuppression on run-time boxes and scores (a detection head's): the number of kept boxes
+// depends on the values, so the output has the static bound ONNX allows no smaller than:
+// [min(max_output_boxes_per_class, boxes) x classes x batch, 3], the selected (batch, class, box)
+// rows first in ONNX's order (batch, then class, then decreasing score), every other row -1. A
+// user takes rows until the first -1. Greedy suppression is a recurrence (a box is kept unless a
+// kept box before it in score order overlaps it), so it is unrolled over the score order like the
+// recurrent layers (lower_rnn.cpp): one small reduction kernel per position, all (batch, class)
+// pairs at once; the sort and the final compaction are quadratic rank/gather kernels like TopK's.
+// Meant for the hundreds to few thousands of boxes of a detection head.
+// Sources: the ONNX operator specification (NonMaxSuppression, opsets 10 and 11); ONNX Runtime's
+// CPU kernel (onnxruntime/core/providers/cpu/object_detection/non_max_suppression.cc) for the
+// details the specification leaves open: a pair overlaps only with positive areas and positive
+// intersection, IoU strictly above the threshold, scores strictly above score_threshold.
+void lower_non_max_suppression_runtime(Lowering &L, Node &n, int64_t max_out, double iou_max,
+                                       bool has_score_min, double score_min, bool center) {
+  const Value *bv = n.input(0), *sv = n.input(1);
+  if (bv->dtype != DType::f32 || sv->dtype != DType::f32)
+    L.fail("run-time boxes and scores must be float32");
+  if (bv->shape.size() != 3 || bv->shape[2] != 4)
+    L.fail("boxes must have shape [batch, boxes, 4], got " + shape_str(bv->shape));
+  const int64_t B = bv->shape[0], N = bv->shape[1];
+  if (sv->shape.size() != 3 || sv->shape[0] != B || sv->shape[2] != N)
+    L.fail("scores must have shape [" + std::to_string(B) + ", classes, " + std::to_string(N) +
+           "], got " + shape_str(sv->shape));
+  const int64_t C = sv->shape[1], G = B * C, K = std::min(std::max<int64_t>(max_out, 0), N);
+  Loc y = L.output_new(n.outputs[0], DType::i64, {K * G, 3});
+  if (K * G == 0) return;
+  const std::string base = n.outputs[0]->name;
+  Loc bl = L.loc(bv), sl = L.loc(sv);
+  NmsRuntime nms{L, B, N, C, G, K, base, bl, sl};
+  const Loc corners = nms.corners_lower(center);
+  const Loc rank = nms.rank_lower();
+  const Loc order = nms.order_lower(rank);
+  const Loc sorted = nms.sorted_corners_lower(corners, order);
+  const Loc sorted_scores = nms.sorted_scores_lower(order);
+  const Loc kept = nms.suppression_lower(sorted, sorted_scores, iou_max, has_score_min, score_min);
+  const Loc before = nms.kept_before_lower(kept);
+  Loc sel = nms.selected_lower(kept, before, order);  // the same buffer seen as [G, K]
+  sel.shape = {G, K};
+  sel.strides = {K, 1};
+  const Loc count = nms.count_lower(sel);
+  const Loc start = nms.start_lower(count);
+  nms.rows_lower(sel, count, start, y);
 }
 
 // NonMaxSuppression: per batch and class, the boxes by decreasing score (above score_threshold),

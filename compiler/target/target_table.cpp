@@ -1,35 +1,14 @@
 #include "target/target_table.h"
 
-#include <cstdlib>
 #include <iterator>
 
 #include "error.h"
+#include "knobs.h"
 
 namespace capgraph {
 
 // The targets this build carries, in the order messages list them (k_targets, generated).
 #include "target_list.inc"
-
-namespace {
-
-bool cpu_matches(const std::string &name) { return name.empty() || name.rfind("cpu", 0) == 0; }
-std::string cpu_names() { return "cpu (this machine), cpu-x86_64, cpu-x86_64-avx512, cpu-aarch64"; }
-
-TargetCode cpu_codegen_target(const Program &p, const std::string &name, int jobs) {
-  TargetCode c;
-  c.target = cpu_target_named(name);
-  c.code = cpu_codegen(p, c.target, jobs);
-  return c;
-}
-
-}  // namespace
-
-const TargetEntry cpu_target_entry = {.family = "cpu",
-                                      .matches = &cpu_matches,
-                                      .names = &cpu_names,
-                                      .blocked_layouts = true,
-                                      .threads = true,
-                                      .codegen = &cpu_codegen_target};
 
 const std::vector<const TargetEntry *> &target_entries() {
   static const std::vector<const TargetEntry *> all(std::begin(k_targets), std::end(k_targets));
@@ -47,7 +26,7 @@ const TargetEntry &target_find(const std::string &name) {
 void target_twins_add(TargetCode &code, const Program &p, int jobs) {
   // The twins run where the fakes run: this machine, or (CAPGRAPH_TWIN_TARGET=cpu-aarch64) the
   // aarch64 build of the runtime under qemu (targets/adreno/adreno_aarch64_e2e.sh).
-  const char *twin = getenv("CAPGRAPH_TWIN_TARGET");
+  const char *twin = knob_get("CAPGRAPH_TWIN_TARGET");
   code.twin_target = cpu_target_named(twin && *twin ? twin : "cpu");
   code.twins = cpu_codegen(p, code.twin_target, jobs);
 }

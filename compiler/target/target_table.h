@@ -19,6 +19,8 @@
 
 namespace capgraph {
 
+struct CompileReport;  // compile.h
+
 // What a target's code generation gives the capture writer.
 struct TargetCode {
   CpuTarget target;  // the capture's Target table (name, triple, cpu, features)
@@ -40,12 +42,13 @@ struct TargetEntry {
   bool (*matches)(const std::string &name);
   // The names it knows, comma separated, for messages.
   std::string (*names)();
-  // Layout choices: channel-blocked activations and packed weights (schedule/layout.h).
-  bool blocked_layouts;
   // Whether launches are split over CPU threads (--threads); false: one device queue.
   bool threads;
   // Compiles the scheduled program for target `name`; `jobs` threads.
   TargetCode (*codegen)(const Program &p, const std::string &name, int jobs);
+  // The target's layout choices on the scheduled program before code generation (channel-blocked
+  // activations, packed weights: schedule/layout.h), counted in `r`; nullptr: none.
+  void (*layouts)(Program &p, const std::string &name, CompileReport &r) = nullptr;
   // Optional, for `capgraph inspect`: this family's kernel facts in a capture as a text table
   // ("" when no kernel has them), and as the `,\n "<family>_kernels": [...]` member that closes
   // the inspect --json object ("" likewise).
@@ -60,7 +63,8 @@ const TargetEntry &target_find(const std::string &name);
 // Every entry this build carries, the CPU's first, in the order messages list them.
 const std::vector<const TargetEntry *> &target_entries();
 
-// The CPU's entry; the others are defined in targets/<name>/compiler/<name>_compile.cpp.
+// The CPU's entry (target/cpu.cpp); the others are defined in
+// targets/<name>/compiler/<name>_compile.cpp.
 extern const TargetEntry cpu_target_entry;
 
 // Host twins for a GPU target: the program compiled for this machine's CPU.

@@ -1,6 +1,7 @@
 // `capgraph compile` on bad input: damaged or missing ONNX files, unsupported ops, unbound or
 // badly bound dynamic dimensions, unknown targets. Every case must exit non-zero with a message
 // naming the thing, never crash, and never leave a half-written -o file or a temporary behind.
+// Also what a good compile records: the output-changing knobs that were set.
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -342,4 +343,38 @@ TEST_CASE("compile: shapes and dtypes that do not fit the op are refused naming 
     mentions.push_back(name + ".onnx");
     compile_fails(path, {}, mentions);
   }
+}
+
+TEST_CASE("compile: the output-changing knobs that are set are recorded, and inspect shows them") {
+  // Two 16-channel 3x3 convolutions: the activation between them is blocked (graph ports are
+  // not), so the layout reads CAPGRAPH_NO_REORDER_TILE through knob_get, which records it (it was
+  // missing from the hand-kept list before). A debug knob changes nothing and is not recorded.
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 16, 16, 16});
+  std::vector<float> w(16 * 16 * 9);
+  for (size_t i = 0; i < w.size(); i++) w[i] = 0.01f * float(int(i % 13) - 6);
+  b.initializer("w", w, {16, 16, 3, 3});
+  b.node("Conv", {"x", "w"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "conv1";
+  b.node("Relu", {"c"}, {"r"}).name = "relu1";
+  b.node("Conv", {"r", "w"}, {"y"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "conv2";
+  b.output("y", DataType::float32, {1, 16, 16, 16});
+  const std::string onnx = scratch_path("conv16.onnx");
+  b.save(onnx);
+  const std::string plain = scratch_path("conv16.cap"), knobbed = scratch_path("conv16_knobs.cap");
+  check_success(cli_run({"compile", onnx, "-o", plain}));
+  const cli_result plain_shown = cli_run({"inspect", plain});
+  check_success(plain_shown);
+  CHECK(plain_shown.output.find("compiled with") == std::string::npos);
+
+  setenv("CAPGRAPH_NO_REORDER_TILE", "1", 1);
+  setenv("CAPGRAPH_DEBUG_LAYOUT", "1", 1);
+  const cli_result compiled = cli_run({"compile", onnx, "-o", knobbed});
+  unsetenv("CAPGRAPH_NO_REORDER_TILE");
+  unsetenv("CAPGRAPH_DEBUG_LAYOUT");
+  check_success(compiled);
+  const cli_result shown = cli_run({"inspect", knobbed});
+  check_success(shown);
+  INFO(shown.output);
+  CHECK(shown.output.find("compiled with CAPGRAPH_NO_REORDER_TILE=1") != std::string::npos);
+  CHECK(shown.output.find("CAPGRAPH_DEBUG_LAYOUT") == std::string::npos);
 }

@@ -62,7 +62,6 @@ extern const TargetEntry adreno_target_entry;
 const TargetEntry adreno_target_entry = {.family = "adreno",
                                          .matches = &adreno_matches,
                                          .names = &adreno_names,
-                                         .blocked_layouts = false,
                                          .threads = false,
                                          .codegen = &adreno_codegen_target,
                                          .facts_text = &adreno_facts_text,

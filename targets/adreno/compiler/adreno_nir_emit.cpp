@@ -10,6 +10,7 @@
 #include "codegen/gpu_tile.h"
 #include "codegen/math_coeffs.h"
 #include "error.h"
+#include "knobs.h"
 
 // Mesa's C headers (extern "C" inside).
 #include "compiler/glsl_types.h"
@@ -761,7 +762,7 @@ struct NirKernelEmitter {
 // the axis divides by 4 and the store is a plain contiguous row along it (one vec4 store, no
 // bounds), else 1. Disabled with CAPGRAPH_ADRENO_SCALAR=1 (for comparison).
 int kernel_lanes(const Kernel &k, const Program &p) {
-  if (getenv("CAPGRAPH_ADRENO_SCALAR") || k.n_parallel < 1) return 1;
+  if (knob_get("CAPGRAPH_ADRENO_SCALAR") || k.n_parallel < 1) return 1;
   int ax = k.n_parallel - 1;
   if (k.axes[ax] % 4 != 0) return 1;
   int64_t step = 0;
@@ -793,7 +794,7 @@ bool load_is_vector(const Access &a, int ax) {
 // per output would leave the GPU idle while each walks its whole reduction. Float accumulators only
 // (shared memory holds 32-bit words). CAPGRAPH_ADRENO_SCALAR=1 turns it off (for comparison).
 bool kernel_group_reduces(const Kernel &k, int64_t outputs) {
-  if (getenv("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none || k.acc_dtype != DType::f32)
+  if (knob_get("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none || k.acc_dtype != DType::f32)
     return false;
   int64_t points = 1;
   for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];

@@ -46,7 +46,6 @@ extern const TargetEntry amd_target_entry;
 const TargetEntry amd_target_entry = {.family = "amd",
                                       .matches = &amd_matches,
                                       .names = &amd_target_names,
-                                      .blocked_layouts = false,
                                       .threads = false,
                                       .codegen = &amd_codegen_target,
                                       .facts_text = &amd_facts_text,

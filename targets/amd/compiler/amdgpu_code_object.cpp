@@ -49,65 +49,155 @@ struct OutSection {
 
 }  // namespace
 
-std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
-  Elf in = elf_open(relocatable, "reading the relocatable object");
-  const auto &eh = in.getHeader();
-  if (eh.e_type != E::ET_REL || eh.e_machine != E::EM_AMDGPU)
-    throw Error("AMDGPU link: input is not an AMDGPU relocatable object");
-  auto sections = take(in.sections(), "section table");
+namespace {
+
+uint32_t string_add(std::string &tab, const std::string &s) {
+  uint32_t off = (uint32_t)tab.size();
+  tab += s;
+  tab += '\0';
+  return off;
+}
+
+// amdgpu_link's steps over one relocatable object, in the order amdgpu_link runs them.
+class AmdgpuLink {
+ public:
+  explicit AmdgpuLink(const Elf &in)
+      : in(in), eh(in.getHeader()), sections(take(in.sections(), "section table")) {}
 
   // Allocated sections in three groups, in this order: notes, read-only data, code.
-  std::vector<OutSection> out_secs;
-  std::vector<int> out_of(sections.size(), -1);
-  for (int group = 0; group < 3; group++)
-    for (size_t i = 0; i < sections.size(); i++) {
-      const auto &s = sections[i];
-      if (!(s.sh_flags & E::SHF_ALLOC)) continue;  // symbols, strings, relocations, comments
-      std::string name = take(in.getSectionName(s), "section name").str();
-      if (s.sh_type == E::SHT_NOBITS || (s.sh_flags & E::SHF_WRITE))
-        throw Error("AMDGPU link: section " + name +
-                    " holds writable data; kernels may not have any");
-      int g = s.sh_type == E::SHT_NOTE ? 0 : (s.sh_flags & E::SHF_EXECINSTR) ? 2 : 1;
-      if (g != group) continue;
-      auto bytes = take(in.getSectionContents(s), "contents of " + name);
-      out_of[i] = (int)out_secs.size();
-      out_secs.push_back({(uint32_t)i, name, 0, s.sh_type, (uint32_t)s.sh_flags,
-                          std::max<uint64_t>(s.sh_addralign, 1),
-                          std::vector<uint8_t>(bytes.begin(), bytes.end())});
-    }
+  void sections_collect() {
+    out_of.assign(sections.size(), -1);
+    for (int group = 0; group < 3; group++)
+      for (size_t i = 0; i < sections.size(); i++) {
+        const auto &s = sections[i];
+        if (!(s.sh_flags & E::SHF_ALLOC)) continue;  // symbols, strings, relocations, comments
+        std::string name = take(in.getSectionName(s), "section name").str();
+        if (s.sh_type == E::SHT_NOBITS || (s.sh_flags & E::SHF_WRITE))
+          throw Error("AMDGPU link: section " + name +
+                      " holds writable data; kernels may not have any");
+        int g = s.sh_type == E::SHT_NOTE ? 0 : (s.sh_flags & E::SHF_EXECINSTR) ? 2 : 1;
+        if (g != group) continue;
+        auto bytes = take(in.getSectionContents(s), "contents of " + name);
+        out_of[i] = (int)out_secs.size();
+        out_secs.push_back({(uint32_t)i, name, 0, s.sh_type, (uint32_t)s.sh_flags,
+                            std::max<uint64_t>(s.sh_addralign, 1),
+                            std::vector<uint8_t>(bytes.begin(), bytes.end())});
+      }
+  }
 
   // Layout: headers, then the read-only segment, then code from the next page.
-  const int n_phdr = 3;
-  uint64_t at = sizeof(E::Elf64_Ehdr) + n_phdr * sizeof(E::Elf64_Phdr);
-  uint64_t ro_end = at, note_begin = 0, note_end = 0, text_begin = 0;
-  bool first_text = true;
-  for (OutSection &o : out_secs) {
-    if ((o.flags & E::SHF_EXECINSTR) && first_text) {
-      at = align_up(at, kPage);
-      text_begin = at;
-      first_text = false;
+  void sections_place() {
+    uint64_t at = sizeof(E::Elf64_Ehdr) + kPhdrs * sizeof(E::Elf64_Phdr);
+    ro_end = at;
+    bool first_text = true;
+    for (OutSection &o : out_secs) {
+      if ((o.flags & E::SHF_EXECINSTR) && first_text) {
+        at = align_up(at, kPage);
+        text_begin = at;
+        first_text = false;
+      }
+      at = align_up(at, o.align);
+      o.addr = at;
+      at += o.data.size();
+      if (o.type == E::SHT_NOTE) {
+        if (!note_begin) note_begin = o.addr;
+        note_end = at;
+      }
+      if (!(o.flags & E::SHF_EXECINSTR)) ro_end = at;
     }
-    at = align_up(at, o.align);
-    o.addr = at;
-    at += o.data.size();
-    if (o.type == E::SHT_NOTE) {
-      if (!note_begin) note_begin = o.addr;
-      note_end = at;
-    }
-    if (!(o.flags & E::SHF_EXECINSTR)) ro_end = at;
+    if (first_text) throw Error("AMDGPU link: the object has no code");
+    text_end = at;
   }
-  if (first_text) throw Error("AMDGPU link: the object has no code");
-  uint64_t text_end = at;
 
   // Symbols: resolved to addresses; undefined ones are an error (nothing is linked in).
-  const Elf::Elf_Shdr *symtab = nullptr;
-  for (const auto &s : sections)
-    if (s.sh_type == E::SHT_SYMTAB) symtab = &s;
-  if (!symtab) throw Error("AMDGPU link: the object has no symbol table");
-  auto syms = take(in.symbols(symtab), "symbols");
-  llvm::StringRef strtab = take(in.getStringTableForSymtab(*symtab), "symbol names");
-  auto sym_name = [&](const auto &sym) { return take(sym.getName(strtab), "symbol name").str(); };
-  auto sym_addr = [&](size_t i) -> uint64_t {
+  void symbols_read() {
+    const Elf::Elf_Shdr *symtab = nullptr;
+    for (const auto &s : sections)
+      if (s.sh_type == E::SHT_SYMTAB) symtab = &s;
+    if (!symtab) throw Error("AMDGPU link: the object has no symbol table");
+    syms = take(in.symbols(symtab), "symbols");
+    strtab = take(in.getStringTableForSymtab(*symtab), "symbol names");
+    for (size_t i = 1; i < syms.size(); i++)  // refuse undefined symbols even if unused
+      if (syms[i].st_shndx == E::SHN_UNDEF) sym_addr(i);
+  }
+
+  // Relocations. Only PC-relative ones: they need no loader, since the whole object moves as one.
+  // Source: AMDGPUUsage "Relocation Records": REL32 = S+A-P (32 bits), REL64 = S+A-P,
+  // REL32_LO = (S+A-P) & 0xFFFFFFFF, REL32_HI = (S+A-P) >> 32.
+  void relocations_apply() {
+    for (const auto &rs : sections) {
+      if (rs.sh_type == E::SHT_REL)
+        throw Error("AMDGPU link: SHT_REL relocations are not supported");
+      if (rs.sh_type != E::SHT_RELA || rs.sh_info >= sections.size() || out_of[rs.sh_info] < 0)
+        continue;
+      OutSection &target = out_secs[out_of[rs.sh_info]];
+      for (const auto &r : take(in.relas(rs), "relocations of " + target.name))
+        relocation_apply(target, r);
+    }
+  }
+
+  // The output: headers, sections, then a symbol table, its strings and the section names.
+  std::vector<uint8_t> output() {
+    std::vector<uint8_t> out(text_end, 0);
+    for (const OutSection &o : out_secs)
+      std::memcpy(out.data() + o.addr, o.data.data(), o.data.size());
+    std::string strings(1, '\0'), shstr(1, '\0');
+    uint32_t first_global = 0;
+    const std::vector<E::Elf64_Sym> out_syms = symbols_out(strings, &first_global);
+    uint64_t symtab_off = align_up(out.size(), 8);
+    out.resize(symtab_off);
+    for (const E::Elf64_Sym &s : out_syms) put(out, out.size(), s);
+    uint64_t strtab_off = out.size();
+    out.insert(out.end(), strings.begin(), strings.end());
+
+    std::vector<E::Elf64_Shdr> shdrs = section_headers(shstr);
+    uint32_t symtab_index = (uint32_t)shdrs.size();
+    auto plain = [&](const std::string &name, uint32_t type, uint64_t off, uint64_t size,
+                     uint64_t align) {
+      E::Elf64_Shdr h;
+      std::memset(&h, 0, sizeof h);
+      h.sh_name = string_add(shstr, name);
+      h.sh_type = type;
+      h.sh_offset = off;
+      h.sh_size = size;
+      h.sh_addralign = align;
+      shdrs.push_back(h);
+      return &shdrs.back();
+    };
+    E::Elf64_Shdr *sh =
+        plain(".symtab", E::SHT_SYMTAB, symtab_off, out_syms.size() * sizeof(E::Elf64_Sym), 8);
+    sh->sh_link = symtab_index + 1;
+    sh->sh_info = first_global;
+    sh->sh_entsize = sizeof(E::Elf64_Sym);
+    plain(".strtab", E::SHT_STRTAB, strtab_off, strings.size(), 1);
+    uint32_t shstr_index = (uint32_t)shdrs.size();
+    plain(".shstrtab", E::SHT_STRTAB, 0, 0, 1);  // placed below, once every name is in
+    shdrs.back().sh_offset = out.size();
+    shdrs.back().sh_size = shstr.size();
+    out.insert(out.end(), shstr.begin(), shstr.end());
+    uint64_t shoff = align_up(out.size(), 8);
+    out.resize(shoff);
+    for (const E::Elf64_Shdr &h : shdrs) put(out, out.size(), h);
+    headers_write(out, shoff, (uint16_t)shdrs.size(), (uint16_t)shstr_index);
+    return out;
+  }
+
+ private:
+  static constexpr int kPhdrs = 3;  // PT_LOAD read-only, PT_LOAD code, PT_NOTE
+
+  const Elf &in;
+  const Elf::Elf_Ehdr &eh;
+  const Elf::Elf_Shdr_Range sections;
+  std::vector<OutSection> out_secs;
+  std::vector<int> out_of;  // per input section: its index in out_secs, or -1 (not loaded)
+  uint64_t ro_end = 0, note_begin = 0, note_end = 0, text_begin = 0, text_end = 0;
+  Elf::Elf_Sym_Range syms;
+  llvm::StringRef strtab;
+
+  std::string sym_name(const Elf::Elf_Sym &sym) const {
+    return take(sym.getName(strtab), "symbol name").str();
+  }
+  uint64_t sym_addr(size_t i) const {
     const auto &sym = syms[i];
     if (sym.st_shndx == E::SHN_UNDEF)
       throw Error("AMDGPU link: undefined symbol '" + sym_name(sym) +
@@ -116,162 +206,133 @@ std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
     if (sym.st_shndx >= sections.size() || out_of[sym.st_shndx] < 0)
       throw Error("AMDGPU link: symbol '" + sym_name(sym) + "' is in a section that is not loaded");
     return out_secs[out_of[sym.st_shndx]].addr + sym.st_value;
-  };
-  for (size_t i = 1; i < syms.size(); i++)  // refuse undefined symbols even if unused
-    if (syms[i].st_shndx == E::SHN_UNDEF) sym_addr(i);
+  }
 
-  // Relocations. Only PC-relative ones: they need no loader, since the whole object moves as one.
-  // Source: AMDGPUUsage "Relocation Records": REL32 = S+A-P (32 bits), REL64 = S+A-P,
-  // REL32_LO = (S+A-P) & 0xFFFFFFFF, REL32_HI = (S+A-P) >> 32.
-  for (const auto &rs : sections) {
-    if (rs.sh_type == E::SHT_REL) throw Error("AMDGPU link: SHT_REL relocations are not supported");
-    if (rs.sh_type != E::SHT_RELA || rs.sh_info >= sections.size() || out_of[rs.sh_info] < 0)
-      continue;
-    OutSection &target = out_secs[out_of[rs.sh_info]];
-    for (const auto &r : take(in.relas(rs), "relocations of " + target.name)) {
-      uint32_t type = r.getType(false);
-      if (type == E::R_AMDGPU_NONE) continue;
-      uint32_t si = r.getSymbol(false);
-      if (si == 0 || si >= syms.size())
-        throw Error("AMDGPU link: a relocation in " + target.name + " has no symbol");
-      int64_t v = (int64_t)(sym_addr(si) + r.r_addend - (target.addr + r.r_offset));
-      size_t width = type == E::R_AMDGPU_REL64 ? 8 : 4;
-      if (r.r_offset + width > target.data.size())
-        throw Error("AMDGPU link: a relocation lies outside " + target.name);
-      uint8_t *w = target.data.data() + r.r_offset;
-      switch (type) {
-        case E::R_AMDGPU_REL64: std::memcpy(w, &v, 8); break;
-        case E::R_AMDGPU_REL32:
-        case E::R_AMDGPU_REL32_LO: {
-          uint32_t lo = (uint32_t)(uint64_t)v;
-          std::memcpy(w, &lo, 4);
-          break;
-        }
-        case E::R_AMDGPU_REL32_HI: {
-          uint32_t hi = (uint32_t)((uint64_t)v >> 32);
-          std::memcpy(w, &hi, 4);
-          break;
-        }
-        default:
-          throw Error("AMDGPU link: relocation type " + std::to_string(type) + " against '" +
-                      sym_name(syms[si]) + "' in " + target.name +
-                      " is not supported (it would need the loader to patch the code object)");
+  void relocation_apply(OutSection &target, const Elf::Elf_Rela &r) {
+    uint32_t type = r.getType(false);
+    if (type == E::R_AMDGPU_NONE) return;
+    uint32_t si = r.getSymbol(false);
+    if (si == 0 || si >= syms.size())
+      throw Error("AMDGPU link: a relocation in " + target.name + " has no symbol");
+    int64_t v = (int64_t)(sym_addr(si) + r.r_addend - (target.addr + r.r_offset));
+    size_t width = type == E::R_AMDGPU_REL64 ? 8 : 4;
+    if (r.r_offset + width > target.data.size())
+      throw Error("AMDGPU link: a relocation lies outside " + target.name);
+    uint8_t *w = target.data.data() + r.r_offset;
+    switch (type) {
+      case E::R_AMDGPU_REL64: std::memcpy(w, &v, 8); break;
+      case E::R_AMDGPU_REL32:
+      case E::R_AMDGPU_REL32_LO: {
+        uint32_t lo = (uint32_t)(uint64_t)v;
+        std::memcpy(w, &lo, 4);
+        break;
+      }
+      case E::R_AMDGPU_REL32_HI: {
+        uint32_t hi = (uint32_t)((uint64_t)v >> 32);
+        std::memcpy(w, &hi, 4);
+        break;
+      }
+      default:
+        throw Error("AMDGPU link: relocation type " + std::to_string(type) + " against '" +
+                    sym_name(syms[si]) + "' in " + target.name +
+                    " is not supported (it would need the loader to patch the code object)");
+    }
+  }
+
+  // The loaded symbols at their addresses, locals first as ELF requires (*first_global: the
+  // index of the first global); their names go into `strings`.
+  std::vector<E::Elf64_Sym> symbols_out(std::string &strings, uint32_t *first_global) const {
+    std::vector<E::Elf64_Sym> out_syms(1);
+    std::memset(&out_syms[0], 0, sizeof(E::Elf64_Sym));
+    for (int pass = 0; pass < 2; pass++) {  // locals first, as ELF requires
+      if (pass == 1) *first_global = (uint32_t)out_syms.size();
+      for (size_t i = 1; i < syms.size(); i++) {
+        const auto &sym = syms[i];
+        bool local = sym.getBinding() == E::STB_LOCAL;
+        if (local != (pass == 0) || sym.getType() == E::STT_SECTION || sym.getType() == E::STT_FILE)
+          continue;
+        bool loaded = sym.st_shndx == E::SHN_ABS ||
+                      (sym.st_shndx < sections.size() && out_of[sym.st_shndx] >= 0);
+        if (!loaded) continue;  // e.g. in debug sections, which are not kept
+        E::Elf64_Sym o;
+        std::memset(&o, 0, sizeof o);
+        o.st_name = string_add(strings, sym_name(sym));
+        o.st_info = sym.st_info;
+        o.st_other = sym.st_other;
+        o.st_shndx = sym.st_shndx == E::SHN_ABS ? (uint16_t)E::SHN_ABS
+                                                : (uint16_t)(out_of[sym.st_shndx] + 1);
+        o.st_value = sym_addr(i);
+        o.st_size = sym.st_size;
+        out_syms.push_back(o);
       }
     }
+    return out_syms;
   }
 
-  // The output: headers, sections, then a symbol table, its strings and the section names.
-  std::vector<uint8_t> out(text_end, 0);
-  for (const OutSection &o : out_secs)
-    std::memcpy(out.data() + o.addr, o.data.data(), o.data.size());
-  std::string strings(1, '\0'), shstr(1, '\0');
-  auto add_str = [](std::string &tab, const std::string &s) {
-    uint32_t off = (uint32_t)tab.size();
-    tab += s;
-    tab += '\0';
-    return off;
-  };
-  std::vector<E::Elf64_Sym> out_syms(1);
-  std::memset(&out_syms[0], 0, sizeof(E::Elf64_Sym));
-  uint32_t first_global = 0;
-  for (int pass = 0; pass < 2; pass++) {  // locals first, as ELF requires
-    if (pass == 1) first_global = (uint32_t)out_syms.size();
-    for (size_t i = 1; i < syms.size(); i++) {
-      const auto &sym = syms[i];
-      bool local = sym.getBinding() == E::STB_LOCAL;
-      if (local != (pass == 0) || sym.getType() == E::STT_SECTION || sym.getType() == E::STT_FILE)
-        continue;
-      bool loaded = sym.st_shndx == E::SHN_ABS ||
-                    (sym.st_shndx < sections.size() && out_of[sym.st_shndx] >= 0);
-      if (!loaded) continue;  // e.g. in debug sections, which are not kept
-      E::Elf64_Sym o;
-      std::memset(&o, 0, sizeof o);
-      o.st_name = add_str(strings, sym_name(sym));
-      o.st_info = sym.st_info;
-      o.st_other = sym.st_other;
-      o.st_shndx =
-          sym.st_shndx == E::SHN_ABS ? (uint16_t)E::SHN_ABS : (uint16_t)(out_of[sym.st_shndx] + 1);
-      o.st_value = sym_addr(i);
-      o.st_size = sym.st_size;
-      out_syms.push_back(o);
+  // The null section header, then one per loaded section (names into `shstr`).
+  std::vector<E::Elf64_Shdr> section_headers(std::string &shstr) const {
+    std::vector<E::Elf64_Shdr> shdrs(1);
+    std::memset(&shdrs[0], 0, sizeof(E::Elf64_Shdr));
+    for (const OutSection &o : out_secs) {
+      E::Elf64_Shdr h;
+      std::memset(&h, 0, sizeof h);
+      h.sh_name = string_add(shstr, o.name);
+      h.sh_type = o.type;
+      h.sh_flags = o.flags;
+      h.sh_addr = h.sh_offset = o.addr;
+      h.sh_size = o.data.size();
+      h.sh_addralign = o.align;
+      shdrs.push_back(h);
     }
+    return shdrs;
   }
-  uint64_t symtab_off = align_up(out.size(), 8);
-  out.resize(symtab_off);
-  for (const E::Elf64_Sym &s : out_syms) put(out, out.size(), s);
-  uint64_t strtab_off = out.size();
-  out.insert(out.end(), strings.begin(), strings.end());
 
-  std::vector<E::Elf64_Shdr> shdrs(1);
-  std::memset(&shdrs[0], 0, sizeof(E::Elf64_Shdr));
-  for (const OutSection &o : out_secs) {
-    E::Elf64_Shdr h;
-    std::memset(&h, 0, sizeof h);
-    h.sh_name = add_str(shstr, o.name);
-    h.sh_type = o.type;
-    h.sh_flags = o.flags;
-    h.sh_addr = h.sh_offset = o.addr;
-    h.sh_size = o.data.size();
-    h.sh_addralign = o.align;
-    shdrs.push_back(h);
+  // The ELF header and the program headers, at the start of `out`.
+  void headers_write(std::vector<uint8_t> &out, uint64_t shoff, uint16_t shnum,
+                     uint16_t shstrndx) const {
+    E::Elf64_Ehdr h;
+    // e_ident (class, data, OS ABI = HSA, ABI version) and e_flags (the processor)
+    std::memcpy(&h, &eh, sizeof h);
+    h.e_type = E::ET_DYN;
+    h.e_entry = 0;
+    h.e_phoff = sizeof(E::Elf64_Ehdr);
+    h.e_shoff = shoff;
+    h.e_ehsize = sizeof(E::Elf64_Ehdr);
+    h.e_phentsize = sizeof(E::Elf64_Phdr);
+    h.e_phnum = kPhdrs;
+    h.e_shentsize = sizeof(E::Elf64_Shdr);
+    h.e_shnum = shnum;
+    h.e_shstrndx = shstrndx;
+    put(out, 0, h);
+    auto phdr = [&](int i, uint32_t type, uint32_t flags, uint64_t off, uint64_t end,
+                    uint64_t align) {
+      E::Elf64_Phdr p;
+      p.p_type = type;
+      p.p_flags = flags;
+      p.p_offset = p.p_vaddr = p.p_paddr = off;
+      p.p_filesz = p.p_memsz = end - off;
+      p.p_align = align;
+      put(out, sizeof(E::Elf64_Ehdr) + i * sizeof(E::Elf64_Phdr), p);
+    };
+    phdr(0, E::PT_LOAD, E::PF_R, 0, ro_end, kPage);
+    phdr(1, E::PT_LOAD, E::PF_R | E::PF_X, text_begin, text_end, kPage);
+    phdr(2, E::PT_NOTE, E::PF_R, note_begin, note_end, 4);
   }
-  uint32_t symtab_index = (uint32_t)shdrs.size();
-  auto plain = [&](const std::string &name, uint32_t type, uint64_t off, uint64_t size,
-                   uint64_t align) {
-    E::Elf64_Shdr h;
-    std::memset(&h, 0, sizeof h);
-    h.sh_name = add_str(shstr, name);
-    h.sh_type = type;
-    h.sh_offset = off;
-    h.sh_size = size;
-    h.sh_addralign = align;
-    shdrs.push_back(h);
-    return &shdrs.back();
-  };
-  E::Elf64_Shdr *sh =
-      plain(".symtab", E::SHT_SYMTAB, symtab_off, out_syms.size() * sizeof(E::Elf64_Sym), 8);
-  sh->sh_link = symtab_index + 1;
-  sh->sh_info = first_global;
-  sh->sh_entsize = sizeof(E::Elf64_Sym);
-  plain(".strtab", E::SHT_STRTAB, strtab_off, strings.size(), 1);
-  uint32_t shstr_index = (uint32_t)shdrs.size();
-  plain(".shstrtab", E::SHT_STRTAB, 0, 0, 1);  // placed below, once every name is in
-  shdrs.back().sh_offset = out.size();
-  shdrs.back().sh_size = shstr.size();
-  out.insert(out.end(), shstr.begin(), shstr.end());
-  uint64_t shoff = align_up(out.size(), 8);
-  out.resize(shoff);
-  for (const E::Elf64_Shdr &h : shdrs) put(out, out.size(), h);
+};
 
-  E::Elf64_Ehdr h;
-  std::memcpy(
-      &h, &eh,
-      sizeof h);  // e_ident (class, data, OS ABI = HSA, ABI version) and e_flags (the processor)
-  h.e_type = E::ET_DYN;
-  h.e_entry = 0;
-  h.e_phoff = sizeof(E::Elf64_Ehdr);
-  h.e_shoff = shoff;
-  h.e_ehsize = sizeof(E::Elf64_Ehdr);
-  h.e_phentsize = sizeof(E::Elf64_Phdr);
-  h.e_phnum = n_phdr;
-  h.e_shentsize = sizeof(E::Elf64_Shdr);
-  h.e_shnum = (uint16_t)shdrs.size();
-  h.e_shstrndx = (uint16_t)shstr_index;
-  put(out, 0, h);
-  auto phdr = [&](int i, uint32_t type, uint32_t flags, uint64_t off, uint64_t end,
-                  uint64_t align) {
-    E::Elf64_Phdr p;
-    p.p_type = type;
-    p.p_flags = flags;
-    p.p_offset = p.p_vaddr = p.p_paddr = off;
-    p.p_filesz = p.p_memsz = end - off;
-    p.p_align = align;
-    put(out, sizeof(E::Elf64_Ehdr) + i * sizeof(E::Elf64_Phdr), p);
-  };
-  phdr(0, E::PT_LOAD, E::PF_R, 0, ro_end, kPage);
-  phdr(1, E::PT_LOAD, E::PF_R | E::PF_X, text_begin, text_end, kPage);
-  phdr(2, E::PT_NOTE, E::PF_R, note_begin, note_end, 4);
-  return out;
+}  // namespace
+
+std::vector<uint8_t> amdgpu_link(const std::vector<uint8_t> &relocatable) {
+  Elf in = elf_open(relocatable, "reading the relocatable object");
+  const auto &eh = in.getHeader();
+  if (eh.e_type != E::ET_REL || eh.e_machine != E::EM_AMDGPU)
+    throw Error("AMDGPU link: input is not an AMDGPU relocatable object");
+  AmdgpuLink link(in);
+  link.sections_collect();
+  link.sections_place();
+  link.symbols_read();
+  link.relocations_apply();
+  return link.output();
 }
 
 namespace {

@@ -409,8 +409,11 @@ TEST_CASE("the GPU work items, run on the host, compute what the host twins comp
     CpuTarget host = cpu_target_named("cpu");
     CaptureInfo info;
     info.model_name = model.filename().string();
-    std::vector<uint8_t> gpu_cap = capture_build(p, amdgpu_codegen_on_host(p, host), host, info);
-    std::vector<uint8_t> twin_cap = capture_build(p, cpu_codegen(p, host, 2), host, info);
+    const CodegenResult gpu = amdgpu_codegen_on_host(p, host), twin = cpu_codegen(p, host, 2);
+    std::vector<uint8_t> gpu_cap =
+        capture_build(p, gpu, host, capture_plan(p, gpu, info.threads), info);
+    std::vector<uint8_t> twin_cap =
+        capture_build(p, twin, host, capture_plan(p, twin, info.threads), info);
     for (unsigned seed : {1u, 2u}) {
       auto got = replay(gpu_cap, seed), want = replay(twin_cap, seed);
       REQUIRE(got.size() == want.size());

@@ -46,7 +46,6 @@ extern const TargetEntry null_target_entry;
 const TargetEntry null_target_entry = {.family = "null",
                                        .matches = &null_matches,
                                        .names = &null_names,
-                                       .blocked_layouts = false,
                                        .threads = false,
                                        .codegen = &null_codegen};
 

@@ -51,7 +51,6 @@ extern const TargetEntry nv_target_entry;
 const TargetEntry nv_target_entry = {.family = "nv",
                                      .matches = &nv_matches,
                                      .names = &nv_target_names,
-                                     .blocked_layouts = false,
                                      .threads = false,
                                      .codegen = &nv_codegen_target,
                                      .facts_text = &nv_facts_text,
