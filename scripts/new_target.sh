@@ -4,7 +4,7 @@
 # writes its README and adds the one line `capgraph_family(NAME)` to targets/CMakeLists.txt. Nothing
 # else changes: after it, configure, build and `ctest -R targets_NAME` pass, with NAME a working
 # copy of null (kernels run as host twins on the NAME device) to grow into the real family
-# (targets/null/README.md, "How to add a target"). NAME: lowercase letters and digits.
+# (targets/null/README.md, "How to add a family"). NAME: lowercase letters and digits.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=${1:-}
