@@ -13,7 +13,7 @@
 // capgraph profile MODEL.cap --device fake-amd[:CHIP]
 // One replay on the fake AMD GPU, whose RDNA3 emulator counts what each kernel's machine code
 // executed (VALU, FMA share, SALU, waits, VMEM and LDS bytes) and prints them with a roofline
-// estimate for a 7900 XTX (targets/amd/fake_amd.cpp, profile_text): objective counts, and an
+// estimate for a 7900 XTX (targets/amd/fake/fake_amd.cpp, profile_text): objective counts, and an
 // estimate labelled as one; no time is measured.
 #include <algorithm>
 #include <cstdio>
