@@ -1,8 +1,8 @@
-#include "adreno_hcq.h"
-
 #include <algorithm>
 #include <cstring>
 
+#include "adreno_chips.h"
+#include "adreno_hcq.h"
 #include "adreno_pm4.h"
 #include "kgsl_sys.h"
 #include "kgsl_transport.h"
@@ -14,25 +14,25 @@ uint32_t lo(uint64_t v) { return uint32_t(v); }
 uint32_t hi(uint64_t v) { return uint32_t(v >> 32); }
 uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
-// a630 limits: 32 KiB of shared memory per workgroup (freedreno_devices.py cs_shared_mem_size for
-// GPUId(630)), a 256-vec4 compute constant file (CONSTLEN_256, the largest a6xx CONSTANTRAMMODE;
-// ir3_compiler.c max_const_compute for gen 6), 1024 work items per workgroup, an instruction cache
-// of 64 units of 128 bytes that CP_LOAD_STATE6 preloads (freedreno_devices.py instr_cache_size).
-constexpr uint32_t max_shared_bytes = 32 * 1024;
+// The chip whose facts (adreno_chips.h) the checks and the encoder use: capgraph compiles for the
+// a630 only.
+const chip &a630() {
+  static const chip &c = *chip_find("a630");
+  return c;
+}
+
+// a6xx limits: a 256-vec4 compute constant file (CONSTLEN_256, the largest a6xx CONSTANTRAMMODE;
+// ir3_compiler.c max_const_compute for gen 6), 1024 work items per workgroup.
 constexpr uint32_t max_constlen_vec4 = 256;
 constexpr uint32_t max_workgroup = 1024;
-constexpr uint32_t instr_cache_units = 64;
 // CP_INDIRECT_BUFFER's size field: 20 bits of dwords (Linux adreno_ringbuffer.c, Mesa tu_cs.cc).
 constexpr uint64_t max_ib_dwords = (1u << 20) - 1;
-// TPL1_DBG_ECO_CNTL for the a630 (freedreno_devices.py magic_regs of GPUId(630)).
-constexpr uint32_t a630_tpl1_dbg_eco_cntl = 0x00108000;
 
 // Private memory (Mesa ir3_gallium.c ir3_get_private_mem, fd6_program.cc fd6_emit_shader): each of
-// the a630's 2 SP cores (num_sp_cores = num_ccu) holds fibers_per_sp = 128 * 16 fibers, each with
-// the per-fiber size rounded up to 512 bytes; one buffer for the capture, sized for its largest
+// the chip's SP cores (num_sp_cores) holds fibers_per_sp = 128 * 16 fibers, each with the
+// per-fiber size rounded up to 512 bytes; one buffer for the capture, sized for its largest
 // kernel, whose per-fiber size every kernel's registers then use (as Mesa's context does).
 constexpr uint64_t fibers_per_sp = 128 * 16;
-constexpr uint64_t num_sp_cores = 2;
 constexpr uint32_t max_private_bytes = 255 * 512;  // MEMSIZEPERITEM: 8 bits of 512-byte units
 
 uint64_t private_per_fiber(const fb::Capture *c) {
@@ -47,7 +47,7 @@ uint64_t private_per_sp(uint64_t per_fiber) {
 }
 
 uint64_t adreno_scratch_bytes(const fb::Capture *c) {
-  return private_per_sp(private_per_fiber(c)) * num_sp_cores;
+  return private_per_sp(private_per_fiber(c)) * a630().num_sp_cores;
 }
 
 // How many vec4 of ir3's driver params (struct ir3_driver_params_cs, ir3_shader.h) are uploaded:
@@ -85,7 +85,7 @@ class adreno_encoder final : public hcq::encoder {
     regs(SP_MODE_CONTROL, {1u | ISAMMODE_GL << 1});
     regs(SP_TP_MODE_CNTL, {ISAMMODE_GL});
     regs(SP_PERFCTR_ENABLE, {1u << 5});
-    regs(TPL1_DBG_ECO_CNTL, {a630_tpl1_dbg_eco_cntl});
+    regs(TPL1_DBG_ECO_CNTL, {a630().tpl1_dbg_eco_cntl});
     op(CP_WAIT_FOR_IDLE, {});
     regs(
         HLSQ_CS_NDRANGE_0,
@@ -120,7 +120,8 @@ class adreno_encoder final : public hcq::encoder {
     regs(SP_CS_CONFIG, {1u << 8});  // ENABLED, no textures, samplers or IBOs
     // The shader: preload at most the instruction cache (Mesa fd6_emit_shader), the rest is
     // fetched from SP_CS_OBJ_START.
-    const uint32_t preload = instrlen < instr_cache_units ? instrlen : instr_cache_units;
+    const uint32_t cache = a630().instr_cache_units;
+    const uint32_t preload = instrlen < cache ? instrlen : cache;
     op(CP_LOAD_STATE6_FRAG, {load_state6_0(0, ST6_SHADER, SS6_INDIRECT, SB6_CS_SHADER, preload),
                              lo(f.shader), hi(f.shader)});
     // Constants: the parameters from the kernel-argument block (patched per launch by the core),
@@ -239,7 +240,7 @@ bool adreno_capture_matches(const char *capture_target) {
   return strncmp(capture_target, "adreno-", 7) == 0;
 }
 
-std::string adreno_capture_names() { return "adreno-a630"; }
+std::string adreno_capture_names() { return chip_names(); }
 
 bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   const fb::Kernel *k = c->kernels()->Get(i);
@@ -278,9 +279,9 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
     return bad(std::to_string(a->private_memory_bytes()) +
                " bytes of private memory per work item (at most " +
                std::to_string(max_private_bytes) + ")");
-  if (a->shared_memory_bytes() > max_shared_bytes)
-    return bad(std::to_string(a->shared_memory_bytes()) +
-               " bytes of shared memory (the a630 has 32 KiB)");
+  if (a->shared_memory_bytes() > a630().shared_bytes)
+    return bad(std::to_string(a->shared_memory_bytes()) + " bytes of shared memory (the " +
+               a630().name + " has " + std::to_string(a630().shared_bytes / 1024) + " KiB)");
   const uint64_t items =
       uint64_t(a->workgroup_size_x()) * a->workgroup_size_y() * a->workgroup_size_z();
   if (!items || items > max_workgroup || a->workgroup_size_x() > max_workgroup ||

@@ -1,5 +1,3 @@
-#include "fake_kgsl.h"
-
 #include <fcntl.h>
 #include <sys/mman.h>
 
@@ -15,6 +13,7 @@
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
 #include "clock_text.h"
+#include "fake_kgsl.h"
 #include "kgsl_transport.h"
 
 namespace capgraph::adreno {
@@ -89,7 +88,7 @@ int fake_kgsl::ioctl_body(unsigned long request, void *arg) {
       info.mmu_enabled = 1;
       info.gpu_id = ((chip_id_ >> 24) & 0xff) * 100 + ((chip_id_ >> 16) & 0xff) * 10 +
                     ((chip_id_ >> 8) & 0xff);
-      info.gmem_sizebytes = 1 << 20;  // the a630's 1 MiB of GMEM (freedreno_devices.py gmem_size)
+      info.gmem_sizebytes = adreno::chip_find("a630")->gmem_bytes;  // the a630's, for any chip id
       memcpy(reinterpret_cast<void *>(uintptr_t(p->value)), &info, sizeof info);
       return 0;
     }
@@ -558,7 +557,7 @@ capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transp
                                  std::string *err) {
   const char *colon = strchr(device, ':');
   const std::string mode = colon ? colon + 1 : "";
-  uint32_t chip = kgsl::chip_id_a630;
+  uint32_t chip = adreno::chip_find("a630")->chip_id;
   bool wedge = false;
   const char *env = getenv("CAPGRAPH_FAKE_ADRENO_WEDGE");
   if (env && strcmp(env, "1") == 0) wedge = true;
