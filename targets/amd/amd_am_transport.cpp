@@ -1,9 +1,9 @@
-#include "amd_am_transport.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 
+#include "amd_am_transport.h"
+#include "amd_chips.h"
 #include "amd_packets.h"
 #include "hcq/signal.h"
 #include "hcq/wait.h"
@@ -41,6 +41,10 @@ std::string am_transport::name() const {
 }
 
 std::string am_transport::chip_name() const { return dev_.chip_info().name; }
+uint64_t am_transport::clock_hz() const {
+  const amd::chip *c = amd::chip_find(dev_.chip_info().name.c_str());
+  return c ? c->timestamp_hz : 0;
+}
 
 capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory *out,
                                     std::string *err) {

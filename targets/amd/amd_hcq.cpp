@@ -3,13 +3,12 @@
 // registers, user SGPRs, DISPATCH_DIRECT; signal: RELEASE_MEM end-of-pipe with cache write-back;
 // wait: WAIT_REG_MEM >=), Linux gfx_v11_0.c (emit_mem_sync, emit_fence) and sdma_v6_0.c
 // (emit_copy_buffer: count = bytes - 1; emit_fence; emit_pipeline_sync: POLL_REGMEM).
-#include "amd_hcq.h"
-
 #include <algorithm>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 
+#include "amd_hcq.h"
 #include "amd_packets.h"
 #include "kfd_transport.h"
 
@@ -190,9 +189,10 @@ kernel_descriptor kernel_descriptor_decode(const uint8_t *kd) {
           load_le<uint16_t>(kd + kd_kernel_code_properties)};
 }
 
-bool amd_rsrc2_with_lds(uint32_t rsrc2, uint32_t group_segment_size, uint32_t *out) {
+bool amd_rsrc2_with_lds(const amd::chip &chip, uint32_t rsrc2, uint32_t group_segment_size,
+                        uint32_t *out) {
   const uint32_t blocks = (group_segment_size + 511) / 512;
-  if (group_segment_size > 65536 || blocks > 0x1ff) return false;
+  if (group_segment_size > chip.lds_bytes || blocks > 0x1ff) return false;
   *out = (rsrc2 & ~(0x1ffu << 15)) | std::max(blocks, (rsrc2 >> 15) & 0x1ff) << 15;
   return true;
 }
@@ -270,9 +270,10 @@ capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_
   d.code = program_gpu + code;
   d.kernarg_sgpr = amd_kernarg_sgpr(props);
   d.rsrc1 = rsrc1;
-  if (!amd_rsrc2_with_lds(rsrc2, a->group_segment_size(), &d.rsrc2)) {
+  if (!amd_rsrc2_with_lds(*chip, rsrc2, a->group_segment_size(), &d.rsrc2)) {
     *err = what + ": needs " + std::to_string(a->group_segment_size()) +
-           " bytes of LDS, more than the 64 KiB one workgroup may have";
+           " bytes of LDS, more than the " + std::to_string(chip->lds_bytes / 1024) +
+           " KiB one workgroup may have";
     return CAPGRAPH_ERR_FORMAT;
   }
   d.rsrc3 = rsrc3;

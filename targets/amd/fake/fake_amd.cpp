@@ -1,5 +1,3 @@
-#include "fake_amd.h"
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -11,6 +9,7 @@
 #include "amd_hcq.h"
 #include "clock_text.h"
 #include "cpu_target.h"
+#include "fake_amd.h"
 #include "hcq/signal.h"
 #include "hcq/wait.h"
 #include "hcq/word_compare.h"
@@ -386,7 +385,7 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   const fb::AmdKernel *a = k->facts_as_AmdKernel();
   const std::string what = "DISPATCH_DIRECT of kernel '" + k->name()->str() + "': ";
   uint32_t rsrc2 = 0;
-  if (!hcq::amd_rsrc2_with_lds(a->rsrc2(), a->group_segment_size(), &rsrc2))
+  if (!hcq::amd_rsrc2_with_lds(chip_, a->rsrc2(), a->group_segment_size(), &rsrc2))
     return raise(what + "its group segment does not fit the LDS");
   if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != rsrc2 ||
       (chip_.has_pgm_rsrc3 && sh(reg::COMPUTE_PGM_RSRC3) != a->rsrc3()))
