@@ -568,8 +568,10 @@ capture_preamble capture_preamble_check(const uint8_t *data, size_t size) {
         !root->VerifyField<uint16_t>(v, fb::Capture::VT_VERSION_MAJOR, 2) ||
         !root->VerifyField<uint16_t>(v, fb::Capture::VT_VERSION_MINOR, 2))
       return p.status = st::bad_root, p;
-    p.major = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MAJOR, 1);
-    p.minor = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MINOR, 0);
+    // Through the generated accessors, which know the schema's defaults (a minor version equal to
+    // its default, 1, is not stored; reading it with another default said "3.0" for 3.1).
+    p.major = fb::GetCapture(data)->version_major();
+    p.minor = fb::GetCapture(data)->version_minor();
     if (p.major < k_capture_major_oldest || p.major > k_capture_major_newest)
       return p.status = st::bad_version, p;
   }
