@@ -62,9 +62,12 @@ class kfd_transport final : public hcq::transport {
     const amd::chip *c = amd::chip_by_gfx_target_version(node_.gfx_target_version);
     return c ? c->name : "gfx_target_version " + std::to_string(node_.gfx_target_version);
   }
-  // The GPU timestamp counter runs at the 100 MHz reference clock on RDNA and CDNA (tinygrad's
-  // ops_amd.py divides timestamps by 100 to get microseconds). Not measured here.
-  uint64_t clock_hz() const override { return 100000000; }
+  // The chip's timestamp rate (amd_chips.h); 0 for a chip capgraph does not know, where no capture
+  // runs (the target's device check refuses it first).
+  uint64_t clock_hz() const override {
+    const amd::chip *c = amd::chip_by_gfx_target_version(node_.gfx_target_version);
+    return c ? c->timestamp_hz : 0;
+  }
 
   capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
                         std::string *err) override {

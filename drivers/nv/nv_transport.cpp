@@ -17,7 +17,8 @@
 #include "hcq/signal.h"
 #include "hcq/wait.h"
 #include "nv_abi.h"
-#include "nv_hcq.h"
+#include "nv_chips.h"
+#include "nv_hcq.h"  // the GPFIFO submit
 
 namespace capgraph::nv {
 namespace {

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "amd_chips.h"
 #include "amd_packets.h"
 #include "hcq/signal.h"
 #include "hcq/wait.h"
@@ -41,6 +42,10 @@ std::string am_transport::name() const {
 }
 
 std::string am_transport::chip_name() const { return dev_.chip_info().name; }
+uint64_t am_transport::clock_hz() const {
+  const amd::chip *c = amd::chip_find(dev_.chip_info().name.c_str());
+  return c ? c->timestamp_hz : 0;
+}
 
 capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory *out,
                                     std::string *err) {
@@ -282,9 +287,13 @@ bool am_transport::sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, 
     }
     sdma_words_.clear();
     packet_writer w(&sdma_words_);
-    w.emit(packet::SDMA_COPY_LINEAR,
-           {n - 1, 0, 0, device_layout::staging_va, am::device::vram_va(pa + done)});
-    w.emit(packet::SDMA_FENCE, {0, am::device::vram_va(device_layout::copy_fence), ++copy_seq_});
+    using copy = fields::SDMA_COPY_LINEAR;
+    using fence = fields::SDMA_FENCE;
+    w.emit({{copy::count, n - 1},
+            {copy::src, device_layout::staging_va},
+            {copy::dst, am::device::vram_va(pa + done)}});
+    w.emit({{fence::addr, am::device::vram_va(device_layout::copy_fence)},
+            {fence::data, ++copy_seq_}});
     if (!w.error().empty()) {
       *err = name() + ": SDMA copy-in packets: " + w.error();
       return false;
@@ -309,11 +318,13 @@ bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::
     std::string e;
     sdma_words_.clear();
     packet_writer w(&sdma_words_);
-    w.emit(packet::SDMA_COPY_LINEAR,
-           {n - 1, 0, 0, am::device::vram_va(pa + done), device_layout::staging_va});
+    using copy = fields::SDMA_COPY_LINEAR;
+    w.emit({{copy::count, n - 1},
+            {copy::src, am::device::vram_va(pa + done)},
+            {copy::dst, device_layout::staging_va}});
     // The trigger: any dword written there (tinygrad writes 0). The engine runs packets in order,
     // so the copy has landed in the SRAM when the bridge sees it; no fence read is needed.
-    w.emit(packet::SDMA_FENCE, {0, dev_.staging_trigger_va(), 0});
+    w.emit({{fields::SDMA_FENCE::addr, dev_.staging_trigger_va()}, {fields::SDMA_FENCE::data, 0}});
     if (!w.error().empty()) {
       *err = name() + ": SDMA copy-out packets: " + w.error();
       return false;

@@ -45,9 +45,9 @@ class am_transport : public hcq::transport {
   am_transport(am::device &dev, std::string label);
   std::string name() const override;
   std::string chip_name() const override;
-  // The engines' timestamps count the 100 MHz reference clock, as the KFD transport says
-  // (drivers/kfd/kfd_transport.cpp). The graph does not download them on a shadowed transport.
-  uint64_t clock_hz() const override { return 100000000; }
+  // The chip's timestamp rate (amd_chips.h). The graph does not download timestamps on a shadowed
+  // transport.
+  uint64_t clock_hz() const override;
 
   capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
                         std::string *err) override;

@@ -21,6 +21,7 @@
 #include <string>
 #include <vector>
 
+#include "adreno_chips.h"
 #include "hcq/graph.h"
 #include "hcq/host_twins.h"
 #include "hcq/target.h"
@@ -31,7 +32,7 @@ namespace capgraph::adreno {
 
 class fake_kgsl final : public kgsl::kgsl_sys {
  public:
-  explicit fake_kgsl(uint32_t chip_id = kgsl::chip_id_a630);
+  explicit fake_kgsl(uint32_t chip_id = adreno::chip_find("a630")->chip_id);
   ~fake_kgsl() override;
 
   int open(const char *path, int flags) override;
