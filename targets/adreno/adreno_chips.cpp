@@ -11,27 +11,27 @@
 namespace capgraph::adreno {
 namespace {
 
-constexpr chip k_chips[] = {
+constexpr chip kChips[] = {
     {"a630", 0x06030001, 630, 32 * 1024, 64, 96, 64, 2, 1 << 20, 0x00108000},
 };
 
 }  // namespace
 
 const chip *chip_find(const char *name) {
-  for (const chip &c : k_chips)
+  for (const chip &c : kChips)
     if (strcmp(c.name, name) == 0) return &c;
   return nullptr;
 }
 
 const chip *chip_by_id(uint32_t chip_id) {
-  for (const chip &c : k_chips)
+  for (const chip &c : kChips)
     if (c.chip_id >> 8 == chip_id >> 8) return &c;
   return nullptr;
 }
 
 std::string chip_names() {
   std::string s;
-  for (const chip &c : k_chips) s += std::string(s.empty() ? "adreno-" : ", adreno-") + c.name;
+  for (const chip &c : kChips) s += std::string(s.empty() ? "adreno-" : ", adreno-") + c.name;
   return s;
 }
 

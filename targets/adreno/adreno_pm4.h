@@ -152,26 +152,26 @@ class pm4_writer {
   const std::string &error() const { return error_; }
 
  private:
-  static constexpr size_t k_max_fields = 16;
+  static constexpr size_t kMaxFields = 16;
   template <class Field>
   static size_t split(std::initializer_list<field_value<Field>> v, uint8_t *ids, uint64_t *values) {
     size_t n = 0;
     for (const field_value<Field> &x : v)
-      if (n < k_max_fields) ids[n] = uint8_t(x.field), values[n++] = x.value;
+      if (n < kMaxFields) ids[n] = uint8_t(x.field), values[n++] = x.value;
     return n;
   }
   template <class Field>
   size_t payload_size(std::initializer_list<field_value<Field>> v) {
-    uint8_t ids[k_max_fields];
-    uint64_t values[k_max_fields];
+    uint8_t ids[kMaxFields];
+    uint64_t values[kMaxFields];
     return payload_words(fields::fields_of(Field{}), ids, split(v, ids, values));
   }
   template <class Field>
   void named(std::initializer_list<field_value<Field>> v, uint32_t *words, size_t num_words) {
-    uint8_t ids[k_max_fields];
-    uint64_t values[k_max_fields];
+    uint8_t ids[kMaxFields];
+    uint64_t values[kMaxFields];
     const size_t n = split(v, ids, values);
-    if (v.size() > k_max_fields) fail(std::to_string(v.size()) + " fields named");
+    if (v.size() > kMaxFields) fail(std::to_string(v.size()) + " fields named");
     fields_write(fields::fields_of(Field{}), ids, values, n, words, num_words, &error_);
   }
   void packet_words(uint32_t op, const std::vector<uint32_t> &payload);

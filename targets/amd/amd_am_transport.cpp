@@ -24,10 +24,10 @@ std::string hex(uint64_t v) {
 
 // The top of VRAM holds the IP discovery table (am_discovery.h: VRAM end - 64 KiB); leave the
 // last MiB alone.
-constexpr uint64_t k_vram_reserved_top = 1ull << 20;
+constexpr uint64_t kVramReservedTop = 1ull << 20;
 // A GC VM fault status read every this many polls: a fault ends the wait early at the cost of
 // one register read per few VRAM reads.
-constexpr uint64_t k_fault_check_every = 8;
+constexpr uint64_t kFaultCheckEvery = 8;
 
 }  // namespace
 
@@ -54,7 +54,7 @@ capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory
   const uint64_t bytes = align_up(size ? size : 1, 4096);
   const uint64_t pa = align_up(next_pa_, 4096);
   const uint64_t limit =
-      dev_.vram_bytes() > k_vram_reserved_top ? dev_.vram_bytes() - k_vram_reserved_top : 0;
+      dev_.vram_bytes() > kVramReservedTop ? dev_.vram_bytes() - kVramReservedTop : 0;
   if (pa + bytes > limit || pa + bytes < pa) {
     *err = name() + ": " + std::to_string(bytes) + " bytes do not fit the VRAM left (" +
            std::to_string(limit > pa ? limit - pa : 0) + " bytes)";
@@ -180,7 +180,7 @@ capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t targ
       *const_cast<volatile uint64_t *>(value) = v;  // the shadow follows the device
       return CAPGRAPH_OK;
     }
-    return ++polls % k_fault_check_every == 0 ? fault_check(v, e) : CAPGRAPH_OK;
+    return ++polls % kFaultCheckEvery == 0 ? fault_check(v, e) : CAPGRAPH_OK;
   };
   // Each poll is a read over the bridge, which already takes microseconds: no nap between them
   // (a wait that lets the host sleep needs the bridge's help: issue "USB GPU from the comma
@@ -256,9 +256,8 @@ capgraph_status am_transport::download(const hcq::memory &m, uint64_t offset, ui
 bool am_transport::sdma_usable(uint64_t size, bool in) const {
   // SDMA queue 0 runs once the GPU is booted (teardown stops it); copy-out also needs a staging
   // window the host can read back.
-  return sdma_copies_ && dev_.booted() &&
-         size >= (in ? k_sdma_min_in_bytes : k_sdma_min_out_bytes) && !bounce_.empty() &&
-         (in || dev_.staging_trigger_va() != 0);
+  return sdma_copies_ && dev_.booted() && size >= (in ? kSdmaMinInBytes : kSdmaMinOutBytes) &&
+         !bounce_.empty() && (in || dev_.staging_trigger_va() != 0);
 }
 
 namespace {

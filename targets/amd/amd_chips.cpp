@@ -20,34 +20,33 @@ namespace {
 
 // gfx10/11 ACQUIRE_MEM GCR_CNTL: GLI_INV(1) | GLM_WB | GLM_INV | GLK_WB | GLK_INV | GLV_INV |
 // GL1_INV | GL2_INV | GL2_WB (bits 0, 4, 5, 6, 7, 8, 9, 14, 15).
-constexpr uint32_t k_gcr_acquire_all =
+constexpr uint32_t kGcrAcquireAll =
     0x1u | 0x10 | 0x20 | 0x40 | 0x80 | 0x100 | 0x200 | 0x4000 | 0x8000;
 // gfx10/11 RELEASE_MEM dword 1: GLM_WB(12) | GLM_INV(13) | GL2_WB(21) | SEQ(22), shifted down to
 // the cache_ctl field (bit 12 = field bit 0).
-constexpr uint32_t k_gcr_release_wb = (1u << 0) | (1u << 1) | (1u << 9) | (1u << 10);
+constexpr uint32_t kGcrReleaseWb = (1u << 0) | (1u << 1) | (1u << 9) | (1u << 10);
 // gfx12 RELEASE_MEM: GL2_WB(21) | SEQ(22) only (GLM bits are gone).
-constexpr uint32_t k_gcr12_release_wb = (1u << 9) | (1u << 10);
+constexpr uint32_t kGcr12ReleaseWb = (1u << 9) | (1u << 10);
 // gfx9 ACQUIRE_MEM CP_COHER_CNTL: SH_ICACHE(29) | SH_KCACHE(27) | TC(23) | TCL1(22) | TC_WB(18).
-constexpr uint32_t k_coher_gfx9 = (1u << 29) | (1u << 27) | (1u << 23) | (1u << 22) | (1u << 18);
+constexpr uint32_t kCoherGfx9 = (1u << 29) | (1u << 27) | (1u << 23) | (1u << 22) | (1u << 18);
 // gfx9 RELEASE_MEM dword 1: EOP_TC_WB_ACTION_EN(15) | EOP_TC_ACTION_EN(17), field-relative.
-constexpr uint32_t k_eop_gfx9 = (1u << 3) | (1u << 5);
+constexpr uint32_t kEopGfx9 = (1u << 3) | (1u << 5);
 
 // LDS one workgroup may allocate: 64 KiB on GFX9 (CDNA) through GFX12 (RDNA3 has 128 KiB per
 // WGP, 64 KiB addressable by one workgroup).
-constexpr uint32_t k_lds_64k = 64 * 1024;
+constexpr uint32_t kLds64k = 64 * 1024;
 // The GPU timestamp counter runs at the 100 MHz reference clock on RDNA and CDNA (tinygrad's
 // ops_amd.py divides timestamps by 100 to get microseconds). Not measured here.
-constexpr uint64_t k_ref_clock = 100000000;
+constexpr uint64_t kRefClock = 100000000;
 
-constexpr chip k_chips[] = {
-    {"gfx1100", "RDNA3", 110000, 32, true, true, true, k_gcr_acquire_all, k_gcr_release_wb, 6,
-     k_lds_64k, k_ref_clock},
-    {"gfx1200", "RDNA4", 120000, 32, true, true, true, k_gcr_acquire_all, k_gcr12_release_wb, 7,
-     k_lds_64k, k_ref_clock},
-    {"gfx1201", "RDNA4", 120001, 32, true, true, true, k_gcr_acquire_all, k_gcr12_release_wb, 7,
-     k_lds_64k, k_ref_clock},
-    {"gfx942", "CDNA3", 90402, 64, false, false, true, k_coher_gfx9, k_eop_gfx9, 4, k_lds_64k,
-     k_ref_clock},
+constexpr chip kChips[] = {
+    {"gfx1100", "RDNA3", 110000, 32, true, true, true, kGcrAcquireAll, kGcrReleaseWb, 6, kLds64k,
+     kRefClock},
+    {"gfx1200", "RDNA4", 120000, 32, true, true, true, kGcrAcquireAll, kGcr12ReleaseWb, 7, kLds64k,
+     kRefClock},
+    {"gfx1201", "RDNA4", 120001, 32, true, true, true, kGcrAcquireAll, kGcr12ReleaseWb, 7, kLds64k,
+     kRefClock},
+    {"gfx942", "CDNA3", 90402, 64, false, false, true, kCoherGfx9, kEopGfx9, 4, kLds64k, kRefClock},
 };
 
 }  // namespace
@@ -63,20 +62,20 @@ const char *register_name(uint32_t offset) {
 }
 
 const chip *chip_find(const char *name) {
-  for (const chip &c : k_chips)
+  for (const chip &c : kChips)
     if (strcmp(c.name, name) == 0) return &c;
   return nullptr;
 }
 
 const chip *chip_by_gfx_target_version(uint32_t version) {
-  for (const chip &c : k_chips)
+  for (const chip &c : kChips)
     if (c.gfx_target_version == version) return &c;
   return nullptr;
 }
 
 const chip *chips_all(unsigned *count) {
-  *count = unsigned(sizeof(k_chips) / sizeof(k_chips[0]));
-  return k_chips;
+  *count = unsigned(sizeof(kChips) / sizeof(kChips[0]));
+  return kChips;
 }
 
 }  // namespace capgraph::amd

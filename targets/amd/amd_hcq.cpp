@@ -147,7 +147,7 @@ class pm4_encoder final : public encoder {
 };
 
 class sdma_encoder final : public encoder {
-  static constexpr uint64_t k_mtype_uc = 3;
+  static constexpr uint64_t kMtypeUc = 3;
 
  public:
   sdma_encoder(const amd::chip &chip, std::vector<uint32_t> *out) : encoder(out), w_(out) {}
@@ -169,8 +169,8 @@ class sdma_encoder final : public encoder {
     // the old low half (which could look ahead of the true value). MTYPE 3 (uncached): the CPU
     // and the other engines see the write (as amdgpu's sdma_v6_0_ring_emit_fence sets it).
     using f = amd::fields::SDMA_FENCE;
-    w_.emit({{f::mtype, k_mtype_uc}, {f::addr, addr}, {f::data, uint32_t(value)}});
-    w_.emit({{f::mtype, k_mtype_uc}, {f::addr, addr + 4}, {f::data, uint32_t(value >> 32)}});
+    w_.emit({{f::mtype, kMtypeUc}, {f::addr, addr}, {f::data, uint32_t(value)}});
+    w_.emit({{f::mtype, kMtypeUc}, {f::addr, addr + 4}, {f::data, uint32_t(value >> 32)}});
   }
 
   void wait(uint64_t addr, uint32_t value) override {
@@ -187,7 +187,7 @@ class sdma_encoder final : public encoder {
   }
 
   void interrupt(uint64_t mailbox, uint32_t id) override {
-    w_.emit({{amd::fields::SDMA_FENCE::mtype, k_mtype_uc},
+    w_.emit({{amd::fields::SDMA_FENCE::mtype, kMtypeUc},
              {amd::fields::SDMA_FENCE::addr, mailbox},
              {amd::fields::SDMA_FENCE::data, id}});
     w_.emit({{amd::fields::SDMA_TRAP::int_context, id & 0xfffffff}});

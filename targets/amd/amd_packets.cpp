@@ -35,16 +35,16 @@ const packet_desc *lookup(engine eng, uint8_t opcode, uint8_t sub_op, size_t dwo
 void packet_writer::emit_named(packet id, const uint8_t *f, const uint64_t *v, size_t count,
                                const uint32_t *tail, size_t tail_len) {
   const packet_desc &d = packet_info(id);
-  uint64_t values[k_max_fields] = {};
-  bool named[k_max_fields] = {};
-  for (size_t i = 0; i < count && i < k_max_fields; ++i) {
+  uint64_t values[kMaxFields] = {};
+  bool named[kMaxFields] = {};
+  for (size_t i = 0; i < count && i < kMaxFields; ++i) {
     // A field enum has exactly the packet's fields, so f[i] < d.num_fields.
     if (named[f[i]] && error_.empty())
       error_ = std::string(d.name) + "." + d.fields[f[i]].name + ": named twice";
     named[f[i]] = true;
     values[f[i]] = v[i];
   }
-  if (count > k_max_fields && error_.empty())
+  if (count > kMaxFields && error_.empty())
     error_ = std::string(d.name) + ": " + std::to_string(count) + " fields named";
   emit_values(id, values, d.num_fields, tail, tail_len);
 }

@@ -86,21 +86,21 @@ class packet_writer {
   std::vector<uint32_t> &words() { return *out_; }
 
  private:
-  static constexpr size_t k_max_fields = 16;
+  static constexpr size_t kMaxFields = 16;
   template <class Field>
   void emit_fields(packet id, std::initializer_list<field_value<Field>> values,
                    const uint32_t *tail, size_t tail_len) {
-    uint8_t f[k_max_fields];
-    uint64_t v[k_max_fields];
+    uint8_t f[kMaxFields];
+    uint64_t v[kMaxFields];
     size_t n = 0;
     for (const field_value<Field> &x : values) {
-      if (n == k_max_fields) break;
+      if (n == kMaxFields) break;
       f[n] = uint8_t(x.field);
       v[n++] = x.value;
     }
     emit_named(id, f, v, values.size(), tail, tail_len);
   }
-  // `count` fields named (the first k_max_fields of them in f and v).
+  // `count` fields named (the first kMaxFields of them in f and v).
   void emit_named(packet id, const uint8_t *f, const uint64_t *v, size_t count,
                   const uint32_t *tail, size_t tail_len);
   std::vector<uint32_t> *out_;

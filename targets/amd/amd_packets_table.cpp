@@ -7,8 +7,8 @@
 namespace capgraph::amd {
 namespace {
 
-constexpr const char *k_nvd = "Linux amdgpu nvd.h / soc15d.h, Mesa sid.h";
-constexpr const char *k_sdma = "Linux amdgpu sdma_v6_0_0_pkt_open.h, sdma_v6_0.c";
+constexpr const char *kNvd = "Linux amdgpu nvd.h / soc15d.h, Mesa sid.h";
+constexpr const char *kSdma = "Linux amdgpu sdma_v6_0_0_pkt_open.h, sdma_v6_0.c";
 
 #define AMD_FIELD_DESC(name, dword, lo, hi) {#name, dword, lo, hi},
 #define AMD_PACKET_FIELDS(id, eng, name, opcode, sub_op, dwords, variable, source, FIELDS) \
@@ -23,11 +23,11 @@ AMD_PACKETS(AMD_PACKET_FIELDS)
    f_##id, uint8_t(std::size(f_##id)), source},
 // clang-format on
 // Rows and `enum class packet` come from the one list, so they are in the same order.
-constexpr packet_desc k_table[] = {AMD_PACKETS(AMD_PACKET_DESC)};
+constexpr packet_desc kTable[] = {AMD_PACKETS(AMD_PACKET_DESC)};
 #undef AMD_PACKET_DESC
-static_assert(sizeof(k_table) / sizeof(k_table[0]) == size_t(packet::count_));
+static_assert(sizeof(kTable) / sizeof(kTable[0]) == size_t(packet::count_));
 constexpr bool fields_fit() {
-  for (const packet_desc &d : k_table)
+  for (const packet_desc &d : kTable)
     if (d.num_fields > std::size(decoded{}.values)) return false;
   return true;
 }
@@ -35,6 +35,6 @@ static_assert(fields_fit(), "a packet has more fields than decoded::values holds
 
 }  // namespace
 
-const packet_desc &packet_info(packet id) { return k_table[size_t(id)]; }
+const packet_desc &packet_info(packet id) { return kTable[size_t(id)]; }
 
 }  // namespace capgraph::amd

@@ -21,26 +21,26 @@
 // clang-format off
 #define AMD_PACKETS(P)                                                                            \
   /* PM4 type-3 packets, compute queues */                                                        \
-  P(NOP, pm4, "NOP", 0x10, 0, 2, true, k_nvd, AMD_FIELDS_NOP)                                     \
-  P(SET_SH_REG, pm4, "SET_SH_REG", 0x76, 0, 2, true, k_nvd, AMD_FIELDS_SET_SH_REG)                \
-  P(DISPATCH_DIRECT, pm4, "DISPATCH_DIRECT", 0x15, 0, 5, false, k_nvd, AMD_FIELDS_DISPATCH_DIRECT)\
-  P(EVENT_WRITE, pm4, "EVENT_WRITE", 0x46, 0, 2, false, k_nvd, AMD_FIELDS_EVENT_WRITE)            \
-  P(RELEASE_MEM, pm4, "RELEASE_MEM", 0x49, 0, 8, false, k_nvd, AMD_FIELDS_RELEASE_MEM)            \
+  P(NOP, pm4, "NOP", 0x10, 0, 2, true, kNvd, AMD_FIELDS_NOP)                                     \
+  P(SET_SH_REG, pm4, "SET_SH_REG", 0x76, 0, 2, true, kNvd, AMD_FIELDS_SET_SH_REG)                \
+  P(DISPATCH_DIRECT, pm4, "DISPATCH_DIRECT", 0x15, 0, 5, false, kNvd, AMD_FIELDS_DISPATCH_DIRECT)\
+  P(EVENT_WRITE, pm4, "EVENT_WRITE", 0x46, 0, 2, false, kNvd, AMD_FIELDS_EVENT_WRITE)            \
+  P(RELEASE_MEM, pm4, "RELEASE_MEM", 0x49, 0, 8, false, kNvd, AMD_FIELDS_RELEASE_MEM)            \
   P(ACQUIRE_MEM, pm4, "ACQUIRE_MEM", 0x58, 0, 8, false,                                           \
     "Linux amdgpu nvd.h (gfx10+ layout, GCR_CNTL in dword 7)", AMD_FIELDS_ACQUIRE_MEM)            \
   P(ACQUIRE_MEM_GFX9, pm4, "ACQUIRE_MEM", 0x58, 0, 7, false,                                      \
     "Linux amdgpu soc15d.h (gfx9 layout, CP_COHER_CNTL)", AMD_FIELDS_ACQUIRE_MEM_GFX9)            \
-  P(WAIT_REG_MEM, pm4, "WAIT_REG_MEM", 0x3c, 0, 7, false, k_nvd, AMD_FIELDS_WAIT_REG_MEM)         \
-  P(INDIRECT_BUFFER, pm4, "INDIRECT_BUFFER", 0x3f, 0, 4, false, k_nvd, AMD_FIELDS_INDIRECT_BUFFER)\
-  P(WRITE_DATA, pm4, "WRITE_DATA", 0x37, 0, 4, true, k_nvd, AMD_FIELDS_WRITE_DATA)                \
+  P(WAIT_REG_MEM, pm4, "WAIT_REG_MEM", 0x3c, 0, 7, false, kNvd, AMD_FIELDS_WAIT_REG_MEM)         \
+  P(INDIRECT_BUFFER, pm4, "INDIRECT_BUFFER", 0x3f, 0, 4, false, kNvd, AMD_FIELDS_INDIRECT_BUFFER)\
+  P(WRITE_DATA, pm4, "WRITE_DATA", 0x37, 0, 4, true, kNvd, AMD_FIELDS_WRITE_DATA)                \
   /* SDMA (header: op [7:0], sub_op [15:8], packet bits above) */                                 \
-  P(SDMA_NOP, sdma, "NOP", 0, 0, 1, false, k_sdma, AMD_FIELDS_SDMA_NOP)                           \
-  P(SDMA_COPY_LINEAR, sdma, "COPY_LINEAR", 1, 0, 7, false, k_sdma, AMD_FIELDS_SDMA_COPY_LINEAR)   \
-  P(SDMA_FENCE, sdma, "FENCE", 5, 0, 4, false, k_sdma, AMD_FIELDS_SDMA_FENCE)                     \
-  P(SDMA_TRAP, sdma, "TRAP", 6, 0, 2, false, k_sdma, AMD_FIELDS_SDMA_TRAP)                        \
-  P(SDMA_POLL_REGMEM, sdma, "POLL_REGMEM", 8, 0, 6, false, k_sdma, AMD_FIELDS_SDMA_POLL_REGMEM)   \
+  P(SDMA_NOP, sdma, "NOP", 0, 0, 1, false, kSdma, AMD_FIELDS_SDMA_NOP)                           \
+  P(SDMA_COPY_LINEAR, sdma, "COPY_LINEAR", 1, 0, 7, false, kSdma, AMD_FIELDS_SDMA_COPY_LINEAR)   \
+  P(SDMA_FENCE, sdma, "FENCE", 5, 0, 4, false, kSdma, AMD_FIELDS_SDMA_FENCE)                     \
+  P(SDMA_TRAP, sdma, "TRAP", 6, 0, 2, false, kSdma, AMD_FIELDS_SDMA_TRAP)                        \
+  P(SDMA_POLL_REGMEM, sdma, "POLL_REGMEM", 8, 0, 6, false, kSdma, AMD_FIELDS_SDMA_POLL_REGMEM)   \
   /* sub_op 2: SDMA_SUBOP_TIMESTAMP_GET_GLOBAL */                                                 \
-  P(SDMA_TIMESTAMP, sdma, "TIMESTAMP", 13, 2, 3, false, k_sdma, AMD_FIELDS_SDMA_TIMESTAMP)
+  P(SDMA_TIMESTAMP, sdma, "TIMESTAMP", 13, 2, 3, false, kSdma, AMD_FIELDS_SDMA_TIMESTAMP)
 
 // ---- PM4 ----
 #define AMD_FIELDS_NOP(F) F(pad, 1, 0, 31)
