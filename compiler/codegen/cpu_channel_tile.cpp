@@ -36,7 +36,7 @@ constexpr int64_t kFlatPositions = 64, kFixedCopies = 128;
 // Innermost reduction axes this short (the lanes of an 8-blocked input) are unrolled by the
 // emitter; 16 lanes stay a loop (unrolled, the 7x7 maps of resnet18 took 4x the compile time).
 constexpr int64_t kUnrolledLanes = 8;
-// Elements between an unblocked input's channels from which the window loops go inside.
+// Elements between an unblocked byte input's channels from which the window loops go inside.
 constexpr int64_t kPlaneStride = 1024;
 
 // The most rows (channels) an X chain's byte table may have: 64 x 256 floats, 64 KiB of stack.
@@ -377,7 +377,7 @@ struct TileEmitter {
     }
     if (!c.x_vector && !window.empty() && !rest.empty()) {
       bool plain_x;
-      window_inside = std::abs(mem_coef(X, rest.back(), &plain_x)) >= kPlaneStride;
+      window_inside = c.x_expr >= 0 && std::abs(mem_coef(X, rest.back(), &plain_x)) >= kPlaneStride;
     }
     vector_epilogue = plain && sc == 1 && k.store_dtype == DType::f32 &&
                       e.p.buffers[k.store.buffer].dtype == DType::f32 &&
@@ -554,10 +554,12 @@ struct TileEmitter {
 
   // The reduction: the window offsets (checked) and the other reduction axes (`rest`, whose
   // innermost cycles through the S accumulator sets). Window outside, as a rule: each check is
-  // made once for all the rest. Window inside where rest walks X's channels across planes of
-  // an unblocked input: there the innermost loop would touch one line per plane, and planes a
-  // power-of-two apart share a cache set (the 12 planes of a 128x256 input thrash an 8-way L1
-  // and L2; the stem conv of the comma-like model ran at half the speed).
+  // made once for all the rest, and a float input's channel planes are read innermost, whatever
+  // their distance: a 12-channel NCHW stem (3x3, 16 outputs) ran at 16 GFLOP/s with the window
+  // inside and 68 outside on 127x255 (issue 27's cliff; 24-36 against 16 on 128x256, whose
+  // planes share a cache set, stride 2), Zen 3, AVX2. Window inside only where X is a byte
+  // chain read through its table (a uint8 camera frame): there the table row follows the
+  // channel, and inside was 1.2x faster (comma_like's stems, 0.65 against 0.80 ms).
   void reduction_emit() {
     if (window_inside)
       rest_loops([&](const std::vector<llvm::AllocaInst *> &set) {

@@ -51,36 +51,83 @@ std::vector<int> block_step_axes(const Kernel &k, const Access &a, size_t d, int
   return out;
 }
 
+// The buffer as a contiguous [N, C, H, W] (C = its elements / (N H W)), taken from the first of
+// its 4-D views whose dimensions are in that order (a transposed view, as an NHWC model's
+// Transpose gives, has them in another); empty where none is.
+Shape canonical_shape(const Program &p, int buf, const std::vector<Use> &uses) {
+  const int64_t numel = p.buffers[buf].numel;
+  for (const Use &u : uses) {
+    const Access &a = *u.access;
+    if (a.dims.size() != 4) continue;
+    const int64_t N = a.dims[0].extent, H = a.dims[2].extent, W = a.dims[3].extent;
+    if (N * H * W == 0 || numel % (N * H * W) != 0) continue;
+    const Shape st = {numel / N, H * W, W, 1};
+    bool ordered = true;
+    for (int d = 0; d < 4; d++) ordered &= a.dims[d].extent == 1 || a.dims[d].stride == st[d];
+    if (ordered) return {N, numel / (N * H * W), H, W};
+  }
+  return {};
+}
+
+// The dimension of a 4-D view that indexes channels: the one of extent > 1 that steps one channel
+// plane (H * W elements); 1 where none does.
+int channel_dim(const Access &a, int64_t plane) {
+  for (size_t d = 0; d < a.dims.size(); d++)
+    if (a.dims[d].extent > 1 && a.dims[d].stride == plane) return (int)d;
+  return 1;
+}
+
+// A transposed view of the whole [N, C, H, W] buffer: each dimension of extent > 1 is one of
+// the buffer's own (its extent and stride), each of those at most once.
+bool permuted_whole_view(const Access &a, const Shape &nchw) {
+  if (a.offset != 0) return false;
+  const Shape st = shape_strides(nchw);
+  std::vector<char> taken(4, 0);
+  for (const DimIndex &d : a.dims) {
+    if (d.extent == 1) continue;
+    bool found = false;
+    for (int e = 0; e < 4 && !found; e++)
+      if (!taken[e] && nchw[e] == d.extent && st[e] == d.stride) taken[e] = 1, found = true;
+    if (!found) return false;
+  }
+  return true;
+}
+
 // A buffer can be blocked when every access views it as the same contiguous [N, C, H, W] with
 // C % CB == 0 and some spatial extent, or as a slice of it along C starting and ending on a
-// multiple of CB (Concat's parts), and indexes C through one splittable axis. Such a slice's
-// element offset c0 * H * W is the same number in the blocked layout.
+// multiple of CB (Concat's parts), or as a transposed view of the whole of it (an NHWC model's
+// Transpose: the blocked layout serves any order of the dimensions, each keeping its own stride
+// times CB), and indexes C through one splittable axis. Such a slice's element offset c0 * H * W
+// is the same number in the blocked layout.
 const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> &uses, int64_t CB) {
   const Buffer &B = p.buffers[buf];
   if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || uses.empty())
     return "not an f32 intermediate";
-  const Access &first = *uses[0].access;
-  if (first.dims.size() != 4) return "not viewed as 4-D";
+  for (const Use &u : uses)
+    if (u.access->dims.size() != 4) return "not viewed as 4-D";
   // Strides of size-1 dims do not matter (their index is 0 wherever an element is read).
-  const int64_t N = first.dims[0].extent, H = first.dims[2].extent, W = first.dims[3].extent;
-  if (N * H * W == 0 || B.numel % (N * H * W) != 0) return "not a contiguous 4-D view";
-  const int64_t C = B.numel / (N * H * W);
-  const Shape st = {C * H * W, H * W, W, 1};
+  const Shape nchw = canonical_shape(p, buf, uses);
+  if (nchw.empty()) return "not a contiguous 4-D view";
+  const int64_t C = nchw[1], H = nchw[2], W = nchw[3];
+  const Shape st = shape_strides(nchw);
   if (C % CB != 0)
     return CB == 8 ? "channels not a multiple of 8" : "channels not a multiple of the block";
   if (H * W < 2) return "no spatial extent";
   for (const Use &u : uses) {
     const Access &a = *u.access;
-    if (a.dims.size() != 4 || a.offset % st[1] != 0)
-      return "a view that is not 4-D or starts inside a channel";
-    int64_t c0 = a.offset / st[1];
+    bool ordered = true;
     for (int d = 0; d < 4; d++)
-      if ((a.dims[d].extent > 1 && a.dims[d].stride != st[d]) ||
-          (d != 1 && a.dims[d].extent != first.dims[d].extent))
-        return "views with different strides or extents";
-    if (c0 % CB != 0 || a.dims[1].extent % CB != 0 || c0 + a.dims[1].extent > C)
-      return "a channel slice not on block boundaries";
-    if (channel_axis(p.kernels[u.kernel], a, 1, CB) < 0)
+      ordered &= (a.dims[d].extent == 1 || a.dims[d].stride == st[d]) &&
+                 (d == 1 || a.dims[d].extent == nchw[d]);
+    if (!ordered) {
+      if (!permuted_whole_view(a, nchw)) return "views with different strides or extents";
+    } else {
+      if (a.offset % st[1] != 0) return "a view that is not 4-D or starts inside a channel";
+      const int64_t c0 = a.offset / st[1];
+      if (c0 % CB != 0 || a.dims[1].extent % CB != 0 || c0 + a.dims[1].extent > C)
+        return "a channel slice not on block boundaries";
+    }
+    if (channel_axis(p.kernels[u.kernel], a, channel_dim(a, H * W), CB) < 0)
       return "channels not indexed by one splittable axis";
   }
   return nullptr;
@@ -91,8 +138,8 @@ const char *why_not_blockable(const Program &p, int buf, const std::vector<Use> 
 // Parallel inner axes go innermost among the parallel axes; reduction axes are reordered (unsplit
 // ones first, then split outers, then inners) so a convolution reduces over its window outside
 // and over channels inside.
-void kernel_split(Kernel &k, const std::map<int, int64_t> &split,
-                  const std::vector<int64_t> &block) {
+void kernel_split(Kernel &k, const std::map<int, int64_t> &split, const std::vector<int64_t> &block,
+                  const std::vector<int64_t> &planes) {
   int na = (int)k.axes.size(), np = k.n_parallel;
   std::vector<int> outer(na, -1), inner(na, -1);
   Shape axes;
@@ -130,10 +177,13 @@ void kernel_split(Kernel &k, const std::map<int, int64_t> &split,
       }
       d.terms = terms;
     }
-    const int64_t CB = block[acc.buffer];
+    const int64_t CB = block[acc.buffer], plane = planes[acc.buffer];
     if (!CB) return;
-    // The channel index is (outer axis) * CB + (inner axis): the outer indexes blocks.
-    DimIndex c = acc.dims[1], cb, ci;
+    // The channel index is (outer axis) * CB + (inner axis): the outer indexes blocks. The
+    // other dims keep their order: the spatial ones (strides below a plane) step CB times as
+    // far, the batch (a whole image) as before.
+    const int cd = channel_dim(acc, plane);
+    DimIndex c = acc.dims[cd], cb, ci;
     for (const AxisTerm &t : c.terms) {
       if (axes[t.axis] == 1) continue;
       if (is_inner[t.axis])
@@ -144,12 +194,12 @@ void kernel_split(Kernel &k, const std::map<int, int64_t> &split,
     cb.shift = c.shift / CB;
     cb.extent = c.extent / CB;
     cb.bound = c.bound;
-    cb.stride = acc.dims[2].extent * acc.dims[3].extent * CB;
+    cb.stride = plane * CB;
     ci.extent = CB;
     ci.stride = 1;
-    acc.dims[1] = cb;
-    acc.dims[2].stride *= CB;
-    acc.dims[3].stride *= CB;
+    for (int d = 0; d < (int)acc.dims.size(); d++)
+      if (d != cd && acc.dims[d].stride < plane) acc.dims[d].stride *= CB;
+    acc.dims[cd] = cb;
     acc.dims.push_back(ci);
   };
   rewrite(k.store);
@@ -181,6 +231,16 @@ std::vector<int64_t> blocks_choose(const Program &p, const std::vector<std::vect
           !why_not_blockable(p, (int)b, uses[b], cb))
         block[b] = cb;
   return block;
+}
+
+// Each buffer's channel plane (H * W elements of its [N, C, H, W]; 0 where it has none).
+std::vector<int64_t> planes_of(const Program &p, const std::vector<std::vector<Use>> &uses) {
+  std::vector<int64_t> planes(p.buffers.size(), 0);
+  for (size_t b = 0; b < p.buffers.size(); b++) {
+    const Shape nchw = canonical_shape(p, (int)b, uses[b]);
+    if (!nchw.empty()) planes[b] = nchw[2] * nchw[3];
+  }
+  return planes;
 }
 
 // A copy kernel of buffer `from` into buffer `to`, both viewed as the row-layout [N, C, H, W]
@@ -219,10 +279,10 @@ Kernel reorder_kernel(const Kernel &k, int from_buffer, int to_buffer, const Sha
 // multiply-add, ~0.4 ns there, costs about what copying one element does). Appends the copies to
 // `kernels` and points k's loads at them.
 void reorder_to_blocks(Program &p, Kernel &k, const std::vector<int64_t> &block,
-                       std::vector<Kernel> &kernels) {
+                       const std::vector<int64_t> &planes, std::vector<Kernel> &kernels) {
   const int64_t CB = block[k.store.buffer];
   if (k.reduce == Reduce::none || !CB) return;
-  const int sc = channel_axis(k, k.store, 1, CB);
+  const int sc = channel_axis(k, k.store, channel_dim(k.store, planes[k.store.buffer]), CB);
   if (sc < 0 || sc >= k.n_parallel) return;
   int64_t points = 1;
   for (int64_t e : k.axes) points *= e;
@@ -275,22 +335,21 @@ std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
   std::set<int> rows;
   std::vector<std::vector<Use>> uses = program_uses(p);
   const std::vector<int64_t> block = blocks_choose(p, uses, widest, rows);
+  const std::vector<int64_t> planes = planes_of(p, uses);
   std::vector<Kernel> kernels;
   for (size_t ki = 0; ki < p.kernels.size(); ki++) {
     Kernel &k = p.kernels[ki];
-    reorder_to_blocks(p, k, block, kernels);
+    reorder_to_blocks(p, k, block, planes, kernels);
     bool product = k.reduce == Reduce::sum && k.body >= 0 && k.exprs[k.body].op == Op::mul &&
                    !block[k.store.buffer];
     for (size_t li = 0; product && li < k.loads.size(); li++) {
       Access &a = k.loads[li];
       const int b = a.buffer;
       if (!block[b] || rows.count(b)) continue;
-      const int ax = channel_axis(k, a, 1, block[b]);
+      const int ax = channel_axis(k, a, channel_dim(a, planes[b]), block[b]);
       if (ax < k.n_parallel || k.flops < 16 * p.buffers[b].numel) continue;
-      // The copy: [N, C, H, W] element for element, in the first view's shape.
-      const Access &view = *uses[b][0].access;
-      const int64_t N = view.dims[0].extent, H = view.dims[2].extent, W = view.dims[3].extent;
-      const Shape shape = {N, p.buffers[b].numel / (N * H * W), H, W};
+      // The copy: [N, C, H, W] element for element.
+      const Shape shape = canonical_shape(p, b, uses[b]);
       Buffer copy = p.buffers[b];
       copy.name = p.buffers[b].name + "_rows";
       p.buffers.push_back(copy);
@@ -308,6 +367,77 @@ std::set<int> program_reorder_boundaries(Program &p, int64_t widest) {
     for (int c : rows)
       fprintf(stderr, "layout: reorder %s to the row layout\n", p.buffers[c].name.c_str());
   return rows;
+}
+
+// The [N, C, H, W] of a whole-buffer view in that order (offset 0, row-major strides), or empty.
+Shape whole_nchw(const Program &p, const Access &a) {
+  if (a.dims.size() != 4 || a.offset != 0) return {};
+  const Shape shape = {a.dims[0].extent, a.dims[1].extent, a.dims[2].extent, a.dims[3].extent};
+  const Shape st = shape_strides(shape);
+  if (shape_numel(shape) != p.buffers[a.buffer].numel) return {};
+  for (int d = 0; d < 4; d++)
+    if (a.dims[d].extent > 1 && a.dims[d].stride != st[d]) return {};
+  return shape;
+}
+
+// Model inputs and outputs keep the ONNX layout. A product reducing over many channels of a
+// model input ([N, C, H, W] rows, C >= 16) reads one line per channel plane per position tile:
+// with hundreds of planes neither the prefetchers nor the TLB keep up (issue 27's sweep: a 1x1
+// conv 320 -> 24 on 63x63 ran at 1 GFLOP/s as a row tile, 4.8 as a channel tile on the planes).
+// Such an input gets a copy, one reorder kernel right before the product, that the blocking then
+// blocks, and the product's model output (when it is one) is written through an intermediate
+// and a reorder after it, as ONNX Runtime's NCHWc reorders do; only where the product does at
+// least 8 multiply-adds per copied element (the bar of program_reorder_boundaries) and every
+// channel count divides by the narrow block. Returns how many copies were added.
+int program_reorder_model_io(Program &p) {
+  std::vector<Kernel> kernels;
+  int added = 0;
+  for (Kernel &k : p.kernels) {
+    const bool product = k.reduce == Reduce::sum && k.body >= 0 && k.exprs[k.body].op == Op::mul &&
+                         k.acc_dtype == DType::f32 && p.buffers[k.store.buffer].dtype == DType::f32;
+    const Shape out = product ? whole_nchw(p, k.store) : Shape{};
+    const Buffer::Kind out_kind = p.buffers[k.store.buffer].kind;
+    if (out.empty() || out[1] % kChannelBlock != 0 || out[2] * out[3] < 2 ||
+        (out_kind != Buffer::Kind::output && out_kind != Buffer::Kind::intermediate) ||
+        (out_kind == Buffer::Kind::output && k.flops < 16 * p.buffers[k.store.buffer].numel)) {
+      kernels.push_back(std::move(k));
+      continue;
+    }
+    int copied = -1;
+    for (Access &a : k.loads) {
+      const Buffer &B = p.buffers[a.buffer];
+      const Shape in = whole_nchw(p, a);
+      if (B.kind != Buffer::Kind::input || B.dtype != DType::f32 || in.empty() ||
+          in[1] < 2 * kChannelBlock || in[1] % kChannelBlock != 0 || in[2] * in[3] < 2 ||
+          k.flops < 16 * B.numel || channel_axis(k, a, 1, kChannelBlock) < k.n_parallel)
+        continue;
+      Buffer copy = B;  // B dangles after the push
+      copy.kind = Buffer::Kind::intermediate;
+      copy.name = B.name + "_blocks";
+      p.buffers.push_back(copy);
+      copied = (int)p.buffers.size() - 1;
+      kernels.push_back(reorder_kernel(k, a.buffer, copied, in));
+      a.buffer = copied;
+      added++;
+      break;
+    }
+    const int o = k.store.buffer;
+    if (copied >= 0 && out_kind == Buffer::Kind::output) {
+      Buffer rows = p.buffers[o];
+      rows.kind = Buffer::Kind::intermediate;
+      rows.name = p.buffers[o].name + "_blocks";
+      p.buffers.push_back(rows);
+      k.store.buffer = (int)p.buffers.size() - 1;
+      Kernel after = reorder_kernel(k, k.store.buffer, o, out);
+      kernels.push_back(std::move(k));
+      kernels.push_back(std::move(after));
+      added++;
+      continue;
+    }
+    kernels.push_back(std::move(k));
+  }
+  p.kernels = std::move(kernels);
+  return added;
 }
 
 // A reorder (blocked -> rows) after the blocking: [.., P, CB] reads contiguously and writes CB
@@ -350,10 +480,12 @@ bool reorder_tile(Kernel &k) {
 }  // namespace
 
 int program_block_channels(Program &p, int64_t widest) {
+  if (!knob_get("CAPGRAPH_NO_REORDER")) program_reorder_model_io(p);
   const std::set<int> rows =
       knob_get("CAPGRAPH_NO_REORDER") ? std::set<int>{} : program_reorder_boundaries(p, widest);
   std::vector<std::vector<Use>> uses = program_uses(p);
   std::vector<int64_t> block = blocks_choose(p, uses, widest, rows);
+  const std::vector<int64_t> planes = planes_of(p, uses);
   if (getenv("CAPGRAPH_DEBUG_LAYOUT"))
     for (size_t b = 0; b < p.buffers.size(); b++)
       if (p.buffers[b].kind == Buffer::Kind::intermediate && !uses[b].empty())
@@ -384,10 +516,11 @@ int program_block_channels(Program &p, int64_t widest) {
       split[ki].clear();
       auto note = [&](const Access &a) {
         if (!block[a.buffer]) return;
-        int ax = channel_axis(k, a, 1, block[a.buffer]);
+        const int cd = channel_dim(a, planes[a.buffer]);
+        int ax = channel_axis(k, a, cd, block[a.buffer]);
         on[ax].push_back(a.buffer);
         if (ax < k.n_parallel) par[ax].push_back(a.buffer);
-        for (int s : block_step_axes(k, a, 1, ax)) steps[s].push_back(a.buffer);
+        for (int s : block_step_axes(k, a, cd, ax)) steps[s].push_back(a.buffer);
       };
       note(k.store);
       for (const Access &a : k.loads) note(a);
@@ -423,7 +556,7 @@ int program_block_channels(Program &p, int64_t widest) {
     if (split[ki].empty()) continue;
     Kernel &k = p.kernels[ki];
     bool par = split[ki].begin()->first < k.n_parallel;
-    kernel_split(k, split[ki], block);
+    kernel_split(k, split[ki], block, planes);
     // Positions walked contiguously by every access (a 1x1 convolution's (h, w)) become one axis.
     for (bool merged = par; merged;) {
       merged = false;
@@ -466,7 +599,7 @@ int program_block_products(Program &p, int64_t widest) {
     bool iota = false;
     for (const Expr &e : k.exprs) iota |= e.op == Op::iota && e.access == v;
     if (iota) continue;
-    kernel_split(k, {{v, CB}}, none);
+    kernel_split(k, {{v, CB}}, none, none);
     n++;
   }
   return n;

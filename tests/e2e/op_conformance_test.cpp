@@ -328,6 +328,43 @@ std::vector<OpCase> op_cases() {
          return t.out(t.conv(r, 32, 3, 3, {pads({1, 0, 1, 0})}));
        },
        -2, 2, blocked_at_least(2)},
+      // ---- issue 27: NHWC models (Transpose around the convs) and products at model inputs and
+      // outputs. The transposed views are blocked (before: the conv's output stayed in rows, "views
+      // with different strides"); Clip with a min only and Max(x, 0) are the activations.
+      {"nhwc_transposed_conv_clip_min",
+       [] {
+         Net t;
+         t.b.input("x", F, {1, 11, 13, 6});
+         std::string a = t.op("Transpose", {"x"}, {attr_ints("perm", {0, 3, 1, 2})});
+         std::string zero = t.weight({});
+         std::string c = t.op("Clip", {t.conv(a, 6, 16, 3, {pads({1, 1, 1, 1})}), zero});
+         return t.out(t.op("Transpose", {c}, {attr_ints("perm", {0, 2, 3, 1})}));
+       },
+       -2, 2, blocked_at_least(1)},
+      {"nhwc_transposed_chain_max_stride2_batch2",
+       [] {
+         Net t;
+         t.b.input("x", F, {2, 9, 7, 8});
+         std::string a = t.op("Transpose", {"x"}, {attr_ints("perm", {0, 3, 1, 2})});
+         std::string c = t.op("Max", {t.conv(a, 8, 16, 3, {pads({1, 1, 1, 1})}), t.weight({})});
+         std::string d = t.conv(c, 16, 24, 3, {pads({1, 1, 1, 1}), strides({2, 2})});
+         return t.out(t.op("Transpose", {d}, {attr_ints("perm", {0, 2, 3, 1})}));
+       },
+       -2, 2, blocked_at_least(2)},
+      {"model_io_reorders_many_input_channels",
+       [] {  // the input gets a blocked copy, the output is written through blocks
+         Net t;
+         t.b.input("x", F, {1, 40, 9, 11});
+         return t.out(t.op("Relu", {t.conv("x", 40, 24, 3, {pads({1, 1, 1, 1})})}));
+       },
+       -2, 2, blocked_at_least(2)},
+      {"model_io_reorders_batch2_strided",
+       [] {
+         Net t;
+         t.b.input("x", F, {2, 32, 10, 7});
+         return t.out(t.conv("x", 32, 16, 3, {pads({1, 1, 1, 1}), strides({2, 2})}));
+       },
+       -2, 2, blocked_at_least(2)},
       {"blocked_depthwise_pointwise",
        [] {
          Net t;
