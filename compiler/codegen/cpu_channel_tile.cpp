@@ -33,6 +33,15 @@ int64_t mem_coef(const Access &a, int axis, bool *plain) {
 // Flat tiles (positions over two axes) for maps of at most this many positions, and at most this
 // many copies of the innermost loop for the tiles whose positions are fixed at compile time.
 constexpr int64_t kFlatPositions = 64, kFixedCopies = 128;
+// Past this many multiply-adds written out in those copies (copies x positions x accumulator
+// columns x unrolled lanes), each must run at least kFixedRuns times per replay (the reduction
+// trips left as loops x the work items sharing the code). Each is a few instructions LLVM
+// optimizes one by one; written out for one run each, the code is the work itself: a 3x3 s2 conv
+// 8 -> 16 on 16x16 (a flat 8x8 map, 11 fixed tiles x 9 window offsets x 96) wrote 9504, 48k lines
+// of IR, 2.6 s of code generation, and ran 2x slower than tiles along one axis (0.0031 against
+// 0.0016 ms, Zen 3). resnet18's 7x7 maps write 7776 that run 2048 times each (64 channel
+// blocks x 32 o tiles): 12-18% faster than tiles along one axis there.
+constexpr int64_t kFixedFmasFree = 1024, kFixedRuns = 16;
 // Innermost reduction axes this short (the lanes of an 8-blocked input) are unrolled by the
 // emitter; 16 lanes stay a loop (unrolled, the 7x7 maps of resnet18 took 4x the compile time).
 constexpr int64_t kUnrolledLanes = 8;
@@ -221,6 +230,27 @@ class TilePlanner {
     const int64_t P2 = cp.pos2 >= 0 ? k.axes[cp.pos2] : 1;
     flat_ok = flat_ok && P1 * P2 <= kFlatPositions && combos(unrolled_flat) <= 64;
   }
+  // The innermost reduction loop's trips the emitter unrolls (TileEmitter::rest_loops: the last
+  // reduction axis that moves no checked dim of X, if that short).
+  int64_t lanes_unrolled() const {
+    for (int a = (int)k.axes.size() - 1; a >= k.n_parallel; a--) {
+      bool checked = false;
+      for (const DimIndex &d : k.loads[cp.x].dims) checked |= skip_dim(d) && dim_uses(d, a);
+      if (!checked) return k.axes[a] <= kUnrolledLanes ? k.axes[a] : 1;
+    }
+    return 1;
+  }
+  // How often each statement of a fixed tile runs per replay: the reduction's trips that stay
+  // loops, times the work items running the same tile (every parallel axis but the positions).
+  int64_t fixed_runs(int mode, int64_t VB) const {
+    int64_t n = 1;
+    for (int a = 0; a < (int)k.axes.size(); a++) {
+      const bool window_axis = mode == 2 ? unrolled_flat[a] : unrolled[a];
+      if (a == cp.pos || a == v || window_axis || (mode == 2 && a == cp.pos2)) continue;
+      n *= a == cp.o ? (k.axes[a] + VB - 1) / VB : k.axes[a];
+    }
+    return n / lanes_unrolled();
+  }
   // The copies of the innermost loop a fixed tile makes: the product of the unrolled extents.
   int64_t combos(const std::vector<char> &u) const {
     int64_t n = 1;
@@ -267,7 +297,7 @@ class TilePlanner {
     if (E % VB && (E % 2 == 0 || (pair == 1 && E % 3 == 0))) o_used = 0;
     for (int64_t R = 1; R <= P && R * cols + cols + 1 <= regs; R++) {
       double fmas = 0, loads = 0;
-      int64_t tiles = 0, t_lo = 0, t_hi = 0;
+      int64_t tiles = 0, t_lo = 0, t_hi = 0, fixed_fmas = 0;
       if (mode == 0) {
         int64_t mid = (cp.hi - cp.lo + R - 1) / R;
         tiles = cp.lo + mid + (P - cp.hi);
@@ -278,7 +308,11 @@ class TilePlanner {
         for (int64_t t = 0; t < tiles; t++) loads += double(std::min(R, P - t * R) + VB);
         fmas = double(P * cols);
         int64_t fixed_tiles = tiles - (t_hi - t_lo);
-        if (fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled) > kFixedCopies) continue;
+        const int64_t copies = fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled);
+        fixed_fmas = copies * R * cols * lanes_unrolled();
+        if (copies > kFixedCopies ||
+            (fixed_fmas > kFixedFmasFree && fixed_runs(mode, VB) < kFixedRuns))
+          continue;
       }
       double score = fmas / loads * o_used * double(pair);
       if (const char *force = knob_get("CAPGRAPH_TILE")) {  // "R,VB": experiments only
@@ -287,7 +321,7 @@ class TilePlanner {
       }
       if (score > *best + 1e-9) {
         *best = score, cp.R = R, cp.VB = VB, cp.pair = pair, cp.P = P, cp.tiles = tiles,
-        cp.t_lo = t_lo, cp.t_hi = t_hi;
+        cp.t_lo = t_lo, cp.t_hi = t_hi, cp.fixed_fmas = fixed_fmas;
         cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
         best_flat = mode == 2;
       }
@@ -296,7 +330,7 @@ class TilePlanner {
   void plan_print() const {
     fprintf(stderr,
             "tile %s: %s L=%lld P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld "
-            "pair=%lld o=%lld x_vector=%d\n",
+            "pair=%lld o=%lld x_vector=%d fixed_fmas=%lld\n",
             k.name.c_str(),
             cp.mode == ChannelTilePlan::Mode::split ? "split"
             : cp.pos2 >= 0                          ? "flat"
@@ -304,7 +338,7 @@ class TilePlanner {
             (long long)cp.L, (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
             (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R,
             (long long)cp.VB, (long long)cp.pair, (long long)(cp.o >= 0 ? k.axes[cp.o] : 0),
-            cp.x_vector);
+            cp.x_vector, (long long)cp.fixed_fmas);
   }
 };
 

@@ -60,6 +60,9 @@ struct ChannelTilePlan {
   enum class Mode { split, fixed } mode = Mode::split;
   int64_t lo = 0, hi = 1;
   int64_t tiles = 1, t_lo = 0, t_hi = 1;
+  // Multiply-adds the fixed tiles write out (tile copies x positions x accumulator columns x
+  // unrolled lanes): what the kernel's code size, and so its compile time, grows with.
+  int64_t fixed_fmas = 0;
 };
 
 // The plan for kernel k on target t (its vector registers size the tile), or one with ok ==

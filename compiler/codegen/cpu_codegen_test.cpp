@@ -1392,6 +1392,47 @@ TEST_CASE(
   }
 }
 
+static int fma_instructions(const std::string &text) {
+  int n = 0;
+  for (size_t at = text.find("\tvfmadd"); at != std::string::npos;
+       at = text.find("\tvfmadd", at + 1))
+    n++;
+  return n;
+}
+
+TEST_CASE(
+    "fixed border tiles are not written out where each would run once: a small strided conv") {
+  // 3x3 s2 8 -> 16 on 16x16 (view_models' small CNN): every tile of its flat 8x8 map touches the
+  // border, and the plan wrote 11 fixed tiles x 9 window offsets x 8 lanes x 12 accumulators out,
+  // 9504 multiply-adds each run once per replay: 48k lines of IR, 27 s in LLVM's LICM (one-trip
+  // channel loops around each) and a kernel 2x slower than tiles along one axis.
+  ModelBuilder b(17);
+  b.input("x", DataType::float32, {1, 8, 16, 16});
+  b.initializer("wa", ramp(8 * 8, 0.05f), {8, 8, 1, 1});
+  b.initializer("w", ramp(16 * 8 * 9, 0.02f), {16, 8, 3, 3});
+  b.initializer("wb", ramp(16 * 16, 0.04f), {16, 16, 1, 1});
+  // 1x1 convs around it, so that it reads and writes channel blocks (conv_layer_gen's `inner`).
+  b.node("Conv", {"x", "wa"}, {"a"}).name = "in";
+  b.node("Conv", {"a", "w"}, {"d"}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})})
+      .name = "down";
+  b.node("Conv", {"d", "wb"}, {"y"}).name = "out";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/fixed_tiles_small.onnx";
+  b.save(path);
+  for (const char *target : {"cpu-x86_64-avx512", "cpu-x86_64"}) {
+    CAPTURE(target);
+    CompileOptions opt;
+    opt.target = target;
+    CompileReport r;
+    Program p = compile_schedule(path, opt, &r);
+    const std::string text = cpu_codegen_assembly(p, cpu_target_named(target));
+    // The whole conv is 64 positions x 9 offsets x 8 channels x 2 blocks = 9216 vector FMAs.
+    CHECK(fma_instructions(text) > 0);
+    CHECK(fma_instructions(text) <= 2048);
+    check_program(p);
+  }
+}
+
 TEST_CASE(
     "a float16 buffer that fusion removes still rounds: Cast to float16 and back is not the "
     "identity") {
