@@ -1,7 +1,9 @@
 #include "compile.h"
 
+#include <algorithm>
 #include <chrono>
 #include <set>
+#include <thread>
 
 #include "capture/capture_plan.h"
 #include "capture/capture_write.h"
@@ -107,7 +109,9 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
                 " captures replay on one GPU queue");
   Program p = compile_schedule(onnx_path, opt, &r);
   auto t0 = std::chrono::steady_clock::now();
-  TargetCode code = target.codegen(p, opt.target, opt.jobs);
+  // The CPU capture does not depend on `jobs` (cpu_codegen's fixed partition); GPU objects do.
+  const int jobs = opt.jobs > 0 ? opt.jobs : (int)std::max(1u, std::thread::hardware_concurrency());
+  TargetCode code = target.codegen(p, opt.target, jobs);
   r.unique_kernels = code.code.unique_kernels;
   r.ms_codegen = ms_since(t0);
   t0 = std::chrono::steady_clock::now();

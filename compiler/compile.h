@@ -15,7 +15,7 @@ struct CompileOptions {
   InputShapes input_shapes;
   InputBindings bound_inputs;  // --bind: graph inputs made compile-time constants (graph_import)
   int threads = 1;             // thread count the static partition is made for
-  int jobs = 2;                // parallel code generation
+  int jobs = 0;                // code generation threads (0: one per core)
   int64_t fold_limit_bytes =
       kFoldLimitBytes;  // memory constant folding may allocate (graph/passes.h)
 };

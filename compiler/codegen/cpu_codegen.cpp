@@ -685,20 +685,39 @@ struct CpuKernelEmitter : KernelEmitter {
 
 namespace {
 
-// Unique kernels o, o + n, o + 2n, ... of the program in one module, compiled.
+// The unique kernels `members` of the program in one module (its own LLVM context), compiled.
 std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const KernelDedupe &d,
-                                    int o, int n, llvm::CodeGenFileType type) {
+                                    const std::vector<int> &members, int o,
+                                    llvm::CodeGenFileType type) {
   std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
   if (type == llvm::CodeGenFileType::AssemblyFile)
     tm->Options.MCOptions.AsmVerbose = true;  // with the allocator's spill comments
   llvm::LLVMContext ctx;
   llvm::Module m("capgraph_" + std::to_string(o), ctx);
-  for (size_t u = 0; u < d.reps.size(); u++) {
-    if ((int)(u % n) != o) continue;
+  for (int u : members) {
     CpuKernelEmitter e(m, p.kernels[d.reps[u]], p);
-    e.emit(kernel_symbol(p.kernels[d.reps[u]], (int)u), t);
+    e.emit(kernel_symbol(p.kernels[d.reps[u]], u), t);
   }
   return module_compile(m, *tm, type);
+}
+
+// Objects the unique kernels are partitioned into: a fixed number, so that the capture is the
+// same whatever the number of threads that build them (issue 27). More objects than cores lets
+// the threads balance; each costs an LLVM context and pipeline setup (a few ms).
+constexpr int kCodegenObjects = 8;
+
+// Each unique kernel's object: the costliest kernels first, each into the object with the least
+// cost so far (ties to the lower index), from the plans alone: deterministic.
+std::vector<int> objects_assign(const std::vector<int64_t> &cost, int n_obj) {
+  std::vector<int> order(cost.size()), object(cost.size(), 0);
+  for (size_t u = 0; u < cost.size(); u++) order[u] = (int)u;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cost[a] > cost[b]; });
+  std::vector<int64_t> load(n_obj, 0);
+  for (int u : order) {
+    int o = (int)(std::min_element(load.begin(), load.end()) - load.begin());
+    object[u] = o, load[o] += cost[u];
+  }
+  return object;
 }
 
 }  // namespace
@@ -706,9 +725,11 @@ std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const 
 CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
   CodegenResult r;
   r.kernels.resize(p.kernels.size());
-  // Deduplicate, then deal unique kernels round-robin to `jobs` modules.
   KernelDedupe d = kernels_dedupe(p);
-  int n_obj = std::min<int>(std::max(jobs, 1), std::max<int>((int)d.reps.size(), 1));
+  const int n_obj = std::min<int>(kCodegenObjects, std::max<int>((int)d.reps.size(), 1));
+  // A unique kernel's compile cost, roughly in LLVM instructions: its expressions, and the
+  // multiply-adds a channel tile writes out (its runtime tile and its fixed border tiles).
+  std::vector<int64_t> cost(d.reps.size(), 0);
   for (size_t i = 0; i < p.kernels.size(); i++) {
     int u = d.unique_of[i];
     r.kernels[i].slots = kernel_slots(p.kernels[i]);
@@ -720,19 +741,27 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
     MatvecPlan mp = cp.ok || tp.ok ? MatvecPlan{} : matvec_plan(p.kernels[i], p, t);
     if (mp.ok) r.kernels[i].work_size = matvec_work_size(p.kernels[i], mp);
     r.kernels[i].symbol = kernel_symbol(p.kernels[d.reps[u]], u);
-    r.kernels[i].object = u % n_obj;
+    if ((int)i == d.reps[u])
+      cost[u] = 100 + 10 * (int64_t)p.kernels[i].exprs.size() +
+                (cp.ok ? cp.fixed_fmas + cp.R * cp.VB * 8 : 0);
   }
+  const std::vector<int> object = objects_assign(cost, n_obj);
+  std::vector<std::vector<int>> members(n_obj);
+  for (size_t u = 0; u < d.reps.size(); u++) members[object[u]].push_back((int)u);
+  for (size_t i = 0; i < p.kernels.size(); i++) r.kernels[i].object = object[d.unique_of[i]];
   r.unique_kernels = (int)d.reps.size();
   r.objects.resize(n_obj);
-  parallel_run(n_obj, [&](int o) {
-    r.objects[o] = compile_unique(p, t, d, o, n_obj, llvm::CodeGenFileType::ObjectFile);
+  parallel_pull(n_obj, jobs, [&](int o) {
+    r.objects[o] = compile_unique(p, t, d, members[o], o, llvm::CodeGenFileType::ObjectFile);
   });
   return r;
 }
 
 std::string cpu_codegen_assembly(const Program &p, const CpuTarget &t) {
-  std::vector<uint8_t> text =
-      compile_unique(p, t, kernels_dedupe(p), 0, 1, llvm::CodeGenFileType::AssemblyFile);
+  KernelDedupe d = kernels_dedupe(p);
+  std::vector<int> all(d.reps.size());
+  for (size_t u = 0; u < all.size(); u++) all[u] = (int)u;
+  std::vector<uint8_t> text = compile_unique(p, t, d, all, 0, llvm::CodeGenFileType::AssemblyFile);
   return std::string(text.begin(), text.end());
 }
 

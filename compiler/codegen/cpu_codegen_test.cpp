@@ -1433,6 +1433,42 @@ TEST_CASE(
   }
 }
 
+TEST_CASE("the capture does not depend on the number of code generation threads") {
+  // Unique kernels go to a fixed number of objects, balanced by their estimated cost, and the
+  // threads pull objects: 1, 2 or 4 threads write the same bytes. Until then each thread had
+  // its own object, dealt round-robin, so the capture changed with the thread count.
+  ModelBuilder b(17);
+  b.input("x", DataType::float32, {1, 8, 20, 20});
+  std::string at = "x";
+  int64_t c = 8;
+  const int64_t widths[] = {16, 24, 16, 32, 8, 40, 16, 24, 48, 8};
+  for (int i = 0; i < 10; i++) {  // ten convs of different shapes, each with its activation
+    const int64_t k = i % 3 == 1 ? 3 : 1, n = widths[i];
+    const std::string w = "w" + std::to_string(i), y = "c" + std::to_string(i);
+    b.initializer(w, ramp(size_t(n * c * k * k), 0.01f), {n, c, k, k});
+    b.node("Conv", {at, w}, {y}, {attr_ints("pads", {k / 2, k / 2, k / 2, k / 2})}).name = y;
+    b.node(i % 2 ? "Relu" : "Sigmoid", {y}, {"a" + std::to_string(i)});
+    at = "a" + std::to_string(i), c = n;
+  }
+  b.node("ReduceMean", {at}, {"y"}, {attr_ints("axes", {2, 3})});
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/jobs_identical.onnx";
+  b.save(path);
+  std::vector<uint8_t> first;
+  for (int jobs : {1, 2, 4}) {
+    CAPTURE(jobs);
+    CompileOptions opt;
+    opt.jobs = jobs;
+    CompileReport r;
+    std::vector<uint8_t> cap = compile_model(path, opt, &r);
+    CHECK(r.unique_kernels > 8);  // more than the objects: some hold several kernels
+    if (first.empty())
+      first = cap;
+    else
+      CHECK(cap == first);
+  }
+}
+
 TEST_CASE(
     "a float16 buffer that fusion removes still rounds: Cast to float16 and back is not the "
     "identity") {

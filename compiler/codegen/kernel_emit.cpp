@@ -13,6 +13,7 @@
 #include <llvm/Target/TargetOptions.h>
 
 #include <algorithm>
+#include <atomic>
 #include <mutex>
 #include <thread>
 
@@ -666,18 +667,25 @@ std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm,
   return std::vector<uint8_t>(buf.begin(), buf.end());
 }
 
-void parallel_run(int n, const std::function<void(int)> &build) {
+void parallel_run(int n, const std::function<void(int)> &build) { parallel_pull(n, n, build); }
+
+void parallel_pull(int n, int workers, const std::function<void(int)> &build) {
+  if (workers <= 0) workers = (int)std::max(1u, std::thread::hardware_concurrency());
+  workers = std::min(workers, n);
   std::vector<std::string> errors(n);
-  auto guarded_build = [&](int o) {
-    try {
-      build(o);
-    } catch (const std::exception &ex) {
-      errors[o] = ex.what();
+  std::atomic<int> next{0};
+  auto work = [&] {
+    for (int o = next++; o < n; o = next++) {
+      try {
+        build(o);
+      } catch (const std::exception &ex) {
+        errors[o] = ex.what();
+      }
     }
   };
   std::vector<std::thread> threads;
-  for (int o = 1; o < n; o++) threads.emplace_back(guarded_build, o);
-  if (n > 0) guarded_build(0);
+  for (int w = 1; w < workers; w++) threads.emplace_back(work);
+  if (n > 0) work();
   for (auto &th : threads) th.join();
   for (const std::string &e : errors)
     if (!e.empty()) throw Error(e);

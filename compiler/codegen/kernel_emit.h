@@ -123,5 +123,8 @@ std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm,
                                     llvm::CodeGenFileType type = llvm::CodeGenFileType::ObjectFile);
 // Runs build(0) .. build(n-1) on n threads; rethrows the first failure as an Error.
 void parallel_run(int n, const std::function<void(int)> &build);
+// Runs build(0) .. build(n-1) on `workers` threads (at most n; <= 0: one per core), each taking
+// the next index until none is left; rethrows the first failure (lowest index) as an Error.
+void parallel_pull(int n, int workers, const std::function<void(int)> &build);
 
 }  // namespace capgraph
