@@ -1,0 +1,14 @@
+# The ir3 (Adreno a6xx) ISA emulator (issue 26): decoder, executor, hazard checker and counters,
+# standard library only (the runtime links it, also in its aarch64 cross build).
+add_library(capgraph_ir3_emu STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/ir3_decode.cpp)
+target_include_directories(capgraph_ir3_emu PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+target_compile_features(capgraph_ir3_emu PUBLIC cxx_std_20)
+
+# Real a630 kernels compiled by our compiler (Mesa's ir3), decoded, run and checked against the
+# kernel interpreter; without Mesa every case says so and skips.
+if(CAPGRAPH_COMPILER)
+  capgraph_add_test(ir3_emu_kernels_test
+    SOURCES ${CMAKE_CURRENT_LIST_DIR}/ir3_emu_kernels_test.cpp
+    LIBS capgraph_ir3_emu capgraph_compiler capgraph_onnx_writer LABELS unit TIMEOUT 600)
+endif()
