@@ -143,21 +143,32 @@ table::table() {
   const struct {
     o op;
     const char *hi, *opc;
-  } zero_src[] = {{o::nop, "xx0", "0000"},    {o::end, "xx0", "0110"},    {o::ret, "xx0", "0100"},
-                  {o::emit, "xx0", "0111"},   {o::cut, "xx0", "1000"},    {o::chmask, "xx0", "1001"},
-                  {o::chsh, "xx0", "1010"},   {o::flow_rev, "xx0", "1011"}, {o::shpe, "xx1", "1000"},
-                  {o::predt, "xx1", "1101"},  {o::predf, "xx1", "1110"},  {o::prede, "xx1", "1111"}};
-  for (const auto &z : zero_src) add(z.op, v_cat0_0src, c0_0src + pats{{49, 51, z.hi}, {55, 58, z.opc}});
+  } zero_src[] = {
+      {o::nop, "xx0", "0000"},   {o::end, "xx0", "0110"},      {o::ret, "xx0", "0100"},
+      {o::emit, "xx0", "0111"},  {o::cut, "xx0", "1000"},      {o::chmask, "xx0", "1001"},
+      {o::chsh, "xx0", "1010"},  {o::flow_rev, "xx0", "1011"}, {o::shpe, "xx1", "1000"},
+      {o::predt, "xx1", "1101"}, {o::predf, "xx1", "1110"},    {o::prede, "xx1", "1111"}};
+  for (const auto &z : zero_src)
+    add(z.op, v_cat0_0src, c0_0src + pats{{49, 51, z.hi}, {55, 58, z.opc}});
   add(o::kill, v_cat0_1src,
-      c0 + pats{{32, 36, "00000"}, {37, 39, "000"}, {45, 47, "000"}, {49, 51, "xx0"}, {55, 58, "0101"}});
-  const pats c0_imm = c0 + pats{{32, 36, "xxxxx"}, {37, 39, "xxx"}, {45, 47, "xxx"}, {52, 54, "xxx"}};
+      c0 + pats{{32, 36, "00000"},
+                {37, 39, "000"},
+                {45, 47, "000"},
+                {49, 51, "xx0"},
+                {55, 58, "0101"}});
+  const pats c0_imm =
+      c0 + pats{{32, 36, "xxxxx"}, {37, 39, "xxx"}, {45, 47, "xxx"}, {52, 54, "xxx"}};
   add(o::jump, v_cat0_immed, c0_imm + pats{{49, 51, "xx0"}, {55, 58, "0010"}});
   add(o::call, v_cat0_immed, c0_imm + pats{{49, 51, "xx0"}, {55, 58, "0011"}});
   add(o::bkt, v_cat0_immed, c0_imm + pats{{49, 51, "xx1"}, {55, 58, "0000"}});
   add(o::getone, v_cat0_immed, c0_imm + pats{{49, 51, "xx1"}, {55, 58, "0101"}});
   add(o::shps, v_cat0_immed, c0_imm + pats{{49, 51, "xx1"}, {55, 58, "0111"}});
   add(o::getlast, v_cat0_getlast,
-      c0 + pats{{32, 36, "xxxxx"}, {37, 39, "xxx"}, {45, 47, "xxx"}, {49, 51, "xx1"}, {55, 58, "0100"}});
+      c0 + pats{{32, 36, "xxxxx"},
+                {37, 39, "xxx"},
+                {45, 47, "xxx"},
+                {49, 51, "xx1"},
+                {55, 58, "0100"}});
   const pats c0_br = c0 + pats{{49, 51, "xx0"}, {55, 58, "0001"}};
   add(o::brac, v_cat0_brac, c0_br + pats{{37, 39, "011"}, {45, 47, "xxx"}, {52, 54, "xxx"}});
   add(o::brax, v_cat0_brax,
@@ -184,8 +195,12 @@ table::table() {
   add(o::gat, v_cat1_multi, c1_multi + pats{{40, 41, "01"}});
   add(o::sct, v_cat1_multi, c1_multi + pats{{40, 41, "10"}});
   add(o::movmsk, v_movmsk,
-      c1 + pats{{0, 31, "00000000000000000000000000000000"}, {43, 43, "0"}, {46, 48, "011"},
-                {50, 52, "011"}, {53, 54, "00"}, {57, 58, "11"}});
+      c1 + pats{{0, 31, "00000000000000000000000000000000"},
+                {43, 43, "0"},
+                {46, 48, "011"},
+                {50, 52, "011"},
+                {53, 54, "00"},
+                {57, 58, "11"}});
 
   // Cat2: ir3-cat2.xml, OPC bits 53-58.
   const pats c2 = {{61, 63, "010"}};
@@ -193,28 +208,28 @@ table::table() {
     o op;
     variant var;
     const char *opc;
-  } cat2[] = {{o::add_f, v_cat2_2src, "000000"},   {o::min_f, v_cat2_2src, "000001"},
-              {o::max_f, v_cat2_2src, "000010"},   {o::mul_f, v_cat2_2src, "000011"},
-              {o::sign_f, v_cat2_1src, "000100"},  {o::cmps_f, v_cat2_cond, "000101"},
+  } cat2[] = {{o::add_f, v_cat2_2src, "000000"},    {o::min_f, v_cat2_2src, "000001"},
+              {o::max_f, v_cat2_2src, "000010"},    {o::mul_f, v_cat2_2src, "000011"},
+              {o::sign_f, v_cat2_1src, "000100"},   {o::cmps_f, v_cat2_cond, "000101"},
               {o::absneg_f, v_cat2_1src, "000110"}, {o::cmpv_f, v_cat2_cond, "000111"},
-              {o::floor_f, v_cat2_1src, "001001"}, {o::ceil_f, v_cat2_1src, "001010"},
-              {o::rndne_f, v_cat2_1src, "001011"}, {o::rndaz_f, v_cat2_1src, "001100"},
-              {o::trunc_f, v_cat2_1src, "001101"}, {o::add_u, v_cat2_2src, "010000"},
-              {o::add_s, v_cat2_2src, "010001"},   {o::sub_u, v_cat2_2src, "010010"},
-              {o::sub_s, v_cat2_2src, "010011"},   {o::cmps_u, v_cat2_cond, "010100"},
-              {o::cmps_s, v_cat2_cond, "010101"},  {o::min_u, v_cat2_2src, "010110"},
-              {o::min_s, v_cat2_2src, "010111"},   {o::max_u, v_cat2_2src, "011000"},
-              {o::max_s, v_cat2_2src, "011001"},   {o::absneg_s, v_cat2_1src, "011010"},
-              {o::and_b, v_cat2_2src, "011100"},   {o::or_b, v_cat2_2src, "011101"},
-              {o::not_b, v_cat2_1src, "011110"},   {o::xor_b, v_cat2_2src, "011111"},
-              {o::cmpv_u, v_cat2_cond, "100001"},  {o::cmpv_s, v_cat2_cond, "100010"},
-              {o::mul_u24, v_cat2_2src, "110000"}, {o::mul_s24, v_cat2_2src, "110001"},
-              {o::mull_u, v_cat2_2src, "110010"},  {o::bfrev_b, v_cat2_1src, "110011"},
-              {o::clz_s, v_cat2_1src, "110100"},   {o::clz_b, v_cat2_1src, "110101"},
-              {o::shl_b, v_cat2_2src, "110110"},   {o::shr_b, v_cat2_2src, "110111"},
-              {o::ashr_b, v_cat2_2src, "111000"},  {o::mgen_b, v_cat2_2src, "111010"},
+              {o::floor_f, v_cat2_1src, "001001"},  {o::ceil_f, v_cat2_1src, "001010"},
+              {o::rndne_f, v_cat2_1src, "001011"},  {o::rndaz_f, v_cat2_1src, "001100"},
+              {o::trunc_f, v_cat2_1src, "001101"},  {o::add_u, v_cat2_2src, "010000"},
+              {o::add_s, v_cat2_2src, "010001"},    {o::sub_u, v_cat2_2src, "010010"},
+              {o::sub_s, v_cat2_2src, "010011"},    {o::cmps_u, v_cat2_cond, "010100"},
+              {o::cmps_s, v_cat2_cond, "010101"},   {o::min_u, v_cat2_2src, "010110"},
+              {o::min_s, v_cat2_2src, "010111"},    {o::max_u, v_cat2_2src, "011000"},
+              {o::max_s, v_cat2_2src, "011001"},    {o::absneg_s, v_cat2_1src, "011010"},
+              {o::and_b, v_cat2_2src, "011100"},    {o::or_b, v_cat2_2src, "011101"},
+              {o::not_b, v_cat2_1src, "011110"},    {o::xor_b, v_cat2_2src, "011111"},
+              {o::cmpv_u, v_cat2_cond, "100001"},   {o::cmpv_s, v_cat2_cond, "100010"},
+              {o::mul_u24, v_cat2_2src, "110000"},  {o::mul_s24, v_cat2_2src, "110001"},
+              {o::mull_u, v_cat2_2src, "110010"},   {o::bfrev_b, v_cat2_1src, "110011"},
+              {o::clz_s, v_cat2_1src, "110100"},    {o::clz_b, v_cat2_1src, "110101"},
+              {o::shl_b, v_cat2_2src, "110110"},    {o::shr_b, v_cat2_2src, "110111"},
+              {o::ashr_b, v_cat2_2src, "111000"},   {o::mgen_b, v_cat2_2src, "111010"},
               {o::getbit_b, v_cat2_2src, "111011"}, {o::setrm, v_cat2_1src, "111100"},
-              {o::cbits_b, v_cat2_1src, "111101"}, {o::shb, v_cat2_2src, "111110"},
+              {o::cbits_b, v_cat2_1src, "111101"},  {o::shb, v_cat2_2src, "111110"},
               {o::msad, v_cat2_2src, "111111"}};
   for (const auto &c : cat2) {
     pats p = c2 + pats{{53, 58, c.opc}};
@@ -228,13 +243,14 @@ table::table() {
   // Cat3: ir3-cat3.xml, OPC bits 55-58; bit 13 selects the a6xx "alt" forms.
   const pats c3 = {{61, 63, "011"}};
   const o cat3[] = {o::mad_u16, o::madsh_u16, o::mad_s16, o::madsh_m16, o::mad_u24, o::mad_s24,
-                    o::mad_f16, o::mad_f32, o::sel_b16, o::sel_b32, o::sel_s16, o::sel_s32,
-                    o::sel_f16, o::sel_f32, o::sad_s16, o::sad_s32};
+                    o::mad_f16, o::mad_f32,   o::sel_b16, o::sel_b32,   o::sel_s16, o::sel_s32,
+                    o::sel_f16, o::sel_f32,   o::sad_s16, o::sad_s32};
   const char *const opc4[] = {"0000", "0001", "0010", "0011", "0100", "0101", "0110", "0111",
                               "1000", "1001", "1010", "1011", "1100", "1101", "1110", "1111"};
   for (int k = 0; k < 16; k++) add(cat3[k], v_cat3, c3 + pats{{13, 13, "0"}, {55, 58, opc4[k]}});
   const o alt[] = {o::shrm, o::shlm, o::shrg, o::shlg, o::andg};
-  for (int k = 0; k < 5; k++) add(alt[k], v_cat3_alt, c3 + pats{{13, 13, "1"}, {55, 58, opc4[8 + k]}});
+  for (int k = 0; k < 5; k++)
+    add(alt[k], v_cat3_alt, c3 + pats{{13, 13, "1"}, {55, 58, opc4[8 + k]}});
   add(o::dp2acc, v_cat3_dp, c3 + pats{{13, 13, "1"}, {46, 46, "0"}, {55, 58, "1101"}});
   add(o::dp4acc, v_cat3_dp, c3 + pats{{13, 13, "1"}, {46, 46, "1"}, {55, 58, "1101"}});
   add(o::wmm, v_cat3_wmm, c3 + pats{{13, 13, "1"}, {42, 42, "0"}, {55, 58, "1110"}});
@@ -245,26 +261,30 @@ table::table() {
   const struct {
     o op;
     const char *opc;
-  } cat4[] = {{o::rcp, "000000"},  {o::rsq, "000001"},  {o::log2, "000010"},  {o::exp2, "000011"},
-              {o::sin, "000100"},  {o::cos, "000101"},  {o::sqrt, "000110"},  {o::hrsq, "001001"},
+  } cat4[] = {{o::rcp, "000000"},   {o::rsq, "000001"},  {o::log2, "000010"}, {o::exp2, "000011"},
+              {o::sin, "000100"},   {o::cos, "000101"},  {o::sqrt, "000110"}, {o::hrsq, "001001"},
               {o::hlog2, "001010"}, {o::hexp2, "001011"}};
   for (const auto &c : cat4) add(c.op, v_cat4, c4 + pats{{53, 58, c.opc}});
 
   // Cat5: ir3-cat5.xml, OPC bits 54-58.
   const pats c5 = {{61, 63, "101"}, {17, 17, "x"}};
   add(o::isam, v_cat5_isam, c5 + pats{{54, 58, "00000"}});
-  const o cat5[] = {o::isaml,    o::isamm,    o::sam,      o::samb,     o::saml,     o::samgq,
-                    o::getlod,   o::conv,     o::convm,    o::getsize,  o::getbuf,   o::getpos,
-                    o::getinfo,  o::dsx,      o::dsy,      o::gather4r, o::gather4g, o::gather4b,
-                    o::gather4a, o::samgp0,   o::samgp1,   o::samgp2,   o::samgp3,   o::dsxpp_1,
-                    o::dsypp_1,  o::rgetpos,  o::rgetinfo};
-  const char *const opc5[] = {"00000", "00001", "00010", "00011", "00100", "00101", "00110", "00111",
-                              "01000", "01001", "01010", "01011", "01100", "01101", "01110", "01111",
-                              "10000", "10001", "10010", "10011", "10100", "10101", "10110", "10111",
-                              "11000", "11001", "11010", "11011", "11100", "11101", "11110", "11111"};
-  for (int k = 0; k < 27; k++) add(cat5[k], v_cat5, c5 + pats{{18, 18, "0"}, {54, 58, opc5[k + 1]}});
+  const o cat5[] = {o::isaml,    o::isamm,   o::sam,     o::samb,     o::saml,     o::samgq,
+                    o::getlod,   o::conv,    o::convm,   o::getsize,  o::getbuf,   o::getpos,
+                    o::getinfo,  o::dsx,     o::dsy,     o::gather4r, o::gather4g, o::gather4b,
+                    o::gather4a, o::samgp0,  o::samgp1,  o::samgp2,   o::samgp3,   o::dsxpp_1,
+                    o::dsypp_1,  o::rgetpos, o::rgetinfo};
+  const char *const opc5[] = {"00000", "00001", "00010", "00011", "00100", "00101", "00110",
+                              "00111", "01000", "01001", "01010", "01011", "01100", "01101",
+                              "01110", "01111", "10000", "10001", "10010", "10011", "10100",
+                              "10101", "10110", "10111", "11000", "11001", "11010", "11011",
+                              "11100", "11101", "11110", "11111"};
+  for (int k = 0; k < 27; k++)
+    add(cat5[k], v_cat5, c5 + pats{{18, 18, "0"}, {54, 58, opc5[k + 1]}});
   add(o::tcinv, v_tcinv,
-      {{61, 63, "101"}, {0, 31, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, {32, 53, "xxxxxxxxxxxxxxxxxxxxxx"},
+      {{61, 63, "101"},
+       {0, 31, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"},
+       {32, 53, "xxxxxxxxxxxxxxxxxxxxxx"},
        {54, 58, "11100"}});
   const pats c5_brcst = c5 + pats{{18, 18, "0"}, {50, 50, "0"}};
   add(o::brcst_active, v_brcst, c5_brcst + pats{{53, 58, "111110"}});
@@ -276,13 +296,18 @@ table::table() {
   // Cat6: ir3-cat6.xml. The a3xx-style encodings have OPC in bits 54-58; the a6xx ones
   // (#instruction-cat6-a6xx-base) have it in bits 14-19, with bit 40 clear.
   const pats c6 = {{61, 63, "110"}};
-  const pats c6_ldg = c6 + pats{{0, 0, "1"}, {23, 23, "1"}, {27, 31, "00xxx"}, {40, 40, "x"},
-                                {52, 53, "00"}, {54, 58, "00000"}};
+  const pats c6_ldg = c6 + pats{{0, 0, "1"},   {23, 23, "1"},  {27, 31, "00xxx"},
+                                {40, 40, "x"}, {52, 53, "00"}, {54, 58, "00000"}};
   add(o::ldg, v_ldg, c6_ldg + pats{{22, 22, "0"}, {41, 48, "xxxxxxxx"}});
   add(o::ldg_a, v_ldg_a, c6_ldg + pats{{22, 22, "1"}, {41, 48, "xxxxxxxx"}});
   add(o::ldg_k, v_ldg_k,
-      c6 + pats{{0, 0, "1"}, {22, 22, "0"}, {27, 31, "00xxx"}, {41, 48, "xxxxxxxx"}, {52, 52, "1"},
-                {53, 53, "0"}, {54, 58, "00000"}});
+      c6 + pats{{0, 0, "1"},
+                {22, 22, "0"},
+                {27, 31, "00xxx"},
+                {41, 48, "xxxxxxxx"},
+                {52, 52, "1"},
+                {53, 53, "0"},
+                {54, 58, "00000"}});
   const pats c6_stg = c6 + pats{{0, 0, "x"}, {27, 31, "00xxx"}, {53, 53, "0"}, {54, 58, "00011"}};
   add(o::stg, v_stg, c6_stg + pats{{14, 21, "xxxxxxxx"}, {22, 23, "1x"}, {52, 52, "0"}});
   add(o::stg_a, v_stg_a, c6_stg + pats{{14, 21, "xxxxxxxx"}, {22, 23, "1x"}, {52, 52, "1"}});
@@ -292,42 +317,61 @@ table::table() {
   add(o::ldp, v_ld, c6_ld + pats{{54, 58, "00010"}});
   add(o::ldlw, v_ld, c6_ld + pats{{54, 58, "01010"}});
   add(o::ldlv, v_ldlv,
-      c6 + pats{{0, 0, "0"}, {14, 21, "00000000"}, {22, 23, "11"}, {40, 48, "xxxxxxxxx"},
-                {52, 53, "xx"}, {54, 58, "11111"}});
+      c6 + pats{{0, 0, "0"},
+                {14, 21, "00000000"},
+                {22, 23, "11"},
+                {40, 48, "xxxxxxxxx"},
+                {52, 53, "xx"},
+                {54, 58, "11111"}});
   const pats c6_st = c6 + pats{{14, 22, "xxxxxxxxx"}, {23, 23, "1"}, {40, 40, "1"}, {52, 53, "xx"}};
   add(o::stl, v_st, c6_st + pats{{0, 0, "x"}, {54, 58, "00100"}});
   add(o::stp, v_st, c6_st + pats{{0, 0, "0"}, {54, 58, "00101"}});
   add(o::stlw, v_st, c6_st + pats{{0, 0, "x"}, {54, 58, "01011"}});
   add(o::stc, v_stc,
-      c6 + pats{{0, 0, "x"}, {9, 13, "xxxxx"}, {14, 22, "000000000"}, {23, 23, "1"},
-                {27, 31, "xxxxx"}, {41, 48, "xxxxxxxx"}, {52, 53, "xx"}, {54, 58, "11100"}});
+      c6 + pats{{0, 0, "x"},
+                {9, 13, "xxxxx"},
+                {14, 22, "000000000"},
+                {23, 23, "1"},
+                {27, 31, "xxxxx"},
+                {41, 48, "xxxxxxxx"},
+                {52, 53, "xx"},
+                {54, 58, "11100"}});
   add(o::resinfo, v_resinfo,
-      c6 + pats{{0, 0, "x"}, {1, 8, "xxxxxxxx"}, {11, 11, "x"}, {12, 13, "xx"},
-                {14, 23, "0000000000"}, {24, 31, "xxxxxxxx"}, {40, 40, "0"}, {52, 52, "x"},
+      c6 + pats{{0, 0, "x"},
+                {1, 8, "xxxxxxxx"},
+                {11, 11, "x"},
+                {12, 13, "xx"},
+                {14, 23, "0000000000"},
+                {24, 31, "xxxxxxxx"},
+                {40, 40, "0"},
+                {52, 52, "x"},
                 {54, 58, "01111"}});
-  const o atomics_l[] = {o::atomic_add, o::atomic_sub, o::atomic_xchg, o::atomic_inc,
-                         o::atomic_dec, o::atomic_cmpxchg, o::atomic_min, o::atomic_max,
-                         o::atomic_and, o::atomic_or, o::atomic_xor};
-  const o atomics_g[] = {o::atomic_g_add, o::atomic_g_sub, o::atomic_g_xchg, o::atomic_g_inc,
-                         o::atomic_g_dec, o::atomic_g_cmpxchg, o::atomic_g_min, o::atomic_g_max,
-                         o::atomic_g_and, o::atomic_g_or, o::atomic_g_xor};
+  const o atomics_l[] = {o::atomic_add, o::atomic_sub,     o::atomic_xchg, o::atomic_inc,
+                         o::atomic_dec, o::atomic_cmpxchg, o::atomic_min,  o::atomic_max,
+                         o::atomic_and, o::atomic_or,      o::atomic_xor};
+  const o atomics_g[] = {o::atomic_g_add, o::atomic_g_sub,     o::atomic_g_xchg, o::atomic_g_inc,
+                         o::atomic_g_dec, o::atomic_g_cmpxchg, o::atomic_g_min,  o::atomic_g_max,
+                         o::atomic_g_and, o::atomic_g_or,      o::atomic_g_xor};
   const pats c6_atomic =
-      c6 + pats{{40, 40, "x"}, {0, 0, "1"}, {1, 8, "00000000"}, {41, 48, "00000000"}, {53, 53, "0"}};
+      c6 +
+      pats{{40, 40, "x"}, {0, 0, "1"}, {1, 8, "00000000"}, {41, 48, "00000000"}, {53, 53, "0"}};
   for (int k = 0; k < 11; k++) {
     add(atomics_l[k], v_atomic_l, c6_atomic + pats{{52, 52, "0"}, {54, 58, opc5[16 + k]}});
     add(atomics_g[k], v_atomic_g, c6_atomic + pats{{52, 52, "1"}, {54, 58, opc5[16 + k]}});
   }
   const pats c6_a6 = c6 + pats{{40, 40, "0"}};
   const pats c6_a6x = c6_a6 + pats{{4, 5, "00"}, {54, 58, "00000"}};
-  const pats c6_ldc = c6_a6x + pats{{0, 0, "x"}, {14, 19, "011110"}, {20, 22, "1xx"}, {49, 51, "x11"}};
+  const pats c6_ldc =
+      c6_a6x + pats{{0, 0, "x"}, {14, 19, "011110"}, {20, 22, "1xx"}, {49, 51, "x11"}};
   add(o::ldc_k, v_ldc_k, c6_ldc + pats{{11, 11, "x"}, {9, 10, "xx"}, {52, 53, "11"}});
   add(o::ldc, v_ldc, c6_ldc + pats{{52, 53, "10"}});
-  const pats c6_getid = c6_a6x + pats{{0, 0, "0"}, {9, 10, "xx"}, {11, 11, "x"}, {24, 31, "xxxxxxxx"},
-                                      {41, 48, "xxxxxxxx"}, {52, 53, "1x"}};
+  const pats c6_getid = c6_a6x + pats{{0, 0, "0"},          {9, 10, "xx"},        {11, 11, "x"},
+                                      {24, 31, "xxxxxxxx"}, {41, 48, "xxxxxxxx"}, {52, 53, "1x"}};
   add(o::getspid, v_getid, c6_getid + pats{{14, 19, "100100"}, {20, 23, "x1xx"}});
   add(o::getwid, v_getid, c6_getid + pats{{14, 19, "100101"}, {20, 23, "x1xx"}});
   add(o::getfiberid, v_getid, c6_getid + pats{{14, 19, "100110"}, {20, 23, "11xx"}});
-  const pats c6_ibo1 = c6_a6x + pats{{0, 0, "0"}, {20, 23, "0110"}, {24, 31, "xxxxxxxx"}, {52, 53, "1x"}};
+  const pats c6_ibo1 =
+      c6_a6x + pats{{0, 0, "0"}, {20, 23, "0110"}, {24, 31, "xxxxxxxx"}, {52, 53, "1x"}};
   add(o::resinfo_b, v_ibo_1src, c6_ibo1 + pats{{14, 19, "001111"}});
   add(o::resbase, v_ibo_1src, c6_ibo1 + pats{{14, 19, "001100"}});
   const pats c6_ibo = c6_a6 + pats{{20, 22, "110"}};
@@ -336,21 +380,29 @@ table::table() {
   const struct {
     o op;
     const char *opc;
-  } atomics_b[] = {{o::atomic_b_add, "010000"}, {o::atomic_b_sub, "010001"},
-                   {o::atomic_b_xchg, "010010"}, {o::atomic_b_cmpxchg, "010101"},
-                   {o::atomic_b_min, "010110"}, {o::atomic_b_max, "010111"},
-                   {o::atomic_b_and, "011000"}, {o::atomic_b_or, "011001"},
-                   {o::atomic_b_xor, "011010"}};
+  } atomics_b[] = {
+      {o::atomic_b_add, "010000"},     {o::atomic_b_sub, "010001"}, {o::atomic_b_xchg, "010010"},
+      {o::atomic_b_cmpxchg, "010101"}, {o::atomic_b_min, "010110"}, {o::atomic_b_max, "010111"},
+      {o::atomic_b_and, "011000"},     {o::atomic_b_or, "011001"},  {o::atomic_b_xor, "011010"}};
   for (const auto &a : atomics_b)
     add(a.op, v_atomic_b,
-        c6_ibo + pats{{23, 23, "0"}, {4, 5, "00"}, {54, 58, "00000"}, {0, 0, "x"}, {14, 19, a.opc},
+        c6_ibo + pats{{23, 23, "0"},
+                      {4, 5, "00"},
+                      {54, 58, "00000"},
+                      {0, 0, "x"},
+                      {14, 19, a.opc},
                       {52, 53, "11"}});
   add(o::shfl, v_shfl,
-      c6 + pats{{0, 0, "0"}, {9, 22, "00000000000000"}, {40, 44, "xxxxx"}, {48, 48, "x"},
-                {52, 53, "10"}, {54, 58, "11011"}});
+      c6 + pats{{0, 0, "0"},
+                {9, 22, "00000000000000"},
+                {40, 44, "xxxxx"},
+                {48, 48, "x"},
+                {52, 53, "10"},
+                {54, 58, "11011"}});
 
   // Cat7: ir3-cat7.xml (the a7xx-only encodings are left out).
-  const pats c7 = {{61, 63, "111"}, {0, 31, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, {32, 43, "xxxxxxxxxxxx"}};
+  const pats c7 = {
+      {61, 63, "111"}, {0, 31, "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}, {32, 43, "xxxxxxxxxxxx"}};
   add(o::bar, v_barrier, c7 + pats{{45, 50, "x1xxxx"}, {55, 58, "0000"}});
   add(o::fence, v_barrier, c7 + pats{{45, 50, "x1xxxx"}, {55, 58, "0001"}});
   add(o::sleep, v_sleep, c7 + pats{{45, 50, "xxxxxx"}, {52, 54, "xxx"}, {55, 58, "0010"}});
@@ -430,8 +482,7 @@ struct decoder {
         o->kind = f >> 10 & 1 ? ir3_operand::rel_const : ir3_operand::rel_gpr;
         o->value = sext(f & 0x3ff, 10);
         return true;
-      default:
-        return fail("a source of no known form (bits 11-13)");
+      default: return fail("a source of no known form (bits 11-13)");
     }
   }
   // #cat3-src: src1 and src3 of cat3 in 13 bits; the a6xx alt forms take immediates in place of
@@ -460,8 +511,7 @@ struct decoder {
         o->kind = f >> 10 & 1 ? ir3_operand::rel_const : ir3_operand::rel_gpr;
         o->value = sext(f & 0x3ff, 10);
         return true;
-      default:
-        return fail("unexpected bits [11:11] in a cat3 const source");
+      default: return fail("unexpected bits [11:11] in a cat3 const source");
     }
   }
   // #cat6-src: an 8-bit immediate or a gpr.
@@ -605,15 +655,13 @@ bool decoder::fields(variant var) {
       i.nsrc = 3;
       switch (var) {
         case v_cat3: {
-          static const bool full[16] = {false, true,  false, true, true,  true,  false, true,
-                                        false, true,  false, true, false, true,  false, true};
+          static const bool full[16] = {false, true, false, true, true,  true, false, true,
+                                        false, true, false, true, false, true, false, true};
           i.full = full[bits(w, 55, 58)];
           i.sat = bit(w, 42);
           break;
         }
-        case v_cat3_alt:
-          i.full = bit(w, 42);
-          break;
+        case v_cat3_alt: i.full = bit(w, 42); break;
         case v_cat3_dp:
           i.full = true;
           i.sat = bit(w, 42);
@@ -671,17 +719,41 @@ bool decoder::fields(variant var) {
       bool has_samp = true, has_tex = true;
       using o = ir3_op;
       switch (i.op) {
-        case o::getsize: case o::getpos: has_samp = false; i.num_src = 1; break;
-        case o::getbuf: case o::getinfo: has_samp = false; i.num_src = 0; break;
-        case o::dsx: case o::dsy: case o::dsxpp_1: case o::dsypp_1: case o::rgetpos:
-        case o::brcst_active: case o::quad_shuffle_horiz: case o::quad_shuffle_vert:
+        case o::getsize:
+        case o::getpos:
+          has_samp = false;
+          i.num_src = 1;
+          break;
+        case o::getbuf:
+        case o::getinfo:
+          has_samp = false;
+          i.num_src = 0;
+          break;
+        case o::dsx:
+        case o::dsy:
+        case o::dsxpp_1:
+        case o::dsypp_1:
+        case o::rgetpos:
+        case o::brcst_active:
+        case o::quad_shuffle_horiz:
+        case o::quad_shuffle_vert:
         case o::quad_shuffle_diag:
           has_samp = has_tex = false;
           i.num_src = 1;
           break;
-        case o::rgetinfo: has_samp = has_tex = false; i.num_src = 0; break;
-        case o::quad_shuffle_brcst: has_samp = has_tex = false; i.num_src = 2; break;
-        case o::isaml: case o::samb: case o::saml: case o::conv: case o::convm: i.num_src = 2; break;
+        case o::rgetinfo:
+          has_samp = has_tex = false;
+          i.num_src = 0;
+          break;
+        case o::quad_shuffle_brcst:
+          has_samp = has_tex = false;
+          i.num_src = 2;
+          break;
+        case o::isaml:
+        case o::samb:
+        case o::saml:
+        case o::conv:
+        case o::convm: i.num_src = 2; break;
         default: i.num_src = 1; break;
       }
       if (var == v_cat5_isam) {
@@ -703,7 +775,8 @@ bool decoder::fields(variant var) {
         i.tex = uint8_t(bits(w, 25, 28));
         i.src[2] = gpr(21, false);
       } else {
-        if (!expect(19, 20, 0, "cat5 (BASE_HI)") || !expect(47, 47, 0, "cat5 (BASE_LO)")) return false;
+        if (!expect(19, 20, 0, "cat5 (BASE_HI)") || !expect(47, 47, 0, "cat5 (BASE_LO)"))
+          return false;
         i.samp = uint8_t(bits(w, 21, 24));
         i.tex = uint8_t(bits(w, 25, 31));
         if (!has_samp && !expect(21, 24, 0, "cat5 (SAMP)")) return false;
@@ -785,7 +858,7 @@ bool decoder::fields(variant var) {
           i.ndst = 1;
           return true;
         case v_st:
-          i.src[1] = gpr(1, th);    // value
+          i.src[1] = gpr(1, th);      // value
           i.src[0] = gpr(41, false);  // address
           i.offset = sext(bits(w, 9, 13) << 8 | bits(w, 32, 39), 13);
           i.size = uint8_t(bits(w, 24, 31));
@@ -831,9 +904,9 @@ bool decoder::fields(variant var) {
           if (i.mode == 3) return fail("a cat6 source mode of no known kind");
           const bool direct = i.mode == 0;
           if (var == v_ldc || var == v_ldc_k) {
-            i.src[0] = cat6src(41, direct);            // UBO index
-            i.src[1] = cat6src(24, bit(w, 23));        // offset
-            i.offset = int32_t(bits(w, 9, 10));        // OFFSET (vec4 component)
+            i.src[0] = cat6src(41, direct);      // UBO index
+            i.src[1] = cat6src(24, bit(w, 23));  // offset
+            i.offset = int32_t(bits(w, 9, 10));  // OFFSET (vec4 component)
             i.uniform = bit(w, 11);
             i.nsrc = 2;
             if (var == v_ldc) {
@@ -856,7 +929,7 @@ bool decoder::fields(variant var) {
             return true;
           }
           i.src[0] = gpr(32, var == v_ibo_ls && th);  // value (stib) / dst (ldib)
-          i.src[1] = gpr(24, false);                   // coordinates
+          i.src[1] = gpr(24, false);                  // coordinates
           i.nsrc = 2;
           if (var == v_ibo_ls) {
             i.has_offset = bit(w, 23);
@@ -880,8 +953,7 @@ bool decoder::fields(variant var) {
           i.src[1] = cat6src(24, bit(w, 23));
           i.nsrc = 2;
           return true;
-        default:
-          return fail("cat6 field layout missing");
+        default: return fail("cat6 field layout missing");
       }
     }
     default:  // 7
@@ -918,8 +990,8 @@ std::string rel_text(char file, int32_t off, bool half, bool zero_plain) {
 const char *absneg_text(const ir3_operand &o) {
   return o.neg && o.abs ? "(absneg)" : o.neg ? "(neg)" : o.abs ? "(abs)" : "";
 }
-const char *const flut_text[] = {"(0.0)", "(0.5)",   "(1.0)",        "(2.0)",
-                                 "(e)",   "(pi)",    "(1/pi)",       "(1/log2(e))",
+const char *const flut_text[] = {"(0.0)",     "(0.5)",        "(1.0)",      "(2.0)",
+                                 "(e)",       "(pi)",         "(1/pi)",     "(1/log2(e))",
                                  "(log2(e))", "(1/log2(10))", "(log2(10))", "(4.0)"};
 
 // #multisrc display (ir3-common.xml).
@@ -1019,7 +1091,7 @@ std::string cat1_dst_text(const ir3_instr &i) {
 
 const char *const round_text[] = {"", "(even)", "(pos_infinity)", "(neg_infinity)"};
 const char *const cond_text[] = {"lt", "le", "gt", "ge", "eq", "ne", "?", "?"};
-const char *const wrmask_text[] = {"", "x", "y", "xy", "z", "xz", "yz", "xyz",
+const char *const wrmask_text[] = {"",  "x",  "y",  "xy",  "z",  "xz",  "yz",  "xyz",
                                    "w", "xw", "yw", "xyw", "zw", "xzw", "yzw", "xyzw"};
 const char *const mode_text[] = {"imm", "uniform", "nonuniform", "?"};
 
@@ -1116,17 +1188,17 @@ std::string ir3_render(const ir3_instr &i, int index, bool labels) {
     if (labels) return "#l" + std::to_string(index + i.branch);
     return "#" + std::to_string(i.branch);
   };
-  auto pred = [&](int k) {
-    return std::string(i.inv[k] ? "!" : "") + "p0." + swiz[i.comp[k]];
-  };
+  auto pred = [&](int k) { return std::string(i.inv[k] ? "!" : "") + "p0." + swiz[i.comp[k]]; };
   switch (i.cat) {
     case 0:
       flag(i.sy, "(sy)");
       flag(i.ss, "(ss)");
       switch (i.op) {
-        case o::jump: case o::call: case o::bkt: case o::getone: case o::shps:
-          flag(i.jp, "(jp)");
-          return s + name + " " + target();
+        case o::jump:
+        case o::call:
+        case o::bkt:
+        case o::getone:
+        case o::shps: flag(i.jp, "(jp)"); return s + name + " " + target();
         case o::getlast:
           flag(i.jp, "(jp)");
           return s + name + ".w" + std::to_string(2u << i.index) + " " + target();
@@ -1138,9 +1210,11 @@ std::string ir3_render(const ir3_instr &i, int index, bool labels) {
         case o::kill: return s + name + " " + pred(0);
         case o::brac: return s + name + "." + std::to_string(i.index) + " " + target();
         case o::brax: return s + name + " " + target();
-        case o::br: case o::bany: case o::ball: return s + name + " " + pred(0) + ", " + target();
-        case o::brao: case o::braa:
-          return s + name + " " + pred(0) + ", " + pred(1) + ", " + target();
+        case o::br:
+        case o::bany:
+        case o::ball: return s + name + " " + pred(0) + ", " + target();
+        case o::brao:
+        case o::braa: return s + name + " " + pred(0) + ", " + pred(1) + ", " + target();
         default: return s + rpt + name;
       }
     case 1: {
@@ -1226,7 +1300,8 @@ std::string ir3_render(const ir3_instr &i, int index, bool labels) {
       flag(i.jp, "(jp)");
       if (i.op == o::tcinv) return s + name;
       const std::string typ = std::string("(") + ir3_type_name(i.type) + ")";
-      const std::string dst = typ + "(" + wrmask_text[i.wrmask] + ")" + reg_text(i.dst[0].num, i.dst_half);
+      const std::string dst =
+          typ + "(" + wrmask_text[i.wrmask] + ")" + reg_text(i.dst[0].num, i.dst_half);
       auto src = [&](int k) { return ", " + reg_text(i.src[k].num, i.src[k].half); };
       if (i.op == o::brcst_active)
         return s + name + ".w" + std::to_string(2u << i.cluster_w) + " " + dst + src(0);
@@ -1259,10 +1334,10 @@ std::string ir3_render(const ir3_instr &i, int index, bool labels) {
         s += src(1);
       else if (i.imm_offset)
         s += uoffset_text(i.offset);
-      const bool has_samp = !(i.op == o::getsize || i.op == o::getbuf || i.op == o::getpos ||
-                              i.op == o::getinfo || i.op == o::dsx || i.op == o::dsy ||
-                              i.op == o::dsxpp_1 || i.op == o::dsypp_1 || i.op == o::rgetpos ||
-                              i.op == o::rgetinfo);
+      const bool has_samp =
+          !(i.op == o::getsize || i.op == o::getbuf || i.op == o::getpos || i.op == o::getinfo ||
+            i.op == o::dsx || i.op == o::dsy || i.op == o::dsxpp_1 || i.op == o::dsypp_1 ||
+            i.op == o::rgetpos || i.op == o::rgetinfo);
       const bool has_tex = !(i.op == o::dsx || i.op == o::dsy || i.op == o::dsxpp_1 ||
                              i.op == o::dsypp_1 || i.op == o::rgetpos || i.op == o::rgetinfo);
       if (i.s2en) {
@@ -1298,33 +1373,43 @@ std::string ir3_render(const ir3_instr &i, int index, bool labels) {
         case o::stg_a: {
           std::string addr = "g[" + g(i.src[0]) + "+";
           if (i.shift > 0)
-            addr += g(i.src[1]) + "<<" + std::to_string(i.shift + 2) + uoffset_text(i.offset) + "<<2]";
+            addr +=
+                g(i.src[1]) + "<<" + std::to_string(i.shift + 2) + uoffset_text(i.offset) + "<<2]";
           else
-            addr += "(" + g(i.src[1]) + uoffset_text(i.offset) + ")<<" + std::to_string(i.shift + 2) + "]";
+            addr += "(" + g(i.src[1]) + uoffset_text(i.offset) + ")<<" +
+                    std::to_string(i.shift + 2) + "]";
           if (i.op == o::ldg_a)
-            return s + name + "." + typ + " " + h + g(i.dst[0]) + ", " + addr + ", " + std::to_string(i.size);
-          return s + name + "." + typ + " " + addr + ", " + h + g(i.src[2]) + ", " + std::to_string(i.size);
+            return s + name + "." + typ + " " + h + g(i.dst[0]) + ", " + addr + ", " +
+                   std::to_string(i.size);
+          return s + name + "." + typ + " " + addr + ", " + h + g(i.src[2]) + ", " +
+                 std::to_string(i.size);
         }
         case o::ldg_k:
         case o::stc: {
-          const std::string c = i.dst[0].r ? "a1.x" + uoffset_text(i.dst[0].value) : std::to_string(i.dst[0].value);
+          const std::string c =
+              i.dst[0].r ? "a1.x" + uoffset_text(i.dst[0].value) : std::to_string(i.dst[0].value);
           if (i.op == o::stc)
-            return s + name + "." + typ + " c[" + c + "], " + g(i.src[0]) + ", " + std::to_string(i.size);
+            return s + name + "." + typ + " c[" + c + "], " + g(i.src[0]) + ", " +
+                   std::to_string(i.size);
           return s + name + "." + typ + " c[" + c + "], g[" + g(i.src[0]) + offset_text(i.offset) +
                  "], " + std::to_string(i.size);
         }
         case o::stg:
           return s + name + "." + typ + " g[" + g(i.src[0]) + offset_text(i.offset) + "], " + h +
                  g(i.src[2]) + ", " + std::to_string(i.size);
-        case o::ldl: case o::ldlw: case o::ldp: {
+        case o::ldl:
+        case o::ldlw:
+        case o::ldp: {
           const char *space = i.op == o::ldp ? "p" : "l";
-          return s + name + "." + typ + " " + (i.op == o::ldp ? h : "") + g(i.dst[0]) + ", " + space +
-                 "[" + g(i.src[0]) + offset_text(i.offset) + "], " + std::to_string(i.size);
+          return s + name + "." + typ + " " + (i.op == o::ldp ? h : "") + g(i.dst[0]) + ", " +
+                 space + "[" + g(i.src[0]) + offset_text(i.offset) + "], " + std::to_string(i.size);
         }
         case o::ldlv:
-          return s + name + "." + typ + " " + g(i.dst[0]) + ", l[" + std::to_string(i.offset) + "], " +
-                 std::to_string(i.size);
-        case o::stl: case o::stlw: case o::stp:
+          return s + name + "." + typ + " " + g(i.dst[0]) + ", l[" + std::to_string(i.offset) +
+                 "], " + std::to_string(i.size);
+        case o::stl:
+        case o::stlw:
+        case o::stp:
           return s + name + "." + typ + " " + (i.op == o::stp ? "p" : "l") + "[" + g(i.src[0]) +
                  offset_text(i.offset) + "], " + g(i.src[1]) + ", " + std::to_string(i.size);
         case o::resinfo:
@@ -1339,8 +1424,9 @@ std::string ir3_render(const ir3_instr &i, int index, bool labels) {
           return s + "ldc." + std::to_string(i.size) + ".k." + mode_text[i.mode] +
                  (i.bindless ? ".base" + std::to_string(i.base) : "") + " c[a1.x], " +
                  cat6src_text(i.src[1]) + ", " + cat6src_text(i.src[0]);
-        case o::getspid: case o::getwid: case o::getfiberid:
-          return s + name + "." + typ + " " + g(i.dst[0]);
+        case o::getspid:
+        case o::getwid:
+        case o::getfiberid: return s + name + "." + typ + " " + g(i.dst[0]);
         case o::shfl: {
           static const char *const m[] = {"?", "xor", "up", "down", "?", "?", "rup", "rdown"};
           return s + name + "." + m[i.shfl_mode] + "." + typ + " " + h + g(i.dst[0]) + ", " + h +

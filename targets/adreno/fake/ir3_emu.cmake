@@ -1,7 +1,9 @@
 # The ir3 (Adreno a6xx) ISA emulator (issue 26): decoder, executor, hazard checker and counters,
 # standard library only (the runtime links it, also in its aarch64 cross build).
 add_library(capgraph_ir3_emu STATIC
-  ${CMAKE_CURRENT_LIST_DIR}/ir3_decode.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/ir3_decode.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ir3_emu.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ir3_hazard.cpp)
 target_include_directories(capgraph_ir3_emu PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_compile_features(capgraph_ir3_emu PUBLIC cxx_std_20)
 

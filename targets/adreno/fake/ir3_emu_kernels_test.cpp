@@ -4,14 +4,20 @@
 #include <doctest/doctest.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <random>
 #include <sstream>
 
 #include "codegen/adreno_codegen.h"
+#include "codegen/cpu_codegen.h"
 #include "compile.h"
 #include "ir3_decode.h"
+#include "ir3_emu.h"
 #include "onnx_writer.h"
+#include "schedule/interpret.h"
 
 using namespace capgraph;
 using namespace capgraph::adreno;
@@ -108,7 +114,8 @@ std::vector<compiled> models_compile(const fs::path &dir) {
     b.node("Conv", {"x", "w", "bias"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
     b.node("Sigmoid", {"c"}, {"s"});
     b.node("Mul", {"c", "s"}, {"silu"});
-    b.node("MaxPool", {"silu"}, {"p"}, {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
+    b.node("MaxPool", {"silu"}, {"p"},
+           {attr_ints("kernel_shape", {2, 2}), attr_ints("strides", {2, 2})});
     b.node("Erf", {"p"}, {"e"});
     b.node("Tanh", {"e"}, {"th"});
     b.node("Softmax", {"th"}, {"sm"}, {attr_int("axis", 3)});
@@ -133,7 +140,8 @@ std::vector<compiled> models_compile(const fs::path &dir) {
     b.node("Pad", {"x", "pads"}, {"pr"}, {attr_string("mode", "reflect")});
     b.node("Resize", {"pr", "", "scales"}, {"rs"}, {attr_string("mode", "linear")});
     b.node("AveragePool", {"rs"}, {"ap"},
-           {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+           {attr_ints("kernel_shape", {3, 3}), attr_ints("pads", {1, 1, 1, 1}),
+            attr_ints("strides", {2, 2})});
     b.node("Gather", {"ap", "idx"}, {"g"}, {attr_int("axis", 1)});
     b.node("Floor", {"g"}, {"fl"});
     b.node("Cast", {"fl"}, {"fi"}, {attr_int("to", (int64_t)DataType::int64)});
@@ -153,6 +161,157 @@ std::vector<compiled> models_compile(const fs::path &dir) {
     out.push_back(model_compile("f16_sfu", b, dir));
   }
   return out;
+}
+
+// Host memory for a program's buffers at made-up GPU addresses, each buffer followed by an
+// unmapped gap so an access past its end faults instead of landing in the next one.
+struct gpu_buffers {
+  static constexpr uint64_t base = 0x10000000000ull, gap = 1 << 16;
+  std::vector<std::vector<uint8_t>> bytes;
+  std::vector<uint64_t> gpu;
+  explicit gpu_buffers(const Program &p) {
+    uint64_t at = base;
+    for (const Buffer &b : p.buffers) {
+      bytes.emplace_back(size_t(b.numel) * dtype_size(b.dtype));
+      gpu.push_back(at);
+      at += (bytes.back().size() + gap + 4095) / 4096 * 4096;
+    }
+  }
+  ir3_region_find finder() {
+    return [this](uint64_t a) -> ir3_region {
+      for (size_t k = 0; k < gpu.size(); k++)
+        if (a >= gpu[k] && a < gpu[k] + bytes[k].size())
+          return {gpu[k], bytes[k].size(), bytes[k].data()};
+      return {};
+    };
+  }
+  std::vector<uint8_t *> host() {
+    std::vector<uint8_t *> h;
+    for (auto &b : bytes) h.push_back(b.data());
+    return h;
+  }
+};
+
+// The dispatch the fake KGSL sees for kernel `k` with facts `f` (targets/adreno/adreno_hcq.cpp
+// writes the same: parameters, immediates and driver params in the constant file).
+ir3_dispatch dispatch_of(const Kernel &k, const AdrenoKernelFacts &f, const gpu_buffers &m) {
+  ir3_dispatch d;
+  d.kernel = k.name;
+  std::string err;
+  const bool ok = ir3_program_decode(reinterpret_cast<const uint32_t *>(f.binary.data()),
+                                     f.instr_dwords / 2, k.name, &d.program, &err);
+  INFO(err);
+  REQUIRE(ok);
+  d.wave128 = f.double_threadsize;
+  d.full_regs = f.full_regs;
+  d.half_regs = f.half_regs;
+  d.merged_regs = f.merged_regs;
+  for (int a = 0; a < 3; a++) {
+    d.local[a] = f.workgroup_size[a];
+    d.groups[a] = f.grid[a];
+  }
+  d.shared_bytes = f.shared_memory_bytes;
+  d.private_bytes = f.private_memory_bytes;
+  d.constlen_vec4 = f.constlen_vec4;
+  d.workgroup_id_regid = f.workgroup_id_regid;
+  d.local_id_regid = f.local_id_regid;
+  const std::vector<int> slots = kernel_slots(k);
+  REQUIRE(f.params_bytes == 8 * slots.size());
+  for (size_t s = 0; s < slots.size(); s++) {
+    const uint64_t a = m.gpu[slots[s]];
+    d.consts[f.params_offset_vec4 * 4 + 2 * s] = uint32_t(a);
+    d.consts[f.params_offset_vec4 * 4 + 2 * s + 1] = uint32_t(a >> 32);
+  }
+  for (size_t n = 0; n < f.immediates.size(); n++)
+    d.consts[f.immediates_offset_vec4 * 4 + n] = f.immediates[n];
+  if (f.driver_params_offset_vec4 != UINT32_MAX) {
+    // ir3_driver_params_cs (Mesa ir3_shader.h): num_work_groups, work_dim, base_group,
+    // subgroup_size, local_group_size, as adreno_hcq.cpp uploads them.
+    const uint32_t dp[12] = {f.grid[0],
+                             f.grid[1],
+                             f.grid[2],
+                             3,
+                             0,
+                             0,
+                             0,
+                             f.double_threadsize ? 128u : 64u,
+                             f.workgroup_size[0],
+                             f.workgroup_size[1],
+                             f.workgroup_size[2],
+                             0};
+    for (uint32_t n = 0; n < 12 && f.driver_params_offset_vec4 * 4 + n < 1024; n++)
+      d.consts[f.driver_params_offset_vec4 * 4 + n] = dp[n];
+  }
+  return d;
+}
+
+void inputs_fill(const Program &p, gpu_buffers *m, unsigned seed) {
+  std::mt19937 rng(seed);
+  for (size_t b = 0; b < p.buffers.size(); b++) {
+    const Buffer &buf = p.buffers[b];
+    std::vector<uint8_t> &bytes = m->bytes[b];
+    if (buf.kind == Buffer::Kind::constant) {
+      memcpy(bytes.data(), buf.data.data(), bytes.size());
+    } else if (buf.kind == Buffer::Kind::input) {
+      for (int64_t e = 0; e < buf.numel; e++) {
+        const double v = buf.dtype == DType::u8
+                             ? double(rng() % 256)
+                             : std::uniform_real_distribution<double>(-2, 2)(rng);
+        element_store(buf.dtype, bytes.data(), e, v);
+      }
+    }
+  }
+}
+
+struct run_totals {
+  int kernels = 0, launches = 0;
+  uint64_t instructions = 0;
+  double max_abs = 0, max_rel = 0;
+  ir3_counts counts;
+  std::vector<std::string> findings;
+};
+
+// Runs every launch of a compiled model on the emulator and on the kernel interpreter, each launch
+// from the same inputs (the interpreter's state), and compares the stored buffer.
+void model_run(const compiled &c, run_totals *t, double rtol) {
+  gpu_buffers ref(c.p), emu(c.p);
+  inputs_fill(c.p, &ref, 11);
+  std::vector<bool> seen(c.r.unique.size());
+  for (size_t n = 0; n < c.p.kernels.size(); n++) {
+    const Kernel &k = c.p.kernels[n];
+    const AdrenoKernelFacts &f = c.r.unique[c.r.unique_of[n]];
+    INFO(c.name << " launch " << n << " kernel " << k.name);
+    emu.bytes = ref.bytes;
+    const ir3_dispatch d = dispatch_of(k, f, emu);
+    std::vector<ir3_finding> findings;
+    std::string err;
+    ir3_counts counts;
+    const bool ok = ir3_dispatch_run(d, emu.finder(), &counts, &findings, &err);
+    INFO(err);
+    REQUIRE(ok);
+    for (const ir3_finding &x : findings)
+      t->findings.push_back(c.name + " " + k.name + ": " + x.text);
+    kernel_interpret(k, c.p, ref.host());
+    const int b = k.store.buffer;
+    const DType dt = c.p.buffers[b].dtype;
+    for (int64_t e = 0; e < c.p.buffers[b].numel; e++) {
+      const double want = element_load(dt, ref.bytes[b].data(), e),
+                   got = element_load(dt, emu.bytes[b].data(), e);
+      const double err_abs = std::fabs(want - got),
+                   err_rel = err_abs / std::max(1.0, std::fabs(want));
+      INFO("element " << e << ": interpreter " << want << ", emulator " << got);
+      REQUIRE((err_rel <= rtol || (std::isnan(want) && std::isnan(got))));
+      t->max_abs = std::max(t->max_abs, err_abs);
+      t->max_rel = std::max(t->max_rel, err_rel);
+    }
+    t->launches++;
+    t->counts.add(counts);
+    if (!seen[c.r.unique_of[n]]) {
+      seen[c.r.unique_of[n]] = true;
+      t->kernels++;
+      t->instructions += f.instr_dwords / 2;
+    }
+  }
 }
 
 // Instruction lines of a Mesa disassembly (label lines "lN:" dropped).
@@ -179,10 +338,13 @@ std::string mnemonic(const std::string &line) {
 
 }  // namespace
 
-TEST_CASE("ir3 decoder: every instruction of real a630 kernels decodes and renders as Mesa's disassembler") {
+TEST_CASE(
+    "ir3 decoder: every instruction of real a630 kernels decodes and renders as Mesa's "
+    "disassembler") {
   if (!mesa_present()) return;
   temp_dir dir;
   int kernels = 0, instructions = 0, same_lines = 0;
+  std::map<std::string, int> ops;
   for (const compiled &c : models_compile(dir.path)) {
     for (const AdrenoKernelFacts &f : c.r.unique) {
       const size_t n = f.instr_dwords / 2;
@@ -193,16 +355,18 @@ TEST_CASE("ir3 decoder: every instruction of real a630 kernels decodes and rende
       REQUIRE(mesa.size() == n);
       std::vector<ir3_instr> is;
       std::string err;
-      const bool ok = ir3_program_decode(reinterpret_cast<const uint32_t *>(code.data()), n, c.name, &is, &err);
+      const bool ok =
+          ir3_program_decode(reinterpret_cast<const uint32_t *>(code.data()), n, c.name, &is, &err);
       INFO(err);
       REQUIRE(ok);
       for (size_t k = 0; k < n; k++) {
         const std::string mine = ir3_render(is[k], int(k), true);
-        INFO(c.name << " instruction " << k << " " << ir3_word_text(is[k].word) << ": mine '" << mine
-                    << "', Mesa '" << mesa[k] << "'");
+        INFO(c.name << " instruction " << k << " " << ir3_word_text(is[k].word) << ": mine '"
+                    << mine << "', Mesa '" << mesa[k] << "'");
         CHECK(mnemonic(mine) == mnemonic(mesa[k]));
         CHECK(mine == mesa[k]);
         same_lines += mine == mesa[k];
+        ops[mnemonic(mine)]++;
       }
       kernels++;
       instructions += int(n);
@@ -210,5 +374,31 @@ TEST_CASE("ir3 decoder: every instruction of real a630 kernels decodes and rende
   }
   MESSAGE(kernels << " kernels, " << instructions << " instructions decoded, " << same_lines
                   << " rendered exactly as Mesa's disassembler");
+  std::string seen;
+  for (const auto &[op, n] : ops) seen += " " + op + "(" + std::to_string(n) + ")";
+  MESSAGE("instructions seen:" << seen);
   CHECK(kernels >= 10);
+}
+
+TEST_CASE(
+    "ir3 emulator: real a630 kernels compute what the kernel interpreter computes, with no "
+    "hazards") {
+  if (!mesa_present()) return;
+  temp_dir dir;
+  run_totals t;
+  for (const compiled &c : models_compile(dir.path)) {
+    // float16 tensors: the twin rounds to nearest even where the a6xx's default cov rounds toward
+    // zero (ROUND 0), one half ulp apart at most.
+    model_run(c, &t, c.name.rfind("f16", 0) == 0 ? 2e-3 : 2e-4);
+  }
+  for (const std::string &f : t.findings) MESSAGE(f);
+  CHECK(t.findings.empty());
+  MESSAGE(t.kernels << " kernels in " << t.launches << " launches executed (" << t.instructions
+                    << " instructions), max error vs interpreter " << t.max_abs << " abs, "
+                    << t.max_rel << " rel; " << t.counts.waves << " waves, "
+                    << t.counts.instructions << " wave instructions (" << t.counts.alu << " ALU, "
+                    << t.counts.sfu << " SFU, " << t.counts.flow << " flow, " << t.counts.mem
+                    << " memory, " << t.counts.nops << " nops), " << t.counts.barriers
+                    << " barriers, " << t.counts.divergent_branches << " divergent branches");
+  CHECK(t.kernels >= 10);
 }
