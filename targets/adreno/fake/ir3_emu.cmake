@@ -14,3 +14,7 @@ if(CAPGRAPH_COMPILER)
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/ir3_emu_kernels_test.cpp
     LIBS capgraph_ir3_emu capgraph_compiler capgraph_onnx_writer LABELS unit TIMEOUT 600)
 endif()
+
+# Hand-built instruction words: decoding, execution, hazards, counters (no Mesa needed).
+capgraph_add_test(ir3_emu_test SOURCES ${CMAKE_CURRENT_LIST_DIR}/ir3_emu_test.cpp
+  LIBS capgraph_ir3_emu LABELS unit)
