@@ -200,13 +200,14 @@ struct wave {
 // fiber, 0 for shared registers), a value every fiber sees (constant, immediate), or a per-fiber
 // relative address.
 struct column {
-  uint32_t *p = nullptr;
+  uint32_t *p = nullptr;  // null: `value`
   int stride = 0, shift = 0;
-  bool half = false;
-  bool is_value = false, rel = false, pred = false, discard = false;
+  uint32_t mask = 0xffffffffu;
+  bool half = false, rel = false, pred = false;
   uint32_t value = 0;
-  const ir3_operand *op = nullptr;
+  const ir3_operand *op = nullptr;  // relative: resolved per fiber
   int k = 0;
+  bool fctx = false;
 };
 
 // --- The runner ----------------------------------------------------------------------------------
@@ -250,8 +251,20 @@ class runner {
   bool src_column(wave &w, const ir3_operand &op, int k, bool fctx, column *c);
   bool dst_column(wave &w, const ir3_operand &op, int k, column *c);
   uint32_t const_value(uint32_t index, bool half, bool fctx);
-  bool get(wave &w, const column &c, int lane, uint32_t *v);
-  bool put(wave &w, const column &c, int lane, uint32_t v);
+  bool get(wave &w, const column &c, int lane, uint32_t *v) {
+    if (__builtin_expect(c.rel, 0)) return get_rel(w, c, lane, v);
+    *v = c.p ? (c.p[lane * c.stride] >> c.shift) & c.mask : c.value;
+    return true;
+  }
+  bool put(wave &w, const column &c, int lane, uint32_t v) {
+    if (__builtin_expect(c.rel, 0)) return put_rel(w, c, lane, v);
+    uint32_t &x = c.p[lane * c.stride];
+    if (c.pred) v = v != 0;
+    x = (x & ~(c.mask << c.shift)) | (v & c.mask) << c.shift;
+    return true;
+  }
+  bool get_rel(wave &w, const column &c, int lane, uint32_t *v);
+  bool put_rel(wave &w, const column &c, int lane, uint32_t v);
 
   // Global memory through the caller's mapping (the last region is kept).
   uint8_t *global(uint64_t addr, uint64_t bytes, const char *what, int lane);
@@ -268,11 +281,13 @@ class runner {
   std::vector<wave> waves_;
   // Image stores of the dispatch (IBO slots written), for image_stale findings.
   std::vector<std::pair<uint64_t, uint64_t>> stored_images_;
+  uint32_t sink_ = 0;  // where writes to r63 ("no register") go
 };
 
 bool runner::reg_column(wave &w, uint16_t reg, bool half, column *c) {
   *c = column();
   c->half = half;
+  c->mask = half ? 0xffffu : 0xffffffffu;
   const uint16_t full =
       half ? (reg < ir3_regid_shared ? reg / 2 : ir3_regid_shared + (reg - ir3_regid_shared) / 2)
            : reg;
@@ -302,7 +317,8 @@ bool runner::reg_column(wave &w, uint16_t reg, bool half, column *c) {
     return true;
   }
   if (full >= 252) {  // r63: "no register"
-    c->discard = true;
+    c->p = &sink_;
+    c->stride = 0;
     return true;
   }
   return fail("register " + reg_name(reg, half) + " is not a register of an a6xx compute shader");
@@ -326,14 +342,12 @@ bool runner::src_column(wave &w, const ir3_operand &op, int k, bool fctx, column
         return fail("c" + std::to_string(n >> 2) + "." + "xyzw"[n & 3] +
                     " is past the constants loaded (constlen " + std::to_string(d_.constlen_vec4) +
                     " vec4)");
-      c->is_value = true;
       c->half = op.half;
       c->value = const_value(n, op.half, fctx);
       return true;
     }
     case ir3_operand::immed: {
       *c = column();
-      c->is_value = true;
       c->half = op.half;
       if (op.flut) {
         const double v = flut[op.value];
@@ -350,7 +364,7 @@ bool runner::src_column(wave &w, const ir3_operand &op, int k, bool fctx, column
       c->half = op.half;
       c->op = &op;
       c->k = adv;
-      c->value = fctx;
+      c->fctx = fctx;
       return true;
     default: return fail("an operand of no kind");
   }
@@ -368,52 +382,28 @@ bool runner::dst_column(wave &w, const ir3_operand &op, int k, column *c) {
   return reg_column(w, uint16_t(op.num + k), op.half, c);
 }
 
-bool runner::get(wave &w, const column &c, int lane, uint32_t *v) {
-  if (c.is_value) {
-    *v = c.value;
+bool runner::get_rel(wave &w, const column &c, int lane, uint32_t *v) {
+  const int32_t at = int32_t(w.a(0)[lane]) + c.op->value + c.k;
+  if (c.op->kind == ir3_operand::rel_const) {
+    if (at < 0 || uint32_t(at) >= d_.constlen_vec4 * 4)
+      return fail("c<a0.x> reads constant " + std::to_string(at) + ", past the constants loaded");
+    *v = const_value(uint32_t(at), c.half, c.fctx);
     return true;
   }
-  if (c.rel) {
-    const int32_t at = int32_t(w.a(0)[lane]) + c.op->value + c.k;
-    if (c.op->kind == ir3_operand::rel_const) {
-      if (at < 0 || uint32_t(at) >= d_.constlen_vec4 * 4)
-        return fail("c<a0.x> reads constant " + std::to_string(at) + ", past the constants loaded");
-      *v = const_value(uint32_t(at), c.half, c.value != 0);
-      return true;
-    }
-    column r;
-    if (at < 0 || at >= (c.half ? 2 : 1) * ir3_regid_shared ||
-        !reg_column(w, uint16_t(at), c.half, &r))
-      return fail("r<a0.x> reads register " + std::to_string(at) + ", past the register file");
-    return get(w, r, lane, v);
-  }
-  if (c.discard) {
-    *v = 0;
-    return true;
-  }
-  const uint32_t x = c.p[lane * c.stride];
-  *v = c.half ? (x >> c.shift) & 0xffff : x;
-  return true;
+  column r;
+  if (at < 0 || at >= (c.half ? 2 : 1) * ir3_regid_shared ||
+      !reg_column(w, uint16_t(at), c.half, &r))
+    return fail("r<a0.x> reads register " + std::to_string(at) + ", past the register file");
+  return get(w, r, lane, v);
 }
 
-bool runner::put(wave &w, const column &c, int lane, uint32_t v) {
-  if (c.rel) {
-    const int32_t at = int32_t(w.a(0)[lane]) + c.op->value + c.k;
-    column r;
-    if (at < 0 || at >= (c.half ? 2 : 1) * ir3_regid_shared ||
-        !reg_column(w, uint16_t(at), c.half, &r))
-      return fail("r<a0.x> writes register " + std::to_string(at) + ", past the register file");
-    return put(w, r, lane, v);
-  }
-  if (c.discard) return true;
-  uint32_t &x = c.p[lane * c.stride];
-  if (c.pred)
-    x = v != 0;
-  else if (c.half)
-    x = (x & ~(0xffffu << c.shift)) | (v & 0xffff) << c.shift;
-  else
-    x = v;
-  return true;
+bool runner::put_rel(wave &w, const column &c, int lane, uint32_t v) {
+  const int32_t at = int32_t(w.a(0)[lane]) + c.op->value + c.k;
+  column r;
+  if (at < 0 || at >= (c.half ? 2 : 1) * ir3_regid_shared ||
+      !reg_column(w, uint16_t(at), c.half, &r))
+    return fail("r<a0.x> writes register " + std::to_string(at) + ", past the register file");
+  return put(w, r, lane, v);
 }
 
 uint8_t *runner::global(uint64_t addr, uint64_t bytes, const char *what, int lane) {
@@ -496,7 +486,7 @@ bool runner::mov(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
       continue;
     }
     if (!dst_column(w, i.dst[0], k, &d)) return false;
-    const bool shared_dst = d.stride == 0 && d.p;
+    const bool shared_dst = d.stride == 0 && d.p && d.p != &sink_;
     const int first = exec.first();
     if (!each(exec, [&](int lane) {
           if (shared_dst && lane != first) return true;
@@ -987,6 +977,7 @@ bool runner::tex(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
       const uint8_t *p = global(v.base + uint64_t(py) * v.pitch + uint64_t(px) * v.texel_bytes(),
                                 v.texel_bytes(), "texture fetch", w.fiber0 + lane);
       if (!p) return false;
+      c_.texture_bytes += v.texel_bytes();
       for (int c = 0; c < 4; c++) {
         if (v.fmt == ir3_fmt6_32_32_32_32_float) {
           memcpy(&texel[c], p + 4 * c, 4);
@@ -1083,6 +1074,7 @@ bool runner::step(wave &w, uint32_t at, const ir3_lanes &group, const ir3_lanes 
   const ir3_instr &i = d_.program[at];
   // Issue accounting.
   c_.instructions++;
+  if (!c_.per_instruction.empty()) c_.per_instruction[at]++;
   c_.issue_slots += 1 + i.repeat + i.nop;
   c_.ss_waits += i.ss;
   c_.sy_waits += i.sy;
@@ -1323,6 +1315,7 @@ bool runner::run(std::string *err) {
     return false;
   }
   shared_.assign(d_.shared_bytes, 0);
+  if (d_.per_instruction) c_.per_instruction.assign(d_.program.size(), 0);
   for (uint32_t z = 0; z < d_.groups[2]; z++)
     for (uint32_t y = 0; y < d_.groups[1]; y++)
       for (uint32_t x = 0; x < d_.groups[0]; x++)
@@ -1357,11 +1350,15 @@ void ir3_counts::add(const ir3_counts &o) {
   shared_store_bytes += o.shared_store_bytes;
   private_bytes += o.private_bytes;
   texels += o.texels;
+  texture_bytes += o.texture_bytes;
   image_stores += o.image_stores;
   barriers += o.barriers;
   ss_waits += o.ss_waits;
   sy_waits += o.sy_waits;
   divergent_branches += o.divergent_branches;
+  if (per_instruction.size() < o.per_instruction.size())
+    per_instruction.resize(o.per_instruction.size());
+  for (size_t n = 0; n < o.per_instruction.size(); n++) per_instruction[n] += o.per_instruction[n];
 }
 
 ir3_image ir3_image_rgba(uint32_t format, uint32_t width, uint32_t height, uint32_t pitch,

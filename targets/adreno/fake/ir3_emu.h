@@ -85,6 +85,7 @@ struct ir3_dispatch {
   // a6xx fuses them; true rounds once (std::fma).
   bool mad_fused = false;
   bool check_hazards = true;                           // run the hazard checker (ir3_hazard.h)
+  bool per_instruction = false;                        // fill ir3_counts.per_instruction
   uint64_t max_wave_instructions = uint64_t(1) << 26;  // per wave: past it, the wave never ends
 };
 
@@ -104,10 +105,14 @@ struct ir3_counts {
   uint64_t shared_load_bytes = 0, shared_store_bytes = 0;
   uint64_t private_bytes = 0;           // loaded and stored
   uint64_t texels = 0;                  // isam fetches over active fibers
+  uint64_t texture_bytes = 0;           // bytes those fetches read (in range)
   uint64_t image_stores = 0;            // stib.b texels
   uint64_t barriers = 0;                // bar executed by a wave
   uint64_t ss_waits = 0, sy_waits = 0;  // instructions carrying (ss) / (sy)
   uint64_t divergent_branches = 0;      // branches whose active fibers went both ways
+  // Wave executions of each instruction (when ir3_dispatch.per_instruction is set): the hot spots
+  // of a kernel, and which of its instructions a run never reached.
+  std::vector<uint64_t> per_instruction;
   void add(const ir3_counts &o);
 };
 

@@ -5,7 +5,9 @@
 #include <unistd.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -387,9 +389,15 @@ TEST_CASE(
   temp_dir dir;
   run_totals t;
   for (const compiled &c : models_compile(dir.path)) {
-    // float16 tensors: the twin rounds to nearest even where the a6xx's default cov rounds toward
-    // zero (ROUND 0), one half ulp apart at most.
+    // float16 tensors: the interpreter rounds to nearest even where the a6xx's default cov rounds
+    // toward zero (ROUND 0): one float16 ulp apart at most.
+    const double abs0 = t.max_abs, rel0 = t.max_rel;
+    t.max_abs = t.max_rel = 0;
     model_run(c, &t, c.name.rfind("f16", 0) == 0 ? 2e-3 : 2e-4);
+    MESSAGE(c.name << ": " << c.p.kernels.size() << " launches, max error " << t.max_abs << " abs, "
+                   << t.max_rel << " rel");
+    t.max_abs = std::max(t.max_abs, abs0);
+    t.max_rel = std::max(t.max_rel, rel0);
   }
   for (const std::string &f : t.findings) MESSAGE(f);
   CHECK(t.findings.empty());
@@ -401,4 +409,159 @@ TEST_CASE(
                     << " memory, " << t.counts.nops << " nops), " << t.counts.barriers
                     << " barriers, " << t.counts.divergent_branches << " divergent branches");
   CHECK(t.kernels >= 10);
+}
+
+namespace {
+
+// One launch of a compiled model with the interpreter's state before it and its result, to run
+// variants of the launch's program against.
+struct launch_fixture {
+  const compiled &c;
+  size_t n;
+  gpu_buffers before, after;
+  launch_fixture(const compiled &cc, size_t nn) : c(cc), n(nn), before(cc.p), after(cc.p) {
+    inputs_fill(c.p, &before, 5);
+    for (size_t m = 0; m < n; m++) kernel_interpret(c.p.kernels[m], c.p, before.host());
+    after.bytes = before.bytes;
+    kernel_interpret(c.p.kernels[n], c.p, after.host());
+  }
+  // Findings of a run of `program` (the compiled one when null); *differs: the stored buffer is
+  // not the interpreter's.
+  std::vector<ir3_finding> run(const std::vector<ir3_instr> *program, bool *differs,
+                               ir3_counts *counts = nullptr) {
+    gpu_buffers emu(c.p);
+    emu.bytes = before.bytes;
+    const Kernel &k = c.p.kernels[n];
+    ir3_dispatch d = dispatch_of(k, c.r.unique[c.r.unique_of[n]], emu);
+    if (program) d.program = *program;
+    d.per_instruction = counts != nullptr;
+    std::vector<ir3_finding> findings;
+    std::string err;
+    const bool ok = ir3_dispatch_run(d, emu.finder(), counts, &findings, &err);
+    INFO(err);
+    REQUIRE(ok);
+    const int b = k.store.buffer;
+    *differs = false;
+    for (int64_t e = 0; e < c.p.buffers[b].numel; e++) {
+      const double want = element_load(c.p.buffers[b].dtype, after.bytes[b].data(), e);
+      const double got = element_load(c.p.buffers[b].dtype, emu.bytes[b].data(), e);
+      if (std::fabs(want - got) > 1e-3 * std::max(1.0, std::fabs(want))) *differs = true;
+    }
+    return findings;
+  }
+};
+
+std::vector<ir3_instr> with_word(std::vector<ir3_instr> p, size_t at, uint64_t word) {
+  std::string why;
+  REQUIRE(ir3_decode(word, &p[at], &why));
+  return p;
+}
+
+}  // namespace
+
+// Planted hazards in real kernels: every (ss), (sy), (jp), nop and (nopN) Mesa put in is taken out
+// one at a time; the checker must name a hazard for the ones the executed path depends on. A
+// changed instruction (a planted miscompile) must change the result.
+TEST_CASE("ir3 hazards: sync bits, (jp) and nops taken out of real kernels are named") {
+  if (!mesa_present()) return;
+  temp_dir dir;
+  struct tally {
+    int planted = 0, named = 0;
+  };
+  std::map<std::string, tally> t;
+  for (const compiled &c : models_compile(dir.path)) {
+    std::vector<bool> seen(c.r.unique.size());
+    for (size_t n = 0; n < c.p.kernels.size(); n++) {
+      if (seen[c.r.unique_of[n]]) continue;
+      seen[c.r.unique_of[n]] = true;
+      bool differs = false;
+      launch_fixture fx(c, n);
+      ir3_counts cover;
+      const std::vector<ir3_finding> clean = fx.run(nullptr, &differs, &cover);
+      REQUIRE(clean.empty());
+      REQUIRE_FALSE(differs);
+      const std::vector<ir3_instr> prog =
+          dispatch_of(c.p.kernels[n], c.r.unique[c.r.unique_of[n]], fx.before).program;
+      for (size_t at = 0; at < prog.size(); at++) {
+        const ir3_instr &i = prog[at];
+        // A dynamic checker sees the executed path only: instructions the inputs never reach (the
+        // rare branch of an integer division, ...) are left alone.
+        if (cover.per_instruction[at] == 0 ||
+            (at + 1 < prog.size() && cover.per_instruction[at + 1] == 0))
+          continue;
+        struct plant {
+          const char *what;
+          uint64_t word;
+        };
+        std::vector<plant> plants;
+        if (i.ss) plants.push_back({"(ss)", i.word & ~(1ull << 44)});
+        if (i.sy) plants.push_back({"(sy)", i.word & ~(1ull << 60)});
+        if (i.jp) plants.push_back({"(jp)", i.word & ~(1ull << 59)});
+        if (i.op == ir3_op::nop && i.repeat > 0) plants.push_back({"nop", i.word & ~(7ull << 40)});
+        if (i.nop > 0)
+          plants.push_back(
+              {"(nopN)", i.word & ~(1ull << 43 | (i.cat == 2 ? 1ull << 51 : 1ull << 15))});
+        for (const plant &p : plants) {
+          const std::vector<ir3_instr> bad = with_word(prog, at, p.word);
+          const std::vector<ir3_finding> f = fx.run(&bad, &differs);
+          tally &x = t[p.what];
+          x.planted++;
+          x.named += !f.empty();
+          if (x.named == 1 && !f.empty() && x.planted == x.named)
+            MESSAGE("e.g. " << std::string(p.what) << " taken from " << c.p.kernels[n].name
+                            << " instruction " << at << ": " << f[0].text);
+          if (f.empty() && getenv("IR3_UNNAMED")) {
+            std::string ctx;
+            for (size_t q = at >= 4 ? at - 4 : 0; q < std::min(prog.size(), at + 5); q++)
+              ctx += (q == at ? " >> " : "    ") + std::to_string(q) + " " +
+                     ir3_render(prog[q], int(q)) + "\n";
+            MESSAGE("not named: " << std::string(p.what) << " of " << c.p.kernels[n].name << " at "
+                                  << at << "\n"
+                                  << ctx);
+          }
+        }
+      }
+    }
+  }
+  for (const auto &[what, x] : t) {
+    MESSAGE(what << " taken out " << x.planted << " times, named " << x.named << " times");
+    CHECK(x.named > 0);
+    CHECK(x.named * 4 >= x.planted * 3);  // the rest guard paths these inputs do not take
+  }
+  // A planted miscompile: relu's max.f becomes min.f.
+  const std::vector<compiled> models = models_compile(dir.path);
+  launch_fixture fx(models.front(), 0);
+  std::vector<ir3_instr> prog = dispatch_of(fx.c.p.kernels[0], fx.c.r.unique[0], fx.before).program;
+  size_t at = 0;
+  while (at < prog.size() && prog[at].op != ir3_op::max_f) at++;
+  REQUIRE(at < prog.size());
+  bool differs = false;
+  fx.run(&prog, &differs);
+  CHECK_FALSE(differs);
+  prog = with_word(prog, at, (prog[at].word & ~(63ull << 53)) | 1ull << 53);
+  REQUIRE(prog[at].op == ir3_op::min_f);
+  fx.run(&prog, &differs);
+  CHECK(differs);
+}
+
+// Emulator speed on a convolution of a realistic size (not run by ctest: IR3_BENCH=1).
+TEST_CASE("ir3 emulator: speed") {
+  if (!getenv("IR3_BENCH") || !mesa_present()) return;
+  temp_dir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 32, 48, 48});
+  b.initializer("w", random_floats(64 * 32 * 3 * 3, 4), {64, 32, 3, 3});
+  b.node("Conv", {"x", "w"}, {"y"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.output("y", DataType::float32);
+  const compiled c = model_compile("conv_big", b, dir.path);
+  launch_fixture fx(c, 0);
+  bool differs = false;
+  ir3_counts n;
+  const std::clock_t t0 = std::clock();  // CPU time: the machine is shared
+  fx.run(nullptr, &differs, &n);
+  const double s = double(std::clock() - t0) / CLOCKS_PER_SEC;
+  CHECK_FALSE(differs);
+  MESSAGE(n.instructions << " wave instructions in " << s
+                         << " s of CPU: " << n.instructions / s / 1e6 << " M/s, "
+                         << n.fma_lanes / s / 1e6 << " M fma lanes/s");
 }

@@ -681,6 +681,7 @@ TEST_CASE("ir3 emulator: isam and stib.b on RGBA float32 and float16 linear imag
           CHECK(texel(at, 3) == (in ? 1 : 0));
         }
       CHECK(h.counts.texels == 64);
+      CHECK(h.counts.texture_bytes == uint64_t(32 * tb));  // rows 4-7 are outside
       CHECK(h.counts.image_stores == 64);
     }
   }
