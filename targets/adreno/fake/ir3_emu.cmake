@@ -13,6 +13,11 @@ if(CAPGRAPH_COMPILER)
   capgraph_add_test(ir3_emu_kernels_test
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/ir3_emu_kernels_test.cpp
     LIBS capgraph_ir3_emu capgraph_compiler capgraph_onnx_writer LABELS unit TIMEOUT 600)
+  target_compile_definitions(ir3_emu_kernels_test PRIVATE CAPGRAPH_REPO_DIR="${PROJECT_SOURCE_DIR}")
+  # Every zoo model on the emulator (minutes of CPU).
+  add_test(NAME ir3_emu_models COMMAND ir3_emu_kernels_test -tc=models:*)
+  set_tests_properties(ir3_emu_models PROPERTIES LABELS "models" TIMEOUT 3600
+                       ENVIRONMENT "${CAPGRAPH_TEST_ENV};CAPGRAPH_ADRENO_MODELS=1")
 endif()
 
 # Hand-built instruction words: decoding, execution, hazards, counters (no Mesa needed).

@@ -1075,7 +1075,7 @@ bool runner::step(wave &w, uint32_t at, const ir3_lanes &group, const ir3_lanes 
   // Issue accounting.
   c_.instructions++;
   if (!c_.per_instruction.empty()) c_.per_instruction[at]++;
-  c_.issue_slots += 1 + i.repeat + i.nop;
+  c_.issue_slots += 1 + ir3_repeats(i) + i.nop;
   c_.ss_waits += i.ss;
   c_.sy_waits += i.sy;
   switch (i.cat) {
@@ -1084,7 +1084,7 @@ bool runner::step(wave &w, uint32_t at, const ir3_lanes &group, const ir3_lanes 
     case 2:
     case 3:
       c_.alu++;
-      c_.rpt_extra += i.repeat;
+      c_.rpt_extra += ir3_repeats(i);
       c_.nop_slots += i.nop;
       if ((i.cat == 2 && kind_of(i.op) == k_float && !i.full) || i.op == o::mad_f16) c_.alu_f16++;
       if (i.op == o::mad_f32 || i.op == o::mad_f16)

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <random>
 #include <sstream>
@@ -564,4 +566,139 @@ TEST_CASE("ir3 emulator: speed") {
   MESSAGE(n.instructions << " wave instructions in " << s
                          << " s of CPU: " << n.instructions / s / 1e6 << " M/s, "
                          << n.fma_lanes / s / 1e6 << " M fma lanes/s");
+}
+
+namespace {
+
+// The input shapes of a zoo model's meta.json ("inputs": [{"name": ..., "dims": [...]}, ...]).
+InputShapes zoo_shapes(const fs::path &meta) {
+  std::ifstream f(meta);
+  const std::string j((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  InputShapes r;
+  size_t at = j.find("\"inputs\""), end = j.find("\"outputs\"");
+  while ((at = j.find("\"name\"", at)) != std::string::npos && at < end) {
+    const size_t q0 = j.find('"', j.find(':', at)) + 1, q1 = j.find('"', q0);
+    const size_t d0 = j.find('[', j.find("\"dims\"", q1)) + 1, d1 = j.find(']', d0);
+    std::istringstream dims(j.substr(d0, d1 - d0));
+    Shape shape;
+    for (std::string num; std::getline(dims, num, ',');) shape.push_back(std::stoll(num));
+    r[j.substr(q0, q1 - q0)] = shape;
+    at = d1;
+  }
+  return r;
+}
+
+// A little-endian float32 .npy array (the zoo's inputs and outputs).
+std::vector<float> npy_f32(const fs::path &path) {
+  std::ifstream f(path, std::ios::binary);
+  const std::string b((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  REQUIRE(b.size() > 10);
+  REQUIRE(b.compare(1, 5, "NUMPY") == 0);
+  const size_t hlen =
+      uint8_t(b[6]) == 1
+          ? size_t(uint8_t(b[8]) | uint8_t(b[9]) << 8)
+          : size_t(uint32_t(uint8_t(b[8]) | uint8_t(b[9]) << 8 | uint8_t(b[10]) << 16));
+  const size_t data = uint8_t(b[6]) == 1 ? 10 + hlen : 12 + hlen;
+  REQUIRE(b.substr(0, data).find("'<f4'") != std::string::npos);
+  std::vector<float> v((b.size() - data) / 4);
+  memcpy(v.data(), b.data() + data, v.size() * 4);
+  return v;
+}
+
+}  // namespace
+
+// Every kernel of every zoo model: its disassembly is Mesa's line for line, and the whole model run
+// on the emulator alone, launch after launch, gives ONNX Runtime's outputs. Minutes of CPU: ctest
+// runs it as ir3_emu_models (CAPGRAPH_ADRENO_MODELS=1, label models).
+TEST_CASE(
+    "models: every zoo kernel renders as Mesa's disassembly and the emulated model matches ONNX "
+    "Runtime") {
+  if (!getenv("CAPGRAPH_ADRENO_MODELS")) {
+    MESSAGE("not run here: ctest runs it as ir3_emu_models (CAPGRAPH_ADRENO_MODELS=1)");
+    return;
+  }
+  if (!mesa_present()) return;
+  const fs::path zoo = fs::path(CAPGRAPH_REPO_DIR) / "../shared/zoo";
+  if (!fs::is_directory(zoo)) {
+    MESSAGE("SKIPPED: no model zoo at " << zoo.string());
+    return;
+  }
+  const char *only = getenv("IR3_ZOO_ONLY");
+  for (const auto &e : fs::directory_iterator(zoo)) {
+    if (!fs::exists(e.path() / "model.onnx")) continue;
+    const std::string name = e.path().filename().string();
+    if (only && name.find(only) == std::string::npos) continue;
+    INFO(name);
+    CompileOptions opt;
+    opt.target = adreno_a630().name;
+    opt.input_shapes = zoo_shapes(e.path() / "meta.json");
+    compiled c{name, compile_schedule((e.path() / "model.onnx").string(), opt, nullptr), {}};
+    c.r = adreno_codegen(c.p, adreno_a630());
+    int instructions = 0, same = 0;
+    for (const AdrenoKernelFacts &f : c.r.unique) {
+      std::vector<uint8_t> code(f.binary.begin(), f.binary.begin() + f.instr_dwords * 4);
+      const std::vector<std::string> mesa =
+          mesa_lines(adreno_disassemble_words(code, adreno_a630()).text);
+      std::vector<ir3_instr> is;
+      std::string err;
+      INFO(err);
+      REQUIRE(ir3_program_decode(reinterpret_cast<const uint32_t *>(code.data()),
+                                 f.instr_dwords / 2, name, &is, &err));
+      REQUIRE(mesa.size() == is.size());
+      for (size_t k = 0; k < is.size(); k++) same += ir3_render(is[k], int(k), true) == mesa[k];
+      instructions += int(is.size());
+    }
+    CHECK(same == instructions);
+    // The model on the emulator: inputs from the zoo, each launch on the previous launches'
+    // results.
+    gpu_buffers m(c.p);
+    inputs_fill(c.p, &m, 1);
+    for (size_t k = 0; k < c.p.inputs.size(); k++) {
+      const std::vector<float> in = npy_f32(e.path() / ("input_" + std::to_string(k) + ".npy"));
+      const Program::Port &port = c.p.inputs[k];
+      REQUIRE(int64_t(in.size()) == c.p.buffers[port.buffer].numel);
+      for (size_t n = 0; n < in.size(); n++)
+        element_store(port.dtype, m.bytes[port.buffer].data(), int64_t(n), in[n]);
+    }
+    ir3_counts total;
+    std::vector<std::string> findings;
+    const std::clock_t t0 = std::clock();
+    for (size_t n = 0; n < c.p.kernels.size(); n++) {
+      const Kernel &k = c.p.kernels[n];
+      INFO("launch " << n << " kernel " << k.name);
+      const ir3_dispatch d = dispatch_of(k, c.r.unique[c.r.unique_of[n]], m);
+      std::vector<ir3_finding> f;
+      std::string err;
+      const bool ok = ir3_dispatch_run(d, m.finder(), &total, &f, &err);
+      INFO(err);
+      REQUIRE(ok);
+      for (const ir3_finding &x : f) {
+        findings.push_back(k.name + ": " + x.text);
+        if (getenv("IR3_CONTEXT") && x.producer != UINT32_MAX)
+          for (uint32_t q = x.producer >= 3 ? x.producer - 3 : 0;
+               q <= x.instr + 3 && q < d.program.size(); q++)
+            findings.push_back("    " + std::to_string(q) + " " + ir3_render(d.program[q], int(q)));
+      }
+    }
+    const double cpu = double(std::clock() - t0) / CLOCKS_PER_SEC;
+    for (const std::string &f : findings) MESSAGE(f);
+    CHECK(findings.empty());
+    double max_err = 0, max_ref = 0;
+    for (size_t k = 0; k < c.p.outputs.size(); k++) {
+      const std::vector<float> want = npy_f32(e.path() / ("output_" + std::to_string(k) + ".npy"));
+      const Program::Port &port = c.p.outputs[k];
+      REQUIRE(int64_t(want.size()) == c.p.buffers[port.buffer].numel);
+      for (size_t n = 0; n < want.size(); n++) {
+        const double got = element_load(port.dtype, m.bytes[port.buffer].data(), int64_t(n));
+        max_err = std::max(max_err, std::fabs(got - want[n]));
+        max_ref = std::max(max_ref, double(std::fabs(want[n])));
+      }
+    }
+    MESSAGE(name << ": " << c.p.kernels.size() << " launches, " << c.r.unique.size() << " kernels, "
+                 << instructions << " instructions (" << same << " rendered as Mesa), "
+                 << total.instructions << " wave instructions in " << cpu
+                 << " s of CPU, max |emulator - ONNX Runtime| " << max_err << " (outputs up to "
+                 << max_ref << ")");
+    CHECK(max_err <= 1e-3 * std::max(1.0, max_ref));
+  }
 }

@@ -129,6 +129,11 @@ constexpr uint64_t mov_i(int st, int dt, int dst, uint32_t v) {
 constexpr uint64_t mov_rel(int st, int dt, int dst, int off, bool konst = false) {
   return mov_g(st, dt, dst, 0) | uint64_t(off & 0x3ff) | uint64_t(konst) << 10 | 1ull << 11;
 }
+// swz (ir3-cat1.xml, multi-mov): SRC0 0-7, SRC1 8-15, DST1 16-23, DST0 32-39, OPC 57-58 = 10.
+constexpr uint64_t swz(int t, int d0, int d1, int s0, int s1) {
+  return 1ull << 61 | 2ull << 57 | uint64_t(t) << 50 | uint64_t(t) << 46 | uint64_t(d0) << 32 |
+         uint64_t(d1) << 16 | uint64_t(s1) << 8 | uint64_t(s0);
+}
 constexpr uint64_t mov_to_rel(int st, int dt, int off, int src) {
   return mov_g(st, dt, 0, src) | 1ull << 49 | uint64_t(off & 0xff) << 32;
 }
@@ -327,6 +332,7 @@ TEST_CASE(
   CHECK(text(mov_i(s16, s16, A0X, 3)) == "mova a0.x, 3");
   CHECK(text(mov_rel(s32, s32, R(1, 0), 17, true)) == "mov.s32s32 r1.x, c<a0.x + 17>");
   CHECK(text(mov_to_rel(s32, s32, 4, R(2, 0))) == "mov.s32s32 r<a0.x + 4>, r2.x");
+  CHECK(text(swz(u32, R(6, 2), R(7, 2), R(7, 2), R(6, 2))) == "swz.u32u32 r6.z, r7.z, r7.z, r6.z");
   CHECK(text(ldg(u32, R(1, 2), R(1, 2), 7, 1)) == "ldg.u32 r1.z, g[r1.z+7], 1");
   CHECK(text(ldg_a(f32, R(4, 1), R(0, 2), R(4, 1), 4)) == "ldg.a.f32 r4.y, g[r0.z+(r4.y)<<2], 4");
   CHECK(text(stg(s32, R(0, 2), 305, R(8, 1), 3)) == "stg.s32 g[r0.z+305], r8.y, 3");
@@ -430,6 +436,12 @@ TEST_CASE(
             R(3, 0));
   for (int l = 0; l < 64; l++) CHECK(out[l] == uint32_t(3 * l + 63));
   CHECK(h.counts.rpt_extra == 2);
+  // swz swaps in parallel: r2.x = lid + 1, r2.y = 2 * lid, swapped, r2.x - r2.y = lid - 1.
+  out = one({cat2(add_u, R(2, 0), g(R(0, 0)), imm(1)), cat2(shl_b, R(2, 1), g(R(0, 0)), imm(1)),
+             nop(2), swz(u32, R(2, 0), R(2, 1), R(2, 1), R(2, 0)), nop(2),
+             cat2(sub_u, R(2, 0), g(R(2, 0)), g(R(2, 1)))},
+            R(2, 0));
+  for (int l = 0; l < 64; l++) CHECK(out[l] == uint32_t(l - 1));
   // A half const register reads the 32-bit constant and converts it (CONSTANT_DEMOTION_ENABLE):
   // f2f16 in a float op, u2u16 in an integer one. hr4.x aliases the low half of r2.x.
   out = one({mov_i(u32, u32, R(2, 0), 0), cat2(add_f, R(4, 0), flut(0, true), c(R(2, 0)), false),
@@ -719,6 +731,13 @@ TEST_CASE("ir3 hazards: each planted hazard is named; the legal programs have no
   run({mov_c(u32, u32, R(2, 0), R(4, 0)), mov_c(u32, u32, R(2, 1), R(4, 1)), nop(2),
        ldg(u32, R(3, 0), R(2, 0), 0, 1), mov_g(u32, u32, R(3, 1), R(3, 0)) | SY});
   CHECK(h.has(k::too_close, 3));
+  // swz takes 2 issue slots (its second move); a non-ALU read of its first destination is ready
+  // 6 slots after it.
+  run({swz(u32, R(2, 0), R(2, 1), R(2, 1), R(2, 0)), nop(4), mov_c(u32, u32, R(2, 1), R(4, 1)) | 0,
+       cat4(rcp, R(3, 0), g(R(2, 0)))});
+  CHECK(h.findings.empty());
+  run({swz(u32, R(2, 0), R(2, 1), R(2, 1), R(2, 0)), nop(3), cat4(rcp, R(3, 0), g(R(2, 0)))});
+  CHECK(h.has(k::too_close, 2));
   // A p0 write needs 6 slots before a branch reads it.
   run({cat2(cmps_u, P0X, g(R(0, 0)), imm(1), true, lt), nop(3), br(1), nop()});
   CHECK(h.has(k::too_close, 2));

@@ -64,6 +64,14 @@ void operand(const ir3_operand &op, int count, int repeat, int delay, int32_t a0
 
 }  // namespace
 
+int ir3_repeats(const ir3_instr &i) {
+  // swz moves 2 values, gat and sct 4, one per cycle (ir3-cat1.xml: they "expand to a series of
+  // mov instructions"; Mesa's ir3_lower_parallelcopy.c gives its swz repeat = 1).
+  if (i.op == o::swz) return 1;
+  if (i.op == o::gat || i.op == o::sct) return 3;
+  return i.repeat;
+}
+
 const char *ir3_hazard_name(ir3_hazard_kind k) {
   static const char *const n[] = {"too_close", "missing_ss",   "missing_sy", "war",
                                   "waw",       "barrier_sync", "missing_jp", "image_stale"};
@@ -181,9 +189,9 @@ void ir3_accesses(const ir3_instr &i, int32_t a0, std::vector<ir3_access> *reads
         }
       } else if (i.op == o::gat) {
         for (int k = 0; k < 4; k++) push(reads, i.src[k].num, i.src[k].half, k);
-        for (int k = 0; k < 4; k++) push(writes, i.dst[0].num + k, i.dst[0].half, 0);
+        for (int k = 0; k < 4; k++) push(writes, i.dst[0].num + k, i.dst[0].half, k);
       } else if (i.op == o::sct) {
-        for (int k = 0; k < 4; k++) push(reads, i.src[0].num + k, i.src[0].half, 0);
+        for (int k = 0; k < 4; k++) push(reads, i.src[0].num + k, i.src[0].half, k);
         for (int k = 0; k < 4; k++) push(writes, i.dst[k].num, i.dst[k].half, k);
       } else if (i.op == o::movmsk) {
         dst(0, i.repeat + 1);
@@ -393,7 +401,7 @@ void ir3_hazard_tracker::issue(const ir3_instr &i, uint32_t index, const ir3_lan
       }
     }
   }
-  if (counted) cycle_ += i.repeat + i.nop;
+  if (counted) cycle_ += ir3_repeats(i) + i.nop;
 
   // What later instructions must sync on.
   bool writes_shared = false;

@@ -8,7 +8,7 @@
 // legalize_block, ir3_delay.c, ir3.h is_ss_producer / is_sy_producer / is_war_hazard_producer,
 // ir3_compiler.c delay_slots for gen 6; summarised in ../shared/research/adreno_perf.md §2):
 // - issue slots are counted as legalize counts them: each ALU (cat1-3) and flow (cat0, but jump,
-//   br, braa, brao) instruction takes 1 + (rptN) + (nopN); others take none;
+//   br, braa, brao) instruction takes 1 + (rptN) + (nopN) (swz 2, gat and sct 4); others none;
 // - an ALU result is ready for an ALU reading the same register size 3 slots after it is
 //   written, for any other reader (cat0/4/5/6, or a half read of a full write and the reverse
 //   in the merged file) 6 slots after; p0 and a0/a1 writes 6; (rptN) writes element k, and a (r)
@@ -98,6 +98,9 @@ struct ir3_access {
   bool half = false;
   uint8_t slot = 0;
 };
+// Repetitions after the first issue of `i`: (rptN), or the moves of swz/gat/sct past the first.
+int ir3_repeats(const ir3_instr &i);
+
 // The registers `i` reads and writes (gpr, shared, a0/a1, p0; consts and immediates are not
 // registers), relative operands resolved with `a0` (one fiber's a0.x).
 void ir3_accesses(const ir3_instr &i, int32_t a0, std::vector<ir3_access> *reads,
