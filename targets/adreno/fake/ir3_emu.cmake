@@ -6,6 +6,10 @@ add_library(capgraph_ir3_emu STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ir3_hazard.cpp)
 target_include_directories(capgraph_ir3_emu PUBLIC ${CMAKE_CURRENT_LIST_DIR})
 target_compile_features(capgraph_ir3_emu PUBLIC cxx_std_20)
+# mad.f32 rounds its product unless ir3_dispatch.mad_fused: the compiler must not fuse a * b + c.
+target_compile_options(capgraph_ir3_emu PRIVATE -ffp-contract=off)
+find_package(Threads REQUIRED)
+target_link_libraries(capgraph_ir3_emu PUBLIC Threads::Threads)
 
 # Real a630 kernels compiled by our compiler (Mesa's ir3), decoded, run and checked against the
 # kernel interpreter; without Mesa every case says so and skips.

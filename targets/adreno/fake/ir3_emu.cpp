@@ -1,10 +1,14 @@
 // The ir3 executor: see ir3_emu.h for what is modelled and the sources.
 #include "ir3_emu.h"
 
+#include <algorithm>
+#include <atomic>
 #include <cfenv>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 namespace capgraph::adreno {
 namespace {
@@ -200,7 +204,7 @@ struct wave {
 // fiber, 0 for shared registers), a value every fiber sees (constant, immediate), or a per-fiber
 // relative address.
 struct column {
-  uint32_t *p = nullptr;  // null: `value`
+  uint32_t *p = nullptr;  // a value column points at its own `value`: columns are never copied
   int stride = 0, shift = 0;
   uint32_t mask = 0xffffffffu;
   bool half = false, rel = false, pred = false;
@@ -208,16 +212,48 @@ struct column {
   const ir3_operand *op = nullptr;  // relative: resolved per fiber
   int k = 0;
   bool fctx = false;
+  column() = default;
+  column(const column &) = delete;
+  column &operator=(const column &) = delete;
+  void clear() {
+    p = nullptr;
+    stride = shift = k = 0;
+    mask = 0xffffffffu;
+    half = rel = pred = fctx = false;
+    value = 0;
+    op = nullptr;
+  }
+  void set_value(uint32_t v) {
+    value = v;
+    p = &value;
+    stride = 0;
+  }
+  uint32_t load(int lane) const { return (p[lane * stride] >> shift) & mask; }
+  void store(int lane, uint32_t v) const {
+    uint32_t &x = p[lane * stride];
+    if (pred) v = v != 0;
+    x = (x & ~(mask << shift)) | (v & mask) << shift;
+  }
 };
 
 // --- The runner ----------------------------------------------------------------------------------
 
+// What the host threads of one dispatch share: the next workgroup to run, the first failure in
+// workgroup order (so the error does not depend on the thread count), the images stored so far.
+struct dispatch_shared {
+  std::atomic<uint64_t> next{0};
+  std::atomic<uint64_t> error_at{UINT64_MAX};
+  std::mutex lock;
+  std::string error;
+  std::vector<std::pair<uint64_t, uint64_t>> stored_images;
+};
+
 class runner {
  public:
   runner(const ir3_dispatch &d, const ir3_region_find &find, ir3_counts *counts,
-         ir3_findings *findings)
-      : d_(d), find_(find), c_(*counts), f_(*findings) {}
-  bool run(std::string *err);
+         ir3_findings *findings, dispatch_shared *shared)
+      : d_(d), find_(find), c_(*counts), f_(*findings), s_(*shared) {}
+  bool run();  // workgroups until none is left
 
  private:
   bool workgroup(uint32_t x, uint32_t y, uint32_t z);
@@ -253,14 +289,12 @@ class runner {
   uint32_t const_value(uint32_t index, bool half, bool fctx);
   bool get(wave &w, const column &c, int lane, uint32_t *v) {
     if (__builtin_expect(c.rel, 0)) return get_rel(w, c, lane, v);
-    *v = c.p ? (c.p[lane * c.stride] >> c.shift) & c.mask : c.value;
+    *v = c.load(lane);
     return true;
   }
   bool put(wave &w, const column &c, int lane, uint32_t v) {
     if (__builtin_expect(c.rel, 0)) return put_rel(w, c, lane, v);
-    uint32_t &x = c.p[lane * c.stride];
-    if (c.pred) v = v != 0;
-    x = (x & ~(c.mask << c.shift)) | (v & c.mask) << c.shift;
+    c.store(lane, v);
     return true;
   }
   bool get_rel(wave &w, const column &c, int lane, uint32_t *v);
@@ -273,19 +307,18 @@ class runner {
   const ir3_region_find &find_;
   ir3_counts &c_;
   ir3_findings &f_;
+  dispatch_shared &s_;
   std::string err_;
   uint32_t wg_[3] = {0, 0, 0};
   uint32_t at_ = 0;
   ir3_region last_{};
   std::vector<uint8_t> shared_;
   std::vector<wave> waves_;
-  // Image stores of the dispatch (IBO slots written), for image_stale findings.
-  std::vector<std::pair<uint64_t, uint64_t>> stored_images_;
   uint32_t sink_ = 0;  // where writes to r63 ("no register") go
 };
 
 bool runner::reg_column(wave &w, uint16_t reg, bool half, column *c) {
-  *c = column();
+  c->clear();
   c->half = half;
   c->mask = half ? 0xffffu : 0xffffffffu;
   const uint16_t full =
@@ -336,30 +369,30 @@ bool runner::src_column(wave &w, const ir3_operand &op, int k, bool fctx, column
   switch (op.kind) {
     case ir3_operand::gpr: return reg_column(w, uint16_t(op.num + adv), op.half, c);
     case ir3_operand::constant: {
-      *c = column();
+      c->clear();
       const uint32_t n = op.num + adv;
       if (n >= d_.constlen_vec4 * 4)
         return fail("c" + std::to_string(n >> 2) + "." + "xyzw"[n & 3] +
                     " is past the constants loaded (constlen " + std::to_string(d_.constlen_vec4) +
                     " vec4)");
       c->half = op.half;
-      c->value = const_value(n, op.half, fctx);
+      c->set_value(const_value(n, op.half, fctx));
       return true;
     }
     case ir3_operand::immed: {
-      *c = column();
+      c->clear();
       c->half = op.half;
       if (op.flut) {
         const double v = flut[op.value];
-        c->value = op.half ? half_of(v, round_even) : bits_of(float(v));
+        c->set_value(op.half ? half_of(v, round_even) : bits_of(float(v)));
       } else {
-        c->value = op.half ? uint32_t(op.value) & 0xffff : uint32_t(op.value);
+        c->set_value(op.half ? uint32_t(op.value) & 0xffff : uint32_t(op.value));
       }
       return true;
     }
     case ir3_operand::rel_gpr:
     case ir3_operand::rel_const:
-      *c = column();
+      c->clear();
       c->rel = true;
       c->half = op.half;
       c->op = &op;
@@ -372,7 +405,7 @@ bool runner::src_column(wave &w, const ir3_operand &op, int k, bool fctx, column
 
 bool runner::dst_column(wave &w, const ir3_operand &op, int k, column *c) {
   if (op.kind == ir3_operand::rel_gpr) {
-    *c = column();
+    c->clear();
     c->rel = true;
     c->half = op.half;
     c->op = &op;
@@ -553,6 +586,138 @@ bool compare(int cond, double a, double b) {
   }
 }
 
+// Fast paths: full-precision cat2/cat3 with register, const or immediate operands and a full (or
+// p0) destination, the op chosen once per instruction instead of per fiber. The generic loops
+// below define the semantics; these compute the same.
+template <class F>
+void lanes(const ir3_lanes &exec, F &&f) {
+  for (int h = 0; h < 2; h++)
+    for (uint64_t b = exec.w[h]; b; b &= b - 1) f(h * 64 + __builtin_ctzll(b));
+}
+inline float fin(uint32_t v, bool abs, bool neg) {
+  float x = ftz(f32_of(v));
+  if (abs) x = std::fabs(x);
+  return neg ? -x : x;
+}
+
+bool cat2_fast(const ir3_instr &i, const ir3_lanes &exec, const column &s0, const column &s1,
+               const column &d) {
+  if (!i.full || s0.rel || s1.rel || d.rel || (i.dst_half && !d.pred)) return false;
+  const bool a0 = i.src[0].abs, n0 = i.src[0].neg, a1 = i.src[1].abs, n1 = i.src[1].neg;
+  const bool sat = i.sat;
+  auto fout = [sat](float v) {
+    if (sat) v = std::isnan(v) ? 0.0f : v < 0 ? 0.0f : v > 1 ? 1.0f : v;
+    return bits_of(ftz(v));
+  };
+  auto f2 = [&](auto op) {
+    lanes(exec,
+          [&](int l) { d.store(l, fout(op(fin(s0.load(l), a0, n0), fin(s1.load(l), a1, n1)))); });
+    return true;
+  };
+  // Bitwise ops read (neg) as NOT (Mesa ir3.h ir3_cat2_absneg).
+  auto b2 = [&](auto op) {
+    const uint32_t x0 = n0 ? ~0u : 0u, x1 = n1 ? ~0u : 0u;
+    lanes(exec, [&](int l) { d.store(l, op(s0.load(l) ^ x0, s1.load(l) ^ x1)); });
+    return true;
+  };
+  auto i2 = [&](auto op) {
+    lanes(exec, [&](int l) { d.store(l, op(s0.load(l), s1.load(l))); });
+    return true;
+  };
+  const int cond = i.cond;
+  switch (i.op) {
+    case o::add_f: return f2([](float x, float y) { return x + y; });
+    case o::mul_f: return f2([](float x, float y) { return x * y; });
+    case o::min_f: return f2([](float x, float y) { return std::fmin(x, y); });
+    case o::max_f: return f2([](float x, float y) { return std::fmax(x, y); });
+    case o::cmps_f:
+      lanes(exec, [&](int l) {
+        d.store(l, compare(cond, fin(s0.load(l), a0, n0), fin(s1.load(l), a1, n1)));
+      });
+      return true;
+    default: break;
+  }
+  if (sat) return false;
+  switch (i.op) {
+    case o::add_u:
+    case o::add_s: return i2([](uint32_t x, uint32_t y) { return x + y; });
+    case o::sub_u:
+    case o::sub_s: return i2([](uint32_t x, uint32_t y) { return x - y; });
+    case o::min_u: return i2([](uint32_t x, uint32_t y) { return x < y ? x : y; });
+    case o::max_u: return i2([](uint32_t x, uint32_t y) { return x > y ? x : y; });
+    case o::min_s:
+      return i2([](uint32_t x, uint32_t y) { return int32_t(x) < int32_t(y) ? x : y; });
+    case o::max_s:
+      return i2([](uint32_t x, uint32_t y) { return int32_t(x) > int32_t(y) ? x : y; });
+    case o::mul_u24:
+      return i2([](uint32_t x, uint32_t y) { return (x & 0xffffff) * (y & 0xffffff); });
+    case o::mul_s24:
+      return i2([](uint32_t x, uint32_t y) { return uint32_t(sext(x, 24) * sext(y, 24)); });
+    case o::mull_u: return i2([](uint32_t x, uint32_t y) { return (x & 0xffff) * (y & 0xffff); });
+    case o::cmps_u:
+      return i2(
+          [cond](uint32_t x, uint32_t y) { return uint32_t(compare(cond, double(x), double(y))); });
+    case o::cmps_s:
+      return i2([cond](uint32_t x, uint32_t y) {
+        return uint32_t(compare(cond, double(int32_t(x)), double(int32_t(y))));
+      });
+    case o::and_b: return b2([](uint32_t x, uint32_t y) { return x & y; });
+    case o::or_b: return b2([](uint32_t x, uint32_t y) { return x | y; });
+    case o::xor_b: return b2([](uint32_t x, uint32_t y) { return x ^ y; });
+    case o::shl_b: return b2([](uint32_t x, uint32_t y) { return x << (y & 31); });
+    case o::shr_b: return b2([](uint32_t x, uint32_t y) { return x >> (y & 31); });
+    case o::ashr_b:
+      return b2([](uint32_t x, uint32_t y) { return uint32_t(int32_t(x) >> (y & 31)); });
+    default: return false;
+  }
+}
+
+bool cat3_fast(const ir3_instr &i, const ir3_lanes &exec, const column &s0, const column &s1,
+               const column &s2, const column &d, bool fused) {
+  if (!i.full || i.sat || s0.rel || s1.rel || s2.rel || d.rel || (i.dst_half && !d.pred))
+    return false;
+  auto i3 = [&](auto op) {
+    lanes(exec, [&](int l) { d.store(l, op(s0.load(l), s1.load(l), s2.load(l))); });
+    return true;
+  };
+  switch (i.op) {
+    case o::mad_f32: {
+      const bool n0 = i.src[0].neg, n1 = i.src[1].neg, n2 = i.src[2].neg;
+      if (fused)
+        lanes(exec, [&](int l) {
+          const float x = fin(s0.load(l), false, n0), y = fin(s1.load(l), false, n1),
+                      z = fin(s2.load(l), false, n2);
+          d.store(l, bits_of(ftz(std::fma(x, y, z))));
+        });
+      else
+        lanes(exec, [&](int l) {
+          const float x = fin(s0.load(l), false, n0), y = fin(s1.load(l), false, n1),
+                      z = fin(s2.load(l), false, n2);
+          d.store(l, bits_of(ftz(x * y + z)));
+        });
+      return true;
+    }
+    case o::sel_b32: return i3([](uint32_t x, uint32_t y, uint32_t z) { return y ? x : z; });
+    case o::madsh_m16:
+      return i3([](uint32_t x, uint32_t y, uint32_t z) {
+        return (((x & 0xffff) * (y >> 16)) << 16) + z;
+      });
+    case o::mad_u24:
+      return i3(
+          [](uint32_t x, uint32_t y, uint32_t z) { return (x & 0xffffff) * (y & 0xffffff) + z; });
+    case o::mad_s24:
+      return i3([](uint32_t x, uint32_t y, uint32_t z) {
+        return uint32_t(sext(x, 24) * sext(y, 24)) + z;
+      });
+    case o::shrm: return i3([](uint32_t x, uint32_t y, uint32_t z) { return (y >> (x & 31)) & z; });
+    case o::shlm: return i3([](uint32_t x, uint32_t y, uint32_t z) { return (y << (x & 31)) & z; });
+    case o::shrg: return i3([](uint32_t x, uint32_t y, uint32_t z) { return (y >> (x & 31)) | z; });
+    case o::shlg: return i3([](uint32_t x, uint32_t y, uint32_t z) { return (y << (x & 31)) | z; });
+    case o::andg: return i3([](uint32_t x, uint32_t y, uint32_t z) { return (y & x) | z; });
+    default: return false;
+  }
+}
+
 bool runner::cat2(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
   const kind2 kind = kind_of(i.op);
   const bool half = !i.full, fctx = kind == k_float;
@@ -579,6 +744,7 @@ bool runner::cat2(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
     if (!src_column(w, i.src[0], k, fctx, &s0)) return false;
     if (i.nsrc > 1 && !src_column(w, i.src[1], k, fctx, &s1)) return false;
     if (!dst_column(w, i.dst[0], k, &d)) return false;
+    if (cat2_fast(i, exec, s0, i.nsrc > 1 ? s1 : s0, d)) continue;
     const bool to_half = i.dst_half && !d.pred;
     const bool conv = !cmp && !d.pred && to_half != half;
     if (!each(exec, [&](int lane) {
@@ -713,6 +879,7 @@ bool runner::cat3(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
     if (!src_column(w, i.src[0], k, fl, &s0) || !src_column(w, i.src[1], k, fl, &s1) ||
         !src_column(w, i.src[2], k, fl, &s2) || !dst_column(w, i.dst[0], k, &d))
       return false;
+    if (cat3_fast(i, exec, s0, s1, s2, d, d_.mad_fused)) continue;
     const bool to_half = i.dst_half && !d.pred;
     if (!each(exec, [&](int lane) {
           uint32_t a, b, c;
@@ -954,8 +1121,12 @@ bool runner::tex(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
   if (!image_decode(d_.textures[i.tex], &v, &why))
     return fail("t#" + std::to_string(i.tex) + " is " + why);
   const uint64_t end = v.base + uint64_t(v.pitch) * v.height;
-  for (const auto &[b, e] : stored_images_)
-    if (b < end && v.base < e) f_.add(ir3_hazard_kind::image_stale, at_, UINT32_MAX, i.tex, false);
+  {
+    std::lock_guard<std::mutex> hold(s_.lock);
+    for (const auto &[b, e] : s_.stored_images)
+      if (b < end && v.base < e)
+        f_.add(ir3_hazard_kind::image_stale, at_, UINT32_MAX, i.tex, false);
+  }
   column x, y, dst[4];
   ir3_operand cx = i.src[0], cy = i.src[0];
   cy.num++;
@@ -1012,7 +1183,10 @@ bool runner::image(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
   if (!image_decode(d_.ibos[slot], &v, &why))
     return fail("IBO " + std::to_string(slot) + " is " + why);
   const bool store = i.op == o::stib_b;
-  if (store) stored_images_.emplace_back(v.base, v.base + uint64_t(v.pitch) * v.height);
+  if (store) {
+    std::lock_guard<std::mutex> hold(s_.lock);
+    s_.stored_images.emplace_back(v.base, v.base + uint64_t(v.pitch) * v.height);
+  }
   column x, y, val[4];
   ir3_operand cx = i.src[1], cy = i.src[1];
   cy.num++;
@@ -1249,6 +1423,8 @@ bool runner::workgroup(uint32_t x, uint32_t y, uint32_t z) {
   const int lanes = d_.wave128 ? 128 : 64;
   const uint32_t fibers = d_.local[0] * d_.local[1] * d_.local[2];
   const int nwaves = int((fibers + lanes - 1) / lanes);
+  // Registers, shared and private memory start zeroed (the hardware leaves whatever was there):
+  // a workgroup's result must not depend on which host thread ran what before it.
   std::fill(shared_.begin(), shared_.end(), 0);
   waves_.resize(nwaves);
   for (int k = 0; k < nwaves; k++) {
@@ -1266,7 +1442,7 @@ bool runner::workgroup(uint32_t x, uint32_t y, uint32_t z) {
     w.pred_mode = 0;
     w.executed = 0;
     w.priv.assign(size_t(lanes) * d_.private_bytes, 0);
-    w.hazards = ir3_hazard_tracker();
+    w.hazards.wave_start();
     for (int lane = 0; lane < lanes; lane++)
       if (uint32_t(w.fiber0 + lane) < fibers) w.live.set(lane);
     // System values the dispatch places in registers before the first instruction
@@ -1304,26 +1480,22 @@ bool runner::workgroup(uint32_t x, uint32_t y, uint32_t z) {
   }
 }
 
-bool runner::run(std::string *err) {
-  if (d_.program.empty()) {
-    *err = "kernel " + d_.kernel + ": no instructions";
-    return false;
-  }
-  if (d_.full_regs > 48 && d_.full_regs * 4 > ir3_regid_shared) {
-    *err = "kernel " + d_.kernel + ": FULLREGFOOTPRINT " + std::to_string(d_.full_regs) +
-           " is past r47";
-    return false;
-  }
+bool runner::run() {
   shared_.assign(d_.shared_bytes, 0);
   if (d_.per_instruction) c_.per_instruction.assign(d_.program.size(), 0);
-  for (uint32_t z = 0; z < d_.groups[2]; z++)
-    for (uint32_t y = 0; y < d_.groups[1]; y++)
-      for (uint32_t x = 0; x < d_.groups[0]; x++)
-        if (!workgroup(x, y, z)) {
-          *err = err_;
-          return false;
-        }
-  return true;
+  const uint64_t gx = d_.groups[0], gy = d_.groups[1], total = gx * gy * d_.groups[2];
+  for (;;) {
+    const uint64_t n = s_.next.fetch_add(1);
+    if (n >= total || n > s_.error_at.load()) return true;
+    if (!workgroup(uint32_t(n % gx), uint32_t(n / gx % gy), uint32_t(n / (gx * gy)))) {
+      std::lock_guard<std::mutex> hold(s_.lock);
+      if (n < s_.error_at.load()) {
+        s_.error_at = n;
+        s_.error = err_;
+      }
+      return false;
+    }
+  }
 }
 
 }  // namespace
@@ -1376,18 +1548,38 @@ ir3_image ir3_image_rgba(uint32_t format, uint32_t width, uint32_t height, uint3
 
 bool ir3_dispatch_run(const ir3_dispatch &d, const ir3_region_find &find, ir3_counts *counts,
                       std::vector<ir3_finding> *findings, std::string *err) {
-  ir3_counts local;
-  ir3_findings found;
-  runner r(d, find, &local, &found);
-  std::string e;
-  const bool ok = r.run(&e);
-  if (counts) counts->add(local);
+  if (d.program.empty() || d.full_regs * 4 > ir3_regid_shared) {
+    if (err)
+      *err = "kernel " + d.kernel +
+             (d.program.empty()
+                  ? ": no instructions"
+                  : ": FULLREGFOOTPRINT " + std::to_string(d.full_regs) + " is past r47");
+    return false;
+  }
+  const uint64_t total = uint64_t(d.groups[0]) * d.groups[1] * d.groups[2];
+  const unsigned n = unsigned(std::max<uint64_t>(1, std::min<uint64_t>(d.threads, total)));
+  dispatch_shared shared;
+  std::vector<ir3_counts> c(n);
+  std::vector<ir3_findings> f(n);
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n; t++)
+    pool.emplace_back([&, t] { runner(d, find, &c[t], &f[t], &shared).run(); });
+  runner(d, find, &c[0], &f[0], &shared).run();
+  for (std::thread &t : pool) t.join();
+  for (unsigned t = 1; t < n; t++) {
+    c[0].add(c[t]);
+    f[0].merge(f[t]);
+  }
+  if (counts) counts->add(c[0]);
   if (findings) {
-    std::vector<ir3_finding> l = found.list(d.program);
+    std::vector<ir3_finding> l = f[0].list(d.program);
     findings->insert(findings->end(), l.begin(), l.end());
   }
-  if (!ok && err) *err = e;
-  return ok;
+  if (shared.error_at != UINT64_MAX) {
+    if (err) *err = shared.error;
+    return false;
+  }
+  return true;
 }
 
 }  // namespace capgraph::adreno

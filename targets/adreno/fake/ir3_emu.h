@@ -87,6 +87,9 @@ struct ir3_dispatch {
   bool check_hazards = true;                           // run the hazard checker (ir3_hazard.h)
   bool per_instruction = false;                        // fill ir3_counts.per_instruction
   uint64_t max_wave_instructions = uint64_t(1) << 26;  // per wave: past it, the wave never ends
+  // Host threads sharing the workgroups (each runs whole workgroups; `find` is then called from
+  // several threads). Results, counts, findings and the error reported do not depend on it.
+  unsigned threads = 1;
 };
 
 // What one dispatch executed: wave instructions unless said otherwise, over all waves. Objective

@@ -14,6 +14,7 @@
 #include <map>
 #include <random>
 #include <sstream>
+#include <thread>
 
 #include "codegen/adreno_codegen.h"
 #include "codegen/cpu_codegen.h"
@@ -666,7 +667,8 @@ TEST_CASE(
     for (size_t n = 0; n < c.p.kernels.size(); n++) {
       const Kernel &k = c.p.kernels[n];
       INFO("launch " << n << " kernel " << k.name);
-      const ir3_dispatch d = dispatch_of(k, c.r.unique[c.r.unique_of[n]], m);
+      ir3_dispatch d = dispatch_of(k, c.r.unique[c.r.unique_of[n]], m);
+      d.threads = std::max(1u, std::thread::hardware_concurrency());
       std::vector<ir3_finding> f;
       std::string err;
       const bool ok = ir3_dispatch_run(d, m.finder(), &total, &f, &err);

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -625,6 +626,28 @@ TEST_CASE("ir3 emulator: wave128 and several workgroups: local and workgroup ids
   for (int k = 0; k < 768; k++) CHECK(h.at<uint32_t>(0x8000)[k] == uint32_t(k));
   CHECK(h.counts.waves == 6);
   CHECK(h.counts.workgroups == 3);
+  // Host threads share the workgroups: the same results and counts.
+  const ir3_counts one = h.counts;
+  std::fill(h.mem.begin() + 0x8000, h.mem.begin() + 0x9000, 0);
+  h.d.threads = 3;
+  REQUIRE(h.run({cat2(shl_b, R(2, 0), g(R(48, 0)), imm(8)), nop(2),
+                 cat2(add_u, R(2, 0), g(R(2, 0)), g(R(0, 0))), mov_c(u32, u32, R(1, 0), 0),
+                 mov_c(u32, u32, R(1, 1), 1), nop(5), stg_a(R(1, 0), R(2, 0), R(2, 0)), end()}));
+  for (int k = 0; k < 768; k++) CHECK(h.at<uint32_t>(0x8000)[k] == uint32_t(k));
+  CHECK(h.counts.instructions == one.instructions);
+  CHECK(h.counts.waves == one.waves);
+  CHECK(h.counts.global_store_bytes == one.global_store_bytes);
+  // A fault in workgroups 1 and 2 (address past the region): the error names workgroup 1 whatever
+  // thread ran it.
+  h.d.consts[0] = uint32_t(harness::base + 0xfc00);
+  for (int t : {1, 3}) {
+    h.d.threads = unsigned(t);
+    CHECK_FALSE(
+        h.run({cat2(shl_b, R(2, 0), g(R(48, 0)), imm(8)), nop(2),
+               cat2(add_u, R(2, 0), g(R(2, 0)), g(R(0, 0))), mov_c(u32, u32, R(1, 0), 0),
+               mov_c(u32, u32, R(1, 1), 1), nop(5), stg_a(R(1, 0), R(2, 0), R(2, 0)), end()}));
+    CHECK(h.err.find("of workgroup (1,0,0)") != std::string::npos);
+  }
 }
 
 TEST_CASE("ir3 emulator: faults and unmodelled instructions are errors naming the instruction") {

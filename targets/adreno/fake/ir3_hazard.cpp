@@ -295,6 +295,14 @@ void ir3_accesses(const ir3_instr &i, int32_t a0, std::vector<ir3_access> *reads
 
 ir3_hazard_tracker::ir3_hazard_tracker() : units_(512) {}
 
+void ir3_hazard_tracker::wave_start() {
+  // Every ready time lies behind the new cycle and every pending sync has an old generation.
+  cycle_ += 2 * non_alu + 16;
+  ss_gen_++;
+  sy_gen_++;
+  after_barrier_ = false;
+}
+
 void ir3_hazard_tracker::units_of(const ir3_access &a, std::vector<unit *> *out) {
   out->clear();
   auto add = [&](int u) {

@@ -110,6 +110,8 @@ void ir3_accesses(const ir3_instr &i, int32_t a0, std::vector<ir3_access> *reads
 class ir3_hazard_tracker {
  public:
   ir3_hazard_tracker();
+  // A new wave in this slot: nothing pending, nothing in flight (cheaper than a new tracker).
+  void wave_start();
   // Before `i` (at `index`) issues for the fibers `exec`; `a0` resolves relative operands.
   void issue(const ir3_instr &i, uint32_t index, const ir3_lanes &exec, int32_t a0,
              ir3_findings *out);
