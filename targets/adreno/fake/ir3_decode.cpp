@@ -462,8 +462,7 @@ struct decoder {
         o->num = f & 0xff;
         o->last = f >> 10 & 1;
         return true;
-      case 2:
-      case 6:
+      case 2:  // "x10": bit 13 is a dontcare bit, which Mesa reports when set
         o->kind = ir3_operand::constant;
         o->num = f & 0x7ff;
         return true;
@@ -476,7 +475,7 @@ struct decoder {
         o->flut = true;
         o->value = f & 0x3ff;
         o->half = f >> 10 & 1;
-        if (o->value > 11) return fail("a float-table immediate past the table's 12 entries");
+        // entries past the table's 12 decode (Mesa prints the number); executing one fails
         return true;
       case 1:
         o->kind = f >> 10 & 1 ? ir3_operand::rel_const : ir3_operand::rel_gpr;
@@ -498,20 +497,21 @@ struct decoder {
         o->num = f & 0xff;
         o->last = f >> 10 & 1;
         return true;
-      case 2:
+      case 1:
+        o->kind = f >> 10 & 1 ? ir3_operand::rel_const : ir3_operand::rel_gpr;
+        o->value = sext(f & 0x3ff, 10);
+        return true;
+      default:  // bit 12: an immediate of bits 0-11 in the alt forms, else a const, bit 11 clear
         if (immed) {
           o->kind = ir3_operand::immed;
           o->value = int32_t(f & 0xfff);
+        } else if (f & 0x800) {
+          return fail("unexpected bits [11:11] in a cat3 const source");
         } else {
           o->kind = ir3_operand::constant;
           o->num = f & 0x7ff;
         }
         return true;
-      case 1:
-        o->kind = f >> 10 & 1 ? ir3_operand::rel_const : ir3_operand::rel_gpr;
-        o->value = sext(f & 0x3ff, 10);
-        return true;
-      default: return fail("unexpected bits [11:11] in a cat3 const source");
     }
   }
   // #cat6-src: an 8-bit immediate or a gpr.
@@ -633,7 +633,7 @@ bool decoder::fields(variant var) {
       i.ndst = 1;
       if (var == v_cat2_cond) {
         i.cond = uint8_t(bits(w, 48, 50));
-        if (i.cond > 5) return fail("a compare condition past ne");
+        // 6 and 7 decode (Mesa prints the number); executing them fails
       }
       i.nsrc = var == v_cat2_1src ? 1 : 2;
       if (!multisrc(0, i.full, r1, &i.src[0])) return false;
@@ -663,6 +663,9 @@ bool decoder::fields(variant var) {
         }
         case v_cat3_alt: i.full = bit(w, 42); break;
         case v_cat3_dp:
+          // Its display template always prints (nopN), which Mesa's decoder only defines in the
+          // nop encoding: without it, Mesa reports a decode error, and so does this decoder.
+          if (i.nop == 0) return fail("dp2acc/dp4acc outside the (nopN) encoding");
           i.full = true;
           i.sat = bit(w, 42);
           break;
@@ -677,6 +680,10 @@ bool decoder::fields(variant var) {
       i.dst[0].half = i.dst_half;
       const bool immed = var == v_cat3_alt || var == v_cat3_wmm;
       if (!cat3src(0, !i.full, var == v_cat3_alt, &i.src[0])) return false;
+      // Mesa's decoder refuses a wmm whose SRC1 is not a register (its #cat3-src gets no
+      // IMMED_ENCODING parameter there); this one follows.
+      if (var == v_cat3_wmm && i.src[0].kind != ir3_operand::gpr)
+        return fail("wmm SRC1 not a register");
       i.src[1] = gpr(47, !i.full);
       if (!cat3src(16, !i.full, immed, &i.src[2])) return false;
       i.src[0].r = r1;
@@ -901,7 +908,6 @@ bool decoder::fields(variant var) {
           i.type_size = uint8_t(bits(w, 12, 13) + 1);
           i.dims = uint8_t(bits(w, 9, 10) + 1);
           i.typed = bit(w, 11);
-          if (i.mode == 3) return fail("a cat6 source mode of no known kind");
           const bool direct = i.mode == 0;
           if (var == v_ldc || var == v_ldc_k) {
             i.src[0] = cat6src(41, direct);      // UBO index
@@ -1002,7 +1008,9 @@ std::string multisrc_text(const ir3_operand &o) {
       return std::string(o.last ? "(last)" : "") + absneg_text(o) + r + reg_text(o.num, o.half);
     case ir3_operand::constant: return absneg_text(o) + r + const_text(o.num, o.half);
     case ir3_operand::immed:
-      if (o.flut) return absneg_text(o) + r + (o.half ? "h" : "") + flut_text[o.value];
+      if (o.flut)
+        return absneg_text(o) + r + (o.half ? "h" : "") +
+               (o.value < 12 ? std::string(flut_text[o.value]) : std::to_string(o.value));
       if (o.half) return absneg_text(o) + r + "h(" + std::to_string(o.value) + ")";
       return absneg_text(o) + r + std::to_string(o.value);
     case ir3_operand::rel_gpr: return absneg_text(o) + r + rel_text('r', o.value, o.half, true);
@@ -1090,10 +1098,10 @@ std::string cat1_dst_text(const ir3_instr &i) {
 }
 
 const char *const round_text[] = {"", "(even)", "(pos_infinity)", "(neg_infinity)"};
-const char *const cond_text[] = {"lt", "le", "gt", "ge", "eq", "ne", "?", "?"};
+const char *const cond_text[] = {"lt", "le", "gt", "ge", "eq", "ne", "6", "7"};
 const char *const wrmask_text[] = {"",  "x",  "y",  "xy",  "z",  "xz",  "yz",  "xyz",
                                    "w", "xw", "yw", "xyw", "zw", "xzw", "yzw", "xyzw"};
-const char *const mode_text[] = {"imm", "uniform", "nonuniform", "?"};
+const char *const mode_text[] = {"imm", "uniform", "nonuniform", "3"};
 
 std::string cat6src_text(const ir3_operand &o) {
   if (o.kind == ir3_operand::immed) return std::to_string(o.value);

@@ -383,6 +383,8 @@ bool runner::src_column(wave &w, const ir3_operand &op, int k, bool fctx, column
       c->clear();
       c->half = op.half;
       if (op.flut) {
+        if (op.value > 11)
+          return fail("float-table immediate " + std::to_string(op.value) + " is not in the table");
         const double v = flut[op.value];
         c->set_value(op.half ? half_of(v, round_even) : bits_of(float(v)));
       } else {
@@ -734,6 +736,7 @@ bool runner::cat2(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
     case o::msad: return fail("not modelled");
     default: break;
   }
+  if (i.cond > 5) return fail("compare condition " + std::to_string(i.cond) + " is not modelled");
   if (i.sat && kind != k_float && i.op != o::add_u && i.op != o::add_s && i.op != o::sub_u &&
       i.op != o::sub_s)
     return fail("(sat) on an integer op other than add/sub is not modelled");
