@@ -13,7 +13,9 @@
 // log2, exp2, sin, cos, sqrt (computed in double, rounded: not the hardware's approximations);
 // ldg/stg (immediate and .a forms, vectors), ldl/stl (shared), ldp/stp (private), getfiberid;
 // isam and stib.b/ldib.b on RGBA float32 and float16 linear 2D images (descriptors in the
-// A6XX_TEX_CONST layout, ir3_image below) with out-of-range reads giving 0.
+// A6XX_TEX_CONST layout, ir3_image below) with out-of-range reads giving 0. Private memory is
+// the emulator's own, per fiber (the SP_CS_PVT_MEM_ADDR buffer is not touched); registers,
+// shared and private memory start at zero in every workgroup.
 // Not modelled (an error naming the instruction when executed): varyings and fragment-only
 // instructions, sel.s/sel.f, sad, dp2acc/dp4acc, wmm, atomics, ldc/ldc.k/ldg.k/stc (the capture
 // binds no UBOs), other cat5 texture instructions, shfl, brac/brax/call/ret/kill/getlast;
