@@ -627,6 +627,10 @@ TEST_CASE("ir3 hazards: each planted hazard is named; the legal programs have no
   run({cat2(and_b, R(2, 0), g(R(0, 0)), imm(7)), cat2(shr_b, R(2, 1), g(R(0, 0)), imm(3)), nop(5),
        stib(f32, R(0, 0), R(2, 0), 0), isam(f32, R(3, 0), R(2, 0), 0)});
   CHECK(h.has(k::image_stale, 4));
+  // A texture result read without (sy).
+  run({cat2(and_b, R(2, 0), g(R(0, 0)), imm(7)), cat2(shr_b, R(2, 1), g(R(0, 0)), imm(3)), nop(5),
+       isam(f32, R(3, 0), R(2, 0), 0), mov_g(u32, u32, R(4, 0), R(3, 1))});
+  CHECK(h.has(k::missing_sy, 4));
   for (const ir3_finding &f : h.findings)
     if (f.kind == k::image_stale) CHECK(f.text.find("isam of t#0") != std::string::npos);
 }
