@@ -1,5 +1,5 @@
 # The ir3 (Adreno a6xx) ISA emulator (issue 26): decoder, executor, hazard checker and counters,
-# standard library only (the runtime links it, also in its aarch64 cross build).
+# standard library only (the fake KGSL links it, also in the runtime's aarch64 cross build).
 add_library(capgraph_ir3_emu STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ir3_decode.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ir3_emu.cpp
@@ -13,10 +13,11 @@ target_link_libraries(capgraph_ir3_emu PUBLIC Threads::Threads)
 
 # Real a630 kernels compiled by our compiler (Mesa's ir3), decoded, run and checked against the
 # kernel interpreter; without Mesa every case says so and skips.
-if(CAPGRAPH_COMPILER)
+if(TARGET capgraph_compiler)
   capgraph_add_test(ir3_emu_kernels_test
     SOURCES ${CMAKE_CURRENT_LIST_DIR}/ir3_emu_kernels_test.cpp
     LIBS capgraph_ir3_emu capgraph_compiler capgraph_onnx_writer LABELS unit TIMEOUT 600)
+  target_include_directories(ir3_emu_kernels_test PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../compiler)
   target_compile_definitions(ir3_emu_kernels_test PRIVATE CAPGRAPH_REPO_DIR="${PROJECT_SOURCE_DIR}")
   # Every zoo model on the emulator (minutes of CPU).
   add_test(NAME ir3_emu_models COMMAND ir3_emu_kernels_test -tc=models:*)

@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "codegen/adreno_codegen.h"
+#include "adreno_codegen.h"
 #include "codegen/cpu_codegen.h"
 #include "compile.h"
 #include "ir3_decode.h"
