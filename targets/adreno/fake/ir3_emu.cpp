@@ -826,17 +826,20 @@ bool runner::cat2(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
                 v = int64_t(rv);
                 break;
               }
+              // No bit to find gives -1: Mesa lowers ufind_msb to src ? 31 - clz.b : clz.b,
+              // find_lsb to clz.b(bfrev.b) and ifind_msb to clz.s >= 0 ? 31 - clz.s : clz.s, and
+              // NIR defines all three as -1 there (ir3_compiler_nir.c, nir_opcodes.py).
               case o::clz_b: {
                 int n = 0;
                 while (n < bits && !((ux >> (bits - 1 - n)) & 1)) n++;
-                v = n;
+                v = n == bits ? -1 : n;
                 break;
               }
               case o::clz_s: {
                 const uint64_t t = (x < 0 ? ~ux : ux) & mask;
                 int n = 0;
                 while (n < bits && !((t >> (bits - 1 - n)) & 1)) n++;
-                v = n;
+                v = n == bits ? -1 : n;
                 break;
               }
               case o::cbits_b: v = __builtin_popcountll(ux & mask); break;

@@ -222,13 +222,23 @@ TEST_CASE(
             R(2, 0));
   for (int l = 0; l < 64; l++)
     CHECK(out[l] == uint32_t(int32_t(~((uint32_t(l) << 4) ^ 0x55u)) >> 1));
-  // clz/cbits/bfrev
+  // clz/cbits/bfrev; clz.b of 0 is -1 (Mesa's ufind_msb and find_lsb rely on it: a planted 32
+  // made every int64 -> float32 conversion of a small value 0)
   out = one({cat2(cbits_b, R(2, 0), g(R(0, 0))), nop(2), cat2(clz_b, R(2, 1), g(R(0, 0))), nop(2),
              cat2(shl_b, R(2, 1), g(R(2, 1)), imm(8)), nop(2),
              cat2(or_b, R(2, 0), g(R(2, 0)), g(R(2, 1)))},
             R(2, 0));
   for (int l = 0; l < 64; l++)
-    CHECK(out[l] == uint32_t(__builtin_popcount(l) | (l ? __builtin_clz(l) : 32) << 8));
+    CHECK(out[l] ==
+          (uint32_t(__builtin_popcount(l)) | (l ? uint32_t(__builtin_clz(l)) : ~0u) << 8));
+  // clz.s counts the sign's copies below the sign bit, -1 for 0 and -1 (ifind_msb's lowering):
+  // of lid - 32, 31 ... 1 and -1 for 0 and -1, as 31 - ifind_msb
+  out = one({cat2(add_s, R(2, 0), g(R(0, 0)), imm(-32)), nop(2), cat2(clz_s, R(2, 0), g(R(2, 0)))},
+            R(2, 0));
+  for (int l = 0; l < 64; l++) {
+    const int32_t x = l - 32, t = x < 0 ? ~x : x;
+    CHECK(int32_t(out[l]) == (t ? __builtin_clz(uint32_t(t)) : -1));
+  }
   // imul as Mesa lowers it (ir3_nir_imul.py): madsh.m16(b, a, madsh.m16(a, b, mull.u(a, b)))
   h.d.consts[R(2, 2)] = 0x9e3779b1;
   out =

@@ -61,6 +61,7 @@ enum op2 {
   mul_s24 = 49,
   mull_u = 50,
   bfrev_b = 51,
+  clz_s = 52,
   clz_b = 53,
   shl_b = 54,
   shr_b = 55,
