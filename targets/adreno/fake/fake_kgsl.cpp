@@ -3,8 +3,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,6 +17,8 @@
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
 #include "clock_text.h"
+#include "hcq/word_compare.h"
+#include "ir3_emu.h"
 #include "kgsl_transport.h"
 
 namespace capgraph::adreno {
@@ -29,7 +33,7 @@ constexpr int fake_fd = 1000;  // any number: the fake's only file
 
 }  // namespace
 
-fake_kgsl::fake_kgsl(uint32_t chip_id) : chip_id_(chip_id) {}
+fake_kgsl::fake_kgsl(uint32_t chip_id, fake_adreno_mode mode) : chip_id_(chip_id), mode_(mode) {}
 
 fake_kgsl::~fake_kgsl() {
   for (auto &[gpu, r] : regions_) {
@@ -191,16 +195,20 @@ capgraph_status fake_kgsl::capture_attach(const fb::Capture *c,
                                           std::string *err) {
   capture_ = c;
   kernel_at_.clear();
+  programs_.clear();
   for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k) {
     const uint32_t p = c->kernels()->Get(k)->program();
     if (p < program_gpu.size() && program_gpu[p]) kernel_at_.emplace(program_gpu[p], k);
   }
+  twins_ = hcq::host_twins();
+  if (mode_ == fake_adreno_mode::emulate) return CAPGRAPH_OK;  // the machine code runs alone
   capgraph_status st = twins_.link(c, "fake-adreno", err);
   if (st != CAPGRAPH_OK) return st;
   for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k)
     if (!twins_.has(k)) {
       *err = "fake-adreno: kernel '" + c->kernels()->Get(k)->name()->str() +
-             "' has no host twin, which is what this fake runs (there is no ir3 emulator)";
+             "' has no host twin, which fake-adreno:" +
+             (mode_ == fake_adreno_mode::twin ? "twin runs" : "check compares with");
       return CAPGRAPH_ERR_FORMAT;
     }
   return CAPGRAPH_OK;
@@ -526,10 +534,11 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
       if (dp + 8 + d < a->constlen_vec4() * 4 && consts_[dp + 8 + d] != want_local[d])
         return bad("the driver params do not hold its workgroup size");
   }
-  // The buffers, read back out of the constant file.
+  // The buffers, read back out of the constant file, and the allocations they lie in.
   const uint32_t nbuf = kern->num_buffers(), nscalar = kern->num_scalars();
   std::vector<void *> bufs(nbuf);
   std::vector<int64_t> scalars(nscalar);
+  std::vector<uint64_t> touched;  // regions_ keys (check mode copies them)
   for (uint32_t b = 0; b < nbuf; ++b) {
     const uint64_t gpu =
         uint64_t(consts_[pbase * 4 + 2 * b + 1]) << 32 | consts_[pbase * 4 + 2 * b];
@@ -537,12 +546,144 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
     if (!bufs[b])
       return bad("binding " + std::to_string(b) + " holds " + hex(gpu) +
                  ", outside every allocation");
+    const uint64_t in = std::prev(regions_.upper_bound(gpu))->first;
+    if (std::find(touched.begin(), touched.end(), in) == touched.end()) touched.push_back(in);
   }
   for (uint32_t s = 0; s < nscalar; ++s)
     memcpy(&scalars[s], consts_ + pbase * 4 + 2 * (nbuf + s), 8);
-  twins_.run(k, bufs.data(), scalars.data());
+  if (mode_ == fake_adreno_mode::twin) {
+    twins_.run(k, bufs.data(), scalars.data());
+  } else {
+    std::vector<std::vector<uint8_t>> before;
+    if (mode_ == fake_adreno_mode::check)
+      for (uint64_t r : touched)
+        before.emplace_back(regions_.at(r).cpu, regions_.at(r).cpu + regions_.at(r).size);
+    if (!kernel_emulate(k, groups)) return false;
+    if (mode_ == fake_adreno_mode::check &&
+        !kernel_check(k, touched, before, bufs.data(), scalars.data()))
+      return false;
+  }
   ++dispatches_;
   return true;
+}
+
+bool fake_kgsl::kernel_emulate(uint32_t k, const uint32_t groups[3]) {
+  // Everything from the registers and the constant file as the packets left them; the facts
+  // were only used by the checks above.
+  ir3_dispatch d;
+  d.kernel = std::to_string(k) + " '" + capture_->kernels()->Get(k)->name()->str() + "'";
+  const std::string what = "kernel " + d.kernel + ": ";
+  const uint64_t shader = uint64_t(regs_[SP_CS_OBJ_START + 1]) << 32 | regs_[SP_CS_OBJ_START];
+  auto prog = programs_.find(shader);
+  if (prog == programs_.end()) {
+    // SP_CS_INSTRLEN counts 128-byte units, 16 instructions each (a6xx.xml); the shader is
+    // fetched from SP_CS_OBJ_START past what CP_LOAD_STATE6 preloaded.
+    const uint64_t count = uint64_t(regs_[SP_CS_INSTRLEN]) * 16;
+    const uint8_t *code = host(shader, count * 8);
+    if (!code)
+      return raise(what + "SP_CS_OBJ_START " + address_text(shader) + " + SP_CS_INSTRLEN " +
+                   std::to_string(regs_[SP_CS_INSTRLEN]) + " runs past its allocation");
+    std::vector<ir3_instr> decoded;
+    std::string err;
+    if (!ir3_program_decode(reinterpret_cast<const uint32_t *>(code), size_t(count), d.kernel,
+                            &decoded, &err))
+      return raise("ir3 decoder: " + err);
+    prog = programs_.emplace(shader, std::move(decoded)).first;
+  }
+  const uint32_t r0 = regs_[SP_CS_CTRL_REG0], r1 = regs_[SP_CS_CTRL_REG1],
+                 nd = regs_[HLSQ_CS_NDRANGE_0], c0 = regs_[HLSQ_CS_CNTL_0];
+  d.wave128 = (r0 >> 20) & 1;  // THREADSIZE (the checks above hold HLSQ_CS_CNTL_1 to it)
+  d.half_regs = (r0 >> 1) & 0x3f;
+  d.full_regs = (r0 >> 7) & 0x3f;
+  d.merged_regs = r0 >> 31;
+  for (int a = 0; a < 3; ++a) {
+    d.local[a] = ((nd >> (2 + 10 * a)) & 0x3ff) + 1;
+    d.groups[a] = groups[a];
+  }
+  d.shared_bytes = ((r1 & 0x1f) + 1) * 1024;  // SHARED_SIZE n: (n + 1) KiB (see above)
+  d.private_bytes = written_[SP_CS_PVT_MEM_PARAM] ? (regs_[SP_CS_PVT_MEM_PARAM] & 0xff) * 512 : 0;
+  d.constlen_vec4 = (regs_[HLSQ_CS_CNTL] & 0xff) * 4;  // CONSTLEN is in units of 4 vec4
+  d.workgroup_id_regid = c0 & 0xff;
+  d.local_id_regid = (c0 >> 24) & 0xff;
+  d.constant_demotion = regs_[SP_MODE_CONTROL] & 1;
+  // Constants never loaded in this command hold a NaN that is no address, so a kernel reading one
+  // (a missing or misplaced CP_LOAD_STATE6) computes garbage or faults instead of reading the
+  // previous kernel's.
+  for (uint32_t u = 0; u < 256; ++u)
+    for (uint32_t c = 0; c < 4; ++c)
+      d.consts[u * 4 + c] = const_loaded_[u] ? consts_[u * 4 + c] : 0x7fbadbadu;
+  d.threads = std::max(1u, std::thread::hardware_concurrency());
+  const ir3_region_find find = [this](uint64_t gpu) -> ir3_region {
+    auto it = regions_.upper_bound(gpu);
+    if (it == regions_.begin()) return {};
+    const region &r = std::prev(it)->second;
+    return gpu - r.gpu < r.size ? ir3_region{r.gpu, r.size, r.cpu} : ir3_region{};
+  };
+  std::vector<ir3_finding> findings;
+  std::string err;
+  d.program.swap(prog->second);  // lent for the run, not copied
+  const bool ran = ir3_dispatch_run(d, find, nullptr, &findings, &err);
+  d.program.swap(prog->second);
+  if (!ran) return raise("ir3 emulator: " + err);
+  // The a6xx does not interlock: each finding is a result the hardware may compute wrong.
+  if (!findings.empty())
+    return raise(what + "hazard " + findings[0].text +
+                 (findings.size() > 1
+                      ? " (and " + std::to_string(findings.size() - 1) + " more findings)"
+                      : std::string()));
+  return true;
+}
+
+bool fake_kgsl::kernel_check(uint32_t k, const std::vector<uint64_t> &touched,
+                             const std::vector<std::vector<uint8_t>> &before, void **bufs,
+                             int64_t *scalars) {
+  // The emulator's results stay in memory (they are the replay's); the twin runs on the memory
+  // as it was before the dispatch, and the words either changed are compared by the rule of every
+  // check (runtime/hcq/word_compare.h), as fake-amd:check does.
+  std::vector<std::vector<uint8_t>> emulated;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    region &r = regions_.at(touched[i]);
+    emulated.emplace_back(r.cpu, r.cpu + r.size);
+    memcpy(r.cpu, before[i].data(), r.size);
+  }
+  twins_.run(k, bufs, scalars);
+  double max_diff = 0, max_ref = 0;
+  uint64_t differ = 0, worst_at = 0;
+  bool exact_mismatch = false;
+  for (size_t i = 0; i < touched.size(); ++i) {
+    region &r = regions_.at(touched[i]);
+    const uint8_t *e = emulated[i].data(), *tw = r.cpu, *b0 = before[i].data();
+    for (uint64_t o = 0; o + 4 <= r.size; o += 4) {
+      uint32_t ew, tw32, bw;
+      memcpy(&ew, e + o, 4);
+      memcpy(&tw32, tw + o, 4);
+      memcpy(&bw, b0 + o, 4);
+      if (tw32 != bw) {
+        float ft;
+        memcpy(&ft, &tw32, 4);
+        if (std::isfinite(ft)) max_ref = std::max(max_ref, double(std::fabs(ft)));
+      }
+      if (ew == tw32) continue;
+      ++differ;
+      const double diff = hcq::word_difference(ew, tw32);
+      if (diff == 0) continue;
+      const bool exact = std::isinf(diff);
+      if (exact) exact_mismatch = true;
+      if (diff > max_diff || (exact && !max_diff)) {
+        max_diff = diff;
+        worst_at = r.gpu + o;
+      }
+    }
+  }
+  for (size_t i = 0; i < touched.size(); ++i)
+    memcpy(regions_.at(touched[i]).cpu, emulated[i].data(), regions_.at(touched[i]).size);
+  const double tol = hcq::word_tolerance(max_ref);
+  if (!exact_mismatch && max_diff <= tol) return true;
+  char b[200];
+  snprintf(b, sizeof b, "max |emulator - twin| = %g at %s (tolerance %g), %llu words differ",
+           max_diff, address_text(worst_at).c_str(), tol, (unsigned long long)differ);
+  return raise("check: kernel '" + capture_->kernels()->Get(k)->name()->str() + "' (kernel " +
+               std::to_string(k) + ") differs from its host twin: " + b);
 }
 
 namespace {
@@ -556,22 +697,30 @@ std::map<const hcq::transport *, std::weak_ptr<fake_kgsl>> g_behind;
 
 capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transport> *out,
                                  std::string *err) {
-  const char *colon = strchr(device, ':');
-  const std::string mode = colon ? colon + 1 : "";
+  // "fake-adreno[:a630|:a640][:wedge][:twin|:check]", the words in any order.
   uint32_t chip = kgsl::chip_id_a630;
+  fake_adreno_mode mode = fake_adreno_mode::emulate;
   bool wedge = false;
   const char *env = getenv("CAPGRAPH_FAKE_ADRENO_WEDGE");
   if (env && strcmp(env, "1") == 0) wedge = true;
-  if (mode == "wedge")
-    wedge = true;
-  else if (mode == "a640")
-    chip = 0x06040001;
-  else if (!mode.empty() && mode != "a630") {
-    *err = std::string("device '") + device +
-           "': expected fake-adreno, fake-adreno:wedge or fake-adreno:a640";
-    return CAPGRAPH_ERR_ARGUMENT;
+  for (const char *at = strchr(device, ':'); at; at = strchr(at + 1, ':')) {
+    const char *end = strchr(at + 1, ':');
+    const std::string word(at + 1, end ? end : at + 1 + strlen(at + 1));
+    if (word == "wedge")
+      wedge = true;
+    else if (word == "a640")
+      chip = 0x06040001;
+    else if (word == "twin")
+      mode = fake_adreno_mode::twin;
+    else if (word == "check")
+      mode = fake_adreno_mode::check;
+    else if (word != "a630") {
+      *err = std::string("device '") + device + "': '" + word +
+             "' is none of fake-adreno's a630, a640, wedge, twin, check";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
   }
-  auto fake = std::make_shared<fake_kgsl>(chip);
+  auto fake = std::make_shared<fake_kgsl>(chip, mode);
   fake->wedge(wedge);
   const capgraph_status st = kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", out, err);
   std::lock_guard<std::mutex> hold(g_last_lock);
@@ -620,8 +769,9 @@ void fake_adreno_register() {
       [] {
         fake_kgsl probe;
         return kgsl::kgsl_devices_describe(probe, "fake-adreno") +
-               "fake-adreno: (a fake KGSL running kernels as host twins, for tests; :wedge never "
-               "finishes, :a640 is another chip)\n";
+               "fake-adreno: (a fake KGSL running kernels' machine code in an ir3 emulator, for "
+               "tests; :check compares each kernel with its host twin, :twin runs the twins, "
+               ":wedge never finishes, :a640 is another chip)\n";
       },
       &fake_adreno_attach);
 }
