@@ -14,9 +14,11 @@
 #                                  (testdata/adreno_miscompile_plant.cpp: a changed operand, a
 #                                  dropped (sy), an undecodable word), each named with its kernel
 #   adreno_e2e.sh zoo BUILD_DIR    every model of ../shared/zoo (skips, exit 77, without it), vs its
-#                                  ONNX Runtime outputs, on $CAPGRAPH_ADRENO_DEVICE (default
-#                                  fake-adreno; CMakeLists.txt says which device each test uses);
+#                                  ONNX Runtime outputs, on fake-adreno:check (the machine code,
+#                                  each kernel compared with its host twin);
 #                                  CAPGRAPH_ZOO_MODELS="a b" runs those models only
+# CAPGRAPH_ADRENO_DEVICE=DEV replays on DEV instead (fake-adreno:twin: the host twins, as before
+# the emulator).
 # Skips (exit 77) when capgraph was built without Mesa's ir3. Tolerance: tests/tools/npy_compare.
 set -uo pipefail
 mode=${1:-}; build=${2:-}
@@ -27,7 +29,7 @@ capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare; tools=$bui
 source "$repo/tests/tools/e2e_lib.sh"
 probe=$build/targets/adreno/adreno_capture_probe
 plant=$build/targets/adreno/adreno_miscompile_plant
-device=${CAPGRAPH_ADRENO_DEVICE:-fake-adreno}
+device=${CAPGRAPH_ADRENO_DEVICE:-$([[ $mode == zoo ]] && echo fake-adreno:check || echo fake-adreno)}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 failures=0; passed=0
 fail() { echo "FAIL $*"; failures=$((failures+1)); }

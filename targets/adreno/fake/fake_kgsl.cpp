@@ -13,6 +13,9 @@
 #include <map>
 #include <mutex>
 #include <thread>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
@@ -213,6 +216,39 @@ capgraph_status fake_kgsl::capture_attach(const fb::Capture *c,
     }
   return CAPGRAPH_OK;
 }
+
+namespace {
+
+// The host's float unit flushing denormal inputs and results to zero while it lives, as the a6xx
+// does (fp32 and fp16 denormals flushed: Mesa tu_device.cc's float controls; ir3_emu.h), so that
+// a result the GPU flushes (a sigmoid of a large negative value) is no difference in check mode.
+// x86-64: MXCSR FTZ (bit 15) and DAZ (bit 6); aarch64: FPCR.FZ (bit 24).
+class denormals_flushed {
+ public:
+  denormals_flushed() {
+#if defined(__x86_64__)
+    saved_ = _mm_getcsr();
+    _mm_setcsr(uint32_t(saved_) | 0x8040u);
+#elif defined(__aarch64__)
+    asm volatile("mrs %0, fpcr" : "=r"(saved_));
+    asm volatile("msr fpcr, %0" : : "r"(saved_ | (1ull << 24)));
+#endif
+  }
+  ~denormals_flushed() {
+#if defined(__x86_64__)
+    _mm_setcsr(uint32_t(saved_));
+#elif defined(__aarch64__)
+    asm volatile("msr fpcr, %0" : : "r"(saved_));
+#endif
+  }
+  denormals_flushed(const denormals_flushed &) = delete;
+  denormals_flushed &operator=(const denormals_flushed &) = delete;
+
+ private:
+  uint64_t saved_ = 0;
+};
+
+}  // namespace
 
 bool fake_kgsl::raise(const std::string &why) {
   if (fault_.empty()) {
@@ -534,33 +570,40 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
       if (dp + 8 + d < a->constlen_vec4() * 4 && consts_[dp + 8 + d] != want_local[d])
         return bad("the driver params do not hold its workgroup size");
   }
-  // The buffers, read back out of the constant file, and the allocations they lie in.
+  // The buffers, read back out of the constant file.
   const uint32_t nbuf = kern->num_buffers(), nscalar = kern->num_scalars();
   std::vector<void *> bufs(nbuf);
+  std::vector<uint64_t> gpus(nbuf);
   std::vector<int64_t> scalars(nscalar);
-  std::vector<uint64_t> touched;  // regions_ keys (check mode copies them)
   for (uint32_t b = 0; b < nbuf; ++b) {
-    const uint64_t gpu =
-        uint64_t(consts_[pbase * 4 + 2 * b + 1]) << 32 | consts_[pbase * 4 + 2 * b];
-    bufs[b] = host(gpu, 1);
+    gpus[b] = uint64_t(consts_[pbase * 4 + 2 * b + 1]) << 32 | consts_[pbase * 4 + 2 * b];
+    bufs[b] = host(gpus[b], 1);
     if (!bufs[b])
-      return bad("binding " + std::to_string(b) + " holds " + hex(gpu) +
+      return bad("binding " + std::to_string(b) + " holds " + hex(gpus[b]) +
                  ", outside every allocation");
-    const uint64_t in = std::prev(regions_.upper_bound(gpu))->first;
-    if (std::find(touched.begin(), touched.end(), in) == touched.end()) touched.push_back(in);
   }
   for (uint32_t s = 0; s < nscalar; ++s)
     memcpy(&scalars[s], consts_ + pbase * 4 + 2 * (nbuf + s), 8);
   if (mode_ == fake_adreno_mode::twin) {
     twins_.run(k, bufs.data(), scalars.data());
   } else {
-    std::vector<std::vector<uint8_t>> before;
-    if (mode_ == fake_adreno_mode::check)
-      for (uint64_t r : touched)
-        before.emplace_back(regions_.at(r).cpu, regions_.at(r).cpu + regions_.at(r).size);
+    // Check mode compares what the kernel writes: its written bindings, as far as its bounds say
+    // the code reaches (KernelBounds, checked at load), not whole allocations (a whole arena three
+    // times per dispatch tripled the zoo's time).
+    std::vector<written_span> spans;
+    if (mode_ == fake_adreno_mode::check && kern->bounds() && kern->bounds()->written())
+      for (uint32_t w : *kern->bounds()->written()) {
+        const uint64_t size =
+            w < kern->bounds()->buffer_sizes()->size() ? kern->bounds()->buffer_sizes()->Get(w) : 0;
+        if (w >= nbuf || !size) continue;
+        uint8_t *at = host(gpus[w], size);
+        if (!at)
+          return bad("written binding " + std::to_string(w) + " at " + address_text(gpus[w]) +
+                     " does not hold the " + std::to_string(size) + " bytes its bounds give");
+        spans.push_back({gpus[w], at, std::vector<uint8_t>(at, at + size)});
+      }
     if (!kernel_emulate(k, groups)) return false;
-    if (mode_ == fake_adreno_mode::check &&
-        !kernel_check(k, touched, before, bufs.data(), scalars.data()))
+    if (mode_ == fake_adreno_mode::check && !kernel_check(k, spans, bufs.data(), scalars.data()))
       return false;
   }
   ++dispatches_;
@@ -634,35 +677,38 @@ bool fake_kgsl::kernel_emulate(uint32_t k, const uint32_t groups[3]) {
   return true;
 }
 
-bool fake_kgsl::kernel_check(uint32_t k, const std::vector<uint64_t> &touched,
-                             const std::vector<std::vector<uint8_t>> &before, void **bufs,
+bool fake_kgsl::kernel_check(uint32_t k, std::vector<written_span> &spans, void **bufs,
                              int64_t *scalars) {
   // The emulator's results stay in memory (they are the replay's); the twin runs on the memory
-  // as it was before the dispatch, and the words either changed are compared by the rule of every
-  // check (runtime/hcq/word_compare.h), as fake-amd:check does.
+  // as it was before the dispatch, with the host flushing denormals as the a6xx does, and the
+  // words are compared by the rule of every check (runtime/hcq/word_compare.h), as fake-amd:check
+  // and capgraph run --check compare: the tolerance is relative to the largest value the twin
+  // wrote.
   std::vector<std::vector<uint8_t>> emulated;
-  for (size_t i = 0; i < touched.size(); ++i) {
-    region &r = regions_.at(touched[i]);
-    emulated.emplace_back(r.cpu, r.cpu + r.size);
-    memcpy(r.cpu, before[i].data(), r.size);
+  for (written_span &w : spans) {
+    emulated.emplace_back(w.cpu, w.cpu + w.before.size());
+    memcpy(w.cpu, w.before.data(), w.before.size());
   }
-  twins_.run(k, bufs, scalars);
+  {
+    const denormals_flushed ftz;
+    twins_.run(k, bufs, scalars);
+  }
   double max_diff = 0, max_ref = 0;
   uint64_t differ = 0, worst_at = 0;
   bool exact_mismatch = false;
-  for (size_t i = 0; i < touched.size(); ++i) {
-    region &r = regions_.at(touched[i]);
-    const uint8_t *e = emulated[i].data(), *tw = r.cpu, *b0 = before[i].data();
-    for (uint64_t o = 0; o + 4 <= r.size; o += 4) {
-      uint32_t ew, tw32, bw;
+  for (const written_span &w : spans)
+    for (uint64_t o = 0; o + 4 <= w.before.size(); o += 4) {
+      float ft;
+      memcpy(&ft, w.cpu + o, 4);
+      if (std::isfinite(ft)) max_ref = std::max(max_ref, double(std::fabs(ft)));
+    }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const written_span &w = spans[i];
+    const uint8_t *e = emulated[i].data(), *tw = w.cpu;
+    for (uint64_t o = 0; o + 4 <= w.before.size(); o += 4) {
+      uint32_t ew, tw32;
       memcpy(&ew, e + o, 4);
       memcpy(&tw32, tw + o, 4);
-      memcpy(&bw, b0 + o, 4);
-      if (tw32 != bw) {
-        float ft;
-        memcpy(&ft, &tw32, 4);
-        if (std::isfinite(ft)) max_ref = std::max(max_ref, double(std::fabs(ft)));
-      }
       if (ew == tw32) continue;
       ++differ;
       const double diff = hcq::word_difference(ew, tw32);
@@ -671,12 +717,12 @@ bool fake_kgsl::kernel_check(uint32_t k, const std::vector<uint64_t> &touched,
       if (exact) exact_mismatch = true;
       if (diff > max_diff || (exact && !max_diff)) {
         max_diff = diff;
-        worst_at = r.gpu + o;
+        worst_at = w.gpu + o;
       }
     }
   }
-  for (size_t i = 0; i < touched.size(); ++i)
-    memcpy(regions_.at(touched[i]).cpu, emulated[i].data(), regions_.at(touched[i]).size);
+  for (size_t i = 0; i < spans.size(); ++i)
+    memcpy(spans[i].cpu, emulated[i].data(), emulated[i].size());
   const double tol = hcq::word_tolerance(max_ref);
   if (!exact_mismatch && max_diff <= tol) return true;
   char b[200];

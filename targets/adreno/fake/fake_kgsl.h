@@ -84,8 +84,13 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   bool load_state(const uint32_t *p, uint32_t n);
   bool dispatch(uint32_t gx, uint32_t gy, uint32_t gz);
   bool kernel_emulate(uint32_t k, const uint32_t groups[3]);
-  bool kernel_check(uint32_t k, const std::vector<uint64_t> &touched,
-                    const std::vector<std::vector<uint8_t>> &before, void **bufs, int64_t *scalars);
+  // A binding a kernel writes, and its bytes before the dispatch (check mode).
+  struct written_span {
+    uint64_t gpu = 0;
+    uint8_t *cpu = nullptr;
+    std::vector<uint8_t> before;
+  };
+  bool kernel_check(uint32_t k, std::vector<written_span> &spans, void **bufs, int64_t *scalars);
   uint8_t *host(uint64_t gpu, uint64_t size) const;  // nullptr outside every region
   bool write32(uint64_t gpu, uint32_t v);
   bool raise(const std::string &why);  // records the first fault; returns false

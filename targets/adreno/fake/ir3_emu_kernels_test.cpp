@@ -393,8 +393,8 @@ TEST_CASE(
   temp_dir dir;
   run_totals t;
   for (const compiled &c : models_compile(dir.path)) {
-    // float16 tensors: the interpreter rounds to nearest even where the a6xx's default cov rounds
-    // toward zero (ROUND 0): one float16 ulp apart at most.
+    // float16 tensors: SFU results computed in double here and in float32 by the interpreter may
+    // round to neighbouring float16 values: one float16 ulp apart at most.
     const double abs0 = t.max_abs, rel0 = t.max_rel;
     t.max_abs = t.max_rel = 0;
     model_run(c, &t, c.name.rfind("f16", 0) == 0 ? 2e-3 : 2e-4);
@@ -609,9 +609,10 @@ std::vector<float> npy_f32(const fs::path &path) {
 
 }  // namespace
 
-// Every kernel of every zoo model: its disassembly is Mesa's line for line, and the whole model run
-// on the emulator alone, launch after launch, gives ONNX Runtime's outputs. Minutes of CPU: ctest
-// runs it as ir3_emu_models (CAPGRAPH_ADRENO_MODELS=1, label models).
+// Every kernel of every zoo model: its disassembly is Mesa's line for line; with IR3_ZOO_RUN=1 the
+// whole model also runs on the emulator alone, launch after launch, and gives ONNX Runtime's
+// outputs (minutes of CPU; the suite's targets_adreno_e2e_zoo runs the zoo's machine code through
+// fake-adreno:check instead). ctest runs it as ir3_emu_models (CAPGRAPH_ADRENO_MODELS=1).
 TEST_CASE(
     "models: every zoo kernel renders as Mesa's disassembly and the emulated model matches ONNX "
     "Runtime") {
@@ -651,6 +652,11 @@ TEST_CASE(
       instructions += int(is.size());
     }
     CHECK(same == instructions);
+    if (!getenv("IR3_ZOO_RUN")) {
+      MESSAGE(name << ": " << c.r.unique.size() << " kernels, " << instructions << " instructions, "
+                   << same << " rendered as Mesa (IR3_ZOO_RUN=1 also runs it)");
+      continue;
+    }
     // The model on the emulator: inputs from the zoo, each launch on the previous launches'
     // results.
     gpu_buffers m(c.p);
