@@ -25,8 +25,9 @@ void file_write_atomic(const std::string &path, const std::vector<uint8_t> &byte
 std::string arg_value(int &i, int argc, char **argv);
 // A command-line number in [lo, hi], or an Error naming the flag.
 int int_arg(const std::string &flag, const std::string &v, int lo, int hi);
-// The bytes of a capture file that passed the flatbuffers verifier (and has format version 1),
-// or an Error naming the file and the problem.
+// The bytes of a capture file that passed the runtime's first look (capture_preamble_check: a
+// format version this build reads, the flatbuffers layout), or an Error naming the file and the
+// problem.
 std::vector<uint8_t> capture_read_verified(const std::string &path);
 // "x86_64 znver3 (+avx2,+fma,...)" — what `devices` prints for this CPU.
 std::string cpu_host_description();

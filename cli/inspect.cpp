@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "capgraph/capture_generated.h"
+#include "capture_verify.h"
 #include "cli/buffer_users.h"
 #include "cli/commands.h"
 #include "codegen/cpu_target.h"
@@ -96,28 +97,24 @@ std::vector<uint8_t> capture_read_verified(const std::string &path) {
   std::ifstream f(path, std::ios::binary);
   if (!f) throw Error(path + ": cannot open");
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  flatbuffers::Verifier v(bytes.data(), bytes.size(), 64, 100000000);
-  if (bytes.size() < 8 || !fb::CaptureBufferHasIdentifier(bytes.data()))
-    throw Error(path + ": not a capgraph capture (no CAPG identifier)");
-  {
-    // The version first, as the runtime reads it: another major version may lay out the other
-    // tables differently, and deserves "version" rather than "corrupt" (or a misreading).
-    flatbuffers::Verifier vv(bytes.data(), bytes.size());
-    const auto *root =
-        vv.VerifyOffset(0) ? flatbuffers::GetRoot<flatbuffers::Table>(bytes.data()) : nullptr;
-    if (!root || !root->VerifyTableStart(vv) ||
-        !root->VerifyField<uint16_t>(vv, fb::Capture::VT_VERSION_MAJOR, 2) ||
-        !root->VerifyField<uint16_t>(vv, fb::Capture::VT_VERSION_MINOR, 2))
+  // The runtime's first look (capture_verify.h), in this command's words.
+  const capture_preamble pre = capture_preamble_check(bytes.data(), bytes.size());
+  switch (pre.status) {
+    case capture_preamble_status::ok: break;
+    case capture_preamble_status::no_identifier:
+      throw Error(path + ": not a capgraph capture (no CAPG identifier)");
+    case capture_preamble_status::too_large:
+      throw Error(path + ": larger than the 2 GiB a flatbuffer can address");
+    case capture_preamble_status::bad_root_offset:
+    case capture_preamble_status::bad_root:
       throw Error(path + ": the capture is corrupt or truncated (its root table is invalid)");
-    const unsigned major = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MAJOR, 1);
-    const unsigned minor = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MINOR, 0);
-    if (major != 1 && major != 2)
-      throw Error(path + ": capture format version " + std::to_string(major) + "." +
-                  std::to_string(minor) +
-                  " cannot be read by this capgraph, which reads versions 1.x and 2.x");
+    case capture_preamble_status::bad_version:
+      throw Error(path + ": capture format version " + std::to_string(pre.major) + "." +
+                  std::to_string(pre.minor) + " cannot be read by this capgraph, which reads " +
+                  capture_versions_text());
+    case capture_preamble_status::bad_layout:
+      throw Error(path + ": the capture is corrupt or truncated (flatbuffers verification failed)");
   }
-  if (!fb::VerifyCaptureBuffer(v))
-    throw Error(path + ": the capture is corrupt or truncated (flatbuffers verification failed)");
   return bytes;
 }
 

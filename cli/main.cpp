@@ -100,8 +100,8 @@ int usage() {
       "SEED] [--threads T]\n"
       "               [--device DEVICE] [--check]\n"
       "      --device: %s\n"
-      "               (after a colon: a unit, amd:1, or options, fake-nv:sm86; see `capgraph "
-      "devices`)\n"
+      "               (after a colon: a unit number or the device's options; `capgraph devices` "
+      "says which)\n"
       "      --check: on a GPU device, replay kernel by kernel against the host twins the capture\n"
       "               carries and name the first kernel whose result differs\n"
       "  capgraph bench MODEL.cap [--runs N] [--threads T] [--device DEVICE]\n"
@@ -378,7 +378,7 @@ int cmd_devices() {
 }  // namespace
 
 int cli_main(int argc, char **argv) {
-  target_devices_register();  // `--device fake-amd`, `usb`, ...: the families' extra devices
+  target_devices_register();  // the families' extra devices: fakes, library-backed ones
   if (argc < 2) return usage();
   std::string cmd = argv[1];
   try {

@@ -13,7 +13,7 @@
 // capgraph profile MODEL.cap --device fake-amd[:CHIP]
 // One replay on the fake AMD GPU, whose RDNA3 emulator counts what each kernel's machine code
 // executed (VALU, FMA share, SALU, waits, VMEM and LDS bytes) and prints them with a roofline
-// estimate for a 7900 XTX (targets/amd/fake_amd.cpp, profile_text): objective counts, and an
+// estimate for a 7900 XTX (targets/amd/fake/fake_amd.cpp, profile_text): objective counts, and an
 // estimate labelled as one; no time is measured.
 #include <algorithm>
 #include <cstdio>
@@ -62,19 +62,23 @@ std::vector<StepInfo> steps_describe(const fb::Capture *c, uint32_t threads) {
   return v;
 }
 
-// The emulator's counts: the fake prints them (on stderr) when the model is freed.
+// An emulator's counts: a fake device that runs the machine code in an emulator takes the option
+// ":profile" and prints them (on stderr) when the model is freed. A device without one refuses the
+// option when it is opened.
 int device_profile(const std::string &path, const std::string &device) {
-  if (device.rfind("fake-amd", 0) != 0)
-    throw Error("profile --device " + device +
-                ": only fake-amd[:CHIP] counts instructions; timed profiles run on the CPU "
-                "(no --device)");
   std::string dev = device;
   if (dev.find(":profile") == std::string::npos) dev += ":profile";
   capgraph_options o{1};
   capgraph_model *m = nullptr;
   char err[1024] = {0};
-  if (capgraph_load_device(path.c_str(), dev.c_str(), &o, &m, err, sizeof err) != CAPGRAPH_OK)
-    throw Error(err);
+  const capgraph_status loaded =
+      capgraph_load_device(path.c_str(), dev.c_str(), &o, &m, err, sizeof err);
+  if (loaded == CAPGRAPH_ERR_ARGUMENT)
+    throw Error("profile --device " + device +
+                ": this device counts no instructions (a fake that emulates the machine code "
+                "does: `capgraph devices`); timed profiles run on the CPU (no --device): " +
+                err);
+  if (loaded != CAPGRAPH_OK) throw Error(err);
   // Seeded values in [-1, 1) for float inputs, zeros otherwise (counts depend on shapes only,
   // except data-dependent gathers).
   uint32_t x = 1;
@@ -222,7 +226,7 @@ int cmd_profile(int argc, char **argv) {
   const char *usage =
       "usage: capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] [--best-of "
       "K] [--peak GFLOPS --bandwidth GBPS] [--json] | "
-      "MODEL.cap --device fake-amd[:CHIP]";
+      "MODEL.cap --device FAKE-DEVICE";
   if (path.empty()) throw Error(usage);
   if ((peak > 0) != (bandwidth > 0))
     throw Error(

@@ -95,12 +95,22 @@ TEST_CASE("capgraph-run creates a missing --output-dir, as capgraph run does") {
   REQUIRE(r.exit_code == 0);
   std::vector<int64_t> shape;
   CHECK(npy_floats(out_dir + "/z.npy", &shape) == b);
-  // A missing parent is not built: the message names the directory.
-  const std::string deep = test::temp_path("no_such_parent") + "/out";
+  // Missing parents are built too, as mkdir -p does.
+  const std::string top = test::temp_path("no_such_parent");
+  REQUIRE(std::system(("rm -rf " + top).c_str()) == 0);
+  const std::string deep = top + "/a/b";
+  const result nested = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + b_path +
+                                          " --output-dir " + deep);
+  INFO(nested.output);
+  CHECK(nested.exit_code == 0);
+  CHECK(npy_floats(deep + "/z.npy", &shape) == b);
+  // A level that is a file: the message names it, nothing is written.
+  const std::string blocked = top + "/a/b/z.npy/c";
   const result bad = capgraph_run_exec(model + " --input a=" + a_path + " --input b=" + b_path +
-                                       " --output-dir " + deep);
+                                       " --output-dir " + blocked);
   CHECK(bad.exit_code == 1);
-  CHECK(bad.output.find(deep + ": cannot write outputs there") != std::string::npos);
+  CHECK(bad.output.find(blocked + ": cannot write outputs there: " + top +
+                        "/a/b/z.npy is not a directory") != std::string::npos);
 }
 
 TEST_CASE("capgraph-run refuses mistakes with a message") {

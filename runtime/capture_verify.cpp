@@ -544,50 +544,70 @@ capgraph_status load_limits_from_env(load_limits *out, std::string *err) {
   return CAPGRAPH_OK;
 }
 
+std::string capture_versions_text() {
+  std::string s = "versions ";
+  for (unsigned m = k_capture_major_oldest; m <= k_capture_major_newest; ++m)
+    s += std::to_string(m) + ".x" +
+         (m + 1 == k_capture_major_newest ? " and "
+          : m < k_capture_major_newest    ? ", "
+                                          : "");
+  return s;
+}
+
+capture_preamble capture_preamble_check(const uint8_t *data, size_t size) {
+  using st = capture_preamble_status;
+  capture_preamble p;
+  if (size < 8 || !fb::CaptureBufferHasIdentifier(data)) return p.status = st::no_identifier, p;
+  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE) return p.status = st::too_large, p;
+  {
+    flatbuffers::Verifier v(data, size);
+    if (!v.VerifyOffset(0)) return p.status = st::bad_root_offset, p;
+    // Generated tables inherit flatbuffers::Table privately; read the root as a plain Table.
+    const auto *root = flatbuffers::GetRoot<flatbuffers::Table>(data);
+    if (!root->VerifyTableStart(v) ||
+        !root->VerifyField<uint16_t>(v, fb::Capture::VT_VERSION_MAJOR, 2) ||
+        !root->VerifyField<uint16_t>(v, fb::Capture::VT_VERSION_MINOR, 2))
+      return p.status = st::bad_root, p;
+    // Through the generated accessors, which know the schema's defaults (a minor version equal to
+    // its default, 1, is not stored; reading it with another default said "3.0" for 3.1).
+    p.major = fb::GetCapture(data)->version_major();
+    p.minor = fb::GetCapture(data)->version_minor();
+    if (p.major < k_capture_major_oldest || p.major > k_capture_major_newest)
+      return p.status = st::bad_version, p;
+  }
+  flatbuffers::Verifier v(data, size, /*max_depth=*/64, /*max_tables=*/1u << 24);
+  if (!fb::VerifyCaptureBuffer(v)) p.status = st::bad_layout;
+  return p;
+}
+
 capgraph_status capture_verify(const uint8_t *data, size_t size, const char *label,
                                const fb::Capture **out, std::string *err, const hcq::target *device,
                                const load_limits *limits) {
   *out = nullptr;
   const std::string prefix = std::string(label) + ": ";
-  if (size < 8 || !fb::CaptureBufferHasIdentifier(data)) {
-    *err = prefix + "not a capture file (no 'CAPG' file identifier)";
-    return CAPGRAPH_ERR_FORMAT;
-  }
-  if (size >= FLATBUFFERS_MAX_BUFFER_SIZE) {
-    *err = prefix + "larger than the 2 GiB a flatbuffer can address";
-    return CAPGRAPH_ERR_FORMAT;
-  }
-  // Read the version before verifying the rest: a newer major version may lay out the other
-  // tables differently, and its reader deserves "version" rather than "corrupt".
-  {
-    flatbuffers::Verifier v(data, size);
-    const size_t root_offset = v.VerifyOffset(0);
-    if (!root_offset) {
+  const capture_preamble pre = capture_preamble_check(data, size);
+  switch (pre.status) {
+    case capture_preamble_status::ok: break;
+    case capture_preamble_status::no_identifier:
+      *err = prefix + "not a capture file (no 'CAPG' file identifier)";
+      return CAPGRAPH_ERR_FORMAT;
+    case capture_preamble_status::too_large:
+      *err = prefix + "larger than the 2 GiB a flatbuffer can address";
+      return CAPGRAPH_ERR_FORMAT;
+    case capture_preamble_status::bad_root_offset:
       *err = prefix + "corrupt capture: the root table offset is invalid";
       return CAPGRAPH_ERR_FORMAT;
-    }
-    // Generated tables inherit flatbuffers::Table privately; read the root as a plain Table.
-    const auto *root = flatbuffers::GetRoot<flatbuffers::Table>(data);
-    if (!root->VerifyTableStart(v) ||
-        !root->VerifyField<uint16_t>(v, fb::Capture::VT_VERSION_MAJOR, 2) ||
-        !root->VerifyField<uint16_t>(v, fb::Capture::VT_VERSION_MINOR, 2)) {
+    case capture_preamble_status::bad_root:
       *err = prefix + "corrupt capture: the root table is invalid";
       return CAPGRAPH_ERR_FORMAT;
-    }
-    const uint16_t major = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MAJOR, 1);
-    const uint16_t minor = root->GetField<uint16_t>(fb::Capture::VT_VERSION_MINOR, 0);
-    if (major != 1 && major != 2) {
-      *err = prefix + "capture format version " + std::to_string(major) + "." +
-             std::to_string(minor) +
-             " cannot be read by this runtime, which reads versions 1.x "
-             "and 2.x";
+    case capture_preamble_status::bad_version:
+      *err = prefix + "capture format version " + std::to_string(pre.major) + "." +
+             std::to_string(pre.minor) + " cannot be read by this runtime, which reads " +
+             capture_versions_text();
       return CAPGRAPH_ERR_VERSION;
-    }
-  }
-  flatbuffers::Verifier v(data, size, /*max_depth=*/64, /*max_tables=*/1u << 24);
-  if (!fb::VerifyCaptureBuffer(v)) {
-    *err = prefix + "corrupt or truncated capture (flatbuffers verification failed)";
-    return CAPGRAPH_ERR_FORMAT;
+    case capture_preamble_status::bad_layout:
+      *err = prefix + "corrupt or truncated capture (flatbuffers verification failed)";
+      return CAPGRAPH_ERR_FORMAT;
   }
   const fb::Capture *c = fb::GetCapture(data);
   std::string why;

@@ -74,6 +74,23 @@ TEST_CASE("file identity and version") {
   CHECK(load(test::capture_build(s)).status == CAPGRAPH_OK);
 }
 
+TEST_CASE("the preamble the runtime and the CLI share reads the version before the layout") {
+  CHECK(capture_versions_text() == "versions 1.x and 2.x");
+  capture_spec s = test::reference_spec(1);
+  s.version_major = 3, s.version_minor = 1;
+  std::vector<uint8_t> bytes = test::capture_build(s);
+  capture_preamble p = capture_preamble_check(bytes.data(), bytes.size());
+  CHECK(p.status == capture_preamble_status::bad_version);
+  CHECK(p.major == 3);
+  CHECK(p.minor == 1);
+  bytes = test::capture_build(test::reference_spec(1));
+  CHECK(capture_preamble_check(bytes.data(), bytes.size()).status == capture_preamble_status::ok);
+  CHECK(capture_preamble_check(bytes.data(), 7).status == capture_preamble_status::no_identifier);
+  // Cut short: the version is still readable, the layout is not.
+  CHECK(capture_preamble_check(bytes.data(), bytes.size() / 2).status ==
+        capture_preamble_status::bad_layout);
+}
+
 TEST_CASE("an NVIDIA capture loaded for the CPU is refused naming the NVIDIA devices") {
   expect_refused(
       [](capture_spec &s) { s.target = "nv-sm90", s.version_major = 2, s.version_minor = 2; },

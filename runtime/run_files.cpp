@@ -72,17 +72,23 @@ std::string output_file_name(const char *output_name) {
 }
 
 bool output_dir_create(const std::string &dir, std::string *err) {
-  struct stat st;
-  if (stat(dir.c_str(), &st) == 0) {
-    if (S_ISDIR(st.st_mode)) return true;
-    *err = dir + ": cannot write outputs there: it is not a directory";
-    return false;
+  // Every missing level, as mkdir -p does: "a/b/c" makes a, a/b and a/b/c.
+  for (size_t end = dir.find('/', 1);; end = dir.find('/', end + 1)) {
+    const std::string level = dir.substr(0, end);
+    struct stat st;
+    if (stat(level.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) {
+        *err = dir + ": cannot write outputs there: " + (level == dir ? std::string("it") : level) +
+               " is not a directory";
+        return false;
+      }
+    } else if (mkdir(level.c_str(), 0755) != 0 && errno != EEXIST) {
+      *err = dir + ": cannot write outputs there: cannot create " +
+             (level == dir ? std::string("it") : level) + ": " + strerror(errno);
+      return false;
+    }
+    if (end == std::string::npos) return true;
   }
-  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    *err = dir + ": cannot write outputs there: cannot create it: " + strerror(errno);
-    return false;
-  }
-  return true;
 }
 
 }  // namespace capgraph

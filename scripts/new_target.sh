@@ -4,7 +4,7 @@
 # writes its README and adds the one line `capgraph_family(NAME)` to targets/CMakeLists.txt. Nothing
 # else changes: after it, configure, build and `ctest -R targets_NAME` pass, with NAME a working
 # copy of null (kernels run as host twins on the NAME device) to grow into the real family
-# (targets/null/README.md, "How to add a target"). NAME: lowercase letters and digits.
+# (targets/null/README.md, "How to add a family"). NAME: lowercase letters and digits.
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 name=${1:-}
@@ -47,7 +47,7 @@ cat > "$work/README.md" <<EOF
 A device family started by \`scripts/new_target.sh $name\` from the null template: today it is
 \`targets/null\` under another name (\`--target $name\` captures replay on \`--device $name\`, which
 runs each kernel's host twin). Grow it into the real family as \`targets/null/README.md\` ("How to
-add a target") describes: its transport in \`drivers/\`, its packets and launch facts, its code
+add a family") describes: its transport in \`drivers/\`, its packets and launch facts, its code
 generator in \`compiler/\`, its fake in \`fake/\`; and give it its row in the status table of
 \`targets/README.md\` (ctest \`targets_status_test\` asks for it).
 

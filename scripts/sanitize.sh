@@ -52,11 +52,11 @@ t0=$SECONDS
 cd "$build"
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-# Without arguments: every test. targets_amd_fake_e2e_zoo replays only a subset of the zoo here
+# Without arguments: every test. targets_amd_e2e_zoo replays only a subset of the zoo here
 # (targets/amd/CMakeLists.txt: the whole zoo through the RDNA3 emulator does not finish within its
 # 900 s limit under ASan on 2 cores; the release job runs all of it). Pass CTEST_ARGS to choose
-# otherwise (e.g. -E '_models_compile$' leaves out the two tests that only compile the zoo for
-# GPUs, mostly time in the uninstrumented LLVM back ends: about 340 s of test time).
+# otherwise (e.g. -E '_models_compile$' leaves out the tests that only compile the zoo for GPUs,
+# amdgpu_, nvptx_ and adreno_models_compile: mostly time in the uninstrumented LLVM back ends).
 # Without arguments the two Adreno tests that compile the whole zoo through ir3 are left out here
 # (targets_adreno_e2e_zoo, adreno_models_compile: ~460 s of ASan test time on 2 cores, mostly in
 # the uninstrumented LLVM and ir3 back ends; the release job runs both); every other Adreno test

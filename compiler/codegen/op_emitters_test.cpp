@@ -1,10 +1,10 @@
 // Every primitive op (schedule/kernel.h, CAPGRAPH_OPS) through everything that gives kernel IR a
 // meaning: the interpreter (schedule/interpret.cpp), the LLVM emitter (codegen/kernel_emit.cpp)
 // for the CPU and for each LLVM GPU target this build has, and the NIR emitter
-// (codegen/adreno_nir_emit.cpp) when it has Mesa. Their op switches have no default, so -Wswitch
-// names a missing case at build time; a missing case that gets past it fails here naming the op
-// and the emitter. It checks that each op is handled, not what it computes (op_conformance_test,
-// interpret_test and cpu_codegen_test do that).
+// (targets/adreno/compiler/adreno_nir_emit.cpp) when it has Mesa. Their op switches have no
+// default, so -Wswitch names a missing case at build time; a missing case that gets past it fails
+// here naming the op and the emitter. It checks that each op is handled, not what it computes
+// (op_conformance_test, interpret_test and cpu_codegen_test do that).
 #include <doctest/doctest.h>
 
 #include <vector>

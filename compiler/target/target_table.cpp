@@ -7,19 +7,19 @@
 
 namespace capgraph {
 
-// The targets this build carries, in the order messages list them (k_targets, generated).
+// The targets this build carries, in the order messages list them (kTargets, generated).
 #include "target_list.inc"
 
 const std::vector<const TargetEntry *> &target_entries() {
-  static const std::vector<const TargetEntry *> all(std::begin(k_targets), std::end(k_targets));
+  static const std::vector<const TargetEntry *> all(std::begin(kTargets), std::end(kTargets));
   return all;
 }
 
 const TargetEntry &target_find(const std::string &name) {
-  for (const TargetEntry *t : k_targets)
+  for (const TargetEntry *t : kTargets)
     if (t->matches(name)) return *t;
   std::string known;
-  for (const TargetEntry *t : k_targets) known += (known.empty() ? "" : ", ") + t->names();
+  for (const TargetEntry *t : kTargets) known += (known.empty() ? "" : ", ") + t->names();
   throw Error("unknown target '" + name + "': known targets are " + known);
 }
 

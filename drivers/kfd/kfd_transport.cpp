@@ -32,9 +32,9 @@ int ioctl_retry(int fd, unsigned long request, void *arg) {
 
 // Compute queues need an end-of-pipe buffer and a context save area for wave save/restore.
 // Sizes as tinygrad uses them for gfx11 (KFD checks them against its own minimum).
-constexpr uint64_t k_eop_bytes = 0x1000;
-constexpr uint64_t k_ctx_save_bytes = 0x2C02000;
-constexpr uint32_t k_ctl_stack_bytes = 0xa000;
+constexpr uint64_t kEopBytes = 0x1000;
+constexpr uint64_t kCtxSaveBytes = 0x2C02000;
+constexpr uint32_t kCtlStackBytes = 0xa000;
 
 class kfd_transport final : public hcq::transport {
  public:
@@ -47,7 +47,7 @@ class kfd_transport final : public hcq::transport {
       ioctl_retry(kfd_, AMDKFD_IOC_DESTROY_EVENT, &d);
     }
     free(event_page_);
-    if (doorbells_) munmap(doorbells_, k_doorbell_bytes);
+    if (doorbells_) munmap(doorbells_, kDoorbellBytes);
     if (drm_ >= 0) close(drm_);
     if (kfd_ >= 0) close(kfd_);
   }
@@ -62,9 +62,12 @@ class kfd_transport final : public hcq::transport {
     const amd::chip *c = amd::chip_by_gfx_target_version(node_.gfx_target_version);
     return c ? c->name : "gfx_target_version " + std::to_string(node_.gfx_target_version);
   }
-  // The GPU timestamp counter runs at the 100 MHz reference clock on RDNA and CDNA (tinygrad's
-  // ops_amd.py divides timestamps by 100 to get microseconds). Not measured here.
-  uint64_t clock_hz() const override { return 100000000; }
+  // The chip's timestamp rate (amd_chips.h); 0 for a chip capgraph does not know, where no capture
+  // runs (the target's device check refuses it first).
+  uint64_t clock_hz() const override {
+    const amd::chip *c = amd::chip_by_gfx_target_version(node_.gfx_target_version);
+    return c ? c->timestamp_hz : 0;
+  }
 
   capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
                         std::string *err) override {
@@ -124,15 +127,14 @@ class kfd_transport final : public hcq::transport {
     a.queue_priority = 7;      // the middle of KFD's 0..15
     if (kind == hcq::queue_kind::compute) {
       a.queue_type = KFD_IOC_QUEUE_TYPE_COMPUTE;
-      if ((st = alloc(k_eop_bytes, hcq::memory_kind::device, &q.eop, err)) != CAPGRAPH_OK)
-        return st;
-      if ((st = alloc(k_ctx_save_bytes, hcq::memory_kind::device, &q.ctx, err)) != CAPGRAPH_OK)
+      if ((st = alloc(kEopBytes, hcq::memory_kind::device, &q.eop, err)) != CAPGRAPH_OK) return st;
+      if ((st = alloc(kCtxSaveBytes, hcq::memory_kind::device, &q.ctx, err)) != CAPGRAPH_OK)
         return st;
       a.eop_buffer_address = q.eop.gpu;
-      a.eop_buffer_size = k_eop_bytes;
+      a.eop_buffer_size = kEopBytes;
       a.ctx_save_restore_address = q.ctx.gpu;
-      a.ctx_save_restore_size = uint32_t(k_ctx_save_bytes);
-      a.ctl_stack_size = k_ctl_stack_bytes;
+      a.ctx_save_restore_size = uint32_t(kCtxSaveBytes);
+      a.ctl_stack_size = kCtlStackBytes;
     } else {
       a.queue_type = KFD_IOC_QUEUE_TYPE_SDMA;
     }
@@ -144,10 +146,10 @@ class kfd_transport final : public hcq::transport {
     // Doorbells: one page-aligned window of /dev/kfd, mapped once (Sources: kfd_chardev.c
     // kfd_mmap with KFD_MMAP_TYPE_DOORBELL offsets; tinygrad maps 0x2000 bytes at the offset
     // rounded down to 8 KiB).
-    const uint64_t base = a.doorbell_offset & ~uint64_t(k_doorbell_bytes - 1);
+    const uint64_t base = a.doorbell_offset & ~uint64_t(kDoorbellBytes - 1);
     if (!doorbells_) {
       void *p =
-          mmap(nullptr, k_doorbell_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, kfd_, off_t(base));
+          mmap(nullptr, kDoorbellBytes, PROT_READ | PROT_WRITE, MAP_SHARED, kfd_, off_t(base));
       if (p == MAP_FAILED) {
         *err = name() + ": cannot map the doorbells: " + errno_text(errno);
         kfd_ioctl_destroy_queue_args d{};
@@ -248,7 +250,7 @@ class kfd_transport final : public hcq::transport {
   }
 
  private:
-  static constexpr uint64_t k_doorbell_bytes = 0x2000;
+  static constexpr uint64_t kDoorbellBytes = 0x2000;
 
   struct owned {
     hcq::memory ring, ptrs, eop, ctx;

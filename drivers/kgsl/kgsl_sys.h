@@ -1,6 +1,6 @@
 // The seam under the KGSL transport: the five system calls of hcq::host_sys, so a fake KGSL
-// (targets/adreno/fake_kgsl.*) can sit at the ioctl boundary and the real transport code runs
-// unchanged against it, plus what only a fake needs.
+// (targets/adreno/fake/fake_kgsl.*) can sit at the ioctl boundary and the real transport code
+// runs unchanged against it, plus what sits behind it, for messages.
 #pragma once
 #include <sys/types.h>
 

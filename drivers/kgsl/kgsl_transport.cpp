@@ -11,6 +11,7 @@
 #include <set>
 #include <thread>
 
+#include "adreno_chips.h"
 #include "clock_text.h"
 #include "hcq/host_sys_libc.h"
 #include "hcq/signal.h"
@@ -325,10 +326,11 @@ std::string kgsl_devices_describe(kgsl_sys &sys, const char *prefix) {
   std::string why;
   if (device_open(sys, &fd, &info, &why) != CAPGRAPH_OK) return why + "\n";
   sys.close(fd);
-  const bool known = info.chip_id >> 8 == chip_id_a630 >> 8;
+  const adreno::chip *known = adreno::chip_by_id(info.chip_id);
   return std::string(prefix) + ":0: " + sys.kind() + "Adreno " + kgsl_chip_name(info.chip_id) +
          " (chip " + hex(info.chip_id) + ", gpu_id " + std::to_string(info.gpu_id) + ")" +
-         (known ? ", runs adreno-a630 captures" : ": capgraph compiles for adreno-a630 only") +
+         (known ? std::string(", runs adreno-") + known->name + " captures"
+                : ": capgraph compiles for " + adreno::chip_names() + " only") +
          "\n";
 }
 

@@ -156,7 +156,4 @@ static_assert(ioctl_gpuobj_alloc == 0xC0300945);
 static_assert(ioctl_gpuobj_free == 0x40200946);
 static_assert(ioctl_gpu_command == 0xC040094A);
 
-// The chip ids capgraph knows: (core << 24) | (major << 16) | (minor << 8) | patch.
-constexpr uint32_t chip_id_a630 = 0x06030001;
-
 }  // namespace capgraph::kgsl

@@ -1,7 +1,7 @@
 // The seam under the NVIDIA transport: every call it makes into the operating system. The real
 // one (nv_sys_linux) is hcq::host_sys's five calls and a plain store for the doorbell; a fake
-// (targets/nv/fake_nv.h) answers the same calls at the ioctl boundary, so the transport's whole
-// RM/UVM sequence runs unchanged in the tests.
+// (targets/nv/fake/fake_nv.h) answers the same calls at the ioctl boundary, so the transport's
+// whole RM/UVM sequence runs unchanged in the tests.
 #pragma once
 #include <sys/types.h>
 

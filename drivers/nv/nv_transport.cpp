@@ -17,7 +17,8 @@
 #include "hcq/signal.h"
 #include "hcq/wait.h"
 #include "nv_abi.h"
-#include "nv_hcq.h"
+#include "nv_chips.h"
+#include "nv_hcq.h"  // the GPFIFO submit
 
 namespace capgraph::nv {
 namespace {
@@ -277,6 +278,10 @@ class nv_transport final : public hcq::transport {
     NVOS00_PARAMETERS p{client_, device_, a.memory, 0};
     sys_->ioctl(ctl_, nv_ioctl(NV_ESC_RM_FREE, sizeof p), &p);
   }
+  capgraph_status driver_open(std::string *why);
+  capgraph_status gpu_open(unsigned index, std::string *why);
+  capgraph_status address_space_open(std::string *why);
+  capgraph_status channels_open(std::string *err);
   capgraph_status channel_create(channel &ch, uint32_t gpfifo_class, uint32_t engine_class,
                                  const char *what, std::string *err);
 
@@ -412,11 +417,23 @@ capgraph_status nv_transport::channel_create(channel &ch, uint32_t gpfifo_class,
   return CAPGRAPH_OK;
 }
 
+// Opening is four steps; each message names the device ("nv:0: ...").
 capgraph_status nv_transport::open(unsigned index, std::string *err) {
   index_ = index;
   std::string why;
+  capgraph_status st;
+  if ((st = driver_open(&why)) != CAPGRAPH_OK || (st = gpu_open(index, &why)) != CAPGRAPH_OK ||
+      (st = address_space_open(&why)) != CAPGRAPH_OK) {
+    *err = "nv:" + std::to_string(index) + ": " + why;
+    return st;
+  }
+  return channels_open(err);
+}
+
+// The control device, the driver's version, our RM client, UVM.
+capgraph_status nv_transport::driver_open(std::string *why) {
   const auto fail = [&](capgraph_status st, const std::string &w) {
-    *err = "nv:" + std::to_string(index) + ": " + w;
+    *why = w;
     return st;
   };
   if ((ctl_ = sys_->open(paths_.ctl.c_str(), O_RDWR | O_CLOEXEC)) < 0)
@@ -441,17 +458,16 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
                     "see drivers/nv/README.md to add one)");
   NVOS21_PARAMETERS root{};
   root.hClass = NV01_ROOT_CLIENT;
-  if (!rm_call(NV_ESC_RM_ALLOC, &root, sizeof root, &root.status, "RM_ALLOC NV01_ROOT_CLIENT",
-               &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_call(NV_ESC_RM_ALLOC, &root, sizeof root, &root.status, "RM_ALLOC NV01_ROOT_CLIENT", why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
   client_ = root.hObjectNew;
 
   if ((uvm_ = sys_->open(paths_.uvm.c_str(), O_RDWR | O_CLOEXEC)) < 0)
     return fail(CAPGRAPH_ERR_DEVICE, "open " + paths_.uvm + ": " + strerror(errno) +
                                          " (the nvidia-uvm module is needed)");
   UVM_INITIALIZE_PARAMS ui{};
-  if (!uvm(UVM_INITIALIZE, &ui, &ui.rmStatus, "UVM_INITIALIZE", &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!uvm(UVM_INITIALIZE, &ui, &ui.rmStatus, "UVM_INITIALIZE", why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
   // A second UVM fd for UVM_MM_INITIALIZE, as libcuda and tinygrad do; its failure is not fatal
   // (tinygrad: "CUDA hits it too").
   if ((uvm_mm_ = sys_->open(paths_.uvm.c_str(), O_RDWR | O_CLOEXEC)) >= 0) {
@@ -459,6 +475,16 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
     sys_->ioctl(uvm_mm_, UVM_MM_INITIALIZE, &mi);
   }
 
+  return CAPGRAPH_OK;
+}
+
+// The index-th GPU the driver reports: its device and subdevice objects, its chip (from the
+// compute class it offers), its doorbell page.
+capgraph_status nv_transport::gpu_open(unsigned index, std::string *why) {
+  const auto fail = [&](capgraph_status st, const std::string &w) {
+    *why = w;
+    return st;
+  };
   nv_ioctl_card_info_t cards[64] = {};
   if (sys_->ioctl(ctl_, nv_ioctl(NV_ESC_CARD_INFO, sizeof cards), cards) < 0)
     return fail(CAPGRAPH_ERR_DEVICE, std::string("NV_ESC_CARD_INFO: ") + strerror(errno));
@@ -473,25 +499,25 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   NV0000_CTRL_GPU_GET_ID_INFO_V2_PARAMS id{};
   id.gpuId = card->gpu_id;
   if (!rm_control(client_, NV0000_CTRL_CMD_GPU_GET_ID_INFO_V2, &id, sizeof id, "GPU_GET_ID_INFO_V2",
-                  &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+                  why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
 
   NV0080_ALLOC_PARAMETERS dp{};
   dp.deviceId = id.deviceInstance;
   dp.hClientShare = client_;
   dp.vaMode = NV_DEVICE_ALLOCATION_VAMODE_OPTIONAL_MULTIPLE_VASPACES;
-  if (!rm_alloc(client_, NV01_DEVICE_0, &dp, sizeof dp, &device_, "RM_ALLOC NV01_DEVICE_0", &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!rm_alloc(client_, NV01_DEVICE_0, &dp, sizeof dp, &device_, "RM_ALLOC NV01_DEVICE_0", why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
   NV2080_ALLOC_PARAMETERS sp{};
   if (!rm_alloc(device_, NV20_SUBDEVICE_0, &sp, sizeof sp, &subdevice_, "RM_ALLOC NV20_SUBDEVICE_0",
-                &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+                why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
 
   // The chip from the compute class the device offers.
   NV0080_CTRL_GPU_GET_CLASSLIST_V2_PARAMS classes{};
   if (!rm_control(device_, NV0080_CTRL_CMD_GPU_GET_CLASSLIST_V2, &classes, sizeof classes,
-                  "GPU_GET_CLASSLIST_V2", &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+                  "GPU_GET_CLASSLIST_V2", why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
   for (uint32_t i = 0; i < classes.numClasses && i < 200 && !chip_; ++i)
     chip_ = chip_by_compute_class(classes.classList[i]);
   if (!chip_)
@@ -502,12 +528,20 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
 
   // The doorbell page.
   if (!rm_alloc(subdevice_, chip_->usermode_class, nullptr, 0, &usermode_, "RM_ALLOC usermode",
-                &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
-  void *um = cpu_map(subdevice_, usermode_, USERMODE_BYTES, nullptr, false, &usermode_fd_, &why);
-  if (!um) return fail(CAPGRAPH_ERR_DEVICE, "usermode page: " + why);
+                why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
+  void *um = cpu_map(subdevice_, usermode_, USERMODE_BYTES, nullptr, false, &usermode_fd_, why);
+  if (!um) return fail(CAPGRAPH_ERR_DEVICE, "usermode page: " + *why);
   usermode_cpu_ = static_cast<uint8_t *>(um);
 
+  return CAPGRAPH_OK;
+}
+
+capgraph_status nv_transport::address_space_open(std::string *why) {
+  const auto fail = [&](capgraph_status st, const std::string &w) {
+    *why = w;
+    return st;
+  };
   // The GPU address space, owned by UVM (page faulting on: UVM manages it, as libcuda's).
   NV_VASPACE_ALLOCATION_PARAMETERS va{};
   va.vaBase = 0x1000;
@@ -515,27 +549,27 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   va.flags = NV_VASPACE_ALLOCATION_FLAGS_ENABLE_PAGE_FAULTING |
              NV_VASPACE_ALLOCATION_FLAGS_IS_EXTERNALLY_OWNED;
   if (!rm_alloc(device_, FERMI_VASPACE_A, &va, sizeof va, &vaspace_, "RM_ALLOC FERMI_VASPACE_A",
-                &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+                why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
   NV2080_CTRL_GPU_GET_GID_INFO_PARAMS gid{};
   gid.flags = NV2080_GPU_CMD_GPU_GET_GID_FLAGS_FORMAT_BINARY;
   gid.length = 16;
   if (!rm_control(subdevice_, NV2080_CTRL_CMD_GPU_GET_GID_INFO, &gid, sizeof gid,
-                  "GPU_GET_GID_INFO", &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+                  "GPU_GET_GID_INFO", why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
   memcpy(uuid_, gid.data, 16);
   UVM_REGISTER_GPU_PARAMS rg{};
   memcpy(rg.gpu_uuid, uuid_, 16);
   rg.rmCtrlFd = -1;
-  if (!uvm(UVM_REGISTER_GPU, &rg, &rg.rmStatus, "UVM_REGISTER_GPU", &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!uvm(UVM_REGISTER_GPU, &rg, &rg.rmStatus, "UVM_REGISTER_GPU", why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
   UVM_REGISTER_GPU_VASPACE_PARAMS rv{};
   memcpy(rv.gpuUuid, uuid_, 16);
   rv.rmCtrlFd = ctl_;
   rv.hClient = client_;
   rv.hVaSpace = vaspace_;
-  if (!uvm(UVM_REGISTER_GPU_VASPACE, &rv, &rv.rmStatus, "UVM_REGISTER_GPU_VASPACE", &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+  if (!uvm(UVM_REGISTER_GPU_VASPACE, &rv, &rv.rmStatus, "UVM_REGISTER_GPU_VASPACE", why))
+    return fail(CAPGRAPH_ERR_DEVICE, *why);
 
   // Our part of that space, reserved in the CPU's too.
   for (int i = 0; i < kVaTries + kVaLowTries && !va_cpu_; ++i) {
@@ -558,18 +592,27 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
                 "cannot reserve a GPU address range below 2^40 in this process");
   va_base_ = va_next_ = reinterpret_cast<uint64_t>(va_cpu_);
 
+  return CAPGRAPH_OK;
+}
+
+capgraph_status nv_transport::channels_open(std::string *err) {
+  std::string why;
+  const auto fail = [&](const std::string &w) {
+    *err = "nv:" + std::to_string(index_) + ": " + w;
+    return CAPGRAPH_ERR_DEVICE;
+  };
   // A channel group with a subcontext on our address space, and its two channels.
   NV_CHANNEL_GROUP_ALLOCATION_PARAMETERS tg{};
   tg.engineType = NV2080_ENGINE_TYPE_GRAPHICS;
   if (!rm_alloc(device_, KEPLER_CHANNEL_GROUP_A, &tg, sizeof tg, &tsg_,
                 "RM_ALLOC KEPLER_CHANNEL_GROUP_A", &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+    return fail(why);
   NV_CTXSHARE_ALLOCATION_PARAMETERS cs{};
   cs.hVASpace = vaspace_;
   cs.flags = NV_CTXSHARE_ALLOCATION_FLAGS_SUBCONTEXT_ASYNC;
   if (!rm_alloc(tsg_, FERMI_CONTEXT_SHARE_A, &cs, sizeof cs, &ctxshare_,
                 "RM_ALLOC FERMI_CONTEXT_SHARE_A", &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+    return fail(why);
   capgraph_status st;
   if ((st = channel_create(channels_[0], chip_->gpfifo_class, chip_->compute_class, "compute",
                            err)) != CAPGRAPH_OK)
@@ -580,7 +623,7 @@ capgraph_status nv_transport::open(unsigned index, std::string *err) {
   NVA06C_CTRL_GPFIFO_SCHEDULE_PARAMS sched{1, 0, 0};
   if (!rm_control(tsg_, NVA06C_CTRL_CMD_GPFIFO_SCHEDULE, &sched, sizeof sched, "GPFIFO_SCHEDULE",
                   &why))
-    return fail(CAPGRAPH_ERR_DEVICE, why);
+    return fail(why);
   return CAPGRAPH_OK;
 }
 

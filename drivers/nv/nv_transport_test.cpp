@@ -1,6 +1,6 @@
-// The RM/UVM transport against the fake driver at the ioctl boundary (targets/nv/fake_nv.h): the
-// order of the calls, the refusal of a driver branch whose ABI it does not know, memory that both
-// sides see at one address, and the plain errors of a machine without the driver.
+// The RM/UVM transport against the fake driver at the ioctl boundary (targets/nv/fake/fake_nv.h):
+// the order of the calls, the refusal of a driver branch whose ABI it does not know, memory that
+// both sides see at one address, and the plain errors of a machine without the driver.
 #include "nv_transport.h"
 
 #include <doctest/doctest.h>

@@ -1,7 +1,7 @@
 /*
  * regs.h — every ASM2464PD hardware register the firmware touches, named
- * once. The emulator's device models (tests/emu/asm2464_model.cpp) use the
- * same addresses; keep the two in step.
+ * once. The emulator's device model (tests/emu/asm2464_model.cpp) takes its
+ * addresses from here too (tests/emu/bridge_regs.h).
  *
  * Sources: tinygrad/asm2464pd-firmware src/include/registers.h (address
  * map, register names and bit meanings, reverse engineered from the stock
@@ -27,7 +27,15 @@
 
 #include <stdint.h>
 
+/* A register is the byte at its XDATA address, a buffer the bytes from its
+ * address on. A host program that wants the addresses alone (the emulator,
+ * tests/emu/bridge_regs.h) defines both macros before including this. */
+#ifndef XREG
 #define XREG(addr) (*(volatile __xdata uint8_t *)(addr))
+#endif
+#ifndef XBUF
+#define XBUF(addr) ((volatile __xdata uint8_t *)(addr))
+#endif
 
 /* The host compilers include this header only for the data tables below
  * (the emulator checks the PCIe PHY tuning against them). */
@@ -91,9 +99,9 @@ __sfr __at(0xA8) IE;
 /* 0x8000-0x8FFF: the buffer an armed bulk IN sends from (handmade main.c
  * do_usb_bulk_in; registers.h calls it a window into SRAM, not aliased with
  * the 0xF000 window). */
-#define USB_BULK_IN_BUF ((volatile __xdata uint8_t *)0x8000)
+#define USB_BULK_IN_BUF XBUF(0x8000)
 #define USB_BULK_IN_BUF_SIZE 0x1000
-#define USB_CTRL_BUF ((volatile __xdata uint8_t *)0x9E00)
+#define USB_CTRL_BUF XBUF(0x9E00)
 #define USB_CTRL_BUF_SIZE 0x200
 
 /* ---- PCIe TLP engine (0xB210-0xB298) ---- */
@@ -244,7 +252,7 @@ __sfr __at(0xA8) IE;
 #define REG_FLASH_MODE XREG(0xC8AD)
 #define REG_FLASH_BUF_OFFSET_LO XREG(0xC8AE)
 #define REG_FLASH_BUF_OFFSET_HI XREG(0xC8AF)
-#define FLASH_BUF ((volatile __xdata uint8_t *)0x7000)
+#define FLASH_BUF XBUF(0x7000)
 
 /* ---- CPU control, timer 0 (0xCA00-0xCCFF) ---- */
 #define REG_CPU_CTRL_CA81 XREG(0xCA81) /* bit0 needed by the flash controller */

@@ -70,7 +70,8 @@ using devices_describe_fn = std::string (*)();
 
 // Adds a device name prefix: "x" matches "x" and "x:1", not "xy". The runtime's own targets
 // register themselves at first use (targets_builtin.cpp, generated from CAPGRAPH_TARGETS);
-// programs add fakes (targets/<family>/fake_*). A prefix registered again is replaced.
+// programs add fakes (targets/<family>/fake/, through target_devices_register). A prefix
+// registered again is replaced.
 void target_register(const char *prefix, transport_open_fn open, const target *t,
                      devices_describe_fn describe = nullptr, capture_attach_fn attach = nullptr);
 

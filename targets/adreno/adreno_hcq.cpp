@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "adreno_chips.h"
 #include "adreno_pm4.h"
 #include "kgsl_sys.h"
 #include "kgsl_transport.h"
@@ -14,25 +15,23 @@ uint32_t lo(uint64_t v) { return uint32_t(v); }
 uint32_t hi(uint64_t v) { return uint32_t(v >> 32); }
 uint32_t div_up(uint32_t a, uint32_t b) { return (a + b - 1) / b; }
 
-// a630 limits: 32 KiB of shared memory per workgroup (freedreno_devices.py cs_shared_mem_size for
-// GPUId(630)), a 256-vec4 compute constant file (CONSTLEN_256, the largest a6xx CONSTANTRAMMODE;
-// ir3_compiler.c max_const_compute for gen 6), 1024 work items per workgroup, an instruction cache
-// of 64 units of 128 bytes that CP_LOAD_STATE6 preloads (freedreno_devices.py instr_cache_size).
-constexpr uint32_t max_shared_bytes = 32 * 1024;
+// The chip whose facts (adreno_chips.h) the checks and the encoder use: capgraph compiles for the
+// a630 only.
+const chip &a630() {
+  static const chip &c = *chip_find("a630");
+  return c;
+}
+
+// a6xx limits: a 256-vec4 compute constant file (CONSTLEN_256, the largest a6xx CONSTANTRAMMODE;
+// ir3_compiler.c max_const_compute for gen 6), 1024 work items per workgroup.
 constexpr uint32_t max_constlen_vec4 = 256;
 constexpr uint32_t max_workgroup = 1024;
-constexpr uint32_t instr_cache_units = 64;
-// CP_INDIRECT_BUFFER's size field: 20 bits of dwords (Linux adreno_ringbuffer.c, Mesa tu_cs.cc).
-constexpr uint64_t max_ib_dwords = (1u << 20) - 1;
-// TPL1_DBG_ECO_CNTL for the a630 (freedreno_devices.py magic_regs of GPUId(630)).
-constexpr uint32_t a630_tpl1_dbg_eco_cntl = 0x00108000;
 
 // Private memory (Mesa ir3_gallium.c ir3_get_private_mem, fd6_program.cc fd6_emit_shader): each of
-// the a630's 2 SP cores (num_sp_cores = num_ccu) holds fibers_per_sp = 128 * 16 fibers, each with
-// the per-fiber size rounded up to 512 bytes; one buffer for the capture, sized for its largest
+// the chip's SP cores (num_sp_cores) holds fibers_per_sp = 128 * 16 fibers, each with the
+// per-fiber size rounded up to 512 bytes; one buffer for the capture, sized for its largest
 // kernel, whose per-fiber size every kernel's registers then use (as Mesa's context does).
 constexpr uint64_t fibers_per_sp = 128 * 16;
-constexpr uint64_t num_sp_cores = 2;
 constexpr uint32_t max_private_bytes = 255 * 512;  // MEMSIZEPERITEM: 8 bits of 512-byte units
 
 uint64_t private_per_fiber(const fb::Capture *c) {
@@ -47,7 +46,7 @@ uint64_t private_per_sp(uint64_t per_fiber) {
 }
 
 uint64_t adreno_scratch_bytes(const fb::Capture *c) {
-  return private_per_sp(private_per_fiber(c)) * num_sp_cores;
+  return private_per_sp(private_per_fiber(c)) * a630().num_sp_cores;
 }
 
 // How many vec4 of ir3's driver params (struct ir3_driver_params_cs, ir3_shader.h) are uploaded:
@@ -58,7 +57,7 @@ constexpr uint32_t driver_params_vec4 = 3;
 class adreno_encoder final : public hcq::encoder {
  public:
   adreno_encoder(const fb::Capture *c, std::vector<uint32_t> *out)
-      : encoder(out), c_(c), per_fiber_(c ? private_per_fiber(c) : 0) {}
+      : encoder(out), w_(out), c_(c), per_fiber_(c ? private_per_fiber(c) : 0) {}
 
   // One dispatch, self-contained (every register it needs, so the order of kernels in the
   // indirect buffer does not matter). Sources: adreno_plan.md §2.3 (Mesa fd6_compute.cc
@@ -75,81 +74,138 @@ class adreno_encoder final : public hcq::encoder {
                                       ? regid_none
                                       : a->driver_params_offset_vec4() * 4 + 8;
 
-    op(CP_SET_MARKER, {RM6_COMPUTE});
-    // Drop compute state loaded for the previous kernel (CS_STATE | CS_IBO), then re-arm.
-    regs(HLSQ_INVALIDATE_CMD, {1u << 5 | 1u << 6});
-    regs(HLSQ_INVALIDATE_CMD, {0});
-    regs(SP_CS_TEX_COUNT, {0});
-    regs(SP_CS_IBO_COUNT, {0});
+    w_.emit({{fields::CP_SET_MARKER::MODE, RM6_COMPUTE}});
+    // Drop compute state loaded for the previous kernel, then re-arm.
+    using inval = fields::HLSQ_INVALIDATE_CMD;
+    w_.regs(HLSQ_INVALIDATE_CMD, {w_.word({{inval::CS_STATE, 1}, {inval::CS_IBO, 1}})});
+    w_.regs(HLSQ_INVALIDATE_CMD, {0});
+    w_.regs(SP_CS_TEX_COUNT, {0});
+    w_.regs(SP_CS_IBO_COUNT, {0});
     // ir3 code: GL isam mode and constant demotion (tinygrad #16769: ir3 needs it).
-    regs(SP_MODE_CONTROL, {1u | ISAMMODE_GL << 1});
-    regs(SP_TP_MODE_CNTL, {ISAMMODE_GL});
-    regs(SP_PERFCTR_ENABLE, {1u << 5});
-    regs(TPL1_DBG_ECO_CNTL, {a630_tpl1_dbg_eco_cntl});
-    op(CP_WAIT_FOR_IDLE, {});
-    regs(
-        HLSQ_CS_NDRANGE_0,
-        {3u | (local[0] - 1) << 2 | (local[1] - 1) << 12 | (local[2] - 1) << 22,  // KERNELDIM 3
-         grid[0] * local[0], 0, grid[1] * local[1], 0, grid[2] * local[2],
-         0,  // sizes in items, offsets
-         a->workgroup_id_regid() | wgsize_regid << 8 | regid_none << 16 | a->local_id_regid() << 24,
-         regid_none | threadsize << 9,  // no linear local id
-         1, 1, 1});                     // KERNEL_GROUP: Mesa writes 1 (CP_EXEC_CS has the counts)
+    using mode = fields::SP_MODE_CONTROL;
+    w_.regs(SP_MODE_CONTROL,
+            {w_.word({{mode::CONSTANT_DEMOTION_ENABLE, 1}, {mode::ISAMMODE, ISAMMODE_GL}})});
+    w_.regs(SP_TP_MODE_CNTL, {w_.word({{fields::SP_TP_MODE_CNTL::ISAMMODE, ISAMMODE_GL}})});
+    w_.regs(SP_PERFCTR_ENABLE, {w_.word({{fields::SP_PERFCTR_ENABLE::CS, 1}})});
+    w_.regs(TPL1_DBG_ECO_CNTL, {a630().tpl1_dbg_eco_cntl});
+    w_.emit(CP_WAIT_FOR_IDLE);
+    using nd = fields::HLSQ_CS_NDRANGE_0;
+    using cntl0 = fields::HLSQ_CS_CNTL_0;
+    using cntl1 = fields::HLSQ_CS_CNTL_1;
+    w_.regs(HLSQ_CS_NDRANGE_0,
+            {w_.word({{nd::KERNELDIM, 3},
+                      {nd::LOCALSIZEX, local[0] - 1},
+                      {nd::LOCALSIZEY, local[1] - 1},
+                      {nd::LOCALSIZEZ, local[2] - 1}}),
+             grid[0] * local[0], 0, grid[1] * local[1], 0, grid[2] * local[2],
+             0,  // global sizes in items, offsets
+             w_.word({{cntl0::WGIDCONSTID, a->workgroup_id_regid()},
+                      {cntl0::WGSIZECONSTID, wgsize_regid},
+                      {cntl0::WGOFFSETCONSTID, regid_none},
+                      {cntl0::LOCALIDREGID, a->local_id_regid()}}),
+             w_.word({{cntl1::LINEARLOCALIDREGID, regid_none},  // no linear local id
+                      {cntl1::THREADSIZE, threadsize}}),
+             1, 1, 1});  // KERNEL_GROUP: Mesa writes 1 (CP_EXEC_CS has the counts)
     const bool pvt = a->private_memory_bytes() > 0;
     const uint64_t per_sp = private_per_sp(per_fiber_);
     const uint32_t shared = a->shared_memory_bytes() ? (a->shared_memory_bytes() - 1) / 1024 : 0;
-    const uint32_t ram_mode = constlen <= 128   ? 0
-                              : constlen <= 192 ? 1
-                                                : 2;  // CONSTLEN_128/192/256
-    regs(SP_CS_CTRL_REG0,
-         {threadsize << 20 | a->half_regs() << 1 | a->full_regs() << 7 | a->branch_stack() << 14 |
-              uint32_t(a->merged_regs()) << 31,
-          (shared < 1 ? 1 : shared) | ram_mode << 5,  // SHARED_SIZE as Mesa: max(1, (bytes-1)/1K)
-          0, 0,                                       // BRANCH_COND, FIRST_EXEC_OFFSET
-          lo(f.shader), hi(f.shader),                 // OBJ_START
-          pvt ? uint32_t(per_fiber_ >> 9) : 0,        // PVT_MEM_PARAM MEMSIZEPERITEM
-          pvt ? lo(d.scratch) : 0, pvt ? hi(d.scratch) : 0,
-          pvt ? uint32_t(per_sp >> 12) | uint32_t(a->private_memory_per_wave()) << 31
-              : 0});  // TOTALPVTMEMSIZE
-    regs(SP_CS_INSTRLEN, {instrlen});
-    regs(SP_CS_PVT_MEM_HW_STACK_OFFSET,
-         {pvt ? uint32_t(per_sp >> 11) : 0});  // after the private memory
-    // No fragment system values; the constant file's length in vec4 >> 2, enabled.
-    regs(HLSQ_CONTROL_2_REG, {0xfcfcfcfc, 0xfcfcfcfc, 0xfcfcfcfc, 0xfc});
-    regs(HLSQ_CS_CNTL, {constlen >> 2 | 1u << 8});
-    regs(SP_CS_CONFIG, {1u << 8});  // ENABLED, no textures, samplers or IBOs
+    const uint32_t ram_mode = constlen <= 128   ? CONSTLEN_128
+                              : constlen <= 192 ? CONSTLEN_192
+                                                : CONSTLEN_256;
+    using reg0 = fields::SP_CS_CTRL_REG0;
+    using reg1 = fields::SP_CS_CTRL_REG1;
+    using param = fields::SP_CS_PVT_MEM_PARAM;
+    using size = fields::SP_CS_PVT_MEM_SIZE;
+    w_.regs(
+        SP_CS_CTRL_REG0,
+        {w_.word({{reg0::HALFREGFOOTPRINT, a->half_regs()},
+                  {reg0::FULLREGFOOTPRINT, a->full_regs()},
+                  {reg0::BRANCHSTACK, a->branch_stack()},
+                  {reg0::THREADSIZE, threadsize},
+                  {reg0::MERGEDREGS, a->merged_regs()}}),
+         // SHARED_SIZE as Mesa: max(1, (bytes - 1) / 1K)
+         w_.word({{reg1::SHARED_SIZE, shared < 1 ? 1 : shared}, {reg1::CONSTANTRAMMODE, ram_mode}}),
+         0, 0,                        // BRANCH_COND, FIRST_EXEC_OFFSET
+         lo(f.shader), hi(f.shader),  // OBJ_START
+         w_.word({{param::MEMSIZEPERITEM, pvt ? per_fiber_ : 0}}), pvt ? lo(d.scratch) : 0,
+         pvt ? hi(d.scratch) : 0,  // PVT_MEM_ADDR
+         pvt ? w_.word({{size::TOTALPVTMEMSIZE, per_sp},
+                        {size::PERWAVEMEMLAYOUT, a->private_memory_per_wave()}})
+             : 0});
+    w_.regs(SP_CS_INSTRLEN, {instrlen});
+    // The return-address stack after the private memory.
+    w_.regs(SP_CS_PVT_MEM_HW_STACK_OFFSET,
+            {w_.word({{fields::SP_CS_PVT_MEM_HW_STACK_OFFSET::OFFSET, pvt ? per_sp : 0}})});
+    // No fragment system values; the constant file's length, enabled.
+    using c2 = fields::HLSQ_CONTROL_2_REG;
+    using c3 = fields::HLSQ_CONTROL_3_REG;
+    using c4 = fields::HLSQ_CONTROL_4_REG;
+    w_.regs(HLSQ_CONTROL_2_REG,
+            {w_.word({{c2::FACEREGID, regid_none},
+                      {c2::SAMPLEID, regid_none},
+                      {c2::SAMPLEMASK, regid_none},
+                      {c2::CENTERRHW, regid_none}}),
+             w_.word({{c3::IJ_PERSP_PIXEL, regid_none},
+                      {c3::IJ_LINEAR_PIXEL, regid_none},
+                      {c3::IJ_PERSP_CENTROID, regid_none},
+                      {c3::IJ_LINEAR_CENTROID, regid_none}}),
+             w_.word({{c4::IJ_PERSP_SAMPLE, regid_none},
+                      {c4::IJ_LINEAR_SAMPLE, regid_none},
+                      {c4::XYCOORDREGID, regid_none},
+                      {c4::ZWCOORDREGID, regid_none}}),
+             w_.word({{fields::HLSQ_CONTROL_5_REG::LINELENGTHREGID, regid_none}})});
+    using cntl = fields::HLSQ_CS_CNTL;
+    w_.regs(HLSQ_CS_CNTL, {w_.word({{cntl::CONSTLEN, constlen}, {cntl::ENABLED, 1}})});
+    // Enabled; no textures, samplers or IBOs.
+    w_.regs(SP_CS_CONFIG, {w_.word({{fields::SP_CS_CONFIG::ENABLED, 1}})});
     // The shader: preload at most the instruction cache (Mesa fd6_emit_shader), the rest is
     // fetched from SP_CS_OBJ_START.
-    const uint32_t preload = instrlen < instr_cache_units ? instrlen : instr_cache_units;
-    op(CP_LOAD_STATE6_FRAG, {load_state6_0(0, ST6_SHADER, SS6_INDIRECT, SB6_CS_SHADER, preload),
-                             lo(f.shader), hi(f.shader)});
+    using load = fields::CP_LOAD_STATE6_FRAG;
+    const uint32_t cache = a630().instr_cache_units;
+    const uint32_t preload = instrlen < cache ? instrlen : cache;
+    w_.emit({{load::DST_OFF, 0},
+             {load::STATE_TYPE, ST6_SHADER},
+             {load::STATE_SRC, SS6_INDIRECT},
+             {load::STATE_BLOCK, SB6_CS_SHADER},
+             {load::NUM_UNIT, preload},
+             {load::EXT_SRC_ADDR, f.shader}});
     // Constants: the parameters from the kernel-argument block (patched per launch by the core),
     // the immediates and the driver params inline.
     if (a->params_bytes())
-      op(CP_LOAD_STATE6_FRAG, {load_state6_0(a->params_offset_vec4(), ST6_CONSTANTS, SS6_INDIRECT,
-                                             SB6_CS_SHADER, div_up(a->params_bytes(), 16)),
-                               lo(d.kernargs), hi(d.kernargs)});
+      w_.emit({{load::DST_OFF, a->params_offset_vec4()},
+               {load::STATE_TYPE, ST6_CONSTANTS},
+               {load::STATE_SRC, SS6_INDIRECT},
+               {load::STATE_BLOCK, SB6_CS_SHADER},
+               {load::NUM_UNIT, div_up(a->params_bytes(), 16)},
+               {load::EXT_SRC_ADDR, d.kernargs}});
     const uint32_t nimm = a->immediates() ? a->immediates()->size() : 0;
     if (nimm) {
-      std::vector<uint32_t> body = {load_state6_0(a->immediates_offset_vec4(), ST6_CONSTANTS,
-                                                  SS6_DIRECT, SB6_CS_SHADER, div_up(nimm, 4)),
-                                    0, 0};
+      std::vector<uint32_t> data;
       for (uint32_t i = 0; i < div_up(nimm, 4) * 4; ++i)
-        body.push_back(i < nimm ? a->immediates()->Get(i) : 0);
-      op(CP_LOAD_STATE6_FRAG, body);
+        data.push_back(i < nimm ? a->immediates()->Get(i) : 0);
+      w_.emit({{load::DST_OFF, a->immediates_offset_vec4()},
+               {load::STATE_TYPE, ST6_CONSTANTS},
+               {load::STATE_SRC, SS6_DIRECT},
+               {load::STATE_BLOCK, SB6_CS_SHADER},
+               {load::NUM_UNIT, div_up(nimm, 4)},
+               {load::EXT_SRC_ADDR, 0}},
+              data);
     }
     if (a->driver_params_offset_vec4() != 0xffffffffu) {
       const uint32_t units = driver_params_units(a);
-      std::vector<uint32_t> body = {load_state6_0(a->driver_params_offset_vec4(), ST6_CONSTANTS,
-                                                  SS6_DIRECT, SB6_CS_SHADER, units),
-                                    0, 0};
       const uint32_t dp[12] = {grid[0],  grid[1],  grid[2],  3,
                                0,        0,        0,        a->double_threadsize() ? 128u : 64u,
                                local[0], local[1], local[2], 0};
-      for (uint32_t i = 0; i < units * 4; ++i) body.push_back(dp[i]);
-      op(CP_LOAD_STATE6_FRAG, body);
+      w_.emit({{load::DST_OFF, a->driver_params_offset_vec4()},
+               {load::STATE_TYPE, ST6_CONSTANTS},
+               {load::STATE_SRC, SS6_DIRECT},
+               {load::STATE_BLOCK, SB6_CS_SHADER},
+               {load::NUM_UNIT, units},
+               {load::EXT_SRC_ADDR, 0}},
+              std::vector<uint32_t>(dp, dp + units * 4));
     }
-    op(CP_EXEC_CS, {0, grid[0], grid[1], grid[2]});
+    using cs = fields::CP_EXEC_CS;
+    w_.emit({{cs::NGROUPS_X, grid[0]}, {cs::NGROUPS_Y, grid[1]}, {cs::NGROUPS_Z, grid[2]}});
   }
 
   // CP_MEMCPY (A6XX-, Mesa adreno_pm4.xml; turnip tu_device.cc tu_copy_buffer) moves dwords. On
@@ -158,8 +214,9 @@ class adreno_encoder final : public hcq::encoder {
   // once that landed; the signal after them invalidates the caches the next kernels read through.
   void copy(uint64_t dst, uint64_t src, uint64_t size) override {
     if ((dst | src | size) % 4)
-      return fail("CP_MEMCPY copies whole dwords, not " + std::to_string(size) + " bytes");
-    op(CP_MEMCPY, {uint32_t(size / 4), lo(src), hi(src), lo(dst), hi(dst)});
+      return w_.fail("CP_MEMCPY copies whole dwords, not " + std::to_string(size) + " bytes");
+    using f = fields::CP_MEMCPY;
+    w_.emit({{f::DWORDS, size / 4}, {f::SRC, src}, {f::DST, dst}});
   }
 
   // After all work: the clock to addr + 8, then the value, low word first (a reader that sees
@@ -168,42 +225,59 @@ class adreno_encoder final : public hcq::encoder {
   // fd6_event_write; tinygrad ops_qcom.py signal).
   void signal(uint64_t addr, uint64_t value) override {
     timestamp(addr + 8);
-    op(CP_EVENT_WRITE, {CACHE_FLUSH_TS | EVENT_WRITE_TIMESTAMP, lo(addr), hi(addr), lo(value)});
-    op(CP_EVENT_WRITE,
-       {CACHE_FLUSH_TS | EVENT_WRITE_TIMESTAMP, lo(addr + 4), hi(addr + 4), hi(value)});
-    op(CP_EVENT_WRITE, {CACHE_INVALIDATE});
+    using f = fields::CP_EVENT_WRITE;
+    w_.emit(
+        {{f::EVENT, CACHE_FLUSH_TS}, {f::TIMESTAMP, 1}, {f::ADDR_0, addr}, {f::VALUE, lo(value)}});
+    w_.emit({{f::EVENT, CACHE_FLUSH_TS},
+             {f::TIMESTAMP, 1},
+             {f::ADDR_0, addr + 4},
+             {f::VALUE, hi(value)}});
+    w_.emit({{f::EVENT, CACHE_INVALIDATE}});
   }
 
   void wait(uint64_t addr, uint32_t value) override {
-    op(CP_WAIT_REG_MEM, {WRITE_GE | POLL_MEMORY << 4, lo(addr), hi(addr), value, 0xffffffffu, 16});
+    using f = fields::CP_WAIT_REG_MEM;
+    w_.emit({{f::FUNCTION, WRITE_GE},
+             {f::POLL, POLL_MEMORY},
+             {f::POLL_ADDR, addr},
+             {f::REF, value},
+             {f::MASK, 0xffffffffu},
+             {f::DELAY_LOOP_CYCLES, 16}});
   }
 
   // Memory writes done and the engine idle before the next dispatch (tinygrad ops_qcom.py
   // memory_barrier: CP_WAIT_MEM_WRITES, CP_WAIT_FOR_IDLE).
   void barrier() override {
-    op(CP_WAIT_MEM_WRITES, {});
-    op(CP_WAIT_FOR_IDLE, {});
+    w_.emit(CP_WAIT_MEM_WRITES);
+    w_.emit(CP_WAIT_FOR_IDLE);
   }
 
   void interrupt(uint64_t mailbox, uint32_t id) override {
-    op(CP_EVENT_WRITE,
-       {CACHE_FLUSH_TS | EVENT_WRITE_TIMESTAMP | EVENT_WRITE_IRQ, lo(mailbox), hi(mailbox), id});
+    using f = fields::CP_EVENT_WRITE;
+    w_.emit({{f::EVENT, CACHE_FLUSH_TS},
+             {f::TIMESTAMP, 1},
+             {f::IRQ, 1},
+             {f::ADDR_0, mailbox},
+             {f::VALUE, id}});
   }
 
   // CP_ALWAYS_ON_COUNTER (64 bits) after the engine is idle.
   void timestamp(uint64_t addr) override {
-    op(CP_WAIT_FOR_IDLE, {});
-    op(CP_REG_TO_MEM, {CP_ALWAYS_ON_COUNTER | 2u << 18 | 1u << 30, lo(addr), hi(addr)});
+    w_.emit(CP_WAIT_FOR_IDLE);
+    using f = fields::CP_REG_TO_MEM;
+    w_.emit({{f::REG, CP_ALWAYS_ON_COUNTER}, {f::CNT, 2}, {f::SIZE_64B, 1}, {f::DEST, addr}});
   }
 
   void call(uint64_t addr, uint64_t dwords) override {
-    if (dwords > max_ib_dwords)
-      return fail("an indirect buffer of " + std::to_string(dwords) +
-                  " dwords is over CP_INDIRECT_BUFFER's " + std::to_string(max_ib_dwords));
-    op(CP_INDIRECT_BUFFER, {lo(addr), hi(addr), uint32_t(dwords)});
+    using f = fields::CP_INDIRECT_BUFFER;
+    const uint64_t most = field_max(field_info(f::IB_SIZE));
+    if (dwords > most)
+      return w_.fail("an indirect buffer of " + std::to_string(dwords) +
+                     " dwords is over CP_INDIRECT_BUFFER's " + std::to_string(most));
+    w_.emit({{f::IB_BASE, addr}, {f::IB_SIZE, dwords}});
   }
 
-  const std::string &error() const override { return error_; }
+  const std::string &error() const override { return w_.error(); }
 
   static uint32_t driver_params_units(const fb::AdrenoKernel *a) {
     const uint32_t room = (a->constlen_vec4() > a->driver_params_offset_vec4())
@@ -213,33 +287,16 @@ class adreno_encoder final : public hcq::encoder {
   }
 
  private:
-  void regs(uint32_t reg, std::initializer_list<uint32_t> values) {
-    out_->push_back(pkt4(reg, uint32_t(values.size())));
-    out_->insert(out_->end(), values.begin(), values.end());
-  }
-  void op(uint32_t opcode, std::initializer_list<uint32_t> body) {
-    out_->push_back(pkt7(opcode, uint32_t(body.size())));
-    out_->insert(out_->end(), body.begin(), body.end());
-  }
-  void op(uint32_t opcode, const std::vector<uint32_t> &body) {
-    if (body.size() > 0x3fff) return fail("a packet of " + std::to_string(body.size()) + " words");
-    out_->push_back(pkt7(opcode, uint32_t(body.size())));
-    out_->insert(out_->end(), body.begin(), body.end());
-  }
-  void fail(const std::string &why) {
-    if (error_.empty()) error_ = why;
-  }
-
+  pm4_writer w_;
   const fb::Capture *c_;
   uint64_t per_fiber_;  // private memory bytes per fiber, the capture's largest
-  std::string error_;
 };
 
 bool adreno_capture_matches(const char *capture_target) {
   return strncmp(capture_target, "adreno-", 7) == 0;
 }
 
-std::string adreno_capture_names() { return "adreno-a630"; }
+std::string adreno_capture_names() { return chip_names(); }
 
 bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   const fb::Kernel *k = c->kernels()->Get(i);
@@ -278,9 +335,9 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
     return bad(std::to_string(a->private_memory_bytes()) +
                " bytes of private memory per work item (at most " +
                std::to_string(max_private_bytes) + ")");
-  if (a->shared_memory_bytes() > max_shared_bytes)
-    return bad(std::to_string(a->shared_memory_bytes()) +
-               " bytes of shared memory (the a630 has 32 KiB)");
+  if (a->shared_memory_bytes() > a630().shared_bytes)
+    return bad(std::to_string(a->shared_memory_bytes()) + " bytes of shared memory (the " +
+               a630().name + " has " + std::to_string(a630().shared_bytes / 1024) + " KiB)");
   const uint64_t items =
       uint64_t(a->workgroup_size_x()) * a->workgroup_size_y() * a->workgroup_size_z();
   if (!items || items > max_workgroup || a->workgroup_size_x() > max_workgroup ||

@@ -1,17 +1,17 @@
-// Adreno a6xx command packets (PM4 type 4 and type 7) and the registers capgraph writes, described
-// once here: the encoder (adreno_hcq.cpp), the fake KGSL (fake_kgsl.cpp) and the golden dump all
-// use these. Names keep freedreno's spelling as of Mesa 25.0.7 (the XML renamed many in 25.2;
-// offsets are the stable key, adreno_plan.md §2.3 lists both). Sources: Mesa
-// src/freedreno/registers/adreno/adreno_pm4.xml (packet headers in adreno_pm4.xml's <doc> and
-// pm4_pkt4_hdr / pm4_pkt7_hdr in freedreno/common/freedreno_pm4.h: odd parity over the count and
-// over the register / opcode; opcodes; CP_LOAD_STATE6, CP_EVENT_WRITE, CP_WAIT_REG_MEM,
-// CP_REG_TO_MEM, CP_MEMCPY, CP_EXEC_CS fields) and src/freedreno/registers/adreno/a6xx.xml
-// (register offsets and fields: SP_CS_*, HLSQ_CS_*, HLSQ_INVALIDATE_CMD, SP_MODE_CONTROL,
-// SP_TP_MODE_CNTL, CP_ALWAYS_ON_COUNTER).
+// Adreno a6xx command packets (PM4 type 4 and type 7) and the registers capgraph writes. Their
+// layouts are described once, in adreno_pm4_table.h; from it come the enums below, the field
+// names the encoder (adreno_hcq.cpp) sets, the fake KGSL (fake/fake_kgsl.cpp) checks and the
+// golden dump prints, as NVIDIA's QMD and method tables do. Packet headers: adreno_pm4.xml's <doc>
+// and pm4_pkt4_hdr / pm4_pkt7_hdr in Mesa src/freedreno/common/freedreno_pm4.h (odd parity over
+// the count and over the register / opcode).
 #pragma once
+#include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "adreno_pm4_table.h"
 
 namespace capgraph::adreno {
 
@@ -29,73 +29,156 @@ constexpr uint32_t pkt7(uint32_t opcode, uint32_t count) {
          odd_parity_bit(opcode) << 23;
 }
 
-// Opcodes (adreno_pm4.xml enum adreno_pm4_type3_packets).
-enum opcode : uint32_t {
-  CP_NOP = 0x10,
-  CP_WAIT_MEM_WRITES = 0x12,
-  CP_WAIT_FOR_IDLE = 0x26,
-  CP_EXEC_CS = 0x33,
-  CP_LOAD_STATE6_FRAG = 0x34,
-  CP_WAIT_REG_MEM = 0x3c,
-  CP_REG_TO_MEM = 0x3e,
-  CP_INDIRECT_BUFFER = 0x3f,
-  CP_EVENT_WRITE = 0x46,
-  CP_SET_MARKER = 0x65,
-  CP_MEMCPY = 0x75,
-};
+// Opcodes (adreno_pm4.xml enum adreno_pm4_type3_packets) and registers (a6xx.xml, A6XX variants).
+#define ADRENO_OPCODE_ENUMERATOR(name, opcode, source, FIELDS) name = opcode,
+enum opcode : uint32_t { ADRENO_PACKETS(ADRENO_OPCODE_ENUMERATOR) };
+#undef ADRENO_OPCODE_ENUMERATOR
+#define ADRENO_REG_ENUMERATOR(name, offset, line, FIELDS) name = offset,
+enum reg : uint32_t { ADRENO_REGS(ADRENO_REG_ENUMERATOR) };
+#undef ADRENO_REG_ENUMERATOR
 
-// Registers (a6xx.xml, A6XX variants).
-enum reg : uint32_t {
-  CP_ALWAYS_ON_COUNTER = 0x0980,  // 64-bit, 19.2 MHz
-  SP_CS_CTRL_REG0 = 0xa9b0,       // footprints, branch stack, THREADSIZE, MERGEDREGS
-  SP_CS_CTRL_REG1 = 0xa9b1,       // SHARED_SIZE, CONSTANTRAMMODE
-  SP_CS_BRANCH_COND = 0xa9b2,
-  SP_CS_OBJ_FIRST_EXEC_OFFSET = 0xa9b3,
-  SP_CS_OBJ_START = 0xa9b4,  // 64-bit shader address (lo, hi)
-  SP_CS_PVT_MEM_PARAM = 0xa9b6,
-  SP_CS_PVT_MEM_ADDR = 0xa9b7,  // 64-bit
-  SP_CS_PVT_MEM_SIZE = 0xa9b9,
-  SP_CS_TEX_COUNT = 0xa9ba,
-  SP_CS_CONFIG = 0xa9bb,    // ENABLED, NTEX, NSAMP, NIBO
-  SP_CS_INSTRLEN = 0xa9bc,  // units of 128 bytes
-  SP_CS_PVT_MEM_HW_STACK_OFFSET = 0xa9bd,
-  SP_CS_IBO_COUNT = 0xaa00,
-  SP_MODE_CONTROL = 0xab00,  // CONSTANT_DEMOTION_ENABLE, ISAMMODE
-  SP_PERFCTR_ENABLE = 0xae0f,
-  SP_TP_MODE_CNTL = 0xb309,  // ISAMMODE
-  TPL1_DBG_ECO_CNTL = 0xb600,
-  HLSQ_CONTROL_2_REG = 0xb983,      // ..HLSQ_CONTROL_5_REG at 0xb986: no fragment sysvals
-  HLSQ_CS_CNTL = 0xb987,            // CONSTLEN (vec4 >> 2), ENABLED
-  HLSQ_CS_NDRANGE_0 = 0xb990,       // KERNELDIM, LOCALSIZE - 1; then global size/offset x,y,z
-  HLSQ_CS_CNTL_0 = 0xb997,          // WGIDCONSTID, WGSIZECONSTID, WGOFFSETCONSTID, LOCALIDREGID
-  HLSQ_CS_CNTL_1 = 0xb998,          // LINEARLOCALIDREGID, THREADSIZE
-  HLSQ_CS_KERNEL_GROUP_X = 0xb999,  // .._Z at 0xb99b
-  HLSQ_INVALIDATE_CMD = 0xbb08,     // CS_STATE (bit 5), CS_IBO (bit 6)
-};
-
-// Field values.
-constexpr uint32_t RM6_COMPUTE = 8;          // CP_SET_MARKER mode
-constexpr uint32_t CACHE_FLUSH_TS = 4;       // vgt_event_type
-constexpr uint32_t CACHE_INVALIDATE = 0x31;  // vgt_event_type (A6XX)
-constexpr uint32_t EVENT_WRITE_TIMESTAMP = 1u
-                                           << 30;  // CP_EVENT_WRITE_0: write dword 3 to the address
-constexpr uint32_t EVENT_WRITE_IRQ = 1u << 31;
-constexpr uint32_t WRITE_GE = 5;     // cp_cond_function
-constexpr uint32_t POLL_MEMORY = 1;  // poll_memory_type, CP_WAIT_REG_MEM_0 bits 4..5
-constexpr uint32_t ST6_SHADER = 0, ST6_CONSTANTS = 1;  // a6xx_state_type
-constexpr uint32_t SS6_DIRECT = 0, SS6_INDIRECT = 2;   // a6xx_state_src
-constexpr uint32_t SB6_CS_SHADER = 0xd;                // a6xx_state_block
-constexpr uint32_t ISAMMODE_GL = 2;
-constexpr uint32_t THREAD128 = 1;
+// Field values (adreno_pm4.xml and a6xx.xml enums of the same names).
+constexpr uint32_t RM6_COMPUTE = 8;                                       // a6xx_marker
+constexpr uint32_t CACHE_FLUSH_TS = 4;                                    // vgt_event_type
+constexpr uint32_t CACHE_INVALIDATE = 0x31;                               // vgt_event_type (A6XX)
+constexpr uint32_t WRITE_GE = 5;                                          // cp_cond_function
+constexpr uint32_t POLL_MEMORY = 1;                                       // poll_memory_type
+constexpr uint32_t ST6_SHADER = 0, ST6_CONSTANTS = 1;                     // a6xx_state_type
+constexpr uint32_t SS6_DIRECT = 0, SS6_INDIRECT = 2;                      // a6xx_state_src
+constexpr uint32_t SB6_CS_SHADER = 0xd;                                   // a6xx_state_block
+constexpr uint32_t ISAMMODE_GL = 2;                                       // a6xx_isam_mode
+constexpr uint32_t THREAD128 = 1;                                         // a6xx_threadsize
+constexpr uint32_t CONSTLEN_128 = 0, CONSTLEN_192 = 1, CONSTLEN_256 = 2;  // a6xx_const_ram_mode
 constexpr uint32_t regid_none = 0xfc;  // "not used" in a3xx_regid fields
 
-// CP_LOAD_STATE6_0: DST_OFF[0:13] STATE_TYPE[14:15] STATE_SRC[16:17] STATE_BLOCK[18:21]
-// NUM_UNIT[22:31].
-constexpr uint32_t load_state6_0(uint32_t dst_off, uint32_t type, uint32_t src, uint32_t block,
-                                 uint32_t num_unit) {
-  return (dst_off & 0x3fff) | (type & 3) << 14 | (src & 3) << 16 | (block & 0xf) << 18 |
-         (num_unit & 0x3ff) << 22;
+// One field: bits [lo, hi] of word `dword` (0 for a register; a packet's payload dword) hold the
+// value >> shr. A 64-bit field (hi - lo == 63) is words `dword` and `dword + 1`.
+struct field_desc {
+  const char *name;
+  uint8_t dword, lo, hi, shr;
+};
+// The fields of one register or packet.
+struct field_list {
+  const char *owner;  // "SP_CS_CTRL_REG0", "CP_LOAD_STATE6_FRAG"
+  const field_desc *fields;
+  uint8_t count;
+};
+
+// Each register's and each packet's fields, one scoped enum per register or packet in table
+// order (fields::SP_CS_CTRL_REG0::THREADSIZE), and their descriptions (fields_of).
+namespace fields {
+#define ADRENO_FIELD_ID(name, ...) name,
+#define ADRENO_REG_FIELDS(name, offset, line, FIELDS)    \
+  enum class name : uint8_t { FIELDS(ADRENO_FIELD_ID) }; \
+  const field_list &fields_of(name);
+#define ADRENO_PACKET_FIELDS(name, opcode, source, FIELDS) \
+  enum class name : uint8_t { FIELDS(ADRENO_FIELD_ID) };   \
+  const field_list &fields_of(name);
+ADRENO_REGS(ADRENO_REG_FIELDS)
+ADRENO_PACKETS(ADRENO_PACKET_FIELDS)
+#undef ADRENO_PACKET_FIELDS
+#undef ADRENO_REG_FIELDS
+#undef ADRENO_FIELD_ID
+}  // namespace fields
+
+template <class Field>
+const field_desc &field_info(Field f) {
+  return fields::fields_of(f).fields[size_t(f)];
 }
+
+// One named field and its value.
+template <class Field>
+struct field_value {
+  Field field;
+  uint64_t value;
+};
+
+// Reading fields back: a register's from its word, a packet's from its `n` payload words (0 for
+// a field past them).
+template <class Field>
+uint64_t field_get(uint32_t word, Field f) {
+  const field_desc &d = field_info(f);
+  const uint32_t bits = d.hi - d.lo + 1;
+  return uint64_t((word >> d.lo) & (bits >= 32 ? ~0u : (1u << bits) - 1)) << d.shr;
+}
+uint64_t payload_get(const uint32_t *payload, uint32_t n, const field_desc &d);
+template <class Field>
+uint64_t field_get(const uint32_t *payload, uint32_t n, Field f) {
+  return payload_get(payload, n, field_info(f));
+}
+// The largest value a field holds.
+uint64_t field_max(const field_desc &d);
+
+// Words from named fields (fields not named are 0). A value that does not fit its field (too
+// large, or low bits below its shr), or a field named twice, sets *error if it is empty.
+// `words` words are written; a packet's payload runs to the last word a named field reaches.
+void fields_write(const field_list &l, const uint8_t *ids, const uint64_t *values, size_t n,
+                  uint32_t *words, size_t num_words, std::string *error);
+size_t payload_words(const field_list &l, const uint8_t *ids, size_t n);
+
+// Appends a command stream: type-4 register writes, their values made from named fields
+// (word()), and type-7 packets with named payload fields (emit()). The first problem (a value
+// that does not fit, a packet too long) is kept in error(); the encoder checks it once.
+class pm4_writer {
+ public:
+  explicit pm4_writer(std::vector<uint32_t> *out) : out_(out) {}
+  // Type 4: `values` into consecutive registers from `first`.
+  void regs(uint32_t first, std::initializer_list<uint32_t> values);
+  // A register's value from its named fields: word({{f::THREADSIZE, THREAD128}, ...}).
+#define ADRENO_REG_WORD(name, offset, line, FIELDS)                   \
+  uint32_t word(std::initializer_list<field_value<fields::name>> v) { \
+    uint32_t w = 0;                                                   \
+    named(v, &w, 1);                                                  \
+    return w;                                                         \
+  }
+  ADRENO_REGS(ADRENO_REG_WORD)
+#undef ADRENO_REG_WORD
+  // Type 7 without payload (CP_WAIT_FOR_IDLE, CP_WAIT_MEM_WRITES).
+  void emit(opcode op) { packet_words(op, {}); }
+  // Type 7 with its payload fields named, then `data` (a direct CP_LOAD_STATE6's constants).
+#define ADRENO_PACKET_EMIT(name, opcode, source, FIELDS)        \
+  void emit(std::initializer_list<field_value<fields::name>> v, \
+            const std::vector<uint32_t> &data = {}) {           \
+    std::vector<uint32_t> w(payload_size(v));                   \
+    named(v, w.data(), w.size());                               \
+    w.insert(w.end(), data.begin(), data.end());                \
+    packet_words(name, w);                                      \
+  }
+  ADRENO_PACKETS(ADRENO_PACKET_EMIT)
+#undef ADRENO_PACKET_EMIT
+  void fail(const std::string &why) {
+    if (error_.empty()) error_ = why;
+  }
+  const std::string &error() const { return error_; }
+
+ private:
+  static constexpr size_t kMaxFields = 16;
+  template <class Field>
+  static size_t split(std::initializer_list<field_value<Field>> v, uint8_t *ids, uint64_t *values) {
+    size_t n = 0;
+    for (const field_value<Field> &x : v)
+      if (n < kMaxFields) ids[n] = uint8_t(x.field), values[n++] = x.value;
+    return n;
+  }
+  template <class Field>
+  size_t payload_size(std::initializer_list<field_value<Field>> v) {
+    uint8_t ids[kMaxFields];
+    uint64_t values[kMaxFields];
+    return payload_words(fields::fields_of(Field{}), ids, split(v, ids, values));
+  }
+  template <class Field>
+  void named(std::initializer_list<field_value<Field>> v, uint32_t *words, size_t num_words) {
+    uint8_t ids[kMaxFields];
+    uint64_t values[kMaxFields];
+    const size_t n = split(v, ids, values);
+    if (v.size() > kMaxFields) fail(std::to_string(v.size()) + " fields named");
+    fields_write(fields::fields_of(Field{}), ids, values, n, words, num_words, &error_);
+  }
+  void packet_words(uint32_t op, const std::vector<uint32_t> &payload);
+
+  std::vector<uint32_t> *out_;
+  std::string error_;
+};
 
 // A decoded packet header.
 struct packet {
@@ -109,9 +192,11 @@ packet packet_decode(uint32_t header);
 // Names for messages and dumps ("" when unknown).
 const char *opcode_name(uint32_t opcode);
 const char *reg_name(uint32_t reg);
-// Whether the fake accepts writes to `reg` (every register this file names, and the 64-bit and
-// block members between them).
+// Whether the fake accepts writes to `reg` (every register of the table).
 bool reg_known(uint32_t reg);
+
+// Every register's and packet's field list, for tests that walk the table.
+std::vector<const field_list *> field_lists_all();
 
 // A readable dump of a command stream, one packet per line; addresses printed through `address`
 // (so a golden file does not depend on where memory landed).

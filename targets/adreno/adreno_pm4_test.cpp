@@ -58,3 +58,64 @@ TEST_CASE("adreno pm4: the text dump names registers and opcodes") {
   CHECK(reg_known(HLSQ_CS_NDRANGE_0 + 6));
   CHECK_FALSE(reg_known(0xa9be));
 }
+
+TEST_CASE("adreno pm4: every field of the table stays inside its word and overlaps no other") {
+  for (const field_list *l : field_lists_all()) {
+    CAPTURE(l->owner);
+    std::vector<uint64_t> used(8, 0);
+    for (uint8_t i = 0; i < l->count; ++i) {
+      const field_desc &d = l->fields[i];
+      CAPTURE(d.name);
+      const bool wide = d.hi - d.lo == 63;
+      REQUIRE(d.lo <= d.hi);
+      REQUIRE((wide || d.hi < 32));
+      REQUIRE(size_t(d.dword + (wide ? 1 : 0)) < used.size());
+      for (unsigned w = 0; w < (wide ? 2u : 1u); ++w) {
+        const uint64_t bits = wide ? 0xffffffffull : ((2ull << d.hi) - (1ull << d.lo));
+        CHECK((used[d.dword + w] & bits) == 0);
+        used[d.dword + w] |= bits;
+      }
+    }
+  }
+}
+
+TEST_CASE("adreno pm4: named fields make the words the hand-shifted encoder made") {
+  std::vector<uint32_t> words;
+  pm4_writer w(&words);
+  using reg0 = fields::SP_CS_CTRL_REG0;
+  CHECK(w.word({{reg0::HALFREGFOOTPRINT, 3},
+                {reg0::FULLREGFOOTPRINT, 12},
+                {reg0::BRANCHSTACK, 5},
+                {reg0::THREADSIZE, THREAD128},
+                {reg0::MERGEDREGS, 1}}) == (1u << 20 | 3u << 1 | 12u << 7 | 5u << 14 | 1u << 31));
+  // shr: the private memory sizes are written in their units.
+  CHECK(w.word({{fields::SP_CS_PVT_MEM_PARAM::MEMSIZEPERITEM, 3 * 512}}) == 3u);
+  CHECK(w.word({{fields::HLSQ_CS_CNTL::CONSTLEN, 64}, {fields::HLSQ_CS_CNTL::ENABLED, 1}}) ==
+        (16u | 1u << 8));
+  using load = fields::CP_LOAD_STATE6_FRAG;
+  w.emit({{load::DST_OFF, 2},
+          {load::STATE_TYPE, ST6_CONSTANTS},
+          {load::STATE_SRC, SS6_DIRECT},
+          {load::STATE_BLOCK, SB6_CS_SHADER},
+          {load::NUM_UNIT, 1},
+          {load::EXT_SRC_ADDR, 0}},
+         {7, 8, 9, 10});
+  const uint32_t ls0 = 2 | ST6_CONSTANTS << 14 | SS6_DIRECT << 16 | SB6_CS_SHADER << 18 | 1u << 22;
+  CHECK(words == std::vector<uint32_t>{pkt7(CP_LOAD_STATE6_FRAG, 7), ls0, 0, 0, 7, 8, 9, 10});
+  CHECK(field_get(words.data() + 1, 7, load::NUM_UNIT) == 1);
+  CHECK(field_get(words.data() + 1, 7, load::STATE_BLOCK) == SB6_CS_SHADER);
+  words.clear();
+  w.emit({{fields::CP_EVENT_WRITE::EVENT, CACHE_INVALIDATE}});
+  CHECK(words == std::vector<uint32_t>{pkt7(CP_EVENT_WRITE, 1), CACHE_INVALIDATE});
+  CHECK(w.error().empty());
+  // A value over its field, one below a field's unit, a field named twice: errors.
+  w.word({{reg0::BRANCHSTACK, 64}});
+  CHECK(w.error() == "SP_CS_CTRL_REG0.BRANCHSTACK: value 64 does not fit bits 14..19");
+  pm4_writer unit(&words);
+  unit.word({{fields::SP_CS_PVT_MEM_PARAM::MEMSIZEPERITEM, 100}});
+  CHECK(unit.error().find("MEMSIZEPERITEM: value 100 does not fit bits 0..7 >> 9") !=
+        std::string::npos);
+  pm4_writer twice(&words);
+  twice.word({{reg0::MERGEDREGS, 1}, {reg0::MERGEDREGS, 1}});
+  CHECK(twice.error() == "SP_CS_CTRL_REG0.MERGEDREGS: named twice");
+}

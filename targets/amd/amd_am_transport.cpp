@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstring>
 
+#include "amd_chips.h"
 #include "amd_packets.h"
 #include "hcq/signal.h"
 #include "hcq/wait.h"
@@ -23,10 +24,10 @@ std::string hex(uint64_t v) {
 
 // The top of VRAM holds the IP discovery table (am_discovery.h: VRAM end - 64 KiB); leave the
 // last MiB alone.
-constexpr uint64_t k_vram_reserved_top = 1ull << 20;
+constexpr uint64_t kVramReservedTop = 1ull << 20;
 // A GC VM fault status read every this many polls: a fault ends the wait early at the cost of
 // one register read per few VRAM reads.
-constexpr uint64_t k_fault_check_every = 8;
+constexpr uint64_t kFaultCheckEvery = 8;
 
 }  // namespace
 
@@ -41,6 +42,10 @@ std::string am_transport::name() const {
 }
 
 std::string am_transport::chip_name() const { return dev_.chip_info().name; }
+uint64_t am_transport::clock_hz() const {
+  const amd::chip *c = amd::chip_find(dev_.chip_info().name.c_str());
+  return c ? c->timestamp_hz : 0;
+}
 
 capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory *out,
                                     std::string *err) {
@@ -49,7 +54,7 @@ capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory
   const uint64_t bytes = align_up(size ? size : 1, 4096);
   const uint64_t pa = align_up(next_pa_, 4096);
   const uint64_t limit =
-      dev_.vram_bytes() > k_vram_reserved_top ? dev_.vram_bytes() - k_vram_reserved_top : 0;
+      dev_.vram_bytes() > kVramReservedTop ? dev_.vram_bytes() - kVramReservedTop : 0;
   if (pa + bytes > limit || pa + bytes < pa) {
     *err = name() + ": " + std::to_string(bytes) + " bytes do not fit the VRAM left (" +
            std::to_string(limit > pa ? limit - pa : 0) + " bytes)";
@@ -175,7 +180,7 @@ capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t targ
       *const_cast<volatile uint64_t *>(value) = v;  // the shadow follows the device
       return CAPGRAPH_OK;
     }
-    return ++polls % k_fault_check_every == 0 ? fault_check(v, e) : CAPGRAPH_OK;
+    return ++polls % kFaultCheckEvery == 0 ? fault_check(v, e) : CAPGRAPH_OK;
   };
   // Each poll is a read over the bridge, which already takes microseconds: no nap between them
   // (a wait that lets the host sleep needs the bridge's help: issue "USB GPU from the comma
@@ -251,9 +256,8 @@ capgraph_status am_transport::download(const hcq::memory &m, uint64_t offset, ui
 bool am_transport::sdma_usable(uint64_t size, bool in) const {
   // SDMA queue 0 runs once the GPU is booted (teardown stops it); copy-out also needs a staging
   // window the host can read back.
-  return sdma_copies_ && dev_.booted() &&
-         size >= (in ? k_sdma_min_in_bytes : k_sdma_min_out_bytes) && !bounce_.empty() &&
-         (in || dev_.staging_trigger_va() != 0);
+  return sdma_copies_ && dev_.booted() && size >= (in ? kSdmaMinInBytes : kSdmaMinOutBytes) &&
+         !bounce_.empty() && (in || dev_.staging_trigger_va() != 0);
 }
 
 namespace {
@@ -282,9 +286,13 @@ bool am_transport::sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, 
     }
     sdma_words_.clear();
     packet_writer w(&sdma_words_);
-    w.emit(packet::SDMA_COPY_LINEAR,
-           {n - 1, 0, 0, device_layout::staging_va, am::device::vram_va(pa + done)});
-    w.emit(packet::SDMA_FENCE, {0, am::device::vram_va(device_layout::copy_fence), ++copy_seq_});
+    using copy = fields::SDMA_COPY_LINEAR;
+    using fence = fields::SDMA_FENCE;
+    w.emit({{copy::count, n - 1},
+            {copy::src, device_layout::staging_va},
+            {copy::dst, am::device::vram_va(pa + done)}});
+    w.emit({{fence::addr, am::device::vram_va(device_layout::copy_fence)},
+            {fence::data, ++copy_seq_}});
     if (!w.error().empty()) {
       *err = name() + ": SDMA copy-in packets: " + w.error();
       return false;
@@ -309,11 +317,13 @@ bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::
     std::string e;
     sdma_words_.clear();
     packet_writer w(&sdma_words_);
-    w.emit(packet::SDMA_COPY_LINEAR,
-           {n - 1, 0, 0, am::device::vram_va(pa + done), device_layout::staging_va});
+    using copy = fields::SDMA_COPY_LINEAR;
+    w.emit({{copy::count, n - 1},
+            {copy::src, am::device::vram_va(pa + done)},
+            {copy::dst, device_layout::staging_va}});
     // The trigger: any dword written there (tinygrad writes 0). The engine runs packets in order,
     // so the copy has landed in the SRAM when the bridge sees it; no fence read is needed.
-    w.emit(packet::SDMA_FENCE, {0, dev_.staging_trigger_va(), 0});
+    w.emit({{fields::SDMA_FENCE::addr, dev_.staging_trigger_va()}, {fields::SDMA_FENCE::data, 0}});
     if (!w.error().empty()) {
       *err = name() + ": SDMA copy-out packets: " + w.error();
       return false;

@@ -8,7 +8,7 @@
 // write pointer in VRAM, doorbell). Waits poll the signal's VRAM word with a bound and read the
 // GC VM fault status every few polls, so a page fault ends the wait with the fault, not a timeout.
 // Bytes cross the way tinygrad's USB path moves them (ops_amd.py AMDAllocator._copyin/_copyout
-// on USBIface): a range of at least k_sdma_min_in_bytes (out: k_sdma_min_out_bytes) goes in as a
+// on USBIface): a range of at least kSdmaMinInBytes (out: kSdmaMinOutBytes) goes in as a
 // bulk write into the bridge SRAM (the staging window) that SDMA queue 0 copies into VRAM, with a
 // fence in VRAM polled with a bound; out, SDMA copies VRAM into the SRAM and writes the bridge's
 // trigger dword, and the host's armed bulk read collects it; both chunked by the SRAM's size.
@@ -37,7 +37,7 @@ struct am_transport_stats {
 // read of 2) and 12 out; priced as in the cost report (drivers/am/README.md: 125 us per transfer,
 // streamed TLPs at the measured 3.6 MB/s write / 1.8 MB/s read, SRAM DMA at 381 MB/s) the
 // break-even is ~4.5 KB in and ~2.3 KB out.
-constexpr uint64_t k_sdma_min_in_bytes = 4096, k_sdma_min_out_bytes = 2048;
+constexpr uint64_t kSdmaMinInBytes = 4096, kSdmaMinOutBytes = 2048;
 
 class am_transport : public hcq::transport {
  public:
@@ -45,9 +45,9 @@ class am_transport : public hcq::transport {
   am_transport(am::device &dev, std::string label);
   std::string name() const override;
   std::string chip_name() const override;
-  // The engines' timestamps count the 100 MHz reference clock, as the KFD transport says
-  // (drivers/kfd/kfd_transport.cpp). The graph does not download them on a shadowed transport.
-  uint64_t clock_hz() const override { return 100000000; }
+  // The chip's timestamp rate (amd_chips.h). The graph does not download timestamps on a shadowed
+  // transport.
+  uint64_t clock_hz() const override;
 
   capgraph_status alloc(uint64_t size, hcq::memory_kind kind, hcq::memory *out,
                         std::string *err) override;

@@ -16,8 +16,6 @@
 namespace capgraph::hcq {
 namespace {
 
-using amd::packet;
-
 std::string missing(const char *engine, const char *verb) {
   return std::string(engine) + " queues have no '" + verb + "' verb";
 }
@@ -46,7 +44,8 @@ class pm4_encoder final : public encoder {
     sh_regs(amd::reg::COMPUTE_START_X, {0, 0, 0, x.workgroup_size, 1, 1});
     uint32_t initiator = amd::dispatch_compute_shader_en | amd::dispatch_force_start_at_000;
     if (d.wave32) initiator |= amd::dispatch_cs_w32_en;
-    w_.emit(packet::DISPATCH_DIRECT, {x.groups, 1, 1, initiator});
+    using f = amd::fields::DISPATCH_DIRECT;
+    w_.emit({{f::dim_x, x.groups}, {f::dim_y, 1}, {f::dim_z, 1}, {f::initiator, initiator}});
   }
 
   void copy(uint64_t, uint64_t, uint64_t) override { fail(missing("compute", "copy")); }
@@ -58,48 +57,85 @@ class pm4_encoder final : public encoder {
 
   void wait(uint64_t addr, uint32_t value) override {
     // function >=, memory space 1 (memory), operation 0 (wait), engine 0 (ME).
-    w_.emit(packet::WAIT_REG_MEM, {amd::wait_func_ge, 1, 0, 0, addr, value, 0xffffffff, 4});
+    using f = amd::fields::WAIT_REG_MEM;
+    w_.emit({{f::function, amd::wait_func_ge},
+             {f::mem_space, 1},
+             {f::operation, 0},
+             {f::engine_sel, 0},
+             {f::addr, addr},
+             {f::reference, value},
+             {f::mask, 0xffffffff},
+             {f::poll_interval, 4}});
   }
 
   void barrier() override {
     // Wait for earlier dispatches to drain, then make their writes visible to later ones.
-    w_.emit(packet::EVENT_WRITE, {amd::event_cs_partial_flush, amd::event_index_partial_flush});
-    if (chip_.gcr_cntl)
-      w_.emit(packet::ACQUIRE_MEM, {0, 0xffffffff, 0xff, 0, 0, 10, chip_.acquire_cache});
-    else
-      w_.emit(packet::ACQUIRE_MEM_GFX9, {chip_.acquire_cache, 0, 0xffffffff, 0xff, 0, 0, 10});
+    using ew = amd::fields::EVENT_WRITE;
+    w_.emit({{ew::event_type, amd::event_cs_partial_flush},
+             {ew::event_index, amd::event_index_partial_flush}});
+    // The whole address range (size 0xff_ffffffff from base 0), polled every 10 clocks.
+    if (chip_.gcr_cntl) {
+      using f = amd::fields::ACQUIRE_MEM;
+      w_.emit({{f::coher_size, 0xffffffff},
+               {f::coher_size_hi, 0xff},
+               {f::poll_interval, 10},
+               {f::gcr_cntl, chip_.acquire_cache}});
+    } else {
+      using f = amd::fields::ACQUIRE_MEM_GFX9;
+      w_.emit({{f::coher_cntl, chip_.acquire_cache},
+               {f::coher_size, 0xffffffff},
+               {f::coher_size_hi, 0xff},
+               {f::poll_interval, 10}});
+    }
   }
 
   void interrupt(uint64_t mailbox, uint32_t id) override {
     // The interrupt's context id names the KFD event; the mailbox write lets KFD find it when
     // the id does not fit the interrupt (Sources: amdkfd kfd_events.c
     // kfd_signal_event_interrupt; tinygrad ops_amd.py signal()).
-    w_.emit(packet::RELEASE_MEM,
-            {amd::event_cache_flush_and_inv_ts, amd::event_index_end_of_pipe, chip_.release_cache,
-             0, 0, amd::int_sel_after_write, amd::data_sel_value32, mailbox, id, id});
+    using f = amd::fields::RELEASE_MEM;
+    w_.emit({{f::event_type, amd::event_cache_flush_and_inv_ts},
+             {f::event_index, amd::event_index_end_of_pipe},
+             {f::cache_ctl, chip_.release_cache},
+             {f::int_sel, amd::int_sel_after_write},
+             {f::data_sel, amd::data_sel_value32},
+             {f::addr, mailbox},
+             {f::data, id},
+             {f::int_ctxid, id}});
   }
 
   void timestamp(uint64_t addr) override {
-    w_.emit(packet::RELEASE_MEM, {amd::event_bottom_of_pipe_ts, amd::event_index_end_of_pipe, 0, 0,
-                                  0, amd::int_sel_none, amd::data_sel_gpu_clock, addr, 0, 0});
+    using f = amd::fields::RELEASE_MEM;
+    w_.emit({{f::event_type, amd::event_bottom_of_pipe_ts},
+             {f::event_index, amd::event_index_end_of_pipe},
+             {f::int_sel, amd::int_sel_none},
+             {f::data_sel, amd::data_sel_gpu_clock},
+             {f::addr, addr}});
   }
 
   void call(uint64_t addr, uint64_t dwords) override {
     // chain 0, valid 1, vmid 0 (the queue's own).
-    w_.emit(packet::INDIRECT_BUFFER, {addr, dwords, 0, 1, 0});
+    using f = amd::fields::INDIRECT_BUFFER;
+    w_.emit({{f::ib_base, addr}, {f::ib_size, dwords}, {f::chain, 0}, {f::valid, 1}, {f::vmid, 0}});
   }
 
   const std::string &error() const override { return error_.empty() ? w_.error() : error_; }
 
  private:
   void sh_regs(uint32_t reg, std::initializer_list<uint32_t> values) {
-    w_.emit(packet::SET_SH_REG, {reg - amd::sh_reg_base}, values.begin(), values.size());
+    w_.emit({{amd::fields::SET_SH_REG::reg_offset, reg - amd::sh_reg_base}}, values.begin(),
+            values.size());
   }
   void release_mem(uint32_t data_sel, uint64_t addr, uint64_t data) {
-    // End of pipe, caches written back first (the chip's bits), memory destination.
-    w_.emit(packet::RELEASE_MEM,
-            {amd::event_cache_flush_and_inv_ts, amd::event_index_end_of_pipe, chip_.release_cache,
-             0, 0, amd::int_sel_none, data_sel, addr, data, 0});
+    // End of pipe, caches written back first (the chip's bits), memory destination (dst_sel 0).
+    using f = amd::fields::RELEASE_MEM;
+    w_.emit({{f::event_type, amd::event_cache_flush_and_inv_ts},
+             {f::event_index, amd::event_index_end_of_pipe},
+             {f::cache_ctl, chip_.release_cache},
+             {f::int_sel, amd::int_sel_none},
+             {f::data_sel, data_sel},
+             {f::addr, addr},
+             {f::data, data}});
   }
   void fail(const std::string &why) {
     if (error_.empty()) error_ = why;
@@ -111,7 +147,7 @@ class pm4_encoder final : public encoder {
 };
 
 class sdma_encoder final : public encoder {
-  static constexpr uint64_t k_mtype_uc = 3;
+  static constexpr uint64_t kMtypeUc = 3;
 
  public:
   sdma_encoder(const amd::chip &chip, std::vector<uint32_t> *out) : encoder(out), w_(out) {}
@@ -121,7 +157,8 @@ class sdma_encoder final : public encoder {
   void copy(uint64_t dst, uint64_t src, uint64_t size) override {
     for (uint64_t done = 0; done < size;) {
       const uint64_t n = size - done < amd::sdma_max_copy ? size - done : amd::sdma_max_copy;
-      w_.emit(packet::SDMA_COPY_LINEAR, {n - 1, 0, 0, src + done, dst + done});
+      using f = amd::fields::SDMA_COPY_LINEAR;
+      w_.emit({{f::count, n - 1}, {f::src, src + done}, {f::dst, dst + done}});
       done += n;
     }
   }
@@ -131,25 +168,35 @@ class sdma_encoder final : public encoder {
     // FENCE writes 32 bits: the low half first, so a reader never sees the new high half with
     // the old low half (which could look ahead of the true value). MTYPE 3 (uncached): the CPU
     // and the other engines see the write (as amdgpu's sdma_v6_0_ring_emit_fence sets it).
-    w_.emit(packet::SDMA_FENCE, {k_mtype_uc, addr, uint32_t(value)});
-    w_.emit(packet::SDMA_FENCE, {k_mtype_uc, addr + 4, uint32_t(value >> 32)});
+    using f = amd::fields::SDMA_FENCE;
+    w_.emit({{f::mtype, kMtypeUc}, {f::addr, addr}, {f::data, uint32_t(value)}});
+    w_.emit({{f::mtype, kMtypeUc}, {f::addr, addr + 4}, {f::data, uint32_t(value >> 32)}});
   }
 
   void wait(uint64_t addr, uint32_t value) override {
     // no HDP flush, function >=, memory poll; interval 10, retry 0xfff (for ever).
-    w_.emit(packet::SDMA_POLL_REGMEM,
-            {0, amd::wait_func_ge, 1, addr, value, 0xffffffff, 10, 0xfff});
+    using f = amd::fields::SDMA_POLL_REGMEM;
+    w_.emit({{f::hdp_flush, 0},
+             {f::func, amd::wait_func_ge},
+             {f::mem_poll, 1},
+             {f::addr, addr},
+             {f::value, value},
+             {f::mask, 0xffffffff},
+             {f::interval, 10},
+             {f::retry_count, 0xfff}});
   }
 
   void interrupt(uint64_t mailbox, uint32_t id) override {
-    w_.emit(packet::SDMA_FENCE, {k_mtype_uc, mailbox, id});
-    w_.emit(packet::SDMA_TRAP, {id & 0xfffffff});
+    w_.emit({{amd::fields::SDMA_FENCE::mtype, kMtypeUc},
+             {amd::fields::SDMA_FENCE::addr, mailbox},
+             {amd::fields::SDMA_FENCE::data, id}});
+    w_.emit({{amd::fields::SDMA_TRAP::int_context, id & 0xfffffff}});
   }
 
   // SDMA runs its packets in order and each copy completes before the next packet.
   void barrier() override {}
 
-  void timestamp(uint64_t addr) override { w_.emit(packet::SDMA_TIMESTAMP, {addr}); }
+  void timestamp(uint64_t addr) override { w_.emit({{amd::fields::SDMA_TIMESTAMP::addr, addr}}); }
 
   void call(uint64_t, uint64_t) override { fail(missing("copy (SDMA)", "call")); }
 
@@ -190,9 +237,10 @@ kernel_descriptor kernel_descriptor_decode(const uint8_t *kd) {
           load_le<uint16_t>(kd + kd_kernel_code_properties)};
 }
 
-bool amd_rsrc2_with_lds(uint32_t rsrc2, uint32_t group_segment_size, uint32_t *out) {
+bool amd_rsrc2_with_lds(const amd::chip &chip, uint32_t rsrc2, uint32_t group_segment_size,
+                        uint32_t *out) {
   const uint32_t blocks = (group_segment_size + 511) / 512;
-  if (group_segment_size > 65536 || blocks > 0x1ff) return false;
+  if (group_segment_size > chip.lds_bytes || blocks > 0x1ff) return false;
   *out = (rsrc2 & ~(0x1ffu << 15)) | std::max(blocks, (rsrc2 >> 15) & 0x1ff) << 15;
   return true;
 }
@@ -270,9 +318,10 @@ capgraph_status amd_kernel_resolve(const fb::Capture *c, uint32_t index, uint64_
   d.code = program_gpu + code;
   d.kernarg_sgpr = amd_kernarg_sgpr(props);
   d.rsrc1 = rsrc1;
-  if (!amd_rsrc2_with_lds(rsrc2, a->group_segment_size(), &d.rsrc2)) {
+  if (!amd_rsrc2_with_lds(*chip, rsrc2, a->group_segment_size(), &d.rsrc2)) {
     *err = what + ": needs " + std::to_string(a->group_segment_size()) +
-           " bytes of LDS, more than the 64 KiB one workgroup may have";
+           " bytes of LDS, more than the " + std::to_string(chip->lds_bytes / 1024) +
+           " KiB one workgroup may have";
     return CAPGRAPH_ERR_FORMAT;
   }
   d.rsrc3 = rsrc3;

@@ -55,10 +55,11 @@ constexpr uint16_t kcp_private_segment_buffer = 1u << 0, kcp_dispatch_ptr = 1u <
 // COMPUTE_PGM_RSRC2 as a PM4 dispatch must write it: the descriptor's word with LDS_SIZE (bits
 // 23:15, in 128-dword blocks on GFX7 and later) set from the kernel's group segment size. Under
 // HSA the packet processor takes LDS from the AQL packet; written directly, the register is the
-// allocation. false: more LDS than the field holds. Sources: LLVM AMDGPUUsage "compute_pgm_rsrc2
-// for GFX6-GFX12" (LDS_SIZE: "GFX7-GFX11: granularity 128 dwords"); tinygrad ops_amd.py sets
-// the field the same way for its PM4 dispatches.
-bool amd_rsrc2_with_lds(uint32_t rsrc2, uint32_t group_segment_size, uint32_t *out);
+// allocation. false: more LDS than the chip gives one workgroup (chip.lds_bytes). Sources: LLVM
+// AMDGPUUsage "compute_pgm_rsrc2 for GFX6-GFX12" (LDS_SIZE: "GFX7-GFX11: granularity 128 dwords");
+// tinygrad ops_amd.py sets the field the same way for its PM4 dispatches.
+bool amd_rsrc2_with_lds(const amd::chip &chip, uint32_t rsrc2, uint32_t group_segment_size,
+                        uint32_t *out);
 // The user SGPR where the kernarg pointer lands for these properties.
 uint32_t amd_kernarg_sgpr(uint16_t kernel_code_properties);
 

@@ -32,8 +32,25 @@ const packet_desc *lookup(engine eng, uint8_t opcode, uint8_t sub_op, size_t dwo
 
 }  // namespace
 
-void packet_writer::emit(packet id, const uint64_t *v, size_t num_values, const uint32_t *tail,
-                         size_t tail_len) {
+void packet_writer::emit_named(packet id, const uint8_t *f, const uint64_t *v, size_t count,
+                               const uint32_t *tail, size_t tail_len) {
+  const packet_desc &d = packet_info(id);
+  uint64_t values[kMaxFields] = {};
+  bool named[kMaxFields] = {};
+  for (size_t i = 0; i < count && i < kMaxFields; ++i) {
+    // A field enum has exactly the packet's fields, so f[i] < d.num_fields.
+    if (named[f[i]] && error_.empty())
+      error_ = std::string(d.name) + "." + d.fields[f[i]].name + ": named twice";
+    named[f[i]] = true;
+    values[f[i]] = v[i];
+  }
+  if (count > kMaxFields && error_.empty())
+    error_ = std::string(d.name) + ": " + std::to_string(count) + " fields named";
+  emit_values(id, values, d.num_fields, tail, tail_len);
+}
+
+void packet_writer::emit_values(packet id, const uint64_t *v, size_t num_values,
+                                const uint32_t *tail, size_t tail_len) {
   const packet_desc &d = packet_info(id);
   const size_t total = d.dwords + (d.variable ? tail_len : 0);
   const size_t at = out_->size();

@@ -1,13 +1,16 @@
 // AMD command packets as data: every PM4 (compute queue) and SDMA (copy queue) packet capgraph
-// writes or a fake reads is described once in amd_packets_table.cpp (name, opcode, dword fields
-// with bit ranges, sources). The encoder, the decoder, the text dump and the fake GPU all walk that
-// one table, so a packet's layout cannot disagree between writer and reader.
+// writes or a fake reads is described once in amd_packets_table.h (name, opcode, dword fields
+// with bit ranges, sources). The encoder, the decoder, the text dump and the fake GPU all use that
+// one table, so a packet's layout cannot disagree between writer and reader; callers name the
+// fields they set or read (amd::fields::WAIT_REG_MEM::addr), as NVIDIA's QMD and method tables do.
 #pragma once
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <vector>
+
+#include "amd_packets_table.h"
 
 namespace capgraph::amd {
 
@@ -22,26 +25,27 @@ struct packet_field {
 };
 
 // Packet ids: the index of each packet in the table.
-enum class packet : uint8_t {
-  // PM4 type-3, compute queues
-  NOP,
-  SET_SH_REG,
-  DISPATCH_DIRECT,
-  EVENT_WRITE,
-  RELEASE_MEM,
-  ACQUIRE_MEM,
-  ACQUIRE_MEM_GFX9,
-  WAIT_REG_MEM,
-  INDIRECT_BUFFER,
-  WRITE_DATA,
-  // SDMA
-  SDMA_NOP,
-  SDMA_COPY_LINEAR,
-  SDMA_FENCE,
-  SDMA_TRAP,
-  SDMA_POLL_REGMEM,
-  SDMA_TIMESTAMP,
-  count_,
+#define AMD_PACKET_ID(id, ...) id,
+enum class packet : uint8_t { AMD_PACKETS(AMD_PACKET_ID) count_ };
+#undef AMD_PACKET_ID
+
+// Each packet's fields, one scoped enum per packet in table order (fields::RELEASE_MEM::data_sel
+// is field 6 of RELEASE_MEM), and the packet a field enum belongs to (packet_of).
+namespace fields {
+#define AMD_FIELD_ID(name, ...) name,
+#define AMD_PACKET_FIELD_ENUM(id, eng, name, opcode, sub_op, dwords, variable, source, FIELDS) \
+  enum class id : uint8_t { FIELDS(AMD_FIELD_ID) };                                            \
+  constexpr packet packet_of(id) { return packet::id; }
+AMD_PACKETS(AMD_PACKET_FIELD_ENUM)
+#undef AMD_PACKET_FIELD_ENUM
+#undef AMD_FIELD_ID
+}  // namespace fields
+
+// One named field and its value, for packet_writer::emit.
+template <class Field>
+struct field_value {
+  Field field;
+  uint64_t value;
 };
 
 struct packet_desc {
@@ -59,23 +63,46 @@ struct packet_desc {
 
 const packet_desc &packet_info(packet id);
 
-// Encoder: appends one packet. `values` are the fields in table order (header fields excluded;
-// 64-bit fields take one value). `tail` is appended after the fixed part of a variable packet.
-// A value that does not fit its field sets *error (the first one) and is masked; callers check
-// the error once after recording a whole stream.
+// Encoder: appends one packet, its fields named: emit({{f::addr, a}, {f::data, v}}) with f one
+// packet's field enum (fields::SDMA_FENCE). A field not named is 0. `tail` is appended after the
+// fixed part of a variable packet. A value that does not fit its field, or a field named twice,
+// sets *error (the first one) and is masked; callers check the error once after recording a whole
+// stream.
 class packet_writer {
  public:
   explicit packet_writer(std::vector<uint32_t> *out) : out_(out) {}
-  void emit(packet id, std::initializer_list<uint64_t> values, const uint32_t *tail = nullptr,
-            size_t tail_len = 0) {
-    emit(id, values.begin(), values.size(), tail, tail_len);
+#define AMD_PACKET_EMIT(id, ...)                                                                   \
+  void emit(std::initializer_list<field_value<fields::id>> values, const uint32_t *tail = nullptr, \
+            size_t tail_len = 0) {                                                                 \
+    emit_fields(packet::id, values, tail, tail_len);                                               \
   }
-  void emit(packet id, const uint64_t *values, size_t num_values, const uint32_t *tail,
-            size_t tail_len);
+  AMD_PACKETS(AMD_PACKET_EMIT)
+#undef AMD_PACKET_EMIT
+  // All fields by position (table order; 64-bit fields take one value): for code that walks the
+  // table itself (the round-trip test).
+  void emit_values(packet id, const uint64_t *values, size_t num_values, const uint32_t *tail,
+                   size_t tail_len);
   const std::string &error() const { return error_; }
   std::vector<uint32_t> &words() { return *out_; }
 
  private:
+  static constexpr size_t kMaxFields = 16;
+  template <class Field>
+  void emit_fields(packet id, std::initializer_list<field_value<Field>> values,
+                   const uint32_t *tail, size_t tail_len) {
+    uint8_t f[kMaxFields];
+    uint64_t v[kMaxFields];
+    size_t n = 0;
+    for (const field_value<Field> &x : values) {
+      if (n == kMaxFields) break;
+      f[n] = uint8_t(x.field);
+      v[n++] = x.value;
+    }
+    emit_named(id, f, v, values.size(), tail, tail_len);
+  }
+  // `count` fields named (the first kMaxFields of them in f and v).
+  void emit_named(packet id, const uint8_t *f, const uint64_t *v, size_t count,
+                  const uint32_t *tail, size_t tail_len);
   std::vector<uint32_t> *out_;
   std::string error_;
 };
@@ -83,7 +110,12 @@ class packet_writer {
 // One decoded packet.
 struct decoded {
   const packet_desc *desc = nullptr;
-  uint64_t values[16] = {};  // the fields in table order
+  uint64_t values[16] = {};  // the fields in table order (a packet has at most 16)
+  // A field by name; only for a field of the decoded packet (0 for another packet's).
+  template <class Field>
+  uint64_t get(Field f) const {
+    return desc && desc->id == fields::packet_of(f) ? values[size_t(f)] : 0;
+  }
   const uint32_t *tail = nullptr;
   size_t tail_len = 0;
   size_t dwords = 0;  // total size in dwords, header included

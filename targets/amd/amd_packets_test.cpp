@@ -22,7 +22,7 @@ TEST_CASE("every packet round-trips through the encoder and decoder") {
     std::vector<uint32_t> words;
     packet_writer w(&words);
     const uint32_t tail[3] = {7, 8, 9};
-    w.emit(d.id, values.data(), values.size(), tail, d.variable ? 3 : 0);
+    w.emit_values(d.id, values.data(), values.size(), tail, d.variable ? 3 : 0);
     REQUIRE(w.error().empty());
     REQUIRE(words.size() == d.dwords + (d.variable ? 3u : 0u));
     decoded p;
@@ -66,8 +66,12 @@ TEST_CASE("encodings match the Linux header macros") {
   std::vector<uint32_t> words;
   packet_writer w(&words);
   // PACKET3(PACKET3_RELEASE_MEM, 6) = 3 << 30 | 6 << 16 | 0x49 << 8
-  w.emit(packet::RELEASE_MEM,
-         {0x14, 5, 0, 0, 0, 0, 2, 0x123456789abcull, 0x1122334455667788ull, 0});
+  using rm = fields::RELEASE_MEM;
+  w.emit({{rm::event_type, 0x14},
+          {rm::event_index, 5},
+          {rm::data_sel, 2},
+          {rm::addr, 0x123456789abcull},
+          {rm::data, 0x1122334455667788ull}});
   REQUIRE(words.size() == 8);
   CHECK(words[0] == 0xC0064900u);
   // EVENT_TYPE(0x14) | EVENT_INDEX(5)
@@ -80,21 +84,30 @@ TEST_CASE("encodings match the Linux header macros") {
   CHECK(words[6] == 0x11223344u);
   words.clear();
   // INDIRECT_BUFFER: size | INDIRECT_BUFFER_VALID (1 << 23)
-  w.emit(packet::INDIRECT_BUFFER, {0x1000, 100, 0, 1, 0});
+  using ib = fields::INDIRECT_BUFFER;
+  w.emit({{ib::ib_base, 0x1000}, {ib::ib_size, 100}, {ib::valid, 1}});
   CHECK(words[0] == 0xC0023F00u);
   CHECK(words[3] == (100u | (1u << 23)));
   words.clear();
   // SET_SH_REG of COMPUTE_PGM_LO: offset 0x20c from PACKET3_SET_SH_REG_START
   const uint32_t v[2] = {1, 2};
-  w.emit(packet::SET_SH_REG, {reg::COMPUTE_PGM_LO - sh_reg_base}, v, 2);
+  w.emit({{fields::SET_SH_REG::reg_offset, reg::COMPUTE_PGM_LO - sh_reg_base}}, v, 2);
   CHECK(words == std::vector<uint32_t>{0xC0027600u, 0x20cu, 1, 2});
   words.clear();
   // SDMA COPY_LINEAR: op 1, sub-op 0; count is bytes - 1.
-  w.emit(packet::SDMA_COPY_LINEAR, {4095, 0, 0, 0x10, 0x20});
+  using copy = fields::SDMA_COPY_LINEAR;
+  w.emit({{copy::count, 4095}, {copy::src, 0x10}, {copy::dst, 0x20}});
   CHECK(words == std::vector<uint32_t>{1, 4095, 0, 0x10, 0, 0x20, 0});
   words.clear();
   // SDMA POLL_REGMEM: op 8, func 5 (>=) in 28..30, mem_poll bit 31.
-  w.emit(packet::SDMA_POLL_REGMEM, {0, 5, 1, 0x40, 3, 0xffffffff, 10, 0xfff});
+  using poll = fields::SDMA_POLL_REGMEM;
+  w.emit({{poll::func, 5},
+          {poll::mem_poll, 1},
+          {poll::addr, 0x40},
+          {poll::value, 3},
+          {poll::mask, 0xffffffff},
+          {poll::interval, 10},
+          {poll::retry_count, 0xfff}});
   CHECK(words[0] == (8u | (5u << 28) | (1u << 31)));
   CHECK(words[5] == (10u | (0xfffu << 16)));
   // gfx11's full cache acquire: GLI_INV(1) | GLM_WB | GLM_INV | GLK_WB | GLK_INV | GLV_INV |
@@ -106,8 +119,11 @@ TEST_CASE("encodings match the Linux header macros") {
 TEST_CASE("values that do not fit, unknown opcodes and short streams are errors") {
   std::vector<uint32_t> words;
   packet_writer w(&words);
-  w.emit(packet::EVENT_WRITE, {0x40, 0});  // event_type is 6 bits
+  w.emit({{fields::EVENT_WRITE::event_type, 0x40}});  // event_type is 6 bits
   CHECK(w.error().find("EVENT_WRITE.event_type") != std::string::npos);
+  packet_writer twice(&words);
+  twice.emit({{fields::SDMA_FENCE::data, 1}, {fields::SDMA_FENCE::data, 2}});
+  CHECK(twice.error() == "FENCE.data: named twice");
 
   decoded p;
   std::string err;
@@ -133,14 +149,30 @@ TEST_CASE("values that do not fit, unknown opcodes and short streams are errors"
 TEST_CASE("the two ACQUIRE_MEM layouts are told apart by their size") {
   std::vector<uint32_t> words;
   packet_writer w(&words);
-  w.emit(packet::ACQUIRE_MEM, {0, 1, 2, 3, 4, 5, 6});
-  w.emit(packet::ACQUIRE_MEM_GFX9, {1, 0, 2, 3, 4, 5, 6});
+  using acq = fields::ACQUIRE_MEM;
+  using acq9 = fields::ACQUIRE_MEM_GFX9;
+  w.emit({{acq::coher_size, 1},
+          {acq::coher_size_hi, 2},
+          {acq::coher_base, 3},
+          {acq::coher_base_hi, 4},
+          {acq::poll_interval, 5},
+          {acq::gcr_cntl, 6}});
+  w.emit({{acq9::coher_cntl, 1},
+          {acq9::coher_size, 2},
+          {acq9::coher_size_hi, 3},
+          {acq9::coher_base, 4},
+          {acq9::coher_base_hi, 5},
+          {acq9::poll_interval, 6}});
   decoded a, b;
   std::string err;
   REQUIRE(packet_decode(engine::pm4, words.data(), words.size(), &a, &err));
   REQUIRE(packet_decode(engine::pm4, words.data() + a.dwords, words.size() - a.dwords, &b, &err));
   CHECK(a.desc->id == packet::ACQUIRE_MEM);
   CHECK(b.desc->id == packet::ACQUIRE_MEM_GFX9);
+  // Fields read back by name, and only from their own packet.
+  CHECK(a.get(acq::gcr_cntl) == 6);
+  CHECK(b.get(acq9::coher_cntl) == 1);
+  CHECK(b.get(acq::gcr_cntl) == 0);
 }
 
 TEST_CASE("chips: names, KFD versions and registers") {

@@ -14,36 +14,6 @@
 #include "nv_transport.h"
 
 namespace capgraph::nv {
-namespace {
-
-// Sources: nv_plan.md §2.5 (g_gpu_class_list.c rows for GA102, AD102, GH100), §0.2 (QMD version),
-// the carve-out maxima: 100 KB on GA10x/AD10x, 228 KB on GH100 (CUDA C++ Programming Guide,
-// "Shared Memory" per compute capability 8.6/8.9/9.0).
-constexpr chip kChips[] = {
-    {"sm86", 86, "Ampere GA10x", 0xC7C0, 0xC7B5, 0xC56F, 0xC461, qmd_version::V03_00, 100},
-    {"sm89", 89, "Ada AD10x", 0xC9C0, 0xC7B5, 0xC56F, 0xC461, qmd_version::V03_00, 100},
-    {"sm90", 90, "Hopper GH100", 0xCBC0, 0xC8B5, 0xC86F, 0xC661, qmd_version::V04_00, 228},
-};
-
-}  // namespace
-
-const chip *chip_find(const char *name) {
-  for (const chip &c : kChips)
-    if (strcmp(c.name, name) == 0) return &c;
-  return nullptr;
-}
-
-const chip *chip_by_compute_class(uint32_t cls) {
-  for (const chip &c : kChips)
-    if (c.compute_class == cls) return &c;
-  return nullptr;
-}
-
-std::string chip_names() {
-  std::string s;
-  for (const chip &c : kChips) s += std::string(s.empty() ? "nv-" : ", nv-") + c.name;
-  return s;
-}
 
 uint32_t push_words(uint32_t header) {
   const uint32_t sec_op = header >> 29;
@@ -198,7 +168,7 @@ class compute_encoder final : public nv_encoder_base {
     set(qmd_field::CWD_MEMBAR_TYPE, kMembarL1Sysmembar);
     set(qmd_field::API_VISIBLE_CALL_LIMIT, 1);  // NO_CHECK
     set(qmd_field::SAMPLER_INDEX, 1);           // INDEPENDENTLY
-    set(qmd_field::QMD_MAJOR_VERSION, v == nv::qmd_version::V03_00 ? 3 : 4);
+    set(qmd_field::QMD_MAJOR_VERSION, nv::qmd_major(v));
     set(qmd_field::QMD_MINOR_VERSION, 0);
     set(qmd_field::GRID_WIDTH, x.groups);
     set(qmd_field::GRID_HEIGHT, 1);
@@ -451,7 +421,7 @@ bool nv_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
     return *why = what + ": built for sm_" + std::to_string(n->sm()) +
                   ", the capture's target is " + c->target()->name()->str(),
            false;
-  if (n->qmd_version() != (chip->qmd == nv::qmd_version::V03_00 ? 3u : 4u))
+  if (n->qmd_version() != nv::qmd_major(chip->qmd))
     return *why = what + ": qmd_version " + std::to_string(n->qmd_version()) + " is not " +
                   chip->name + "'s",
            false;

@@ -1,7 +1,6 @@
-// The NVIDIA target of the HCQ core (runtime/hcq/target.h): the chips capgraph knows (Ampere GA10x
-// sm_86, Ada AD10x sm_89, Hopper GH100 sm_90: their classes and QMD version), the checks and
-// resolution of a capture's NvKernel facts into a dispatch, the verbs as push-buffer methods and
-// QMDs (nv_methods.h, nv_qmd.h), the GPFIFO submission both NV transports share, and the
+// The NVIDIA target of the HCQ core (runtime/hcq/target.h), for the chips of nv_chips.h: the checks
+// and resolution of a capture's NvKernel facts into a dispatch, the verbs as push-buffer methods
+// and QMDs (nv_methods.h, nv_qmd.h), the GPFIFO submission both NV transports share, and the
 // registration of "nv" (the RM/UVM transport, drivers/nv).
 //
 // How the verbs map (nv_plan.md §2.6): exec writes the launch's QMD beside its constant bank 0
@@ -23,21 +22,10 @@
 #include "hcq/encoder.h"
 #include "hcq/target.h"
 #include "hcq/transport.h"
+#include "nv_chips.h"
 #include "nv_qmd.h"
 
 namespace capgraph::nv {
-
-struct chip {
-  const char *name;    // "sm90": the part of the capture target after "nv-"
-  uint32_t sm;         // 86, 89, 90
-  const char *family;  // for messages
-  uint32_t compute_class, copy_class, gpfifo_class, usermode_class;
-  qmd_version qmd;
-  uint32_t max_shared_kb;  // the largest shared-memory carve-out (MAX_SM_CONFIG_SHARED_MEM_SIZE)
-};
-const chip *chip_find(const char *name);          // "sm90"
-const chip *chip_by_compute_class(uint32_t cls);  // what a device's class list offers
-std::string chip_names();                         // "nv-sm86, nv-sm89, nv-sm90"
 
 // Fixed GPU windows every channel sets once (SET_SHADER_SHARED/LOCAL_MEMORY_WINDOW): above 2^47,
 // where no allocation of this runtime lies (user CPU addresses end below 2^47); Hopper needs the

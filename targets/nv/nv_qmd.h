@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace capgraph::nv {
+#include "nv_chips.h"  // qmd_version
 
-enum class qmd_version : uint8_t { V03_00, V04_00 };
+namespace capgraph::nv {
 
 // QMD size in dwords: 64 for V03_00, 96 for V04_00 (nv_plan.md §2.7; clcbc0qmd.h's last V04 field,
 // OUTER_STICKY_OVERFLOW, is bit 3071).

@@ -140,11 +140,20 @@ TEST_CASE("run: an --output-dir that cannot be written is named") {
       {"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(), "--output-dir", file});
   check_clean_failure(r, {file, "cannot write"});
   CHECK(file_read(file) == std::vector<uint8_t>{'x'});
-  const std::string deep = scratch_path("no/such/dir");
+  const std::string under_file = file + "/sub/dir";
   check_clean_failure(cli_run({"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(),
-                               "--output-dir", deep}),
-                      {deep, "cannot write"});
-  CHECK_FALSE(file_exists(scratch_path("no")));
+                               "--output-dir", under_file}),
+                      {under_file, file + " is not a directory"});
+  CHECK(file_read(file) == std::vector<uint8_t>{'x'});
+}
+
+TEST_CASE("run: a nested --output-dir is created whole, as mkdir -p does") {
+  const std::string cap = capture_mul_add();
+  const std::string deep = scratch_path("no/such/dir");
+  const cli_result r = cli_run(
+      {"run", cap, "--input", "x=" + x_ok(), "--input", "bias=" + bias_ok(), "--output-dir", deep});
+  check_success(r);
+  CHECK(file_exists(deep + "/y.npy"));
 }
 
 TEST_CASE("run: bad options") {

@@ -2207,12 +2207,16 @@ std::vector<OpCase> op_cases() {
        },
        0, 7},
       // A QDQ-quantized model (issue 18's acceptance): uint8 activations quantized per tensor
-      // around
-      // two convolutions with int8 weights dequantized per output channel, as quantization tools
-      // write them. ONNX Runtime fuses such patterns into integer kernels; capgraph computes the
-      // dequantized float graph, so results may differ by a rounding step of the last quantization
-      // (one y_scale): the output is compared after its final DequantizeLinear, within the
-      // tolerance.
+      // around two convolutions with int8 weights dequantized per output channel, as quantization
+      // tools write them. ONNX Runtime fuses such patterns into integer kernels; capgraph computes
+      // the dequantized float graph, so results may differ by a rounding step of the last
+      // quantization (one y_scale): the output is compared after its final DequantizeLinear,
+      // within the tolerance. The weights use 7 bits ([-63, 63]), as ONNX Runtime's quantizer
+      // makes them with reduce_range ("7-bit quantization for better accuracy on non-VNNI CPUs",
+      // onnxruntime.quantization.quantize_static): on an AVX2 CPU without VNNI its u8s8 kernels
+      // sum pairs of uint8 x int8 products with vpmaddubsw, which saturates int16 past 255 x 127
+      // x 2, and its reference then drifted by 0.31 from the exact result on the folded model
+      // (AMD EPYC Zen 3, 2026-11-28); 7-bit weights keep every pair within int16.
       {"qdq_conv_relu_conv_model",
        [] {
          ModelBuilder b(13);
@@ -2223,7 +2227,7 @@ std::vector<OpCase> op_cases() {
          };
          auto weight = [&](const std::string &n, Dims dims, std::vector<float> scales) {
            std::vector<int8_t> q(numel(dims));
-           std::vector<float> wv = weights(numel(dims), -127, 127);
+           std::vector<float> wv = weights(numel(dims), -63, 63);
            for (size_t i = 0; i < q.size(); i++) q[i] = (int8_t)std::lround(wv[i]);
            b.initializer(init(tensor_make(n + "_q", DataType::int8, q, dims)).tensor);
            b.initializer(cf(n + "_s", scales, {dims[0]}).tensor);
@@ -2662,9 +2666,9 @@ TEST_CASE("every op case matches ONNX Runtime") {
   }
   std::string summary;
   for (const std::string &f : failed) summary += "\n  " + f;
-  MESSAGE(
-      passed, " of ", cases.size(), " op cases match ONNX Runtime, ", waived_failed, " waived (",
-      std::getenv("CAPGRAPH_OP_DEVICE") ? std::getenv("CAPGRAPH_OP_DEVICE") : "cpu", ")", summary);
+  const char *device = std::getenv("CAPGRAPH_OP_DEVICE");
+  MESSAGE(passed, " of ", cases.size(), " op cases match ONNX Runtime, ", waived_failed,
+          " waived (", std::string(device ? device : "cpu"), ")", summary);
   CHECK_MESSAGE(failed.empty(), failed.size(), " cases differ:", summary);
   std::string stale_list;
   for (const std::string &n : stale) stale_list += "\n  " + n;

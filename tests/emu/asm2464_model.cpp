@@ -4,32 +4,14 @@
 #include <cstring>
 
 #include "bridge_protocol.h"
+#include "bridge_regs.h"
 
 namespace capgraph::emu {
 
-// Register addresses: firmware/src/regs.h (sources cited there).
-namespace reg {
-constexpr uint16_t BULK_IN_LEN_H = 0x9007, BULK_IN_LEN_L = 0x9008, BULK_IN_BUF = 0x8000,
-                   BULK_IN_BUF_SIZE = 0x1000;
-constexpr uint16_t PHY_TLP_ROUTING = 0x6025;  // bank 1, bit 7
-constexpr uint16_t EP0_LEN_H = 0x9003, EP0_LEN_L = 0x9004, CTRL_PHASE = 0x9091,
-                   DMA_TRIGGER = 0x9092, EP_CFG1 = 0x9093, EP_CFG2 = 0x9094, PERIPH_STATUS = 0x9101,
-                   SETUP = 0x9104, BULK_OUT_BC_H = 0x910D, BULK_OUT_BC_L = 0x910E,
-                   PHY_91D1 = 0x91D1, BUF_CFG_9300 = 0x9300, CTRL_BUF = 0x9E00;
-constexpr uint16_t PCIE_FMT_TYPE = 0xB210, PCIE_BYTE_EN = 0xB217, PCIE_ADDR = 0xB218,
-                   PCIE_DATA = 0xB220, PCIE_CPL_HI = 0xB22A, PCIE_CPL_LO = 0xB22B,
-                   PCIE_TRIGGER = 0xB254, PCIE_COMPL = 0xB284, PCIE_STATUS = 0xB296, LTSSM = 0xB450,
-                   PERST = 0xB480, RAIL_12V = 0xC659, RAIL_3V3 = 0xC656, TRAIN = 0xE764,
-                   LINK_E765 = 0xE765;
-constexpr uint16_t NVME_CTRL = 0xC412, NVME_SLOT_START = 0xC414, NVME_SLOT_END = 0xC415,
-                   NVME_SECTOR_SIZE = 0xC422, NVME_SECTOR_COUNT = 0xC426;
-constexpr uint16_t UART_THR = 0xC001, INT_USB = 0xC802;
-constexpr uint16_t FLASH_ADDR_LO = 0xC8A1, FLASH_ADDR_MD = 0xC8A2, FLASH_LEN_HI = 0xC8A3,
-                   FLASH_LEN_LO = 0xC8A4, FLASH_CSR = 0xC8A9, FLASH_CMD = 0xC8AA,
-                   FLASH_ADDR_HI = 0xC8AB, FLASH_ADDR_LEN = 0xC8AC, FLASH_BUF_OFS = 0xC8AE,
-                   CPU_CA81 = 0xCA81;
-constexpr uint16_t TIMER0_DIV = 0xCC10, TIMER0_CSR = 0xCC11, TIMER0_THR = 0xCC12;
-}  // namespace reg
+namespace {
+// The SuperSpeed link bits of BUF_CFG_9300 the model owns (the firmware writes 1 to clear them).
+constexpr uint8_t kLinkBits = BUF_CFG_9300_SS_OK | BUF_CFG_9300_SS_FAIL;
+}  // namespace
 
 const char *usb_result_name(UsbResult r) {
   switch (r) {
@@ -251,7 +233,7 @@ void Asm2464::boot_body(const std::vector<uint8_t> &body) {
 
 void Asm2464::usb_attach_events() {
   // Link comes up (SuperSpeed or its failure -> USB 2), then a bus reset.
-  link_bits_ = opt_.usb3 ? 0x02 : 0x04;
+  link_bits_ = opt_.usb3 ? BUF_CFG_9300_SS_OK : BUF_CFG_9300_SS_FAIL;
   bus_reset_ = 0x01;
   run_ms(1);
 }
@@ -274,7 +256,7 @@ bool Asm2464::run_until(const std::function<bool()> &done, unsigned timeout_ms) 
 // ---------------------------------------------------------- XDATA access
 
 bool Asm2464::int0_asserted() {
-  return mode_ == Mode::firmware && xdata_read(reg::PERIPH_STATUS, 0) != 0;
+  return mode_ == Mode::firmware && xdata_read(REG_USB_PERIPH_STATUS, 0) != 0;
 }
 
 uint8_t Asm2464::xdata_read(uint16_t a, uint8_t bank) {
@@ -282,23 +264,27 @@ uint8_t Asm2464::xdata_read(uint16_t a, uint8_t bank) {
   if (a >= 0x7000 && a < 0x8000) return flash_buf_[a - 0x7000];
   if (a >= 0xF000) return sram[a - 0xF000];  // SRAM window (bus 0x200000)
   switch (a) {
-    case reg::CTRL_PHASE: return ctrl_phase_;
-    case reg::EP_CFG1: return ep_cfg1_;
-    case reg::PERIPH_STATUS:
-      return uint8_t((bus_reset_ ? 0x01 : 0) | (ctrl_phase_ ? 0x02 : 0) | (ep_cfg1_ ? 0x04 : 0) |
-                     (link_bits_ ? 0x10 : 0));
-    case reg::INT_USB: return xdata_read(reg::PERIPH_STATUS, 0) ? 0x01 : 0x00;
-    case reg::PHY_91D1: return bus_reset_;
-    case reg::BUF_CFG_9300: return uint8_t((x_[a] & ~0x06) | link_bits_);
-    case reg::PCIE_STATUS: tlp_poll(); return pcie_status_;
-    case reg::LTSSM: return link_up() ? 0x78 : 0x00;
-    case reg::LINK_E765: return uint8_t((x_[a] & ~0x02) | (link_up() ? 0x02 : 0));
-    case reg::FLASH_CSR:
+    case REG_USB_CTRL_PHASE: return ctrl_phase_;
+    case REG_USB_EP_CFG1: return ep_cfg1_;
+    case REG_USB_PERIPH_STATUS:
+      return uint8_t(
+          (bus_reset_ ? USB_PERIPH_BUS_RESET : 0) | (ctrl_phase_ ? USB_PERIPH_CONTROL : 0) |
+          (ep_cfg1_ ? USB_PERIPH_BULK_DATA : 0) | (link_bits_ ? USB_PERIPH_LINK_EVENT : 0));
+    case REG_INT_USB_STATUS: return xdata_read(REG_USB_PERIPH_STATUS, 0) ? INT_USB_GATE : 0x00;
+    case REG_USB_PHY_CTRL_91D1: return bus_reset_;
+    case REG_BUF_CFG_9300: return uint8_t((x_[a] & ~kLinkBits) | link_bits_);
+    case REG_PCIE_STATUS: tlp_poll(); return pcie_status_;
+    case REG_PCIE_LTSSM_STATE: return link_up() ? PCIE_LTSSM_L0 : 0x00;
+    case REG_SYS_CTRL_E765:
+      return uint8_t((x_[a] & ~SYS_CTRL_E765_PCIE_LINK_UP) |
+                     (link_up() ? SYS_CTRL_E765_PCIE_LINK_UP : 0));
+    case REG_FLASH_CSR:
       // Without CA81 bit 0 the controller never finishes (e4_flash.py).
-      return (x_[reg::CPU_CA81] & 1) ? uint8_t(x_[a] & ~1) : uint8_t(x_[a] | 1);
-    case reg::TIMER0_CSR:
+      return (x_[REG_CPU_CTRL_CA81] & 1) ? uint8_t(x_[a] & ~FLASH_CSR_BUSY)
+                                         : uint8_t(x_[a] | FLASH_CSR_BUSY);
+    case REG_TIMER0_CSR:
       timer_poll();
-      return uint8_t((timer_expired_ ? 0x02 : 0) | (timer_on_ ? 0x01 : 0));
+      return uint8_t((timer_expired_ ? TIMER_CSR_EXPIRED : 0) | (timer_on_ ? TIMER_CSR_ENABLE : 0));
     default: return x_[a];
   }
 }
@@ -332,59 +318,61 @@ void Asm2464::xdata_write(uint16_t a, uint8_t bank, uint8_t v) {
     return;
   }
   switch (a) {
-    case reg::CTRL_PHASE: ctrl_phase_ &= uint8_t(~v); return;  // write 1 to clear
-    case reg::EP_CFG1: ep_cfg1_ &= uint8_t(~v); return;
-    case reg::DMA_TRIGGER: dma_trigger(v); return;
-    case reg::EP_CFG2:
-      if (v & 0x10) out_armed_ = true;
-      if (v & 0x08) out_armed_ = false;
-      if (v & 0x01) in_armed_ = false;
-      if (v & 0x02) {  // ARM_IN: send 0x9007/0x9008 bytes of the 0x8000 buffer
+    case REG_USB_CTRL_PHASE: ctrl_phase_ &= uint8_t(~v); return;  // write 1 to clear
+    case REG_USB_EP_CFG1: ep_cfg1_ &= uint8_t(~v); return;
+    case REG_USB_DMA_TRIGGER: dma_trigger(v); return;
+    case REG_USB_EP_CFG2:
+      if (v & USB_EP_CFG2_ARM_OUT) out_armed_ = true;
+      if (v & USB_EP_CFG2_CLEAR_OUT) out_armed_ = false;
+      if (v & USB_EP_CFG2_CLEAR_IN) in_armed_ = false;
+      if (v & USB_EP_CFG2_ARM_IN) {  // send BULK_IN_LEN bytes of the bulk-IN buffer
         in_armed_ = true;
-        in_len_ = uint16_t(x_[reg::BULK_IN_LEN_H] << 8 | x_[reg::BULK_IN_LEN_L]);
-        if (in_len_ > reg::BULK_IN_BUF_SIZE) {
+        in_len_ = uint16_t(x_[REG_USB_BULK_IN_LEN_H] << 8 | x_[REG_USB_BULK_IN_LEN_L]);
+        if (in_len_ > USB_BULK_IN_BUF_SIZE) {
           ++protocol_violations;
-          in_len_ = reg::BULK_IN_BUF_SIZE;
+          in_len_ = USB_BULK_IN_BUF_SIZE;
         }
       }
       x_[a] = v;
       return;
-    case reg::PHY_91D1: bus_reset_ &= uint8_t(~v); return;
-    case reg::BUF_CFG_9300:
+    case REG_USB_PHY_CTRL_91D1: bus_reset_ &= uint8_t(~v); return;
+    case REG_BUF_CFG_9300:
       link_bits_ &= uint8_t(~v);
-      x_[a] = uint8_t(v & ~0x06);
+      x_[a] = uint8_t(v & ~kLinkBits);
       return;
-    case reg::PCIE_TRIGGER:
+    case REG_PCIE_TRIGGER:
       x_[a] = v;
-      if (v == 0x0F) tlp_start();
+      if (v == PCIE_TRIGGER_EXEC) tlp_start();
       return;
-    case reg::PCIE_STATUS: pcie_status_ &= uint8_t(~(v & 0x03)); return;
-    case reg::PERST:
-    case reg::RAIL_12V:
-    case reg::RAIL_3V3:
-    case reg::TRAIN:
+    case REG_PCIE_STATUS:
+      pcie_status_ &= uint8_t(~(v & (PCIE_STATUS_ERROR | PCIE_STATUS_COMPLETE)));
+      return;
+    case REG_PCIE_PERST_CTRL:
+    case REG_PCIE_LANE_CTRL_C659:
+    case REG_HDDPC_CTRL:
+    case REG_PHY_TIMER_CTRL_E764:
       x_[a] = v;
       pcie_rails_changed();
       return;
-    case reg::NVME_CTRL:
+    case REG_NVME_CTRL_STATUS:
       x_[a] = v;
-      if (v & 0x02) dma_start(v);
+      if (v & NVME_CTRL_DMA_START) dma_start(v);
       return;
-    case reg::UART_THR: uart.push_back(char(v)); return;
-    case reg::FLASH_CSR:
+    case REG_UART_THR: uart.push_back(char(v)); return;
+    case REG_FLASH_CSR:
       x_[a] = v;
-      if (v & 1) flash_transact();
+      if (v & FLASH_CSR_BUSY) flash_transact();  // write 1 to start
       return;
-    case reg::TIMER0_CSR:
-      if (v & 0x04) {
+    case REG_TIMER0_CSR:
+      if (v & TIMER_CSR_CLEAR) {
         timer_on_ = false;
         timer_expired_ = false;
       }
-      if (v & 0x02) timer_expired_ = false;
-      if (v & 0x01) {
+      if (v & TIMER_CSR_EXPIRED) timer_expired_ = false;
+      if (v & TIMER_CSR_ENABLE) {
         // Only the 0.5 ms tick (CC10[2:0] = 4, handmade main.c) is known;
         // other settings are modelled with the same tick.
-        uint64_t ticks = uint64_t(x_[reg::TIMER0_THR]) << 8 | x_[reg::TIMER0_THR + 1];
+        uint64_t ticks = uint64_t(x_[REG_TIMER0_THRESHOLD_HI]) << 8 | x_[REG_TIMER0_THRESHOLD_LO];
         timer_on_ = true;
         timer_expired_ = false;
         timer_start_ = now();
@@ -405,17 +393,17 @@ void Asm2464::timer_poll() {
 // ------------------------------------------------------------- SPI flash
 
 void Asm2464::flash_transact() {
-  if (!(x_[reg::CPU_CA81] & 1)) return;  // stays busy forever
-  uint8_t cmd = x_[reg::FLASH_CMD];
-  bool has_addr = (x_[reg::FLASH_ADDR_LEN] & 0x03) != 0;
-  uint32_t addr = has_addr ? uint32_t(x_[reg::FLASH_ADDR_LO] | x_[reg::FLASH_ADDR_MD] << 8 |
-                                      x_[reg::FLASH_ADDR_HI] << 16)
+  if (!(x_[REG_CPU_CTRL_CA81] & 1)) return;  // stays busy forever
+  uint8_t cmd = x_[REG_FLASH_CMD];
+  bool has_addr = (x_[REG_FLASH_ADDR_LEN] & 0x03) != 0;
+  uint32_t addr = has_addr ? uint32_t(x_[REG_FLASH_ADDR_LO] | x_[REG_FLASH_ADDR_MD] << 8 |
+                                      x_[REG_FLASH_ADDR_HI] << 16)
                            : 0;
-  uint32_t len = uint32_t(x_[reg::FLASH_LEN_HI] << 8 | x_[reg::FLASH_LEN_LO]);
-  uint32_t ofs = uint32_t(x_[reg::FLASH_BUF_OFS] | x_[reg::FLASH_BUF_OFS + 1] << 8) & 0xFFF;
+  uint32_t len = uint32_t(x_[REG_FLASH_DATA_LEN_HI] << 8 | x_[REG_FLASH_DATA_LEN_LO]);
+  uint32_t ofs = uint32_t(x_[REG_FLASH_BUF_OFFSET_LO] | x_[REG_FLASH_BUF_OFFSET_HI] << 8) & 0xFFF;
   len = std::min<uint32_t>(len, uint32_t(flash_buf_.size()) - ofs);
   flash.transact(cmd, addr, len, flash_buf_.data() + ofs, now());
-  x_[reg::FLASH_CSR] = 0;
+  x_[REG_FLASH_CSR] = 0;
   if (flash.power_was_cut) power_off();
 }
 
@@ -426,8 +414,9 @@ bool Asm2464::link_up() const { return link_up_at_ != UINT64_MAX && now() >= lin
 void Asm2464::pcie_rails_changed() {
   // Training needs the rails, PERST# released, E764 = 0x1C and (our model
   // of why the stock firmware tunes the RX PHY first) the tuning sequence.
-  bool on = opt_.endpoint_present && (x_[reg::RAIL_3V3] & 0x20) && (x_[reg::RAIL_12V] & 0x01) &&
-            x_[reg::PERST] == 0 && x_[reg::TRAIN] == 0x1C && phy_tuning_applied();
+  bool on = opt_.endpoint_present && (x_[REG_HDDPC_CTRL] & 0x20) &&
+            (x_[REG_PCIE_LANE_CTRL_C659] & 0x01) && x_[REG_PCIE_PERST_CTRL] == 0 &&
+            x_[REG_PHY_TIMER_CTRL_E764] == 0x1C && phy_tuning_applied();
   if (!on)
     link_up_at_ = UINT64_MAX;
   else if (link_up_at_ == UINT64_MAX)
@@ -436,24 +425,24 @@ void Asm2464::pcie_rails_changed() {
 
 void Asm2464::tlp_start() {
   TlpRequest t;
-  t.fmt_type = x_[reg::PCIE_FMT_TYPE];
-  t.byte_en = x_[reg::PCIE_BYTE_EN];
+  t.fmt_type = x_[REG_PCIE_FMT_TYPE];
+  t.byte_en = x_[REG_PCIE_BYTE_EN];
   uint32_t lo = 0, hi = 0, d = 0;
   for (int i = 0; i < 4; ++i) {
-    lo = lo << 8 | x_[reg::PCIE_ADDR + i];
-    hi = hi << 8 | x_[reg::PCIE_ADDR + 4 + i];
-    d = d << 8 | x_[reg::PCIE_DATA + i];
+    lo = lo << 8 | x_[REG_PCIE_ADDR(i)];
+    hi = hi << 8 | x_[REG_PCIE_ADDR(4 + i)];
+    d = d << 8 | x_[REG_PCIE_DATA(i)];
   }
   t.addr = uint64_t(hi) << 32 | lo;
   t.data = d;
   tlp_pending_ = false;
   if (!link_up()) {
-    pcie_status_ |= 0x01;  // the engine cannot send: error
+    pcie_status_ |= PCIE_STATUS_ERROR;  // the engine cannot send
     return;
   }
   // Without the routing bit the TLP never reaches the device (registers.h);
   // the model loses it, so the firmware sees no completion.
-  if (!(x1_[reg::PHY_TLP_ROUTING] & 0x80)) return;
+  if (!(x1_[REG_PHY_TLP_ROUTING] & PHY_TLP_ROUTING_ENABLE)) return;
   tlp_cpl_ = fabric.handle(t);
   if (!tlp_cpl_.completes) return;  // lost: no completion, ever
   // A posted write: sent; whether the engine reports it done is an option.
@@ -467,30 +456,30 @@ void Asm2464::tlp_poll() {
   tlp_pending_ = false;
   const TlpCompletion &c = tlp_cpl_;
   if (c.has_data)
-    for (int i = 0; i < 4; ++i) x_[reg::PCIE_DATA + i] = uint8_t(c.data >> (24 - 8 * i));
+    for (int i = 0; i < 4; ++i) x_[REG_PCIE_DATA(i)] = uint8_t(c.data >> (24 - 8 * i));
   uint16_t bytes = c.has_data ? 4 : 0;
-  x_[reg::PCIE_CPL_HI] = uint8_t(c.status << 5 | ((bytes >> 8) & 0x0F));
-  x_[reg::PCIE_CPL_LO] = uint8_t(bytes);
-  x_[reg::PCIE_COMPL] = c.has_data ? 1 : 0;
-  pcie_status_ |= 0x02;
+  x_[REG_PCIE_CPL_HDR_HI] = uint8_t(c.status << 5 | ((bytes >> 8) & 0x0F));
+  x_[REG_PCIE_CPL_HDR_LO] = uint8_t(bytes);
+  x_[REG_PCIE_COMPL_STATUS] = c.has_data ? PCIE_COMPL_HAS_DATA : 0;
+  pcie_status_ |= PCIE_STATUS_COMPLETE;
 }
 
 // ------------------------------------------------------------ SRAM DMA
 
 void Asm2464::dma_start(uint8_t ctrl) {
-  uint8_t start = x_[reg::NVME_SLOT_START], end = x_[reg::NVME_SLOT_END];
-  uint32_t sector = uint32_t(x_[reg::NVME_SECTOR_SIZE] << 8 | x_[reg::NVME_SECTOR_SIZE + 1]);
-  uint32_t count = uint32_t(x_[reg::NVME_SECTOR_COUNT] << 8 | x_[reg::NVME_SECTOR_COUNT + 1]);
+  uint8_t start = x_[REG_NVME_SLOT_START], end = x_[REG_NVME_SLOT_END];
+  uint32_t sector = uint32_t(x_[REG_NVME_SECTOR_SIZE_HI] << 8 | x_[REG_NVME_SECTOR_SIZE_LO]);
+  uint32_t count = uint32_t(x_[REG_NVME_SECTOR_COUNT_HI] << 8 | x_[REG_NVME_SECTOR_COUNT_LO]);
   uint32_t first = start & 0x7F;
   uint32_t bytes = sector * count;
-  if (!(start & 0x80) || end <= first || end > BRIDGE_SRAM_SLOTS || bytes == 0 ||
+  if (!(start & NVME_SLOT_ENABLE) || end <= first || end > BRIDGE_SRAM_SLOTS || bytes == 0 ||
       bytes > (end - first) * BRIDGE_SLOT_SIZE) {
     ++protocol_violations;
     dma_ = Dma{};
     return;
   }
   dma_.armed = true;
-  dma_.to_sram = ctrl & 0x01;
+  dma_.to_sram = ctrl & NVME_CTRL_WRITE_DIR;
   dma_.gated = !dma_.to_sram;  // released by a bus-master write into the CQ window
   dma_.offset = first * BRIDGE_SLOT_SIZE;
   dma_.remaining = bytes;
@@ -505,23 +494,23 @@ void Asm2464::dma_trigger(uint8_t v) {
   }
   const UsbSetup &s = ctrl_.setup;
   bool in = s.bmRequestType & 0x80;
-  if (v & 0x01) {  // STALL
+  if (v & USB_DMA_STALL) {
     ctrl_.result = UsbResult::stall;
-  } else if (v & 0x02) {  // RECV: take the OUT data phase into 0x9E00
+  } else if (v & USB_DMA_RECV) {  // take the OUT data phase into the EP0 buffer
     if (in || s.wLength == 0 || ctrl_.data_taken || s.wLength > 0x200) {
       ++protocol_violations;
       return;
     }
-    std::copy(ctrl_.out.begin(), ctrl_.out.end(), x_.begin() + reg::CTRL_BUF);
+    std::copy(ctrl_.out.begin(), ctrl_.out.end(), x_.begin() + USB_CTRL_BUF);
     ctrl_.data_taken = true;
-    ctrl_phase_ |= 0x04;
+    ctrl_phase_ |= USB_CTRL_PHASE_DATA_OUT;
     return;
-  } else if (v & 0x04) {  // SEND: IN data, or the status stage of an OUT
-    uint16_t len = uint16_t(x_[reg::EP0_LEN_H] << 8 | x_[reg::EP0_LEN_L]);
+  } else if (v & USB_DMA_SEND) {  // IN data, or the status stage of an OUT
+    uint16_t len = uint16_t(x_[REG_USB_EP0_LEN_H] << 8 | x_[REG_USB_EP0_LEN_L]);
     if (in) {
       if (len > max_packet0()) ++protocol_violations;
       size_t n = std::min<size_t>(len, ctrl_.in_len);
-      std::copy(x_.begin() + reg::CTRL_BUF, x_.begin() + reg::CTRL_BUF + n, ctrl_.in);
+      std::copy(x_.begin() + USB_CTRL_BUF, x_.begin() + USB_CTRL_BUF + n, ctrl_.in);
       ctrl_.actual = n;
       ctrl_.result = UsbResult::ok;
     } else if (s.wLength > 0 && !ctrl_.data_taken) {
@@ -563,8 +552,8 @@ UsbResult Asm2464::control(const UsbSetup &s, uint8_t *data, size_t *actual, uns
                           uint8_t(s.wValue),  uint8_t(s.wValue >> 8),
                           uint8_t(s.wIndex),  uint8_t(s.wIndex >> 8),
                           uint8_t(s.wLength), uint8_t(s.wLength >> 8)};
-  std::copy(pkt, pkt + 8, x_.begin() + reg::SETUP);
-  ctrl_phase_ = 0x01;  // a new SETUP aborts whatever EP0 was doing
+  std::copy(pkt, pkt + 8, x_.begin() + REG_USB_SETUP_BMREQ);
+  ctrl_phase_ = USB_CTRL_PHASE_SETUP;  // a new SETUP aborts whatever EP0 was doing
   bool done = run_until([this] { return ctrl_.done || !attached_; }, timeout_ms);
   if (!attached_) return UsbResult::no_device;
   if (!done) {
@@ -606,7 +595,7 @@ UsbResult Asm2464::bulk_out(uint8_t ep, const uint8_t *data, size_t n, size_t *a
     }
     if (dma_.remaining == 0) {
       dma_.armed = false;
-      x_[reg::NVME_CTRL] &= uint8_t(~0x02);
+      x_[REG_NVME_CTRL_STATUS] &= uint8_t(~0x02);
     }
     if (take < n) {  // the engine NAKs what it was not armed for
       run_ms(timeout_ms);
@@ -620,9 +609,9 @@ UsbResult Asm2464::bulk_out(uint8_t ep, const uint8_t *data, size_t n, size_t *a
   if (!attached_) return UsbResult::no_device;
   size_t take = std::min<size_t>(n, flash_buf_.size());
   std::memcpy(flash_buf_.data(), data, take);
-  x_[reg::BULK_OUT_BC_H] = uint8_t(take >> 8);
-  x_[reg::BULK_OUT_BC_L] = uint8_t(take);
-  ep_cfg1_ |= 0x02;
+  x_[REG_USB_BULK_OUT_BC_H] = uint8_t(take >> 8);
+  x_[REG_USB_BULK_OUT_BC_L] = uint8_t(take);
+  ep_cfg1_ |= USB_EP_CFG1_BULK_OUT_COMPLETE;
   out_armed_ = false;
   account(take);
   *actual = take;
@@ -657,10 +646,10 @@ UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t *data, size_t n, size_t *actual,
     return !vanish;
   };
   if (in_armed_) {  // firmware-filled buffer at 0x8000 (MEM_STREAM results)
-    if (!deliver(x_.data() + reg::BULK_IN_BUF, std::min<size_t>(n, in_len_)))
+    if (!deliver(x_.data() + USB_BULK_IN_BUF, std::min<size_t>(n, in_len_)))
       return UsbResult::no_device;
     in_armed_ = false;
-    ep_cfg1_ |= 0x08;  // BULK_IN_COMPLETE
+    ep_cfg1_ |= USB_EP_CFG1_BULK_IN_COMPLETE;
     return in_len_ > n ? UsbResult::overflow : UsbResult::ok;
   }
   const bool stays = deliver(sram.data() + dma_.offset, std::min<size_t>(n, dma_.remaining));
@@ -669,7 +658,7 @@ UsbResult Asm2464::bulk_in(uint8_t ep, uint8_t *data, size_t n, size_t *actual,
   if (!stays) return UsbResult::no_device;
   if (dma_.remaining == 0) {
     dma_.armed = false;
-    x_[reg::NVME_CTRL] &= uint8_t(~0x02);
+    x_[REG_NVME_CTRL_STATUS] &= uint8_t(~0x02);
   }
   return UsbResult::ok;
 }

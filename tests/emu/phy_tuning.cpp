@@ -1,8 +1,8 @@
 // The PCIe RX PHY tuning sequence as the model expects to see it written,
 // expanded from the one definition in firmware/src/regs.h (which cites the
-// source). Kept in its own file so regs.h's macros stay out of the model.
+// source).
 #include "asm2464_model.h"
-#include "regs.h"
+#include "bridge_regs.h"
 
 namespace capgraph::emu {
 

@@ -6,7 +6,7 @@
 // the null device running the capture must fail naming the target (targets/adreno runs it on
 // fake-adreno, its adreno_e2e.sh). Built without Mesa's ir3,
 // the compile itself must fail saying so and how to get it. Under the models label
-// (cli_adreno_models) every zoo model is compiled for the a630 and inspected the same way.
+// (targets_adreno_cli_models) every zoo model is compiled for the a630 and inspected the same way.
 #include <doctest/doctest.h>
 #include <flatbuffers/flatbuffers.h>
 
@@ -170,11 +170,12 @@ std::vector<std::string> zoo_shape_args(const std::string &meta) {
 }  // namespace
 
 // Issue 12's acceptance through the command line: every zoo model compiles to an Adreno capture
-// whose every kernel inspect --json shows with its facts. ctest runs it as cli_adreno_models.
+// whose every kernel inspect --json shows with its facts. ctest runs it as
+// targets_adreno_cli_models.
 TEST_CASE(
     "models: every zoo model compiles for adreno-a630 and inspect shows every kernel's facts") {
   if (!std::getenv("CAPGRAPH_ADRENO_MODELS")) {
-    MESSAGE("not run here: ctest runs it as cli_adreno_models (CAPGRAPH_ADRENO_MODELS=1)");
+    MESSAGE("not run here: ctest runs it as targets_adreno_cli_models (CAPGRAPH_ADRENO_MODELS=1)");
     return;
   }
 #if !CAPGRAPH_TEST_HAVE_ADRENO

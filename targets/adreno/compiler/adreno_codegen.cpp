@@ -191,11 +191,6 @@ AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program
 
 }  // namespace
 
-const AdrenoTarget &adreno_a630() {
-  static const AdrenoTarget t;
-  return t;
-}
-
 bool adreno_available() { return true; }
 
 // This file is compiled without NDEBUG exactly when the linked Mesa is the validating variant

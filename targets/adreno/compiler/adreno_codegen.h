@@ -14,30 +14,39 @@
 #include <string>
 #include <vector>
 
+#include "adreno_chips.h"
 #include "codegen/gpu_tile.h"
 #include "schedule/kernel.h"
 
 namespace capgraph {
 
-// A chip the code generator compiles for. Source: Mesa src/freedreno/common/freedreno_devices.py
-// (a630: gpu_id 630, chip id 0x06030000 with any patch level; the comma three reports
-// 0x06030001 through KGSL_PROP_DEVICE_INFO, ../shared/research/adreno_plan.md §2.1).
+// A chip the code generator compiles for: the chip's facts (adreno_chips.h, the runtime's table)
+// and what the code generator chooses.
 struct AdrenoTarget {
-  std::string name = "adreno-a630";
-  uint32_t gpu_id = 630;
-  uint64_t chip_id = 0x06030001;
+  std::string name;  // "adreno-a630"
+  uint32_t gpu_id = 0;
+  uint64_t chip_id = 0;
   int workgroup_size = 128;  // work items per workgroup (two waves of 64 on a6xx)
-  // What the shared GPU schedule (gpu_tile.h) plans with. Sources, Mesa 25.0.7:
-  // src/freedreno/common/freedreno_devices.py, GPUId(630): cs_shared_mem_size = 32 * 1024 (shared
-  // memory one workgroup may allocate; SP_CS_CTRL_REG1 SHARED_SIZE counts it in KiB),
-  // threadsize_base = 64 (a wave; ir3 may double it to 128), a6xx_gen1 reg_size_vec4 = 96 (the
-  // register file of one wave slot in vec4); ir3_compiler.c ir3_get_reg_dependent_max_waves halves
-  // it for double-size waves, so a work item of a 128-wide wave has 48 vec4 = 192 32-bit registers
-  // (also ir3_ra.h RA_FULL_SIZE: 48 vec4 of full registers).
-  unsigned wave_size = 64;
-  unsigned shared_bytes = 32 * 1024;
-  unsigned registers = 4 * 48;
+  // What the shared GPU schedule (gpu_tile.h) plans with: the chip's wave and shared memory, and
+  // the registers of one work item. ir3_compiler.c ir3_get_reg_dependent_max_waves halves a wave
+  // slot's register file for double-size waves, so a work item of a 128-wide wave on the a630
+  // has 96 / 2 = 48 vec4 = 192 32-bit registers (also ir3_ra.h RA_FULL_SIZE: 48 vec4 of full
+  // registers). Source: Mesa 25.0.7.
+  unsigned wave_size = 0;
+  unsigned shared_bytes = 0;
+  unsigned registers = 0;
 };
+// The target of a chip of adreno_chips.h.
+inline AdrenoTarget adreno_target_of(const adreno::chip &c) {
+  AdrenoTarget t;
+  t.name = std::string("adreno-") + c.name;
+  t.gpu_id = c.gpu_id;
+  t.chip_id = c.chip_id;
+  t.wave_size = c.wave_size;
+  t.shared_bytes = c.shared_bytes;
+  t.registers = 4 * (c.reg_size_vec4 / 2);
+  return t;
+}
 const AdrenoTarget &adreno_a630();
 
 // The target's facts for the shared GPU schedule.

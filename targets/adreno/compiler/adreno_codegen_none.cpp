@@ -14,10 +14,6 @@ namespace {
 }
 }  // namespace
 
-const AdrenoTarget &adreno_a630() {
-  static const AdrenoTarget t;
-  return t;
-}
 bool adreno_available() { return false; }
 bool adreno_nir_validated() { return false; }
 AdrenoCodegenResult adreno_codegen(const Program &, const AdrenoTarget &t) {

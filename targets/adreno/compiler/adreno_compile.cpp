@@ -58,6 +58,11 @@ TargetCode adreno_codegen_target(const Program &p, const std::string &name, int 
 
 }  // namespace
 
+const AdrenoTarget &adreno_a630() {
+  static const AdrenoTarget t = adreno_target_of(*adreno::chip_find("a630"));
+  return t;
+}
+
 extern const TargetEntry adreno_target_entry;
 const TargetEntry adreno_target_entry = {.family = "adreno",
                                          .matches = &adreno_matches,

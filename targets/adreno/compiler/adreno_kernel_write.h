@@ -1,6 +1,7 @@
-// The Adreno kernel facts (adreno_codegen.h) in their capture form (AdrenoKernel in
-// schema/capture.fbs) and back. The read side is what inspect and the runtime's loader will use;
-// the round trip is tested so the two cannot drift.
+// The Adreno kernel facts (adreno_codegen.h) in their capture form (AdrenoKernel,
+// schema/adreno_kernel.fbs) and back. Only the round-trip test reads them back through
+// adreno_kernel_read (inspect and the runtime read the flatbuffers table directly); the round trip
+// keeps the two sides from drifting.
 #pragma once
 #include <flatbuffers/flatbuffers.h>
 

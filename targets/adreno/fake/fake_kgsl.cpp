@@ -96,7 +96,7 @@ int fake_kgsl::ioctl_body(unsigned long request, void *arg) {
       info.mmu_enabled = 1;
       info.gpu_id = ((chip_id_ >> 24) & 0xff) * 100 + ((chip_id_ >> 16) & 0xff) * 10 +
                     ((chip_id_ >> 8) & 0xff);
-      info.gmem_sizebytes = 1 << 20;  // the a630's 1 MiB of GMEM (freedreno_devices.py gmem_size)
+      info.gmem_sizebytes = adreno::chip_find("a630")->gmem_bytes;  // the a630's, for any chip id
       memcpy(reinterpret_cast<void *>(uintptr_t(p->value)), &info, sizeof info);
       return 0;
     }
@@ -331,7 +331,7 @@ bool fake_kgsl::ib_run(uint64_t gpu, uint64_t dwords, int depth) {
         regs_[r] = o == overrides_.end() ? body[k] : o->second;
         written_[r] = true;
         // CS_STATE drops the shader and constants loaded before.
-        if (r == HLSQ_INVALIDATE_CMD && (body[k] & (1u << 5))) {
+        if (r == HLSQ_INVALIDATE_CMD && field_get(body[k], fields::HLSQ_INVALIDATE_CMD::CS_STATE)) {
           std::fill(const_loaded_.begin(), const_loaded_.end(), false);
           shader_loaded_ = 0;
         }
@@ -351,61 +351,70 @@ bool fake_kgsl::type7(uint32_t op, const uint32_t *p, uint32_t n, int depth) {
                       : raise(std::string(opcode_name(op)) + " with " + std::to_string(n) +
                               " payload words, not " + std::to_string(words));
   };
-  const auto addr = [&](uint32_t i) { return uint64_t(p[i + 1]) << 32 | p[i]; };
+  const auto get = [&](auto field) { return field_get(p, n, field); };
   switch (op) {
     case CP_NOP: return true;
     case CP_WAIT_MEM_WRITES:
     case CP_WAIT_FOR_IDLE: return need(0);  // execution is serial: everything before is done
     case CP_SET_MARKER:
       if (!need(1)) return false;
-      if ((p[0] & 0xf) != RM6_COMPUTE)
+      if (get(fields::CP_SET_MARKER::MODE) != RM6_COMPUTE)
         return raise("CP_SET_MARKER mode " + hex(p[0]) + ": only RM6_COMPUTE is known");
       compute_marker_ = true;
       return true;
     case CP_LOAD_STATE6_FRAG: return load_state(p, n);
-    case CP_EXEC_CS: return need(4) && dispatch(p[1], p[2], p[3]);
+    case CP_EXEC_CS: {
+      using f = fields::CP_EXEC_CS;
+      return need(4) && dispatch(uint32_t(get(f::NGROUPS_X)), uint32_t(get(f::NGROUPS_Y)),
+                                 uint32_t(get(f::NGROUPS_Z)));
+    }
     case CP_EVENT_WRITE: {
-      const uint32_t event = p[0] & 0xff;
+      using f = fields::CP_EVENT_WRITE;
+      const uint64_t event = get(f::EVENT);
       if (event == CACHE_INVALIDATE && n == 1) return true;
       if (event != CACHE_FLUSH_TS)
         return raise("CP_EVENT_WRITE event " + hex(event) + " is not one this fake knows");
-      if (!(p[0] & EVENT_WRITE_TIMESTAMP)) return need(1);
-      return need(4) && write32(addr(1), p[3]);
+      if (!get(f::TIMESTAMP)) return need(1);
+      return need(4) && write32(get(f::ADDR_0), uint32_t(get(f::VALUE)));
     }
     case CP_WAIT_REG_MEM: {
+      using f = fields::CP_WAIT_REG_MEM;
       if (!need(6)) return false;
-      if ((p[0] & 7) != WRITE_GE || ((p[0] >> 4) & 3) != POLL_MEMORY)
+      if (get(f::FUNCTION) != WRITE_GE || get(f::POLL) != POLL_MEMORY)
         return raise("CP_WAIT_REG_MEM function " + hex(p[0]) +
                      ": only WRITE_GE on memory is known");
-      const uint8_t *m = host(addr(1), 4);
-      if (!m) return raise("CP_WAIT_REG_MEM polls " + hex(addr(1)) + ", outside every allocation");
+      const uint64_t at = get(f::POLL_ADDR);
+      const uint8_t *m = host(at, 4);
+      if (!m) return raise("CP_WAIT_REG_MEM polls " + hex(at) + ", outside every allocation");
       uint32_t v;
       memcpy(&v, m, 4);
       // Execution is serial: nothing else will ever write it.
-      if ((v & p[4]) < p[3])
-        return raise("CP_WAIT_REG_MEM waits for " + std::to_string(p[3]) + " at " +
-                     address_text(addr(1)) + ", which holds " + std::to_string(v) + ": a deadlock");
+      if ((v & get(f::MASK)) < get(f::REF))
+        return raise("CP_WAIT_REG_MEM waits for " + std::to_string(get(f::REF)) + " at " +
+                     address_text(at) + ", which holds " + std::to_string(v) + ": a deadlock");
       return true;
     }
     case CP_REG_TO_MEM: {
+      using f = fields::CP_REG_TO_MEM;
       if (!need(3)) return false;
-      if ((p[0] & 0x3ffff) != CP_ALWAYS_ON_COUNTER || ((p[0] >> 18) & 0xfff) != 2 ||
-          !(p[0] & (1u << 30)))
+      if (get(f::REG) != CP_ALWAYS_ON_COUNTER || get(f::CNT) != 2 || !get(f::SIZE_64B))
         return raise("CP_REG_TO_MEM " + hex(p[0]) +
                      ": only the 64-bit CP_ALWAYS_ON_COUNTER is known");
       const uint64_t t = clock();
-      return write32(addr(1), uint32_t(t)) && write32(addr(1) + 4, uint32_t(t >> 32));
+      return write32(get(f::DEST), uint32_t(t)) && write32(get(f::DEST) + 4, uint32_t(t >> 32));
     }
     case CP_INDIRECT_BUFFER:
       if (!need(3)) return false;
       // a6xx runs IB1 (the submitted command) and IB2 (called from it), no deeper.
       if (depth >= 2) return raise("CP_INDIRECT_BUFFER inside an IB2: the CP has two IB levels");
-      return ib_run(addr(0), p[2], depth + 1);
+      return ib_run(get(fields::CP_INDIRECT_BUFFER::IB_BASE),
+                    get(fields::CP_INDIRECT_BUFFER::IB_SIZE), depth + 1);
     case CP_MEMCPY: {
+      using f = fields::CP_MEMCPY;
       if (!need(5)) return false;
-      const uint64_t bytes = uint64_t(p[0]) * 4;
-      uint8_t *dst = host(addr(3), bytes);
-      const uint8_t *src = host(addr(1), bytes);
+      const uint64_t bytes = get(f::DWORDS) * 4;
+      uint8_t *dst = host(get(f::DST), bytes);
+      const uint8_t *src = host(get(f::SRC), bytes);
       if (!dst || !src)
         return raise("CP_MEMCPY of " + std::to_string(bytes) + " bytes outside every allocation");
       memmove(dst, src, bytes);
@@ -417,9 +426,11 @@ bool fake_kgsl::type7(uint32_t op, const uint32_t *p, uint32_t n, int depth) {
 
 bool fake_kgsl::load_state(const uint32_t *p, uint32_t n) {
   if (n < 3) return raise("CP_LOAD_STATE6_FRAG with " + std::to_string(n) + " payload words");
-  const uint32_t dst = p[0] & 0x3fff, type = (p[0] >> 14) & 3, src = (p[0] >> 16) & 3,
-                 block = (p[0] >> 18) & 0xf, units = p[0] >> 22;
-  const uint64_t from = uint64_t(p[2]) << 32 | p[1];
+  using f = fields::CP_LOAD_STATE6_FRAG;
+  const auto get = [&](f field) { return uint32_t(field_get(p, n, field)); };
+  const uint32_t dst = get(f::DST_OFF), type = get(f::STATE_TYPE), src = get(f::STATE_SRC),
+                 block = get(f::STATE_BLOCK), units = get(f::NUM_UNIT);
+  const uint64_t from = field_get(p, n, f::EXT_SRC_ADDR);
   if (block != SB6_CS_SHADER)
     return raise("CP_LOAD_STATE6 to state block " + hex(block) + ": only SB6_CS_SHADER is known");
   if (type == ST6_SHADER) {
@@ -483,38 +494,51 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
   const auto bad = [&](const std::string &s) { return raise(what + s); };
   if (shader_loaded_ != at->first)
     return bad("its shader was not loaded (CP_LOAD_STATE6 ST6_SHADER) since the last invalidate");
+  using reg0 = fields::SP_CS_CTRL_REG0;
+  using reg1 = fields::SP_CS_CTRL_REG1;
   const uint32_t r0 = regs_[SP_CS_CTRL_REG0], r1 = regs_[SP_CS_CTRL_REG1];
   if (uint64_t(regs_[SP_CS_INSTRLEN]) * 32 < a->instr_dwords())
     return bad("SP_CS_INSTRLEN " + std::to_string(regs_[SP_CS_INSTRLEN]) + " is short of its " +
                std::to_string(a->instr_dwords()) + " dwords");
-  if (((r0 >> 1) & 0x3f) < a->half_regs() || ((r0 >> 7) & 0x3f) < a->full_regs())
+  if (field_get(r0, reg0::HALFREGFOOTPRINT) < a->half_regs() ||
+      field_get(r0, reg0::FULLREGFOOTPRINT) < a->full_regs())
     return bad("SP_CS_CTRL_REG0 footprints are smaller than the kernel's registers");
-  if (((r0 >> 14) & 0x3f) < a->branch_stack()) return bad("SP_CS_CTRL_REG0 BRANCHSTACK too small");
-  if (((r0 >> 20) & 1) != uint32_t(a->double_threadsize()) ||
-      ((regs_[HLSQ_CS_CNTL_1] >> 9) & 1) != uint32_t(a->double_threadsize()))
+  if (field_get(r0, reg0::BRANCHSTACK) < a->branch_stack())
+    return bad("SP_CS_CTRL_REG0 BRANCHSTACK too small");
+  if (field_get(r0, reg0::THREADSIZE) != uint32_t(a->double_threadsize()) ||
+      field_get(regs_[HLSQ_CS_CNTL_1], fields::HLSQ_CS_CNTL_1::THREADSIZE) !=
+          uint32_t(a->double_threadsize()))
     return bad("THREADSIZE in SP_CS_CTRL_REG0 / HLSQ_CS_CNTL_1 is not the kernel's wave size");
-  if (((r0 >> 31) & 1) != uint32_t(a->merged_regs())) return bad("MERGEDREGS is not the kernel's");
+  if (field_get(r0, reg0::MERGEDREGS) != uint32_t(a->merged_regs()))
+    return bad("MERGEDREGS is not the kernel's");
   // SHARED_SIZE n gives the workgroup (n + 1) KiB: Mesa programs max(1, (bytes - 1) / 1024)
   // (src/gallium/drivers/freedreno/a6xx/fd6_compute.cc, cs_program_emit / fd6_launch_grid). A
   // kernel using more than that would read and write past its workgroup's share.
-  const uint32_t shared = r1 & 0x1f;
+  const uint32_t shared = uint32_t(field_get(r1, reg1::SHARED_SIZE));
   if ((shared + 1) * 1024 < a->shared_memory_bytes())
     return bad("SP_CS_CTRL_REG1 SHARED_SIZE " + std::to_string(shared) + " enables " +
                std::to_string((shared + 1) * 1024) + " bytes of shared memory, the kernel uses " +
                std::to_string(a->shared_memory_bytes()));
-  const uint32_t ram = (r1 >> 5) & 3, ram_vec4 = ram == 0 ? 128 : ram == 1 ? 192 : 256;
+  const uint64_t ram = field_get(r1, reg1::CONSTANTRAMMODE);
+  const uint32_t ram_vec4 = ram == CONSTLEN_128 ? 128 : ram == CONSTLEN_192 ? 192 : 256;
   if (ram_vec4 < a->constlen_vec4()) return bad("CONSTANTRAMMODE is below its constant length");
   const uint32_t cntl = regs_[HLSQ_CS_CNTL];
-  if (!(cntl & (1u << 8)) || (cntl & 0xff) * 4 < a->constlen_vec4())
+  if (!field_get(cntl, fields::HLSQ_CS_CNTL::ENABLED) ||
+      field_get(cntl, fields::HLSQ_CS_CNTL::CONSTLEN) < a->constlen_vec4())
     return bad("HLSQ_CS_CNTL is not enabled with its constant length");
-  if (!(regs_[SP_CS_CONFIG] & (1u << 8))) return bad("SP_CS_CONFIG is not ENABLED");
-  if ((regs_[SP_MODE_CONTROL] & 7) != (1u | ISAMMODE_GL << 1))
+  if (!field_get(regs_[SP_CS_CONFIG], fields::SP_CS_CONFIG::ENABLED))
+    return bad("SP_CS_CONFIG is not ENABLED");
+  using mode = fields::SP_MODE_CONTROL;
+  if (!field_get(regs_[SP_MODE_CONTROL], mode::CONSTANT_DEMOTION_ENABLE) ||
+      field_get(regs_[SP_MODE_CONTROL], mode::ISAMMODE) != ISAMMODE_GL)
     return bad("SP_MODE_CONTROL lacks ir3's CONSTANT_DEMOTION_ENABLE and ISAMMODE_GL");
   if (a->private_memory_bytes()) {
     // Private memory: each fiber's share covers the kernel's, the buffer covers both SP cores'
     // shares, the layout is the kernel's, and the return-address stack starts after it.
-    const uint64_t per_fiber = uint64_t(regs_[SP_CS_PVT_MEM_PARAM] & 0xff) * 512;
-    const uint64_t per_sp = uint64_t(regs_[SP_CS_PVT_MEM_SIZE] & 0x3ffff) << 12;
+    const uint64_t per_fiber =
+        field_get(regs_[SP_CS_PVT_MEM_PARAM], fields::SP_CS_PVT_MEM_PARAM::MEMSIZEPERITEM);
+    const uint64_t per_sp =
+        field_get(regs_[SP_CS_PVT_MEM_SIZE], fields::SP_CS_PVT_MEM_SIZE::TOTALPVTMEMSIZE);
     const uint64_t base = uint64_t(regs_[SP_CS_PVT_MEM_ADDR + 1]) << 32 | regs_[SP_CS_PVT_MEM_ADDR];
     if (per_fiber < a->private_memory_bytes() || per_sp < per_fiber * 128 * 16)
       return bad("SP_CS_PVT_MEM_PARAM / SIZE give less private memory than its " +
@@ -522,22 +546,28 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
     if (!host(base, per_sp * 2))
       return bad("SP_CS_PVT_MEM_ADDR " + address_text(base) +
                  " is not a buffer for both SP cores' private memory");
-    if ((regs_[SP_CS_PVT_MEM_SIZE] >> 31) != uint32_t(a->private_memory_per_wave()))
+    if (field_get(regs_[SP_CS_PVT_MEM_SIZE], fields::SP_CS_PVT_MEM_SIZE::PERWAVEMEMLAYOUT) !=
+        uint32_t(a->private_memory_per_wave()))
       return bad("PERWAVEMEMLAYOUT is not the kernel's");
-    if (uint64_t(regs_[SP_CS_PVT_MEM_HW_STACK_OFFSET] & 0x7ffff) << 11 != per_sp)
+    if (field_get(regs_[SP_CS_PVT_MEM_HW_STACK_OFFSET],
+                  fields::SP_CS_PVT_MEM_HW_STACK_OFFSET::OFFSET) != per_sp)
       return bad("the HW stack does not start after the private memory");
   }
   const uint32_t c0 = regs_[HLSQ_CS_CNTL_0];
   const uint32_t wgsize = a->driver_params_offset_vec4() == 0xffffffffu
                               ? regid_none
                               : a->driver_params_offset_vec4() * 4 + 8;
-  if ((c0 & 0xff) != a->workgroup_id_regid() || ((c0 >> 24) & 0xff) != a->local_id_regid() ||
-      ((c0 >> 8) & 0xff) != wgsize)
+  using cntl0 = fields::HLSQ_CS_CNTL_0;
+  if (field_get(c0, cntl0::WGIDCONSTID) != a->workgroup_id_regid() ||
+      field_get(c0, cntl0::LOCALIDREGID) != a->local_id_regid() ||
+      field_get(c0, cntl0::WGSIZECONSTID) != wgsize)
     return bad("HLSQ_CS_CNTL_0 " + hex(c0) +
                " does not hold its workgroup id, local id and workgroup size registers");
   const uint32_t nd = regs_[HLSQ_CS_NDRANGE_0];
-  const uint32_t local[3] = {((nd >> 2) & 0x3ff) + 1, ((nd >> 12) & 0x3ff) + 1,
-                             ((nd >> 22) & 0x3ff) + 1};
+  using ndrange = fields::HLSQ_CS_NDRANGE_0;
+  const uint32_t local[3] = {uint32_t(field_get(nd, ndrange::LOCALSIZEX)) + 1,
+                             uint32_t(field_get(nd, ndrange::LOCALSIZEY)) + 1,
+                             uint32_t(field_get(nd, ndrange::LOCALSIZEZ)) + 1};
   const uint32_t want_local[3] = {a->workgroup_size_x(), a->workgroup_size_y(),
                                   a->workgroup_size_z()};
   const uint32_t groups[3] = {gx, gy, gz}, want_groups[3] = {a->grid_x(), a->grid_y(), a->grid_z()};
@@ -744,7 +774,7 @@ std::map<const hcq::transport *, std::weak_ptr<fake_kgsl>> g_behind;
 capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transport> *out,
                                  std::string *err) {
   // "fake-adreno[:a630|:a640][:wedge][:twin|:check]", the words in any order.
-  uint32_t chip = kgsl::chip_id_a630;
+  uint32_t chip = adreno::chip_find("a630")->chip_id;
   fake_adreno_mode mode = fake_adreno_mode::emulate;
   bool wedge = false;
   const char *env = getenv("CAPGRAPH_FAKE_ADRENO_WEDGE");

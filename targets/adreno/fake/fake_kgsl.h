@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "adreno_chips.h"
 #include "hcq/graph.h"
 #include "hcq/host_twins.h"
 #include "hcq/target.h"
@@ -39,7 +40,7 @@ enum class fake_adreno_mode { emulate, twin, check };
 
 class fake_kgsl final : public kgsl::kgsl_sys {
  public:
-  explicit fake_kgsl(uint32_t chip_id = kgsl::chip_id_a630,
+  explicit fake_kgsl(uint32_t chip_id = adreno::chip_find("a630")->chip_id,
                      fake_adreno_mode mode = fake_adreno_mode::emulate);
   ~fake_kgsl() override;
 

@@ -27,7 +27,7 @@ struct opened {
   std::unique_ptr<hcq::transport> t;
   std::string err;
   capgraph_status st;
-  explicit opened(uint32_t chip = kgsl::chip_id_a630) {
+  explicit opened(uint32_t chip = adreno::chip_find("a630")->chip_id) {
     fake = std::make_shared<fake_kgsl>(chip);
     st = kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, &err);
   }

@@ -22,7 +22,7 @@ std::vector<AmdTarget> targets_all() {
     const amd::chip &c = chips[i];
     const bool w32 = c.wave_size == 32;
     v.push_back({std::string("amd-") + c.name, "amdgcn-amd-amdhsa", c.name,
-                 w32 ? "+wavefrontsize32" : "+wavefrontsize64", c.wave_size, 8, 256});
+                 w32 ? "+wavefrontsize32" : "+wavefrontsize64", c.wave_size, 8, 256, c.lds_bytes});
   }
   return v;
 }

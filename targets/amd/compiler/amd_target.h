@@ -6,21 +6,18 @@
 namespace capgraph {
 
 struct AmdTarget {
-  std::string name;      // capture target name, e.g. "amd-gfx1100"
-  std::string triple;    // "amdgcn-amd-amdhsa": the HSA code object ABI
-  std::string cpu;       // LLVM processor, e.g. "gfx1100"
-  std::string features;  // LLVM feature string, e.g. "+wavefrontsize32"
-  unsigned wavefront_size = 32;
+  std::string name;              // capture target name, e.g. "amd-gfx1100"
+  std::string triple;            // "amdgcn-amd-amdhsa": the HSA code object ABI
+  std::string cpu;               // LLVM processor, e.g. "gfx1100"
+  std::string features;          // LLVM feature string, e.g. "+wavefrontsize32"
+  unsigned wavefront_size = 32;  // the chip's native wave size (amd_chips.h)
   // Work-items per VGPR block in COMPUTE_PGM_RSRC1.GRANULATED_WORKITEM_VGPR_COUNT, used to
   // cross-check the descriptor against the metadata's .vgpr_count.
   // Source: LLVM AMDGPUUsage, "compute_pgm_rsrc1 for GFX6-GFX12": GFX90A/GFX942 granule 8;
   // GFX10-GFX12 granule 8 in wave32 and 4 in wave64.
   unsigned vgpr_granule = 8;
   unsigned workgroup_size = 256;  // work-items per workgroup of every kernel (1-D)
-  // LDS one workgroup may allocate: 64 KiB on GFX9 (CDNA) through GFX12 (RDNA3 has 128 KiB per
-  // WGP, 64 KiB addressable by one workgroup). Sources: LLVM AMDGPUUsage "Memory Spaces" (LDS
-  // "up to 64KiB per work-group"); RDNA3 ISA guide ch. 11 "Local Data Share".
-  unsigned lds_bytes = 65536;
+  unsigned lds_bytes = 0;         // LDS one workgroup may allocate: the chip's (amd_chips.h)
   // VGPRs one work item may use: 256 (wave32 on GFX11/12 and wave64 on GFX9 without AGPRs).
   // Source: LLVM AMDGPUUsage "compute_pgm_rsrc1" (GRANULATED_WORKITEM_VGPR_COUNT range).
   unsigned vgprs = 256;

@@ -435,7 +435,7 @@ TEST_CASE("the GPU work items, run on the host, compute what the host twins comp
 // Product kernels take the tiled schedule (gpu_tile.h): the plan's decisions for a convolution
 // and a matrix product, and what the capture then says (LDS, whole workgroups). What the tiled
 // kernels compute is checked by running their machine code in the RDNA3 emulator
-// (targets_amd_fake_e2e_*, op_conformance_amd_test, with fake-amd:check against the twins).
+// (targets_amd_e2e_*, op_conformance_amd, with fake-amd:check against the twins).
 TEST_CASE(
     "convolutions and matrix products are tiled through LDS; the rest keep one work item per "
     "output") {

@@ -251,34 +251,45 @@ bool fake_gpu::mem_compare(uint64_t addr, uint32_t mask, uint32_t ref, uint32_t 
 }
 
 bool fake_gpu::pm4(queue_state &q, const decoded &p) {
-  const uint64_t *v = p.values;
   switch (p.desc->id) {
     case packet::NOP: return true;
-    case packet::SET_SH_REG:
-      if (v[0] + p.tail_len > sizeof sh_ / sizeof sh_[0])
-        return raise("SET_SH_REG: registers " + hex(sh_reg_base + v[0]) + " + " +
+    case packet::SET_SH_REG: {
+      const uint64_t offset = p.get(fields::SET_SH_REG::reg_offset);
+      if (offset + p.tail_len > sizeof sh_ / sizeof sh_[0])
+        return raise("SET_SH_REG: registers " + hex(sh_reg_base + offset) + " + " +
                      std::to_string(p.tail_len) + " are outside the SH range");
-      for (size_t i = 0; i < p.tail_len; ++i) sh_[v[0] + i] = p.tail[i];
+      for (size_t i = 0; i < p.tail_len; ++i) sh_[offset + i] = p.tail[i];
       return true;
-    case packet::DISPATCH_DIRECT:
-      return dispatch(uint32_t(v[0]), uint32_t(v[1]), uint32_t(v[2]), uint32_t(v[3]));
-    case packet::EVENT_WRITE:
-      if (v[0] != event_cs_partial_flush || v[1] != event_index_partial_flush)
-        return raise("EVENT_WRITE: event " + hex(v[0]) + " index " + std::to_string(v[1]) +
+    }
+    case packet::DISPATCH_DIRECT: {
+      using f = fields::DISPATCH_DIRECT;
+      return dispatch(uint32_t(p.get(f::dim_x)), uint32_t(p.get(f::dim_y)),
+                      uint32_t(p.get(f::dim_z)), uint32_t(p.get(f::initiator)));
+    }
+    case packet::EVENT_WRITE: {
+      const uint64_t event = p.get(fields::EVENT_WRITE::event_type),
+                     index = p.get(fields::EVENT_WRITE::event_index);
+      if (event != event_cs_partial_flush || index != event_index_partial_flush)
+        return raise("EVENT_WRITE: event " + hex(event) + " index " + std::to_string(index) +
                      " is not one the fake knows");
       return true;  // dispatches run to completion here: nothing to drain
+    }
     case packet::RELEASE_MEM: {
-      const uint64_t data_sel = v[6], addr = v[7], data = v[8];
-      if (v[0] != event_cache_flush_and_inv_ts && v[0] != event_bottom_of_pipe_ts)
-        return raise("RELEASE_MEM: event " + hex(v[0]) + " is not an end-of-pipe event");
-      if (v[4] != 0)
-        return raise("RELEASE_MEM: dst_sel " + std::to_string(v[4]) +
+      using f = fields::RELEASE_MEM;
+      const uint64_t event = p.get(f::event_type), dst_sel = p.get(f::dst_sel),
+                     int_sel = p.get(f::int_sel), data_sel = p.get(f::data_sel),
+                     addr = p.get(f::addr), data = p.get(f::data);
+      if (event != event_cache_flush_and_inv_ts && event != event_bottom_of_pipe_ts)
+        return raise("RELEASE_MEM: event " + hex(event) + " is not an end-of-pipe event");
+      if (dst_sel != 0)
+        return raise("RELEASE_MEM: dst_sel " + std::to_string(dst_sel) +
                      " (only memory, 0, is known)");
-      if (v[5] > int_sel_after_write)
-        return raise("RELEASE_MEM: int_sel " + std::to_string(v[5]) + " is not one the fake knows");
-      if (v[5] != int_sel_none) {
+      if (int_sel > int_sel_after_write)
+        return raise("RELEASE_MEM: int_sel " + std::to_string(int_sel) +
+                     " is not one the fake knows");
+      if (int_sel != int_sel_none) {
         ++interrupts_;
-        last_interrupt_id_ = uint32_t(v[9]);
+        last_interrupt_id_ = uint32_t(p.get(f::int_ctxid));
       }
       switch (data_sel) {
         case data_sel_none: return true;
@@ -295,28 +306,37 @@ bool fake_gpu::pm4(queue_state &q, const decoded &p) {
         return raise(std::string("ACQUIRE_MEM: the ") + (chip_.gcr_cntl ? "gfx9" : "gfx10+") +
                      " layout was sent to a " + chip_.name);
       return true;  // host memory is coherent
-    case packet::WAIT_REG_MEM:
-      if (v[1] != 1 || v[2] != 0)
+    case packet::WAIT_REG_MEM: {
+      using f = fields::WAIT_REG_MEM;
+      if (p.get(f::mem_space) != 1 || p.get(f::operation) != 0)
         return raise("WAIT_REG_MEM: only memory polls (mem_space 1, operation 0) are known");
-      return mem_compare(v[4], uint32_t(v[6]), uint32_t(v[5]), uint32_t(v[0]), "WAIT_REG_MEM", q);
-    case packet::INDIRECT_BUFFER:
+      return mem_compare(p.get(f::addr), uint32_t(p.get(f::mask)), uint32_t(p.get(f::reference)),
+                         uint32_t(p.get(f::function)), "WAIT_REG_MEM", q);
+    }
+    case packet::INDIRECT_BUFFER: {
+      using f = fields::INDIRECT_BUFFER;
+      const uint64_t base = p.get(f::ib_base), size = p.get(f::ib_size);
       if (q.in_ib)
         return raise("INDIRECT_BUFFER inside an indirect buffer (the fake runs one level)");
-      if (!v[3]) return raise("INDIRECT_BUFFER without the VALID bit");
-      if (v[0] % 4 || !host(v[0], 4 * v[1]))
-        return raise("INDIRECT_BUFFER at " + hex(v[0]) + " (" + std::to_string(v[1]) +
+      if (!p.get(f::valid)) return raise("INDIRECT_BUFFER without the VALID bit");
+      if (base % 4 || !host(base, 4 * size))
+        return raise("INDIRECT_BUFFER at " + hex(base) + " (" + std::to_string(size) +
                      " dwords) is not in GPU memory");
       q.in_ib = true;  // its packets run next, then the ring goes on
-      q.ib_gpu = v[0];
+      q.ib_gpu = base;
       q.ib_pos = 0;
-      q.ib_dwords = v[1];
+      q.ib_dwords = size;
       return true;
-    case packet::WRITE_DATA:
-      if (v[0] != 5)
-        return raise("WRITE_DATA: dst_sel " + std::to_string(v[0]) + " (only memory, 5, is known)");
+    }
+    case packet::WRITE_DATA: {
+      const uint64_t dst_sel = p.get(fields::WRITE_DATA::dst_sel);
+      if (dst_sel != 5)
+        return raise("WRITE_DATA: dst_sel " + std::to_string(dst_sel) +
+                     " (only memory, 5, is known)");
       for (size_t i = 0; i < p.tail_len; ++i)
-        if (!write32(v[3] + 4 * i, p.tail[i])) return false;
+        if (!write32(p.get(fields::WRITE_DATA::addr) + 4 * i, p.tail[i])) return false;
       return true;
+    }
     default: break;
   }
   return raise(std::string("PM4 packet ") + p.desc->name +
@@ -324,16 +344,16 @@ bool fake_gpu::pm4(queue_state &q, const decoded &p) {
 }
 
 bool fake_gpu::sdma(queue_state &q, const decoded &p) {
-  const uint64_t *v = p.values;
   switch (p.desc->id) {
     case packet::SDMA_NOP: return true;
     case packet::SDMA_COPY_LINEAR: {
-      const uint64_t n = v[0] + 1;
-      uint8_t *dst = host(v[4], n);
-      uint8_t *src = host(v[3], n);
+      using f = fields::SDMA_COPY_LINEAR;
+      const uint64_t n = p.get(f::count) + 1, from = p.get(f::src), to = p.get(f::dst);
+      uint8_t *dst = host(to, n);
+      uint8_t *src = host(from, n);
       const auto not_mapped = [&] {
-        return raise("COPY_LINEAR of " + std::to_string(n) + " bytes from " + hex(v[3]) + " to " +
-                     hex(v[4]) + ": not in GPU memory");
+        return raise("COPY_LINEAR of " + std::to_string(n) + " bytes from " + hex(from) + " to " +
+                     hex(to) + ": not in GPU memory");
       };
       if (dst && src) {
         memmove(dst, src, n);
@@ -341,22 +361,27 @@ bool fake_gpu::sdma(queue_state &q, const decoded &p) {
       }
       // One side in system memory (a copy through the bridge SRAM): the bus carries it.
       if (!bus_access) return not_mapped();
-      if (dst) return bus_access(v[3], dst, n, false) || not_mapped();
-      if (src) return bus_access(v[4], src, n, true) || not_mapped();
+      if (dst) return bus_access(from, dst, n, false) || not_mapped();
+      if (src) return bus_access(to, src, n, true) || not_mapped();
       std::vector<uint8_t> bounce(n);
-      return (bus_access(v[3], bounce.data(), n, false) &&
-              bus_access(v[4], bounce.data(), n, true)) ||
+      return (bus_access(from, bounce.data(), n, false) &&
+              bus_access(to, bounce.data(), n, true)) ||
              not_mapped();
     }
-    case packet::SDMA_FENCE: return write32(v[1], uint32_t(v[2]));
+    case packet::SDMA_FENCE:
+      return write32(p.get(fields::SDMA_FENCE::addr), uint32_t(p.get(fields::SDMA_FENCE::data)));
     case packet::SDMA_TRAP:
       ++interrupts_;
-      last_interrupt_id_ = uint32_t(v[0]);
+      last_interrupt_id_ = uint32_t(p.get(fields::SDMA_TRAP::int_context));
       return true;
-    case packet::SDMA_POLL_REGMEM:
-      if (!v[2]) return raise("POLL_REGMEM: register polls are not known to the fake");
-      return mem_compare(v[3], uint32_t(v[5]), uint32_t(v[4]), uint32_t(v[1]), "POLL_REGMEM", q);
-    case packet::SDMA_TIMESTAMP: return write64(v[0], clock());
+    case packet::SDMA_POLL_REGMEM: {
+      using f = fields::SDMA_POLL_REGMEM;
+      if (!p.get(f::mem_poll))
+        return raise("POLL_REGMEM: register polls are not known to the fake");
+      return mem_compare(p.get(f::addr), uint32_t(p.get(f::mask)), uint32_t(p.get(f::value)),
+                         uint32_t(p.get(f::func)), "POLL_REGMEM", q);
+    }
+    case packet::SDMA_TIMESTAMP: return write64(p.get(fields::SDMA_TIMESTAMP::addr), clock());
     default: break;
   }
   return raise(std::string("SDMA packet ") + p.desc->name + " is not one the fake runs");
@@ -386,7 +411,7 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   const fb::AmdKernel *a = k->facts_as_AmdKernel();
   const std::string what = "DISPATCH_DIRECT of kernel '" + k->name()->str() + "': ";
   uint32_t rsrc2 = 0;
-  if (!hcq::amd_rsrc2_with_lds(a->rsrc2(), a->group_segment_size(), &rsrc2))
+  if (!hcq::amd_rsrc2_with_lds(chip_, a->rsrc2(), a->group_segment_size(), &rsrc2))
     return raise(what + "its group segment does not fit the LDS");
   if (sh(reg::COMPUTE_PGM_RSRC1) != a->rsrc1() || sh(reg::COMPUTE_PGM_RSRC2) != rsrc2 ||
       (chip_.has_pgm_rsrc3 && sh(reg::COMPUTE_PGM_RSRC3) != a->rsrc3()))

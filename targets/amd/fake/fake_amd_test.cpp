@@ -90,17 +90,18 @@ TEST_CASE("a PM4 dispatch's RSRC2 carries the kernel's LDS in 512-byte blocks") 
   // The descriptor's RSRC2 has LDS_SIZE 0 (HSA takes LDS from the AQL packet); without the
   // group segment in it, a tiled kernel's first ds_store faults in the emulator.
   const uint32_t desc = 0x9e;  // user SGPRs, workgroup id X: what LLVM writes for our kernels
+  const amd::chip &gfx1100 = *amd::chip_find("gfx1100");
   uint32_t r = 0;
-  REQUIRE(hcq::amd_rsrc2_with_lds(desc, 0, &r));
+  REQUIRE(hcq::amd_rsrc2_with_lds(gfx1100, desc, 0, &r));
   CHECK(r == desc);
-  REQUIRE(hcq::amd_rsrc2_with_lds(desc, 8192, &r));
+  REQUIRE(hcq::amd_rsrc2_with_lds(gfx1100, desc, 8192, &r));
   CHECK(r == (desc | 16u << 15));
-  REQUIRE(hcq::amd_rsrc2_with_lds(desc, 5121, &r));  // rounded up to whole blocks
+  REQUIRE(hcq::amd_rsrc2_with_lds(gfx1100, desc, 5121, &r));  // rounded up to whole blocks
   CHECK(((r >> 15) & 0x1ff) == 11);
   CHECK((r & ~(0x1ffu << 15)) == desc);
-  REQUIRE(hcq::amd_rsrc2_with_lds(desc, 65536, &r));
+  REQUIRE(hcq::amd_rsrc2_with_lds(gfx1100, desc, 65536, &r));
   CHECK(((r >> 15) & 0x1ff) == 128);
-  CHECK_FALSE(hcq::amd_rsrc2_with_lds(desc, 65537, &r));
+  CHECK_FALSE(hcq::amd_rsrc2_with_lds(gfx1100, desc, 65537, &r));
 }
 
 TEST_CASE("a capture replayed on the fake AMD GPU gives the CPU's outputs") {

@@ -10,16 +10,16 @@ void put64(std::vector<uint8_t> &b, size_t at, uint64_t v) { memcpy(b.data() + a
 
 // Plausible register values for a small wave32 kernel (LLVM AMDGPUUsage, COMPUTE_PGM_RSRC*):
 // rsrc2 USER_SGPR_COUNT = 2 (the kernarg pointer) in bits 1..5, TGID_X_EN bit 7.
-constexpr uint32_t k_rsrc1 = 0x60af0000, k_rsrc2 = (2u << 1) | (1u << 7), k_rsrc3 = 0;
-constexpr uint16_t k_props = 1u << 3;    // kernarg segment ptr
-constexpr uint16_t k_wave32 = 1u << 10;  // ENABLE_WAVEFRONT_SIZE32
+constexpr uint32_t kRsrc1 = 0x60af0000, kRsrc2 = (2u << 1) | (1u << 7), kRsrc3 = 0;
+constexpr uint16_t kProps = 1u << 3;    // kernarg segment ptr
+constexpr uint16_t kWave32 = 1u << 10;  // ENABLE_WAVEFRONT_SIZE32
 
 }  // namespace
 
 uint64_t amd_descriptor_offset(uint32_t kernel) { return 0x100 + 64ull * kernel; }
 
 std::vector<uint8_t> amd_code_object(const std::vector<kernel_spec> &kernels, uint32_t wave) {
-  const uint16_t props = k_props | (wave == 32 ? k_wave32 : 0);
+  const uint16_t props = kProps | (wave == 32 ? kWave32 : 0);
   std::vector<uint8_t> b(0x1000 + 256 * kernels.size(), 0);
   // ELF64, little-endian, ET_DYN, EM_AMDGPU (224): what LLVM's AMDGPU backend links.
   const uint8_t ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 64 /* ELFOSABI_AMDGPU_HSA */, 3};
@@ -30,9 +30,9 @@ std::vector<uint8_t> amd_code_object(const std::vector<kernel_spec> &kernels, ui
     const size_t kd = amd_descriptor_offset(i), code = 0x1000 + 256ull * i;
     put32(b, kd + 8, 8 * (kernels[i].num_buffers + kernels[i].num_scalars));  // kernarg_size
     put64(b, kd + 16, uint64_t(int64_t(code) - int64_t(kd)));  // kernel_code_entry_byte_offset
-    put32(b, kd + 44, k_rsrc3);
-    put32(b, kd + 48, k_rsrc1);
-    put32(b, kd + 52, k_rsrc2);
+    put32(b, kd + 44, kRsrc3);
+    put32(b, kd + 48, kRsrc1);
+    put32(b, kd + 52, kRsrc2);
     b[kd + 56] = uint8_t(props);
     b[kd + 57] = uint8_t(props >> 8);
     put32(b, code, 0xbf810000);  // s_endpgm (gfx10/11 SOPP encoding)
@@ -67,10 +67,10 @@ capture_spec amd_spec(const capture_spec &cpu, const char *chip) {
     a.descriptor_offset = amd_descriptor_offset(i);
     a.kernarg_size = 8 * (k.num_buffers + k.num_scalars);
     a.kernarg_align = 8;
-    a.rsrc1 = k_rsrc1;
-    a.rsrc2 = k_rsrc2;
-    a.rsrc3 = k_rsrc3;
-    a.kernel_code_properties = k_props | (wave == 32 ? k_wave32 : 0);
+    a.rsrc1 = kRsrc1;
+    a.rsrc2 = kRsrc2;
+    a.rsrc3 = kRsrc3;
+    a.kernel_code_properties = kProps | (wave == 32 ? kWave32 : 0);
     a.wavefront_size = wave;
     a.workgroup_size = 256;
   }

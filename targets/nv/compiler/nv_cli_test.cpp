@@ -1,7 +1,8 @@
 // NVIDIA captures through the real command line: `capgraph compile --target nv-sm*` on generated
 // models, `inspect` (text and --json) showing every kernel's NvKernel facts, checked against the
 // facts the code generator itself read from the cubins (compile_schedule + nvptx_codegen on the
-// same model), and `run` refusing the capture by name on every device. Without ptxas the compile
+// same model), and `run` refusing the capture by name on the devices of other families (fake-nv
+// replays it: nv_e2e.sh). Without ptxas the compile
 // must fail naming ptxas, and the checks that need cubins say so and skip.
 #include <doctest/doctest.h>
 
@@ -94,7 +95,7 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
   CHECK(text.output.find("NVIDIA kernels:") != std::string::npos);
   CHECK(text.output.find("cubins by ptxas " + gen.ptxas_version) != std::string::npos);
 
-  // No device of this build replays it: each refuses it naming the target.
+  // No device of another family replays it: each refuses it naming the target.
   for (const std::vector<std::string> &device : {std::vector<std::string>{},
                                                  {"--device", "cpu"},
                                                  {"--device", "null"},

@@ -1,7 +1,6 @@
 // The NVIDIA GPU targets in the compiler's table: cubins assembled by ptxas from LLVM's PTX, host
 // twins of every kernel for this machine's CPU, and each kernel's NvKernel launch facts read back
-// from its cubin. The runtime has no NVIDIA device yet (issue 15): it refuses these captures by
-// name.
+// from its cubin. The runtime replays them on `--device nv` (targets/nv/nv_hcq.cpp).
 #include <memory>
 
 #include "error.h"

@@ -1,6 +1,6 @@
 // The NVIDIA kernel facts (nv_cubin.h) in their capture form (schema/nv_kernel.fbs) and
-// back. The read side is what inspect and the runtime's loader will use; the round trip is tested
-// so the two cannot drift.
+// back. Only the round-trip test reads them back through nv_kernel_read (inspect and the runtime
+// read the flatbuffers table directly); the round trip keeps the two sides from drifting.
 #pragma once
 #include <flatbuffers/flatbuffers.h>
 

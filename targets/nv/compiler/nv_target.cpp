@@ -1,18 +1,31 @@
 #include "nv_target.h"
 
+#include <vector>
+
 #include "error.h"
+#include "nv_chips.h"
 
 namespace capgraph {
 
 namespace {
 
-// sm_86/89/90 are the GPUs of issue 15. CUDA 13's ptxas starts at sm_75, and LLVM 19's NVPTX
-// backend knows up to sm_90a (nv_plan.md §3), so all three assemble with either toolkit.
-const NvTarget kTargets[] = {
-    {"nv-sm86", "sm_86", 86, 3},
-    {"nv-sm89", "sm_89", 89, 3},
-    {"nv-sm90", "sm_90", 90, 4},
-};
+// The chips are the runtime's list (targets/nv/nv_chips.cpp): one list, so the compiler cannot
+// target a chip the runtime does not know. sm_86/89/90 are the GPUs of issue 15. CUDA 13's ptxas
+// starts at sm_75, and LLVM 19's NVPTX backend knows up to sm_90a (nv_plan.md §3), so all three
+// assemble with either toolkit; the LLVM processor and ptxas -arch are "sm_" + the SM version.
+std::vector<NvTarget> targets_all() {
+  unsigned n = 0;
+  const nv::chip *chips = nv::chips_all(&n);
+  std::vector<NvTarget> v;
+  for (unsigned i = 0; i < n; ++i) {
+    const nv::chip &c = chips[i];
+    v.push_back(
+        {std::string("nv-") + c.name, "sm_" + std::to_string(c.sm), c.sm, nv::qmd_major(c.qmd)});
+  }
+  return v;
+}
+
+const std::vector<NvTarget> kTargets = targets_all();
 
 }  // namespace
 

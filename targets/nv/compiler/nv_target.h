@@ -12,9 +12,8 @@ struct NvTarget {
   std::string name;  // capture target name, e.g. "nv-sm90"
   std::string cpu;   // LLVM NVPTX processor and ptxas -arch, e.g. "sm_90"
   uint32_t sm = 0;   // 90: the SM version the cubin's ELF header must carry
-  // Launch descriptor version the runtime will write: QMD V03_00 on Ampere/Ada, V04_00 on Hopper.
-  // Sources: ../shared/research/nv_plan.md §0.2 and §2.7 (open-gpu-doc clc6c0qmd.h, clcbc0qmd.h;
-  // Mesa NVK nak/qmd.rs selects Qmd4_0 for HOPPER_COMPUTE_A and later).
+  // Launch descriptor version the runtime will write: the chip's (nv_chips.h), as its
+  // QMD_MAJOR_VERSION (3 on Ampere/Ada, 4 on Hopper).
   uint32_t qmd_version = 0;
   uint32_t block_size = 256;  // threads per block of every kernel (1-D, .reqntid in the PTX)
   // Static shared memory one block may declare (larger needs the dynamic opt-in), and registers

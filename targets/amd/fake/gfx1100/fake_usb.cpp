@@ -41,8 +41,8 @@
 namespace capgraph::emu {
 namespace {
 
-Gfx1100Model &gpu_model() {
-  static Gfx1100Model gpu;
+gfx1100_model &gpu_model() {
+  static gfx1100_model gpu;
   return gpu;
 }
 
@@ -102,10 +102,10 @@ struct session {
   amd::usb_gpu g{wire};  // the same open sequence as `--device usb` (targets/amd/amd_usb.h)
 };
 
-class fake_usb_transport final : public Gfx1100Transport {
+class fake_usb_transport final : public gfx1100_transport {
  public:
   fake_usb_transport(std::unique_ptr<session> s, std::string label)
-      : Gfx1100Transport(*s->g.gpu, gpu_model(), std::move(label)), s_(std::move(s)) {}
+      : gfx1100_transport(*s->g.gpu, gpu_model(), std::move(label)), s_(std::move(s)) {}
   ~fake_usb_transport() override {
     std::string e;
     const char *keep = std::getenv("CAPGRAPH_FAKE_USB_NO_TEARDOWN");
@@ -232,8 +232,8 @@ void fake_usb_register() {
       },
       [](hcq::transport *dev, const fb::Capture *c, const std::vector<uint64_t> &at,
          std::string *err) {
-        // fake_usb_open makes a fake_usb_transport, a Gfx1100Transport.
-        return static_cast<Gfx1100Transport *>(dev)->capture_attach(c, at, err);
+        // fake_usb_open makes a fake_usb_transport, a gfx1100_transport.
+        return static_cast<gfx1100_transport *>(dev)->capture_attach(c, at, err);
       });
 }
 

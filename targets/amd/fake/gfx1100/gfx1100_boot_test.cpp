@@ -27,8 +27,8 @@
 
 using namespace capgraph;
 using namespace capgraph::am;
-using capgraph::emu::Gfx1100Direct;
-using capgraph::emu::Gfx1100Model;
+using capgraph::emu::gfx1100_direct;
+using capgraph::emu::gfx1100_model;
 namespace fs = std::filesystem;
 
 namespace {
@@ -49,8 +49,8 @@ std::string joined(const std::vector<std::string> &v) {
 }  // namespace
 
 TEST_CASE("cold boot: every engine up, no rule broken, trace equals the golden one") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   device d(pci, opts());
   std::string err;
   REQUIRE_MESSAGE(d.boot(&err), err);
@@ -87,8 +87,8 @@ TEST_CASE("cold boot: every engine up, no rule broken, trace equals the golden o
 }
 
 TEST_CASE("the GPU reaches VRAM and the staging window through the tables the driver wrote") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   device d(pci, opts());
   std::string err;
   REQUIRE_MESSAGE(d.boot(&err), err);
@@ -101,7 +101,7 @@ TEST_CASE("the GPU reaches VRAM and the staging window through the tables the dr
     CHECK(!sys);
   }
   REQUIRE_MESSAGE(m.gpu_translate(false, device_layout::staging_va + 0x4000, &pa, &sys, &why), why);
-  CHECK(pa == Gfx1100Direct::kStagingBus + 0x4000);
+  CHECK(pa == gfx1100_direct::kStagingBus + 0x4000);
   CHECK(sys);
   // Outside every mapping: a page fault, reported in the fault status
   // register and as an IH ring entry.
@@ -119,8 +119,8 @@ TEST_CASE("the GPU reaches VRAM and the staging window through the tables the dr
 TEST_CASE("VRAM copies that start or end inside a dword keep the bytes around them") {
   // The BAR moves whole dwords: an early vram_write padded a ragged tail with zeros over the next
   // bytes (found in review). Both directions, at every head and tail alignment.
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   device d(pci, opts());
   std::string err;
   REQUIRE_MESSAGE(d.boot(&err), err);
@@ -144,8 +144,8 @@ TEST_CASE("VRAM copies that start or end inside a dword keep the bytes around th
 }
 
 TEST_CASE("teardown, then a second session boots partially") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   std::string err;
   boot_stats cold;
   {
@@ -175,8 +175,8 @@ TEST_CASE("teardown, then a second session boots partially") {
 }
 
 TEST_CASE("a session that did not end cleanly: the next boot resets the GPU and loads everything") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   std::string err;
   {
     device d(pci, opts());
@@ -192,8 +192,8 @@ TEST_CASE("a session that did not end cleanly: the next boot resets the GPU and 
 }
 
 TEST_CASE("the PSP never answering: a timeout naming the step, and a clean boot after") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   m.psp_silent = true;
   std::string err;
   {
@@ -211,8 +211,8 @@ TEST_CASE("the PSP never answering: a timeout naming the step, and a clean boot 
 }
 
 TEST_CASE("the SMU never answering names the message") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   m.smu_silent = true;
   device d(pci, opts(50));
   std::string err;
@@ -231,8 +231,8 @@ TEST_CASE("firmware missing or cut: the file and the package named, nothing sent
   o.firmware_dir = dir.string();
   {
     fs::remove(dir / "smu_13_0_0.bin");
-    Gfx1100Model m;
-    Gfx1100Direct pci(m);
+    gfx1100_model m;
+    gfx1100_direct pci(m);
     device d(pci, o);
     CHECK(!d.boot(&err));
     CHECK_MESSAGE(err.find("smu_13_0_0.bin") != std::string::npos, err);
@@ -243,8 +243,8 @@ TEST_CASE("firmware missing or cut: the file and the package named, nothing sent
     REQUIRE(synthetic_firmware_write(dir.string(), &err));
     const fs::path rlc = dir / "gc_11_0_0_rlc.bin";
     fs::resize_file(rlc, fs::file_size(rlc) / 2);
-    Gfx1100Model m;
-    Gfx1100Direct pci(m);
+    gfx1100_model m;
+    gfx1100_direct pci(m);
     device d(pci, o);
     CHECK(!d.boot(&err));
     CHECK_MESSAGE(err.find("gc_11_0_0_rlc.bin") != std::string::npos, err);
@@ -256,8 +256,8 @@ TEST_CASE("firmware missing or cut: the file and the package named, nothing sent
 TEST_CASE(
     "the device gone mid-boot: an error naming the step and the access, and a clean boot once "
     "back") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   std::string err;
   for (uint64_t after : {uint64_t(20), uint64_t(60), uint64_t(120)}) {
     pci.accesses = 0;
@@ -278,8 +278,8 @@ TEST_CASE(
 }
 
 TEST_CASE("a VM fault left pending by the last session forces a cold boot") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   std::string err;
   {
     device d(pci, opts());
@@ -301,8 +301,8 @@ TEST_CASE("a VM fault left pending by the last session forces a cold boot") {
 }
 
 TEST_CASE("doorbells: refused until the driver opens the aperture, seen after") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   std::string err;
   const uint32_t v[2] = {0x40, 0};
   REQUIRE(pci.bar_write(kBarDoorbell, kDoorbellMecRing0 * 8, v, 2, &err));
@@ -319,8 +319,8 @@ TEST_CASE("doorbells: refused until the driver opens the aperture, seen after") 
 TEST_CASE(
     "the booted queues run the HCQ encoders' packets from VRAM; a packet into unmapped memory is a "
     "VM fault") {
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   device d(pci, opts());
   std::string err;
   REQUIRE_MESSAGE(d.boot(&err), err);
@@ -390,8 +390,8 @@ TEST_CASE(
   }
   device_options o = opts(100);
   o.firmware_dir = dir.string();
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   device d(pci, o);
   CHECK(!d.boot(&err));
   CHECK_MESSAGE(err.find("PSP LOAD_IP_FW RS64_MEC (gc_11_0_0_mec.bin): PSP refused the command") !=
@@ -406,10 +406,10 @@ TEST_CASE(
 namespace {
 
 // A driver that skips one boot step, played by dropping that register's
-// writes between the driver and the model (Gfx1100Direct::drop_mmio_writes).
+// writes between the driver and the model (gfx1100_direct::drop_mmio_writes).
 struct skipped_step {
-  Gfx1100Model m;
-  Gfx1100Direct pci{m};
+  gfx1100_model m;
+  gfx1100_direct pci{m};
   std::string err;
   bool booted = false;
   explicit skipped_step(std::initializer_list<reg> skip, unsigned timeout_ms = 50) {
@@ -478,8 +478,8 @@ TEST_CASE("no HDP flush after CPU writes of VRAM: the fake sees the GPU read unf
                           "over BAR0 were not flushed"),
                 joined(s.m.faults));
   // With it, a clean boot leaves nothing unflushed and counts its flushes.
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   device d(pci, opts());
   std::string err;
   REQUIRE_MESSAGE(d.boot(&err), err);
@@ -505,8 +505,8 @@ TEST_CASE("SH_MEM for VMID 0 not programmed: the compute queue refuses to start"
 
 TEST_CASE("clock gating: changed only inside RLC safe mode, which the running RLC acknowledges") {
   {
-    Gfx1100Model m;
-    Gfx1100Direct pci(m);
+    gfx1100_model m;
+    gfx1100_direct pci(m);
     device d(pci, opts());
     std::string err;
     REQUIRE_MESSAGE(d.boot(&err), err);
@@ -517,8 +517,8 @@ TEST_CASE("clock gating: changed only inside RLC safe mode, which the running RL
   skipped_step s({regRLC_SAFE_MODE});
   CHECK_MESSAGE(s.faulted("RLC_CGCG_CGLS_CTRL changed outside RLC safe mode"), joined(s.m.faults));
   // No RLC running (no autoload): safe mode is never acknowledged.
-  Gfx1100Model m;
-  Gfx1100Direct pci(m);
+  gfx1100_model m;
+  gfx1100_direct pci(m);
   std::string err;
   REQUIRE(pci.bar_write(kBarMmio, uint64_t(m.regs()[regRLC_SAFE_MODE]) * 4,
                         std::array<uint32_t, 1>{3}.data(), 1, &err));
@@ -531,8 +531,8 @@ TEST_CASE(
   std::vector<uint8_t> saved;
   std::string err;
   {
-    Gfx1100Model m;
-    Gfx1100Direct pci(m);
+    gfx1100_model m;
+    gfx1100_direct pci(m);
     device d(pci, opts());
     REQUIRE_MESSAGE(d.boot(&err), err);
     // Something of the session in VRAM, beyond the boot's own pages.
@@ -543,11 +543,11 @@ TEST_CASE(
   }
   CHECK(saved.size() < 4u << 20);  // only the pages in use
   {
-    Gfx1100Model m;  // another process's: cold until it loads the state
+    gfx1100_model m;  // another process's: cold until it loads the state
     REQUIRE_MESSAGE(m.state_load(saved.data(), saved.size(), &err), err);
     CHECK(m.sos_alive());
     CHECK(m.rlc_autoloaded());
-    Gfx1100Direct pci(m);
+    gfx1100_direct pci(m);
     device d(pci, opts());
     REQUIRE_MESSAGE(d.boot(&err), err);
     CHECK(d.stats().partial);
@@ -561,14 +561,14 @@ TEST_CASE(
   }
   // Without the state (a power cycle) the same model boots cold.
   {
-    Gfx1100Model m;
-    Gfx1100Direct pci(m);
+    gfx1100_model m;
+    gfx1100_direct pci(m);
     device d(pci, opts());
     REQUIRE_MESSAGE(d.boot(&err), err);
     CHECK(!d.stats().partial);
   }
   // Truncated, one bit flipped, trailing bytes, not a state at all: refused, the model cold.
-  Gfx1100Model m;
+  gfx1100_model m;
   std::vector<uint8_t> bad(saved.begin(), saved.begin() + saved.size() / 2);
   CHECK(!m.state_load(bad.data(), bad.size(), &err));
   CHECK_MESSAGE(err.find("truncated or corrupt") != std::string::npos, err);
@@ -583,7 +583,7 @@ TEST_CASE(
   CHECK(!m.state_load(junk, sizeof junk, &err));
   CHECK_MESSAGE(err.find("CGGFX110") != std::string::npos, err);
   CHECK(!m.sos_alive());
-  Gfx1100Direct pci(m);
+  gfx1100_direct pci(m);
   device d(pci, opts());
   REQUIRE_MESSAGE(d.boot(&err), err);
   CHECK(!d.stats().partial);

@@ -28,7 +28,7 @@
 
 using namespace capgraph;
 using namespace capgraph::emu_test;
-using capgraph::emu::Gfx1100Model;
+using capgraph::emu::gfx1100_model;
 using capgraph::emu::WireStats;
 namespace fs = std::filesystem;
 
@@ -75,9 +75,9 @@ TEST_CASE(
   for (bool rebar : {true, false}) {
     CAPTURE(rebar);
     Rig r;
-    Gfx1100Model::Options o;
+    gfx1100_model::options o;
     o.vram_bytes = 1ull << 30;
-    Gfx1100Model gpu(o);
+    gfx1100_model gpu(o);
     gpu.attach(r.dev.endpoint);
     if (rebar) r.dev.endpoint.rebar_offer(o.vram_bytes);
     REQUIRE(r.boot());
@@ -105,7 +105,7 @@ TEST_CASE(
 TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge and our firmware") {
   if (!have_image()) return;
   Rig r;
-  Gfx1100Model gpu;
+  gfx1100_model gpu;
   gpu.attach(r.dev.endpoint);
   REQUIRE(r.boot());
   usb::PciChain chain = pcie_bring_up(r);
@@ -171,7 +171,7 @@ TEST_CASE("AM cold boot, teardown and partial boot through the emulated bridge a
 TEST_CASE("the bridge unplugged mid-boot: a clear error, and a clean cold boot once it is back") {
   if (!have_image()) return;
   Rig r;
-  Gfx1100Model gpu;
+  gfx1100_model gpu;
   gpu.attach(r.dev.endpoint);
   REQUIRE(r.boot());
   usb::PciChain chain = pcie_bring_up(r);
@@ -210,7 +210,7 @@ struct ref_replay {
   std::vector<uint8_t> bytes;
   const fb::Capture *c = nullptr;
   std::unique_ptr<hcq::graph> g;
-  // `o` hands the capture to the fake behind `dev` (graph_options_for / Gfx1100Transport).
+  // `o` hands the capture to the fake behind `dev` (graph_options_for / gfx1100_transport).
   capgraph_status build(hcq::transport *dev, hcq::graph_options o, std::string *err) {
     bytes = test::capture_build(test::amd_spec(test::reference_spec(1)));
     capgraph_status st =
@@ -234,8 +234,8 @@ struct ref_replay {
   }
 };
 
-Gfx1100Model::Options engine_twins() {
-  Gfx1100Model::Options o;
+gfx1100_model::options engine_twins() {
+  gfx1100_model::options o;
   o.engine_twins = true;
   return o;
 }
@@ -247,7 +247,7 @@ TEST_CASE(
     "unplugged mid-replay") {
   if (!have_image()) return;
   Rig r;
-  Gfx1100Model gpu(engine_twins());
+  gfx1100_model gpu(engine_twins());
   gpu.attach(r.dev.endpoint);
   REQUIRE(r.boot());
   usb::PciChain chain = pcie_bring_up(r);
@@ -255,7 +255,7 @@ TEST_CASE(
   std::string err;
   am::device d(pci, opts());
   REQUIRE_MESSAGE(d.boot(&err), err);
-  emu::Gfx1100Transport t(d, gpu, pci.name());
+  emu::gfx1100_transport t(d, gpu, pci.name());
   amd::fake_gpu ref_gpu(*amd::chip_find("gfx1100"), amd::fake_mode::twin);  // outlives its graph
   ref_replay on_usb, ref;
   REQUIRE_MESSAGE(on_usb.build(&t, t.graph_options(), &err) == CAPGRAPH_OK, err);
@@ -318,7 +318,7 @@ TEST_CASE(
     "as fallback") {
   if (!have_image()) return;
   Rig r;
-  Gfx1100Model gpu;
+  gfx1100_model gpu;
   gpu.attach(r.dev.endpoint);
   REQUIRE(r.boot());
   usb::PciChain chain = pcie_bring_up(r);
@@ -362,7 +362,7 @@ TEST_CASE(
   MESSAGE("SDMA copy-out of " << n << " B: " << wire_text(wire_delta(w1, r.dev.stats)));
   CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
 
-  // Small ranges (below amd::k_sdma_min_in_bytes), and every range with SDMA copies off, take the
+  // Small ranges (below amd::kSdmaMinInBytes), and every range with SDMA copies off, take the
   // BAR path; same bytes.
   m.cpu[at] ^= 0xFF;
   REQUIRE_MESSAGE(t.upload(m, at, 16, &err) == CAPGRAPH_OK, err);
@@ -388,7 +388,7 @@ TEST_CASE(
 TEST_CASE("a copy-out whose trigger never reaches the bridge is a clear error, not a hang") {
   if (!have_image()) return;
   Rig r;
-  Gfx1100Model gpu;
+  gfx1100_model gpu;
   gpu.attach(r.dev.endpoint);
   REQUIRE(r.boot());
   usb::PciChain chain = pcie_bring_up(r);
@@ -418,8 +418,8 @@ namespace {
 // measured on the bridge: SRAM DMA 381 MB/s (the handmade firmware's first figure; 700 MB/s
 // later), F0 streamed TLPs 3.6 MB/s write and 1.8 MB/s read (handmade firmware README;
 // asm2464_firmware.md, speed table).
-constexpr double k_transfer_bound_s = 125e-6, k_sram_bps = 381e6, k_stream_write_bps = 3.6e6,
-                 k_stream_read_bps = 1.8e6;
+constexpr double kTransferBoundS = 125e-6, kSramBps = 381e6, kStreamWriteBps = 3.6e6,
+                 kStreamReadBps = 1.8e6;
 
 // The per-transfer time: measured (CAPGRAPH_USB_TRANSFER_US, microseconds, from `bridge_hw_test
 // latency`) or the bound. A value that is not a positive number below 1 s is ignored.
@@ -429,15 +429,15 @@ double transfer_s(bool *measured = nullptr) {
   const double us = e ? std::strtod(e, &end) : 0;
   const bool ok = e && end != e && *end == 0 && us > 0 && us < 1e6;
   if (measured) *measured = ok;
-  return ok ? us * 1e-6 : k_transfer_bound_s;
+  return ok ? us * 1e-6 : kTransferBoundS;
 }
 
 std::string cost_row(const char *what, const usb::BridgeCounters &c) {
   const double stream_out = double(c.bulk_out_bytes - c.sram_out_bytes),
                stream_in = double(c.bulk_in_bytes - c.sram_in_bytes);
   const double s = double(c.transfers()) * transfer_s() +
-                   double(c.sram_out_bytes + c.sram_in_bytes) / k_sram_bps +
-                   stream_out / k_stream_write_bps + stream_in / k_stream_read_bps;
+                   double(c.sram_out_bytes + c.sram_in_bytes) / kSramBps +
+                   stream_out / kStreamWriteBps + stream_in / kStreamReadBps;
   char b[400];
   std::snprintf(b, sizeof b,
                 "| %s | %llu (%llu B) | %llu (%llu B) | %llu (%llu B) | %llu | %.1f ms |", what,
@@ -453,7 +453,7 @@ std::string cost_row(const char *what, const usb::BridgeCounters &c) {
 TEST_CASE("the USB cost report: cold boot, partial boot, one resnet18 replay's I/O") {
   if (!have_image()) return;
   Rig r;
-  Gfx1100Model gpu;
+  gfx1100_model gpu;
   gpu.attach(r.dev.endpoint);
   REQUIRE(r.boot());
   std::vector<std::string> rows;
@@ -521,7 +521,7 @@ TEST_CASE("the USB cost report: cold boot, partial boot, one resnet18 replay's I
     else
       CHECK(all.transfers() > 400);
   }
-  CHECK(t.stats().sdma_chunks_out == 1);  // the output too (above amd::k_sdma_min_out_bytes)
+  CHECK(t.stats().sdma_chunks_out == 1);  // the output too (above amd::kSdmaMinOutBytes)
   CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
   std::string table =
       "| step | control | bulk OUT | bulk IN | transfers | projected "

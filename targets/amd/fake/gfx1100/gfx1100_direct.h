@@ -19,11 +19,11 @@
 
 namespace capgraph::emu {
 
-class Gfx1100Direct : public am::pci_function {
+class gfx1100_direct : public am::pci_function {
  public:
   static constexpr uint64_t kStagingBus = 0x200000, kStagingBytes = 512 * 1024;
   static constexpr uint64_t kTriggerBus = 0x82200C;
-  explicit Gfx1100Direct(Gfx1100Model &m) : m_(m), sram_(kStagingBytes, 0) {
+  explicit gfx1100_direct(gfx1100_model &m) : m_(m), sram_(kStagingBytes, 0) {
     m_.dma_read = [this](uint64_t a, uint8_t *d, size_t n) {
       if (a < kStagingBus || a + n > kStagingBus + kStagingBytes) return false;
       std::memcpy(d, sram_.data() + (a - kStagingBus), n);
@@ -99,7 +99,7 @@ class Gfx1100Direct : public am::pci_function {
   std::set<uint64_t> drop_mmio_writes;
 
  private:
-  Gfx1100Model &m_;
+  gfx1100_model &m_;
   std::vector<uint8_t> sram_;
   uint64_t armed_off_ = 0;
   size_t armed_ = 0;

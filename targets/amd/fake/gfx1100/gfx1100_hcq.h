@@ -10,9 +10,9 @@
 
 namespace capgraph::emu {
 
-class Gfx1100Transport : public amd::am_transport {
+class gfx1100_transport : public amd::am_transport {
  public:
-  Gfx1100Transport(am::device &dev, Gfx1100Model &model, std::string label)
+  gfx1100_transport(am::device &dev, gfx1100_model &model, std::string label)
       : am_transport(dev, std::move(label)), model_(model) {}
   capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
                                  std::string *err) {
@@ -23,7 +23,7 @@ class Gfx1100Transport : public amd::am_transport {
   }
 
  private:
-  Gfx1100Model &model_;
+  gfx1100_model &model_;
 };
 
 }  // namespace capgraph::emu

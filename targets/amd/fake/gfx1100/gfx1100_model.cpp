@@ -63,7 +63,7 @@ const char *bl_name(uint32_t cmd) {
 
 }  // namespace
 
-Gfx1100Model::Gfx1100Model(Options o) : opt_(o) {
+gfx1100_model::gfx1100_model(options o) : opt_(o) {
   discovery_ = gfx1100_discovery_binary();
   discovery_table t;
   std::string err;
@@ -96,11 +96,11 @@ Gfx1100Model::Gfx1100Model(Options o) : opt_(o) {
   power_cycle();
 }
 
-Gfx1100Model::~Gfx1100Model() = default;
+gfx1100_model::~gfx1100_model() = default;
 
-void Gfx1100Model::vram_free::operator()(uint8_t *p) const { std::free(p); }
+void gfx1100_model::vram_free::operator()(uint8_t *p) const { std::free(p); }
 
-void Gfx1100Model::reset_state() {
+void gfx1100_model::reset_state() {
   regs_.clear();
   hqd_regs_.clear();
   sos_alive_ = bl_busy_forever_ = ring_ready_ = false;
@@ -136,18 +136,18 @@ void Gfx1100Model::reset_state() {
   regs_[map_[regSDMA0_F32_CNTL]] = kSdmaF32Halt;
 }
 
-void Gfx1100Model::power_cycle() {
+void gfx1100_model::power_cycle() {
   reset_state();
   vram_.reset(static_cast<uint8_t *>(std::calloc(opt_.vram_bytes, 1)));
   vram_write(opt_.vram_bytes - kDiscoveryOffsetFromVramEnd, discovery_.data(), discovery_.size());
 }
 
-void Gfx1100Model::fault(const std::string &what) {
+void gfx1100_model::fault(const std::string &what) {
   faults.push_back(what);
   log("FAULT " + what);
 }
 
-void Gfx1100Model::log(const std::string &line) {
+void gfx1100_model::log(const std::string &line) {
   if (trace_on) trace.push_back(line);
 }
 
@@ -155,21 +155,21 @@ void Gfx1100Model::log(const std::string &line) {
 
 // Bytes past the end of VRAM read as 0 and are not written (they decode to
 // nothing on a real GPU either).
-void Gfx1100Model::vram_read(uint64_t pa, void *dst, size_t n) const {
+void gfx1100_model::vram_read(uint64_t pa, void *dst, size_t n) const {
   auto *d = static_cast<uint8_t *>(dst);
   const size_t in = pa >= opt_.vram_bytes ? 0 : size_t(std::min<uint64_t>(n, opt_.vram_bytes - pa));
   std::memcpy(d, vram_.get() + pa, in);
   std::memset(d + in, 0, n - in);
 }
 
-void Gfx1100Model::vram_write(uint64_t pa, const void *src, size_t n) {
+void gfx1100_model::vram_write(uint64_t pa, const void *src, size_t n) {
   const size_t in = pa >= opt_.vram_bytes ? 0 : size_t(std::min<uint64_t>(n, opt_.vram_bytes - pa));
   std::memcpy(vram_.get() + pa, src, in);
 }
 
 // ---- BARs -----------------------------------------------------------------
 
-uint32_t Gfx1100Model::bar_read32(int bar, uint64_t off) {
+uint32_t gfx1100_model::bar_read32(int bar, uint64_t off) {
   if (bar == 0) {
     uint32_t v = 0;
     vram_read(off, &v, 4);
@@ -179,7 +179,7 @@ uint32_t Gfx1100Model::bar_read32(int bar, uint64_t off) {
   return 0;  // doorbells read as 0
 }
 
-void Gfx1100Model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_en) {
+void gfx1100_model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_en) {
   if (bar == 0) {
     // A CPU write over the BAR passes the host data path (HDP): the GPU's
     // engines see it only after an HDP flush (hdp_check).
@@ -205,7 +205,7 @@ void Gfx1100Model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_e
   }
 }
 
-void Gfx1100Model::attach(PcieEndpoint &ep) {
+void gfx1100_model::attach(PcieEndpoint &ep) {
   static const int kBar[3] = {0, 2, 5};
   ep.bar_read_hook = [this](int i, uint64_t off, uint32_t *v) {
     *v = bar_read32(kBar[i], off);
@@ -224,28 +224,28 @@ void Gfx1100Model::attach(PcieEndpoint &ep) {
 
 // ---- registers ------------------------------------------------------------
 
-uint32_t Gfx1100Model::reg(am::reg r) const {
+uint32_t gfx1100_model::reg(am::reg r) const {
   auto it = regs_.find(map_[r]);
   return it == regs_.end() ? 0 : it->second;
 }
 
-uint32_t Gfx1100Model::hqd_bank() const {
+uint32_t gfx1100_model::hqd_bank() const {
   // GRBM_GFX_CNTL: pipeid 1:0, meid 3:2, queueid 10:8 (gc_11_0_0_sh_mask.h).
   auto it = regs_.find(map_[regGRBM_GFX_CNTL]);
   const uint32_t v = it == regs_.end() ? 0 : it->second;
   return (v & 0xF) | ((v >> 8) & 7) << 4;
 }
 
-uint32_t Gfx1100Model::hqd_get(uint32_t off) const {
+uint32_t gfx1100_model::hqd_get(uint32_t off) const {
   auto it = hqd_regs_.find(hqd_bank() << 16 | off);
   return it == hqd_regs_.end() ? 0 : it->second;
 }
 
-bool Gfx1100Model::hqd_active(int me, int pipe, int queue) const {
+bool gfx1100_model::hqd_active(int me, int pipe, int queue) const {
   return hqd_active_.count(uint32_t(pipe | me << 2 | queue << 4)) != 0;
 }
 
-uint32_t Gfx1100Model::reg_read(uint32_t a) {
+uint32_t gfx1100_model::reg_read(uint32_t a) {
   const uint32_t gc0 = map_[regCP_MQD_BASE_ADDR];
   if (a >= gc0 && a < gc0 + kHqdRegCount) {
     if (a == map_[regCP_HQD_ACTIVE]) return hqd_active_.count(hqd_bank()) ? 1 : 0;
@@ -264,7 +264,7 @@ uint32_t Gfx1100Model::reg_read(uint32_t a) {
   return it == regs_.end() ? 0 : it->second;
 }
 
-void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
+void gfx1100_model::reg_write(uint32_t a, uint32_t v) {
   const am::reg r = reg_find(map_, a);
   const uint32_t gc0 = map_[regCP_MQD_BASE_ADDR];
   if (a >= gc0 && a < gc0 + kHqdRegCount) {
@@ -375,7 +375,7 @@ void Gfx1100Model::reg_write(uint32_t a, uint32_t v) {
 
 // ---- GMC ------------------------------------------------------------------
 
-void Gfx1100Model::gc_invalidate(bool gc, uint32_t req) {
+void gfx1100_model::gc_invalidate(bool gc, uint32_t req) {
   // INVALIDATE_ENG17_REQ per_vmid_invalidate_req is bits 15:0; the ACK
   // register answers the same bits (gc_11_0_0_sh_mask.h).
   const uint32_t vmids = req & 0xFFFF;
@@ -392,7 +392,7 @@ void Gfx1100Model::gc_invalidate(bool gc, uint32_t req) {
   }
 }
 
-void Gfx1100Model::vm_fault(bool gc, uint64_t addr, const std::string &why) {
+void gfx1100_model::vm_fault(bool gc, uint64_t addr, const std::string &why) {
   regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_STATUS : regMMVM_L2_PROTECTION_FAULT_STATUS]] =
       kFaultMappingError;
   regs_[map_[gc ? regGCVM_L2_PROTECTION_FAULT_ADDR_LO32 : regMMVM_L2_PROTECTION_FAULT_ADDR_LO32]] =
@@ -424,7 +424,7 @@ void Gfx1100Model::vm_fault(bool gc, uint64_t addr, const std::string &why) {
 // init_system_aperture_regs; tinygrad AM_GMC.init_hub). A cold hub has all of
 // these 0 (model choice): L1 TLB and L2 off, and an AGP aperture of
 // BOT 0..TOP 0 that is open.
-bool Gfx1100Model::hub_ready(bool gc, std::string *why) const {
+bool gfx1100_model::hub_ready(bool gc, std::string *why) const {
   const uint32_t l1 = reg(gc ? regGCMC_VM_MX_L1_TLB_CNTL : regMMMC_VM_MX_L1_TLB_CNTL);
   const char *hub = gc ? "GC" : "MM";
   if (!(l1 & kL1TlbEnable) || ((l1 >> 3) & 3) != 3 || !(l1 & kL1TlbAdvancedDriverModel)) {
@@ -444,7 +444,7 @@ bool Gfx1100Model::hub_ready(bool gc, std::string *why) const {
   return true;
 }
 
-bool Gfx1100Model::hdp_check(const char *reader) {
+bool gfx1100_model::hdp_check(const char *reader) {
   if (!hdp_dirty_) return true;
   fault(std::string("HDP: ") + reader +
         " read VRAM while CPU writes over BAR0 were not flushed (no write to the "
@@ -457,14 +457,14 @@ bool Gfx1100Model::hdp_check(const char *reader) {
 // VMID, kept in regs_ under the address with the VMID in bits 27:24 (VMID 0
 // under the plain address, so reg() reads VMID 0's), so whatever keeps
 // regs_ keeps them.
-uint32_t Gfx1100Model::sh_mem_key(uint32_t addr) const {
+uint32_t gfx1100_model::sh_mem_key(uint32_t addr) const {
   auto it = regs_.find(map_[regGRBM_GFX_CNTL]);
   const uint32_t vmid = it == regs_.end() ? 0 : (it->second >> 4) & 0xF;
   return addr | vmid << 24;
 }
 
-bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t *pa, bool *system,
-                                 std::string *why) {
+bool gfx1100_model::gpu_translate(bool gc, uint64_t addr, uint64_t *pa, bool *system,
+                                  std::string *why) {
   const uint64_t fb =
       (uint64_t(reg(gc ? regGCMC_VM_FB_LOCATION_BASE : regMMMC_VM_FB_LOCATION_BASE)) & 0xFFFFFF)
       << 24;
@@ -539,8 +539,8 @@ bool Gfx1100Model::gpu_translate(bool gc, uint64_t addr, uint64_t *pa, bool *sys
 // One page at a time: each page is translated on its own (consecutive GPU
 // pages need not be consecutive in VRAM), SYSTEM pages go upstream by
 // bus-master DMA.
-bool Gfx1100Model::gpu_access(bool gc, uint64_t addr, uint8_t *p, size_t n, bool write,
-                              std::string *why) {
+bool gfx1100_model::gpu_access(bool gc, uint64_t addr, uint8_t *p, size_t n, bool write,
+                               std::string *why) {
   while (n) {
     const size_t in = std::min<size_t>(n, 4096 - (addr & 0xFFF));
     uint64_t pa = 0;
@@ -564,20 +564,20 @@ bool Gfx1100Model::gpu_access(bool gc, uint64_t addr, uint8_t *p, size_t n, bool
   return true;
 }
 
-bool Gfx1100Model::gpu_read(bool gc, uint64_t addr, uint8_t *dst, size_t n, std::string *why) {
+bool gfx1100_model::gpu_read(bool gc, uint64_t addr, uint8_t *dst, size_t n, std::string *why) {
   return gpu_access(gc, addr, dst, n, false, why);
 }
 
-bool Gfx1100Model::gpu_write(bool gc, uint64_t addr, const uint8_t *src, size_t n,
-                             std::string *why) {
+bool gfx1100_model::gpu_write(bool gc, uint64_t addr, const uint8_t *src, size_t n,
+                              std::string *why) {
   return gpu_access(gc, addr, const_cast<uint8_t *>(src), n, true,
                     why);  // not written through on a write
 }
 
 // ---- PSP ------------------------------------------------------------------
 
-bool Gfx1100Model::psp_check_bytes(uint64_t gpu_addr, const std::vector<uint8_t> &want, size_t n,
-                                   const char *what) {
+bool gfx1100_model::psp_check_bytes(uint64_t gpu_addr, const std::vector<uint8_t> &want, size_t n,
+                                    const char *what) {
   std::vector<uint8_t> got(n);
   std::string why;
   if (!gpu_read(false, gpu_addr, got.data(), n, &why)) {
@@ -594,7 +594,7 @@ bool Gfx1100Model::psp_check_bytes(uint64_t gpu_addr, const std::vector<uint8_t>
   return true;
 }
 
-void Gfx1100Model::psp_bootloader(uint32_t cmd) {
+void gfx1100_model::psp_bootloader(uint32_t cmd) {
   if (psp_silent) return;
   // The order tinygrad's AM uses on MP0 13.0.0 (KDB twice: the SPL table is
   // taken from KDB below MP0 14), then SOS last; components absent from the
@@ -629,7 +629,7 @@ void Gfx1100Model::psp_bootloader(uint32_t cmd) {
   }
 }
 
-void Gfx1100Model::psp_ring_ctrl(uint32_t v) {
+void gfx1100_model::psp_ring_ctrl(uint32_t v) {
   if (!sos_alive_ || psp_silent) return;
   if (v == kPspCtrlDestroyRings) {
     ring_ready_ = false;
@@ -654,7 +654,7 @@ void Gfx1100Model::psp_ring_ctrl(uint32_t v) {
   fault("PSP: unknown ring control " + hex(v));
 }
 
-void Gfx1100Model::psp_ring_run(uint32_t wptr) {
+void gfx1100_model::psp_ring_run(uint32_t wptr) {
   if (psp_silent) return;
   if (!ring_ready_) {
     fault("PSP: write pointer moved before the KM ring exists");
@@ -687,7 +687,7 @@ void Gfx1100Model::psp_ring_run(uint32_t wptr) {
   }
 }
 
-uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t *tmr_size) {
+uint32_t gfx1100_model::psp_command(uint64_t cmd_addr, uint32_t *tmr_size) {
   constexpr uint32_t kBad = 0xFFFF0005;  // a failure status (model choice: any non-zero is one)
   uint8_t c[kPspCmdBytes];
   std::string why;
@@ -774,7 +774,7 @@ uint32_t Gfx1100Model::psp_command(uint64_t cmd_addr, uint32_t *tmr_size) {
 
 // ---- SMU ------------------------------------------------------------------
 
-void Gfx1100Model::smu_message(uint32_t msg) {
+void gfx1100_model::smu_message(uint32_t msg) {
   if (smu_silent || !smu_fw_) return;  // no answer: C2PMSG_90 stays 0
   const uint32_t arg = reg(regMP1_SMN_C2PMSG_82);
   uint32_t out = arg;
@@ -798,7 +798,7 @@ void Gfx1100Model::smu_message(uint32_t msg) {
 
 // ---- GFX / MEC / SDMA -----------------------------------------------------
 
-void Gfx1100Model::mec_cntl(uint32_t v) {
+void gfx1100_model::mec_cntl(uint32_t v) {
   if (v & kRs64Halt) {
     mec_running_ = false;
     return;
@@ -819,7 +819,7 @@ void Gfx1100Model::mec_cntl(uint32_t v) {
   log("mec running from " + hex(start));
 }
 
-void Gfx1100Model::hqd_activate() {
+void gfx1100_model::hqd_activate() {
   const uint32_t bank = hqd_bank();
   auto q = [&](am::reg r) { return hqd_get(map_[r] - map_[regCP_MQD_BASE_ADDR]); };
   if (!mec_running_) {
@@ -875,7 +875,7 @@ void Gfx1100Model::hqd_activate() {
       hex(db_off / 2));
 }
 
-void Gfx1100Model::sdma_enable(uint32_t v) {
+void gfx1100_model::sdma_enable(uint32_t v) {
   if (!(v & kSdmaRbEnable)) {
     sdma_active_ = false;
     if (engine_sdma_) engine_->queue_detach(engine_sdma_);
@@ -919,7 +919,7 @@ void Gfx1100Model::sdma_enable(uint32_t v) {
 
 // ---- queues on the packet engine -----------------------------------------
 
-bool Gfx1100Model::engine_vram_attach() {
+bool gfx1100_model::engine_vram_attach() {
   // The engine resolves addresses in one contiguous region, so it may only
   // be given VRAM at the VAs where the driver's GC tables map it one to one
   // (the GMMU=0 model): walk every 2 MiB of it once.
@@ -944,7 +944,7 @@ bool Gfx1100Model::engine_vram_attach() {
   return true;
 }
 
-volatile uint64_t *Gfx1100Model::engine_word(uint64_t va, const char *what) {
+volatile uint64_t *gfx1100_model::engine_word(uint64_t va, const char *what) {
   uint64_t pa = 0;
   bool sys = false;
   std::string why;
@@ -956,7 +956,7 @@ volatile uint64_t *Gfx1100Model::engine_word(uint64_t va, const char *what) {
   return reinterpret_cast<volatile uint64_t *>(vram_.get() + pa);
 }
 
-void Gfx1100Model::engine_run(const char *which) {
+void gfx1100_model::engine_run(const char *which) {
   hdp_check(which[0] == 'S' ? "the SDMA queue" : "the compute queue");
   engine_->run_queues();
   const std::string &f = engine_->fault();

@@ -77,9 +77,9 @@ namespace capgraph::emu {
 
 class PcieEndpoint;
 
-class Gfx1100Model {
+class gfx1100_model {
  public:
-  struct Options {
+  struct options {
     uint64_t vram_bytes = 256ull << 20;  // = the emulated endpoint's BAR0 (large BAR)
     uint64_t fb_base = 0x8000000000ull;  // MC address of VRAM (model choice)
     uint32_t tmr_bytes = 16u << 20;      // what LOAD_TOC answers
@@ -87,11 +87,11 @@ class Gfx1100Model {
     // fixture captures, whose code objects hold no real code).
     bool engine_twins = false;
   };
-  explicit Gfx1100Model(Options o);
-  Gfx1100Model() : Gfx1100Model(Options{}) {}
-  ~Gfx1100Model();
-  Gfx1100Model(const Gfx1100Model &) = delete;
-  Gfx1100Model &operator=(const Gfx1100Model &) = delete;
+  explicit gfx1100_model(options o);
+  gfx1100_model() : gfx1100_model(options{}) {}
+  ~gfx1100_model();
+  gfx1100_model(const gfx1100_model &) = delete;
+  gfx1100_model &operator=(const gfx1100_model &) = delete;
 
   // BAR accesses; off in bytes from the BAR's start. bar: 0 VRAM, 2
   // doorbells, 5 registers (the endpoint's BAR indices 0, 1, 2).
@@ -161,7 +161,7 @@ class Gfx1100Model {
     std::string name;
     std::vector<uint8_t> bytes;
   };
-  Options opt_;
+  options opt_;
   am::reg_map map_;
   std::unordered_map<uint32_t, uint32_t> regs_;
   std::map<uint32_t, uint32_t> hqd_regs_;  // key: bank << 16 | offset in the HQD run

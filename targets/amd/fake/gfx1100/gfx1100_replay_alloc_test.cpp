@@ -53,9 +53,9 @@ void operator delete(void *p, std::size_t) noexcept { std::free(p); }
 void operator delete[](void *p, std::size_t) noexcept { std::free(p); }
 
 using namespace capgraph;
-using capgraph::emu::Gfx1100Direct;
-using capgraph::emu::Gfx1100Model;
-using capgraph::emu::Gfx1100Transport;
+using capgraph::emu::gfx1100_direct;
+using capgraph::emu::gfx1100_model;
+using capgraph::emu::gfx1100_transport;
 namespace fs = std::filesystem;
 
 namespace {
@@ -106,10 +106,10 @@ class fake_excluded final : public am::pci_function {
 }  // namespace
 
 TEST_CASE("a replay on the AM transport does no heap allocation in the host code") {
-  Gfx1100Model::Options mo;
+  gfx1100_model::options mo;
   mo.engine_twins = true;  // the fixture's code objects hold no real code
-  Gfx1100Model gpu(mo);
-  Gfx1100Direct direct(gpu);
+  gfx1100_model gpu(mo);
+  gfx1100_direct direct(gpu);
   fake_excluded pci(direct);
   am::device_options o;
   o.firmware_dir = emu::synthetic_fw_dir();
@@ -117,7 +117,7 @@ TEST_CASE("a replay on the AM transport does no heap allocation in the host code
   am::device d(pci, o);
   std::string err;
   REQUIRE_MESSAGE(d.boot(&err), err);
-  Gfx1100Transport t(d, gpu, "direct gfx1100 model");
+  gfx1100_transport t(d, gpu, "direct gfx1100 model");
   const std::vector<uint8_t> bytes = test::capture_build(test::amd_spec(test::reference_spec(1)));
   const fb::Capture *c = nullptr;
   REQUIRE_MESSAGE(capture_verify(bytes.data(), bytes.size(), "ref.cap", &c, &err,

@@ -24,9 +24,9 @@
 #include "hcq/graph.h"
 
 using namespace capgraph;
-using capgraph::emu::Gfx1100Direct;
-using capgraph::emu::Gfx1100Model;
-using capgraph::emu::Gfx1100Transport;
+using capgraph::emu::gfx1100_direct;
+using capgraph::emu::gfx1100_model;
+using capgraph::emu::gfx1100_transport;
 namespace fs = std::filesystem;
 
 namespace {
@@ -38,8 +38,8 @@ am::device_options opts() {
   return o;
 }
 
-Gfx1100Model::Options twins() {
-  Gfx1100Model::Options o;
+gfx1100_model::options twins() {
+  gfx1100_model::options o;
   o.engine_twins = true;  // the fixture's code objects hold no real code
   return o;
 }
@@ -48,7 +48,7 @@ struct replay {
   std::vector<uint8_t> bytes;
   const fb::Capture *c = nullptr;
   std::unique_ptr<hcq::graph> g;
-  // `o` hands the capture to the fake behind `dev` (graph_options_for / Gfx1100Transport).
+  // `o` hands the capture to the fake behind `dev` (graph_options_for / gfx1100_transport).
   capgraph_status build(hcq::transport *dev, hcq::graph_options o, std::string *err) {
     bytes = test::capture_build(test::amd_spec(test::reference_spec(1)));
     capgraph_status st =
@@ -99,7 +99,7 @@ void replays_match(replay &on_am, int rounds) {
 
 // The kernel-argument block among the transport's allocations: the one whose first word is an
 // arena address (the first launch's first buffer). The arena is the graph's first allocation.
-uint64_t kernargs_pa(const amd::am_transport &t, Gfx1100Model &gpu) {
+uint64_t kernargs_pa(const amd::am_transport &t, gfx1100_model &gpu) {
   const auto all = t.allocations();
   REQUIRE(all.size() > 2);
   const uint64_t arena = am::device::vram_va(all[0].first), arena_end = arena + all[0].second;
@@ -117,14 +117,14 @@ uint64_t kernargs_pa(const amd::am_transport &t, Gfx1100Model &gpu) {
 TEST_CASE(
     "a capture replays on the AM driver over the gfx1100 model and matches fake-amd; a second "
     "session partial-boots") {
-  Gfx1100Model gpu(twins());
-  Gfx1100Direct pci(gpu);
+  gfx1100_model gpu(twins());
+  gfx1100_direct pci(gpu);
   std::string err;
   {
     am::device d(pci, opts());
     REQUIRE_MESSAGE(d.boot(&err), err);
     CHECK(!d.stats().partial);
-    Gfx1100Transport t(d, gpu, "direct gfx1100 model");
+    gfx1100_transport t(d, gpu, "direct gfx1100 model");
     replay r;
     REQUIRE_MESSAGE(r.build(&t, t.graph_options(), &err) == CAPGRAPH_OK, err);
     replays_match(r, 3);
@@ -150,7 +150,7 @@ TEST_CASE(
     am::device d(pci, opts());
     REQUIRE_MESSAGE(d.boot(&err), err);
     CHECK(d.stats().partial);
-    Gfx1100Transport t(d, gpu, "direct gfx1100 model");
+    gfx1100_transport t(d, gpu, "direct gfx1100 model");
     replay r;
     REQUIRE_MESSAGE(r.build(&t, t.graph_options(), &err) == CAPGRAPH_OK, err);
     replays_match(r, 2);
@@ -161,13 +161,13 @@ TEST_CASE(
 }
 
 TEST_CASE("a GPU page fault during a replay: the fault named, and a clean cold boot after") {
-  Gfx1100Model gpu(twins());
-  Gfx1100Direct pci(gpu);
+  gfx1100_model gpu(twins());
+  gfx1100_direct pci(gpu);
   std::string err;
   {
     am::device d(pci, opts());
     REQUIRE_MESSAGE(d.boot(&err), err);
-    Gfx1100Transport t(d, gpu, "direct gfx1100 model");
+    gfx1100_transport t(d, gpu, "direct gfx1100 model");
     replay r;
     REQUIRE_MESSAGE(r.build(&t, t.graph_options(), &err) == CAPGRAPH_OK, err);
     // The first launch's first buffer pointer now points where nothing is mapped.
@@ -185,7 +185,7 @@ TEST_CASE("a GPU page fault during a replay: the fault named, and a clean cold b
   am::device d(pci, opts());
   REQUIRE_MESSAGE(d.boot(&err), err);
   CHECK(!d.stats().partial);  // a fault was pending: no reuse
-  Gfx1100Transport t(d, gpu, "direct gfx1100 model");
+  gfx1100_transport t(d, gpu, "direct gfx1100 model");
   replay r;
   REQUIRE_MESSAGE(r.build(&t, t.graph_options(), &err) == CAPGRAPH_OK, err);
   replays_match(r, 1);
@@ -193,13 +193,13 @@ TEST_CASE("a GPU page fault during a replay: the fault named, and a clean cold b
 }
 
 TEST_CASE("the device unplugged mid-replay: a clear error, and a clean cold boot once it is back") {
-  Gfx1100Model gpu(twins());
+  gfx1100_model gpu(twins());
   std::string err;
   {
-    Gfx1100Direct pci(gpu);
+    gfx1100_direct pci(gpu);
     am::device d(pci, opts());
     REQUIRE_MESSAGE(d.boot(&err), err);
-    Gfx1100Transport t(d, gpu, "direct gfx1100 model");
+    gfx1100_transport t(d, gpu, "direct gfx1100 model");
     replay r;
     REQUIRE_MESSAGE(r.build(&t, t.graph_options(), &err) == CAPGRAPH_OK, err);
     r.inputs_set(0);
@@ -209,11 +209,11 @@ TEST_CASE("the device unplugged mid-replay: a clear error, and a clean cold boot
     r.g.reset();  // no hang on a device that is gone
     CHECK(!d.teardown(&err));
   }
-  Gfx1100Direct pci(gpu);  // plugged back in; the GPU kept its half-used state
+  gfx1100_direct pci(gpu);  // plugged back in; the GPU kept its half-used state
   am::device d(pci, opts());
   REQUIRE_MESSAGE(d.boot(&err), err);
   CHECK(!d.stats().partial);
-  Gfx1100Transport t(d, gpu, "direct gfx1100 model");
+  gfx1100_transport t(d, gpu, "direct gfx1100 model");
   replay r;
   REQUIRE_MESSAGE(r.build(&t, t.graph_options(), &err) == CAPGRAPH_OK, err);
   replays_match(r, 1);

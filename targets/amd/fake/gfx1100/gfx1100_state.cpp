@@ -1,4 +1,4 @@
-// Gfx1100Model::state_save / state_load: the GPU model as bytes, so `--device fake-usb` can
+// gfx1100_model::state_save / state_load: the GPU model as bytes, so `--device fake-usb` can
 // outlive its process the way a real GPU outlives the driver's
 // (targets/amd/fake/gfx1100/fake_usb.cpp). Layout, little-endian: "CGGFX110" magic, u32 version,
 // u64 VRAM bytes, then the fields in the order written below, then a 64-bit FNV-1a of everything
@@ -82,7 +82,7 @@ struct reader {
 
 }  // namespace
 
-std::vector<uint8_t> Gfx1100Model::state_save() const {
+std::vector<uint8_t> gfx1100_model::state_save() const {
   std::vector<uint8_t> out;
   writer w{out};
   w.bytes(kMagic, sizeof kMagic);
@@ -121,7 +121,7 @@ std::vector<uint8_t> Gfx1100Model::state_save() const {
   return out;
 }
 
-bool Gfx1100Model::state_load(const uint8_t *p, size_t n, std::string *err) {
+bool gfx1100_model::state_load(const uint8_t *p, size_t n, std::string *err) {
   char magic[8] = {};
   if (n < sizeof magic + 8 + 8 || std::memcmp(p, kMagic, sizeof kMagic) != 0) {
     *err = "not a gfx1100 model state (no CGGFX110 header)";
