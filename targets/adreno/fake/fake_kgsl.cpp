@@ -17,6 +17,7 @@
 #include <xmmintrin.h>
 #endif
 
+#include "a630_estimate.h"
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
 #include "clock_text.h"
@@ -57,6 +58,10 @@ int fake_kgsl::open(const char *path, int) {
 int fake_kgsl::close(int fd) {
   if (fd != fd_ || fd_ < 0) return fail_errno(EBADF);
   fd_ = -1;
+  if (profile_ && !profile_delivered_ && !kernel_names_.empty()) {
+    profile_delivered_ = true;
+    hcq::device_profile_deliver(profile_report());
+  }
   return 0;
 }
 
@@ -199,6 +204,17 @@ capgraph_status fake_kgsl::capture_attach(const fb::Capture *c,
   capture_ = c;
   kernel_at_.clear();
   programs_.clear();
+  const size_t nk = c->kernels() ? c->kernels()->size() : 0;
+  kernel_names_.clear();
+  for (size_t k = 0; k < nk; ++k)
+    kernel_names_.push_back(c->kernels()->Get(uint32_t(k))->name()->str());
+  kernel_counts_.assign(nk, ir3_counts{});
+  kernel_dispatches_.assign(nk, 0);
+  kernel_us_.assign(nk, 0);
+  kernel_top_us_.assign(nk, 0);
+  kernel_bound_.assign(nk, "");
+  timeline_.clear();
+  profile_delivered_ = false;
   for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k) {
     const uint32_t p = c->kernels()->Get(k)->program();
     if (p < program_gpu.size() && program_gpu[p]) kernel_at_.emplace(program_gpu[p], k);
@@ -418,6 +434,7 @@ bool fake_kgsl::type7(uint32_t op, const uint32_t *p, uint32_t n, int depth) {
       if (!dst || !src)
         return raise("CP_MEMCPY of " + std::to_string(bytes) + " bytes outside every allocation");
       memmove(dst, src, bytes);
+      if (profile_) timeline_.push_back({hcq::profile_dispatch::kCopy, a630_copy_us(bytes)});
       return true;
     }
     default: return raise("unknown opcode " + hex(op));
@@ -695,9 +712,34 @@ bool fake_kgsl::kernel_emulate(uint32_t k, const uint32_t groups[3]) {
   std::vector<ir3_finding> findings;
   std::string err;
   d.program.swap(prog->second);  // lent for the run, not copied
-  const bool ran = ir3_dispatch_run(d, find, nullptr, &findings, &err);
+  ir3_counts counts;
+  const bool ran = ir3_dispatch_run(d, find, &counts, &findings, &err);
   d.program.swap(prog->second);
   if (!ran) return raise("ir3 emulator: " + err);
+  if (k < kernel_counts_.size()) {
+    kernel_counts_[k].add(counts);
+    kernel_dispatches_[k]++;
+    if (profile_) {
+      // DRAM traffic: what the kernel's bounds say it touches (each byte once), no more than it
+      // moved.
+      a630_dispatch_shape shape;
+      shape.wave128 = d.wave128;
+      shape.full_regs = d.full_regs;
+      shape.shared_bytes =
+          counts.shared_load_bytes + counts.shared_store_bytes ? d.shared_bytes : 0;
+      shape.group_threads = d.local[0] * d.local[1] * d.local[2];
+      uint64_t touched = 0;
+      const fb::Kernel *kern = capture_->kernels()->Get(k);
+      if (kern->bounds())
+        for (uint64_t b : *kern->bounds()->buffer_sizes()) touched += b;
+      shape.unique_bytes = std::min(
+          touched, counts.global_load_bytes + counts.global_store_bytes + counts.texture_bytes);
+      const a630_estimate e = a630_estimate_of(counts, shape);
+      kernel_us_[k] += e.us;
+      if (e.us > kernel_top_us_[k]) kernel_top_us_[k] = e.us, kernel_bound_[k] = e.bound;
+      timeline_.push_back({k, e.us});
+    }
+  }
   // The a6xx does not interlock: each finding is a result the hardware may compute wrong.
   if (!findings.empty())
     return raise(what + "hazard " + findings[0].text +
@@ -764,6 +806,108 @@ bool fake_kgsl::kernel_check(uint32_t k, std::vector<written_span> &spans, void 
 
 namespace {
 
+// The counts per kernel, as the emulator keeps them (ir3_emu.h), in the order the text and the
+// JSON show them.
+std::vector<hcq::profile_count> counts_named(const ir3_counts &c) {
+  return {{"workgroups", double(c.workgroups)},
+          {"waves", double(c.waves)},
+          {"instructions", double(c.instructions)},
+          {"alu", double(c.alu)},
+          {"alu_f16", double(c.alu_f16)},
+          {"sfu", double(c.sfu)},
+          {"flow", double(c.flow)},
+          {"memory", double(c.mem)},
+          {"texture", double(c.tex)},
+          {"sync", double(c.sync)},
+          {"rpt_extra", double(c.rpt_extra)},
+          {"nops", double(c.nops)},
+          {"nop_slots", double(c.nop_slots)},
+          {"issue_slots", double(c.issue_slots)},
+          {"fma_lanes", double(c.fma_lanes)},
+          {"global_load_bytes", double(c.global_load_bytes)},
+          {"global_store_bytes", double(c.global_store_bytes)},
+          {"shared_load_bytes", double(c.shared_load_bytes)},
+          {"shared_store_bytes", double(c.shared_store_bytes)},
+          {"private_bytes", double(c.private_bytes)},
+          {"texels", double(c.texels)},
+          {"texture_bytes", double(c.texture_bytes)},
+          {"image_stores", double(c.image_stores)},
+          {"barriers", double(c.barriers)},
+          {"ss_waits", double(c.ss_waits)},
+          {"sy_waits", double(c.sy_waits)},
+          {"divergent_branches", double(c.divergent_branches)}};
+}
+
+}  // namespace
+
+hcq::device_profile fake_kgsl::profile_report() const {
+  hcq::device_profile p;
+  p.device = "fake-adreno";
+  char b[640];
+  snprintf(b, sizeof b, "Adreno 630 at %.0f MHz", a630_clock_hz() / 1e6);
+  p.hardware = b;
+  p.model =
+      "ESTIMATE, not a measurement: per dispatch t_launch + max(issue, texels, L2 bytes, DRAM "
+      "bytes, shared bytes, latency chain) from the ir3 emulator's counts, constants from "
+      "published a630/a640 figures (targets/adreno/README.md, \"Estimated a630 time\")";
+  p.dispatches = timeline_;
+  for (const hcq::profile_dispatch &d : timeline_) p.estimated_total_us += d.estimated_us;
+  std::string &t = p.text;
+  t = "fake-adreno: what the ir3 emulator counted per kernel (wave instructions; bytes over active "
+      "fibers) and an ESTIMATED a630 time (est_us: a cost model, not a measurement)\n";
+  snprintf(
+      b, sizeof b,
+      "%-34s %5s %7s %10s %8s %7s %8s %8s %8s %7s %9s %12s %12s %11s %9s %6s %8s %8s %-8s %10s\n",
+      "kernel", "disp", "waves", "ALU", "f16", "SFU", "flow", "mem", "rpt", "nops", "texels",
+      "load_B", "store_B", "shared_B", "barriers", "ss", "sy", "sy/wave", "bound", "est_us");
+  t += b;
+  ir3_counts total;
+  uint64_t total_dispatches = 0;
+  double kernels_us = 0;
+  auto row = [&](const std::string &name, uint64_t disp, const ir3_counts &c, const char *bound,
+                 double us) {
+    snprintf(b, sizeof b,
+             "%-34.34s %5llu %7llu %10llu %8llu %7llu %8llu %8llu %8llu %7llu %9llu %12llu %12llu "
+             "%11llu %9llu %6llu %8llu %8.1f %-8s %10.1f\n",
+             name.c_str(), (unsigned long long)disp, (unsigned long long)c.waves,
+             (unsigned long long)c.alu, (unsigned long long)c.alu_f16, (unsigned long long)c.sfu,
+             (unsigned long long)c.flow, (unsigned long long)c.mem, (unsigned long long)c.rpt_extra,
+             (unsigned long long)c.nops, (unsigned long long)c.texels,
+             (unsigned long long)c.global_load_bytes, (unsigned long long)c.global_store_bytes,
+             (unsigned long long)(c.shared_load_bytes + c.shared_store_bytes),
+             (unsigned long long)c.barriers, (unsigned long long)c.ss_waits,
+             (unsigned long long)c.sy_waits, c.waves ? double(c.sy_waits) / double(c.waves) : 0.0,
+             bound, us);
+    t += b;
+  };
+  for (size_t k = 0; k < kernel_names_.size(); ++k) {
+    if (!kernel_dispatches_[k]) continue;
+    hcq::profile_kernel pk;
+    pk.kernel = uint32_t(k);
+    pk.name = kernel_names_[k];
+    pk.dispatches = kernel_dispatches_[k];
+    pk.counts = counts_named(kernel_counts_[k]);
+    pk.estimated_us = kernel_us_[k];
+    pk.bound = kernel_bound_[k];
+    row(pk.name, pk.dispatches, kernel_counts_[k], pk.bound.c_str(), pk.estimated_us);
+    total.add(kernel_counts_[k]);
+    total_dispatches += pk.dispatches;
+    kernels_us += pk.estimated_us;
+    p.kernels.push_back(std::move(pk));
+  }
+  row("total", total_dispatches, total, "", kernels_us);
+  snprintf(b, sizeof b,
+           "ESTIMATED a630 time (%s; %zu dispatches, %.1f us of copies): %.3f ms; not a "
+           "measurement\n",
+           p.hardware.c_str(), size_t(total_dispatches), p.estimated_total_us - kernels_us,
+           p.estimated_total_us / 1000);
+  t += b;
+  t += "  cost model (a630_estimate.h): " + p.model + "\n";
+  return p;
+}
+
+namespace {
+
 std::mutex g_last_lock;
 std::shared_ptr<fake_kgsl> g_last;
 // Which fake is behind each transport fake_adreno_open made (the real KGSL transport keeps its
@@ -773,10 +917,10 @@ std::map<const hcq::transport *, std::weak_ptr<fake_kgsl>> g_behind;
 
 capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transport> *out,
                                  std::string *err) {
-  // "fake-adreno[:a630|:a640][:wedge][:twin|:check]", the words in any order.
+  // "fake-adreno[:a630|:a640][:wedge][:twin|:check][:profile]", the words in any order.
   uint32_t chip = adreno::chip_find("a630")->chip_id;
   fake_adreno_mode mode = fake_adreno_mode::emulate;
-  bool wedge = false;
+  bool wedge = false, profile = false;
   const char *env = getenv("CAPGRAPH_FAKE_ADRENO_WEDGE");
   if (env && strcmp(env, "1") == 0) wedge = true;
   for (const char *at = strchr(device, ':'); at; at = strchr(at + 1, ':')) {
@@ -790,14 +934,23 @@ capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transp
       mode = fake_adreno_mode::twin;
     else if (word == "check")
       mode = fake_adreno_mode::check;
+    else if (word == "profile")
+      profile = true;
     else if (word != "a630") {
       *err = std::string("device '") + device + "': '" + word +
-             "' is none of fake-adreno's a630, a640, wedge, twin, check";
+             "' is none of fake-adreno's a630, a640, wedge, twin, check, profile";
       return CAPGRAPH_ERR_ARGUMENT;
     }
   }
+  if (profile && mode == fake_adreno_mode::twin) {
+    *err = std::string("device '") + device +
+           "': fake-adreno:twin runs host twins, no machine code: it has nothing to count for "
+           ":profile";
+    return CAPGRAPH_ERR_ARGUMENT;
+  }
   auto fake = std::make_shared<fake_kgsl>(chip, mode);
   fake->wedge(wedge);
+  fake->profile(profile);
   const capgraph_status st = kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", out, err);
   std::lock_guard<std::mutex> hold(g_last_lock);
   g_last = fake;
@@ -847,7 +1000,8 @@ void fake_adreno_register() {
         return kgsl::kgsl_devices_describe(probe, "fake-adreno") +
                "fake-adreno: (a fake KGSL running kernels' machine code in an ir3 emulator, for "
                "tests; :check compares each kernel with its host twin, :twin runs the twins, "
-               ":wedge never finishes, :a640 is another chip)\n";
+               ":wedge never finishes, :a640 is another chip, :profile counts and estimates a630 "
+               "time)\n";
       },
       &fake_adreno_attach);
 }

@@ -25,10 +25,12 @@
 #include <vector>
 
 #include "adreno_chips.h"
+#include "hcq/device_profile.h"
 #include "hcq/graph.h"
 #include "hcq/host_twins.h"
 #include "hcq/target.h"
 #include "ir3_decode.h"
+#include "ir3_emu.h"
 #include "kgsl_sys.h"
 #include "kgsl_uapi.h"
 
@@ -58,6 +60,12 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   // Test switches and counters.
   void wedge(bool on) { wedged_ = on; }
   void absent(bool on) { absent_ = on; }  // no /dev/kgsl-3d0
+  // Profile: keep each dispatch's counts and a630 estimate (a630_estimate.h), and hand them to
+  // hcq::device_profile_deliver when the device file closes.
+  void profile(bool on) { profile_ = on; }
+  // What the emulator counted per kernel since the capture was attached, each dispatch's
+  // estimate, and the family's text table (emulate and check modes; twin mode counts nothing).
+  hcq::device_profile profile_report() const;
   // Every later write to `reg` stores `value` instead: a damaged command stream, to show the
   // dispatch checks catch it.
   void reg_override(uint32_t reg, uint32_t value) { overrides_[reg] = value; }
@@ -124,13 +132,22 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   // Decoded shaders by SP_CS_OBJ_START (decoded at their first dispatch).
   std::map<uint64_t, std::vector<ir3_instr>> programs_;
   uint64_t dispatches_ = 0, commands_ = 0, imports_ = 0;
+  // Profile (emulate and check modes): per kernel since capture_attach, and the timeline.
+  bool profile_ = false, profile_delivered_ = false;
+  std::vector<std::string> kernel_names_;  // copied at attach: the capture may go first
+  std::vector<ir3_counts> kernel_counts_;
+  std::vector<uint64_t> kernel_dispatches_;
+  std::vector<double> kernel_us_, kernel_top_us_;
+  std::vector<std::string> kernel_bound_;  // of its longest dispatch
+  std::vector<hcq::profile_dispatch> timeline_;
 };
 
 // Adds "fake-adreno" to the devices hcq::device_open knows: a fake a630 behind the real KGSL
 // transport, running kernels' machine code in the ir3 emulator. Words after the name, in any
 // order: ":twin" runs host twins instead, ":check" runs the emulator and compares each kernel with
 // its host twin; ":wedge" never finishes a command (so does CAPGRAPH_FAKE_ADRENO_WEDGE=1);
-// ":a640" reports chip 0x06040001 (for the chip check).
+// ":a640" reports chip 0x06040001 (for the chip check); ":profile" hands the emulator's counts
+// and the estimated a630 time per kernel to hcq::device_profile_deliver when it closes.
 void fake_adreno_register();
 
 // The fake behind the last device fake_adreno_register's open created (tests read its counters).
