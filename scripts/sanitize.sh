@@ -59,8 +59,10 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # amdgpu_, nvptx_ and adreno_models_compile: mostly time in the uninstrumented LLVM back ends).
 # Without arguments the two Adreno tests that compile the whole zoo through ir3 are left out here
 # (targets_adreno_e2e_zoo, adreno_models_compile: ~460 s of ASan test time on 2 cores, mostly in
-# the uninstrumented LLVM and ir3 back ends; the release job runs both); every other Adreno test
-# runs, its NIR through the validating Mesa.
+# the uninstrumented LLVM and ir3 back ends; the release job runs both). targets_adreno_e2e_zoo is
+# also the heavy emulator test: every zoo model's machine code through the ir3 emulator at full
+# shapes (~460 s in the release build alone); keep such tests out of this list's run. Every other
+# Adreno test runs, its NIR through the validating Mesa, the emulator on small shapes.
 (($#)) || set -- -E '^(targets_adreno_e2e_zoo|adreno_models_compile)$'
 status=0
 ctest --output-on-failure -j "$jobs" "$@" || status=$?
