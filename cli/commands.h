@@ -11,6 +11,9 @@ namespace capgraph {
 namespace fb {
 struct Capture;
 }
+namespace hcq {
+struct device_profile;
+}
 
 int cmd_inspect(int argc, char **argv);
 int cmd_profile(int argc, char **argv);
@@ -29,6 +32,12 @@ int int_arg(const std::string &flag, const std::string &v, int lo, int hi);
 // format version this build reads, the flatbuffers layout), or an Error naming the file and the
 // problem.
 std::vector<uint8_t> capture_read_verified(const std::string &path);
+// One replay of the capture at `path` on `device` opened with ":profile" (a fake that emulates
+// the machine code), and what it handed over: its counts and estimated times (profile.cpp).
+hcq::device_profile device_profile_run(const std::string &path, const std::string &device);
+// The kernels of a device profile as a JSON array: kernel, name, dispatches, estimated_us, bound,
+// counts (`profile --device --json` and the view's page).
+std::string device_profile_kernels_json(const hcq::device_profile &p);
 // "x86_64 znver3 (+avx2,+fma,...)" — what `devices` prints for this CPU.
 std::string cpu_host_description();
 

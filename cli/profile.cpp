@@ -10,12 +10,15 @@
 // classified compute-, memory-bound or small and checked against its bar (issue 17: >= 30% of
 // peak, >= 50% of bandwidth). --json prints the same as one JSON document.
 //
-// capgraph profile MODEL.cap --device fake-amd[:CHIP]
-// One replay on the fake AMD GPU, whose RDNA3 emulator counts what each kernel's machine code
-// executed (VALU, FMA share, SALU, waits, VMEM and LDS bytes) and prints them with a roofline
-// estimate for a 7900 XTX (targets/amd/fake/fake_amd.cpp, profile_text): objective counts, and an
-// estimate labelled as one; no time is measured.
+// capgraph profile MODEL.cap --device FAKE-DEVICE [--json]
+// One replay on a fake device that runs the machine code in an emulator (it takes ":profile"):
+// what the emulator counted per kernel and the device's ESTIMATE of the hardware's time from
+// those counts (runtime/hcq/device_profile.h; the counters and cost model are the family's, e.g.
+// targets/adreno/fake/a630_estimate.h), labelled as an estimate; no time is measured. --json:
+// per kernel its counts, estimated_us and bound, each dispatch's estimated_us in order, and
+// estimated_total_us.
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -27,6 +30,7 @@
 #include "cli/step_bounds.h"
 #include "cli/step_times.h"
 #include "error.h"
+#include "hcq/device_profile.h"
 
 namespace capgraph {
 
@@ -62,19 +66,27 @@ std::vector<StepInfo> steps_describe(const fb::Capture *c, uint32_t threads) {
   return v;
 }
 
+}  // namespace
+
 // An emulator's counts: a fake device that runs the machine code in an emulator takes the option
-// ":profile" and prints them (on stderr) when the model is freed. A device without one refuses the
-// option when it is opened.
-int device_profile(const std::string &path, const std::string &device) {
+// ":profile" and hands what it counted, with its estimate of the hardware's time, to
+// hcq::device_profile_deliver when the model is freed (runtime/hcq/device_profile.h). A device
+// without one refuses the option when it is opened.
+hcq::device_profile device_profile_run(const std::string &path, const std::string &device) {
   std::string dev = device;
   if (dev.find(":profile") == std::string::npos) dev += ":profile";
+  std::vector<hcq::device_profile> got;
+  hcq::device_profile_sink_set([&got](hcq::device_profile &&p) { got.push_back(std::move(p)); });
+  struct sink_reset {
+    ~sink_reset() { hcq::device_profile_sink_set({}); }
+  } reset;
   capgraph_options o{1};
   capgraph_model *m = nullptr;
   char err[1024] = {0};
   const capgraph_status loaded =
       capgraph_load_device(path.c_str(), dev.c_str(), &o, &m, err, sizeof err);
   if (loaded == CAPGRAPH_ERR_ARGUMENT)
-    throw Error("profile --device " + device +
+    throw Error("--device " + device +
                 ": this device counts no instructions (a fake that emulates the machine code "
                 "does: `capgraph devices`); timed profiles run on the CPU (no --device): " +
                 err);
@@ -92,13 +104,68 @@ int device_profile(const std::string &path, const std::string &device) {
         ((float *)t.data)[j] = float(x >> 8) / float(1 << 23) - 1.0f;
       }
   }
-  std::printf("%s on %s: one replay, counted by the emulator\n", path.c_str(), dev.c_str());
-  std::fflush(stdout);
   const capgraph_status st = capgraph_run(m);
   const std::string why = st == CAPGRAPH_OK ? "" : capgraph_error(m);
-  capgraph_free(m);  // prints the counts
+  capgraph_free(m);  // the device hands over its profile
   if (st != CAPGRAPH_OK) throw Error("replay failed: " + why);
-  return 0;
+  if (got.size() != 1)
+    throw Error("--device " + device + ": the device handed over " + std::to_string(got.size()) +
+                " profiles, not one");
+  return std::move(got[0]);
+}
+
+namespace {
+
+// A count or time: integers as integers, else 6 significant digits.
+std::string json_number(double v) {
+  char b[40];
+  if (v == std::floor(v) && std::fabs(v) < 9e15)
+    std::snprintf(b, sizeof b, "%.0f", v);
+  else
+    std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+}  // namespace
+
+std::string device_profile_kernels_json(const hcq::device_profile &p) {
+  std::string o = "[";
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const hcq::profile_kernel &k = p.kernels[i];
+    o += std::string(i ? ",\n  " : "\n  ") + "{\"kernel\": " + std::to_string(k.kernel) +
+         ", \"name\": " + json_quote(k.name) + ", \"dispatches\": " + std::to_string(k.dispatches) +
+         ", \"estimated_us\": " + json_number(k.estimated_us) +
+         ", \"bound\": " + json_quote(k.bound) + ", \"counts\": {";
+    for (size_t c = 0; c < k.counts.size(); c++)
+      o += (c ? ", " : "") + json_quote(k.counts[c].name) + ": " + json_number(k.counts[c].value);
+    o += "}}";
+  }
+  return o + "]";
+}
+
+namespace {
+
+void device_profile_print(const std::string &path, const std::string &device, bool json) {
+  const hcq::device_profile p = device_profile_run(path, device);
+  if (!json) {
+    std::printf("%s on %s: one replay, counted by the emulator; times are ESTIMATES for %s\n%s",
+                path.c_str(), p.device.c_str(), p.hardware.c_str(), p.text.c_str());
+    return;
+  }
+  std::string o = "{\"capture\": " + json_quote(path) + ", \"device\": " + json_quote(p.device) +
+                  ", \"hardware\": " + json_quote(p.hardware) +
+                  ", \"estimate\": " + json_quote(p.model) +
+                  ", \"measured\": false,\n\"kernels\": " + device_profile_kernels_json(p) +
+                  ",\n\"dispatches\": [";
+  for (size_t i = 0; i < p.dispatches.size(); i++) {
+    const hcq::profile_dispatch &d = p.dispatches[i];
+    o += i ? ", " : "";
+    o += d.kernel == hcq::profile_dispatch::kCopy ? "{\"copy\": true"
+                                                  : "{\"kernel\": " + std::to_string(d.kernel);
+    o += ", \"estimated_us\": " + json_number(d.estimated_us) + "}";
+  }
+  o += "],\n\"estimated_total_us\": " + json_number(p.estimated_total_us) + "}\n";
+  std::fputs(o.c_str(), stdout);
 }
 
 // A positive rate (GFLOP/s, GB/s) from the command line, or an Error naming the flag.
@@ -226,13 +293,16 @@ int cmd_profile(int argc, char **argv) {
   const char *usage =
       "usage: capgraph profile MODEL.cap [--runs N] [--threads T] [--trace FILE.json] [--best-of "
       "K] [--peak GFLOPS --bandwidth GBPS] [--json] | "
-      "MODEL.cap --device FAKE-DEVICE";
+      "MODEL.cap --device FAKE-DEVICE [--json]";
   if (path.empty()) throw Error(usage);
   if ((peak > 0) != (bandwidth > 0))
     throw Error(
         std::string("profile: --peak and --bandwidth go together (the bound is their ratio)\n") +
         usage);
-  if (!device.empty() && device != "cpu") return device_profile(path, device);
+  if (!device.empty() && device != "cpu") {
+    device_profile_print(path, device, json);
+    return 0;
+  }
   std::vector<uint8_t> bytes = capture_read_verified(path);
   const fb::Capture *capture = fb::GetCapture(bytes.data());
   const uint32_t run_threads = threads ? uint32_t(threads) : std::max(1u, capture->threads());

@@ -10,8 +10,9 @@ namespace {
 // fillText, never as HTML, and the Content-Security-Policy forbids any fetch: the page works
 // from a file:// URL with no network. For tests, after drawing it sets on <body>: data-status
 // "drawn" (or "error: ..."), data-timeline and data-memory (the canvases as "x,y,w,h" in CSS
-// pixels), data-steps and data-buffers (boxes drawn), data-times ("estimated" or "measured"), and
-// data-highlighted (the planned buffers outlined for the selected kernel; URL #step=N selects one).
+// pixels), data-steps and data-buffers (boxes drawn), data-times ("estimated" or "measured"),
+// data-highlighted (the planned buffers outlined for the selected kernel; URL #step=N selects one),
+// and with a device profile (view --device) data-device and data-device-kernels (rows of counts).
 const char kPage[] = R"PAGE(<!doctype html>
 <html lang="en">
 <head>
@@ -55,6 +56,8 @@ const char kPage[] = R"PAGE(<!doctype html>
 <div id="selection" class="note"></div>
 <h2>Kernels</h2>
 <table id="kernels"></table>
+<h2 id="device_title" hidden>Emulator counts per kernel <span class="note" id="device_note"></span></h2>
+<table id="device_kernels"></table>
 <h2>Weights</h2>
 <table id="weights"></table>
 <div id="tip"></div>
@@ -248,9 +251,21 @@ function step_lines(i) {
   } else {
     lines.push("copy of " + bytes_text(s.bytes));
   }
+  const dk = device_kernel(i);
+  if (dk) {
+    lines.push(data.device.device + " counted, over its " + dk.dispatches + " dispatch(es): " +
+               Object.entries(dk.counts).filter(([, v]) => v).map(([k, v]) => k + " " + v).join(", "));
+    lines.push("kernel estimated " + dk.estimated_us.toFixed(1) + " µs in all (" + dk.bound + " bound), an estimate for " + data.device.hardware);
+  }
   lines.push("writes: " + (step_writes[i].map((j) => buffers[j].name).join(", ") || "-"));
   lines.push("reads: " + (step_reads[i].map((j) => buffers[j].name).join(", ") || "-"));
   return lines;
+}
+// The device profile's kernel a step launched (view --device), or null.
+function device_kernel(i) {
+  if (!data.device) return null;
+  const k = data.device.step_kernel[i];
+  return k >= 0 ? data.device.kernels[k] : null;
 }
 function buffer_lines(j) {
   const b = buffers[j];
@@ -308,6 +323,21 @@ function tables_fill() {
     r.className = "kernel";
     r.addEventListener("click", () => select(state.step === i ? -1 : i, -1));
   });
+  if (data.device) {
+    // What the emulator counted per kernel, beside its estimated time (view --device).
+    const dt = el("device_kernels"), dev = data.device;
+    el("device_title").hidden = false;
+    el("device_note").textContent = "(" + dev.device + "; est. µs: ESTIMATED " + dev.hardware + " time, not a measurement; total " +
+      (dev.estimated_total_us / 1000).toFixed(3) + " ms estimated)";
+    const names = dev.kernels.length ? Object.keys(dev.kernels[0].counts) : [];
+    row(dt, [["kernel", "text"], ["dispatches"], ["est. µs"], ["share"], ["bound", "text"]].concat(names.map((n) => [n])), true);
+    for (const k of dev.kernels)
+      row(dt, [[k.name, "text"], [String(k.dispatches)], [k.estimated_us.toFixed(1)],
+               [dev.estimated_total_us > 0 ? (100 * k.estimated_us / dev.estimated_total_us).toFixed(1) + "%" : "-"], [k.bound, "text"]]
+               .concat(names.map((n) => [String(k.counts[n])])));
+    document.body.dataset.device = dev.device;
+    document.body.dataset.deviceKernels = String(dev.kernels.length);
+  }
   const wt = el("weights");
   row(wt, [["#"], ["name", "text"], ["size"], ["read by steps", "text"]], true);
   cap.weight_blobs.forEach((w, i) => row(wt, [[String(i)], [w.name, "text"], [bytes_text(w.bytes)], [w.readers.join(", "), "text"]]));

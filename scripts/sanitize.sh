@@ -60,8 +60,15 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 # Without arguments the two Adreno tests that compile the whole zoo through ir3 are left out here
 # (targets_adreno_e2e_zoo, adreno_models_compile: ~460 s of ASan test time on 2 cores, mostly in
 # the uninstrumented LLVM and ir3 back ends; the release job runs both); every other Adreno test
-# runs, its NIR through the validating Mesa.
-(($#)) || set -- -E '^(targets_adreno_e2e_zoo|adreno_models_compile)$'
+# runs, its NIR through the validating Mesa, the ir3 emulator on small shapes
+# (targets_adreno_e2e_small, ir3_emu_test, ir3_emu_kernels_test): targets_adreno_e2e_zoo is also
+# the heavy emulator test (every zoo model's machine code at full shapes, ~460 s in the release
+# build alone); keep such tests out of this run. The op-conformance rows of the GPU families
+# (op_conformance_amd, _nv, _adreno: ~370 s of release test time, several times that under ASan,
+# mostly in the back ends and the emulators) are left to the release job too; the CPU row
+# (op_conformance_test) and the null family's (op_conformance_null: the vendor-neutral HCQ core)
+# run here, and each family's runtime half runs under ASan in its targets_<family>_e2e_small.
+(($#)) || set -- -E '^(targets_adreno_e2e_zoo|adreno_models_compile|op_conformance_(amd|nv|adreno))$'
 status=0
 ctest --output-on-failure -j "$jobs" "$@" || status=$?
 echo "sanitize: ctest took $((SECONDS - t0)) s (exit $status)"

@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # The aarch64 build of the runtime (the comma device's CPU) replaying Adreno captures on the fake
-# KGSL under qemu-aarch64: models compiled here for adreno-a630 with host twins for aarch64
-# (CAPGRAPH_TWIN_TARGET=cpu-aarch64), run by the cross-built capgraph-run-fakes, compared
-# with the same models on this CPU (and the chain's independently computed output). Two models: a
-# 40-layer MatMul+Tanh chain and the comma-shaped model (uint8 cameras, desire, features, heads).
+# KGSL under qemu-aarch64, their machine code run by the ir3 emulator built for aarch64: models
+# compiled here for adreno-a630 with host twins for aarch64 (CAPGRAPH_TWIN_TARGET=cpu-aarch64, which
+# fake-adreno:check compares with), run by the cross-built capgraph-run-fakes, compared with the
+# same models on this CPU (and the chain's independently computed output). Two models: a 40-layer
+# MatMul+Tanh chain (on fake-adreno and on fake-adreno:check) and the comma-shaped model (uint8
+# cameras, desire, features, heads).
 # Skips (exit 77) without qemu-aarch64, the aarch64 build or Mesa's ir3.
 #   adreno_aarch64_e2e.sh BUILD_DIR
 set -uo pipefail
@@ -27,11 +29,11 @@ fi
   "$capgraph" compile "$work/comma.onnx" -o "$work/comma_cpu.cap" > /dev/null &&
   "$capgraph" compile "$work/tiny_chain.onnx" -o "$work/chain_cpu.cap" > /dev/null || { echo "FAIL: preparing the models"; exit 1; }
 failures=0
-# run NAME CAP CPU_CAP "INPUT_ARGS" "OUT=REF|cpu ..."
+# run NAME DEVICE CAP CPU_CAP "INPUT_ARGS" "OUT=REF|cpu ..."
 run() {
-  local name=$1 cap=$2 cpu=$3 inputs=$4 refs=$5 d=$work/$1 ok=1 r out ref
+  local name=$1 device=$2 cap=$3 cpu=$4 inputs=$5 refs=$6 d=$work/$1 ok=1 r out ref
   mkdir -p "$d/arm" "$d/cpu"
-  if ! qemu-aarch64 -L /usr/aarch64-linux-gnu "$runner" "$cap" --device fake-adreno $inputs --output-dir "$d/arm" > "$d/log" 2>&1; then
+  if ! qemu-aarch64 -L /usr/aarch64-linux-gnu "$runner" "$cap" --device "$device" $inputs --output-dir "$d/arm" > "$d/log" 2>&1; then
     echo "FAIL $name: replay under qemu-aarch64"; cat "$d/log"; failures=$((failures+1)); return; fi
   "$capgraph" run "$cpu" $inputs --output-dir "$d/cpu" > /dev/null || { echo "FAIL $name: cpu"; failures=$((failures+1)); return; }
   for r in $refs; do
@@ -39,10 +41,11 @@ run() {
     [[ $ref == cpu ]] && ref=$d/cpu/$out.npy
     "$compare" "$d/arm/$out.npy" "$ref" | sed "s/^/  /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=0
   done
-  if ((ok)); then echo "PASS $name on aarch64 (qemu): $(tail -1 "$d/log")"; else echo "FAIL $name"; failures=$((failures+1)); fi
+  if ((ok)); then echo "PASS $name on aarch64 (qemu, $device): $(tail -1 "$d/log")"; else echo "FAIL $name"; failures=$((failures+1)); fi
 }
-run chain "$work/chain.cap" "$work/chain_cpu.cap" "--input x=$work/input.npy" "y=$work/expected.npy y=cpu"
-run comma "$work/comma.cap" "$work/comma_cpu.cap" \
+run chain fake-adreno "$work/chain.cap" "$work/chain_cpu.cap" "--input x=$work/input.npy" "y=$work/expected.npy y=cpu"
+run chain_check fake-adreno:check "$work/chain.cap" "$work/chain_cpu.cap" "--input x=$work/input.npy" "y=$work/expected.npy y=cpu"
+run comma fake-adreno "$work/comma.cap" "$work/comma_cpu.cap" \
   "--input input_imgs=$work/imgs.npy --input big_input_imgs=$work/big.npy --input desire=$work/desire.npy --input features_buffer=$work/features.npy" \
   "plan=cpu lead=cpu pose=cpu hidden_state=cpu"
 ((failures == 0))

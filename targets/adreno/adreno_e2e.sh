@@ -1,17 +1,24 @@
 #!/usr/bin/env bash
 # Adreno end to end on the fake KGSL: ONNX -> `capgraph compile --target adreno-a630` (Mesa's ir3
 # plus host twins) -> `capgraph run --device fake-adreno` (the real KGSL transport and a6xx packets,
-# each dispatch checked by the fake and run as its host twin), against the same model compiled
-# for and run on this CPU, and against the references where there are any.
+# each dispatch checked by the fake and its machine code run in the ir3 emulator), against the same
+# model compiled for and run on this CPU, and against the references where there are any.
 #   adreno_e2e.sh small BUILD_DIR  generated models: a 40-layer MatMul+Tanh chain with its
 #                                  independently computed output, convolutions, a comma-shaped
 #                                  model (two uint8 12x128x256 cameras, desire, feature buffer,
 #                                  four heads); the words written per replay of a 1-kernel and a
 #                                  40-kernel capture; the golden command stream of a 2-layer chain
 #                                  (testdata/tiny_chain2.golden; CAPGRAPH_UPDATE_GOLDEN=1 rewrites
-#                                  it); a wedged fake timing out; a chip mismatch; zero-copy inputs
+#                                  it); a wedged fake timing out; a chip mismatch; zero-copy inputs;
+#                                  wrong machine code planted in the convolution's capture
+#                                  (testdata/adreno_miscompile_plant.cpp: a changed operand, a
+#                                  dropped (sy), an undecodable word), each named with its kernel
 #   adreno_e2e.sh zoo BUILD_DIR    every model of ../shared/zoo (skips, exit 77, without it), vs its
-#                                  ONNX Runtime outputs
+#                                  ONNX Runtime outputs, on fake-adreno:check (the machine code,
+#                                  each kernel compared with its host twin);
+#                                  CAPGRAPH_ZOO_MODELS="a b" runs those models only
+# CAPGRAPH_ADRENO_DEVICE=DEV replays on DEV instead (fake-adreno:twin: the host twins, as before
+# the emulator).
 # Skips (exit 77) when capgraph was built without Mesa's ir3. Tolerance: tests/tools/npy_compare.
 set -uo pipefail
 mode=${1:-}; build=${2:-}
@@ -21,6 +28,8 @@ capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare; tools=$bui
 # zoo_model_args, outputs_compare
 source "$repo/tests/tools/e2e_lib.sh"
 probe=$build/targets/adreno/adreno_capture_probe
+plant=$build/targets/adreno/adreno_miscompile_plant
+device=${CAPGRAPH_ADRENO_DEVICE:-$([[ $mode == zoo ]] && echo fake-adreno:check || echo fake-adreno)}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 failures=0; passed=0
 fail() { echo "FAIL $*"; failures=$((failures+1)); }
@@ -41,8 +50,10 @@ check() {
   mkdir -p "$d/cpu" "$d/gpu"
   if ! "$capgraph" compile "$model" -o "$d/gpu.cap" --target adreno-a630 $shapes > "$d/log" 2>&1; then
     fail "$name: compile for adreno-a630"; cat "$d/log"; return; fi
-  if ! "$capgraph" run "$d/gpu.cap" --device fake-adreno $inputs --output-dir "$d/gpu" > "$d/log" 2>&1; then
-    fail "$name: replay on fake-adreno"; cat "$d/log"; return; fi
+  local start=$(date +%s%N) ms
+  if ! "$capgraph" run "$d/gpu.cap" --device "$device" $inputs --output-dir "$d/gpu" > "$d/log" 2>&1; then
+    fail "$name: replay on $device"; cat "$d/log"; return; fi
+  ms=$(( ($(date +%s%N) - start) / 1000000 ))
   if ((cpu)); then
     "$capgraph" compile "$model" -o "$d/cpu.cap" $shapes > /dev/null 2>&1 || { fail "$name: compile for cpu"; return; }
     "$capgraph" run "$d/cpu.cap" $inputs --output-dir "$d/cpu" > /dev/null || { fail "$name: replay on cpu"; return; }
@@ -50,7 +61,26 @@ check() {
   local launches; launches=$("$capgraph" inspect "$d/gpu.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
   local ok=1
   outputs_compare "$d/gpu" "$( ((cpu)) && echo "$d/cpu")" "$refs" || ok=0
-  if ((ok)); then echo "PASS $name ($launches launches)"; passed=$((passed+1)); else fail "$name"; fi
+  if ((ok)); then echo "PASS $name ($launches launches, replay on $device $ms ms)"; passed=$((passed+1)); else fail "$name"; fi
+}
+
+# planted WHAT DEVICE "INPUT_ARGS" PATTERN: the convolution's capture with one wrong instruction
+# planted (adreno_miscompile_plant WHAT; checksums fixed, so only running it can tell), replayed
+# on DEVICE (with "--check": the runtime's check on plain fake-adreno), must fail with an error
+# matching PATTERN, where KERNEL stands for the planted kernel's name.
+planted() {
+  local what=$1 dev=$2 inputs=$3 pattern=$4 d=$work/conv out kernel extra=
+  [[ -f $d/gpu.cap ]] || return
+  if ! out=$("$plant" "$what" "$d/gpu.cap" "$d/$what.cap"); then fail "adreno_miscompile_plant $what"; return; fi
+  kernel=${out%% instruction *}; pattern=${pattern//KERNEL/$kernel}
+  [[ $dev == *--check ]] && dev=${dev% --check} extra=--check
+  if "$capgraph" run "$d/$what.cap" --device "$dev" $extra $inputs --output-dir "$d/$what" > "$d/log" 2>&1; then
+    fail "planted $what ($out) ran on $dev${extra:+ $extra} without an error"
+  elif ! grep -q "$pattern" "$d/log"; then
+    fail "planted $what ($out) on $dev${extra:+ $extra}: no error matching '$pattern'"; cat "$d/log"
+  else
+    echo "PASS planted $what on $dev${extra:+ $extra} ($out): $(grep -o "$pattern.*" "$d/log" | head -1)"; passed=$((passed+1))
+  fi
 }
 
 case $mode in
@@ -64,6 +94,13 @@ case $mode in
     "$tools/conv_layer_gen" "$g/conv.onnx" 3 16 20 20 3 1 1 relu first > /dev/null &&
       "$tools/npy_random" "$g/conv_x.npy" 1x3x20x20 5 > /dev/null || { echo "FAIL: conv_layer_gen"; exit 1; }
     check conv "$g/conv.onnx" "--input x=$g/conv_x.npy" "" "y=cpu"
+    # The machine code runs: wrong code planted in it is named with its kernel, by fake-adreno:check
+    # (the twin disagrees), the runtime's --check, the hazard checker and the decoder.
+    conv_in="--input x=$g/conv_x.npy"
+    planted operand fake-adreno:check "$conv_in" "check: kernel 'KERNEL' (kernel [0-9]*) differs from its host twin"
+    planted operand "fake-adreno --check" "$conv_in" "check: kernel 'KERNEL' (kernel [0-9]*, step [0-9]*.*) differs from its host twin"
+    planted sync fake-adreno "$conv_in" "kernel [0-9]* 'KERNEL': hazard missing_sy at [0-9]* ("
+    planted unknown fake-adreno "$conv_in" "ir3 decoder: kernel [0-9]* 'KERNEL': instruction 0 (0xffffffff_ffffffff) does not decode"
     "$build/targets/adreno/comma_model_gen" "$g" || { echo "FAIL: comma_model_gen"; exit 1; }
     "$tools/npy_random" "$g/imgs.npy" 1x12x128x256 1 uint8 > /dev/null &&
       "$tools/npy_random" "$g/big.npy" 1x12x128x256 2 uint8 > /dev/null &&
@@ -123,7 +160,17 @@ case $mode in
     zoo=$repo/../shared/zoo
     [[ -d $zoo ]] || { echo "SKIPPED: no model zoo at $zoo (it is optional)"; exit 77; }
     command -v node > /dev/null || { echo "SKIPPED: node is needed to read the zoo's meta.json"; exit 77; }
-    for dir in "$zoo"/*/; do
+    dirs=("$zoo"/*/)
+    if [[ -n ${CAPGRAPH_ZOO_MODELS:-} ]]; then
+      dirs=()
+      for name in $CAPGRAPH_ZOO_MODELS; do
+        [[ -f $zoo/$name/meta.json ]] || { echo "FAIL: CAPGRAPH_ZOO_MODELS names $name, which $zoo lacks"; exit 1; }
+        dirs+=("$zoo/$name/")
+      done
+      echo "only the models named in CAPGRAPH_ZOO_MODELS: $CAPGRAPH_ZOO_MODELS"
+    fi
+    echo "replaying on $device"
+    for dir in "${dirs[@]}"; do
       [[ -f $dir/meta.json && -f $dir/model.onnx ]] || { echo "SKIP $(basename "$dir"): no model"; continue; }
       name=$(basename "$dir")
       zoo_model_args "$dir" || { echo "FAIL $name: reading $dir/meta.json"; failures=$((failures+1)); continue; }

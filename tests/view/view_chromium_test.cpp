@@ -195,6 +195,33 @@ TEST_CASE(
   CHECK(scripts == 2);
 }
 
+// Issue 26: with --device, a fake that emulates the machine code replays the capture once and the
+// page draws that device's ESTIMATED time per step (labelled so) and a table of what its emulator
+// counted per kernel. fake-adreno: the a630 cost model (targets/adreno/fake/a630_estimate.h).
+TEST_CASE("view --device fake-adreno: the estimated a630 timeline with the counts per kernel") {
+  const std::string cap = scratch_path("small_cnn_adreno.cap"),
+                    html = scratch_path("small_cnn_adreno.html");
+  const cli_result compiled =
+      cli_run({"compile", model_small_cnn(), "-o", cap, "--target", "adreno-a630"}, 120000);
+  if (compiled.exit_code != 0 && compiled.output.find("without Mesa's ir3") != std::string::npos) {
+    MESSAGE("SKIPPED: capgraph was built without Mesa's ir3");
+    return;
+  }
+  check_success(compiled);
+  check_success(cli_run({"view", cap, "--device", "fake-adreno", "-o", html}, 120000));
+  const std::string dom = page_check(cap, html, "estimated");
+  CHECK(body_attr(dom, "device") == "fake-adreno");
+  const std::vector<uint8_t> bytes = file_read(cap);
+  std::set<uint32_t> launched;
+  for (const fb::Step *s : *capture_of(bytes)->steps())
+    if (s->kind() == fb::StepKind::launch) launched.insert(s->launch()->kernel());
+  CHECK(body_attr(dom, "device-kernels") == std::to_string(launched.size()));
+  CHECK(dom.find("ESTIMATED Adreno 630 at 675 MHz time") != std::string::npos);
+  CHECK(dom.find("Emulator counts per kernel") != std::string::npos);
+  CHECK(dom.find(">global_store_bytes<") != std::string::npos);
+  CHECK(dom.find(">sy_waits<") != std::string::npos);
+}
+
 TEST_CASE("view: clicking a kernel outlines the buffers it writes and reads") {
   const std::string cap = capture_small_cnn(), html = scratch_path("small_cnn_select.html");
   check_success(cli_run({"view", cap, "-o", html}));

@@ -145,6 +145,117 @@ TEST_CASE("adreno: an Adreno chip capgraph does not know is refused naming the k
 }
 
 namespace {
+
+// Every number after `"key": ` in `text`, in order.
+std::vector<double> json_numbers(const std::string &text, const std::string &key) {
+  std::vector<double> v;
+  const std::string k = "\"" + key + "\": ";
+  for (size_t at = text.find(k); at != std::string::npos; at = text.find(k, at + 1))
+    v.push_back(std::strtod(text.c_str() + at + k.size(), nullptr));
+  return v;
+}
+
+// The text of the JSON array after `"key": [` up to its matching `]` (no brackets in strings).
+std::string json_array(const std::string &text, const std::string &key) {
+  const size_t at = text.find("\"" + key + "\": [");
+  if (at == std::string::npos) return "";
+  int depth = 0;
+  for (size_t i = text.find('[', at); i < text.size(); i++) {
+    if (text[i] == '[') depth++;
+    if (text[i] == ']' && --depth == 0) return text.substr(at, i + 1 - at);
+  }
+  return "";
+}
+
+}  // namespace
+
+// Issue 26: `capgraph profile --device fake-adreno` on a small model whose one kernel's counts
+// are known (y = Relu(x * 2 + bias), x 2x3 float32: one workgroup, one wave, 6 x 4 bytes stored),
+// the same as --json with an estimate per kernel and per dispatch that add up to the total, each
+// labelled an estimate, and `capgraph view --device fake-adreno` drawing them.
+TEST_CASE(
+    "adreno: profile and view --device fake-adreno count a known kernel and estimate a630 time") {
+#if !CAPGRAPH_TEST_HAVE_ADRENO
+  MESSAGE("SKIPPED: capgraph was built without Mesa's ir3");
+  return;
+#endif
+  const std::string cap = scratch_path("mul_add_adreno.cap");
+  check_success(
+      cli_run({"compile", model_mul_add(), "-o", cap, "--target", "adreno-a630"}, 120000));
+  const std::vector<uint8_t> bytes = file_read(cap);
+  const fb::Capture *c = fb::GetCapture(bytes.data());
+  uint32_t launches = 0, copies = 0;
+  for (const fb::Step *s : *c->steps()) (s->kind() == fb::StepKind::launch ? launches : copies)++;
+  REQUIRE(launches == 1);
+
+  const cli_result text = cli_run({"profile", cap, "--device", "fake-adreno"}, 120000);
+  check_success(text);
+  INFO(text.output);
+  CHECK(text.output.find("ESTIMATED a630 time") != std::string::npos);
+  CHECK(text.output.find("not a measurement") != std::string::npos);
+  CHECK(text.output.find(c->kernels()->Get(0)->name()->str().substr(0, 30)) != std::string::npos);
+
+  const cli_result json = cli_run({"profile", cap, "--device", "fake-adreno", "--json"}, 120000);
+  check_success(json);
+  INFO(json.output);
+  const std::string &j = json.output;
+  CHECK(j.find("\"device\": \"fake-adreno\"") != std::string::npos);
+  CHECK(j.find("\"measured\": false") != std::string::npos);
+  CHECK(j.find("\"estimate\": \"ESTIMATE, not a measurement") != std::string::npos);
+  CHECK(j.find("\"hardware\": \"Adreno 630 at 675 MHz\"") != std::string::npos);
+  const std::string kernels = json_array(j, "kernels"), dispatches = json_array(j, "dispatches");
+  REQUIRE(!kernels.empty());
+  REQUIRE(!dispatches.empty());
+  // The known kernel: one wave of one workgroup, the 6 outputs stored once, instructions of each
+  // class counted, no shared memory, textures or barriers.
+  CHECK(json_numbers(kernels, "waves") == std::vector<double>{1});
+  CHECK(json_numbers(kernels, "workgroups") == std::vector<double>{1});
+  CHECK(json_numbers(kernels, "dispatches") == std::vector<double>{1});
+  CHECK(json_numbers(kernels, "global_store_bytes") == std::vector<double>{24});
+  CHECK(json_numbers(kernels, "global_load_bytes")[0] >= 24 + 12);  // x, and bias at least once
+  CHECK(json_numbers(kernels, "alu")[0] > 0);
+  CHECK(json_numbers(kernels, "memory")[0] >= 2);    // a load and a store at least
+  CHECK(json_numbers(kernels, "flow")[0] >= 1);      // end
+  CHECK(json_numbers(kernels, "sy_waits")[0] >= 1);  // the loaded values are waited for
+  CHECK(json_numbers(kernels, "shared_load_bytes") == std::vector<double>{0});
+  CHECK(json_numbers(kernels, "texels") == std::vector<double>{0});
+  CHECK(json_numbers(kernels, "barriers") == std::vector<double>{0});
+  CHECK(json_numbers(kernels, "issue_slots")[0] >= json_numbers(kernels, "instructions")[0]);
+  // Estimates: per kernel, per dispatch (and copy), and the total, consistent; a tiny kernel costs
+  // about the launch (5 us), far below a millisecond.
+  const std::vector<double> kernel_us = json_numbers(kernels, "estimated_us"),
+                            dispatch_us = json_numbers(dispatches, "estimated_us"),
+                            total = json_numbers(j, "estimated_total_us");
+  REQUIRE(kernel_us.size() == 1);
+  REQUIRE(total.size() == 1);
+  CHECK(dispatch_us.size() == launches + copies);
+  double sum = 0;
+  for (double us : dispatch_us) sum += us;
+  CHECK(sum == doctest::Approx(total[0]).epsilon(1e-4));
+  CHECK(kernel_us[0] <= total[0] + 1e-3);
+  CHECK(kernel_us[0] >= 5);
+  CHECK(kernel_us[0] < 100);
+
+  // The twins run no machine code: nothing to count.
+  check_clean_failure(cli_run({"profile", cap, "--device", "fake-adreno:twin"}, 60000),
+                      {"fake-adreno:twin", "nothing to count"});
+
+  const std::string html = scratch_path("mul_add_adreno.html");
+  const cli_result view = cli_run({"view", cap, "--device", "fake-adreno", "-o", html}, 120000);
+  check_success(view);
+  const std::vector<uint8_t> page_bytes = file_read(html);
+  const std::string page(page_bytes.begin(), page_bytes.end());
+  CHECK(page.find("\"device\": {\"device\": \"fake-adreno\"") != std::string::npos);
+  CHECK(page.find("ESTIMATED Adreno 630 at 675 MHz time") != std::string::npos);
+  CHECK(page.find("\"kind\": \"estimated\"") != std::string::npos);
+  CHECK(page.find("\"step_kernel\": [") != std::string::npos);
+  CHECK(page.find("\"global_store_bytes\": 24") != std::string::npos);
+  check_clean_failure(
+      cli_run({"view", cap, "--device", "fake-adreno", "--profile", "-o", html}, 60000),
+      {"choose one"});
+}
+
+namespace {
 // `--input-shape NAME=DxDx...` arguments for a zoo model's meta.json
 // ("inputs": [{"name": ..., "dims": [...]}, ...]).
 std::vector<std::string> zoo_shape_args(const std::string &meta) {

@@ -346,7 +346,12 @@ struct NirKernelEmitter {
             : value_bits(e.dtype) == 1 ? nir_ine_imm(&b, iv[e.access], 0)
                                        : nir_i2i64(&b, iv[e.access]);
         break;
-      case Op::cast: r = convert(a, k.exprs[e.a].dtype, e.dtype); break;
+      case Op::cast:
+        r = convert(a, k.exprs[e.a].dtype, e.dtype);
+        // float16 is computed in float32: a cast to it rounds here, as KernelEmitter's does, so a
+        // value a fused kernel no longer stores is still the one a float16 holds.
+        if (e.dtype == DType::f16) r = nir_f2f32(&b, nir_f2f16_rtne(&b, r));
+        break;
       case Op::neg: r = fl ? nir_fneg(&b, a) : nir_ineg(&b, a); break;
       case Op::abs: r = fl ? nir_fabs(&b, a) : nir_iabs(&b, a); break;
       case Op::sqrt: r = nir_fsqrt(&b, a); break;
@@ -458,7 +463,10 @@ struct NirKernelEmitter {
     DType bt = p.buffers[k.store.buffer].dtype;
     DType vt = k.exprs[k.result].dtype;
     if (bt == DType::boolean) return nir_b2i8(&b, convert(v, vt, DType::boolean));
-    if (bt == DType::f16) return nir_f2f16(&b, convert(v, vt, DType::f32));
+    // Rounded to nearest even, as ONNX (and every other target) rounds: plain f2f16 becomes a
+    // cov with ROUND 0, toward zero on the a6xx (Mesa ir3_compiler_nir.c create_cov), one float16
+    // ulp off (seen by fake-adreno:check on the float16 op-conformance cases).
+    if (bt == DType::f16) return nir_f2f16_rtne(&b, convert(v, vt, DType::f32));
     if (dtype_is_float(bt)) return convert(v, vt, DType::f32);
     return nir_i2iN(&b, convert(v, vt, DType::i64), mem_bytes(bt) * 8);
   }

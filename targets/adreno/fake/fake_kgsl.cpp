@@ -3,18 +3,26 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
+#if defined(__x86_64__)
+#include <xmmintrin.h>
+#endif
 
+#include "a630_estimate.h"
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
 #include "clock_text.h"
+#include "hcq/word_compare.h"
+#include "ir3_emu.h"
 #include "kgsl_transport.h"
 
 namespace capgraph::adreno {
@@ -29,7 +37,7 @@ constexpr int fake_fd = 1000;  // any number: the fake's only file
 
 }  // namespace
 
-fake_kgsl::fake_kgsl(uint32_t chip_id) : chip_id_(chip_id) {}
+fake_kgsl::fake_kgsl(uint32_t chip_id, fake_adreno_mode mode) : chip_id_(chip_id), mode_(mode) {}
 
 fake_kgsl::~fake_kgsl() {
   for (auto &[gpu, r] : regions_) {
@@ -50,6 +58,10 @@ int fake_kgsl::open(const char *path, int) {
 int fake_kgsl::close(int fd) {
   if (fd != fd_ || fd_ < 0) return fail_errno(EBADF);
   fd_ = -1;
+  if (profile_ && !profile_delivered_ && !kernel_names_.empty()) {
+    profile_delivered_ = true;
+    hcq::device_profile_deliver(profile_report());
+  }
   return 0;
 }
 
@@ -191,20 +203,68 @@ capgraph_status fake_kgsl::capture_attach(const fb::Capture *c,
                                           std::string *err) {
   capture_ = c;
   kernel_at_.clear();
+  programs_.clear();
+  const size_t nk = c->kernels() ? c->kernels()->size() : 0;
+  kernel_names_.clear();
+  for (size_t k = 0; k < nk; ++k)
+    kernel_names_.push_back(c->kernels()->Get(uint32_t(k))->name()->str());
+  kernel_counts_.assign(nk, ir3_counts{});
+  kernel_dispatches_.assign(nk, 0);
+  kernel_us_.assign(nk, 0);
+  kernel_top_us_.assign(nk, 0);
+  kernel_bound_.assign(nk, "");
+  timeline_.clear();
+  profile_delivered_ = false;
   for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k) {
     const uint32_t p = c->kernels()->Get(k)->program();
     if (p < program_gpu.size() && program_gpu[p]) kernel_at_.emplace(program_gpu[p], k);
   }
+  twins_ = hcq::host_twins();
+  if (mode_ == fake_adreno_mode::emulate) return CAPGRAPH_OK;  // the machine code runs alone
   capgraph_status st = twins_.link(c, "fake-adreno", err);
   if (st != CAPGRAPH_OK) return st;
   for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k)
     if (!twins_.has(k)) {
       *err = "fake-adreno: kernel '" + c->kernels()->Get(k)->name()->str() +
-             "' has no host twin, which is what this fake runs (there is no ir3 emulator)";
+             "' has no host twin, which fake-adreno:" +
+             (mode_ == fake_adreno_mode::twin ? "twin runs" : "check compares with");
       return CAPGRAPH_ERR_FORMAT;
     }
   return CAPGRAPH_OK;
 }
+
+namespace {
+
+// The host's float unit flushing denormal inputs and results to zero while it lives, as the a6xx
+// does (fp32 and fp16 denormals flushed: Mesa tu_device.cc's float controls; ir3_emu.h), so that
+// a result the GPU flushes (a sigmoid of a large negative value) is no difference in check mode.
+// x86-64: MXCSR FTZ (bit 15) and DAZ (bit 6); aarch64: FPCR.FZ (bit 24).
+class denormals_flushed {
+ public:
+  denormals_flushed() {
+#if defined(__x86_64__)
+    saved_ = _mm_getcsr();
+    _mm_setcsr(uint32_t(saved_) | 0x8040u);
+#elif defined(__aarch64__)
+    asm volatile("mrs %0, fpcr" : "=r"(saved_));
+    asm volatile("msr fpcr, %0" : : "r"(saved_ | (1ull << 24)));
+#endif
+  }
+  ~denormals_flushed() {
+#if defined(__x86_64__)
+    _mm_setcsr(uint32_t(saved_));
+#elif defined(__aarch64__)
+    asm volatile("msr fpcr, %0" : : "r"(saved_));
+#endif
+  }
+  denormals_flushed(const denormals_flushed &) = delete;
+  denormals_flushed &operator=(const denormals_flushed &) = delete;
+
+ private:
+  uint64_t saved_ = 0;
+};
+
+}  // namespace
 
 bool fake_kgsl::raise(const std::string &why) {
   if (fault_.empty()) {
@@ -374,6 +434,7 @@ bool fake_kgsl::type7(uint32_t op, const uint32_t *p, uint32_t n, int depth) {
       if (!dst || !src)
         return raise("CP_MEMCPY of " + std::to_string(bytes) + " bytes outside every allocation");
       memmove(dst, src, bytes);
+      if (profile_) timeline_.push_back({hcq::profile_dispatch::kCopy, a630_copy_us(bytes)});
       return true;
     }
     default: return raise("unknown opcode " + hex(op));
@@ -559,20 +620,290 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
   // The buffers, read back out of the constant file.
   const uint32_t nbuf = kern->num_buffers(), nscalar = kern->num_scalars();
   std::vector<void *> bufs(nbuf);
+  std::vector<uint64_t> gpus(nbuf);
   std::vector<int64_t> scalars(nscalar);
   for (uint32_t b = 0; b < nbuf; ++b) {
-    const uint64_t gpu =
-        uint64_t(consts_[pbase * 4 + 2 * b + 1]) << 32 | consts_[pbase * 4 + 2 * b];
-    bufs[b] = host(gpu, 1);
+    gpus[b] = uint64_t(consts_[pbase * 4 + 2 * b + 1]) << 32 | consts_[pbase * 4 + 2 * b];
+    bufs[b] = host(gpus[b], 1);
     if (!bufs[b])
-      return bad("binding " + std::to_string(b) + " holds " + hex(gpu) +
+      return bad("binding " + std::to_string(b) + " holds " + hex(gpus[b]) +
                  ", outside every allocation");
   }
   for (uint32_t s = 0; s < nscalar; ++s)
     memcpy(&scalars[s], consts_ + pbase * 4 + 2 * (nbuf + s), 8);
-  twins_.run(k, bufs.data(), scalars.data());
+  if (mode_ == fake_adreno_mode::twin) {
+    twins_.run(k, bufs.data(), scalars.data());
+  } else {
+    // Check mode compares what the kernel writes: its written bindings, as far as its bounds say
+    // the code reaches (KernelBounds, checked at load), not whole allocations (a whole arena three
+    // times per dispatch tripled the zoo's time).
+    std::vector<written_span> spans;
+    if (mode_ == fake_adreno_mode::check && kern->bounds() && kern->bounds()->written())
+      for (uint32_t w : *kern->bounds()->written()) {
+        const uint64_t size =
+            w < kern->bounds()->buffer_sizes()->size() ? kern->bounds()->buffer_sizes()->Get(w) : 0;
+        if (w >= nbuf || !size) continue;
+        uint8_t *at = host(gpus[w], size);
+        if (!at)
+          return bad("written binding " + std::to_string(w) + " at " + address_text(gpus[w]) +
+                     " does not hold the " + std::to_string(size) + " bytes its bounds give");
+        spans.push_back({gpus[w], at, std::vector<uint8_t>(at, at + size)});
+      }
+    if (!kernel_emulate(k, groups)) return false;
+    if (mode_ == fake_adreno_mode::check && !kernel_check(k, spans, bufs.data(), scalars.data()))
+      return false;
+  }
   ++dispatches_;
   return true;
+}
+
+bool fake_kgsl::kernel_emulate(uint32_t k, const uint32_t groups[3]) {
+  // Everything from the registers and the constant file as the packets left them; the facts
+  // were only used by the checks above.
+  ir3_dispatch d;
+  d.kernel = std::to_string(k) + " '" + capture_->kernels()->Get(k)->name()->str() + "'";
+  const std::string what = "kernel " + d.kernel + ": ";
+  const uint64_t shader = uint64_t(regs_[SP_CS_OBJ_START + 1]) << 32 | regs_[SP_CS_OBJ_START];
+  auto prog = programs_.find(shader);
+  if (prog == programs_.end()) {
+    // SP_CS_INSTRLEN counts 128-byte units, 16 instructions each (a6xx.xml); the shader is
+    // fetched from SP_CS_OBJ_START past what CP_LOAD_STATE6 preloaded.
+    const uint64_t count = uint64_t(regs_[SP_CS_INSTRLEN]) * 16;
+    const uint8_t *code = host(shader, count * 8);
+    if (!code)
+      return raise(what + "SP_CS_OBJ_START " + address_text(shader) + " + SP_CS_INSTRLEN " +
+                   std::to_string(regs_[SP_CS_INSTRLEN]) + " runs past its allocation");
+    std::vector<ir3_instr> decoded;
+    std::string err;
+    if (!ir3_program_decode(reinterpret_cast<const uint32_t *>(code), size_t(count), d.kernel,
+                            &decoded, &err))
+      return raise("ir3 decoder: " + err);
+    prog = programs_.emplace(shader, std::move(decoded)).first;
+  }
+  const uint32_t r0 = regs_[SP_CS_CTRL_REG0], r1 = regs_[SP_CS_CTRL_REG1],
+                 nd = regs_[HLSQ_CS_NDRANGE_0], c0 = regs_[HLSQ_CS_CNTL_0];
+  d.wave128 = (r0 >> 20) & 1;  // THREADSIZE (the checks above hold HLSQ_CS_CNTL_1 to it)
+  d.half_regs = (r0 >> 1) & 0x3f;
+  d.full_regs = (r0 >> 7) & 0x3f;
+  d.merged_regs = r0 >> 31;
+  for (int a = 0; a < 3; ++a) {
+    d.local[a] = ((nd >> (2 + 10 * a)) & 0x3ff) + 1;
+    d.groups[a] = groups[a];
+  }
+  d.shared_bytes = ((r1 & 0x1f) + 1) * 1024;  // SHARED_SIZE n: (n + 1) KiB (see above)
+  d.private_bytes = written_[SP_CS_PVT_MEM_PARAM] ? (regs_[SP_CS_PVT_MEM_PARAM] & 0xff) * 512 : 0;
+  d.constlen_vec4 = (regs_[HLSQ_CS_CNTL] & 0xff) * 4;  // CONSTLEN is in units of 4 vec4
+  d.workgroup_id_regid = c0 & 0xff;
+  d.local_id_regid = (c0 >> 24) & 0xff;
+  d.constant_demotion = regs_[SP_MODE_CONTROL] & 1;
+  // Constants never loaded in this command hold a NaN that is no address, so a kernel reading one
+  // (a missing or misplaced CP_LOAD_STATE6) computes garbage or faults instead of reading the
+  // previous kernel's.
+  for (uint32_t u = 0; u < 256; ++u)
+    for (uint32_t c = 0; c < 4; ++c)
+      d.consts[u * 4 + c] = const_loaded_[u] ? consts_[u * 4 + c] : 0x7fbadbadu;
+  d.threads = std::max(1u, std::thread::hardware_concurrency());
+  const ir3_region_find find = [this](uint64_t gpu) -> ir3_region {
+    auto it = regions_.upper_bound(gpu);
+    if (it == regions_.begin()) return {};
+    const region &r = std::prev(it)->second;
+    return gpu - r.gpu < r.size ? ir3_region{r.gpu, r.size, r.cpu} : ir3_region{};
+  };
+  std::vector<ir3_finding> findings;
+  std::string err;
+  d.program.swap(prog->second);  // lent for the run, not copied
+  ir3_counts counts;
+  const bool ran = ir3_dispatch_run(d, find, &counts, &findings, &err);
+  d.program.swap(prog->second);
+  if (!ran) return raise("ir3 emulator: " + err);
+  if (k < kernel_counts_.size()) {
+    kernel_counts_[k].add(counts);
+    kernel_dispatches_[k]++;
+    if (profile_) {
+      // DRAM traffic: what the kernel's bounds say it touches (each byte once), no more than it
+      // moved.
+      a630_dispatch_shape shape;
+      shape.wave128 = d.wave128;
+      shape.full_regs = d.full_regs;
+      shape.shared_bytes =
+          counts.shared_load_bytes + counts.shared_store_bytes ? d.shared_bytes : 0;
+      shape.group_threads = d.local[0] * d.local[1] * d.local[2];
+      uint64_t touched = 0;
+      const fb::Kernel *kern = capture_->kernels()->Get(k);
+      if (kern->bounds())
+        for (uint64_t b : *kern->bounds()->buffer_sizes()) touched += b;
+      shape.unique_bytes = std::min(
+          touched, counts.global_load_bytes + counts.global_store_bytes + counts.texture_bytes);
+      const a630_estimate e = a630_estimate_of(counts, shape);
+      kernel_us_[k] += e.us;
+      if (e.us > kernel_top_us_[k]) kernel_top_us_[k] = e.us, kernel_bound_[k] = e.bound;
+      timeline_.push_back({k, e.us});
+    }
+  }
+  // The a6xx does not interlock: each finding is a result the hardware may compute wrong.
+  if (!findings.empty())
+    return raise(what + "hazard " + findings[0].text +
+                 (findings.size() > 1
+                      ? " (and " + std::to_string(findings.size() - 1) + " more findings)"
+                      : std::string()));
+  return true;
+}
+
+bool fake_kgsl::kernel_check(uint32_t k, std::vector<written_span> &spans, void **bufs,
+                             int64_t *scalars) {
+  // The emulator's results stay in memory (they are the replay's); the twin runs on the memory
+  // as it was before the dispatch, with the host flushing denormals as the a6xx does, and the
+  // words are compared by the rule of every check (runtime/hcq/word_compare.h), as fake-amd:check
+  // and capgraph run --check compare: the tolerance is relative to the largest value the twin
+  // wrote.
+  std::vector<std::vector<uint8_t>> emulated;
+  for (written_span &w : spans) {
+    emulated.emplace_back(w.cpu, w.cpu + w.before.size());
+    memcpy(w.cpu, w.before.data(), w.before.size());
+  }
+  {
+    const denormals_flushed ftz;
+    twins_.run(k, bufs, scalars);
+  }
+  double max_diff = 0, max_ref = 0;
+  uint64_t differ = 0, worst_at = 0;
+  bool exact_mismatch = false;
+  for (const written_span &w : spans)
+    for (uint64_t o = 0; o + 4 <= w.before.size(); o += 4) {
+      float ft;
+      memcpy(&ft, w.cpu + o, 4);
+      if (std::isfinite(ft)) max_ref = std::max(max_ref, double(std::fabs(ft)));
+    }
+  for (size_t i = 0; i < spans.size(); ++i) {
+    const written_span &w = spans[i];
+    const uint8_t *e = emulated[i].data(), *tw = w.cpu;
+    for (uint64_t o = 0; o + 4 <= w.before.size(); o += 4) {
+      uint32_t ew, tw32;
+      memcpy(&ew, e + o, 4);
+      memcpy(&tw32, tw + o, 4);
+      if (ew == tw32) continue;
+      ++differ;
+      const double diff = hcq::word_difference(ew, tw32);
+      if (diff == 0) continue;
+      const bool exact = std::isinf(diff);
+      if (exact) exact_mismatch = true;
+      if (diff > max_diff || (exact && !max_diff)) {
+        max_diff = diff;
+        worst_at = w.gpu + o;
+      }
+    }
+  }
+  for (size_t i = 0; i < spans.size(); ++i)
+    memcpy(spans[i].cpu, emulated[i].data(), emulated[i].size());
+  const double tol = hcq::word_tolerance(max_ref);
+  if (!exact_mismatch && max_diff <= tol) return true;
+  char b[200];
+  snprintf(b, sizeof b, "max |emulator - twin| = %g at %s (tolerance %g), %llu words differ",
+           max_diff, address_text(worst_at).c_str(), tol, (unsigned long long)differ);
+  return raise("check: kernel '" + capture_->kernels()->Get(k)->name()->str() + "' (kernel " +
+               std::to_string(k) + ") differs from its host twin: " + b);
+}
+
+namespace {
+
+// The counts per kernel, as the emulator keeps them (ir3_emu.h), in the order the text and the
+// JSON show them.
+std::vector<hcq::profile_count> counts_named(const ir3_counts &c) {
+  return {{"workgroups", double(c.workgroups)},
+          {"waves", double(c.waves)},
+          {"instructions", double(c.instructions)},
+          {"alu", double(c.alu)},
+          {"alu_f16", double(c.alu_f16)},
+          {"sfu", double(c.sfu)},
+          {"flow", double(c.flow)},
+          {"memory", double(c.mem)},
+          {"texture", double(c.tex)},
+          {"sync", double(c.sync)},
+          {"rpt_extra", double(c.rpt_extra)},
+          {"nops", double(c.nops)},
+          {"nop_slots", double(c.nop_slots)},
+          {"issue_slots", double(c.issue_slots)},
+          {"fma_lanes", double(c.fma_lanes)},
+          {"global_load_bytes", double(c.global_load_bytes)},
+          {"global_store_bytes", double(c.global_store_bytes)},
+          {"shared_load_bytes", double(c.shared_load_bytes)},
+          {"shared_store_bytes", double(c.shared_store_bytes)},
+          {"private_bytes", double(c.private_bytes)},
+          {"texels", double(c.texels)},
+          {"texture_bytes", double(c.texture_bytes)},
+          {"image_stores", double(c.image_stores)},
+          {"barriers", double(c.barriers)},
+          {"ss_waits", double(c.ss_waits)},
+          {"sy_waits", double(c.sy_waits)},
+          {"divergent_branches", double(c.divergent_branches)}};
+}
+
+}  // namespace
+
+hcq::device_profile fake_kgsl::profile_report() const {
+  hcq::device_profile p;
+  p.device = "fake-adreno";
+  char b[640];
+  snprintf(b, sizeof b, "Adreno 630 at %.0f MHz", a630_clock_hz() / 1e6);
+  p.hardware = b;
+  p.model =
+      "ESTIMATE, not a measurement: per dispatch t_launch + max(issue, texels, L2 bytes, DRAM "
+      "bytes, shared bytes, latency chain) from the ir3 emulator's counts, constants from "
+      "published a630/a640 figures (targets/adreno/README.md, \"Estimated a630 time\")";
+  p.dispatches = timeline_;
+  for (const hcq::profile_dispatch &d : timeline_) p.estimated_total_us += d.estimated_us;
+  std::string &t = p.text;
+  t = "fake-adreno: what the ir3 emulator counted per kernel (wave instructions; bytes over active "
+      "fibers) and an ESTIMATED a630 time (est_us: a cost model, not a measurement)\n";
+  snprintf(
+      b, sizeof b,
+      "%-34s %5s %7s %10s %8s %7s %8s %8s %8s %7s %9s %12s %12s %11s %9s %6s %8s %8s %-8s %10s\n",
+      "kernel", "disp", "waves", "ALU", "f16", "SFU", "flow", "mem", "rpt", "nops", "texels",
+      "load_B", "store_B", "shared_B", "barriers", "ss", "sy", "sy/wave", "bound", "est_us");
+  t += b;
+  ir3_counts total;
+  uint64_t total_dispatches = 0;
+  double kernels_us = 0;
+  auto row = [&](const std::string &name, uint64_t disp, const ir3_counts &c, const char *bound,
+                 double us) {
+    snprintf(b, sizeof b,
+             "%-34.34s %5llu %7llu %10llu %8llu %7llu %8llu %8llu %8llu %7llu %9llu %12llu %12llu "
+             "%11llu %9llu %6llu %8llu %8.1f %-8s %10.1f\n",
+             name.c_str(), (unsigned long long)disp, (unsigned long long)c.waves,
+             (unsigned long long)c.alu, (unsigned long long)c.alu_f16, (unsigned long long)c.sfu,
+             (unsigned long long)c.flow, (unsigned long long)c.mem, (unsigned long long)c.rpt_extra,
+             (unsigned long long)c.nops, (unsigned long long)c.texels,
+             (unsigned long long)c.global_load_bytes, (unsigned long long)c.global_store_bytes,
+             (unsigned long long)(c.shared_load_bytes + c.shared_store_bytes),
+             (unsigned long long)c.barriers, (unsigned long long)c.ss_waits,
+             (unsigned long long)c.sy_waits, c.waves ? double(c.sy_waits) / double(c.waves) : 0.0,
+             bound, us);
+    t += b;
+  };
+  for (size_t k = 0; k < kernel_names_.size(); ++k) {
+    if (!kernel_dispatches_[k]) continue;
+    hcq::profile_kernel pk;
+    pk.kernel = uint32_t(k);
+    pk.name = kernel_names_[k];
+    pk.dispatches = kernel_dispatches_[k];
+    pk.counts = counts_named(kernel_counts_[k]);
+    pk.estimated_us = kernel_us_[k];
+    pk.bound = kernel_bound_[k];
+    row(pk.name, pk.dispatches, kernel_counts_[k], pk.bound.c_str(), pk.estimated_us);
+    total.add(kernel_counts_[k]);
+    total_dispatches += pk.dispatches;
+    kernels_us += pk.estimated_us;
+    p.kernels.push_back(std::move(pk));
+  }
+  row("total", total_dispatches, total, "", kernels_us);
+  snprintf(b, sizeof b,
+           "ESTIMATED a630 time (%s; %zu dispatches, %.1f us of copies): %.3f ms; not a "
+           "measurement\n",
+           p.hardware.c_str(), size_t(total_dispatches), p.estimated_total_us - kernels_us,
+           p.estimated_total_us / 1000);
+  t += b;
+  t += "  cost model (a630_estimate.h): " + p.model + "\n";
+  return p;
 }
 
 namespace {
@@ -586,23 +917,40 @@ std::map<const hcq::transport *, std::weak_ptr<fake_kgsl>> g_behind;
 
 capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transport> *out,
                                  std::string *err) {
-  const char *colon = strchr(device, ':');
-  const std::string mode = colon ? colon + 1 : "";
+  // "fake-adreno[:a630|:a640][:wedge][:twin|:check][:profile]", the words in any order.
   uint32_t chip = adreno::chip_find("a630")->chip_id;
-  bool wedge = false;
+  fake_adreno_mode mode = fake_adreno_mode::emulate;
+  bool wedge = false, profile = false;
   const char *env = getenv("CAPGRAPH_FAKE_ADRENO_WEDGE");
   if (env && strcmp(env, "1") == 0) wedge = true;
-  if (mode == "wedge")
-    wedge = true;
-  else if (mode == "a640")
-    chip = 0x06040001;
-  else if (!mode.empty() && mode != "a630") {
+  for (const char *at = strchr(device, ':'); at; at = strchr(at + 1, ':')) {
+    const char *end = strchr(at + 1, ':');
+    const std::string word(at + 1, end ? end : at + 1 + strlen(at + 1));
+    if (word == "wedge")
+      wedge = true;
+    else if (word == "a640")
+      chip = 0x06040001;
+    else if (word == "twin")
+      mode = fake_adreno_mode::twin;
+    else if (word == "check")
+      mode = fake_adreno_mode::check;
+    else if (word == "profile")
+      profile = true;
+    else if (word != "a630") {
+      *err = std::string("device '") + device + "': '" + word +
+             "' is none of fake-adreno's a630, a640, wedge, twin, check, profile";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+  }
+  if (profile && mode == fake_adreno_mode::twin) {
     *err = std::string("device '") + device +
-           "': expected fake-adreno, fake-adreno:wedge or fake-adreno:a640";
+           "': fake-adreno:twin runs host twins, no machine code: it has nothing to count for "
+           ":profile";
     return CAPGRAPH_ERR_ARGUMENT;
   }
-  auto fake = std::make_shared<fake_kgsl>(chip);
+  auto fake = std::make_shared<fake_kgsl>(chip, mode);
   fake->wedge(wedge);
+  fake->profile(profile);
   const capgraph_status st = kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", out, err);
   std::lock_guard<std::mutex> hold(g_last_lock);
   g_last = fake;
@@ -650,8 +998,10 @@ void fake_adreno_register() {
       [] {
         fake_kgsl probe;
         return kgsl::kgsl_devices_describe(probe, "fake-adreno") +
-               "fake-adreno: (a fake KGSL running kernels as host twins, for tests; :wedge never "
-               "finishes, :a640 is another chip)\n";
+               "fake-adreno: (a fake KGSL running kernels' machine code in an ir3 emulator, for "
+               "tests; :check compares each kernel with its host twin, :twin runs the twins, "
+               ":wedge never finishes, :a640 is another chip, :profile counts and estimates a630 "
+               "time)\n";
       },
       &fake_adreno_attach);
 }

@@ -8,12 +8,15 @@
 // records the shader, and CP_EXEC_CS checks the state a dispatch needs against the kernel's
 // AdrenoKernel facts (shader address, instruction length, footprints, thread size, shared size,
 // constant length, system-value registers, NDRANGE and group counts, immediates and parameters
-// loaded) before it runs the kernel's host twin (there is no ir3 emulator) with the buffer
-// addresses read back out of the constant file. Signals (CP_EVENT_WRITE), waits (CP_WAIT_REG_MEM),
-// timestamps (CP_REG_TO_MEM of CP_ALWAYS_ON_COUNTER, host time at 19.2 MHz) and copies (CP_MEMCPY)
-// act on its memory. A fault stops the command; later waits on the context fail (EPROTO), as a GPU
-// fault does on KGSL. Wedged, it accepts commands and never runs or retires them, so waits time
-// out. It measures nothing about a real GPU.
+// loaded). Then it runs the dispatch: by default the shader's own machine code in the ir3
+// emulator (ir3_emu.h), set up from the registers and the constant file the packets programmed
+// (not from the facts, so a packet mistake shows), with every hazard the emulator finds a fault;
+// in twin mode the kernel's host twin with the buffer addresses read back out of the constant
+// file; in check mode both, naming the first kernel whose results differ. Signals (CP_EVENT_WRITE),
+// waits (CP_WAIT_REG_MEM), timestamps (CP_REG_TO_MEM of CP_ALWAYS_ON_COUNTER, host time at 19.2
+// MHz) and copies (CP_MEMCPY) act on its memory. A fault stops the command; later waits on the
+// context fail (EPROTO), as a GPU fault does on KGSL. Wedged, it accepts commands and never runs or
+// retires them, so waits time out. It measures nothing about a real GPU.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -22,17 +25,25 @@
 #include <vector>
 
 #include "adreno_chips.h"
+#include "hcq/device_profile.h"
 #include "hcq/graph.h"
 #include "hcq/host_twins.h"
 #include "hcq/target.h"
+#include "ir3_decode.h"
+#include "ir3_emu.h"
 #include "kgsl_sys.h"
 #include "kgsl_uapi.h"
 
 namespace capgraph::adreno {
 
+// What CP_EXEC_CS runs: the machine code in the ir3 emulator, the host twin, or the emulator
+// checked against the twin (each kernel's written memory compared by runtime/hcq/word_compare.h).
+enum class fake_adreno_mode { emulate, twin, check };
+
 class fake_kgsl final : public kgsl::kgsl_sys {
  public:
-  explicit fake_kgsl(uint32_t chip_id = adreno::chip_find("a630")->chip_id);
+  explicit fake_kgsl(uint32_t chip_id = adreno::chip_find("a630")->chip_id,
+                     fake_adreno_mode mode = fake_adreno_mode::emulate);
   ~fake_kgsl() override;
 
   int open(const char *path, int flags) override;
@@ -49,6 +60,12 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   // Test switches and counters.
   void wedge(bool on) { wedged_ = on; }
   void absent(bool on) { absent_ = on; }  // no /dev/kgsl-3d0
+  // Profile: keep each dispatch's counts and a630 estimate (a630_estimate.h), and hand them to
+  // hcq::device_profile_deliver when the device file closes.
+  void profile(bool on) { profile_ = on; }
+  // What the emulator counted per kernel since the capture was attached, each dispatch's
+  // estimate, and the family's text table (emulate and check modes; twin mode counts nothing).
+  hcq::device_profile profile_report() const;
   // Every later write to `reg` stores `value` instead: a damaged command stream, to show the
   // dispatch checks catch it.
   void reg_override(uint32_t reg, uint32_t value) { overrides_[reg] = value; }
@@ -75,12 +92,21 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   bool type7(uint32_t opcode, const uint32_t *p, uint32_t n, int depth);
   bool load_state(const uint32_t *p, uint32_t n);
   bool dispatch(uint32_t gx, uint32_t gy, uint32_t gz);
+  bool kernel_emulate(uint32_t k, const uint32_t groups[3]);
+  // A binding a kernel writes, and its bytes before the dispatch (check mode).
+  struct written_span {
+    uint64_t gpu = 0;
+    uint8_t *cpu = nullptr;
+    std::vector<uint8_t> before;
+  };
+  bool kernel_check(uint32_t k, std::vector<written_span> &spans, void **bufs, int64_t *scalars);
   uint8_t *host(uint64_t gpu, uint64_t size) const;  // nullptr outside every region
   bool write32(uint64_t gpu, uint32_t v);
   bool raise(const std::string &why);  // records the first fault; returns false
   uint64_t clock() const;
 
   uint32_t chip_id_;
+  fake_adreno_mode mode_;
   std::map<uint32_t, uint32_t> overrides_;
   bool wedged_ = false, absent_ = false;
   int fd_ = -1;
@@ -103,12 +129,25 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   const fb::Capture *capture_ = nullptr;
   std::map<uint64_t, uint32_t> kernel_at_;  // program GPU address -> first kernel using it
   hcq::host_twins twins_;
+  // Decoded shaders by SP_CS_OBJ_START (decoded at their first dispatch).
+  std::map<uint64_t, std::vector<ir3_instr>> programs_;
   uint64_t dispatches_ = 0, commands_ = 0, imports_ = 0;
+  // Profile (emulate and check modes): per kernel since capture_attach, and the timeline.
+  bool profile_ = false, profile_delivered_ = false;
+  std::vector<std::string> kernel_names_;  // copied at attach: the capture may go first
+  std::vector<ir3_counts> kernel_counts_;
+  std::vector<uint64_t> kernel_dispatches_;
+  std::vector<double> kernel_us_, kernel_top_us_;
+  std::vector<std::string> kernel_bound_;  // of its longest dispatch
+  std::vector<hcq::profile_dispatch> timeline_;
 };
 
 // Adds "fake-adreno" to the devices hcq::device_open knows: a fake a630 behind the real KGSL
-// transport. "fake-adreno:wedge" never finishes a command (so is CAPGRAPH_FAKE_ADRENO_WEDGE=1);
-// "fake-adreno:a640" reports chip 0x06040001 (for the chip check).
+// transport, running kernels' machine code in the ir3 emulator. Words after the name, in any
+// order: ":twin" runs host twins instead, ":check" runs the emulator and compares each kernel with
+// its host twin; ":wedge" never finishes a command (so does CAPGRAPH_FAKE_ADRENO_WEDGE=1);
+// ":a640" reports chip 0x06040001 (for the chip check); ":profile" hands the emulator's counts
+// and the estimated a630 time per kernel to hcq::device_profile_deliver when it closes.
 void fake_adreno_register();
 
 // The fake behind the last device fake_adreno_register's open created (tests read its counters).

@@ -11,6 +11,7 @@
 #include "amd_hcq.h"
 #include "clock_text.h"
 #include "cpu_target.h"
+#include "hcq/device_profile.h"
 #include "hcq/signal.h"
 #include "hcq/wait.h"
 #include "hcq/word_compare.h"
@@ -37,7 +38,7 @@ fake_gpu::fake_gpu(const chip &c, fake_mode mode, bool profile)
     : chip_(c), mode_(mode), profile_(profile) {}
 
 fake_gpu::~fake_gpu() {
-  if (profile_ && capture_) fprintf(stderr, "%s", profile_text().c_str());
+  if (profile_ && capture_) hcq::device_profile_deliver(profile_report());
   for (region &r : regions_)
     if (r.owned) std::free(r.cpu);
 }
@@ -604,6 +605,43 @@ std::string fake_gpu::profile_text() const {
            sum_us / 1000);
   s += b;
   return s;
+}
+
+hcq::device_profile fake_gpu::profile_report() const {
+  constexpr double valu_per_s = 96 * 2 * 2 * 2.5e9, bytes_per_s = 960e9;  // as profile_text
+  hcq::device_profile p;
+  p.device = "fake-amd";
+  p.hardware = "Radeon RX 7900 XTX (gfx1100)";
+  p.model =
+      "ESTIMATE, not a measurement: roofline max(VALU wave instructions at the dual-issue peak, "
+      "VMEM bytes at 960 GB/s) per kernel (targets/amd/fake/fake_amd.cpp, profile_text)";
+  for (size_t k = 0; k < counts_.size(); ++k) {
+    const rdna3_counts &c = counts_[k];
+    if (!c.waves) continue;
+    hcq::profile_kernel pk;
+    pk.kernel = uint32_t(k);
+    pk.name = capture_->kernels()->Get(uint32_t(k))->name()->str();
+    const double valu_s = double(c.valu) / valu_per_s,
+                 vmem_s = double(c.vmem_load_bytes + c.vmem_store_bytes) / bytes_per_s;
+    pk.estimated_us = 1e6 * std::max(valu_s, vmem_s);
+    pk.bound = valu_s >= vmem_s ? "valu" : "vmem";
+    pk.counts = {{"waves", double(c.waves)},
+                 {"valu", double(c.valu)},
+                 {"valu_fma", double(c.valu_fma)},
+                 {"fma_lanes", double(c.fma_lanes)},
+                 {"salu", double(c.salu)},
+                 {"smem", double(c.smem)},
+                 {"branches", double(c.branches)},
+                 {"waits", double(c.waits)},
+                 {"vmem_load_bytes", double(c.vmem_load_bytes)},
+                 {"vmem_store_bytes", double(c.vmem_store_bytes)},
+                 {"lds_bytes", double(c.lds_bytes)},
+                 {"smem_bytes", double(c.smem_bytes)}};
+    p.estimated_total_us += pk.estimated_us;
+    p.kernels.push_back(std::move(pk));
+  }
+  p.text = profile_text();
+  return p;
 }
 
 capgraph_status fake_gpu::capture_attach(const fb::Capture *c,

@@ -25,6 +25,7 @@
 #include "amd_chips.h"
 #include "amd_packets.h"
 #include "elf_link.h"
+#include "hcq/device_profile.h"
 #include "hcq/graph.h"
 #include "hcq/host_twins.h"
 #include "hcq/transport.h"
@@ -85,6 +86,9 @@ class fake_gpu final : public hcq::transport {
   // What the emulator executed, per kernel of the attached capture (summed over dispatches).
   const std::vector<rdna3_counts> &kernel_counts() const { return counts_; }
   std::string profile_text() const;  // those counts as a table
+  // The counts, each kernel's roofline estimate and the table, for hcq::device_profile_deliver
+  // (":profile" hands it over when the device closes).
+  hcq::device_profile profile_report() const;
 
  private:
   struct region {

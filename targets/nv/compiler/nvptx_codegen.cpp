@@ -223,7 +223,11 @@ NvCodegenResult nvptx_codegen(const Program &p, const NvTarget &t, int jobs) {
             r.ptx[o].assign(ptx.begin(), ptx.end());
             LlvmGpuObject obj;
             obj.bytes = ptxas_assemble(r.ptxas, r.ptx[o], t);
-            facts[o] = nv_cubin_read(obj.bytes, t.sm);
+            // A graph with no kernels (a NonMaxSuppression whose output has zero rows) gives
+            // an object without any: a valid cubin that has nothing to read.
+            const bool has_kernels = std::any_of(
+                m.begin(), m.end(), [](const llvm::Function &f) { return !f.isDeclaration(); });
+            if (has_kernels) facts[o] = nv_cubin_read(obj.bytes, t.sm);
             for (const auto &[symbol, kf] : facts[o])
               if (kf.frame_bytes > 0 || kf.min_stack_bytes > 0) obj.spilled.insert(symbol);
             return obj;

@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# The tables of targets/adreno/README.md, "Estimated a630 time": every model of ../shared/zoo and
+# the comma-shaped model compiled for adreno-a630 and replayed once on fake-adreno:profile (the
+# machine code in the ir3 emulator), their counts summed over kernels and the ESTIMATED a630 time
+# of the cost model (fake/a630_estimate.h); and the calibration point of adreno_perf.md §6: our 1x1
+# 192->64 convolution over 2048 pixels against the published a630 time of driving_vision's (322.55
+# us). Prints Markdown; minutes of CPU (not a ctest: the numbers are for the README, the tests of
+# the model are a630_estimate_test.cpp and targets_adreno_cli_test).
+#   adreno_estimates.sh BUILD_DIR
+# CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only. Needs node (to read meta.json and the
+# profile's JSON) and Mesa's ir3 in the build.
+set -uo pipefail
+build=${1:?usage: adreno_estimates.sh BUILD_DIR}
+here=$(cd "$(dirname "$0")" && pwd); repo=$(cd "$here/../.." && pwd)
+capgraph=$build/cli/capgraph; tools=$build/tests/tools
+zoo=$repo/../shared/zoo
+source "$repo/tests/tools/e2e_lib.sh"
+command -v node > /dev/null || { echo "adreno_estimates: node is needed"; exit 77; }
+work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+
+# summary NAME PROFILE.json: one Markdown row of the counts summed over kernels and the estimate.
+summary() {
+  node -e '
+    const p = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+    const sum = (k) => p.kernels.reduce((s, x) => s + (x.counts[k] || 0), 0);
+    const by = {};
+    for (const k of p.kernels) by[k.bound] = (by[k.bound] || 0) + k.estimated_us;
+    const top = Object.entries(by).sort((a, b) => b[1] - a[1]).slice(0, 2)
+      .map(([b, us]) => b + " " + (100 * us / p.estimated_total_us).toFixed(0) + "%").join(", ");
+    const M = (v) => (v / 1e6).toFixed(1), MB = (v) => (v / 1e6).toFixed(1);
+    const disp = p.dispatches.filter((d) => !d.copy).length;
+    console.log("| " + process.argv[1] + " | " + p.kernels.length + " / " + disp + " | " + sum("waves") + " | " +
+      M(sum("alu")) + " | " + M(sum("sfu")) + " | " + M(sum("flow")) + " | " + M(sum("memory")) + " | " +
+      M(sum("rpt_extra")) + " | " + M(sum("nops")) + " | " + MB(sum("global_load_bytes")) + " / " +
+      MB(sum("global_store_bytes")) + " | " + MB(sum("shared_load_bytes") + sum("shared_store_bytes")) + " | " +
+      sum("texels") + " | " + sum("barriers") + " | " + M(sum("ss_waits")) + " / " + M(sum("sy_waits")) + " | " +
+      (p.estimated_total_us / 1000).toFixed(2) + " | " + top + " |");
+  ' "$1" "$2"
+}
+
+echo "| model | kernels / dispatches | waves | ALU M | SFU M | flow M | mem M | (rpt) extra M | nops M | global load / store MB | shared MB | texels | barriers | (ss) / (sy) M | **estimated a630 ms** | bound (share of the estimate) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+models=${CAPGRAPH_ZOO_MODELS:-$(ls "$zoo" 2>/dev/null)}
+for name in $models; do
+  dir=$zoo/$name
+  [[ -f $dir/meta.json && -f $dir/model.onnx ]] || continue
+  zoo_model_args "$dir" || { echo "| $name | reading meta.json failed |"; continue; }
+  # shellcheck disable=SC2086
+  "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" --target adreno-a630 $zoo_shapes > /dev/null &&
+    "$capgraph" profile "$work/$name.cap" --device fake-adreno --json > "$work/$name.json" ||
+    { echo "| $name | FAILED |"; continue; }
+  summary "$name" "$work/$name.json"
+done
+"$build/targets/adreno/comma_model_gen" "$work" > /dev/null &&
+  "$capgraph" compile "$work/comma.onnx" -o "$work/comma.cap" --target adreno-a630 > /dev/null &&
+  "$capgraph" profile "$work/comma.cap" --device fake-adreno --json > "$work/comma.json" &&
+  summary "comma-shaped (testdata/comma_model_gen.cpp)" "$work/comma.json" || echo "| comma-shaped | FAILED |"
+
+# The calibration kernel: a 1x1 convolution 192 -> 64 over 32 x 64 = 2048 pixels, float32 buffers
+# (driving_vision's kernel 672 also adds a residual and a scale and reads float16 images).
+echo
+"$tools/conv_layer_gen" "$work/conv.onnx" 192 64 32 64 1 1 1 none first > /dev/null &&
+  "$capgraph" compile "$work/conv.onnx" -o "$work/conv.cap" --target adreno-a630 > /dev/null &&
+  "$capgraph" profile "$work/conv.cap" --device fake-adreno --json > "$work/conv.json" || { echo "calibration conv FAILED"; exit 1; }
+node -e '
+  const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));
+  const k = p.kernels.find((x) => x.kernel === p.dispatches.find((d) => !d.copy).kernel);
+  const c = k.counts, flops = 2 * 2048 * 64 * 192;
+  console.log("calibration: ours " + k.name + ": " + c.waves + " waves, ALU " + c.alu + ", mem " + c.memory +
+    ", global load " + c.global_load_bytes + " B, shared " + (c.shared_load_bytes + c.shared_store_bytes) + " B, bound " + k.bound +
+    ": estimated " + k.estimated_us.toFixed(1) + " us = " + (flops / k.estimated_us / 1e3).toFixed(1) + " GFLOP/s (published a630: 322.55 us, 157 GFLOP/s)");
+' "$work/conv.json"
