@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench_families.sh [THREADS...]: the wider benchmark set of issue 17 beside ONNX Runtime. Writes
 # the family models (tests/tools/family_gen: grouped convolutions, channel shuffle, MobileNetV3,
-# Inception, DenseNet, the comma-shaped model with two uint8 camera inputs and a 512 -> 4955 head)
+# Inception, DenseNet, the comma-shaped model with two uint8 camera inputs, a temporal input and heads of 4955 and 528)
 # at their benchmark size into a scratch folder and runs scripts/bench.sh on it (same tables,
 # same alternation; TARGET, RUNS and BUILD as there).
 set -euo pipefail

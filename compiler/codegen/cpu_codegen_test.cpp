@@ -902,8 +902,9 @@ void check_blocked_like_plain(const Program &p, const std::string &path,
 TEST_CASE(
     "matrix-vector products against row-major weights: R-row groups, row and reduction tails") {
   // 37 outputs: no multiple of 8, so no register tile; 100 = 6 x 16 + 4 (or 12 x 8 + 4): a masked
-  // tail step on every target. Batch 1 and batch 3, with a bias and an activation after.
-  for (int64_t m : {1, 3}) {
+  // tail step on every target. Batch 1, 3 (one block of rows), 8 (one full block) and 11 (two
+  // blocks, 6 + 5: the last row recomputed), with a bias and an activation after.
+  for (int64_t m : {1, 3, 8, 11}) {
     CAPTURE(m);
     ModelBuilder b(13);
     b.input("x", DataType::float32, {m, 100});
@@ -915,37 +916,52 @@ TEST_CASE(
     Program p = schedule(b, "matvec" + std::to_string(m));
     const CpuTarget t = cpu_target_named("cpu");
     int planned = 0;
-    for (const Kernel &k : p.kernels) planned += matvec_plan(k, p, t).ok;
+    for (const Kernel &k : p.kernels) {
+      MatvecPlan mp = matvec_plan(k, p, t);
+      if (!mp.ok) continue;
+      planned++;
+      // Every row of a block shares one pass over W: rows of at most 8, as even as they come.
+      CHECK(mp.rows == (m == 11 ? 6 : m));
+      CHECK(matvec_work_size(k, mp) == (m == 11 ? 2 : 1) * ((37 + mp.R - 1) / mp.R));
+    }
     CHECK(planned == 1);
     check_program(p);
   }
 }
 
 TEST_CASE(
-    "products against [K, N] weights walk the weight rows as vectors of outputs, tails masked") {
+    "products against [K, N] operands: weights packed reduction-innermost, activations "
+    "walked as vectors of outputs, tails masked") {
   // 37 outputs (a last vector of 5 or 37 - 32 lanes), reductions of 20; a weight (MatMul by an
-  // initializer) and an activation (both operands inputs) as the [K, N] operand.
-  for (bool weight : {true, false}) {
-    CAPTURE(weight);
-    ModelBuilder b(13);
-    b.input("x", DataType::float32, {3, 20});
-    if (weight)
-      b.initializer("w", ramp(20 * 37, 0.02f), {20, 37});
-    else
-      b.input("w", DataType::float32, {20, 37});
-    b.node("MatMul", {"x", "w"}, {"m"}).name = "matmul";
-    b.node("Tanh", {"m"}, {"y"}).name = "tanh";
-    b.output("y", DataType::float32);
-    Program p = schedule(b, weight ? "rows_weight" : "rows_activation");
-    const CpuTarget t = cpu_target_named("cpu");
-    int planned = 0;
-    for (const Kernel &k : p.kernels) {
-      MatvecPlan mp = matvec_plan(k, p, t);
-      planned += mp.ok && mp.along_n;
+  // initializer: packed to [N, K] at compile time, then the dot layout) and an activation (both
+  // operands inputs: walked along its rows) as the [K, N] operand. 3 rows (one block) and 10
+  // (two blocks of 5).
+  for (bool weight : {true, false})
+    for (int64_t m : {3, 10}) {
+      CAPTURE(weight);
+      CAPTURE(m);
+      ModelBuilder b(13);
+      b.input("x", DataType::float32, {m, 20});
+      if (weight)
+        b.initializer("w", ramp(20 * 37, 0.02f), {20, 37});
+      else
+        b.input("w", DataType::float32, {20, 37});
+      b.node("MatMul", {"x", "w"}, {"m"}).name = "matmul";
+      b.node("Tanh", {"m"}, {"y"}).name = "tanh";
+      b.output("y", DataType::float32);
+      Program p = schedule(b, (weight ? "rows_weight" : "rows_activation") + std::to_string(m));
+      const CpuTarget t = cpu_target_named("cpu");
+      int planned = 0;
+      for (const Kernel &k : p.kernels) {
+        MatvecPlan mp = matvec_plan(k, p, t);
+        if (!mp.ok) continue;
+        planned++;
+        CHECK(mp.along_n == !weight);
+        CHECK(mp.rows == (m == 3 ? 3 : 5));
+      }
+      CHECK(planned == 1);
+      check_program(p);
     }
-    CHECK(planned == 1);
-    check_program(p);
-  }
 }
 
 TEST_CASE("grouped convolutions with 8 and 16 channels per group stay channel-blocked") {

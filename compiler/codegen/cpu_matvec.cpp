@@ -3,6 +3,7 @@
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "codegen/kernel_emit.h"
@@ -77,44 +78,86 @@ MatvecPlan matvec_plan(const Kernel &k, const Program &p, const CpuTarget &t) {
     mp.R = 4;
     mp.ok = true;
   }
+  if (!mp.ok) return mp;
+  // The rows: the innermost outer axis that X moves with and W does not.
+  for (int a = n - 1; a >= 0 && mp.m < 0; a--)
+    if (k.axes[a] > 1 && access_uses(k.loads[mp.x], a) && !access_uses(k.loads[mp.w], a)) mp.m = a;
+  for (const Expr &e : k.exprs)
+    if (e.op == Op::iota && e.access == mp.m) mp.m = -1;
+  if (mp.m >= 0) {
+    // Blocks of at most 8 rows, as even as they come (11 rows: 6 + 5, not 8 + 3).
+    const int64_t M = k.axes[mp.m], blocks = (M + 7) / 8;
+    mp.rows = (M + blocks - 1) / blocks;
+    // Accumulators rows x R within 8 (the dot layout) or 8 plus R weight vectors (along n), so
+    // that they, the weight and the broadcast X stay in 16 vector registers.
+    mp.R = mp.along_n ? std::min<int64_t>(4, std::max<int64_t>(1, 8 / mp.rows))
+                      : std::max<int64_t>(1, 8 / mp.rows);
+  }
   return mp;
 }
 
 int64_t matvec_work_size(const Kernel &k, const MatvecPlan &mp) {
   int64_t w = 1;
-  for (int a = 0; a < mp.n; a++) w *= k.axes[a];
+  for (int a = 0; a < mp.n; a++) w *= a == mp.m ? (k.axes[a] + mp.rows - 1) / mp.rows : k.axes[a];
   const int64_t chunk = mp.along_n ? mp.R * mp.lanes : mp.R;
   return w * ((k.axes[mp.n] + chunk - 1) / chunk);
 }
 
-// The along_n layout: outputs [n0, n0 + R L) of one outer point as R vector accumulators.
+namespace {
+
+// Work item w -> its output group (returned) and the outer parallel indices; the rows' axis gets
+// the first row of the item's block (row() gives each).
+Value *item_decompose(KernelEmitter &e, const MatvecPlan &mp, Value *w, int64_t groups) {
+  llvm::IRBuilder<> &b = e.b;
+  const Kernel &k = e.k;
+  Value *g = b.CreateURem(w, e.i64(groups));
+  Value *rem = b.CreateUDiv(w, e.i64(groups));
+  for (int a = mp.n - 1; a >= 0; a--) {
+    const int64_t extent = a == mp.m ? (k.axes[a] + mp.rows - 1) / mp.rows : k.axes[a];
+    if (extent == 1) {
+      e.iv[a] = e.i64(0);
+      continue;
+    }
+    e.iv[a] = b.CreateURem(rem, e.i64(extent));
+    if (a == mp.m) e.iv[a] = b.CreateMul(e.iv[a], e.i64(mp.rows));
+    rem = b.CreateUDiv(rem, e.i64(extent));
+  }
+  return g;
+}
+
+// Row i of the item's block: the block's first row + i, clamped to the last row (a short last
+// block recomputes it: same value, same item).
+Value *row(KernelEmitter &e, const MatvecPlan &mp, Value *first_row, int64_t i) {
+  if (mp.m < 0) return nullptr;
+  const int64_t M = e.k.axes[mp.m];
+  Value *r = e.b.CreateAdd(first_row, e.i64(i));
+  if (M % mp.rows == 0) return r;
+  return e.b.CreateSelect(e.b.CreateICmpSLT(r, e.i64(M)), r, e.i64(M - 1));
+}
+
+}  // namespace
+
+// The along_n layout: outputs [n0, n0 + R L) of `rows` rows as rows x R vector accumulators.
 static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
   llvm::IRBuilder<> &b = e.b;
   const Kernel &k = e.k;
   const int64_t N = k.axes[mp.n], K = k.axes[mp.r], L = mp.lanes, chunk = mp.R * L,
-                groups = (N + chunk - 1) / chunk;
+                groups = (N + chunk - 1) / chunk, rows = mp.rows;
   auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)L);
-  Value *rem = w;
-  Value *g = b.CreateURem(rem, e.i64(groups));
-  rem = b.CreateUDiv(rem, e.i64(groups));
-  for (int a = mp.n - 1; a >= 0; a--) {
-    if (k.axes[a] == 1) {
-      e.iv[a] = e.i64(0);
-      continue;
-    }
-    e.iv[a] = b.CreateURem(rem, e.i64(k.axes[a]));
-    rem = b.CreateUDiv(rem, e.i64(k.axes[a]));
-  }
+  Value *g = item_decompose(e, mp, w, groups);
+  Value *first_row = mp.m >= 0 ? e.iv[mp.m] : nullptr;
   Value *n0 = b.CreateMul(g, e.i64(chunk));
   llvm::Function *fn = b.GetInsertBlock()->getParent();
-  std::vector<llvm::AllocaInst *> accs;
+  std::vector<llvm::AllocaInst *> accs;  // [row][R]
   llvm::AllocaInst *spill;
   {
     llvm::IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-    for (int64_t i = 0; i < mp.R; i++) accs.push_back(entry.CreateAlloca(vt));
-    spill = entry.CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), chunk));
+    for (int64_t i = 0; i < rows * mp.R; i++) accs.push_back(entry.CreateAlloca(vt));
+    spill = entry.CreateAlloca(llvm::ArrayType::get(b.getFloatTy(), rows * chunk));
   }
   for (auto *a : accs) b.CreateStore(llvm::Constant::getNullValue(vt), a);
+  std::vector<Value *> row_iv(rows);
+  for (int64_t m = 0; m < rows; m++) row_iv[m] = row(e, mp, first_row, m);
   std::vector<llvm::Constant *> lane_ids;
   for (int64_t l = 0; l < L; l++) lane_ids.push_back(b.getInt64(l));
   Value *lane_vec = llvm::ConstantVector::get(lane_ids);
@@ -123,10 +166,14 @@ static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
       e.iv[mp.r] = j;
       e.iv[mp.n] = n0;
       Value *ok = nullptr;
-      Value *xs = b.CreateLoad(
-          b.getFloatTy(),
-          e.element_ptr(k.loads[mp.x].buffer, e.access_offset(k.loads[mp.x], -1, &ok)));
-      Value *xv = b.CreateVectorSplat((unsigned)L, xs);
+      std::vector<Value *> xv(rows);
+      for (int64_t m = 0; m < rows; m++) {
+        if (mp.m >= 0) e.iv[mp.m] = row_iv[m];
+        Value *xs = b.CreateLoad(
+            b.getFloatTy(),
+            e.element_ptr(k.loads[mp.x].buffer, e.access_offset(k.loads[mp.x], -1, &ok)));
+        xv[m] = b.CreateVectorSplat((unsigned)L, xs);
+      }
       for (int64_t i = 0; i < mp.R; i++) {
         Value *first = b.CreateAdd(n0, e.i64(i * L));
         e.iv[mp.n] = first;
@@ -141,8 +188,11 @@ static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
         } else {
           wv = b.CreateAlignedLoad(vt, ptr, llvm::Align(4));
         }
-        Value *acc = b.CreateLoad(vt, accs[i]);
-        b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xv, wv, acc}), accs[i]);
+        for (int64_t m = 0; m < rows; m++) {
+          llvm::AllocaInst *a = accs[m * mp.R + i];
+          Value *acc = b.CreateLoad(vt, a);
+          b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {xv[m], wv, acc}), a);
+        }
       }
     });
   };
@@ -157,46 +207,44 @@ static void matvec_rows_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
   accumulate(true);
   b.CreateBr(join);
   b.SetInsertPoint(join);
-  // Epilogue: each output through the result expression.
-  auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), chunk);
-  for (int64_t i = 0; i < mp.R; i++)
+  // Epilogue: each output of each row through the result expression.
+  auto *row_ty = llvm::ArrayType::get(b.getFloatTy(), rows * chunk);
+  for (int64_t i = 0; i < rows * mp.R; i++)
     b.CreateAlignedStore(b.CreateLoad(vt, accs[i]),
                          b.CreateInBoundsGEP(row_ty, spill, {e.i64(0), e.i64(i * L)}),
                          llvm::Align(4));
   Value *end = b.CreateSelect(b.CreateICmpSLT(b.CreateAdd(n0, e.i64(chunk)), e.i64(N)),
                               b.CreateAdd(n0, e.i64(chunk)), e.i64(N));
   e.iv[mp.r] = nullptr;
-  e.loop(n0, end, [&](Value *j) {
-    e.iv[mp.n] = j;
-    e.acc_value = b.CreateLoad(b.getFloatTy(),
-                               b.CreateInBoundsGEP(row_ty, spill, {e.i64(0), b.CreateSub(j, n0)}));
-    e.store_result(e.evaluate(k.result, false));
-  });
+  for (int64_t m = 0; m < rows; m++) {
+    if (mp.m >= 0) e.iv[mp.m] = row_iv[m];
+    e.loop(n0, end, [&](Value *j) {
+      e.iv[mp.n] = j;
+      Value *at = b.CreateAdd(b.CreateSub(j, n0), e.i64(m * chunk));
+      e.acc_value =
+          b.CreateLoad(b.getFloatTy(), b.CreateInBoundsGEP(row_ty, spill, {e.i64(0), at}));
+      e.store_result(e.evaluate(k.result, false));
+    });
+  }
 }
 
 void matvec_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
   if (mp.along_n) return matvec_rows_emit(e, mp, w);
   llvm::IRBuilder<> &b = e.b;
   const Kernel &k = e.k;
-  const int64_t N = k.axes[mp.n], K = k.axes[mp.r], L = mp.lanes, groups = (N + mp.R - 1) / mp.R;
+  const int64_t N = k.axes[mp.n], K = k.axes[mp.r], L = mp.lanes, groups = (N + mp.R - 1) / mp.R,
+                rows = mp.rows;
   auto *vt = llvm::FixedVectorType::get(b.getFloatTy(), (unsigned)L);
-  // Work item -> outer parallel indices and the first output of this item.
-  Value *rem = w;
-  Value *g = b.CreateURem(rem, e.i64(groups));
-  rem = b.CreateUDiv(rem, e.i64(groups));
-  for (int a = mp.n - 1; a >= 0; a--) {
-    if (k.axes[a] == 1) {
-      e.iv[a] = e.i64(0);
-      continue;
-    }
-    e.iv[a] = b.CreateURem(rem, e.i64(k.axes[a]));
-    rem = b.CreateUDiv(rem, e.i64(k.axes[a]));
-  }
+  Value *g = item_decompose(e, mp, w, groups);
+  Value *first_row = mp.m >= 0 ? e.iv[mp.m] : nullptr;
+  std::vector<Value *> row_iv(rows);
+  for (int64_t m = 0; m < rows; m++) row_iv[m] = row(e, mp, first_row, m);
   Value *n0 = b.CreateMul(g, e.i64(mp.R));
-  // Vector pointer of a load at output n and reduction index j.
-  auto vec_ptr = [&](int load, Value *n, Value *j) {
+  // Vector pointer of a load at output n, row m and reduction index j.
+  auto vec_ptr = [&](int load, Value *n, int64_t m, Value *j) {
     e.iv[mp.n] = n;
     e.iv[mp.r] = j;
+    if (mp.m >= 0) e.iv[mp.m] = row_iv[m];
     Value *ok = nullptr;
     Value *off = e.access_offset(k.loads[load], -1, &ok);  // no bounds: ok stays null
     return e.element_ptr(k.loads[load].buffer, off);
@@ -206,12 +254,12 @@ void matvec_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
   for (int64_t l = 0; l < L; l++) mask_bits.push_back(b.getInt1(l < tail));
   Value *tail_mask = llvm::ConstantVector::get(mask_bits);
   llvm::Function *fn = b.GetInsertBlock()->getParent();
-  // `rows` outputs from n0 + first: accumulate, reduce across lanes, result, store.
-  auto rows_emit = [&](int64_t rows, Value *first) {
-    std::vector<llvm::AllocaInst *> accs;
+  // `outs` outputs from `first`, for every row: accumulate, reduce across lanes, result, store.
+  auto outputs_emit = [&](int64_t outs, Value *first) {
+    std::vector<llvm::AllocaInst *> accs;  // [row][outs]
     {
       llvm::IRBuilder<> entry(&fn->getEntryBlock(), fn->getEntryBlock().begin());
-      for (int64_t i = 0; i < rows; i++) accs.push_back(entry.CreateAlloca(vt));
+      for (int64_t i = 0; i < rows * outs; i++) accs.push_back(entry.CreateAlloca(vt));
     }
     for (auto *a : accs) b.CreateStore(llvm::Constant::getNullValue(vt), a);
     auto step = [&](Value *j, Value *mask) {
@@ -221,39 +269,45 @@ void matvec_emit(KernelEmitter &e, const MatvecPlan &mp, Value *w) {
                                              llvm::Constant::getNullValue(vt));
         return (Value *)b.CreateAlignedLoad(vt, ptr, llvm::Align(4));
       };
-      Value *xv = load(vec_ptr(mp.x, first, j));
-      for (int64_t i = 0; i < rows; i++) {
-        Value *wv = load(vec_ptr(mp.w, b.CreateAdd(first, e.i64(i)), j));
-        Value *acc = b.CreateLoad(vt, accs[i]);
-        b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {wv, xv, acc}), accs[i]);
+      std::vector<Value *> xv(rows);
+      for (int64_t m = 0; m < rows; m++) xv[m] = load(vec_ptr(mp.x, first, m, j));
+      for (int64_t i = 0; i < outs; i++) {
+        Value *wv = load(vec_ptr(mp.w, b.CreateAdd(first, e.i64(i)), 0, j));
+        for (int64_t m = 0; m < rows; m++) {
+          llvm::AllocaInst *a = accs[m * outs + i];
+          Value *acc = b.CreateLoad(vt, a);
+          b.CreateStore(b.CreateIntrinsic(llvm::Intrinsic::fmuladd, {vt}, {wv, xv[m], acc}), a);
+        }
       }
     };
     e.loop(full, [&](Value *s) { step(b.CreateMul(s, e.i64(L)), nullptr); });
     if (tail) step(e.i64(full * L), tail_mask);
-    for (int64_t i = 0; i < rows; i++) {
-      // The lanes summed in any order (the reduction is reassociated, as every vector kernel's).
-      llvm::FastMathFlags fm;
-      fm.setAllowReassoc();
-      llvm::CallInst *sum =
-          b.CreateFAddReduce(llvm::ConstantFP::get(b.getFloatTy(), 0.0), b.CreateLoad(vt, accs[i]));
-      sum->setFastMathFlags(fm);
-      e.iv[mp.n] = b.CreateAdd(first, e.i64(i));
-      e.iv[mp.r] = nullptr;
-      e.acc_value = sum;
-      e.store_result(e.evaluate(k.result, false));
-    }
+    for (int64_t m = 0; m < rows; m++)
+      for (int64_t i = 0; i < outs; i++) {
+        // The lanes summed in any order (the reduction is reassociated, as every vector kernel's).
+        llvm::FastMathFlags fm;
+        fm.setAllowReassoc();
+        llvm::CallInst *sum = b.CreateFAddReduce(llvm::ConstantFP::get(b.getFloatTy(), 0.0),
+                                                 b.CreateLoad(vt, accs[m * outs + i]));
+        sum->setFastMathFlags(fm);
+        e.iv[mp.n] = b.CreateAdd(first, e.i64(i));
+        e.iv[mp.r] = nullptr;
+        if (mp.m >= 0) e.iv[mp.m] = row_iv[m];
+        e.acc_value = sum;
+        e.store_result(e.evaluate(k.result, false));
+      }
   };
-  // All R outputs in range (every item but the last when R does not divide N): the R-row code;
-  // otherwise the outputs left, one row at a time.
+  // All R outputs in range (every item but the last when R does not divide N): the R-output code;
+  // otherwise the outputs left, one at a time.
   llvm::BasicBlock *whole = llvm::BasicBlock::Create(e.ctx, "matvec_rows", fn),
                    *part = llvm::BasicBlock::Create(e.ctx, "matvec_tail", fn),
                    *join = llvm::BasicBlock::Create(e.ctx, "matvec_join", fn);
   b.CreateCondBr(b.CreateICmpSLE(b.CreateAdd(n0, e.i64(mp.R)), e.i64(N)), whole, part);
   b.SetInsertPoint(whole);
-  rows_emit(mp.R, n0);
+  outputs_emit(mp.R, n0);
   b.CreateBr(join);
   b.SetInsertPoint(part);
-  e.loop(n0, e.i64(N), [&](Value *n) { rows_emit(1, n); });
+  e.loop(n0, e.i64(N), [&](Value *n) { outputs_emit(1, n); });
   b.CreateBr(join);
   b.SetInsertPoint(join);
 }

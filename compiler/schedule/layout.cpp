@@ -605,68 +605,119 @@ int program_block_products(Program &p, int64_t widest) {
   return n;
 }
 
-int program_pack_weights(Program &p, int64_t widest) {
+namespace {
+
+// Re-lays out constant `a` (read by no other access) in the order of `axes`, the last one
+// innermost, when its linear form reads distinct elements inside the blob; the access then walks
+// the new blob in that order. False (nothing changed) when it does not qualify.
+bool pack_access(Program &p, const Kernel &k, Access &a, const std::vector<int> &axes) {
+  Buffer &B = p.buffers[a.buffer];
+  // The access as offset = base + sum(coef[axis] * i[axis]).
+  std::map<int, int64_t> coef;
+  int64_t base;
+  if (!access_linear(a, k.axes, coef, base)) return false;
+  // Distinct points must read distinct elements, all inside the blob (no duplication).
+  std::vector<std::pair<int64_t, int>> by_coef;
+  for (auto &[ax, c] : coef) by_coef.push_back({c, ax});
+  std::sort(by_coef.begin(), by_coef.end());
+  int64_t reach = 0, count = 1;
+  for (auto &[c, ax] : by_coef) {
+    if (c <= reach) return false;
+    reach += c * (k.axes[ax] - 1);
+    count *= k.axes[ax];
+  }
+  if (base < 0 || base + reach >= B.numel || count > B.numel) return false;
+  std::vector<int> order;
+  for (int ax : axes)
+    if (coef.count(ax)) order.push_back(ax);
+  if (order.size() != coef.size()) return false;
+  std::vector<float> src = B.data.to_f32(), dst((size_t)count);
+  std::vector<int64_t> idx(order.size(), 0);
+  for (int64_t j = 0; j < count; j++) {
+    int64_t o = base;
+    for (size_t i = 0; i < order.size(); i++) o += coef[order[i]] * idx[i];
+    dst[(size_t)j] = src[(size_t)o];
+    for (int i = (int)order.size() - 1; i >= 0; i--) {
+      if (++idx[i] < k.axes[order[i]]) break;
+      idx[i] = 0;
+    }
+  }
+  B.data = Tensor::from_f32({count}, dst);
+  B.numel = count;
+  a.offset = 0;
+  a.dims.clear();
+  int64_t stride = 1;
+  for (int i = (int)order.size() - 1; i >= 0; i--) {
+    DimIndex d;
+    d.terms = {{order[i], 1}};
+    d.extent = k.axes[order[i]];
+    d.stride = stride;
+    stride *= d.extent;
+    a.dims.insert(a.dims.begin(), d);
+  }
+  return true;
+}
+
+std::vector<int> read_counts(const Program &p) {
   std::vector<int> reads(p.buffers.size(), 0);
   for (const Kernel &k : p.kernels)
     for (const Access &a : k.loads) reads[a.buffer]++;
+  return reads;
+}
+
+bool packable(const Program &p, const std::vector<int> &reads, const Access &a) {
+  const Buffer &B = p.buffers[a.buffer];
+  return B.kind == Buffer::Kind::constant && B.dtype == DType::f32 && reads[a.buffer] == 1;
+}
+
+}  // namespace
+
+int program_pack_weights(Program &p, int64_t widest) {
+  const std::vector<int> reads = read_counts(p);
   int packed = 0;
   for (Kernel &k : p.kernels) {
     int np = k.n_parallel;
     if (np < 2 || (k.axes[np - 1] != kChannelBlock && k.axes[np - 1] != widest) ||
         k.reduce == Reduce::none)
       continue;
-    int v = np - 1;
-    for (Access &a : k.loads) {
-      Buffer &B = p.buffers[a.buffer];
-      if (B.kind != Buffer::Kind::constant || B.dtype != DType::f32 || reads[a.buffer] != 1)
-        continue;
-      // The access as offset = base + sum(coef[axis] * i[axis]).
-      std::map<int, int64_t> coef;
-      int64_t base;
-      if (!access_linear(a, k.axes, coef, base) || !coef.count(v)) continue;
-      bool ok = true;
-      // Distinct points must read distinct elements, all inside the blob (no duplication).
-      std::vector<std::pair<int64_t, int>> by_coef;
-      for (auto &[ax, c] : coef) by_coef.push_back({c, ax});
-      std::sort(by_coef.begin(), by_coef.end());
-      int64_t reach = 0, count = 1;
-      for (auto &[c, ax] : by_coef) {
-        if (c <= reach) ok = false;
-        reach += c * (k.axes[ax] - 1);
-        count *= k.axes[ax];
-      }
-      if (!ok || base < 0 || base + reach >= B.numel || count > B.numel) continue;
-      // New order: kernel order, the channel block last.
-      std::vector<int> order;
-      for (int ax = 0; ax < (int)k.axes.size(); ax++)
-        if (ax != v && coef.count(ax)) order.push_back(ax);
-      order.push_back(v);
-      std::vector<float> src = B.data.to_f32(), dst((size_t)count);
-      std::vector<int64_t> idx(order.size(), 0);
-      for (int64_t j = 0; j < count; j++) {
-        int64_t o = base;
-        for (size_t i = 0; i < order.size(); i++) o += coef[order[i]] * idx[i];
-        dst[(size_t)j] = src[(size_t)o];
-        for (int i = (int)order.size() - 1; i >= 0; i--) {
-          if (++idx[i] < k.axes[order[i]]) break;
-          idx[i] = 0;
-        }
-      }
-      B.data = Tensor::from_f32({count}, dst);
-      B.numel = count;
-      a.offset = 0;
-      a.dims.clear();
-      int64_t stride = 1;
-      for (int i = (int)order.size() - 1; i >= 0; i--) {
-        DimIndex d;
-        d.terms = {{order[i], 1}};
-        d.extent = k.axes[order[i]];
-        d.stride = stride;
-        stride *= d.extent;
-        a.dims.insert(a.dims.begin(), d);
-      }
-      packed++;
-    }
+    const int v = np - 1;
+    // New order: kernel order, the channel block last.
+    std::vector<int> order;
+    for (int ax = 0; ax < (int)k.axes.size(); ax++)
+      if (ax != v) order.push_back(ax);
+    order.push_back(v);
+    for (Access &a : k.loads)
+      if (packable(p, reads, a) && access_uses(a, v)) packed += pack_access(p, k, a, order);
+  }
+  return packed;
+}
+
+int program_pack_row_weights(Program &p, int64_t widest) {
+  const std::vector<int> reads = read_counts(p);
+  int packed = 0;
+  for (Kernel &k : p.kernels) {
+    const int np = k.n_parallel, v = np - 1, r = np;
+    if (np < 1 || (int)k.axes.size() != np + 1 || k.reduce != Reduce::sum || k.body < 0 ||
+        k.axes[v] == kChannelBlock || k.axes[v] == widest)
+      continue;
+    const Expr &body = k.exprs[k.body];
+    if (body.op != Op::mul || k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load)
+      continue;
+    Access &la = k.loads[k.exprs[body.a].access], &lb = k.loads[k.exprs[body.b].access];
+    std::map<int, int64_t> coef;
+    int64_t base;
+    // The weight walks the row contiguously and the reduction by whole rows; the other operand
+    // does not move with the row and walks the reduction contiguously.
+    auto row_major = [&](const Access &w, const Access &x) {
+      if (!packable(p, reads, w) || access_uses(x, v)) return false;
+      if (!access_linear(w, k.axes, coef, base) || coef[v] != 1 || coef[r] <= 1) return false;
+      return access_linear(x, k.axes, coef, base) && coef[r] == 1;
+    };
+    Access *w = row_major(la, lb) ? &la : row_major(lb, la) ? &lb : nullptr;
+    if (!w) continue;
+    std::vector<int> order;  // kernel order: the parallel axes, the reduction innermost
+    for (int ax = 0; ax < (int)k.axes.size(); ax++) order.push_back(ax);
+    packed += pack_access(p, k, *w, order);
   }
   return packed;
 }

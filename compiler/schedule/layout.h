@@ -34,4 +34,11 @@ int program_block_products(Program &p, int64_t widest = kChannelBlock);
 // the channel block): convolution weights become one sequential stream. Returns how many.
 int program_pack_weights(Program &p, int64_t widest = kChannelBlock);
 
+// Products whose constant weight is contiguous along an output row that no block divides (a
+// MatMul by a [K, N] weight, N = 4955: program_block_products leaves it): the weight is re-laid
+// out with the reduction innermost ([N, K]), so each output reads one contiguous stream
+// (codegen/cpu_matvec.h's dot layout) instead of one element per weight row N * 4 bytes apart:
+// every reduction step a new page, which the prefetchers do not follow. Returns how many.
+int program_pack_row_weights(Program &p, int64_t widest = kChannelBlock);
+
 }  // namespace capgraph

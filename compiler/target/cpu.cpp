@@ -29,6 +29,7 @@ void cpu_layouts(Program &p, const std::string &name, CompileReport &r) {
   r.blocked_buffers = program_block_channels(p, block);
   program_block_products(p, block);
   program_pack_weights(p, block);
+  program_pack_row_weights(p, block);
   // After the layouts: a product is fused only where its channel tile takes the converted input
   // (elsewhere the float copy stays; CAPGRAPH_NO_INPUT_FUSE=1 keeps it everywhere).
   if (!knob_get("CAPGRAPH_NO_INPUT_FUSE"))

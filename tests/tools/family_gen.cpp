@@ -9,8 +9,10 @@
 //   mobilenetv3_like  inverted residuals with HardSwish and squeeze-excite (HardSigmoid gate)
 //   inception_like    four branches (1x1, 1x1-3x3, 1x1-3x3-3x3, 3x3 max pool-1x1) concatenated
 //   densenet_like     dense blocks: each layer's 32 new channels concatenated to its input
-//   comma_like        two uint8 1x12x128x256 camera frames cast and scaled in the graph, a
-//                     MobileNetV3-style backbone, a 512 -> 4955 fully connected head
+//   comma_like        two uint8 1x12x128x256 camera frames cast and scaled in the graph (stems
+//                     12 -> 16, 3x3 stride 2, one with Clip(min) as ReLU), a MobileNetV3-style
+//                     backbone, a temporal input (1x24x512 feature history), heads of 4955 and
+//                     528 outputs (issue 27's comma-shaped acceptance model)
 // "bench" (the default) writes the shapes to time; "test" the same graphs on smaller frames (and
 // fewer repeats) so that a conformance run is quick; the operators and channel counts are the same.
 #include <algorithm>
@@ -77,13 +79,18 @@ struct Net {
     b.initializer(n, std::vector<float>{v}, {});
     return n;
   }
-  // Global average pool, flatten, fully connected (Gemm with transB as exporters write it).
-  std::string head(const std::string &x, int64_t c, int64_t out) {
-    const std::string f = op("Flatten", {op("GlobalAveragePool", {x})});
+  // Fully connected (Gemm with transB as exporters write it), named `name` when given.
+  std::string dense(const std::string &x, int64_t c, int64_t out, const std::string &name = "") {
     const std::string w = fresh("fc_w"), bias = fresh("fc_b");
     b.initializer(w, random_values(size_t(out * c), 1.7f / std::sqrt(float(c))), {out, c});
     b.initializer(bias, random_values(size_t(out), 0.1f), {out});
-    return op("Gemm", {f, w, bias}, {attr_int("transB", 1)});
+    const std::string y = name.empty() ? fresh("Gemm") : name;
+    b.node("Gemm", {x, w, bias}, {y}, {attr_int("transB", 1)});
+    return y;
+  }
+  // Global average pool, flatten, fully connected.
+  std::string head(const std::string &x, int64_t c, int64_t out) {
+    return dense(op("Flatten", {op("GlobalAveragePool", {x})}), c, out);
   }
 };
 
@@ -266,23 +273,29 @@ void comma_like(Net &n, int64_t h, int64_t w) {
   const char *names[2] = {"input_imgs", "big_input_imgs"};
   for (int cam = 0; cam < 2; ++cam) {
     n.b.input(names[cam], DataType::uint8, {1, 12, h, w});
-    // Two ways exporters write the scaling: x / 127.5 - 1 and x * (1 / 255).
+    // Two ways exporters write the scaling: x / 127.5 - 1 and x * (1 / 255); and two ways they
+    // write the stem's activation: keras' ReLU as Clip with only a minimum, and HardSwish.
     std::string f = n.op("Cast", {names[cam]}, {attr_int("to", 1)});
-    if (cam == 0)
+    if (cam == 0) {
       f = n.op("Sub", {n.op("Div", {f, n.scalar(127.5f)}), n.scalar(1.0f)});
-    else
+      stems[cam] = n.op("Clip", {n.conv(f, 12, 16, 3, 2, 1), n.scalar(0.0f)});
+    } else {
       f = n.op("Mul", {f, n.scalar(1.0f / 255)});
-    stems[cam] = n.hardswish(n.conv(f, 12, 16, 3, 2, 1));
+      stems[cam] = n.hardswish(n.conv(f, 12, 16, 3, 2, 1));
+    }
   }
   std::string x =
       n.conv(n.op("Concat", {stems[0], stems[1]}, {attr_int("axis", 1)}), 32, 16, 1, 1, 1);
   x = v3_backbone(n, x, 16);
   x = n.hardswish(n.head(x, 576, 512));
-  n.b.initializer("plan_w", n.random_values(size_t(4955) * 512, 1.7f / std::sqrt(512.0f)),
-                  {4955, 512});
-  n.b.initializer("plan_b", n.random_values(4955, 0.1f), {4955});
-  n.b.node("Gemm", {x, "plan_w", "plan_b"}, {"outputs"}, {attr_int("transB", 1)});
-  n.b.output("outputs", DataType::float32);
+  // The temporal input: the policy's feature history (24 steps of 512), flattened into a dense
+  // layer, joined with the vision features as openpilot's policy joins them.
+  n.b.input("features_buffer", DataType::float32, {1, 24, 512});
+  std::string t = n.op("Flatten", {"features_buffer"});
+  t = n.relu(n.dense(t, 24 * 512, 256));
+  x = n.hardswish(n.dense(n.op("Concat", {x, t}, {attr_int("axis", 1)}), 512 + 256, 512));
+  n.b.output(n.dense(x, 512, 4955, "plan"), DataType::float32);
+  n.b.output(n.dense(x, 512, 528, "hidden_state"), DataType::float32);
 }
 
 struct Input {
@@ -373,9 +386,10 @@ int main(int argc, char **argv) {
       const int64_t h = bench ? 128 : 32, w = bench ? 256 : 64;
       Net n;
       comma_like(n, h, w);
-      ok &= model_write(
-          out / "comma_like", n,
-          {{"input_imgs", {1, 12, h, w}, true}, {"big_input_imgs", {1, 12, h, w}, true}});
+      ok &= model_write(out / "comma_like", n,
+                        {{"input_imgs", {1, 12, h, w}, true},
+                         {"big_input_imgs", {1, 12, h, w}, true},
+                         {"features_buffer", {1, 24, 512}, false}});
     }
     return ok ? 0 : 1;
   } catch (const std::exception &e) {
