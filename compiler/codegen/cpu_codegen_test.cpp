@@ -28,6 +28,7 @@
 #include "onnx_writer.h"
 #include "schedule/interpret.h"
 #include "schedule/kernel_test_util.h"
+#include "target/target_table.h"
 
 using namespace capgraph;
 using namespace capgraph::model_gen;
@@ -1470,18 +1471,27 @@ TEST_CASE("the capture does not depend on the number of code generation threads"
   b.output("y", DataType::float32);
   const std::string path = scratch_dir() + "/jobs_identical.onnx";
   b.save(path);
-  std::vector<uint8_t> first;
-  for (int jobs : {1, 2, 4}) {
-    CAPTURE(jobs);
-    CompileOptions opt;
-    opt.jobs = jobs;
-    CompileReport r;
-    std::vector<uint8_t> cap = compile_model(path, opt, &r);
-    CHECK(r.unique_kernels > 8);  // more than the objects: some hold several kernels
-    if (first.empty())
-      first = cap;
-    else
-      CHECK(cap == first);
+  // The CPU and the LLVM GPU families of this build (their spine, llvm_gpu.cpp, as well).
+  std::vector<std::string> targets = {"cpu"};
+  for (const TargetEntry *t : target_entries())
+    if (std::string(t->family) == "amd" || std::string(t->family) == "nv")
+      targets.push_back(std::string(t->family) == "amd" ? "amd-gfx1100" : "nv-sm90");
+  for (const std::string &target : targets) {
+    CAPTURE(target);
+    std::vector<uint8_t> first;
+    for (int jobs : {1, 2, 4}) {
+      CAPTURE(jobs);
+      CompileOptions opt;
+      opt.target = target;
+      opt.jobs = jobs;
+      CompileReport r;
+      std::vector<uint8_t> cap = compile_model(path, opt, &r);
+      CHECK(r.unique_kernels > 8);  // more than the objects: some hold several kernels
+      if (first.empty())
+        first = cap;
+      else
+        CHECK(cap == first);
+    }
   }
 }
 

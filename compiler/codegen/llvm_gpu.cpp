@@ -13,7 +13,9 @@ CodegenResult llvm_gpu_codegen(const Program &p, const LlvmGpuFamily &f, int job
   CodegenResult c;
   c.kernels.resize(p.kernels.size());
   KernelDedupe d = kernels_dedupe(p);
-  int n_obj = std::min<int>(std::max(jobs, 1), std::max<int>((int)d.reps.size(), 1));
+  // A fixed number of objects, dealt round-robin, built by `jobs` threads: the capture is the same
+  // whatever the thread count (issue 27, as cpu_codegen).
+  const int n_obj = std::min<int>(kLlvmGpuObjects, std::max<int>((int)d.reps.size(), 1));
   for (size_t i = 0; i < p.kernels.size(); i++) {
     int u = d.unique_of[i];
     c.kernels[i].slots = kernel_slots(p.kernels[i]);
@@ -28,7 +30,7 @@ CodegenResult llvm_gpu_codegen(const Program &p, const LlvmGpuFamily &f, int job
   std::vector<std::set<std::string>> spilled(n_obj);
   std::vector<char> untiled(d.reps.size(), 0), redo(n_obj, 1);
   for (int pass = 0; pass < 2; pass++) {
-    parallel_run(n_obj, [&](int o) {
+    parallel_pull(n_obj, jobs, [&](int o) {
       if (!redo[o]) return;
       std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(f.triple, f.cpu, f.features);
       llvm::LLVMContext ctx;

@@ -42,10 +42,14 @@ struct LlvmGpuFamily {
   // The kernel function `symbol` (gpu_kernel_emit with the family's attributes and intrinsics).
   std::function<void(KernelEmitter &e, const std::string &symbol, bool tile)> kernel_emit;
   // Builds object `o` from its module (which it may keep, say as assembly text) and reads its
-  // kernels' facts back. Runs on the object's thread; `o` < max(jobs, 1), so a family may size
-  // its per-object storage by `jobs`.
+  // kernels' facts back. Runs on the object's thread; `o` < kLlvmGpuObjects, so a family may
+  // size its per-object storage by that.
   std::function<LlvmGpuObject(int o, llvm::Module &m, llvm::TargetMachine &tm)> object_build;
 };
+
+// The most objects llvm_gpu_codegen writes: a fixed number (fewer only with fewer unique kernels),
+// built by `jobs` threads, so that the capture does not depend on the thread count.
+constexpr int kLlvmGpuObjects = 8;
 
 // Compiles every kernel of `p`: objects, and per Program kernel its slots, symbol, object and
 // work size (work items, tiled kernels in whole workgroups). Throws an Error naming the kernel and

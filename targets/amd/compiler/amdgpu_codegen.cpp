@@ -89,7 +89,7 @@ void host_kernel_emit(KernelEmitter &e, const std::string &symbol, const CpuTarg
 }  // namespace
 
 AmdCodegenResult amdgpu_codegen(const Program &p, const AmdTarget &t, int jobs) {
-  std::vector<std::map<std::string, AmdKernelFacts>> facts(std::max(jobs, 1));  // per object
+  std::vector<std::map<std::string, AmdKernelFacts>> facts(kLlvmGpuObjects);  // per object
   LlvmGpuFamily family{
       .target = t.name,
       .triple = t.triple,

@@ -198,7 +198,7 @@ NvCodegenResult nvptx_codegen(const Program &p, const NvTarget &t, int jobs) {
         "/usr/local/cuda/bin, /usr/bin; set CAPGRAPH_PTXAS or install the CUDA toolkit or Debian's "
         "nvidia-cuda-toolkit)");
   r.ptxas_version = ptxas_version(r.ptxas);
-  std::vector<std::map<std::string, NvKernelFacts>> facts(std::max(jobs, 1));  // per object
+  std::vector<std::map<std::string, NvKernelFacts>> facts(kLlvmGpuObjects);  // per object
   r.ptx.resize(facts.size());
   LlvmGpuFamily family{
       .target = t.name,
