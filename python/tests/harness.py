@@ -64,3 +64,41 @@ def skip(reason: str) -> None:
     """ctest's skip (SKIP_RETURN_CODE 77), saying why."""
     print(f"SKIPPED: {reason}")
     sys.exit(77)
+
+
+def monitoring_onnx(name: str = "monitoring") -> Path:
+    """A model shaped like openpilot's driver-monitoring model, small: one uint8 luma frame
+    "input_img" 1x1x128x256 (the real one is 1440x960) and "calib" 1x3, scaled in the graph,
+    three strided Conv+Relu, pooled, and a Gemm head "outputs" 1x84 (face pose, eyes, ...)."""
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+    rng = np.random.default_rng(3)
+    w = lambda n, *s: numpy_helper.from_array((rng.standard_normal(s) * 0.2).astype(np.float32), n)
+    inits = [w("w1", 8, 1, 3, 3), w("w2", 16, 8, 3, 3), w("w3", 32, 16, 3, 3), w("head", 35, 84),
+             numpy_helper.from_array(np.array([1 / 255], np.float32), "scale")]
+    conv = lambda i, wt, o: [helper.make_node("Conv", [i, wt], [o + "c"], pads=[1, 1, 1, 1], strides=[2, 2]),
+                             helper.make_node("Relu", [o + "c"], [o])]
+    nodes = [helper.make_node("Cast", ["input_img"], ["f"], to=TensorProto.FLOAT),
+             helper.make_node("Mul", ["f", "scale"], ["s"]),
+             *conv("s", "w1", "r1"), *conv("r1", "w2", "r2"), *conv("r2", "w3", "r3"),
+             helper.make_node("GlobalAveragePool", ["r3"], ["g"]),
+             helper.make_node("Flatten", ["g"], ["v"]),
+             helper.make_node("Concat", ["v", "calib"], ["vc"], axis=1),
+             helper.make_node("MatMul", ["vc", "head"], ["outputs"])]
+    graph = helper.make_graph(
+        nodes, name,
+        [helper.make_tensor_value_info("input_img", TensorProto.UINT8, [1, 1, 128, 256]),
+         helper.make_tensor_value_info("calib", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, [1, 84])], inits)
+    path = WORK / f"{name}.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    return path
+
+
+def driving_onnx() -> Path:
+    """targets/adreno/testdata/comma_model_gen's driving-shaped model (two uint8 camera inputs
+    1x12x128x256, desire, features_buffer; plan, lead, pose, hidden_state heads)."""
+    out = WORK / "driving"
+    out.mkdir(exist_ok=True)
+    subprocess.run([str(BUILD / "targets" / "adreno" / "comma_model_gen"), str(out)], check=True)
+    return out / "comma.onnx"
