@@ -66,7 +66,7 @@ def skip(reason: str) -> None:
     sys.exit(77)
 
 
-def monitoring_onnx(name: str = "monitoring") -> Path:
+def monitoring_onnx(name: str = "monitoring", out: Path = WORK) -> Path:
     """A model shaped like openpilot's driver-monitoring model, small: one uint8 luma frame
     "input_img" 1x1x128x256 (the real one is 1440x960) and "calib" 1x3, scaled in the graph,
     three strided Conv+Relu, pooled, and a Gemm head "outputs" 1x84 (face pose, eyes, ...)."""
@@ -90,7 +90,7 @@ def monitoring_onnx(name: str = "monitoring") -> Path:
         [helper.make_tensor_value_info("input_img", TensorProto.UINT8, [1, 1, 128, 256]),
          helper.make_tensor_value_info("calib", TensorProto.FLOAT, [1, 3])],
         [helper.make_tensor_value_info("outputs", TensorProto.FLOAT, [1, 84])], inits)
-    path = WORK / f"{name}.onnx"
+    path = Path(out) / f"{name}.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), str(path))
     return path
 
