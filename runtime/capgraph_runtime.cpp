@@ -253,18 +253,25 @@ capgraph_status tensor_bind(capgraph_model *m, std::vector<model_tensor> &list,
     }
     const model_tensor &t = list[size_t(index)];
     const std::string what = m->label + ": capgraph_bind_" + kind + " '" + t.name + "': ";
-    if (!m->graph) {
-      m->error = what +
-                 "binding caller memory needs a GPU device that can import it (adreno); "
-                 "on the CPU write and read through the pointers capgraph_" +
-                 kind + " gives";
-      return CAPGRAPH_ERR_ARGUMENT;
-    }
     if (data && (uintptr_t(data) % 4096 || size_bytes % 4096 || size_bytes < t.size)) {
       m->error = what +
                  "the buffer must be page-aligned (4096 bytes) in address and size and hold its " +
                  std::to_string(t.size) + " bytes (" + std::to_string(size_bytes) + " given)";
       return CAPGRAPH_ERR_ARGUMENT;
+    }
+    if (!m->graph) {
+      // The CPU: the plan's pointers into the tensor move to the caller's buffer (page-aligned as
+      // on a GPU, so one program binds the same buffers on either). A copy step that reaches
+      // past the tensor's edge could not follow it.
+      if (replay_plan_copy_straddles(m->plan, t.offset, t.size)) {
+        m->error = what + "a copy step reads or writes it together with other arena bytes";
+        return CAPGRAPH_ERR_ARGUMENT;
+      }
+      replay_plan_rebase(&m->plan, t.offset, t.size,
+                         data ? static_cast<uint8_t *>(data) : m->arena_base + t.offset);
+      bound.resize(list.size(), nullptr);
+      bound[size_t(index)] = data;
+      return CAPGRAPH_OK;
     }
     std::string why;
     const capgraph_status st = m->graph->bind(t.offset, t.size, data, size_bytes, &why);
@@ -377,6 +384,16 @@ capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *dat
 int32_t capgraph_num_steps(const capgraph_model *m) {
   if (!m) return 0;
   return m->graph ? int32_t(m->graph->steps()) : (int32_t)m->plan.steps.size();
+}
+
+const char *capgraph_step_name(const capgraph_model *m, int32_t index) {
+  if (!m || index < 0 || index >= capgraph_num_steps(m)) return nullptr;
+  // Verified at load: every launch names a kernel that exists and has a name; the file stays
+  // mapped for the model's life.
+  const fb::Capture *c = fb::GetCapture(m->file.data());
+  const fb::Step *s = c->steps()->Get(uint32_t(index));
+  if (s->kind() == fb::StepKind::copy) return "copy";
+  return c->kernels()->Get(s->launch()->kernel())->name()->c_str();
 }
 
 capgraph_status capgraph_run_timed(capgraph_model *m, uint64_t *step_ns, size_t count) {

@@ -97,8 +97,11 @@ capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tenso
  * number of pages covering the tensor; it must stay valid until it is unbound (data NULL), another
  * buffer is bound, or capgraph_free. Each buffer is imported once, at its first bind (KGSL:
  * MAP_USER_MEM after a D-cache clean); binding another buffer only patches its address into the
- * recorded launches. capgraph_input/capgraph_output then give the bound pointer. Devices whose
- * driver can import memory only (adreno, fake-adreno); elsewhere CAPGRAPH_ERR_ARGUMENT. */
+ * recorded launches. capgraph_input/capgraph_output then give the bound pointer. On a GPU,
+ * devices whose driver can import memory only (adreno, fake-adreno; elsewhere
+ * CAPGRAPH_ERR_ARGUMENT). On the CPU the replay's pointers into the tensor move to the buffer
+ * (same alignment rule, so one program runs on either); refused when a copy step reads or writes
+ * the tensor together with bytes outside it. */
 capgraph_status capgraph_bind_input(capgraph_model *m, int32_t index, void *data,
                                     size_t size_bytes);
 capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *data,
@@ -109,6 +112,10 @@ capgraph_status capgraph_run(capgraph_model *m);
 
 /* Number of steps (kernel launches and copies) in one replay. */
 int32_t capgraph_num_steps(const capgraph_model *m);
+/* What step `index` (0 .. capgraph_num_steps) runs, to label capgraph_run_timed's times: the
+ * kernel's name for a launch, "copy" for a copy; NULL for an index out of range. Owned by the
+ * model. */
+const char *capgraph_step_name(const capgraph_model *m, int32_t index);
 /* Replays once like capgraph_run and writes each step's wall time in nanoseconds into
  * step_ns[0 .. capgraph_num_steps); count must be at least that. For profiling: the timing adds a
  * clock read per step. On a GPU the times come from timestamps the engines write after each

@@ -261,18 +261,80 @@ TEST_CASE("--check is refused on the CPU, naming why") {
   CHECK(std::string(report) == "untouched");
 }
 
-TEST_CASE("binding caller memory is refused on the CPU, and bad indices anywhere, with a message") {
+TEST_CASE("caller memory bound on the CPU is read and written in place, and unbound again") {
+  for (int32_t threads : {1, 2}) {
+    CAPTURE(threads);
+    model mdl(test::reference_spec(2), threads);
+    const size_t bytes = test::k_reference_n * 4, room = (bytes + 4095) / 4096 * 4096;
+    float *a = static_cast<float *>(aligned_alloc(4096, room));
+    float *b = static_cast<float *>(aligned_alloc(4096, room));  // read by the copy step
+    float *y = static_cast<float *>(aligned_alloc(4096, room));
+    float *z = static_cast<float *>(aligned_alloc(4096, room));  // written by the copy step
+    std::vector<float> va, vb;
+    test::reference_inputs(test::k_reference_n, &va, &vb);
+    memcpy(a, va.data(), bytes);
+    memcpy(b, vb.data(), bytes);
+    memset(y, 0, room);
+    REQUIRE(capgraph_bind_input(mdl.m, 0, a, room) == CAPGRAPH_OK);
+    REQUIRE(capgraph_bind_input(mdl.m, 1, b, room) == CAPGRAPH_OK);
+    REQUIRE(capgraph_bind_output(mdl.m, 0, y, room) == CAPGRAPH_OK);
+    REQUIRE(capgraph_bind_output(mdl.m, 1, z, room) == CAPGRAPH_OK);
+    capgraph_tensor t;
+    REQUIRE(capgraph_input(mdl.m, 0, &t) == CAPGRAPH_OK);
+    CHECK(t.data == a);
+    // The arena's own input slots hold nothing: only the caller's buffers can give the result.
+    mdl.run();
+    const std::vector<float> rows = mdl.output("rows/r");
+    const std::vector<float> y_got(y, y + test::k_reference_n), z_got(z, z + test::k_reference_n);
+    reference_check({y_got, z_got, rows});
+    REQUIRE(capgraph_output(mdl.m, 0, &t) == CAPGRAPH_OK);
+    CHECK(t.data == y);
+    // Unbound: the arena again (inputs written there, outputs read there), the buffers untouched.
+    for (int32_t i : {0, 1}) {
+      REQUIRE(capgraph_bind_input(mdl.m, i, nullptr, 0) == CAPGRAPH_OK);
+      REQUIRE(capgraph_bind_output(mdl.m, i, nullptr, 0) == CAPGRAPH_OK);
+    }
+    memset(y, 0, room);
+    reference_check(reference_run(mdl));
+    CHECK(y[0] == 0.0f);
+    free(a), free(b), free(y), free(z);
+  }
+}
+
+TEST_CASE("binding refuses unaligned buffers, short buffers, straddling copies and bad indices") {
   model mdl(test::reference_spec(1), 0);
-  void *buf = aligned_alloc(4096, 4096);
-  CHECK(capgraph_bind_input(mdl.m, 0, buf, 4096) == CAPGRAPH_ERR_ARGUMENT);
-  CHECK(std::string(capgraph_error(mdl.m)).find("needs a GPU device") != std::string::npos);
+  uint8_t *buf = static_cast<uint8_t *>(aligned_alloc(4096, 8192));
+  CHECK(capgraph_bind_input(mdl.m, 0, buf + 64, 4096) == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(std::string(capgraph_error(mdl.m)).find("page-aligned") != std::string::npos);
+  CHECK(capgraph_bind_input(mdl.m, 0, buf, 100) == CAPGRAPH_ERR_ARGUMENT);
   CHECK(capgraph_bind_output(mdl.m, 99, buf, 4096) == CAPGRAPH_ERR_ARGUMENT);
   CHECK(std::string(capgraph_error(mdl.m)).find("index 99 is out of range") != std::string::npos);
   CHECK(capgraph_bind_input(nullptr, 0, buf, 4096) == CAPGRAPH_ERR_ARGUMENT);
-  free(buf);
   // The model still runs from its arena.
-  const test::reference_outputs out = reference_run(mdl);
-  CHECK(!out.y.empty());
+  reference_check(reference_run(mdl));
+  free(buf);
+  // A copy of 8 bytes from the middle of `b` into `z`: fine. One from the end of `b` into the next
+  // slot reads past `b`, and binding `b` is refused naming why.
+  capture_spec s = test::reference_spec(1);
+  const uint64_t b_at = s.inputs[1].offset, b_end = b_at + s.inputs[1].size;
+  s.steps.push_back(test::copy_step(test::arena_ref(b_end - 8), test::arena_ref(b_end + 64), 16));
+  model straddle(s, 0);
+  uint8_t *room = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
+  CHECK(capgraph_bind_input(straddle.m, 0, room, 4096) == CAPGRAPH_OK);
+  CHECK(capgraph_bind_input(straddle.m, 1, room, 4096) == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(std::string(capgraph_error(straddle.m)).find("a copy step") != std::string::npos);
+  free(room);
+}
+
+TEST_CASE("step names label each step: the kernel of a launch, copy for a copy") {
+  model mdl(test::reference_spec(1), 0);
+  CHECK(std::string(capgraph_step_name(mdl.m, 0)) == "add_table");
+  CHECK(std::string(capgraph_step_name(mdl.m, 2)) == "exp");
+  CHECK(std::string(capgraph_step_name(mdl.m, 3)) == "copy");
+  CHECK(std::string(capgraph_step_name(mdl.m, 4)) == "copy_rows");
+  CHECK(capgraph_step_name(mdl.m, 5) == nullptr);
+  CHECK(capgraph_step_name(mdl.m, -1) == nullptr);
+  CHECK(capgraph_step_name(nullptr, 0) == nullptr);
 }
 
 TEST_CASE("NULL arguments and status names") {

@@ -25,6 +25,9 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
                        const std::vector<kernel_entry> &kernels, int threads, replay_plan *out) {
   replay_plan &p = *out;
   p.threads = threads;
+  const auto arena_at = [](const fb::BufferRef &b) {
+    return b.space() == fb::Space::arena ? b.offset() : k_not_arena;
+  };
   const auto address = [&](const fb::BufferRef &b) -> uint8_t * {
     const uint8_t *base = b.space() == fb::Space::arena ? arena : weights[b.index()];
     // Kernels get non-const pointers by ABI; weights are only ever read through them.
@@ -43,10 +46,17 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
       step.dst = address(*cp->dst());
       step.src = address(*cp->src());
       step.size = cp->size();
+      p.copies_dst_at.push_back(arena_at(*cp->dst()));
+      p.copies_src_at.push_back(arena_at(*cp->src()));
     } else {
+      p.copies_dst_at.push_back(k_not_arena);
+      p.copies_src_at.push_back(k_not_arena);
       const fb::Launch *l = s->launch();
       step.entry = kernels[l->kernel()];
-      for (const fb::BufferRef *b : *l->buffers()) p.buffers.push_back(address(*b));
+      for (const fb::BufferRef *b : *l->buffers()) {
+        p.buffers.push_back(address(*b));
+        p.buffers_at.push_back(arena_at(*b));
+      }
       if (l->scalars())
         p.scalars.insert(p.scalars.end(), l->scalars()->begin(), l->scalars()->end());
       if (uint32_t(threads) == c->threads()) {
@@ -73,6 +83,34 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
     s.bounds = p.bounds.data() + at[i].bounds;
   }
   replay_plan_barriers(&p);
+}
+
+void replay_plan_rebase(replay_plan *plan, uint64_t offset, uint64_t size, uint8_t *base) {
+  const auto inside = [&](uint64_t at) {
+    return at != k_not_arena && at >= offset && at - offset < size;
+  };
+  for (size_t i = 0; i < plan->buffers.size(); ++i)
+    if (inside(plan->buffers_at[i])) plan->buffers[i] = base + (plan->buffers_at[i] - offset);
+  for (size_t i = 0; i < plan->steps.size(); ++i) {
+    if (inside(plan->copies_dst_at[i]))
+      plan->steps[i].dst = base + (plan->copies_dst_at[i] - offset);
+    if (inside(plan->copies_src_at[i]))
+      plan->steps[i].src = base + (plan->copies_src_at[i] - offset);
+  }
+}
+
+bool replay_plan_copy_straddles(const replay_plan &plan, uint64_t offset, uint64_t size) {
+  for (size_t i = 0; i < plan.steps.size(); ++i) {
+    if (plan.steps[i].entry) continue;
+    const uint64_t bytes = plan.steps[i].size;
+    for (uint64_t at : {plan.copies_dst_at[i], plan.copies_src_at[i]}) {
+      if (at == k_not_arena) continue;
+      const bool overlaps = at < offset + size && offset < at + bytes;
+      const bool within = at >= offset && at + bytes <= offset + size;
+      if (overlaps && !within) return true;
+    }
+  }
+  return false;
 }
 
 namespace {
