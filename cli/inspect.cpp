@@ -211,9 +211,9 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
   for (size_t i = 0; i < users.size(); i++) {
     const fb::PlannedBuffer *b = c->buffers()->Get(i);
     appendf(o,
-            "  {\"name\": %s, \"dtype\": \"%s\", \"offset\": %llu, \"bytes\": %llu, "
+            "  {\"name\": %s, \"float16\": %s, \"offset\": %llu, \"bytes\": %llu, "
             "\"first_step\": %u, \"last_step\": %u, \"writers\": %s, \"readers\": %s}%s\n",
-            json_quote(b->name() ? b->name()->str() : "").c_str(), dtype_name((DType)b->dtype()),
+            json_quote(b->name() ? b->name()->str() : "").c_str(), b->float16() ? "true" : "false",
             (unsigned long long)b->offset(), (unsigned long long)b->size(), b->first_step(),
             b->last_step(), steps_list(users[i].writers).c_str(),
             steps_list(users[i].readers).c_str(), i + 1 < users.size() ? "," : "");
@@ -221,8 +221,8 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
   o += " ],\n \"weight_blobs\": [\n";
   for (size_t i = 0; i < weight_readers.size(); i++) {
     const fb::Weight *w = c->weights()->Get(i);
-    appendf(o, "  {\"name\": %s, \"dtype\": \"%s\", \"bytes\": %llu, \"readers\": %s}%s\n",
-            json_quote(w->name() ? w->name()->str() : "").c_str(), dtype_name((DType)w->dtype()),
+    appendf(o, "  {\"name\": %s, \"float16\": %s, \"bytes\": %llu, \"readers\": %s}%s\n",
+            json_quote(w->name() ? w->name()->str() : "").c_str(), w->float16() ? "true" : "false",
             (unsigned long long)w->data()->size(), steps_list(weight_readers[i]).c_str(),
             i + 1 < weight_readers.size() ? "," : "");
   }
@@ -278,9 +278,9 @@ int cmd_inspect(int argc, char **argv) {
   if (any_half) {
     int half_buffers = 0, half_weights = 0;
     if (c->buffers())
-      for (const auto *b : *c->buffers()) half_buffers += b->dtype() == fb::DType::f16;
+      for (const auto *b : *c->buffers()) half_buffers += b->float16();
     if (c->weights())
-      for (const auto *w : *c->weights()) half_weights += w->dtype() == fb::DType::f16;
+      for (const auto *w : *c->weights()) half_weights += w->float16();
     std::printf("  float16 storage (math in float32): %d of %u planned buffers, %d of %u weights\n",
                 half_buffers, c->buffers() ? c->buffers()->size() : 0, half_weights,
                 c->weights() ? c->weights()->size() : 0);

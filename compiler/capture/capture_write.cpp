@@ -158,7 +158,7 @@ class CaptureWriter {
       fbb.ForceVectorAlignment(b.data.bytes->size(), 1, 64);
       auto data = fbb.CreateVector(b.data.bytes->data(), b.data.bytes->size());
       weights.push_back(
-          fb::CreateWeight(fbb, fbb.CreateString(b.name), data, fb_dtype(b.data.dtype)));
+          fb::CreateWeight(fbb, fbb.CreateString(b.name), data, b.data.dtype == DType::f16));
     }
   }
   // The target's programs, then the host twins'.
@@ -226,7 +226,7 @@ class CaptureWriter {
             fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0,
             twin ? (int32_t)(twin_base + twin->object) : -1, twin ? twin->symbol.c_str() : nullptr,
             twin ? (uint64_t)twin->work_size : 0, facts.first, facts.second, bounds,
-            kernel_half_storage(p.kernels[i], p), fb_dtype(p.kernels[i].store_dtype)));
+            kernel_half_storage(p.kernels[i], p), p.kernels[i].store_dtype == DType::f16));
         if (twin) twin_symbol.push_back(twin->symbol);
       } else if (twins && twin_symbol[it->second] != tc.twins.kernels[i].symbol) {
         // Equal GPU kernels must have equal twins: both come from the same kernel deduplication.
@@ -277,7 +277,8 @@ class CaptureWriter {
       const Buffer &b = p.buffers[arena.buffers[i]];
       const ArenaRequest &r = arena.requests[i];
       planned.push_back(fb::CreatePlannedBufferDirect(fbb, b.name.c_str(), arena.plan.offsets[i],
-                                                      r.size, r.first, r.last, fb_dtype(b.dtype)));
+                                                      r.size, r.first, r.last,
+                                                      b.dtype == DType::f16));
     }
     return planned;
   }

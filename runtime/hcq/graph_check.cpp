@@ -35,7 +35,7 @@ double written_max(const fb::Kernel *kern, const fb::Launch *l, const uint8_t *a
   double max_ref = 0;
   const fb::KernelBounds *b = kern->bounds();
   if (!b || !b->written()) return 0;
-  const bool half = kern->store_dtype() == fb::DType::f16;
+  const bool half = kern->store_float16();
   for (uint32_t w : *b->written()) {
     if (w >= l->buffers()->size() || w >= l->buffer_sizes()->size()) continue;
     const fb::BufferRef *ref = l->buffers()->Get(w);
@@ -148,7 +148,7 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
         memcpy(&dw, arena_.cpu + o, len);
         memcpy(&tw, host.data() + o, len);
         memcpy(host.data() + o, arena_.cpu + o, len);
-        const double diff = word_difference(dw, tw, kern->store_dtype() == fb::DType::f16);
+        const double diff = word_difference(dw, tw, kern->store_float16());
         if (diff == 0) continue;
         const bool outside = !written_by(kern, l, o);
         if (diff <= tolerance && !outside) continue;

@@ -768,7 +768,7 @@ bool fake_kgsl::kernel_check(uint32_t k, std::vector<written_span> &spans, void 
   double max_diff = 0, max_ref = 0;
   uint64_t differ = 0, worst_at = 0;
   bool exact_mismatch = false;
-  const bool half = capture_->kernels()->Get(k)->store_dtype() == fb::DType::f16;
+  const bool half = capture_->kernels()->Get(k)->store_float16();
   for (const written_span &w : spans)
     for (uint64_t o = 0; o + 4 <= w.before.size(); o += 4) {
       uint32_t tw32;
