@@ -70,6 +70,12 @@ std::string steps_list(const std::vector<uint32_t> &steps) {
   return r + "]";
 }
 
+// Whether a launch's kernel stores float16 (capture.fbs Kernel.half_storage).
+bool kernel_half(const fb::Capture *c, const fb::Launch *l) {
+  return c->kernels() && l->kernel() < c->kernels()->size() &&
+         c->kernels()->Get(l->kernel())->half_storage();
+}
+
 std::string kernel_name(const fb::Capture *c, const fb::Launch *l) {
   return c->kernels() && l->kernel() < c->kernels()->size()
              ? c->kernels()->Get(l->kernel())->name()->str()
@@ -187,11 +193,11 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
       appendf(o,
               "  {\"kind\": \"launch\", \"kernel\": %s, \"sources\": [%s], \"work\": %llu, "
               "\"flops\": %llu, \"bytes_read\": %llu, "
-              "\"bytes_written\": %llu, \"bindings\": [%s]}%s\n",
+              "\"bytes_written\": %llu, \"half_storage\": %s, \"bindings\": [%s]}%s\n",
               json_quote(kernel_name(c, l)).c_str(), srcs.c_str(),
               (unsigned long long)l->work_size(), (unsigned long long)l->flops(),
               (unsigned long long)l->bytes_read(), (unsigned long long)l->bytes_written(),
-              bindings.c_str(), sep);
+              kernel_half(c, l) ? "true" : "false", bindings.c_str(), sep);
     } else {
       const fb::Copy *cp = s->copy();
       appendf(o, "  {\"kind\": \"copy\", \"bytes\": %llu, \"src\": %s, \"dst\": %s}%s\n",
@@ -205,18 +211,18 @@ std::string inspect_json(const std::string &path, const fb::Capture *c) {
   for (size_t i = 0; i < users.size(); i++) {
     const fb::PlannedBuffer *b = c->buffers()->Get(i);
     appendf(o,
-            "  {\"name\": %s, \"offset\": %llu, \"bytes\": %llu, \"first_step\": %u, "
-            "\"last_step\": %u, \"writers\": %s, \"readers\": %s}%s\n",
-            json_quote(b->name() ? b->name()->str() : "").c_str(), (unsigned long long)b->offset(),
-            (unsigned long long)b->size(), b->first_step(), b->last_step(),
-            steps_list(users[i].writers).c_str(), steps_list(users[i].readers).c_str(),
-            i + 1 < users.size() ? "," : "");
+            "  {\"name\": %s, \"float16\": %s, \"offset\": %llu, \"bytes\": %llu, "
+            "\"first_step\": %u, \"last_step\": %u, \"writers\": %s, \"readers\": %s}%s\n",
+            json_quote(b->name() ? b->name()->str() : "").c_str(), b->float16() ? "true" : "false",
+            (unsigned long long)b->offset(), (unsigned long long)b->size(), b->first_step(),
+            b->last_step(), steps_list(users[i].writers).c_str(),
+            steps_list(users[i].readers).c_str(), i + 1 < users.size() ? "," : "");
   }
   o += " ],\n \"weight_blobs\": [\n";
   for (size_t i = 0; i < weight_readers.size(); i++) {
     const fb::Weight *w = c->weights()->Get(i);
-    appendf(o, "  {\"name\": %s, \"bytes\": %llu, \"readers\": %s}%s\n",
-            json_quote(w->name() ? w->name()->str() : "").c_str(),
+    appendf(o, "  {\"name\": %s, \"float16\": %s, \"bytes\": %llu, \"readers\": %s}%s\n",
+            json_quote(w->name() ? w->name()->str() : "").c_str(), w->float16() ? "true" : "false",
             (unsigned long long)w->data()->size(), steps_list(weight_readers[i]).c_str(),
             i + 1 < weight_readers.size() ? "," : "");
   }
@@ -264,8 +270,23 @@ int cmd_inspect(int argc, char **argv) {
   std::printf("  arena %.2f MiB (sum of intermediates %.2f MiB), weights %.2f MiB in %u blobs\n",
               c->arena_size() / 1048576.0, c->arena_naive_size() / 1048576.0,
               t.weight_bytes / 1048576.0, c->weights() ? c->weights()->size() : 0);
-  std::printf("  %-4s %-40s %-28s %10s %12s\n", "step", "kernel", "first ONNX node", "work",
-              "MFLOP");
+  // With float16 storage (--precision fp16) each step says whether its kernel stores float16.
+  bool any_half = false;
+  for (const auto *s : *c->steps())
+    if (s->kind() == fb::StepKind::launch && s->launch() && kernel_half(c, s->launch()))
+      any_half = true;
+  if (any_half) {
+    int half_buffers = 0, half_weights = 0;
+    if (c->buffers())
+      for (const auto *b : *c->buffers()) half_buffers += b->float16();
+    if (c->weights())
+      for (const auto *w : *c->weights()) half_weights += w->float16();
+    std::printf("  float16 storage (math in float32): %d of %u planned buffers, %d of %u weights\n",
+                half_buffers, c->buffers() ? c->buffers()->size() : 0, half_weights,
+                c->weights() ? c->weights()->size() : 0);
+  }
+  std::printf("  %-4s %-40s %-28s %10s %12s%s\n", "step", "kernel", "first ONNX node", "work",
+              "MFLOP", any_half ? "  store" : "");
   for (size_t i = 0; i < c->steps()->size(); i++) {
     const auto *s = c->steps()->Get(i);
     if (s->kind() != fb::StepKind::launch || !s->launch()) continue;
@@ -274,8 +295,11 @@ int cmd_inspect(int argc, char **argv) {
         l->source_nodes() && l->source_nodes()->size() ? l->source_nodes()->Get(0)->str() : "";
     if (l->source_nodes() && l->source_nodes()->size() > 1)
       src += " +" + std::to_string(l->source_nodes()->size() - 1);
-    std::printf("  %-4zu %-40.40s %-28.28s %10llu %12.2f\n", i, kernel_name(c, l).c_str(),
-                src.c_str(), (unsigned long long)l->work_size(), l->flops() / 1e6);
+    std::printf("  %-4zu %-40.40s %-28.28s %10llu %12.2f%s\n", i, kernel_name(c, l).c_str(),
+                src.c_str(), (unsigned long long)l->work_size(), l->flops() / 1e6,
+                !any_half           ? ""
+                : kernel_half(c, l) ? "  f16"
+                                    : "  f32");
   }
   for (const TargetEntry *t : target_entries())
     if (t->facts_text) std::fputs(t->facts_text(c).c_str(), stdout);

@@ -95,7 +95,7 @@ int usage() {
       "usage:\n"
       "  capgraph compile MODEL.onnx -o MODEL.cap [--target %s]\n"
       "                   [--input-shape NAME=1x3x640x640]... [--threads T] [--fold-limit-mb MB]\n"
-      "                   [--bind NAME=FILE.npy]...\n"
+      "                   [--bind NAME=FILE.npy]... [--precision fp16|fp32]\n"
       "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs "
       "SEED] [--threads T]\n"
       "               [--device DEVICE] [--check]\n"
@@ -138,6 +138,8 @@ int cmd_compile(int argc, char **argv) {
       opt.target = arg_value(i, argc, argv);
     else if (a == "--threads")
       opt.threads = int_arg(a, arg_value(i, argc, argv), 1, 256);
+    else if (a == "--precision")
+      opt.precision = arg_value(i, argc, argv);
     else if (a == "--fold-limit-mb")
       opt.fold_limit_bytes = (int64_t)int_arg(a, arg_value(i, argc, argv), 1, 1 << 20) << 20;
     else if (a == "--input-shape") {
@@ -185,6 +187,11 @@ int cmd_compile(int argc, char **argv) {
   std::printf(
       "  time: read %.0f ms, graph %.0f ms, schedule %.0f ms, codegen %.0f ms, write %.0f ms\n",
       r.ms_read, r.ms_graph, r.ms_schedule, r.ms_codegen, r.ms_write);
+  if (r.precision == "fp16") {
+    std::printf("  precision fp16: %d weights and activations stored as float16, math in float32\n",
+                r.half_buffers);
+    for (const std::string &k : r.kept_fp32) std::printf("  kept float32: %s\n", k.c_str());
+  }
   return 0;
 }
 

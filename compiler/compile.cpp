@@ -12,6 +12,7 @@
 #include "knobs.h"
 #include "onnx/onnx_model.h"
 #include "schedule/fuse.h"
+#include "schedule/half_storage.h"
 #include "schedule/lower.h"
 #include "target/target_table.h"
 
@@ -87,8 +88,16 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   t0 = std::chrono::steady_clock::now();
   Program p = graph_lower(g);
   r.fused = program_fuse(p);
-  // The target's layouts (the target table's hook): blocked activations, packed weights.
   const TargetEntry &target = target_find(opt.target);
+  r.precision = opt.precision.empty() ? target.precision : opt.precision;
+  if (r.precision != "fp16" && r.precision != "fp32")
+    throw Error("--precision must be fp16 or fp32, not '" + r.precision + "'");
+  if (r.precision == "fp16") {
+    HalfStorageReport h = program_store_half(p);
+    r.half_buffers = h.buffers;
+    r.kept_fp32 = std::move(h.kept);
+  }
+  // The target's layouts (the target table's hook): blocked activations, packed weights.
   if (target.layouts) target.layouts(p, opt.target, r);
   program_merge_axes(p);
   program_prune_buffers(p);
@@ -120,6 +129,9 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   info.threads = opt.threads;
   // The knobs read while compiling (knob_get) that are set: they may have changed the output.
   info.compile_options = knobs_set();
+  // float16 storage changes every kernel: the capture says so (float32 adds nothing, so a
+  // --precision fp32 capture is the one compiled before the option existed).
+  if (r.precision == "fp16") info.compile_options.push_back("precision fp16");
   // A bound input changes what the capture computes and removes an input: the capture says so.
   for (const auto &[name, t] : opt.bound_inputs)
     info.compile_options.push_back("bind " + name + "=" + dtype_name(t.dtype) + shape_str(t.shape));

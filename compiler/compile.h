@@ -18,12 +18,18 @@ struct CompileOptions {
   int jobs = 0;                // code generation threads (0: one per core)
   int64_t fold_limit_bytes =
       kFoldLimitBytes;  // memory constant folding may allocate (graph/passes.h)
+  // --precision: "fp16" stores float32 weights and activations as float16 (math stays float32;
+  // schedule/half_storage.h), "fp32" keeps them; "" takes the target's default (TargetEntry).
+  std::string precision;
 };
 
 struct CompileReport {
   int onnx_nodes = 0, folded_batchnorms = 0, folded_pads = 0, removed_nodes = 0;
   int kernels = 0, unique_kernels = 0, fused = 0, blocked_buffers = 0;
-  int input_casts_fused = 0;  // integer-input cast + scale chains folded into products' loads
+  int input_casts_fused = 0;       // integer-input cast + scale chains folded into products' loads
+  std::string precision = "fp32";  // what was used: fp16 or fp32
+  int half_buffers = 0;            // float32 buffers stored as float16
+  std::vector<std::string> kept_fp32;  // "NAME (reason)": left float32 under fp16
   uint64_t arena_bytes = 0, arena_naive_bytes = 0, weight_bytes = 0, capture_bytes = 0;
   double ms_read = 0, ms_graph = 0, ms_schedule = 0, ms_codegen = 0, ms_write = 0;
 };

@@ -16,6 +16,14 @@ static fb::DType fb_dtype(DType t) { return (fb::DType)(uint8_t)t; }
 
 namespace {
 
+// Whether k reads or writes a float16 buffer (capture.fbs Kernel.half_storage).
+bool kernel_half_storage(const Kernel &k, const Program &p) {
+  if (p.buffers[k.store.buffer].dtype == DType::f16) return true;
+  for (const Access &a : k.loads)
+    if (p.buffers[a.buffer].dtype == DType::f16) return true;
+  return false;
+}
+
 // An index table (capture.fbs IndexTable): a weight whose entries a kernel adds, unchecked, to an
 // index of another access (a dimension with an `expr` and Bound::none: Gather with constant
 // indices, Resize). The entry plus the dimension's affine part must stay in [0, extent).
@@ -149,7 +157,8 @@ class CaptureWriter {
       weight_index[i] = (int64_t)weights.size();
       fbb.ForceVectorAlignment(b.data.bytes->size(), 1, 64);
       auto data = fbb.CreateVector(b.data.bytes->data(), b.data.bytes->size());
-      weights.push_back(fb::CreateWeight(fbb, fbb.CreateString(b.name), data));
+      weights.push_back(
+          fb::CreateWeight(fbb, fbb.CreateString(b.name), data, b.data.dtype == DType::f16));
     }
   }
   // The target's programs, then the host twins'.
@@ -216,7 +225,8 @@ class CaptureWriter {
         kernels.push_back(fb::CreateKernelDirect(
             fbb, p.kernels[i].name.c_str(), ck.object, ck.symbol.c_str(), ck.slots.size(), 0,
             twin ? (int32_t)(twin_base + twin->object) : -1, twin ? twin->symbol.c_str() : nullptr,
-            twin ? (uint64_t)twin->work_size : 0, facts.first, facts.second, bounds));
+            twin ? (uint64_t)twin->work_size : 0, facts.first, facts.second, bounds,
+            kernel_half_storage(p.kernels[i], p), p.kernels[i].store_dtype == DType::f16));
         if (twin) twin_symbol.push_back(twin->symbol);
       } else if (twins && twin_symbol[it->second] != tc.twins.kernels[i].symbol) {
         // Equal GPU kernels must have equal twins: both come from the same kernel deduplication.
@@ -267,7 +277,8 @@ class CaptureWriter {
       const Buffer &b = p.buffers[arena.buffers[i]];
       const ArenaRequest &r = arena.requests[i];
       planned.push_back(fb::CreatePlannedBufferDirect(fbb, b.name.c_str(), arena.plan.offsets[i],
-                                                      r.size, r.first, r.last));
+                                                      r.size, r.first, r.last,
+                                                      b.dtype == DType::f16));
     }
     return planned;
   }

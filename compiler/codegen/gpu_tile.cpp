@@ -15,15 +15,19 @@ using llvm::Value;
 
 namespace {
 
-// The load an expression is, if it is a plain f32 load without a gathered index.
-int plain_load(const Kernel &k, const Program &p, int expr) {
-  const Expr &e = k.exprs[expr];
-  if (e.op != Op::load || e.dtype != DType::f32) return -1;
-  const Access &a = k.loads[e.access];
-  if (p.buffers[a.buffer].dtype != DType::f32) return -1;
+// The load an expression is, if it is a plain f32 load without a gathered index (or, where the
+// target stages float16, a float16 one widened to f32).
+int plain_load(const Kernel &k, const Program &p, int expr, bool half) {
+  const Expr *e = &k.exprs[expr];
+  if (half && e->op == Op::cast && e->dtype == DType::f32 && k.exprs[e->a].op == Op::load &&
+      k.exprs[e->a].dtype == DType::f16)
+    e = &k.exprs[e->a];
+  if (e->op != Op::load || (e->dtype != DType::f32 && e->dtype != DType::f16)) return -1;
+  const Access &a = k.loads[e->access];
+  if (p.buffers[a.buffer].dtype != e->dtype) return -1;
   for (const DimIndex &d : a.dims)
     if (d.expr >= 0) return -1;
-  return e.access;
+  return e->access;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -85,10 +89,12 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
   if (k.reduce != Reduce::sum || k.acc_dtype != DType::f32 || k.body < 0 || k.result < 0) return pl;
   const Expr &body = k.exprs[k.body];
   if (body.op != Op::mul || body.dtype != DType::f32) return pl;
-  pl.a = plain_load(k, p, body.a);
-  pl.b = plain_load(k, p, body.b);
+  pl.a = plain_load(k, p, body.a, f.half_operands);
+  pl.b = plain_load(k, p, body.b, f.half_operands);
   if (pl.a < 0 || pl.b < 0 || pl.a == pl.b) return pl;
   const Access &la = k.loads[pl.a], &lb = k.loads[pl.b];
+  pl.elem_a = dtype_size(p.buffers[la.buffer].dtype);
+  pl.elem_b = dtype_size(p.buffers[lb.buffer].dtype);
   for (int x = 0; x < k.n_parallel; x++) {
     if (k.axes[x] == 1) continue;
     bool ua = access_uses(la, x), ub = access_uses(lb, x);

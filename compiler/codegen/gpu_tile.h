@@ -39,6 +39,9 @@ struct GpuFacts {
   unsigned wave_size = 32;        // lanes that execute together
   unsigned shared_bytes = 65536;  // LDS / shared memory one workgroup may use
   unsigned registers = 256;       // 32-bit vector registers one work item may use
+  // Whether an operand may be a float16 load widened to float32 (cast(load f16)): the emitter
+  // converts as it stages (Adreno's NIR emitter; the LLVM ones stage float32 only).
+  bool half_operands = false;
 };
 
 struct GpuTilePlan {
@@ -51,6 +54,9 @@ struct GpuTilePlan {
   int64_t lanes_m = 16, lanes_n = 16;  // lane grid, lanes_m * lanes_n == group_size
   int64_t tm = 4, tn = 4;              // accumulators per lane along m and n
   int64_t kc = 16;                     // reduction points per chunk
+  // Bytes per staged element of a and b: 4, or 2 where the operand is float16 and the target
+  // stages it as it is (GpuFacts::half_operands; widened when read from shared memory).
+  int64_t elem_a = 4, elem_b = 4;
   int64_t tiles_m = 1, tiles_n = 1;
   // Where a lane's accumulators are neighbours in the output: 'n' when the tn accumulators of a
   // row are consecutive elements of the stored buffer (the innermost n axis has stride 1 and a
@@ -60,7 +66,7 @@ struct GpuTilePlan {
   int64_t TM() const { return lanes_m * tm; }
   int64_t TN() const { return lanes_n * tn; }
   int64_t groups() const { return batches * tiles_m * tiles_n; }
-  int64_t shared_bytes() const { return 4 * kc * (TM() + TN()); }
+  int64_t shared_bytes() const { return kc * (elem_a * TM() + elem_b * TN()); }
 };
 
 // The plan for kernel k on a target with facts f, or one with ok == false (the kernel keeps one

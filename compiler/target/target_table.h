@@ -54,6 +54,9 @@ struct TargetEntry {
   // the inspect --json object ("" likewise).
   std::string (*facts_text)(const fb::Capture *c) = nullptr;
   std::string (*facts_json)(const fb::Capture *c) = nullptr;
+  // --precision's default: "fp16" stores weights and activations as float16
+  // (schedule/half_storage.h), "fp32" as they are.
+  const char *precision = "fp32";
 };
 
 // The entry for a --target value ("" or "cpu": this machine's CPU). Throws naming every known

@@ -35,15 +35,16 @@ double written_max(const fb::Kernel *kern, const fb::Launch *l, const uint8_t *a
   double max_ref = 0;
   const fb::KernelBounds *b = kern->bounds();
   if (!b || !b->written()) return 0;
+  const bool half = kern->store_float16();
   for (uint32_t w : *b->written()) {
     if (w >= l->buffers()->size() || w >= l->buffer_sizes()->size()) continue;
     const fb::BufferRef *ref = l->buffers()->Get(w);
     if (ref->space() != fb::Space::arena || ref->offset() > arena_size) continue;
     const uint64_t end = std::min<uint64_t>(arena_size, ref->offset() + l->buffer_sizes()->Get(w));
     for (uint64_t o = ref->offset(); o + 4 <= end; o += 4) {
-      float f;
-      memcpy(&f, arena + o, 4);
-      if (std::isfinite(f)) max_ref = std::max(max_ref, double(std::fabs(f)));
+      uint32_t word;
+      memcpy(&word, arena + o, 4);
+      max_ref = std::max(max_ref, word_max_abs(word, half));
     }
   }
   return max_ref;
@@ -147,7 +148,7 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
         memcpy(&dw, arena_.cpu + o, len);
         memcpy(&tw, host.data() + o, len);
         memcpy(host.data() + o, arena_.cpu + o, len);
-        const double diff = word_difference(dw, tw);
+        const double diff = word_difference(dw, tw, kern->store_float16());
         if (diff == 0) continue;
         const bool outside = !written_by(kern, l, o);
         if (diff <= tolerance && !outside) continue;

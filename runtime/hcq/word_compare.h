@@ -24,4 +24,39 @@ inline double word_difference(uint32_t device, uint32_t twin) {
   return ordinary ? std::fabs(double(fd) - double(ft)) : INFINITY;
 }
 
+// float16 storage (capture.fbs Kernel.store_dtype): each 32-bit word holds two halves, each
+// compared as a value: finite halves (subnormal ones too: whether the a6xx flushes float16
+// subnormals is not published, and the host twin keeps them) within the tolerance, infinities and
+// NaNs bit for bit (two NaNs match). Read as one float32, a 1-ulp difference in the low half could
+// look like a denormal or an infinity and be called a mismatch.
+inline double half_value(uint16_t h) {
+  const int e = (h >> 10) & 31, m = h & 1023;
+  const double v = e ? std::ldexp(1024.0 + m, e - 25) : std::ldexp(double(m), -24);
+  return (h & 0x8000) ? -v : v;
+}
+inline double half_difference(uint16_t device, uint16_t twin) {
+  if (device == twin) return 0;
+  const bool fd = ((device >> 10) & 31) != 31, ft = ((twin >> 10) & 31) != 31;
+  if (fd && ft) return std::fabs(half_value(device) - half_value(twin));
+  const bool nd = !fd && (device & 1023), nt = !ft && (twin & 1023);
+  return nd && nt ? 0 : INFINITY;
+}
+inline double word_difference(uint32_t device, uint32_t twin, bool half) {
+  if (!half) return word_difference(device, twin);
+  return std::fmax(half_difference(uint16_t(device), uint16_t(twin)),
+                   half_difference(uint16_t(device >> 16), uint16_t(twin >> 16)));
+}
+// The largest finite |value| in a word (two halves when `half`), for the tolerance.
+inline double word_max_abs(uint32_t w, bool half) {
+  if (!half) {
+    float f;
+    memcpy(&f, &w, 4);
+    return std::isfinite(f) ? std::fabs(double(f)) : 0;
+  }
+  double m = 0;
+  for (uint16_t h : {uint16_t(w), uint16_t(w >> 16)})
+    if (((h >> 10) & 31) != 31) m = std::fmax(m, std::fabs(half_value(h)));
+  return m;
+}
+
 }  // namespace capgraph::hcq

@@ -7,7 +7,9 @@
 # us). Prints Markdown; minutes of CPU (not a ctest: the numbers are for the README, the tests of
 # the model are a630_estimate_test.cpp and targets_adreno_cli_test).
 #   adreno_estimates.sh BUILD_DIR
-# CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only. Needs node (to read meta.json and the
+# CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only; CAPGRAPH_PRECISION=fp32 compiles the
+# models with --precision fp32 (default: the target's, float16 storage). The calibration kernel is
+# always float32 (the measured point it is held to). Needs node (to read meta.json and the
 # profile's JSON) and Mesa's ir3 in the build.
 set -uo pipefail
 build=${1:?usage: adreno_estimates.sh BUILD_DIR}
@@ -17,6 +19,7 @@ zoo=$repo/../shared/zoo
 source "$repo/tests/tools/e2e_lib.sh"
 command -v node > /dev/null || { echo "adreno_estimates: node is needed"; exit 77; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+precision=${CAPGRAPH_PRECISION:+--precision $CAPGRAPH_PRECISION}
 
 # summary NAME PROFILE.json: one Markdown row of the counts summed over kernels and the estimate.
 summary() {
@@ -46,13 +49,13 @@ for name in $models; do
   [[ -f $dir/meta.json && -f $dir/model.onnx ]] || continue
   zoo_model_args "$dir" || { echo "| $name | reading meta.json failed |"; continue; }
   # shellcheck disable=SC2086
-  "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" --target adreno-a630 $zoo_shapes > /dev/null &&
+  "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" --target adreno-a630 $precision $zoo_shapes > /dev/null &&
     "$capgraph" profile "$work/$name.cap" --device fake-adreno --json > "$work/$name.json" ||
     { echo "| $name | FAILED |"; continue; }
   summary "$name" "$work/$name.json"
 done
 "$build/targets/adreno/comma_model_gen" "$work" > /dev/null &&
-  "$capgraph" compile "$work/comma.onnx" -o "$work/comma.cap" --target adreno-a630 > /dev/null &&
+  "$capgraph" compile "$work/comma.onnx" -o "$work/comma.cap" --target adreno-a630 $precision > /dev/null &&
   "$capgraph" profile "$work/comma.cap" --device fake-adreno --json > "$work/comma.json" &&
   summary "comma-shaped (testdata/comma_model_gen.cpp)" "$work/comma.json" || echo "| comma-shaped | FAILED |"
 
@@ -60,7 +63,7 @@ done
 # (driving_vision's kernel 672 also adds a residual and a scale and reads float16 images).
 echo
 "$tools/conv_layer_gen" "$work/conv.onnx" 192 64 32 64 1 1 1 none first > /dev/null &&
-  "$capgraph" compile "$work/conv.onnx" -o "$work/conv.cap" --target adreno-a630 > /dev/null &&
+  "$capgraph" compile "$work/conv.onnx" -o "$work/conv.cap" --target adreno-a630 --precision fp32 > /dev/null &&
   "$capgraph" profile "$work/conv.cap" --device fake-adreno --json > "$work/conv.json" || { echo "calibration conv FAILED"; exit 1; }
 node -e '
   const p = JSON.parse(require("fs").readFileSync(process.argv[1], "utf8"));

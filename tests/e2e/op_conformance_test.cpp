@@ -2477,6 +2477,11 @@ std::map<std::string, npy_array> capgraph_run_model(const std::string &model_pat
   if (const char *t = std::getenv("CAPGRAPH_OP_THREADS")) opt.threads = std::atoi(t);
   const char *target = std::getenv("CAPGRAPH_OP_TARGET");
   if (target) opt.target = target, opt.threads = 1;  // a GPU capture replays on one queue
+  // Each op at the float32 tolerance: the suite holds op semantics, so a target whose default is
+  // float16 storage (adreno-a630) compiles float32 here; its float16 captures are held to their
+  // own tolerance by the family's end-to-end tests. CAPGRAPH_OP_PRECISION=fp16 runs it so anyway.
+  opt.precision =
+      std::getenv("CAPGRAPH_OP_PRECISION") ? std::getenv("CAPGRAPH_OP_PRECISION") : "fp32";
   std::vector<uint8_t> cap = compile_model(model_path, opt, report);
   capgraph_model *m = nullptr;
   char msg[512] = "";

@@ -13,18 +13,19 @@ zoo_model_args() {
   { read -r zoo_inputs; read -r zoo_shapes; read -r zoo_refs; } <<< "$lines"
 }
 
-# outputs_compare DEVICE_DIR CPU_DIR "OUT=REFERENCE.npy|cpu ..." [LABEL]: each output the device
-# wrote against its reference (unless it is "cpu") and, when CPU_DIR is not empty, against the same
-# model run on this CPU. Prints npy_compare's lines prefixed with LABEL; status 1 if any differs.
+# outputs_compare DEVICE_DIR CPU_DIR "OUT=REFERENCE.npy|cpu ..." [LABEL] [REL_TOL]: each output the
+# device wrote against its reference (unless it is "cpu") and, when CPU_DIR is not empty, against
+# the same model run on this CPU. Prints npy_compare's lines prefixed with LABEL; status 1 if any
+# differs. REL_TOL (npy_compare's third argument) replaces the float32 tolerance (a float16 capture).
 outputs_compare() {
-  local dev=$1 cpu=$2 refs=$3 label=${4:+$4 } ok=0 r out ref
+  local dev=$1 cpu=$2 refs=$3 label=${4:+$4 } tol=${5:-} ok=0 r out ref
   for r in $refs; do
     out=${r%%=*}; ref=${r#*=}
     if [[ $ref != cpu ]]; then
-      "$compare" "$dev/$out.npy" "$ref" | sed "s/^/  ${label}vs reference: /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=1
+      "$compare" "$dev/$out.npy" "$ref" $tol | sed "s/^/  ${label}vs reference: /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=1
     fi
     if [[ -n $cpu ]]; then
-      "$compare" "$dev/$out.npy" "$cpu/$out.npy" | sed "s/^/  ${label}vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=1
+      "$compare" "$dev/$out.npy" "$cpu/$out.npy" $tol | sed "s/^/  ${label}vs cpu:       /"; [[ ${PIPESTATUS[0]} -eq 0 ]] || ok=1
     fi
   done
   return $ok

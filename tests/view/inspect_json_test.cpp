@@ -107,6 +107,7 @@ TEST_CASE("inspect --json: the documented keys, and numbers that agree with the 
     CHECK(s.at("bytes_read").integer == l->bytes_read());
     CHECK(s.at("bytes_written").integer == l->bytes_written());
     CHECK(s.at("work").integer == l->work_size());
+    CHECK(s.at("half_storage").boolean == c->kernels()->Get(l->kernel())->half_storage());
     REQUIRE(s.at("sources").array.size() == l->source_nodes()->size());
     for (size_t k = 0; k < l->source_nodes()->size(); k++)
       CHECK(s.at("sources")[k].string == l->source_nodes()->Get(k)->str());

@@ -186,6 +186,8 @@ AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program
     throw Error("kernel " + k.name + " (target " + t.name + "): Mesa's ir3 failed to compile it");
   AdrenoKernelFacts f = variant_facts(k, t, v, nk);
   ralloc_free(v);
+  if (getenv("CAPGRAPH_DUMP_IR3"))  // the machine code as Mesa's disassembler reads it
+    std::fprintf(stderr, "kernel %s:\n%s\n", k.name.c_str(), adreno_disassemble(f, t).text.c_str());
   return f;
 }
 

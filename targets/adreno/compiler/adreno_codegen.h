@@ -51,7 +51,8 @@ const AdrenoTarget &adreno_a630();
 
 // The target's facts for the shared GPU schedule.
 inline GpuFacts adreno_gpu_facts(const AdrenoTarget &t) {
-  return {(unsigned)t.workgroup_size, t.wave_size, t.shared_bytes, t.registers};
+  // The NIR emitter widens float16 operands as it stages them (tile_emit).
+  return {(unsigned)t.workgroup_size, t.wave_size, t.shared_bytes, t.registers, true};
 }
 
 // Everything the runtime needs to dispatch one compiled kernel, named as in the capture. Register

@@ -70,6 +70,7 @@ const TargetEntry adreno_target_entry = {.family = "adreno",
                                          .threads = false,
                                          .codegen = &adreno_codegen_target,
                                          .facts_text = &adreno_facts_text,
-                                         .facts_json = &adreno_facts_json};
+                                         .facts_json = &adreno_facts_json,
+                                         .precision = "fp16"};
 
 }  // namespace capgraph

@@ -1,5 +1,6 @@
 #include "adreno_nir_emit.h"
 
+#include <array>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -486,7 +487,7 @@ struct NirKernelEmitter {
       emit();
   }
 
-  // Workgroup shared memory, 32-bit words at byte offset `off`.
+  // Workgroup shared memory, one 32-bit or 16-bit word at byte offset `off`.
   void shared_store(nir_def *off, nir_def *v) {
     nir_intrinsic_instr *st = nir_intrinsic_instr_create(b.shader, nir_intrinsic_store_shared);
     st->num_components = 1;
@@ -494,7 +495,7 @@ struct NirKernelEmitter {
     st->src[1] = nir_src_for_ssa(off);
     nir_intrinsic_set_base(st, 0);
     nir_intrinsic_set_write_mask(st, 0x1);
-    nir_intrinsic_set_align(st, 4, 0);
+    nir_intrinsic_set_align(st, v->bit_size / 8, 0);
     nir_builder_instr_insert(&b, &st->instr);
   }
   nir_def *shared_load(nir_def *off) {
@@ -573,16 +574,23 @@ struct NirKernelEmitter {
     nir_pop_if(&b, nullptr);
   }
 
-  // Shared memory, 4 x 32-bit words at byte offset `off` (16-byte aligned): one ldl of 4.
-  nir_def *shared_load4(nir_def *off) {
+  // Four staged operands at byte offset `off` (aligned to their size) as float32: one ldl of 4
+  // floats, or of 4 float16 widened here with a cov each (half the shared-memory bytes).
+  std::array<nir_def *, 4> shared_load4(nir_def *off, int64_t elem) {
+    const unsigned bits = elem == 2 ? 16 : 32;
     nir_intrinsic_instr *ld = nir_intrinsic_instr_create(b.shader, nir_intrinsic_load_shared);
     ld->num_components = 4;
     ld->src[0] = nir_src_for_ssa(off);
     nir_intrinsic_set_base(ld, 0);
-    nir_intrinsic_set_align(ld, 16, 0);
-    nir_def_init(&ld->instr, &ld->def, 4, 32);
+    nir_intrinsic_set_align(ld, 4 * (unsigned)elem, 0);
+    nir_def_init(&ld->instr, &ld->def, 4, bits);
     nir_builder_instr_insert(&b, &ld->instr);
-    return &ld->def;
+    std::array<nir_def *, 4> v;
+    for (unsigned i = 0; i < 4; i++) {
+      v[i] = nir_channel(&b, &ld->def, i);
+      if (bits == 16) v[i] = nir_f2f32(&b, v[i]);
+    }
+    return v;
   }
 
   // Flat index -> the indices of `axes` (innermost fastest).
@@ -605,7 +613,7 @@ struct NirKernelEmitter {
     const int64_t TM = pl.TM(), TN = pl.TN(), GS = f.group_size, E = k.axes[pl.chunk];
     if (pl.tm != 4 || pl.tn != 4)
       fail("the tile plan's micro tile is not 4 x 4 (one vec4 per operand row)");
-    const uint32_t slab_b = (uint32_t)(4 * pl.kc * TM);
+    const uint32_t slab_b = (uint32_t)(pl.elem_a * pl.kc * TM);
     std::vector<nir_variable *> acc((size_t)(pl.tm * pl.tn));
     for (auto &x : acc) {
       x = nir_local_variable_create(impl, glsl_float_type(), "acc");
@@ -629,6 +637,7 @@ struct NirKernelEmitter {
     auto stage = [&](uint32_t slab, int load, int64_t T, nir_def *base, int64_t ext,
                      const std::vector<int> &axes, nir_def *c0) {
       const Access &a = k.loads[load];
+      const int64_t elem = dtype_size(p.buffers[a.buffer].dtype);  // float16 is staged as it is
       auto step = [&](nir_def *idx) {
         nir_def *kk = nir_udiv_imm(&b, idx, (uint64_t)T), *t = nir_umod_imm(&b, idx, (uint64_t)T);
         nir_def *pos = nir_iadd(&b, base, t), *r = nir_iadd(&b, c0, kk);
@@ -648,10 +657,10 @@ struct NirKernelEmitter {
         nir_if *nif = nir_push_if(&b, in);
         nir_def *v = global_load(a.buffer, off, 1);
         nir_push_else(&b, nif);
-        nir_def *zero = nir_imm_float(&b, 0);
+        nir_def *zero = elem == 2 ? nir_imm_float16(&b, 0) : nir_imm_float(&b, 0);
         nir_pop_if(&b, nif);
         nir_def *staged = nir_if_phi(&b, v, zero);
-        nir_def *at = nir_iadd_imm(&b, nir_imul_imm(&b, idx, 4), slab);
+        nir_def *at = nir_iadd_imm(&b, nir_imul_imm(&b, idx, (uint64_t)elem), slab);
         shared_store(at, staged);
       };
       const int64_t full = pl.kc * T / GS;
@@ -681,20 +690,27 @@ struct NirKernelEmitter {
         stage(0, pl.a, TM, m0, pl.M, pl.m, c0);
         stage(slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
         workgroup_barrier();
-        loop(i32(0), i32(pl.kc), [&](nir_def *kk) {
-          nir_def *at_a = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TM)),
-                                   nir_imul_imm(&b, lm, (uint64_t)(4 * pl.tm)));
-          nir_def *at_b = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(4 * TN)),
-                                   nir_imul_imm(&b, ln, (uint64_t)(4 * pl.tn)));
-          nir_def *av = shared_load4(at_a), *bv = shared_load4(nir_iadd_imm(&b, at_b, slab_b));
+        auto point = [&](nir_def *kk) {
+          nir_def *at_a = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_a * TM)),
+                                   nir_imul_imm(&b, lm, (uint64_t)(pl.elem_a * pl.tm)));
+          nir_def *at_b = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_b * TN)),
+                                   nir_imul_imm(&b, ln, (uint64_t)(pl.elem_b * pl.tn)));
+          const std::array<nir_def *, 4> av = shared_load4(at_a, pl.elem_a),
+                                         bv = shared_load4(nir_iadd_imm(&b, at_b, slab_b),
+                                                           pl.elem_b);
           for (int64_t i = 0; i < pl.tm; i++)
             for (int64_t j = 0; j < pl.tn; j++) {
               nir_variable *x = acc[(size_t)(i * pl.tn + j)];
-              nir_def *prod =
-                  nir_fmul(&b, nir_channel(&b, av, (unsigned)i), nir_channel(&b, bv, (unsigned)j));
+              nir_def *prod = nir_fmul(&b, av[(size_t)i], bv[(size_t)j]);
               nir_store_var(&b, x, nir_fadd(&b, nir_load_var(&b, x), prod), 1);
             }
-        });
+        };
+        // The first point right after the barrier, in its block: ir3's legalize gives the
+        // instruction after a `bar` (ss)(sy) only within a block (ir3_legalize.c, `last_n`), and a
+        // loop starting right after it began a new block without them (the hazard checker's
+        // barrier_sync, seen once float16 slabs made the loop too long for NIR to unroll).
+        point(i32(0));
+        if (pl.kc > 1) loop(i32(1), i32(pl.kc), point);
         workgroup_barrier();  // the next chunk overwrites the slabs
       });
     };
@@ -703,8 +719,9 @@ struct NirKernelEmitter {
     for (size_t x = k.n_parallel; x < k.axes.size(); x++) iv[x] = i32(0);
 
     // Epilogue: each accumulator is one output element, finished as in the untiled form.
-    const bool vec_store =
-        mem_bytes(p.buffers[k.store.buffer].dtype) == 4;  // one stg.a of 4 dwords
+    // One stg.a of 4 dwords, or one stg of 4 float16 (8 bytes) on a 64-bit address.
+    const DType st = p.buffers[k.store.buffer].dtype;
+    const bool vec_store = mem_bytes(st) == 4 || st == DType::f16;
     const bool along_n = vec_store && pl.store_vector == 'n',
                along_m = vec_store && pl.store_vector == 'm';
     const int64_t rows = along_m ? 1 : pl.tm, cols = along_n ? 1 : pl.tn;

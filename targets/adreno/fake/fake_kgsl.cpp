@@ -768,11 +768,12 @@ bool fake_kgsl::kernel_check(uint32_t k, std::vector<written_span> &spans, void 
   double max_diff = 0, max_ref = 0;
   uint64_t differ = 0, worst_at = 0;
   bool exact_mismatch = false;
+  const bool half = capture_->kernels()->Get(k)->store_float16();
   for (const written_span &w : spans)
     for (uint64_t o = 0; o + 4 <= w.before.size(); o += 4) {
-      float ft;
-      memcpy(&ft, w.cpu + o, 4);
-      if (std::isfinite(ft)) max_ref = std::max(max_ref, double(std::fabs(ft)));
+      uint32_t tw32;
+      memcpy(&tw32, w.cpu + o, 4);
+      max_ref = std::max(max_ref, hcq::word_max_abs(tw32, half));
     }
   for (size_t i = 0; i < spans.size(); ++i) {
     const written_span &w = spans[i];
@@ -783,7 +784,7 @@ bool fake_kgsl::kernel_check(uint32_t k, std::vector<written_span> &spans, void 
       memcpy(&tw32, tw + o, 4);
       if (ew == tw32) continue;
       ++differ;
-      const double diff = hcq::word_difference(ew, tw32);
+      const double diff = hcq::word_difference(ew, tw32, half);
       if (diff == 0) continue;
       const bool exact = std::isinf(diff);
       if (exact) exact_mismatch = true;

@@ -15,6 +15,7 @@
 #include "adreno_hcq.h"
 #include "adreno_pm4.h"
 #include "hcq/signal.h"
+#include "hcq/word_compare.h"
 #include "kgsl_transport.h"
 
 using namespace capgraph;
@@ -197,4 +198,22 @@ TEST_CASE("kgsl: the fake faults on a damaged header, an unknown register and a 
   auto *sig = reinterpret_cast<hcq::signal *>(s.sig.cpu);
   CHECK(a.t->wait(&sig->value, 1, 1000000000ull, &err) == CAPGRAPH_ERR_DEVICE);
   CHECK(a.fake->fault().find("deadlock") != std::string::npos);
+}
+
+// float16 storage: the check compares a word's two halves as values (fake-adreno:check and
+// capgraph run --check share the rule, runtime/hcq/word_compare.h).
+TEST_CASE("check rule: float16 words compare as two halves") {
+  using hcq::word_difference;
+  // 1.0 and 1.0 + 1 ulp (0x3c00, 0x3c01) in the low half, 2.0 (0x4000) in the high half: as
+  // float32 a different low half is a tiny difference too, but a high half of 0x0001 (a float16
+  // subnormal) makes the float32 word a denormal, which the float32 rule wants bit for bit.
+  CHECK(word_difference(0x40003c00u, 0x40003c01u, true) == doctest::Approx(1.0 / 1024));
+  CHECK(word_difference(0x00013c00u, 0x00023c00u, false) == INFINITY);
+  CHECK(word_difference(0x00013c00u, 0x00023c00u, true) == doctest::Approx(std::ldexp(1.0, -24)));
+  // Infinities and NaNs stay exact; two NaNs match.
+  CHECK(word_difference(0x7c00u, 0x7bffu, true) == INFINITY);
+  CHECK(word_difference(0x7e00u, 0x7c01u, true) == 0);
+  CHECK(word_difference(0xc0003c00u, 0x40003c00u, true) == doctest::Approx(4.0));
+  CHECK(hcq::word_max_abs(0xc4003c00u, true) == 4.0);  // -4.0 in the high half
+  CHECK(hcq::word_max_abs(0x7c003c00u, true) == 1.0);  // infinity left out
 }
