@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
 
@@ -85,7 +86,8 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
     CHECK(js.output.substr(b, e - b).find("\"ptxas_version\": \"" + gen.ptxas_version + "\"") !=
           std::string::npos);
     CHECK(js.output.substr(b, e - b).find("\"twin_entry\": null") ==
-          std::string::npos);  // every kernel has a host twin
+          std::string::npos);                                // every kernel has a host twin
+    CHECK(json_number(js.output, "ptx_bytes", b, e) > 100);  // the PTX module, by default
   }
 
   const cli_result text = cli_run({"inspect", cap});
@@ -94,6 +96,9 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
         std::string::npos);
   CHECK(text.output.find("NVIDIA kernels:") != std::string::npos);
   CHECK(text.output.find("cubins by ptxas " + gen.ptxas_version) != std::string::npos);
+  CHECK(text.output.find("PTX carried for " + std::to_string(objects - 1) + " of " +
+                         std::to_string(objects - 1) + " kernels (fake-nv executes it)") !=
+        std::string::npos);
 
   // No device of another family replays it: each refuses it naming the target.
   for (const std::vector<std::string> &device : {std::vector<std::string>{},
@@ -139,6 +144,28 @@ TEST_CASE(
     unsetenv("CAPGRAPH_PTXAS");
   check_clean_failure(r, {"nv-sm90", "ptxas", "$PATH", "/usr/local/cuda/bin"});
   CHECK(!file_exists(out));
+}
+
+TEST_CASE("nv: CAPGRAPH_NV_NO_PTX=1 leaves the PTX out, and inspect says so") {
+  if (ptxas_find().empty()) {
+    MESSAGE("no ptxas here: NVIDIA captures cannot be made, check skipped");
+    return;
+  }
+  const std::string with = scratch_path("ptx_with.cap"), without = scratch_path("ptx_without.cap");
+  check_success(cli_run({"compile", model_conv_relu(), "--target", "nv-sm90", "-o", with}, 120000));
+  setenv("CAPGRAPH_NV_NO_PTX", "1", 1);
+  const cli_result r =
+      cli_run({"compile", model_conv_relu(), "--target", "nv-sm90", "-o", without}, 120000);
+  unsetenv("CAPGRAPH_NV_NO_PTX");
+  check_success(r);
+  const cli_result text = cli_run({"inspect", without});
+  check_success(text);
+  CHECK(text.output.find("CAPGRAPH_NV_NO_PTX=1") != std::string::npos);  // "compiled with"
+  CHECK(text.output.find("PTX carried for 0 of") != std::string::npos);
+  const cli_result js = cli_run({"inspect", without, "--json"});
+  CHECK(js.output.find("\"ptx_bytes\": 0") != std::string::npos);
+  CHECK(std::filesystem::file_size(without) + 1000 <
+        std::filesystem::file_size(with));  // the text is really gone
 }
 
 TEST_CASE("nv: an unknown NVIDIA target is refused naming the known ones") {
