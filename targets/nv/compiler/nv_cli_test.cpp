@@ -223,6 +223,21 @@ TEST_CASE(
   CHECK(check.output.find("launches match their host twins") != std::string::npos);
   check_success(cli_run({"run", gpu, "--device", "fake-nv:check", "--random-inputs", "7"}));
 
+  // The interpreter's counts and the H100 estimate, labelled as one.
+  const cli_result prof = cli_run({"profile", gpu, "--device", "fake-nv"});
+  check_success(prof);
+  CHECK(prof.output.find("ESTIMATED H100 time") != std::string::npos);
+  CHECK(prof.output.find("(not measured)") != std::string::npos);
+  const cli_result pj = cli_run({"profile", gpu, "--device", "fake-nv", "--json"});
+  check_success(pj);
+  CHECK(pj.output.find("\"measured\": false") != std::string::npos);
+  // The convolution's multiply-adds are FMA lanes.
+  const size_t conv = pj.output.find("\"name\": \"conv");
+  REQUIRE(conv != std::string::npos);
+  const size_t conv_end = pj.output.find('}', conv);
+  CHECK(json_number(pj.output, "fma_lanes", conv, conv_end) > 0);
+  CHECK(json_number(pj.output, "warp_instructions", conv, conv_end) > 0);
+
   // The miscompile: the first ReLU comparison of the PTX inverted (the cubin is untouched, the
   // PTX is what the fake executes). Same length, so the flatbuffer stays valid.
   std::ifstream in(gpu, std::ios::binary);

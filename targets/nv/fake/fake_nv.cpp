@@ -45,6 +45,7 @@ fake_rm::fake_rm(const chip &c, std::string version, bool wedged, fake_nv_mode m
     : chip_(c), version_(std::move(version)), wedged_(wedged), mode_(mode) {}
 
 fake_rm::~fake_rm() {
+  if (profile_ && !kernel_names_.empty()) hcq::device_profile_deliver(profile_report());
   for (auto &[h, o] : objects_) {
     if (o.host) ::munmap(o.host, o.size);
     if (o.memfd >= 0) ::close(o.memfd);
@@ -588,6 +589,11 @@ capgraph_status fake_rm::capture_attach(const fb::Capture *c,
   program_gpu_ = program_gpu;
   twins_ = hcq::host_twins();
   counts_.clear();
+  dispatches_.clear();
+  timeline_.clear();
+  kernel_names_.clear();
+  for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k)
+    kernel_names_.push_back(c->kernels()->Get(k)->name()->str());
   if (mode_ != fake_nv_mode::ptx) {
     const capgraph_status st = twins_.link(c, "fake-nv", err);
     if (st != CAPGRAPH_OK) return *err = "nv (fake driver): " + *err, st;
@@ -1040,6 +1046,7 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
   const chip *c = chip_find("sm90");
   bool wedge = false;
   fake_nv_mode mode = fake_nv_mode::ptx;
+  bool profile = false;
   std::string version = "580.142";
   for (const char *p = strchr(device, ':'); p; p = strchr(p + 1, ':')) {
     const char *end = strchr(p + 1, ':');
@@ -1050,15 +1057,19 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
       mode = fake_nv_mode::twin;
     else if (word == "check")
       mode = fake_nv_mode::check;
+    else if (word == "profile")
+      profile = true;
     else if (word.rfind("driver=", 0) == 0)
       version = word.substr(7);
     else if (!(c = chip_find(word.c_str()))) {
       *err = "fake-nv: '" + word +
-             "' is neither a chip (sm86, sm89, sm90) nor twin, check, wedge or driver=VERSION";
+             "' is neither a chip (sm86, sm89, sm90) nor twin, check, profile, wedge or "
+             "driver=VERSION";
       return CAPGRAPH_ERR_ARGUMENT;
     }
   }
   auto rm = std::make_shared<fake_rm>(*c, version, wedge, mode);
+  rm->profile(profile && mode != fake_nv_mode::twin);
   const capgraph_status st = nv_open_with(rm, nv_paths{}, "nv", out, err);
   if (st == CAPGRAPH_OK) {
     std::lock_guard<std::mutex> hold(g_behind_lock);

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "hcq/device_profile.h"
 #include "hcq/host_twins.h"
 #include "nv_hcq.h"
 #include "nv_sys.h"
@@ -66,6 +67,10 @@ class fake_rm final : public nv_sys {
   // The interpreter's counts per kernel (index in the capture) since capture_attach.
   const std::map<uint32_t, ptx_counts> &kernel_counts() const { return counts_; }
   fake_nv_mode mode() const { return mode_; }
+  // ":profile": the counts and the H100 estimate per kernel go to hcq::device_profile_deliver
+  // when the fake goes (the model is freed).
+  void profile(bool on) { profile_ = on; }
+  hcq::device_profile profile_report() const;
 
  private:
   struct object {
@@ -152,6 +157,10 @@ class fake_rm final : public nv_sys {
   std::vector<ptx_module> modules_;         // one per distinct PTX text
   std::vector<const ptx_kernel *> ptx_of_;  // per capture kernel
   std::map<uint32_t, ptx_counts> counts_;
+  std::map<uint32_t, uint64_t> dispatches_;
+  std::vector<std::string> kernel_names_;
+  std::vector<hcq::profile_dispatch> timeline_;
+  bool profile_ = false;
   uint64_t launches_ = 0, chained_ = 0, gp_entries_ = 0;
   std::string qmd_log_;
 };

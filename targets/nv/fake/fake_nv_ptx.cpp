@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "fake_nv.h"
+#include "h100_estimate.h"
 #include "hcq/word_compare.h"
 
 namespace capgraph::nv {
@@ -70,6 +71,8 @@ bool fake_rm::kernel_run(const launch_args &a) {
   std::string err;
   if (!ptx_launch_run(l, &c, &err)) return raise(err);
   counts_[a.kernel].add(c);
+  dispatches_[a.kernel]++;
+  if (profile_) timeline_.push_back({a.kernel, h100_estimate_of(c).us});
   return true;
 }
 
@@ -129,6 +132,98 @@ bool fake_rm::kernel_check(const launch_args &a, const std::vector<void *> &bufs
            tol, (unsigned long long)differ);
   return raise("check: kernel '" + k->name()->str() + "' (kernel " + std::to_string(a.kernel) +
                ") differs from its host twin: " + b);
+}
+
+}  // namespace capgraph::nv
+
+namespace capgraph::nv {
+
+namespace {
+
+// The counts the profile shows per kernel, in the order of the text and the JSON.
+std::vector<hcq::profile_count> counts_named(const ptx_counts &c) {
+  return {{"blocks", double(c.blocks)},
+          {"warps", double(c.warps)},
+          {"warp_instructions", double(c.warp_instructions())},
+          {"int", double(c.int_alu)},
+          {"fp32", double(c.fp32)},
+          {"fp16", double(c.fp16)},
+          {"fp64", double(c.fp64)},
+          {"sfu", double(c.sfu)},
+          {"convert", double(c.convert)},
+          {"control", double(c.control)},
+          {"global_loads", double(c.global_loads)},
+          {"global_stores", double(c.global_stores)},
+          {"shared_loads", double(c.shared_loads)},
+          {"shared_stores", double(c.shared_stores)},
+          {"thread_instructions", double(c.thread_instructions)},
+          {"fma_lanes", double(c.fma_lanes)},
+          {"global_read_bytes", double(c.global_read_bytes)},
+          {"global_write_bytes", double(c.global_write_bytes)},
+          {"shared_read_bytes", double(c.shared_read_bytes)},
+          {"shared_write_bytes", double(c.shared_write_bytes)},
+          {"barriers", double(c.barriers)},
+          {"divergent_branches", double(c.divergent_branches)}};
+}
+
+}  // namespace
+
+hcq::device_profile fake_rm::profile_report() const {
+  hcq::device_profile p;
+  p.device = "fake-nv";
+  p.hardware = "H100 SXM5 (132 SMs, 1.98 GHz)";
+  p.model =
+      "ESTIMATE, not a measurement: per launch t_launch + max(FP32, issue, DRAM, shared) from the "
+      "PTX interpreter's counts (PTX, not SASS; every lane's bytes, no caches; "
+      "targets/nv/fake/h100_estimate.h, targets/nv/README.md)";
+  p.dispatches = timeline_;
+  for (const hcq::profile_dispatch &d : timeline_) p.estimated_total_us += d.estimated_us;
+  std::string &t = p.text;
+  t = "fake-nv: what the PTX interpreter counted per kernel (warp instructions; bytes over active "
+      "lanes) and an ESTIMATED H100 time (est_us: a roofline, not a measurement)\n";
+  char b[400];
+  snprintf(b, sizeof b, "%-36s %5s %7s %11s %10s %10s %7s %9s %9s %12s %12s %12s %8s %-6s %9s\n",
+           "kernel", "disp", "blocks", "warp_instr", "int", "fp32", "sfu", "g_loads", "g_stores",
+           "global_B", "shared_B", "fma_lanes", "barriers", "bound", "est_us");
+  t += b;
+  ptx_counts total;
+  for (const auto &[k, c] : counts_) {
+    const uint64_t disp = dispatches_.count(k) ? dispatches_.at(k) : 0;
+    double us = 0;
+    for (const hcq::profile_dispatch &d : timeline_)
+      if (d.kernel == k) us += d.estimated_us;
+    const h100_estimate e = h100_estimate_of(c);
+    hcq::profile_kernel pk;
+    pk.kernel = k;
+    pk.name = k < kernel_names_.size() ? kernel_names_[k] : "?";
+    pk.dispatches = disp;
+    pk.counts = counts_named(c);
+    pk.estimated_us = us;
+    pk.bound = e.bound;
+    p.kernels.push_back(pk);
+    snprintf(b, sizeof b,
+             "%-36.36s %5llu %7llu %11llu %10llu %10llu %7llu %9llu %9llu %12llu %12llu %12llu "
+             "%8llu %-6s %9.1f\n",
+             pk.name.c_str(), (unsigned long long)disp, (unsigned long long)c.blocks,
+             (unsigned long long)c.warp_instructions(), (unsigned long long)c.int_alu,
+             (unsigned long long)c.fp32, (unsigned long long)c.sfu,
+             (unsigned long long)c.global_loads, (unsigned long long)c.global_stores,
+             (unsigned long long)(c.global_read_bytes + c.global_write_bytes),
+             (unsigned long long)(c.shared_read_bytes + c.shared_write_bytes),
+             (unsigned long long)c.fma_lanes, (unsigned long long)c.barriers, e.bound, us);
+    t += b;
+    total.add(c);
+  }
+  snprintf(b, sizeof b,
+           "total: %llu launches, %llu warp instructions, %llu FMA lanes, %llu global bytes, "
+           "%llu shared bytes, %llu barriers; ESTIMATED H100 time %.1f us (not measured)\n",
+           (unsigned long long)timeline_.size(), (unsigned long long)total.warp_instructions(),
+           (unsigned long long)total.fma_lanes,
+           (unsigned long long)(total.global_read_bytes + total.global_write_bytes),
+           (unsigned long long)(total.shared_read_bytes + total.shared_write_bytes),
+           (unsigned long long)total.barriers, p.estimated_total_us);
+  t += b;
+  return p;
 }
 
 }  // namespace capgraph::nv
