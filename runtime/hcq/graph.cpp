@@ -252,7 +252,8 @@ capgraph_status graph::launch_prepare(uint32_t step, const fb::Launch *l,
     const uint64_t a = address(*l->buffers()->Get(b));
     memcpy(args + 8 * b, &a, 8);
     if (l->buffers()->Get(b)->space() == fb::Space::arena)
-      patch_sites_.push_back({kernarg_at[step] + 8 * b, l->buffers()->Get(b)->offset()});
+      patch_sites_.push_back(
+          {kernarg_at[step] + d.kernarg_offset + 8 * b, l->buffers()->Get(b)->offset()});
   }
   if (l->scalars())
     for (uint32_t v = 0; v < l->scalars()->size(); ++v) {

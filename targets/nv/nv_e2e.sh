@@ -3,8 +3,11 @@
 # (LLVM NVPTX -> ptxas -> cubins) -> `capgraph run --device fake-nv:<chip>`, against the same model
 # on this CPU and against an independent reference. The fake runs the real RM/UVM transport over a
 # fake driver, decodes the GPFIFO, methods and QMDs, checks every QMD against the cubin's facts and
-# runs each launch as its host twin: this checks the compile (ptxas accepts the PTX, the facts),
-# the encoder and the transport, not the SASS (no GPU here).
+# executes each launch's PTX in the PTX interpreter (fake/ptx_exec.h): this checks the compile
+# (ptxas accepts the PTX, the facts), the code LLVM generated, the encoder and the transport, not
+# the SASS (no GPU here). sm90 executes PTX for every model (one of them also under --check, kernel
+# by kernel against the host twins); sm86 executes PTX for $NV_SM86_PTX (three small models by
+# default) and runs host twins (fake-nv:sm86:twin) for the rest, to keep the suite's time down.
 #   nv_e2e.sh small BUILD_DIR   a small generated CNN (targets/amd/testdata/amd_model_gen.cpp)
 #   nv_e2e.sh zoo BUILD_DIR     every model of ../shared/zoo (skips, exit 77, without it)
 # Skips (exit 77) without ptxas (CAPGRAPH_PTXAS, PATH, /usr/local/cuda/bin/ptxas).
@@ -22,6 +25,8 @@ fi
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 failures=0; passed=0
 chips=${NV_CHIPS:-"sm90 sm86"}
+sm86_ptx=${NV_SM86_PTX:-"ch_ppocr_mobile_v2.0_cls_infer squeezenet1_1 mobilenet_v2 small_cnn"}
+check_model=${NV_CHECK_MODEL:-squeezenet1_1}
 
 # check NAME MODEL.onnx "INPUT_ARGS" "SHAPE_ARGS" "OUT_NAME=REFERENCE.npy ..."
 check() {
@@ -35,11 +40,20 @@ check() {
     if ! "$capgraph" compile "$model" -o "$d/$chip.cap" --target nv-$chip $shapes > "$d/log" 2>&1; then
       echo "FAIL $name: compile for nv-$chip"; tail -5 "$d/log"; failures=$((failures+1)); continue; fi
     local compile_ms=$(( ($(date +%s%N) - t) / 1000000 ))
-    if ! "$capgraph" run "$d/$chip.cap" --device fake-nv:$chip $inputs --output-dir "$d/$chip" > "$d/log" 2>&1; then
-      echo "FAIL $name: replay on fake-nv:$chip"; cat "$d/log"; failures=$((failures+1)); continue; fi
+    local device=fake-nv:$chip how="PTX executed"
+    if [[ $chip == sm86 && " $sm86_ptx " != *" $name "* ]]; then device=fake-nv:$chip:twin how="host twins"; fi
+    t=$(date +%s%N)
+    if ! "$capgraph" run "$d/$chip.cap" --device $device $inputs --output-dir "$d/$chip" > "$d/log" 2>&1; then
+      echo "FAIL $name: replay on $device"; cat "$d/log"; failures=$((failures+1)); continue; fi
+    local run_ms=$(( ($(date +%s%N) - t) / 1000000 ))
+    if [[ $chip == sm90 && $name == "$check_model" ]]; then
+      if ! "$capgraph" run "$d/$chip.cap" --device fake-nv:$chip --check $inputs > "$d/log" 2>&1; then
+        echo "FAIL $name: --check on fake-nv:$chip"; cat "$d/log"; failures=$((failures+1)); continue; fi
+      how="$how, --check: $(grep -o '[0-9]* launches match their host twins' "$d/log")"
+    fi
     local kernels; kernels=$("$capgraph" inspect "$d/$chip.cap" | sed -n 's/^ *\([0-9]*\) launches.*/\1/p')
     outputs_compare "$d/$chip" "$d/cpu" "$refs" "$chip" || ok=0
-    if ((ok)); then echo "PASS $name nv-$chip ($kernels launches; compile ${compile_ms} ms)"; passed=$((passed+1))
+    if ((ok)); then echo "PASS $name nv-$chip on $device ($how; $kernels launches; compile ${compile_ms} ms, replay ${run_ms} ms)"; passed=$((passed+1))
     else echo "FAIL $name nv-$chip"; failures=$((failures+1)); fi
   done
 }

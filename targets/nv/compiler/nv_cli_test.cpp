@@ -6,12 +6,18 @@
 // must fail naming ptxas, and the checks that need cubins say so and skip.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <map>
 #include <string>
 
 #include "cli_harness.h"
 #include "compile.h"
+#include "npy.h"
 #include "nvptx_codegen.h"
 
 using namespace capgraph;
@@ -85,7 +91,8 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
     CHECK(js.output.substr(b, e - b).find("\"ptxas_version\": \"" + gen.ptxas_version + "\"") !=
           std::string::npos);
     CHECK(js.output.substr(b, e - b).find("\"twin_entry\": null") ==
-          std::string::npos);  // every kernel has a host twin
+          std::string::npos);                                // every kernel has a host twin
+    CHECK(json_number(js.output, "ptx_bytes", b, e) > 100);  // the PTX module, by default
   }
 
   const cli_result text = cli_run({"inspect", cap});
@@ -94,6 +101,9 @@ void nv_capture_check(const std::string &model, const std::string &target, unsig
         std::string::npos);
   CHECK(text.output.find("NVIDIA kernels:") != std::string::npos);
   CHECK(text.output.find("cubins by ptxas " + gen.ptxas_version) != std::string::npos);
+  CHECK(text.output.find("PTX carried for " + std::to_string(objects - 1) + " of " +
+                         std::to_string(objects - 1) + " kernels (fake-nv executes it)") !=
+        std::string::npos);
 
   // No device of another family replays it: each refuses it naming the target.
   for (const std::vector<std::string> &device : {std::vector<std::string>{},
@@ -139,6 +149,111 @@ TEST_CASE(
     unsetenv("CAPGRAPH_PTXAS");
   check_clean_failure(r, {"nv-sm90", "ptxas", "$PATH", "/usr/local/cuda/bin"});
   CHECK(!file_exists(out));
+}
+
+TEST_CASE("nv: CAPGRAPH_NV_NO_PTX=1 leaves the PTX out, and inspect says so") {
+  if (ptxas_find().empty()) {
+    MESSAGE("no ptxas here: NVIDIA captures cannot be made, check skipped");
+    return;
+  }
+  const std::string with = scratch_path("ptx_with.cap"), without = scratch_path("ptx_without.cap");
+  check_success(cli_run({"compile", model_conv_relu(), "--target", "nv-sm90", "-o", with}, 120000));
+  setenv("CAPGRAPH_NV_NO_PTX", "1", 1);
+  const cli_result r =
+      cli_run({"compile", model_conv_relu(), "--target", "nv-sm90", "-o", without}, 120000);
+  unsetenv("CAPGRAPH_NV_NO_PTX");
+  check_success(r);
+  const cli_result text = cli_run({"inspect", without});
+  check_success(text);
+  CHECK(text.output.find("CAPGRAPH_NV_NO_PTX=1") != std::string::npos);  // "compiled with"
+  CHECK(text.output.find("PTX carried for 0 of") != std::string::npos);
+  const cli_result js = cli_run({"inspect", without, "--json"});
+  CHECK(js.output.find("\"ptx_bytes\": 0") != std::string::npos);
+  CHECK(std::filesystem::file_size(without) + 1000 <
+        std::filesystem::file_size(with));  // the text is really gone
+}
+
+TEST_CASE(
+    "nv: fake-nv executes the kernels' PTX, matching the CPU; --check and fake-nv:check pass; a "
+    "planted miscompile in the PTX is named by both") {
+  if (ptxas_find().empty()) {
+    MESSAGE("no ptxas here: NVIDIA captures cannot be made, check skipped");
+    return;
+  }
+  const std::string cpu = scratch_path("exec_cpu.cap"), gpu = scratch_path("exec_sm90.cap"),
+                    bad = scratch_path("exec_bad.cap");
+  check_success(cli_run({"compile", model_conv_relu(), "-o", cpu}, 120000));
+  check_success(cli_run({"compile", model_conv_relu(), "--target", "nv-sm90", "-o", gpu}, 120000));
+  const std::string dir_cpu = scratch_path("exec_out_cpu"), dir_ptx = scratch_path("exec_out_ptx"),
+                    dir_twin = scratch_path("exec_out_twin");
+  check_success(cli_run({"run", cpu, "--random-inputs", "7", "--output-dir", dir_cpu}));
+  check_success(cli_run(
+      {"run", gpu, "--device", "fake-nv", "--random-inputs", "7", "--output-dir", dir_ptx}));
+  check_success(cli_run(
+      {"run", gpu, "--device", "fake-nv:twin", "--random-inputs", "7", "--output-dir", dir_twin}));
+  // Every output file: the PTX's and the twins' against the CPU's (the same rule as the e2e).
+  size_t compared = 0;
+  for (const auto &f : std::filesystem::directory_iterator(dir_cpu)) {
+    const std::string name = f.path().filename();
+    for (const std::string &other : {dir_ptx, dir_twin}) {
+      npy_array x, y;
+      std::string err;
+      REQUIRE_MESSAGE(npy_read(f.path().string(), &x, &err), err);
+      REQUIRE_MESSAGE(npy_read(other + "/" + name, &y, &err), err);
+      REQUIRE(x.dtype == CAPGRAPH_F32);
+      REQUIRE(x.data.size() == y.data.size());
+      double max_ref = 0, max_diff = 0;
+      for (size_t o = 0; o + 4 <= x.data.size(); o += 4) {
+        float u, v;
+        memcpy(&u, x.data.data() + o, 4);
+        memcpy(&v, y.data.data() + o, 4);
+        max_ref = std::max(max_ref, double(std::fabs(u)));
+        max_diff = std::max(max_diff, double(std::fabs(u - v)));
+      }
+      CHECK(max_diff <= 1e-3 * max_ref + 1e-5);
+      compared++;
+    }
+  }
+  CHECK(compared >= 2);
+  // --check on the fake GPU (it failed with "bound to caller memory" when the patch sites missed
+  // NVIDIA's parameter offset) and the fake's own check mode.
+  const cli_result check =
+      cli_run({"run", gpu, "--device", "fake-nv", "--check", "--random-inputs", "7"});
+  check_success(check);
+  CHECK(check.output.find("launches match their host twins") != std::string::npos);
+  check_success(cli_run({"run", gpu, "--device", "fake-nv:check", "--random-inputs", "7"}));
+
+  // The interpreter's counts and the H100 estimate, labelled as one.
+  const cli_result prof = cli_run({"profile", gpu, "--device", "fake-nv"});
+  check_success(prof);
+  CHECK(prof.output.find("ESTIMATED H100 time") != std::string::npos);
+  CHECK(prof.output.find("(not measured)") != std::string::npos);
+  const cli_result pj = cli_run({"profile", gpu, "--device", "fake-nv", "--json"});
+  check_success(pj);
+  CHECK(pj.output.find("\"measured\": false") != std::string::npos);
+  // The convolution's multiply-adds are FMA lanes.
+  const size_t conv = pj.output.find("\"name\": \"conv");
+  REQUIRE(conv != std::string::npos);
+  const size_t conv_end = pj.output.find('}', conv);
+  CHECK(json_number(pj.output, "fma_lanes", conv, conv_end) > 0);
+  CHECK(json_number(pj.output, "warp_instructions", conv, conv_end) > 0);
+
+  // The miscompile: the first ReLU comparison of the PTX inverted (the cubin is untouched, the
+  // PTX is what the fake executes). Same length, so the flatbuffer stays valid.
+  std::ifstream in(gpu, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  size_t at = bytes.find("setp.le.f32");
+  const bool le = at != std::string::npos;
+  if (!le) at = bytes.find("setp.gt.f32");
+  REQUIRE(at != std::string::npos);
+  bytes.replace(at, 11, le ? "setp.ge.f32" : "setp.lt.f32");
+  std::ofstream(bad, std::ios::binary) << bytes;
+  const cli_result named =
+      cli_run({"run", bad, "--device", "fake-nv:check", "--random-inputs", "7"});
+  check_clean_failure(named, {"check: kernel '", "differs from its host twin", "PTX - twin"});
+  const cli_result named2 =
+      cli_run({"run", bad, "--device", "fake-nv", "--check", "--random-inputs", "7"});
+  check_clean_failure(named2, {"check: kernel '", "differs from its host twin", "ONNX nodes"});
 }
 
 TEST_CASE("nv: an unknown NVIDIA target is refused naming the known ones") {

@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "error.h"
+#include "knobs.h"
 #include "nv_kernel_write.h"
 #include "nv_target.h"
 #include "nvptx_codegen.h"
@@ -33,9 +34,17 @@ TargetCode nv_codegen_target(const Program &p, const std::string &name, int jobs
   c.code = std::move(gpu.code);
   auto facts = std::make_shared<const std::vector<NvKernelFacts>>(std::move(gpu.facts));
   const std::string version = gpu.ptxas_version;
-  c.facts = [facts, t, version](flatbuffers::FlatBufferBuilder &fbb, size_t i) {
+  // Each kernel carries its module's PTX for the fake GPU's interpreter unless the knob drops it
+  // (a shipped capture: only the cubin runs on a GPU).
+  const char *no_ptx = knob_get("CAPGRAPH_NV_NO_PTX");
+  std::vector<size_t> object_of;
+  for (const CodegenKernel &k : c.code.kernels) object_of.push_back(k.object);
+  auto ptx = std::make_shared<const std::vector<std::string>>(
+      no_ptx && std::string(no_ptx) == "1" ? std::vector<std::string>() : std::move(gpu.ptx));
+  c.facts = [facts, t, version, ptx, object_of](flatbuffers::FlatBufferBuilder &fbb, size_t i) {
+    const std::string *text = object_of[i] < ptx->size() ? &(*ptx)[object_of[i]] : nullptr;
     return std::make_pair(fb::KernelFacts::NvKernel,
-                          nv_kernel_write(fbb, (*facts)[i], t, version).Union());
+                          nv_kernel_write(fbb, (*facts)[i], t, version, text).Union());
   };
   // NvKernel joined the KernelFacts union in 2.2: an older 2.x runtime reads the file and finds
   // no facts it knows, rather than misreading any.

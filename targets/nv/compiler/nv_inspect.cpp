@@ -32,15 +32,23 @@ std::string nv_facts_text(const fb::Capture *c) {
           std::string(
               "kernel                                    sm qmd regs maxreg bar shared  local "
               "stack cbank0 param bytes block       "
-              "text   size align twin\n");
+              "text   size align twin ptx\n");
     if (ptxas.empty() && n->ptxas_version()) ptxas = n->ptxas_version()->str();
     char name[64];
     std::snprintf(name, sizeof name, "  %-40.40s", k->name()->c_str());
     o += name +
          line(" %3u %3u %4u %6u %3u %6u %6u %5u %6u %#5x %5u %3u,%u,%u %#10llx %6llu %5u", n) +
-         (k->twin_program() >= 0 ? " yes\n" : " no\n");
+         (k->twin_program() >= 0 ? " yes " : "  no ") + (n->ptx() ? "yes\n" : " no\n");
   }
   if (!o.empty() && !ptxas.empty()) o += "  cubins by ptxas " + ptxas + "\n";
+  // The PTX is what fake-nv executes; a capture compiled with CAPGRAPH_NV_NO_PTX=1 has none.
+  if (!o.empty()) {
+    size_t with = 0, total = 0;
+    for (const fb::Kernel *k : *c->kernels())
+      if (const fb::NvKernel *n = k->facts_as_NvKernel()) total++, with += n->ptx() != nullptr;
+    o += "  PTX carried for " + std::to_string(with) + " of " + std::to_string(total) + " kernels" +
+         (with ? " (fake-nv executes it)\n" : " (fake-nv can only run host twins)\n");
+  }
   return o;
 }
 
@@ -62,6 +70,7 @@ std::string nv_facts_json(const fb::Capture *c) {
              "%u",
              n) +
          ", \"ptxas_version\": " + json_quote(n->ptxas_version() ? n->ptxas_version()->str() : "") +
+         ", \"ptx_bytes\": " + std::to_string(n->ptx() ? n->ptx()->size() : 0) +
          ", \"twin_entry\": " +
          (k->twin_program() >= 0 && k->twin_entry() ? json_quote(k->twin_entry()->str())
                                                     : std::string("null")) +

@@ -8,8 +8,10 @@ namespace capgraph {
 
 flatbuffers::Offset<fb::NvKernel> nv_kernel_write(flatbuffers::FlatBufferBuilder &fbb,
                                                   const NvKernelFacts &f, const NvTarget &t,
-                                                  const std::string &ptxas_version) {
+                                                  const std::string &ptxas_version,
+                                                  const std::string *ptx) {
   auto version = fbb.CreateString(ptxas_version);
+  const auto text = ptx ? fbb.CreateSharedString(*ptx) : flatbuffers::Offset<flatbuffers::String>();
   fb::NvKernelBuilder k(fbb);
   k.add_sm(f.sm);
   k.add_qmd_version(t.qmd_version);
@@ -31,6 +33,7 @@ flatbuffers::Offset<fb::NvKernel> nv_kernel_write(flatbuffers::FlatBufferBuilder
   k.add_block_y(f.reqntid[1]);
   k.add_block_z(f.reqntid[2]);
   k.add_ptxas_version(version);
+  if (ptx) k.add_ptx(text);
   return k.Finish();
 }
 

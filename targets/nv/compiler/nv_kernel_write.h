@@ -12,10 +12,13 @@
 
 namespace capgraph {
 
-// `ptxas_version` names the assembler that made the cubin (NvCodegenResult::ptxas_version).
+// `ptxas_version` names the assembler that made the cubin (NvCodegenResult::ptxas_version);
+// `ptx`, the module it was assembled from, or nullptr to leave it out (kernels of one module
+// share the string: CreateSharedString).
 flatbuffers::Offset<fb::NvKernel> nv_kernel_write(flatbuffers::FlatBufferBuilder &fbb,
                                                   const NvKernelFacts &f, const NvTarget &t,
-                                                  const std::string &ptxas_version);
+                                                  const std::string &ptxas_version,
+                                                  const std::string *ptx = nullptr);
 // The facts a capture holds (everything but the cubin, which lives in its Program; the parameters
 // are the capture's ABI: 8-byte pointers at 8 * i; max_threads is not carried). Throws Error
 // naming `what` when a field is out of the range the GPU or the launch descriptor can take.

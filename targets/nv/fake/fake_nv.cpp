@@ -41,10 +41,11 @@ uint16_t device_id(const chip &c) { return c.sm == 90 ? 0x2330 : c.sm == 89 ? 0x
 
 }  // namespace
 
-fake_rm::fake_rm(const chip &c, std::string version, bool wedged)
-    : chip_(c), version_(std::move(version)), wedged_(wedged) {}
+fake_rm::fake_rm(const chip &c, std::string version, bool wedged, fake_nv_mode mode)
+    : chip_(c), version_(std::move(version)), wedged_(wedged), mode_(mode) {}
 
 fake_rm::~fake_rm() {
+  if (profile_ && !kernel_names_.empty()) hcq::device_profile_deliver(profile_report());
   for (auto &[h, o] : objects_) {
     if (o.host) ::munmap(o.host, o.size);
     if (o.memfd >= 0) ::close(o.memfd);
@@ -52,8 +53,12 @@ fake_rm::~fake_rm() {
 }
 
 std::string fake_rm::what() const {
-  return "a fake RM/UVM (fake-nv: " + std::string(chip_.family) +
-         "; kernels run as host twins, no SASS, no time)";
+  const char *runs = mode_ == fake_nv_mode::ptx ? "kernels' PTX interpreted"
+                     : mode_ == fake_nv_mode::twin
+                         ? "kernels run as host twins"
+                         : "kernels' PTX interpreted and checked against host twins";
+  return "a fake RM/UVM (fake-nv: " + std::string(chip_.family) + "; " + runs +
+         ", no SASS, no time)";
 }
 
 bool fake_rm::raise(const std::string &why) {
@@ -583,9 +588,21 @@ capgraph_status fake_rm::capture_attach(const fb::Capture *c,
   capture_ = c;
   program_gpu_ = program_gpu;
   twins_ = hcq::host_twins();
-  const capgraph_status st = twins_.link(c, "fake-nv", err);
-  if (st != CAPGRAPH_OK) *err = "nv (fake driver): " + *err;
-  return st;
+  counts_.clear();
+  dispatches_.clear();
+  timeline_.clear();
+  kernel_names_.clear();
+  for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k)
+    kernel_names_.push_back(c->kernels()->Get(k)->name()->str());
+  if (mode_ != fake_nv_mode::ptx) {
+    const capgraph_status st = twins_.link(c, "fake-nv", err);
+    if (st != CAPGRAPH_OK) return *err = "nv (fake driver): " + *err, st;
+  }
+  if (mode_ != fake_nv_mode::twin && !ptx_attach(err)) {
+    *err = "nv (fake driver): " + *err;
+    return CAPGRAPH_ERR_FORMAT;
+  }
+  return CAPGRAPH_OK;
 }
 
 void fake_rm::doorbell_write(volatile uint32_t *at, uint32_t token) {
@@ -888,21 +905,35 @@ bool fake_rm::qmd_one(channel &ch, uint64_t addr, uint64_t *next) {
   if (threads < work)
     return raise(what + "the grid has " + std::to_string(threads) +
                  " threads, the kernel's work is " + std::to_string(work));
-  if (!twins_.has(uint32_t(found)))
-    return raise(what + "the kernel has no host twin, so the fake cannot run it");
-  const uint32_t nb = k->num_buffers(), ns = k->num_scalars();
-  std::vector<void *> bufs(nb);
-  for (uint32_t b = 0; b < nb; ++b) {
-    uint64_t gpu;
-    memcpy(&gpu, cb + n->param_offset() + 8 * b, 8);
-    bufs[b] = host(gpu, 0);
-    if (!bufs[b])
-      return raise(what + "parameter " + std::to_string(b) + " (c[0x0][" +
-                   hex(n->param_offset() + 8 * b) + "]) = " + hex(gpu) + " is not mapped");
+  const launch_args args{uint32_t(found),
+                         cb,
+                         {uint32_t(get(qmd_field::GRID_WIDTH)), 1, 1},
+                         {uint32_t(get(qmd_field::CTA_THREAD_DIMENSION0)), 1, 1},
+                         get(qmd_field::SHARED_MEMORY_SIZE),
+                         ch.shared_window,
+                         ch.local_window};
+  if (mode_ == fake_nv_mode::ptx) {
+    if (!kernel_run(args)) return false;
+  } else {
+    if (!twins_.has(uint32_t(found)))
+      return raise(what + "the kernel has no host twin, so the fake cannot run it");
+    const uint32_t nb = k->num_buffers(), ns = k->num_scalars();
+    std::vector<void *> bufs(nb);
+    for (uint32_t b = 0; b < nb; ++b) {
+      uint64_t gpu;
+      memcpy(&gpu, cb + n->param_offset() + 8 * b, 8);
+      bufs[b] = host(gpu, 0);
+      if (!bufs[b])
+        return raise(what + "parameter " + std::to_string(b) + " (c[0x0][" +
+                     hex(n->param_offset() + 8 * b) + "]) = " + hex(gpu) + " is not mapped");
+    }
+    std::vector<int64_t> scalars(ns);
+    if (ns) memcpy(scalars.data(), cb + n->param_offset() + 8 * nb, 8ull * ns);
+    if (mode_ == fake_nv_mode::twin)
+      twins_.run(uint32_t(found), bufs.data(), ns ? scalars.data() : nullptr);
+    else if (!kernel_check(args, bufs, scalars))
+      return false;
   }
-  std::vector<int64_t> scalars(ns);
-  if (ns) memcpy(scalars.data(), cb + n->param_offset() + 8 * nb, 8ull * ns);
-  twins_.run(uint32_t(found), bufs.data(), ns ? scalars.data() : nullptr);
   if (launches_ < 32)
     qmd_log_ += "QMD " + hex(addr) + " (kernel '" + k->name()->str() + "')\n" + qmd_text(v, q);
   ++launches_;
@@ -1014,21 +1045,31 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
                           std::string *err) {
   const chip *c = chip_find("sm90");
   bool wedge = false;
+  fake_nv_mode mode = fake_nv_mode::ptx;
+  bool profile = false;
   std::string version = "580.142";
   for (const char *p = strchr(device, ':'); p; p = strchr(p + 1, ':')) {
     const char *end = strchr(p + 1, ':');
     const std::string word(p + 1, end ? size_t(end - p - 1) : strlen(p + 1));
     if (word == "wedge")
       wedge = true;
+    else if (word == "twin")
+      mode = fake_nv_mode::twin;
+    else if (word == "check")
+      mode = fake_nv_mode::check;
+    else if (word == "profile")
+      profile = true;
     else if (word.rfind("driver=", 0) == 0)
       version = word.substr(7);
     else if (!(c = chip_find(word.c_str()))) {
       *err = "fake-nv: '" + word +
-             "' is neither a chip (sm86, sm89, sm90) nor wedge or driver=VERSION";
+             "' is neither a chip (sm86, sm89, sm90) nor twin, check, profile, wedge or "
+             "driver=VERSION";
       return CAPGRAPH_ERR_ARGUMENT;
     }
   }
-  auto rm = std::make_shared<fake_rm>(*c, version, wedge);
+  auto rm = std::make_shared<fake_rm>(*c, version, wedge, mode);
+  rm->profile(profile && mode != fake_nv_mode::twin);
   const capgraph_status st = nv_open_with(rm, nv_paths{}, "nv", out, err);
   if (st == CAPGRAPH_OK) {
     std::lock_guard<std::mutex> hold(g_behind_lock);
@@ -1048,7 +1089,8 @@ void fake_nv_register() {
         return std::string(
             "a fake NVIDIA GPU for tests (sm90; fake-nv:sm86, fake-nv:sm89): the real RM/UVM "
             "transport against a fake driver at the ioctl boundary; checks GPFIFO, methods and "
-            "QMDs and runs kernels as their host twins, measures no time\n");
+            "QMDs and executes each kernel's PTX in an interpreter (fake-nv:twin runs host twins, "
+            "fake-nv:check compares the two), measures no time\n");
       },
       &fake_attach);
 }

@@ -11,11 +11,15 @@
 // with timestamps, ACQ_CIRC_GEQ that stalls and resumes), compute methods (SET_OBJECT, windows,
 // SEND_PCAS_A + SEND_SIGNALING_PCAS2_B), QMDs (V03_00 on sm86/89, V04_00 on sm90, read with the
 // same field table the encoder writes with) checked against the capture's NvKernel facts, release
-// semaphores and dependent-QMD chains, and copy-engine copies and semaphores. Each launch runs the
-// kernel's host twin on the memory behind the QMD's constant bank 0 parameters. It measures no
-// time and runs no SASS.
-// Device names: "fake-nv[:sm86|:sm89|:sm90][:wedge][:driver=VERSION]" (default sm90, 580.142);
-// wedge: doorbells are ignored (a hung GPU: waits time out within their bound).
+// semaphores and dependent-QMD chains, and copy-engine copies and semaphores. Each launch executes
+// the kernel's PTX (the capture carries it beside the cubin) in the PTX interpreter
+// (ptx_exec.h), its parameters read from the constant bank 0 the QMD points at, its grid and block
+// from the QMD, its shared and local windows from the channel; `:twin` runs the kernel's host
+// twin instead (on the same parameters), `:check` both, naming the first kernel whose written
+// words differ (fake_nv_ptx.cpp). It measures no time and runs no SASS.
+// Device names: "fake-nv[:sm86|:sm89|:sm90][:twin|:check][:profile][:wedge][:driver=VERSION]"
+// (default sm90, 580.142); wedge: doorbells are ignored (a hung GPU: waits time out within their
+// bound); profile: each kernel's interpreter counts are kept for `capgraph profile`.
 #pragma once
 #include <cstdint>
 #include <map>
@@ -23,15 +27,20 @@
 #include <string>
 #include <vector>
 
+#include "hcq/device_profile.h"
 #include "hcq/host_twins.h"
 #include "nv_hcq.h"
 #include "nv_sys.h"
+#include "ptx_exec.h"
 
 namespace capgraph::nv {
 
+// What a launch runs: the PTX in the interpreter, the host twin, or both compared.
+enum class fake_nv_mode { ptx, twin, check };
+
 class fake_rm final : public nv_sys {
  public:
-  fake_rm(const chip &c, std::string version, bool wedged);
+  fake_rm(const chip &c, std::string version, bool wedged, fake_nv_mode mode = fake_nv_mode::ptx);
   ~fake_rm() override;
 
   int open(const char *path, int flags) override;
@@ -55,6 +64,13 @@ class fake_rm final : public nv_sys {
   uint64_t live_objects() const { return objects_.size(); }
   // The first QMDs launched (up to 32), field by field, for golden tests.
   const std::string &qmd_log() const { return qmd_log_; }
+  // The interpreter's counts per kernel (index in the capture) since capture_attach.
+  const std::map<uint32_t, ptx_counts> &kernel_counts() const { return counts_; }
+  fake_nv_mode mode() const { return mode_; }
+  // ":profile": the counts and the H100 estimate per kernel go to hcq::device_profile_deliver
+  // when the fake goes (the model is freed).
+  void profile(bool on) { profile_ = on; }
+  hcq::device_profile profile_report() const;
 
  private:
   struct object {
@@ -101,6 +117,18 @@ class fake_rm final : public nv_sys {
   bool qmd_launch(channel &ch, uint64_t qmd);
   bool qmd_one(channel &ch, uint64_t qmd, uint64_t *next);
   bool semaphore_write(uint64_t addr, uint64_t payload, bool wide, bool stamp);
+  // fake_nv_ptx.cpp: the kernel's modules parsed at attach; one launch run as the mode says.
+  bool ptx_attach(std::string *err);
+  struct launch_args {
+    uint32_t kernel;
+    const uint8_t *cbank;  // constant bank 0 as the QMD points at it
+    uint32_t grid[3], block[3];
+    uint64_t shared_bytes;
+    uint64_t shared_window, local_window;
+  };
+  bool kernel_run(const launch_args &a);
+  bool kernel_check(const launch_args &a, const std::vector<void *> &bufs,
+                    const std::vector<int64_t> &scalars);
   uint64_t clock() const;
 
   const chip &chip_;
@@ -125,6 +153,14 @@ class fake_rm final : public nv_sys {
   const fb::Capture *capture_ = nullptr;
   std::vector<uint64_t> program_gpu_;
   hcq::host_twins twins_;
+  fake_nv_mode mode_;
+  std::vector<ptx_module> modules_;         // one per distinct PTX text
+  std::vector<const ptx_kernel *> ptx_of_;  // per capture kernel
+  std::map<uint32_t, ptx_counts> counts_;
+  std::map<uint32_t, uint64_t> dispatches_;
+  std::vector<std::string> kernel_names_;
+  std::vector<hcq::profile_dispatch> timeline_;
+  bool profile_ = false;
   uint64_t launches_ = 0, chained_ = 0, gp_entries_ = 0;
   std::string qmd_log_;
 };

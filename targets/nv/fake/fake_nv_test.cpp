@@ -38,7 +38,9 @@ struct fake_run {
 
   capgraph_status build(const capture_spec &spec, hcq::graph_options opt, std::string *err,
                         const char *chip = "sm90", bool wedged = false) {
-    sys = std::make_shared<nv::fake_rm>(*nv::chip_find(chip), "580.142", wedged);
+    // The fixture's kernels have host twins and no PTX: the transport is what is tested here.
+    sys = std::make_shared<nv::fake_rm>(*nv::chip_find(chip), "580.142", wedged,
+                                        nv::fake_nv_mode::twin);
     capgraph_status st = nv::nv_open_with(sys, nv::nv_paths{}, "nv", &dev, err);
     if (st != CAPGRAPH_OK) return st;
     bytes = test::capture_build(spec);
@@ -90,7 +92,7 @@ TEST_CASE("a capture replayed on the fake NVIDIA GPU gives the CPU's outputs, on
   for (const char *chip : {"sm90", "sm89", "sm86"}) {
     CAPTURE(chip);
     api_model on_cpu(cpu, "cpu"),
-        on_fake(test::nv_spec(cpu, chip), (std::string("fake-nv:") + chip).c_str());
+        on_fake(test::nv_spec(cpu, chip), (std::string("fake-nv:twin:") + chip).c_str());
     INFO(on_fake.err);
     REQUIRE(on_cpu.st == CAPGRAPH_OK);
     REQUIRE(on_fake.st == CAPGRAPH_OK);
@@ -212,7 +214,7 @@ TEST_CASE(
     "captures for other devices, and kernels the runtime cannot launch, are refused at load") {
   const capture_spec cpu = test::reference_spec(1);
   SUBCASE("a Hopper capture on an Ampere fake") {
-    api_model m(test::nv_spec(cpu, "sm90"), "fake-nv:sm86");
+    api_model m(test::nv_spec(cpu, "sm90"), "fake-nv:sm86:twin");
     CHECK(m.st == CAPGRAPH_ERR_TARGET);
     CHECK(m.err.find("compiled for nv-sm90, but the device nv:0 (Ampere GA10x, sm86") !=
           std::string::npos);
@@ -220,23 +222,29 @@ TEST_CASE(
   SUBCASE("a kernel with local memory") {
     capture_spec s = test::nv_spec(cpu);
     s.nv[1].frame_bytes = 64;
-    api_model m(s, "fake-nv");
+    api_model m(s, "fake-nv:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("needs 64 bytes of local memory") != std::string::npos);
   }
   SUBCASE("parameters outside constant bank 0") {
     capture_spec s = test::nv_spec(cpu);
     s.nv[0].cbank0_bytes = s.nv[0].param_offset + 8;
-    api_model m(s, "fake-nv");
+    api_model m(s, "fake-nv:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("do not fit constant bank 0") != std::string::npos);
   }
   SUBCASE("a QMD version that is not the chip's") {
     capture_spec s = test::nv_spec(cpu, "sm86");
     s.nv[0].qmd_version = 4;
-    api_model m(s, "fake-nv:sm86");
+    api_model m(s, "fake-nv:sm86:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("qmd_version 4 is not sm86's") != std::string::npos);
+  }
+  SUBCASE("a capture without PTX on the default (interpreting) fake") {
+    api_model m(test::nv_spec(cpu), "fake-nv");
+    CHECK(m.st == CAPGRAPH_ERR_FORMAT);
+    CHECK(m.err.find("kernel 0 '" + cpu.kernels[0].name + "' carries no PTX") != std::string::npos);
+    CHECK(m.err.find("fake-nv:twin runs its host twin instead") != std::string::npos);
   }
   SUBCASE("an unknown fake word") {
     api_model m(test::nv_spec(cpu), "fake-nv:sm75");
@@ -244,7 +252,7 @@ TEST_CASE(
     CHECK(m.err.find("'sm75' is neither a chip") != std::string::npos);
   }
   SUBCASE("the fake's driver version is refused like a real one") {
-    api_model m(test::nv_spec(cpu), "fake-nv:driver=610.43.03");
+    api_model m(test::nv_spec(cpu), "fake-nv:twin:driver=610.43.03");
     CHECK(m.st == CAPGRAPH_ERR_DEVICE);
     CHECK(m.err.find("NVIDIA driver 610.43.03: its RM/UVM ABI is not one this runtime knows") !=
           std::string::npos);
