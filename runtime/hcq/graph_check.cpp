@@ -55,14 +55,37 @@ double written_max(const fb::Kernel *kern, const fb::Launch *l, const uint8_t *a
 capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, check_result *out,
                              std::string *err) {
   *out = check_result{};
-  if (shadowed_) {  // the step-by-step copies assume the CPU reads the arena in place
-    *err = dev_->name() + ": --check needs device memory the CPU can map";
-    return CAPGRAPH_ERR_ARGUMENT;
-  }
   auto *timeline = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
   if (submitted_) {
     capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
     if (st != CAPGRAPH_OK) return st;
+  }
+  // A shadowed transport (device memory the CPU cannot map: the GPU behind the USB bridge): the
+  // host shadow is brought level with the device before the first launch and after each one,
+  // the whole arena over the transport each time. Slow, but --check is a debugging tool, and a
+  // write outside a kernel's outputs shows as it does on a mapped device.
+  const uint64_t size = c->arena_size();
+  const auto shadow_sync = [&](bool up, uint64_t at, uint64_t bytes, const char *what) {
+    if (!shadowed_ || !bytes) return CAPGRAPH_OK;
+    std::string why;
+    capgraph_status st =
+        up ? dev_->upload(arena_, at, bytes, &why) : dev_->download(arena_, at, bytes, &why);
+    if (st != CAPGRAPH_OK) *err = std::string("check: ") + what + ": " + why;
+    return st;
+  };
+  if (shadowed_) {
+    std::string why;
+    capgraph_status st = CAPGRAPH_OK;
+    for (uint64_t at : patched_)
+      if (st == CAPGRAPH_OK) st = dev_->upload(kernargs_, at, 8, &why);
+    patched_.clear();
+    if (st != CAPGRAPH_OK) {
+      *err = "check: writing the kernel arguments: " + why;
+      return st;
+    }
+    for (const auto &[at, bytes] : inputs_)
+      if ((st = shadow_sync(true, at, bytes, "writing the inputs")) != CAPGRAPH_OK) return st;
+    if ((st = shadow_sync(false, 0, size, "reading the arena")) != CAPGRAPH_OK) return st;
   }
   // The twins run on a copy of the arena: an input or output bound to caller memory (bind) is
   // not in it.
@@ -76,7 +99,6 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
       return CAPGRAPH_ERR_ARGUMENT;
     }
   }
-  const uint64_t size = c->arena_size();
   std::vector<uint8_t> host(arena_.cpu, arena_.cpu + size);  // the twins' arena
   const auto resolve = [&](const fb::BufferRef &b, bool device) -> uint8_t * {
     if (b.space() == fb::Space::arena) return (device ? arena_.cpu : host.data()) + b.offset();
@@ -90,6 +112,10 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
       if (!cp->size()) continue;
       memmove(resolve(*cp->dst(), true), resolve(*cp->src(), true), cp->size());
       memmove(resolve(*cp->dst(), false), resolve(*cp->src(), false), cp->size());
+      if (cp->dst()->space() == fb::Space::arena) {
+        capgraph_status st = shadow_sync(true, cp->dst()->offset(), cp->size(), "copy step");
+        if (st != CAPGRAPH_OK) return st;
+      }
       continue;
     }
     const fb::Launch *l = s->launch();
@@ -114,6 +140,7 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
       submitted_ = true;
       ++timeline_;
       capgraph_status st = dev_->wait(&timeline->value, timeline_, opt_.timeout_ns, err);
+      if (st == CAPGRAPH_OK) st = shadow_sync(false, 0, size, "reading the arena");
       if (st != CAPGRAPH_OK) {
         *err =
             "check: kernel '" + kern->name()->str() + "' (step " + std::to_string(i) + "): " + *err;

@@ -185,7 +185,12 @@ case $mode in
       [[ -f $dir/meta.json && -f $dir/model.onnx ]] || { echo "SKIP $(basename "$dir"): no model"; continue; }
       name=$(basename "$dir")
       zoo_model_args "$dir" || { echo "FAIL $name: reading $dir/meta.json"; failures=$((failures+1)); continue; }
-      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes" "$zoo_refs"
+      # PP-OCRv4 det stored in float16 differs from its reference by 0.0885 (max 1, tolerance
+      # 0.03): float16 loses too much there, and the per-tensor float32 fallback of issue 28 is
+      # not built, so it runs in float32 (the target's default) until then; the others in float16.
+      precision=fp16
+      [[ $name == ch_PP-OCRv4_det_infer ]] && precision=fp32
+      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes" "$zoo_refs" "$precision"
     done
     ;;
   *) echo "usage: adreno_e2e.sh small|zoo BUILD_DIR"; exit 2 ;;

@@ -7,8 +7,8 @@
 # us). Prints Markdown; minutes of CPU (not a ctest: the numbers are for the README, the tests of
 # the model are a630_estimate_test.cpp and targets_adreno_cli_test).
 #   adreno_estimates.sh BUILD_DIR
-# CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only; CAPGRAPH_PRECISION=fp32 compiles the
-# models with --precision fp32 (default: the target's, float16 storage). The calibration kernel is
+# CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only; CAPGRAPH_PRECISION=fp16 compiles the
+# models with --precision fp16 (default: the target's, float32). The calibration kernel is
 # always float32 (the measured point it is held to). Needs node (to read meta.json and the
 # profile's JSON) and Mesa's ir3 in the build.
 set -uo pipefail

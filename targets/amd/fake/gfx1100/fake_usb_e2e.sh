@@ -50,6 +50,34 @@ mkdir -p "$work/gen"
 "$build/targets/amd/amd_model_gen" "$work/gen" || { echo "FAIL: amd_model_gen"; exit 1; }
 check small_cnn "$work/gen/small_cnn.onnx" "--input x=$work/gen/input.npy" "" "probs=cpu p=cpu x_out=cpu"
 
+# --check over the USB bridge (device memory not CPU-mapped: the arena is read back over the
+# transport after each launch, runtime/hcq/graph_check.cpp): every launch against its host twin,
+# then a planted miscompile (amd_miscompile_plant: one VGPR operand of the first kernel) named.
+d=$work/small_cnn
+if [[ -f $d/amd.cap ]]; then
+  if ! "$capgraph" run "$d/amd.cap" --device fake-usb --check --input x="$work/gen/input.npy" \
+       > "$d/check.log" 2>&1 || ! grep -q '^check: ' "$d/check.log"; then
+    echo "FAIL: run --device fake-usb --check"; cat "$d/check.log"; failures=$((failures+1))
+  else
+    echo "PASS run --device fake-usb --check: $(grep '^check: ' "$d/check.log")"; passed=$((passed+1))
+  fi
+  if planted=$("$build/targets/amd/amd_miscompile_plant" "$d/amd.cap" "$d/planted.cap"); then
+    kernel=${planted%% offset *}
+    if "$capgraph" run "$d/planted.cap" --device fake-usb --check --input x="$work/gen/input.npy" \
+         > "$d/check.log" 2>&1; then
+      echo "FAIL: fake-usb --check passed the planted miscompile ($planted)"; failures=$((failures+1))
+    elif ! grep -q "check: kernel '$kernel' (kernel [0-9]*, step [0-9]*.*) differs from its host twin" "$d/check.log"; then
+      echo "FAIL: fake-usb --check did not name the planted miscompile ($planted):"; cat "$d/check.log"
+      failures=$((failures+1))
+    else
+      echo "PASS fake-usb --check names the planted miscompile: $(grep -o "check: kernel.*" "$d/check.log" | head -1)"
+      passed=$((passed+1))
+    fi
+  else
+    echo "FAIL: amd_miscompile_plant"; failures=$((failures+1))
+  fi
+fi
+
 zoo=$repo/../shared/zoo
 if [[ -d $zoo ]] && command -v node > /dev/null; then
   # CAPGRAPH_ZOO_MODELS="a b" picks models, "all" every model of the zoo (minutes: the emulated
