@@ -41,18 +41,21 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as scratch:
         (Path(scratch) / "build").symlink_to(build)
         env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "CAPGRAPH_LIBRARY")}
+        # The block's `python3` is this test's Python (Debian's, with NumPy), whatever else PATH
+        # puts first (a pyenv shim on a developer's machine).
+        env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
         run = subprocess.run(["bash", "-e", "-c", script], cwd=scratch, env=env, text=True,
                              capture_output=True, timeout=600)
+    print(run.stdout, run.stderr, sep="\n")
+    if run.returncode != 0:
+        print(f"FAIL: the README's block exited {run.returncode}")
+        return 1
     want = expected.splitlines()
     # The README shows what Python prints; before it, `capgraph compile` reports (4 lines).
     lines = run.stdout.splitlines()
     report, got = lines[:-len(want)], lines[-len(want):]
     if len(report) != 4 or not report[0].startswith("compiled "):
         print(f"FAIL: expected the compile report, then the README's output; got {lines[:6]}")
-        return 1
-    print(run.stdout, run.stderr, sep="\n")
-    if run.returncode != 0:
-        print(f"FAIL: the README's block exited {run.returncode}")
         return 1
     bad = [(g, w) for g, w in zip(got, want) if not same(g, w)]
     if len(got) != len(want) or bad:
