@@ -313,6 +313,16 @@ capgraph_status graph::device_ready(const fb::Capture *c, std::string *err) {
   return CAPGRAPH_OK;
 }
 
+capgraph_status graph::shadow_inputs_upload(std::string *err) {
+  capgraph_status st = CAPGRAPH_OK;
+  for (uint64_t at : patched_)
+    if (st == CAPGRAPH_OK) st = dev_->upload(kernargs_, at, 8, err);
+  patched_.clear();
+  for (const auto &[at, bytes] : inputs_)
+    if (st == CAPGRAPH_OK && bytes) st = dev_->upload(arena_, at, bytes, err);
+  return st;
+}
+
 capgraph_status graph::replay(std::string *err) noexcept {
   auto *timeline = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
   auto *sync = reinterpret_cast<signal *>(signals_.cpu + slot_sync);
@@ -328,11 +338,7 @@ capgraph_status graph::replay(std::string *err) noexcept {
   if (shadowed_) {  // what the CPU wrote into the shadows since the last replay goes over
     capgraph_status st = CAPGRAPH_OK;
     if (has_copy_queue_) st = dev_->upload(signals_, slot_sync, 8, err);
-    for (uint64_t at : patched_)
-      if (st == CAPGRAPH_OK) st = dev_->upload(kernargs_, at, 8, err);
-    patched_.clear();
-    for (const auto &[at, bytes] : inputs_)
-      if (st == CAPGRAPH_OK && bytes) st = dev_->upload(arena_, at, bytes, err);
+    if (st == CAPGRAPH_OK) st = shadow_inputs_upload(err);
     if (st != CAPGRAPH_OK) return st;
   }
   if (has_copy_queue_)

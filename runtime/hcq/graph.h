@@ -148,6 +148,9 @@ class graph {
   bool shadowed_ = false;
   std::vector<std::pair<uint64_t, uint64_t>> inputs_, outputs_;
   std::vector<uint64_t> patched_;
+  // Shadowed: the patched kernel-argument words and the inputs to the device (before a replay or
+  // a --check).
+  capgraph_status shadow_inputs_upload(std::string *err);
   bool interrupt_ = false;  // the transport wakes waits on an interrupt
   uint64_t interrupt_mailbox_ = 0;
   uint32_t interrupt_id_ = 0;

@@ -75,16 +75,11 @@ capgraph_status graph::check(const fb::Capture *c, const host_twins &twins, chec
   };
   if (shadowed_) {
     std::string why;
-    capgraph_status st = CAPGRAPH_OK;
-    for (uint64_t at : patched_)
-      if (st == CAPGRAPH_OK) st = dev_->upload(kernargs_, at, 8, &why);
-    patched_.clear();
+    capgraph_status st = shadow_inputs_upload(&why);
     if (st != CAPGRAPH_OK) {
-      *err = "check: writing the kernel arguments: " + why;
+      *err = "check: writing the inputs and kernel arguments: " + why;
       return st;
     }
-    for (const auto &[at, bytes] : inputs_)
-      if ((st = shadow_sync(true, at, bytes, "writing the inputs")) != CAPGRAPH_OK) return st;
     if ((st = shadow_sync(false, 0, size, "reading the arena")) != CAPGRAPH_OK) return st;
   }
   // The twins run on a copy of the arena: an input or output bound to caller memory (bind) is
