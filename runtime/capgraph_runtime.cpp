@@ -262,9 +262,14 @@ capgraph_status tensor_bind(capgraph_model *m, std::vector<model_tensor> &list,
     if (!m->graph) {
       // The CPU: the plan's pointers into the tensor move to the caller's buffer (page-aligned as
       // on a GPU, so one program binds the same buffers on either). A copy step that reaches
-      // past the tensor's edge could not follow it.
-      if (replay_plan_copy_straddles(m->plan, t.offset, t.size)) {
-        m->error = what + "a copy step reads or writes it together with other arena bytes";
+      // past the tensor's edge, or a kernel writing a larger buffer of which it is a slice, could
+      // not follow it.
+      const int64_t step = replay_plan_straddles(m->plan, t.offset, t.size);
+      if (step >= 0) {
+        const bool copy = !m->plan.steps[size_t(step)].entry;
+        m->error = what + (copy ? "a copy step" : "a kernel") + " (step " + std::to_string(step) +
+                   ") reads or writes it together with other arena bytes; use capgraph_run and " +
+                   "copy instead";
         return CAPGRAPH_ERR_ARGUMENT;
       }
       replay_plan_rebase(&m->plan, t.offset, t.size,

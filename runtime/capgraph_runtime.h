@@ -100,8 +100,9 @@ capgraph_status capgraph_output(capgraph_model *m, int32_t index, capgraph_tenso
  * recorded launches. capgraph_input/capgraph_output then give the bound pointer. On a GPU,
  * devices whose driver can import memory only (adreno, fake-adreno; elsewhere
  * CAPGRAPH_ERR_ARGUMENT). On the CPU the replay's pointers into the tensor move to the buffer
- * (same alignment rule, so one program runs on either); refused when a copy step reads or writes
- * the tensor together with bytes outside it. */
+ * (same alignment rule, so one program runs on either); refused, naming the step, when a copy
+ * step or a kernel binding reads or writes the tensor together with bytes outside it (e.g. an
+ * output that is a slice of a larger buffer). */
 capgraph_status capgraph_bind_input(capgraph_model *m, int32_t index, void *data,
                                     size_t size_bytes);
 capgraph_status capgraph_bind_output(capgraph_model *m, int32_t index, void *data,

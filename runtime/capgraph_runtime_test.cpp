@@ -322,7 +322,18 @@ TEST_CASE("binding refuses unaligned buffers, short buffers, straddling copies a
   uint8_t *room = static_cast<uint8_t *>(aligned_alloc(4096, 4096));
   CHECK(capgraph_bind_input(straddle.m, 0, room, 4096) == CAPGRAPH_OK);
   CHECK(capgraph_bind_input(straddle.m, 1, room, 4096) == CAPGRAPH_ERR_ARGUMENT);
-  CHECK(std::string(capgraph_error(straddle.m)).find("a copy step") != std::string::npos);
+  CHECK(std::string(capgraph_error(straddle.m)).find("a copy step (step 5)") != std::string::npos);
+  // A kernel writing a larger buffer of which the output `y:0` is the second half (its binding
+  // starts 64 bytes before it): binding `y:0` is refused, naming the kernel's step; `z` is fine.
+  capture_spec slice = test::reference_spec(1);
+  test::launch_spec &exp = slice.steps[2].launch;
+  exp.buffers[1] = test::arena_ref(slice.outputs[0].offset - 64);
+  exp.buffer_sizes[1] = slice.outputs[0].size + 64;
+  model sliced(slice, 0);
+  CHECK(capgraph_bind_output(sliced.m, 0, room, 4096) == CAPGRAPH_ERR_ARGUMENT);
+  CHECK(std::string(capgraph_error(sliced.m)).find("'y:0': a kernel (step 2)") !=
+        std::string::npos);
+  CHECK(capgraph_bind_output(sliced.m, 1, room, 4096) == CAPGRAPH_OK);
   free(room);
 }
 

@@ -177,12 +177,12 @@ TEST_CASE("launch bindings") {
   expect_refused(
       [](capture_spec &s) { s.steps[1].launch.buffers[1] = test::arena_ref(s.arena_size); },
       CAPGRAPH_ERR_FORMAT,
-      "buffer 1 (arena offset 28224, 0 bytes) is outside the arena (28224 bytes)");
+      "buffer 1 (arena offset 28224, 4000 bytes) is outside the arena (28224 bytes)");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = test::weight_ref(3); },
                  CAPGRAPH_ERR_FORMAT, "buffer 1: weight 3 does not exist (the capture has 1)");
   expect_refused([](capture_spec &s) { s.steps[0].launch.buffers[1] = test::weight_ref(0, 4000); },
                  CAPGRAPH_ERR_FORMAT,
-                 "buffer 1 (weight 0 offset 4000, 0 bytes) is outside the weight (4000 bytes)");
+                 "buffer 1 (weight 0 offset 4000, 4000 bytes) is outside the weight (4000 bytes)");
   expect_refused(
       [](capture_spec &s) { s.steps[0].launch.buffers[1] = fb::BufferRef(fb::Space(7), 0, 0); },
       CAPGRAPH_ERR_FORMAT, "buffer 1: unknown buffer space 7");

@@ -53,9 +53,11 @@ void replay_plan_build(const fb::Capture *c, uint8_t *arena,
       p.copies_src_at.push_back(k_not_arena);
       const fb::Launch *l = s->launch();
       step.entry = kernels[l->kernel()];
-      for (const fb::BufferRef *b : *l->buffers()) {
+      for (uint32_t j = 0; j < l->buffers()->size(); ++j) {
+        const fb::BufferRef *b = l->buffers()->Get(j);
         p.buffers.push_back(address(*b));
         p.buffers_at.push_back(arena_at(*b));
+        p.buffers_size.push_back(l->buffer_sizes()->Get(j));  // one per binding (verified at load)
       }
       if (l->scalars())
         p.scalars.insert(p.scalars.end(), l->scalars()->begin(), l->scalars()->end());
@@ -99,18 +101,31 @@ void replay_plan_rebase(replay_plan *plan, uint64_t offset, uint64_t size, uint8
   }
 }
 
-bool replay_plan_copy_straddles(const replay_plan &plan, uint64_t offset, uint64_t size) {
+int64_t replay_plan_straddles(const replay_plan &plan, uint64_t offset, uint64_t size) {
+  const auto straddles = [&](uint64_t at, uint64_t bytes) {
+    if (at == k_not_arena) return false;
+    const bool overlaps = at < offset + size && offset < at + bytes;
+    const bool within = at >= offset && at + bytes <= offset + size;
+    return overlaps && !within;
+  };
+  // A launch's bindings are its run of `buffers`, up to the next launch's (or the end).
+  std::vector<size_t> launch_at;
+  for (const replay_step &s : plan.steps)
+    if (s.entry) launch_at.push_back(size_t(s.buffers - plan.buffers.data()));
+  launch_at.push_back(plan.buffers.size());
+  size_t launch = 0;
   for (size_t i = 0; i < plan.steps.size(); ++i) {
-    if (plan.steps[i].entry) continue;
-    const uint64_t bytes = plan.steps[i].size;
-    for (uint64_t at : {plan.copies_dst_at[i], plan.copies_src_at[i]}) {
-      if (at == k_not_arena) continue;
-      const bool overlaps = at < offset + size && offset < at + bytes;
-      const bool within = at >= offset && at + bytes <= offset + size;
-      if (overlaps && !within) return true;
+    const replay_step &s = plan.steps[i];
+    if (!s.entry) {
+      if (straddles(plan.copies_dst_at[i], s.size) || straddles(plan.copies_src_at[i], s.size))
+        return int64_t(i);
+      continue;
     }
+    for (size_t b = launch_at[launch]; b < launch_at[launch + 1]; ++b)
+      if (straddles(plan.buffers_at[b], plan.buffers_size[b])) return int64_t(i);
+    ++launch;
   }
-  return false;
+  return -1;
 }
 
 namespace {

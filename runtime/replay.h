@@ -44,6 +44,8 @@ struct replay_plan {
   // Where each `buffers` entry and each copy's ends were in the arena (k_not_arena for a weight),
   // kept so replay_plan_rebase can move them to caller memory and back (capgraph_bind_*).
   std::vector<uint64_t> buffers_at;
+  std::vector<uint64_t>
+      buffers_size;  // bytes each binding may touch from its start (the capture's)
   std::vector<uint64_t> copies_dst_at, copies_src_at;  // one per step (k_not_arena for a launch)
 };
 
@@ -77,11 +79,12 @@ void replay_plan_barriers(replay_plan *plan);
 // Points every launch binding and copy end that starts inside arena bytes [offset, offset + size)
 // at `base` + its distance from `offset`: caller memory bound in place of an input or output, or
 // `arena + offset` to unbind. Only pointers move, so a replay is as fast bound or not. The caller
-// checks first that no copy crosses the range's edges (replay_plan_copy_straddles).
+// checks first that nothing crosses the range's edges (replay_plan_straddles).
 void replay_plan_rebase(replay_plan *plan, uint64_t offset, uint64_t size, uint8_t *base);
-// Whether a copy step reads or writes part of [offset, offset + size) and also bytes outside it
-// (such a copy cannot be moved to caller memory).
-bool replay_plan_copy_straddles(const replay_plan &plan, uint64_t offset, uint64_t size);
+// Whether a copy step or a launch binding reads or writes part of [offset, offset + size) and also
+// bytes outside it (e.g. a kernel writing a larger buffer of which the range is a slice): such a
+// step cannot be moved to caller memory. Returns the step's index, or -1 when none does.
+int64_t replay_plan_straddles(const replay_plan &plan, uint64_t offset, uint64_t size);
 // Replays the plan once. `pool` is nullptr for one thread (then nothing synchronises). Returns
 // false when a thread did not reach a barrier within the pool's timeout (the pool is then broken
 // and the replay incomplete).

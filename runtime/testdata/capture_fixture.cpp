@@ -337,6 +337,10 @@ capture_spec reference_spec(uint32_t threads, int64_t n) {
       launch_step(2, {arena_ref(at(t1)), arena_ref(at(y))}, uint64_t(n), threads),
       copy_step(arena_ref(at(b)), arena_ref(at(z)), bytes),
       launch_step(3, {arena_ref(at(t0)), arena_ref(at(rows))}, uint64_t(n) / 4, threads, {4})};
+  // Each binding touches its tensor's bytes only, as the compiler writes it.
+  for (step_spec &st : s.steps)
+    if (st.kind == fb::StepKind::launch)
+      st.launch.buffer_sizes.assign(st.launch.buffers.size(), bytes);
   return s;
 }
 
