@@ -47,8 +47,8 @@ capgraph_status usbfs_gpu_open(std::shared_ptr<usb::usbfs_sys> sys, const char *
   auto s = std::make_unique<usbfs_session>();
   s->wire = usb::UsbfsTransport::open(std::move(sys), serial, &e);
   if (!s->wire) {
-    *err = "no capgraph bridge on USB" +
-           std::string(serial.empty() ? "" : " with serial " + serial) + ": " + e + kHelp;
+    // The cause names the serial when one was asked for ("no bridge with serial ...").
+    *err = "no capgraph bridge on USB: " + e + kHelp;
     return CAPGRAPH_ERR_DEVICE;
   }
   s->g = std::make_unique<usb_gpu>(*s->wire);
