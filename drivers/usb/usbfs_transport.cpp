@@ -259,29 +259,33 @@ TransferStatus UsbfsTransport::in_await(uint8_t endpoint, uint8_t *data, size_t 
   if (sys_->ioctl(fd_, USBDEVFS_SUBMITURB, &urb) != 0) return status_of_errno(errno);
   // Sleep until the URB completes (POLLOUT) or the bound passes; never a spin.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  TransferStatus ended = TransferStatus::timeout;
   for (;;) {
     pollfd p{fd_, POLLOUT, 0};
-    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          deadline - std::chrono::steady_clock::now())
-                          .count();
+    const long long left = std::chrono::duration_cast<std::chrono::milliseconds>(
+                               deadline - std::chrono::steady_clock::now())
+                               .count();
     const int n = sys_->poll(&p, 1, int(std::max<long long>(left, 0)));
-    if (n < 0 && errno != EINTR) break;
-    if (n > 0 && (p.revents & (POLLERR | POLLHUP)) && !(p.revents & POLLOUT)) {
-      // The device is gone; the URB was given back with an error, or never will be.
+    if (n < 0 && errno != EINTR) {
+      ended = status_of_errno(errno);
+      break;
+    }
+    if (n > 0) {
       void *got = nullptr;
-      sys_->ioctl(fd_, USBDEVFS_REAPURBNDELAY, &got);
-      return TransferStatus::no_device;
+      if (sys_->ioctl(fd_, USBDEVFS_REAPURBNDELAY, &got) == 0 && got == &urb) {
+        // A device unplugged while the URB was queued gives it back with -ESHUTDOWN / -ENODEV.
+        if (urb.status != 0) return status_of_errno(-urb.status);
+        *actual = size_t(urb.actual_length);
+        return TransferStatus::ok;
+      }
+      if (errno == ENODEV || (p.revents & (POLLERR | POLLHUP))) {
+        ended = TransferStatus::no_device;
+        break;
+      }
     }
-    void *got = nullptr;
-    if (n > 0 && sys_->ioctl(fd_, USBDEVFS_REAPURBNDELAY, &got) == 0 && got == &urb) {
-      if (urb.status != 0) return status_of_errno(-urb.status);
-      *actual = size_t(urb.actual_length);
-      return TransferStatus::ok;
-    }
-    if (n > 0 && errno == ENODEV) return TransferStatus::no_device;
     if (left <= 0) break;
   }
-  // Timed out: cancel it and collect it, so the kernel holds no pointer into `data`.
+  // Timed out (or failed): cancel it and collect it, so the kernel holds no pointer into `data`.
   sys_->ioctl(fd_, USBDEVFS_DISCARDURB, &urb);
   void *got = nullptr;
   for (int i = 0; i < 100; ++i) {
@@ -289,7 +293,7 @@ TransferStatus UsbfsTransport::in_await(uint8_t endpoint, uint8_t *data, size_t 
     sys_->poll(&p, 1, 10);
     if (sys_->ioctl(fd_, USBDEVFS_REAPURBNDELAY, &got) == 0 || errno == ENODEV) break;
   }
-  return TransferStatus::timeout;
+  return ended;
 }
 
 }  // namespace capgraph::usb
