@@ -12,7 +12,7 @@
 #   - no permission, a busy interface, no bridge, and the bridge pulled out mid-replay: each a
 #     clear error and a non-zero exit, none hangs;
 #   - zoo models from ../shared/zoo (squeezenet1_1 unless CAPGRAPH_ZOO_MODELS names others; "all"
-#     every one) match ONNX Runtime's outputs and the CPU's.
+#     every one; "none" none) match ONNX Runtime's outputs and the CPU's.
 #   fake_usbfs_e2e.sh BUILD_DIR     exit 77 (skip) without the bridge firmware image (sdcc)
 set -uo pipefail
 build=${1:?usage: fake_usbfs_e2e.sh BUILD_DIR}
@@ -95,6 +95,7 @@ expect_error unplugged "unplug=1400" "device gone (unplugged" 20
 zoo=$repo/../shared/zoo
 if [[ -d $zoo ]] && command -v node > /dev/null; then
   names=${CAPGRAPH_ZOO_MODELS:-squeezenet1_1}
+  [[ $names == none ]] && names=""
   [[ $names == all ]] && names=$(cd "$zoo" && for d in */; do [[ -f $d/meta.json ]] && echo "${d%/}"; done)
   for name in $names; do
     dir=$zoo/$name/ d=$work/zoo_$name
