@@ -11,6 +11,7 @@
 #include "bridge.h"
 #include "bridge_protocol.h"
 #include "fake_usbfs.h"
+#include "usb_pci.h"
 
 using namespace capgraph;
 
@@ -106,4 +107,60 @@ TEST_CASE("usbfs: a submitted IN transfer nobody answers times out, is discarded
   usb::Bridge b(*t);  // the endpoint is usable again afterwards
   const usb::BridgeStatus st = b.open();
   CHECK_MESSAGE(st.ok(), st.message);
+}
+
+// The firmware's signal watch (protocol 1.3, firmware/src/watch.c) through the usbfs transport:
+// reached, a fault register that reads non-zero, and a target never reached (the host's bound
+// passes, the watch is stopped and the bulk IN pipe is the streams' again); older firmware is
+// refused by name.
+TEST_CASE("usbfs: the bridge watches a VRAM signal; fault, timeout, older firmware") {
+  if (!have_image()) return;
+  auto f = fake("");
+  std::string err;
+  auto t = usb::UsbfsTransport::open(f, "", &err);
+  REQUIRE_MESSAGE(t != nullptr, err);
+  usb::Bridge b(*t);
+  usb::PciChain chain;
+  usb::BridgeStatus st = b.open();
+  if (st.ok()) st = b.pcie_power(true);
+  if (st.ok()) st = usb::pci_chain_setup(b, &chain);
+  if (st.ok()) st = usb::pci_bars_assign(b, &chain);
+  REQUIRE_MESSAGE(st.ok(), st.message);
+  REQUIRE(b.has_watch());
+  uint64_t vram = 0;
+  for (const usb::PciBar &bar : chain.bars)
+    if (bar.index == 0) vram = bar.base;
+  REQUIRE(vram != 0);
+  const uint64_t signal = vram + 0x10000, fault = vram + 0x20000;
+  REQUIRE(b.mem_write32(signal, 7).ok());
+  REQUIRE(b.mem_write32(signal + 4, 1).ok());  // 0x1_00000007
+  REQUIRE(b.mem_write32(fault, 0).ok());
+  usb::WatchResult r;
+  st = b.watch(signal, 0x100000005ull, fault, 1000, &r);  // already past: reached at once
+  REQUIRE_MESSAGE(st.ok(), st.message);
+  CHECK(r.status == BRIDGE_WATCH_REACHED);
+  CHECK(r.value == 0x100000007ull);
+  CHECK(r.polls >= 1);
+  st = b.watch(signal, 0x100000008ull, fault, 100, &r);  // never: the host's bound passes
+  CHECK(st.transfer == usb::TransferStatus::timeout);
+  CHECK_MESSAGE(has(st.message, "did not reach the target in 100 ms"), st.message);
+  uint32_t v = 0;
+  st = b.mem_read32(signal, &v);  // a stream's bulk IN after the stopped watch
+  CHECK_MESSAGE(st.ok(), st.message);
+  CHECK(v == 7);
+  REQUIRE(b.mem_write32(fault, 0x40).ok());
+  st = b.watch(signal, 0x100000008ull, fault, 1000, &r);
+  REQUIRE_MESSAGE(st.ok(), st.message);
+  CHECK(r.status == BRIDGE_WATCH_FAULT);
+  CHECK(r.fault == 0x40);
+  CHECK(r.polls >= BRIDGE_WATCH_FAULT_EVERY);
+
+  auto old = fake("old_firmware");
+  auto t2 = usb::UsbfsTransport::open(old, "", &err);
+  REQUIRE_MESSAGE(t2 != nullptr, err);
+  usb::Bridge b2(*t2);
+  REQUIRE(b2.open().ok());
+  CHECK_FALSE(b2.has_watch());
+  st = b2.watch(signal, 1, 0, 100, &r);
+  CHECK_MESSAGE(has(st.message, "needs 1.3"), st.message);
 }
