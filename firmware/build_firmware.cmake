@@ -8,7 +8,7 @@ foreach(v SDCC SRC_DIR INC_DIR OUT_DIR PACK)
     message(FATAL_ERROR "build_firmware.cmake: ${v} not set")
   endif()
 endforeach()
-set(modules main ep0 deadline usb stream pcie spi serial)  # main first: it holds the interrupt vectors
+set(modules main ep0 deadline usb stream pcie spi serial watch)  # main first: it holds the interrupt vectors
 set(cflags -mmcs51 --model-small --std-c99 --opt-code-size -I${SRC_DIR} -I${INC_DIR})
 # Code 0x0000-0xBFFF (BRIDGE_IMAGE_MAX_BODY); our globals in XDATA 0x0000-0x0FFF.
 set(ldflags --code-loc 0x0000 --code-size 0xC000 --xram-loc 0x0000 --xram-size 0x1000 --iram-size 0x100)

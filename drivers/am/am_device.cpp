@@ -106,6 +106,13 @@ bool device::rreg(reg r, uint32_t *v) {
   return true;
 }
 
+pci_function::watch_outcome device::vram_watch64(uint64_t pa, uint64_t target, reg fault_reg,
+                                                 unsigned timeout_ms, uint64_t *value,
+                                                 uint32_t *fault, std::string *err) {
+  return pci_.watch64(kBarVram, pa, target, kBarMmio, uint64_t(regs_[fault_reg]) * 4, timeout_ms,
+                      value, fault, err);
+}
+
 bool device::wreg(reg r, uint32_t v) {
   std::string e;
   ++stats_.reg_writes;

@@ -128,6 +128,12 @@ class device {
 
   // Register access by name, counted; for tests and the transport.
   bool rreg(reg r, uint32_t *v);
+  // Sleeps until the 64-bit value at VRAM pa reaches target (wrap-safe) or register fault_reg
+  // reads non-zero, when the PCI function can watch for it (pci_function::watch64: the USB
+  // bridge's firmware); `unsupported` otherwise, and the caller polls.
+  pci_function::watch_outcome vram_watch64(uint64_t pa, uint64_t target, reg fault_reg,
+                                           unsigned timeout_ms, uint64_t *value, uint32_t *fault,
+                                           std::string *err);
   bool wreg(reg r, uint32_t v);
 
  private:

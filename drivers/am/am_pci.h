@@ -47,6 +47,16 @@ class pci_function {
     return bar_write(bar, off, dw, n, err);
   }
   virtual uint64_t staging_trigger_bus_addr() const { return 0; }
+  // Waits with the host asleep until the 64-bit value at byte offset off of BAR `bar` reaches
+  // target (wrap-safe), the register at fault_off of BAR `fault_bar` reads non-zero, or timeout_ms
+  // passes: the device behind watches (the USB bridge's firmware, protocol >= 1.3). `unsupported`
+  // when it cannot, and the caller polls; `error` with *err when a transfer failed.
+  enum class watch_outcome { reached, fault, timeout, unsupported, error };
+  virtual watch_outcome watch64(int bar, uint64_t off, uint64_t target, int fault_bar,
+                                uint64_t fault_off, unsigned timeout_ms, uint64_t *value,
+                                uint32_t *fault, std::string *err) {
+    return watch_outcome::unsupported;
+  }
   virtual bool staging_read_arm(uint64_t off, size_t n, std::string *err) {
     *err = name() + ": no reads from the staging window";
     return false;

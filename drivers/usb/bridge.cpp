@@ -527,6 +527,57 @@ BridgeStatus Bridge::sram_read_collect(uint8_t *out, size_t n, unsigned timeout_
   return {};
 }
 
+bool Bridge::has_watch() const { return proto_at_least(3); }
+
+BridgeStatus Bridge::watch(uint64_t signal_addr, uint64_t target, uint64_t fault_addr,
+                           unsigned timeout_ms, WatchResult *out) {
+  if (!has_watch())
+    return bad_call(t_.describe(),
+                    "WATCH: the firmware speaks protocol " + std::to_string(info_.proto_major) +
+                        "." + std::to_string(info_.proto_minor) + "; the signal watch needs 1.3");
+  uint8_t req[BRIDGE_WATCH_SIZE];
+  for (int i = 0; i < 8; ++i) {
+    req[BRIDGE_WATCH_OFF_SIGNAL + i] = uint8_t(signal_addr >> (8 * i));
+    req[BRIDGE_WATCH_OFF_TARGET + i] = uint8_t(target >> (8 * i));
+    req[BRIDGE_WATCH_OFF_FAULT + i] = uint8_t(fault_addr >> (8 * i));
+  }
+  BridgeStatus st = control_out(BRIDGE_REQ_WATCH, 1, 0, req, BRIDGE_WATCH_SIZE, "WATCH");
+  if (!st.ok()) return st;
+  uint8_t r[BRIDGE_WATCH_RESULT_SIZE] = {};
+  size_t got = 0;
+  ++counters_.bulk_in;
+  counters_.bulk_in_bytes += sizeof r;
+  const TransferStatus s = t_.in_await(BRIDGE_EP_BULK_IN, r, sizeof r, &got, timeout_ms);
+  if (s == TransferStatus::timeout) {
+    // Stop it, so a late answer does not land in the next stream's bulk IN.
+    const BridgeStatus stop = control_out(BRIDGE_REQ_WATCH, 0, 0, nullptr, 0, "WATCH stop");
+    st.transfer = s;
+    st.message =
+        t_.describe() + ": WATCH: the signal did not reach the target in " +
+        std::to_string(timeout_ms) + " ms" +
+        (stop.ok() ? std::string() : " (and stopping the watch failed: " + stop.message + ")");
+    return st;
+  }
+  if (s != TransferStatus::ok) return fail(s, "WATCH result");
+  if (got != sizeof r || r[BRIDGE_WATCH_RESULT_OFF_MAGIC] != BRIDGE_WATCH_RESULT_MAGIC)
+    return bad_call(t_.describe(), "WATCH: a result of " + std::to_string(got) +
+                                       " bytes without its magic (another stream's data?)");
+  out->value = 0;
+  for (int i = 7; i >= 0; --i) out->value = out->value << 8 | r[BRIDGE_WATCH_RESULT_OFF_VALUE + i];
+  out->fault = uint32_t(r[BRIDGE_WATCH_RESULT_OFF_FAULT]) |
+               uint32_t(r[BRIDGE_WATCH_RESULT_OFF_FAULT + 1]) << 8 |
+               uint32_t(r[BRIDGE_WATCH_RESULT_OFF_FAULT + 2]) << 16 |
+               uint32_t(r[BRIDGE_WATCH_RESULT_OFF_FAULT + 3]) << 24;
+  out->status = r[BRIDGE_WATCH_RESULT_OFF_STATUS];
+  out->polls = r[BRIDGE_WATCH_RESULT_OFF_POLLS];
+  if (out->status == BRIDGE_WATCH_READ_FAILED) {
+    st.device_error = r[BRIDGE_WATCH_RESULT_OFF_ERR];
+    st.message = t_.describe() + ": WATCH: the bridge could not read the signal (" +
+                 bridge_error_name(st.device_error) + ")";
+  }
+  return st;
+}
+
 BridgeStatus Bridge::spi_read(uint32_t addr, uint8_t *out, size_t n) {
   size_t done = 0;
   while (done < n) {

@@ -44,6 +44,14 @@ struct TlpResult {
   uint8_t status = 0;  // BRIDGE_TLP_STATUS_*
 };
 
+// What BRIDGE_REQ_WATCH answered (bridge_protocol.h).
+struct WatchResult {
+  uint64_t value = 0;  // the signal's last value
+  uint32_t fault = 0;  // the fault register's last value
+  uint8_t status = 0;  // BRIDGE_WATCH_*
+  uint8_t polls = 0;   // signal reads the firmware made (saturating)
+};
+
 const char *bridge_error_name(uint8_t code);
 
 // Every USB transfer this Bridge made, counted where it is handed to the
@@ -131,6 +139,15 @@ class Bridge {
   // timeout_ms, default 1 s + n/100 kB; a missing trigger is named).
   BridgeStatus sram_read_arm(uint32_t offset, size_t n);
   BridgeStatus sram_read_collect(uint8_t *out, size_t n, unsigned timeout_ms = 0);
+
+  // Waits for the 64-bit signal at PCIe address signal_addr to reach target (wrap-safe) with the
+  // host asleep: the firmware reads it between USB events (protocol >= 1.3, has_watch()) and
+  // answers one bulk IN, which the transport awaits in the kernel (in_await). fault_addr: a
+  // register whose non-zero value ends the watch (0: none). On timeout the watch is stopped and
+  // the status says so (transfer == timeout). Two transfers when it completes, three on timeout.
+  BridgeStatus watch(uint64_t signal_addr, uint64_t target, uint64_t fault_addr,
+                     unsigned timeout_ms, WatchResult *out);
+  bool has_watch() const;
 
   // SPI flash (self-update). Erase works on 4 KiB sectors; program splits
   // at 256-byte pages and waits for each page to finish.

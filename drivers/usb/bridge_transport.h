@@ -31,6 +31,13 @@ class BridgeTransport {
   // A bulk transfer; endpoint bit 7 = IN.
   virtual TransferStatus bulk(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
                               unsigned timeout_ms) = 0;
+  // An IN transfer the caller expects to wait long for (the bridge's signal watch, protocol >=
+  // 1.3): the thread sleeps in the kernel until the device answers or timeout_ms passes. usbfs
+  // submits it and sleeps in poll(); by default it is a bulk transfer, which blocks as well.
+  virtual TransferStatus in_await(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
+                                  unsigned timeout_ms) {
+    return bulk(endpoint, data, length, actual, timeout_ms);
+  }
   // Who we talk to, for error messages ("usb 3-2 ADD1:CA90 serial 0badcafe").
   virtual std::string describe() const = 0;
   virtual uint16_t vendor_id() const = 0;

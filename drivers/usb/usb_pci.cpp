@@ -193,6 +193,23 @@ bool pci_function_usb::bar_write(int index, uint64_t off, const uint32_t *dw, si
   return st.ok();
 }
 
+am::pci_function::watch_outcome pci_function_usb::watch64(int bar, uint64_t off, uint64_t target,
+                                                          int fault_bar, uint64_t fault_off,
+                                                          unsigned timeout_ms, uint64_t *value,
+                                                          uint32_t *fault, std::string *err) {
+  if (!b_.has_watch()) return watch_outcome::unsupported;
+  uint64_t a = 0, f = 0;
+  if (!bar_check(bar, off, 2, &a, err) || !bar_check(fault_bar, fault_off, 1, &f, err))
+    return watch_outcome::error;
+  WatchResult r;
+  const BridgeStatus st = b_.watch(a, target, f, timeout_ms, &r);
+  *value = r.value;
+  *fault = r.fault;
+  if (st.transfer == TransferStatus::timeout) return watch_outcome::timeout;
+  if (!st.ok()) return *err = st.message, watch_outcome::error;
+  return r.status == BRIDGE_WATCH_FAULT ? watch_outcome::fault : watch_outcome::reached;
+}
+
 uint64_t pci_function_usb::staging_bus_addr() const { return BRIDGE_SRAM_BUS_ADDR; }
 uint64_t pci_function_usb::staging_bytes() const { return BRIDGE_SRAM_SIZE; }
 

@@ -76,6 +76,10 @@ class pci_function_usb : public am::pci_function {
   uint64_t staging_trigger_bus_addr() const override;
   bool staging_read_arm(uint64_t off, size_t n, std::string *err) override;
   bool staging_read_collect(uint8_t *p, size_t n, std::string *err) override;
+  // Through the bridge's WATCH (protocol >= 1.3); unsupported on older firmware.
+  watch_outcome watch64(int bar, uint64_t off, uint64_t target, int fault_bar, uint64_t fault_off,
+                        unsigned timeout_ms, uint64_t *value, uint32_t *fault,
+                        std::string *err) override;
 
  private:
   Bridge &b_;

@@ -37,9 +37,9 @@
 
 /* ---- identity ------------------------------------------------------------ */
 #define BRIDGE_PROTOCOL_MAJOR 1
-#define BRIDGE_PROTOCOL_MINOR 2 /* 1.1: MEM_STREAM; 1.2: POSTED flags */
+#define BRIDGE_PROTOCOL_MINOR 3 /* 1.1: MEM_STREAM; 1.2: POSTED flags; 1.3: WATCH */
 #define BRIDGE_FW_VERSION_MAJOR 0
-#define BRIDGE_FW_VERSION_MINOR 3
+#define BRIDGE_FW_VERSION_MINOR 4
 #define BRIDGE_FW_VERSION_PATCH 0
 #define BRIDGE_CHIP_ID 0x2464u
 
@@ -88,6 +88,11 @@
                                        many dword MRd/MWr to consecutive PCIe
                                        addresses in one request (protocol 1.1),
                                        data and result over bulk, see below      */
+#define BRIDGE_REQ_WATCH 0xBBu      /* OUT, protocol 1.3: wValue 1, data =
+                                       BRIDGE_WATCH_SIZE bytes: watch a 64-bit
+                                       signal in PCIe memory, answer on bulk IN
+                                       when it is reached; wValue 0, no data:
+                                       stop watching, see below                  */
 /* clang-format on */
 
 #define BRIDGE_REG_MAX 64u
@@ -253,6 +258,38 @@
 #define BRIDGE_STREAM_RESULT_OFF_OP 6    /* op of the request                  */
 #define BRIDGE_STREAM_RESULT_OFF_MAGIC 7 /* BRIDGE_STREAM_RESULT_MAGIC         */
 #define BRIDGE_STREAM_RESULT_MAGIC 0x5Au
+
+/* ---- BRIDGE_REQ_WATCH (protocol 1.3) --------------------------------------
+ * So the host can sleep while the GPU works: instead of reading the GPU's
+ * completion signal over USB in a loop, the host hands the firmware the
+ * signal's PCIe address and the value it waits for, then submits one bulk IN
+ * and sleeps in the kernel until it completes. Between USB events the
+ * firmware reads the signal (two MRd dwords, low first) and, every
+ * BRIDGE_WATCH_FAULT_EVERY reads, the fault register (one MRd dword; address
+ * 0: none). When the signal minus the target is >= 0 as a signed 64-bit
+ * number (wrap-safe), the fault register reads non-zero, or a read fails, it
+ * sends BRIDGE_WATCH_RESULT_SIZE bytes on bulk IN and stops watching.
+ * A MEM_STREAM request, a bus reset or WATCH with wValue 0 stops a watch (and
+ * drops an unsent result); WATCH stops a stream waiting for its bulk stage.
+ * The firmware has no timeout of its own: the host's bulk IN has one, and the
+ * host stops the watch when it passes. Request (LE): */
+#define BRIDGE_WATCH_SIZE 24u
+#define BRIDGE_WATCH_OFF_SIGNAL 0 /* u64 PCIe address of the signal, 4-aligned */
+#define BRIDGE_WATCH_OFF_TARGET 8 /* u64 value waited for                     */
+#define BRIDGE_WATCH_OFF_FAULT 16 /* u64 PCIe address of a fault register or 0 */
+#define BRIDGE_WATCH_FAULT_EVERY 8u
+/* Result on bulk IN (LE): */
+#define BRIDGE_WATCH_RESULT_SIZE 16u
+#define BRIDGE_WATCH_RESULT_OFF_VALUE 0   /* u64 the signal's last value          */
+#define BRIDGE_WATCH_RESULT_OFF_FAULT 8   /* u32 the fault register's last value  */
+#define BRIDGE_WATCH_RESULT_OFF_STATUS 12 /* BRIDGE_WATCH_*                      */
+#define BRIDGE_WATCH_RESULT_OFF_ERR 13    /* BRIDGE_ERR_* of a failed read        */
+#define BRIDGE_WATCH_RESULT_OFF_MAGIC 14  /* BRIDGE_WATCH_RESULT_MAGIC            */
+#define BRIDGE_WATCH_RESULT_OFF_POLLS 15  /* signal reads made, saturating at 255 */
+#define BRIDGE_WATCH_RESULT_MAGIC 0x57u
+#define BRIDGE_WATCH_REACHED 0u
+#define BRIDGE_WATCH_FAULT 1u
+#define BRIDGE_WATCH_READ_FAILED 2u
 
 /* ---- error codes (info.last_error) --------------------------------------- */
 #define BRIDGE_ERR_NONE 0u

@@ -3,7 +3,8 @@
  * the vendor requests of bridge_protocol.h.
  *
  * Structure: main() initialises the chip and enables INT0; everything else
- * happens in the USB interrupt, one event at a time. This file is the top of
+ * happens in the USB interrupt, one event at a time, except the signal watch
+ * (watch.c), which the main loop runs between events. This file is the top of
  * the program: it calls into ep0, deadline, usb, stream, pcie, spi and
  * serial, and nothing calls back into it. Every wait is bounded
  * (hardware timer 0 deadline plus an iteration cap). Requests that are
@@ -21,6 +22,7 @@
 #include "spi.h"
 #include "stream.h"
 #include "usb.h"
+#include "watch.h"
 
 /* Identity block at a fixed CODE address: lets the flasher recognise our
  * image for this chip (bridge_protocol.h, BRIDGE_FW_IDENT_*). */
@@ -212,7 +214,10 @@ static void bulk_event(void) {
   uint16_t count;
   uint8_t cfg1 = REG_USB_EP_CFG1;
   REG_USB_EP_CFG1 = cfg1; /* write-1-to-clear */
-  if (cfg1 & USB_EP_CFG1_BULK_IN_COMPLETE) stream_bulk_in_done();
+  if (cfg1 & USB_EP_CFG1_BULK_IN_COMPLETE) {
+    stream_bulk_in_done();
+    watch_bulk_in_done();
+  }
   if (!(cfg1 & USB_EP_CFG1_BULK_OUT_COMPLETE)) return;
   count = ((uint16_t)REG_USB_BULK_OUT_BC_H << 8) | REG_USB_BULK_OUT_BC_L;
   if (!op_busy) {
@@ -323,6 +328,27 @@ static void vendor_setup(void) {
       }
       spi_program_req();
       return;
+    case BRIDGE_REQ_WATCH:
+      if (in) break;
+      if (setup_val() == 0 && setup_len == 0) { /* stop watching */
+        watch_cancel();
+        ep0_done(0);
+        return;
+      }
+      if (setup_val() != 1 || setup_idx() != 0) {
+        ep0_stall(BRIDGE_ERR_BAD_ARGUMENT);
+        return;
+      }
+      if (setup_len != BRIDGE_WATCH_SIZE) {
+        ep0_stall(BRIDGE_ERR_BAD_LENGTH);
+        return;
+      }
+      if (op_busy) {
+        ep0_stall(BRIDGE_ERR_BUSY);
+        return;
+      }
+      ep0_receive();
+      return;
     case BRIDGE_REQ_MEM_STREAM:
       if (in) break;
       if (setup_len != BRIDGE_STREAM_SIZE) {
@@ -377,7 +403,11 @@ static void vendor_data_out(void) {
                                                              : BRIDGE_ERR_TLP_ENGINE);
       ep0_send(0); /* the outcome is in TLP_RESULT */
       return;
-    case BRIDGE_REQ_MEM_STREAM: stream_request(); return;
+    case BRIDGE_REQ_MEM_STREAM:
+      watch_cancel(); /* the bulk IN buffer is the stream's now */
+      stream_request();
+      return;
+    case BRIDGE_REQ_WATCH: watch_request(); return;
     default: ep0_stall(BRIDGE_ERR_UNKNOWN_REQUEST);
   }
 }
@@ -410,6 +440,7 @@ static void bus_reset(void) {
   /* A reset aborts any SPI program or stream waiting for data. */
   op_busy = 0;
   stream_cancel();
+  watch_cancel();
 }
 
 void usb_isr(void) __interrupt(0) {
@@ -445,6 +476,7 @@ void main(void) {
   usb_init_controller();
   IE = IE_EA | IE_EX0;
   for (;;) {
-    /* everything happens in usb_isr */
+    /* everything else happens in usb_isr */
+    watch_poll();
   }
 }

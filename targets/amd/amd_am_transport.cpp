@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <thread>
 
 #include "amd_chips.h"
 #include "amd_packets.h"
@@ -171,6 +172,39 @@ capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t targ
          " (it is " + std::to_string(v) + ")";
     return CAPGRAPH_ERR_DEVICE;
   };
+  // The bridge watches the signal (its firmware reads it between USB events, protocol >= 1.3):
+  // one request and one bulk IN the host sleeps on in the kernel, however long the GPU takes.
+  if (watch_usable_) {
+    const uint64_t ms64 = (timeout_ns + 999999) / 1000000;
+    const unsigned ms = unsigned(std::min<uint64_t>(std::max<uint64_t>(ms64, 1), 1u << 30));
+    uint64_t now_v = 0;
+    uint32_t fault = 0;
+    std::string e;
+    switch (dev_.vram_watch64(a->pa + off, target, am::regGCVM_L2_PROTECTION_FAULT_STATUS, ms,
+                              &now_v, &fault, &e)) {
+      using o = am::pci_function::watch_outcome;
+      case o::reached:
+        ++stats_.watches;
+        *const_cast<volatile uint64_t *>(value) = now_v;  // the shadow follows the device
+        return CAPGRAPH_OK;
+      case o::fault:
+        *err = name() + ": GPU page fault (GCVM_L2_PROTECTION_FAULT_STATUS=" + hex(fault) +
+               ") while waiting for signal " + hex(va) + " to reach " + std::to_string(target) +
+               " (it is " + std::to_string(now_v) + ")";
+        return CAPGRAPH_ERR_DEVICE;
+      case o::timeout: {
+        uint64_t v = 0;
+        if (!dev_.vram_copy_out(a->pa + off, &v, 8, err)) return CAPGRAPH_ERR_DEVICE;
+        if (fault_check(v, err) != CAPGRAPH_OK) return CAPGRAPH_ERR_DEVICE;
+        *err = name() + ": the signal at " + hex(va) + " is " + std::to_string(v) + ", not " +
+               std::to_string(target) + " after " + std::to_string(timeout_ns / 1000000) +
+               " ms (the bridge watched it; no GPU page fault reported)";
+        return CAPGRAPH_ERR_TIMEOUT;
+      }
+      case o::error: *err = name() + ": " + e; return CAPGRAPH_ERR_DEVICE;
+      case o::unsupported: watch_usable_ = false; break;  // older firmware: poll below
+    }
+  }
   uint64_t polls = 0, v = 0;
   const auto read = [&](uint64_t *now, std::string *e) {
     ++stats_.polls;
@@ -182,11 +216,17 @@ capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t targ
     }
     return ++polls % kFaultCheckEvery == 0 ? fault_check(v, e) : CAPGRAPH_OK;
   };
-  // Each poll is a read over the bridge, which already takes microseconds: no nap between them
-  // (a wait that lets the host sleep needs the bridge's help: issue "USB GPU from the comma
-  // device").
-  const auto no_nap = [](uint64_t, std::string *) { return CAPGRAPH_OK; };
-  const capgraph_status st = hcq::wait_bounded(target, timeout_ns, read, no_nap, err);
+  // Firmware that cannot watch: poll over the bridge with a growing pause between reads (50 us
+  // doubling to 2 ms), never a spin: a GPU that takes long costs a read every 2 ms, one that
+  // finishes soon is seen within the pause.
+  uint64_t nap_us = 0;
+  const auto nap = [&](uint64_t left_ns, std::string *) {
+    nap_us = nap_us ? std::min<uint64_t>(nap_us * 2, 2000) : 50;
+    std::this_thread::sleep_for(
+        std::chrono::microseconds(std::min<uint64_t>(nap_us, left_ns / 1000 + 1)));
+    return CAPGRAPH_OK;
+  };
+  const capgraph_status st = hcq::wait_bounded(target, timeout_ns, read, nap, err);
   if (st != CAPGRAPH_ERR_TIMEOUT) return st;
   if (fault_check(v, err) != CAPGRAPH_OK) return CAPGRAPH_ERR_DEVICE;
   *err = name() + ": the signal at " + hex(va) + " is " + std::to_string(v) + ", not " +

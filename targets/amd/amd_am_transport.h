@@ -28,6 +28,7 @@ namespace capgraph::amd {
 struct am_transport_stats {
   uint64_t uploads = 0, upload_bytes = 0, downloads = 0, download_bytes = 0;
   uint64_t submits = 0, polls = 0;
+  uint64_t watches = 0;  // waits the bridge watched while the host slept (protocol >= 1.3)
   uint64_t sdma_chunks_in = 0, sdma_chunks_out = 0;  // copies through the staging window
 };
 
@@ -90,6 +91,7 @@ class am_transport : public hcq::transport {
   uint64_t write_ptr_[2] = {0, 0};       // what queue::write_ptr points at (unused by submit)
   std::string submit_error_;             // a failed submit, reported by the next wait
   am_transport_stats stats_;
+  bool watch_usable_ = true;  // until the PCI function says it cannot watch
   bool sdma_copies_ = true;
   bool fence_ready_ = false;
   uint32_t copy_seq_ = 0;  // the last value the copy fence was told to take

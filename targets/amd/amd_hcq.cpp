@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "amd_packets.h"
+#include "amd_usbfs_device.h"
 #include "kfd_transport.h"
 
 namespace capgraph::hcq {
@@ -435,6 +436,7 @@ const target amd_target = {"amd",
 // Called by the runtime's generated targets_builtin_register (CAPGRAPH_TARGETS holds "amd").
 void target_amd_register() {
   target_register("amd", &kfd::kfd_open, &amd_target, [] { return kfd::kfd_devices_describe(); });
+  target_amd_usb_register();  // a gfx1100 behind our USB bridge, through usbfs
 }
 
 }  // namespace capgraph::hcq

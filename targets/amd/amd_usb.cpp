@@ -41,4 +41,18 @@ std::string usb_gpu_label(const usb_gpu &g, const std::string &what) {
                                                  : " (cold boot)");
 }
 
+std::string usb_gpu_endpoint_describe(usb::BridgeTransport &wire) {
+  usb_gpu g(wire);
+  usb::BridgeStatus st;
+  if (!(st = g.bridge.open()).ok() || !(st = g.bridge.pcie_power(true)).ok() ||
+      !(st = usb::pci_chain_setup(g.bridge, &g.chain)).ok())
+    return "no GPU: " + st.message;
+  char b[160];
+  const bool ok = g.chain.vendor == kUsbGpuVendor && g.chain.device == kUsbGpuDevice;
+  std::snprintf(b, sizeof b, "PCIe endpoint %04x:%04x at bus %u%s", g.chain.vendor, g.chain.device,
+                g.chain.endpoint_bus,
+                ok ? " (RX 7900 XTX, gfx1100)" : " (not a GPU this driver boots)");
+  return b;
+}
+
 }  // namespace capgraph::amd

@@ -33,6 +33,10 @@ struct usb_gpu {
 // the driver's timeouts. On failure `g` holds whatever was set up (its destructor frees it).
 bool usb_gpu_open(usb_gpu &g, const am::device_options &o, std::string *err);
 
+// What sits behind the bridge on `wire`, for `capgraph devices` (powers PCIe and walks the chain,
+// boots nothing): "PCIe endpoint 1002:744c at bus 4 (RX 7900 XTX, gfx1100)" or "no GPU: why".
+std::string usb_gpu_endpoint_describe(usb::BridgeTransport &wire);
+
 // The label a transport shows: "<what> <pci name> (cold boot|partial boot)".
 std::string usb_gpu_label(const usb_gpu &g, const std::string &what);
 

@@ -1,4 +1,6 @@
-// `--device usb[:SERIAL]`: a gfx1100 behind an ASM2464PD bridge running our firmware, over libusb.
+// `--device usb-libusb[:SERIAL]`: a gfx1100 behind an ASM2464PD bridge running our firmware, over
+// libusb, in the CLI (the runtime's own `usb` goes through usbfs, amd_usbfs_device.cpp; this one
+// is for hosts without usbfs).
 // Opens the bridge (the first one running our firmware, or the one whose USB serial is SERIAL),
 // then the shared open sequence (amd_usb.h: PCIe chain, BARs, the GPU's ids, boot or partial
 // boot) and hands out the AM transport; closing it tears the GPU down and releases the bridge.
@@ -53,7 +55,8 @@ std::string bridges_ours(std::vector<usb::BridgeDevice> *ours,
 capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *out,
                          std::string *err) {
   const std::string name(device);
-  const std::string serial = name.size() > 4 ? name.substr(4) : std::string();  // "usb:SERIAL"
+  const std::string serial =
+      name.size() > 11 ? name.substr(11) : std::string();  // "usb-libusb:SERIAL"
   std::vector<usb::BridgeDevice> ours, all;
   const std::string why = bridges_ours(&ours, &all);
   if (!why.empty()) {
@@ -85,30 +88,14 @@ capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *ou
 std::string usb_describe() {
   std::vector<usb::BridgeDevice> ours, all;
   const std::string why = bridges_ours(&ours, &all);
-  if (!why.empty()) return "usb: no capgraph bridge (" + why + ")\n";
+  if (!why.empty()) return "usb-libusb: no capgraph bridge (" + why + ")\n";
   std::string lines;
   for (const auto &d : ours) {
-    std::string line =
-        "usb:" + (d.serial.empty() ? std::string("?") : d.serial) + ": " + d.describe() + "; ";
+    std::string line = "usb-libusb:" + (d.serial.empty() ? std::string("?") : d.serial) + ": " +
+                       d.describe() + "; ";
     std::string e;
     auto wire = usb::LibusbTransport::open(d.serial, false, &e);
-    usb::BridgeStatus st;
-    if (!wire) {
-      line += "cannot open it: " + e;
-    } else {
-      usb_gpu g(*wire);
-      if (!(st = g.bridge.open()).ok() || !(st = g.bridge.pcie_power(true)).ok() ||
-          !(st = usb::pci_chain_setup(g.bridge, &g.chain)).ok()) {
-        line += "no GPU: " + st.message;
-      } else {
-        char b[160];
-        const bool ok = g.chain.vendor == kUsbGpuVendor && g.chain.device == kUsbGpuDevice;
-        std::snprintf(b, sizeof b, "PCIe endpoint %04x:%04x at bus %u%s", g.chain.vendor,
-                      g.chain.device, g.chain.endpoint_bus,
-                      ok ? " (RX 7900 XTX, gfx1100)" : " (not a GPU this driver boots)");
-        line += b;
-      }
-    }
+    line += wire ? usb_gpu_endpoint_describe(*wire) : "cannot open it: " + e;
     lines += line + "\n";
   }
   return lines;
@@ -117,7 +104,7 @@ std::string usb_describe() {
 }  // namespace
 
 void usb_device_register() {
-  hcq::target_register("usb", &usb_open, &hcq::amd_target, &usb_describe);
+  hcq::target_register("usb-libusb", &usb_open, &hcq::amd_target, &usb_describe);
 }
 
 }  // namespace capgraph::amd

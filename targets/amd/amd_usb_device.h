@@ -1,4 +1,5 @@
-// amd_usb_device — registers `--device usb[:SERIAL]` (a gfx1100 behind our USB bridge, libusb).
+// amd_usb_device — registers `--device usb-libusb[:SERIAL]` (a gfx1100 behind our USB bridge,
+// libusb).
 #pragma once
 
 namespace capgraph::amd {

@@ -39,12 +39,15 @@
 #include "usb_pci.h"
 
 namespace capgraph::emu {
-namespace {
 
-gfx1100_model &gpu_model() {
+gfx1100_model &fake_usb_gpu_model() {
   static gfx1100_model gpu;
   return gpu;
 }
+
+namespace {
+
+gfx1100_model &gpu_model() { return fake_usb_gpu_model(); }
 
 const char *state_path() {
   const char *p = std::getenv("CAPGRAPH_FAKE_USB_STATE");
@@ -163,37 +166,13 @@ capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport
     *err = "fake-usb: '" + name + "': the fake has one bridge; its one option is image=PATH";
     return CAPGRAPH_ERR_ARGUMENT;
   }
-  std::string image_path, why;
-  if (!image_find(option, &image_path, &why)) return fail(err, why);
-  std::vector<uint8_t> image;
-  {
-    std::ifstream in(image_path, std::ios::binary);
-    if (in) image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
-  if (image.empty()) return fail(err, "cannot read the bridge firmware image " + image_path);
-  // Our synthetic gfx1100 firmware files (the model checks every byte the PSP is handed), once.
-  static const std::string fw_dir = [] {
-    namespace fs = std::filesystem;
-    const fs::path d =
-        fs::temp_directory_path() / ("capgraph_fake_usb_fw_" + std::to_string(::getpid()));
-    std::error_code ec;
-    fs::create_directories(d, ec);
-    std::string e;
-    return am::synthetic_firmware_write(d.string(), &e) ? d.string() : std::string();
-  }();
+  std::string why;
+  const std::string &fw_dir = fake_usb_firmware_dir();
   if (fw_dir.empty())
     return fail(err, "cannot write the synthetic gfx1100 firmware files to the temporary folder");
-
   if (!gpu_state_load(&why)) return fail(err, why);
   auto s = std::make_unique<session>();
-  std::fill(s->dev.flash.data.begin(), s->dev.flash.data.end(), 0xFF);
-  if (BRIDGE_FLASH_IMAGE_ADDR + image.size() > s->dev.flash.data.size())
-    return fail(err, "the bridge firmware image does not fit the emulated flash");
-  std::copy(image.begin(), image.end(), s->dev.flash.data.begin() + BRIDGE_FLASH_IMAGE_ADDR);
-  s->dev.flash.set_otp_serial(0x0BADCAFE);
-  gpu_model().attach(s->dev.endpoint);
-  if (s->dev.power_on() != Asm2464::Mode::firmware)
-    return fail(err, "the emulated bridge did not start its firmware");
+  if (!fake_usb_bridge_plug(s->dev, option, &why)) return fail(err, why);
   Enumeration en;
   if (!usb_enumerate(s->dev, &en, &why)) return fail(err, "USB enumeration: " + why);
   am::device_options o;
@@ -207,6 +186,44 @@ capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport
 }
 
 }  // namespace
+
+bool fake_usb_gpu_state_load(std::string *err) { return gpu_state_load(err); }
+void fake_usb_gpu_state_save() { gpu_state_save(); }
+
+const std::string &fake_usb_firmware_dir() {
+  // Our synthetic gfx1100 firmware files (the model checks every byte the PSP is handed), once.
+  static const std::string dir = [] {
+    namespace fs = std::filesystem;
+    const fs::path d =
+        fs::temp_directory_path() / ("capgraph_fake_usb_fw_" + std::to_string(::getpid()));
+    std::error_code ec;
+    fs::create_directories(d, ec);
+    std::string e;
+    return am::synthetic_firmware_write(d.string(), &e) ? d.string() : std::string();
+  }();
+  return dir;
+}
+
+bool fake_usb_bridge_plug(Asm2464 &dev, const std::string &image_option, std::string *why) {
+  std::string image_path;
+  if (!image_find(image_option, &image_path, why)) return false;
+  std::vector<uint8_t> image;
+  {
+    std::ifstream in(image_path, std::ios::binary);
+    if (in) image.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  if (image.empty()) return *why = "cannot read the bridge firmware image " + image_path, false;
+  std::fill(dev.flash.data.begin(), dev.flash.data.end(), 0xFF);
+  if (BRIDGE_FLASH_IMAGE_ADDR + image.size() > dev.flash.data.size())
+    return *why = "the bridge firmware image does not fit the emulated flash", false;
+  std::copy(image.begin(), image.end(), dev.flash.data.begin() + BRIDGE_FLASH_IMAGE_ADDR);
+  dev.flash.set_otp_serial(0x0BADCAFE);
+  gpu_model().attach(dev.endpoint);
+  if (dev.power_on() != Asm2464::Mode::firmware)
+    return *why = "the emulated bridge did not start its firmware", false;
+  return true;
+}
+
 }  // namespace capgraph::emu
 
 namespace capgraph::amd {

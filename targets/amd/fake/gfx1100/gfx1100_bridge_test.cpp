@@ -504,7 +504,7 @@ TEST_CASE("the USB cost report: cold boot, partial boot, one resnet18 replay's I
     const usb::BridgeCounters down = r.bridge.counters().since(c0);
     const std::string how = path == 0 ? " (bridge SRAM + SDMA)" : " (BAR TLPs, the fallback)";
     rows.push_back(cost_row(("resnet18 input in, 602,112 B" + how).c_str(), up));
-    rows.push_back(cost_row("resnet18 submit + one poll", run));
+    rows.push_back(cost_row("resnet18 submit + wait (one WATCH)", run));
     rows.push_back(cost_row(("resnet18 output out, 4,000 B" + how).c_str(), down));
     usb::BridgeCounters all = up;
     for (const usb::BridgeCounters *x : {&run, &down}) {

@@ -104,6 +104,7 @@ void gfx1100_model::reset_state() {
   regs_.clear();
   hqd_regs_.clear();
   sos_alive_ = bl_busy_forever_ = ring_ready_ = false;
+  compute_pending_ = false;
   bl_done_.clear();
   psp_rptr_ = 0;
   toc_loaded_ = tmr_set_ = smu_fw_ = rlc_autoload_ = false;
@@ -169,7 +170,15 @@ void gfx1100_model::vram_write(uint64_t pa, const void *src, size_t n) {
 
 // ---- BARs -----------------------------------------------------------------
 
+void gfx1100_model::compute_run_if_due() {
+  if (compute_pending_ && std::chrono::steady_clock::now() >= compute_due_) {
+    compute_pending_ = false;
+    engine_run("compute");
+  }
+}
+
 uint32_t gfx1100_model::bar_read32(int bar, uint64_t off) {
+  compute_run_if_due();
   if (bar == 0) {
     uint32_t v = 0;
     vram_read(off, &v, 4);
@@ -180,6 +189,7 @@ uint32_t gfx1100_model::bar_read32(int bar, uint64_t off) {
 }
 
 void gfx1100_model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_en) {
+  compute_run_if_due();
   if (bar == 0) {
     // A CPU write over the BAR passes the host data path (HDP): the GPU's
     // engines see it only after an HDP flush (hdp_check).
@@ -200,7 +210,15 @@ void gfx1100_model::bar_write32(int bar, uint64_t off, uint32_t v, uint8_t byte_
       return;
     }
     log("doorbell " + hex(off >> 3) + " = " + hex(v));
-    if (off >> 3 == kDoorbellMecRing0) engine_run("compute");
+    if (off >> 3 == kDoorbellMecRing0) {
+      if (!compute_delay_ms) {
+        engine_run("compute");
+      } else if (!compute_pending_) {  // a doorbell while one is pending runs with it
+        compute_pending_ = true;
+        compute_due_ =
+            std::chrono::steady_clock::now() + std::chrono::milliseconds(compute_delay_ms);
+      }
+    }
     if (off >> 3 == kDoorbellSdma0) engine_run("SDMA");
   }
 }

@@ -57,6 +57,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -128,6 +129,10 @@ class gfx1100_model {
   std::vector<uint8_t> state_save() const;
   bool state_load(const uint8_t *p, size_t n, std::string *err);
 
+  // How long the GPU takes: the compute queue runs this many ms (wall clock) after its doorbell,
+  // when a later BAR access finds the time passed (0: at once). For the wait tests (issue 32).
+  unsigned compute_delay_ms = 0;
+
   // Fault switches.
   bool psp_silent = false;  // the bootloader never says ready, the sOS never answers
   bool smu_silent = false;
@@ -194,6 +199,9 @@ class gfx1100_model {
   bool latched_[2] = {false, false};
   bool hdp_dirty_ = false, rlc_safe_mode_ = false;
 
+  bool compute_pending_ = false;  // a compute doorbell waiting out compute_delay_ms
+  std::chrono::steady_clock::time_point compute_due_;
+  void compute_run_if_due();
   void reset_state();
   void fault(const std::string &what);
   void log(const std::string &line);

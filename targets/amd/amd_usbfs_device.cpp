@@ -1,0 +1,101 @@
+// `--device usb[:SERIAL]` over usbfs (see amd_usbfs_device.h). Opens the bridge (the first one
+// running our firmware, or the one whose USB serial is SERIAL), then the shared open sequence
+// (amd_usb.h: PCIe chain, BARs, the GPU's ids, boot or partial boot) and hands out the AM
+// transport; closing it tears the GPU down and releases the interface. No step waits unbounded:
+// each usbfs transfer carries the bridge's timeout, the AM driver's polls options.timeout_ms.
+#include "amd_usbfs_device.h"
+
+#include <cstdio>
+
+#include "amd_am_transport.h"
+#include "amd_hcq.h"
+#include "amd_usb.h"
+#include "hcq/target.h"
+#include "usbfs_transport.h"
+
+namespace capgraph::amd {
+namespace {
+
+struct usbfs_session {
+  std::unique_ptr<usb::UsbfsTransport> wire;
+  std::unique_ptr<usb_gpu> g;
+};
+
+class usbfs_gpu_transport final : public am_transport {
+ public:
+  usbfs_gpu_transport(std::unique_ptr<usbfs_session> s, std::string label)
+      : am_transport(*s->g->gpu, std::move(label)), s_(std::move(s)) {}
+  ~usbfs_gpu_transport() override {
+    std::string e;
+    if (!s_->g->gpu->teardown(&e)) std::fprintf(stderr, "usb: teardown: %s\n", e.c_str());
+  }
+
+ private:
+  std::unique_ptr<usbfs_session> s_;
+};
+
+constexpr const char *kHelp = " (drivers/usb/README.md: flashing, the udev rule)";
+
+}  // namespace
+
+capgraph_status usbfs_gpu_open(std::shared_ptr<usb::usbfs_sys> sys, const char *device,
+                               const am::device_options &o, std::unique_ptr<hcq::transport> *out,
+                               std::string *err) {
+  const std::string name(device);
+  const std::string serial = name.size() > 4 ? name.substr(4) : std::string();  // "usb:SERIAL"
+  std::string e;
+  auto s = std::make_unique<usbfs_session>();
+  s->wire = usb::UsbfsTransport::open(std::move(sys), serial, &e);
+  if (!s->wire) {
+    // The cause names the serial when one was asked for ("no bridge with serial ...").
+    *err = "no capgraph bridge on USB: " + e + kHelp;
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  s->g = std::make_unique<usb_gpu>(*s->wire);
+  if (!usb_gpu_open(*s->g, o, &e)) {
+    *err = "usb: " + s->wire->describe() + ": " + e;
+    // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  const std::string label = usb_gpu_label(*s->g, "usb " + s->wire->describe());
+  *out = std::make_unique<usbfs_gpu_transport>(std::move(s), label);
+  return CAPGRAPH_OK;
+}
+
+std::string usbfs_gpu_describe(std::shared_ptr<usb::usbfs_sys> sys) {
+  std::string why;
+  const std::vector<usb::UsbfsDevice> all = usb::usbfs_list_bridges(*sys, &why);
+  std::string lines;
+  for (const usb::UsbfsDevice &d : all) {
+    if (d.stock) continue;
+    std::string line = "usb:" + (d.serial.empty() ? std::string("?") : d.serial) + ": " +
+                       d.describe() + " (usbfs); ";
+    std::string e;
+    auto wire = usb::UsbfsTransport::open(sys, d.serial, &e);
+    line += wire ? usb_gpu_endpoint_describe(*wire) : "cannot open it: " + e;
+    lines += line + "\n";
+  }
+  if (!lines.empty()) return lines;
+  if (!why.empty()) return "usb: no capgraph bridge (" + why + ")\n";
+  for (const usb::UsbfsDevice &d : all)
+    if (d.stock)
+      return "usb: no capgraph bridge (" + d.describe() +
+             " runs stock firmware: flash ours with `capgraph flash`)\n";
+  return "usb: no capgraph bridge (no ASM2464PD attached)\n";
+}
+
+}  // namespace capgraph::amd
+
+namespace capgraph::hcq {
+
+void target_amd_usb_register() {
+  target_register(
+      "usb",
+      [](const char *device, std::unique_ptr<transport> *out, std::string *err) {
+        am::device_options o;  // firmware from $CAPGRAPH_AMD_FIRMWARE or /lib/firmware/amdgpu
+        return amd::usbfs_gpu_open(usb::usbfs_sys_host(), device, o, out, err);
+      },
+      &amd_target, [] { return amd::usbfs_gpu_describe(usb::usbfs_sys_host()); });
+}
+
+}  // namespace capgraph::hcq
