@@ -25,13 +25,32 @@
 
 namespace capgraph {
 
+// Which buffers become float16: per Program buffer, whether it does and, for a float32 buffer the
+// rules (or the calibration, half_calibrate.h) leave float32, why ("" otherwise).
+struct HalfPlan {
+  std::vector<char> half;
+  std::vector<std::string> why;
+  // Keeps buffer b float32 for `reason` (the report names it).
+  void keep(size_t b, std::string reason) {
+    half[b] = 0;
+    why[b] = std::move(reason);
+  }
+};
+
 struct HalfStorageReport {
   int buffers = 0;                // float32 buffers now float16 (weights and intermediates)
   int64_t bytes_saved = 0;        // their bytes halved
   std::vector<std::string> kept;  // "NAME (reason)" for each one left float32
 };
 
-// Rewrites p in place (after fusion: only buffers that are stored are converted).
+// The rules above, on p after fusion (only buffers that are stored are converted).
+HalfPlan half_plan(const Program &p);
+// Rewrites p in place as `plan` says.
+HalfStorageReport program_store_half(Program &p, const HalfPlan &plan);
+// Both: the rules alone, no calibration.
 HalfStorageReport program_store_half(Program &p);
+
+// A buffer's name for messages: its ONNX value, or "buffer N".
+std::string buffer_label(const Program &p, size_t b);
 
 }  // namespace capgraph
