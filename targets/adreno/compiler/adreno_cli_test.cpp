@@ -69,6 +69,12 @@ TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows 
   const cli_result text = cli_run({"inspect", cap});
   check_success(text);
   CHECK(text.output.find("Adreno kernels:") != std::string::npos);
+  // The default precision is float16 storage, calibrated (compile says what it ran and found)
+  // and recorded in the capture, which inspect shows.
+  CHECK(compiled.output.find("precision fp16:") != std::string::npos);
+  CHECK(compiled.output.find("float16 calibration: ") != std::string::npos);
+  CHECK(text.output.find("compiled with precision fp16") != std::string::npos);
+  CHECK(text.output.find("float16 storage (math in float32): ") != std::string::npos);
 
   for (uint32_t i = 0; i < c->kernels()->size(); i++) {
     const fb::Kernel *k = c->kernels()->Get(i);
