@@ -15,8 +15,10 @@
 //     grows with the reduction's length), or whose value ends in exp or pow (exp overflows float16
 //     from 11.1 on). Everything else (convolution and matrix product outputs, activations,
 //     elementwise chains) is float16, as in tinygrad's and comma's runs: a trained CNN's
-//     activations are normalised by its BatchNorms. A model outside that rule shows it as a large
-//     difference from the float32 CPU run (the tests' float16 tolerance), not as a silent result.
+//     activations are normalised by its BatchNorms. What the rules cannot see (a tensor whose
+//     float16 rounding an output amplifies, values past 65504 on real data) the calibration run
+//     finds and keeps float32 too (half_calibrate.h: half_plan, then half_calibrate, then
+//     program_store_half with the plan).
 #pragma once
 #include <string>
 #include <vector>
