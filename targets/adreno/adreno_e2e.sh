@@ -187,11 +187,11 @@ case $mode in
       [[ -f $dir/meta.json && -f $dir/model.onnx ]] || { echo "SKIP $(basename "$dir"): no model"; continue; }
       name=$(basename "$dir")
       zoo_model_args "$dir" || { echo "FAIL $name: reading $dir/meta.json"; failures=$((failures+1)); continue; }
-      # The target's default precision (float16 storage with the tensors it would spoil kept
-      # float32: PP-OCRv4 det all float16 is 0.0885 from its reference, tolerance 0.03).
-      # calibrated on the model's own input (--calibrate): a generated one under-predicts det's
-      # float16 error (0.028 on it, 0.0865 on the zoo's page; README "Precision").
-      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes ${zoo_inputs//--input /--calibrate }" "$zoo_refs"
+      # float16 storage (not the target's default) with the tensors it would spoil kept float32
+      # (PP-OCRv4 det all float16 is 0.0885 from its reference, tolerance 0.03), calibrated on
+      # the model's own input (--calibrate): a generated one under-predicts det's float16 error
+      # (0.028 on it, 0.0865 on the zoo's page; README "Precision").
+      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes ${zoo_inputs//--input /--calibrate }" "$zoo_refs" fp16
     done
     ;;
   *) echo "usage: adreno_e2e.sh small|zoo BUILD_DIR"; exit 2 ;;
