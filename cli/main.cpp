@@ -96,6 +96,7 @@ int usage() {
       "  capgraph compile MODEL.onnx -o MODEL.cap [--target %s]\n"
       "                   [--input-shape NAME=1x3x640x640]... [--threads T] [--fold-limit-mb MB]\n"
       "                   [--bind NAME=FILE.npy]... [--precision fp16|fp32]\n"
+      "                   [--calibrate NAME=FILE.npy]...\n"
       "  capgraph run MODEL.cap [--input NAME=FILE.npy]... [--output-dir DIR] [--random-inputs "
       "SEED] [--threads T]\n"
       "               [--device DEVICE] [--check]\n"
@@ -148,22 +149,23 @@ int cmd_compile(int argc, char **argv) {
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
         throw Error("--input-shape expects NAME=DxDx..., got '" + v + "'");
       opt.input_shapes[v.substr(0, eq)] = shape_parse(v.substr(eq + 1));
-    } else if (a == "--bind") {
-      // A graph input made a compile-time constant (shapes, scales, axes given as inputs).
+    } else if (a == "--bind" || a == "--calibrate") {
+      // --bind: a graph input made a compile-time constant (shapes, scales, axes given as
+      // inputs); --calibrate: the model's own input for float16's per-tensor fallback.
       std::string v = arg_value(i, argc, argv);
       size_t eq = v.find('=');
       if (eq == std::string::npos || eq == 0 || eq + 1 == v.size())
-        throw Error("--bind expects NAME=FILE.npy, got '" + v + "'");
+        throw Error(a + " expects NAME=FILE.npy, got '" + v + "'");
       std::string name = v.substr(0, eq);
-      if (opt.bound_inputs.count(name)) throw Error("--bind names '" + name + "' twice");
+      auto &to = a == "--bind" ? opt.bound_inputs : opt.calibration_inputs;
+      if (to.count(name)) throw Error(a + " names '" + name + "' twice");
       npy_array arr;
       std::string err;
-      if (!npy_read(v.substr(eq + 1), &arr, &err)) throw Error("--bind " + name + ": " + err);
+      if (!npy_read(v.substr(eq + 1), &arr, &err)) throw Error(a + " " + name + ": " + err);
       // capgraph_dtype and DType share their numbering (both are the capture schema's DType).
       static_assert((int)CAPGRAPH_BOOL == (int)DType::boolean &&
                     (int)CAPGRAPH_F16 == (int)DType::f16);
-      opt.bound_inputs.emplace(
-          name, Tensor::from_bytes((DType)arr.dtype, arr.shape, std::move(arr.data)));
+      to.emplace(name, Tensor::from_bytes((DType)arr.dtype, arr.shape, std::move(arr.data)));
     } else if (!a.empty() && a[0] == '-')
       throw Error("compile: unknown option " + a);
     else if (in.empty())
@@ -190,6 +192,10 @@ int cmd_compile(int argc, char **argv) {
   if (r.precision == "fp16") {
     std::printf("  precision fp16: %d weights and activations stored as float16, math in float32\n",
                 r.half_buffers);
+    std::printf(
+        "  float16 calibration: %d host runs in %.0f ms; worst output %.3g x its largest "
+        "value from float32 with every candidate float16, %.3g as compiled\n",
+        r.calibration_runs, r.ms_calibrate, r.calibration_error_all_half, r.calibration_error);
     for (const std::string &k : r.kept_fp32) std::printf("  kept float32: %s\n", k.c_str());
   }
   return 0;

@@ -9,6 +9,7 @@
 #include "capture/capture_write.h"
 #include "error.h"
 #include "graph/passes.h"
+#include "half_calibrate.h"
 #include "knobs.h"
 #include "onnx/onnx_model.h"
 #include "schedule/fuse.h"
@@ -93,7 +94,16 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   if (r.precision != "fp16" && r.precision != "fp32")
     throw Error("--precision must be fp16 or fp32, not '" + r.precision + "'");
   if (r.precision == "fp16") {
-    HalfStorageReport h = program_store_half(p);
+    HalfPlan plan = half_plan(p);
+    HalfCalibration cal;
+    cal.inputs = opt.calibration_inputs;
+    cal.jobs = opt.jobs > 0 ? opt.jobs : (int)std::max(1u, std::thread::hardware_concurrency());
+    HalfCalibrationReport c = half_calibrate(p, plan, cal);
+    r.calibration_runs = c.runs;
+    r.calibration_error_all_half = c.error_all_half;
+    r.calibration_error = c.error;
+    r.ms_calibrate = c.ms;
+    HalfStorageReport h = program_store_half(p, plan);
     r.half_buffers = h.buffers;
     r.kept_fp32 = std::move(h.kept);
   }
@@ -131,7 +141,11 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   info.compile_options = knobs_set();
   // float16 storage changes every kernel: the capture says so (float32 adds nothing, so a
   // --precision fp32 capture is the one compiled before the option existed).
-  if (r.precision == "fp16") info.compile_options.push_back("precision fp16");
+  // With it, each tensor left float32 and why (inspect prints them).
+  if (r.precision == "fp16") {
+    info.compile_options.push_back("precision fp16");
+    for (const std::string &k : r.kept_fp32) info.compile_options.push_back("kept float32: " + k);
+  }
   // A bound input changes what the capture computes and removes an input: the capture says so.
   for (const auto &[name, t] : opt.bound_inputs)
     info.compile_options.push_back("bind " + name + "=" + dtype_name(t.dtype) + shape_str(t.shape));

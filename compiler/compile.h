@@ -1,6 +1,7 @@
 // The compiler pipeline: ONNX file -> capture bytes. One entry point used by the CLI and tests.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ struct CompileOptions {
   // --precision: "fp16" stores float32 weights and activations as float16 (math stays float32;
   // schedule/half_storage.h), "fp32" keeps them; "" takes the target's default (TargetEntry).
   std::string precision;
+  // --calibrate NAME=FILE.npy: the model's own input values for float16's per-tensor fallback
+  // (half_calibrate.h); inputs not given get generated values.
+  std::map<std::string, Tensor> calibration_inputs;
 };
 
 struct CompileReport {
@@ -30,6 +34,10 @@ struct CompileReport {
   std::string precision = "fp32";  // what was used: fp16 or fp32
   int half_buffers = 0;            // float32 buffers stored as float16
   std::vector<std::string> kept_fp32;  // "NAME (reason)": left float32 under fp16
+  // The calibration (fp16 only): host runs, the worst output's relative difference from float32
+  // with every candidate float16 and after the fallback, and its time.
+  int calibration_runs = 0;
+  double calibration_error_all_half = 0, calibration_error = 0, ms_calibrate = 0;
   uint64_t arena_bytes = 0, arena_naive_bytes = 0, weight_bytes = 0, capture_bytes = 0;
   double ms_read = 0, ms_graph = 0, ms_schedule = 0, ms_codegen = 0, ms_write = 0;
 };

@@ -93,11 +93,13 @@ void kernel_store_half(Kernel &k, const std::vector<char> &half) {
 
 }  // namespace
 
-HalfStorageReport program_store_half(Program &p) {
-  HalfStorageReport r;
+HalfPlan half_plan(const Program &p) {
   const size_t B = p.buffers.size();
-  std::vector<char> half(B, 0);
-  std::vector<std::string> why(B);
+  HalfPlan plan;
+  std::vector<char> &half = plan.half;
+  std::vector<std::string> &why = plan.why;
+  half.assign(B, 0);
+  why.assign(B, "");
   for (size_t i = 0; i < B; i++) {
     const Buffer &b = p.buffers[i];
     half[i] = b.dtype == DType::f32 &&
@@ -113,20 +115,29 @@ HalfStorageReport program_store_half(Program &p) {
     const Buffer &b = p.buffers[i];
     if (!half[i] || b.kind != Buffer::Kind::constant) continue;
     const double m = constant_max_abs(b.data);
-    if (m > kHalfMax) why[i] = "holds " + number(m) + ", past float16's largest value 65504";
+    if (m > kHalfMax) plan.keep(i, "holds " + number(m) + ", past float16's largest value 65504");
   }
   for (const Kernel &k : p.kernels) {
-    if (!half[k.store.buffer] || !why[k.store.buffer].empty()) continue;
+    if (!half[k.store.buffer]) continue;
     std::string risk = store_risk(k);
-    if (!risk.empty()) why[k.store.buffer] = "written by " + risk;
+    if (!risk.empty()) plan.keep((size_t)k.store.buffer, "written by " + risk);
   }
-  for (size_t i = 0; i < B; i++) {
-    if (!half[i] || why[i].empty()) continue;
-    half[i] = 0;
-    r.kept.push_back(
-        (p.buffers[i].name.empty() ? "buffer " + std::to_string(i) : p.buffers[i].name) + " (" +
-        why[i] + ")");
-  }
+  return plan;
+}
+
+std::string buffer_label(const Program &p, size_t b) {
+  return p.buffers[b].name.empty() ? "buffer " + std::to_string(b) : p.buffers[b].name;
+}
+
+HalfStorageReport program_store_half(Program &p) { return program_store_half(p, half_plan(p)); }
+
+HalfStorageReport program_store_half(Program &p, const HalfPlan &plan) {
+  HalfStorageReport r;
+  const size_t B = p.buffers.size();
+  const std::vector<char> &half = plan.half;
+  for (size_t i = 0; i < B; i++)
+    if (!half[i] && !plan.why[i].empty())
+      r.kept.push_back(buffer_label(p, i) + " (" + plan.why[i] + ")");
   for (size_t i = 0; i < B; i++) {
     if (!half[i]) continue;
     Buffer &b = p.buffers[i];

@@ -1,4 +1,5 @@
-// Half-precision storage (`--precision fp16`, the default of targets whose entry says so: Adreno).
+// Half-precision storage (`--precision fp16`; a target's entry may make it its default: none does
+// today).
 // Every float32 weight and intermediate activation is stored as float16 and every kernel still
 // computes in float32: loads widen, stores round to nearest even, accumulators stay float32 — what
 // tinygrad's FLOAT16=1 does for comma's models on the a630 (x.cast(half) stored, math in float;
@@ -15,8 +16,10 @@
 //     grows with the reduction's length), or whose value ends in exp or pow (exp overflows float16
 //     from 11.1 on). Everything else (convolution and matrix product outputs, activations,
 //     elementwise chains) is float16, as in tinygrad's and comma's runs: a trained CNN's
-//     activations are normalised by its BatchNorms. A model outside that rule shows it as a large
-//     difference from the float32 CPU run (the tests' float16 tolerance), not as a silent result.
+//     activations are normalised by its BatchNorms. What the rules cannot see (a tensor whose
+//     float16 rounding an output amplifies, values past 65504 on real data) the calibration run
+//     finds and keeps float32 too (half_calibrate.h: half_plan, then half_calibrate, then
+//     program_store_half with the plan).
 #pragma once
 #include <string>
 #include <vector>
@@ -25,13 +28,32 @@
 
 namespace capgraph {
 
+// Which buffers become float16: per Program buffer, whether it does and, for a float32 buffer the
+// rules (or the calibration, half_calibrate.h) leave float32, why ("" otherwise).
+struct HalfPlan {
+  std::vector<char> half;
+  std::vector<std::string> why;
+  // Keeps buffer b float32 for `reason` (the report names it).
+  void keep(size_t b, std::string reason) {
+    half[b] = 0;
+    why[b] = std::move(reason);
+  }
+};
+
 struct HalfStorageReport {
   int buffers = 0;                // float32 buffers now float16 (weights and intermediates)
   int64_t bytes_saved = 0;        // their bytes halved
   std::vector<std::string> kept;  // "NAME (reason)" for each one left float32
 };
 
-// Rewrites p in place (after fusion: only buffers that are stored are converted).
+// The rules above, on p after fusion (only buffers that are stored are converted).
+HalfPlan half_plan(const Program &p);
+// Rewrites p in place as `plan` says.
+HalfStorageReport program_store_half(Program &p, const HalfPlan &plan);
+// Both: the rules alone, no calibration.
 HalfStorageReport program_store_half(Program &p);
+
+// A buffer's name for messages: its ONNX value, or "buffer N".
+std::string buffer_label(const Program &p, size_t b);
 
 }  // namespace capgraph

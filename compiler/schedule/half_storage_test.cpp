@@ -198,3 +198,89 @@ TEST_CASE("fp16 storage: the default follows the target, and a bad --precision i
   CHECK_THROWS_WITH_AS(compile_schedule(path, o, &r),
                        doctest::Contains("--precision must be fp16 or fp32"), std::exception);
 }
+
+namespace {
+
+// x 1x4x8x8 -> a = x * 20000 (past float16's range for |x| > 3.3), b = x + 2048 (float16's step
+// there is 2: x's fraction is lost); each read twice, so both stay buffers: y1 = a * 5e-5 + 1,
+// y2 = a * 1e-4, y3 = b - 2048, y4 = (b - 2048) * 2.
+ModelBuilder calibration_model() {
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 4, 8, 8});
+  b.initializer("big", std::vector<float>{20000.0f}, {1});
+  b.initializer("shift", std::vector<float>{2048.0f}, {1});
+  b.initializer("small", std::vector<float>{5e-5f}, {1});
+  b.initializer("small2", std::vector<float>{1e-4f}, {1});
+  b.initializer("one", std::vector<float>{1.0f}, {1});
+  b.initializer("two", std::vector<float>{2.0f}, {1});
+  b.node("Mul", {"x", "big"}, {"a"}).name = "scale_up";
+  b.node("Add", {"x", "shift"}, {"b"}).name = "shift_up";
+  b.node("Mul", {"a", "small"}, {"a1"}).name = "a1";
+  b.node("Add", {"a1", "one"}, {"y1"}).name = "y1";
+  b.node("Mul", {"a", "small2"}, {"y2"}).name = "y2";
+  b.node("Sub", {"b", "shift"}, {"y3"}).name = "y3";
+  b.node("Sub", {"b", "shift"}, {"d"}).name = "d";
+  b.node("Mul", {"d", "two"}, {"y4"}).name = "y4";
+  for (const char *o : {"y1", "y2", "y3", "y4"}) b.output(o, DataType::float32, {1, 4, 8, 8});
+  return b;
+}
+
+}  // namespace
+
+TEST_CASE("fp16 calibration: a tensor float16 overflows and one it spoils stay float32, named") {
+  const std::string path = model_path(calibration_model(), "calibrate.onnx");
+  const std::vector<std::vector<double>> want = outputs_of(schedule(path, "fp32"));
+  CompileReport r;
+  CompileOptions o;
+  o.precision = "fp16";
+  Program h = compile_schedule(path, o, &r);
+  std::string all;
+  for (const std::string &s : r.kept_fp32) all += s + "\n";
+  CAPTURE(all);
+  // The rules alone (no reduction, no exp, weights in range) would store both as float16.
+  Program rules = schedule(path, "fp32");
+  const HalfPlan plan = half_plan(rules);
+  for (size_t i = 0; i < rules.buffers.size(); i++)
+    if (rules.buffers[i].name == "a" || rules.buffers[i].name == "b") CHECK(plan.half[i]);
+  CHECK(kept(r.kept_fp32, "a (reaches "));
+  CHECK(all.find("on the calibration input, near or past float16's largest value 65504") !=
+        std::string::npos);
+  CHECK(kept(r.kept_fp32, "b (float16 here puts output 'y"));
+  CHECK(r.kept_fp32.size() == 2);  // b alone is to blame: d, a1 and the weights stay float16
+  CHECK(r.calibration_error_all_half > 0.1);  // b in float16 loses x's fraction
+  CHECK(r.calibration_error <= 1e-2);
+  CHECK(r.calibration_runs >= 2);
+  for (const Buffer &b : h.buffers)
+    if (b.name == "a" || b.name == "b") CHECK(b.dtype == DType::f32);
+  // The capture computes what float32 does, on another input than the calibration's.
+  const std::vector<std::vector<double>> got = outputs_of(h);
+  REQUIRE(got.size() == want.size());
+  for (size_t oi = 0; oi < got.size(); oi++)
+    for (size_t j = 0; j < got[oi].size(); j++) CHECK(got[oi][j] == doctest::Approx(want[oi][j]));
+  // The same compile again: the same choice (the generated input is fixed).
+  CompileReport again;
+  compile_schedule(path, o, &again);
+  CHECK(again.kept_fp32 == r.kept_fp32);
+}
+
+TEST_CASE("fp16 calibration: the model's own input decides (--calibrate)") {
+  const std::string path = model_path(calibration_model(), "calibrate_own.onnx");
+  CompileOptions o;
+  o.precision = "fp16";
+  // x = 0.01 everywhere: a reaches 200, well inside float16; b still loses x.
+  o.calibration_inputs["x"] = Tensor::from_f32({1, 4, 8, 8}, std::vector<float>(256, 0.01f));
+  CompileReport r;
+  compile_schedule(path, o, &r);
+  std::string all;
+  for (const std::string &s : r.kept_fp32) all += s + "\n";
+  CAPTURE(all);
+  CHECK(!kept(r.kept_fp32, "a (reaches "));
+  CHECK(kept(r.kept_fp32, "b ("));
+  // A file of the wrong shape is refused naming the input.
+  o.calibration_inputs["x"] = Tensor::from_f32({1, 4}, std::vector<float>(4, 0.01f));
+  CHECK_THROWS_WITH_AS(
+      compile_schedule(path, o, &r),
+      doctest::Contains(
+          "--calibrate x: the model's input is float32 1x4x8x8, the file holds float32 1x4"),
+      std::exception);
+}

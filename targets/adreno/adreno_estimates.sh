@@ -7,8 +7,9 @@
 # us). Prints Markdown; minutes of CPU (not a ctest: the numbers are for the README, the tests of
 # the model are a630_estimate_test.cpp and targets_adreno_cli_test).
 #   adreno_estimates.sh BUILD_DIR
-# CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only; CAPGRAPH_PRECISION=fp16 compiles the
-# models with --precision fp16 (default: the target's, float32). The calibration kernel is
+# CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only; CAPGRAPH_PRECISION=fp32 compiles the
+# models with --precision fp32 (default: the target's, float16 storage, calibrated on each zoo
+# model's own input). The calibration kernel is
 # always float32 (the measured point it is held to). Needs node (to read meta.json and the
 # profile's JSON) and Mesa's ir3 in the build.
 set -uo pipefail
@@ -44,15 +45,28 @@ summary() {
 echo "| model | kernels / dispatches | waves | ALU M | SFU M | flow M | mem M | (rpt) extra M | nops M | global load / store MB | shared MB | texels | barriers | (ss) / (sy) M | **estimated a630 ms** | bound (share of the estimate) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 models=${CAPGRAPH_ZOO_MODELS:-$(ls "$zoo" 2>/dev/null)}
-for name in $models; do
-  dir=$zoo/$name
+# The zoo, then the comma-shaped family model of tests/tools/family_gen (comma_like, its bench
+# shapes, with its meta.json and inputs as a zoo model has them).
+"$tools/family_gen" "$work/families" bench > /dev/null 2>&1 || echo "| comma_like | family_gen FAILED |"
+dirs=()
+for name in $models; do dirs+=("$zoo/$name/"); done
+[[ -z ${CAPGRAPH_ZOO_MODELS:-} ]] && dirs+=("$work/families/comma_like/")
+for dir in "${dirs[@]}"; do
+  name=$(basename "$dir")
   [[ -f $dir/meta.json && -f $dir/model.onnx ]] || continue
-  zoo_model_args "$dir" || { echo "| $name | reading meta.json failed |"; continue; }
+  # The inputs and their shapes (family_gen's meta.json lists no outputs).
+  args=$(node -e "const m=require('${dir}meta.json');
+    console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '));
+    console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))") ||
+    { echo "| $name | reading meta.json failed |"; continue; }
+  { read -r zoo_inputs; read -r zoo_shapes; } <<< "$args"
+  # Calibrated on the model's own input (used only by float16 storage).
   # shellcheck disable=SC2086
-  "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" --target adreno-a630 $precision $zoo_shapes > /dev/null &&
+  "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" --target adreno-a630 $precision $zoo_shapes \
+    ${zoo_inputs//--input /--calibrate } > "$work/$name.log" &&
     "$capgraph" profile "$work/$name.cap" --device fake-adreno --json > "$work/$name.json" ||
     { echo "| $name | FAILED |"; continue; }
-  summary "$name" "$work/$name.json"
+  summary "$name ($(grep -c 'kept float32' "$work/$name.log") kept float32)" "$work/$name.json"
 done
 "$build/targets/adreno/comma_model_gen" "$work" > /dev/null &&
   "$capgraph" compile "$work/comma.onnx" -o "$work/comma.cap" --target adreno-a630 $precision > /dev/null &&
