@@ -21,6 +21,9 @@ struct CompileOptions {
   // --precision: "fp16" stores float32 weights and activations as float16 (math stays float32;
   // schedule/half_storage.h), "fp32" keeps them; "" takes the target's default (TargetEntry).
   std::string precision;
+  // Every table field written, defaults too (FlatBufferBuilder::ForceDefaults): for fuzz seeds, so
+  // a byte mutation can reach a field whose compiled value is its default (tests/fuzz).
+  bool all_fields = false;
 };
 
 struct CompileReport {

@@ -353,6 +353,29 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
                  " workgroups) is 0 or over 2^32 work items");
   if (a->workgroup_id_regid() > 0xff || a->local_id_regid() > 0xff)
     return bad("a system-value register id is over 8 bits");
+  // The dispatch's shape is in no checksum (KernelBounds hashes the code, not these facts), so it
+  // is held to what the code can do. capgraph's Adreno kernels are 1-D: their code reads the x
+  // ids only, so a y or z extent runs the whole x range again (a GPU busy for nothing; in
+  // fake-adreno's emulator, an input fuzz_gpu_capture found running for minutes).
+  if (a->grid_y() != 1 || a->grid_z() != 1 || a->workgroup_size_y() != 1 ||
+      a->workgroup_size_z() != 1)
+    return bad("grid_y/grid_z " + std::to_string(a->grid_y()) + "/" + std::to_string(a->grid_z()) +
+               " or workgroup_size_y/z " + std::to_string(a->workgroup_size_y()) + "/" +
+               std::to_string(a->workgroup_size_z()) +
+               " is not 1: capgraph's Adreno kernels are 1-D");
+  // Every workgroup of every kernel shape the compiler makes (adreno_nir_emit.cpp: guarded work
+  // items, one workgroup per output, one per output tile) writes at least one element, a byte at
+  // least, of a written binding, whose size the checksum covers: more workgroups than that are
+  // ids the code does not guard (a tiled or per-output kernel indexes its buffers with them).
+  uint64_t written_bytes = 0;
+  if (const fb::KernelBounds *b = k->bounds(); b && b->written())
+    for (uint32_t w : *b->written())
+      if (w < b->buffer_sizes()->size())
+        written_bytes = std::max<uint64_t>(written_bytes, b->buffer_sizes()->Get(w));
+  if (a->grid_x() > written_bytes)
+    return bad("grid_x " + std::to_string(a->grid_x()) + " workgroups is more than the " +
+               std::to_string(written_bytes) +
+               " bytes of its largest written binding (each workgroup writes at least one)");
   return true;
 }
 
