@@ -61,7 +61,12 @@ std::vector<const flatbuffers::Table *> fact_tables(const Capture *c) {
   if (c->kernels())
     for (const capgraph::fb::Kernel *k : *c->kernels()) {
       t.push_back(reinterpret_cast<const flatbuffers::Table *>(k));
-      if (k->facts()) t.push_back(static_cast<const flatbuffers::Table *>(k->facts()));
+      // The verifier checks the union's table only for a known member type: under another type
+      // the offset may lead anywhere (fuzz_gpu_capture's own mutator once read freed memory).
+      const auto type = k->facts_type();
+      if (k->facts() && type != capgraph::fb::KernelFacts::NONE &&
+          type <= capgraph::fb::KernelFacts::MAX)
+        t.push_back(static_cast<const flatbuffers::Table *>(k->facts()));
       if (k->bounds()) t.push_back(reinterpret_cast<const flatbuffers::Table *>(k->bounds()));
     }
   for (const capgraph::fb::Step *s : *c->steps())
@@ -132,6 +137,9 @@ extern "C" size_t LLVMFuzzerCustomMutator(uint8_t *data, size_t size, size_t max
 
 extern "C" int LLVMFuzzerInitialize(int *, char ***) {
   capgraph::target_devices_register();
+  // The fakes' device memory is the fuzzer's heap, under -rss_limit_mb: an arena the runtime
+  // allows (up to the machine's memory) but the fuzzer cannot hold would be reported as a finding.
+  setenv("CAPGRAPH_MAX_ARENA_BYTES", "268435456", 0);
   capture_fd = memfd_create("fuzz_gpu_capture", MFD_CLOEXEC);
   if (capture_fd < 0) {
     perror("fuzz_gpu_capture: memfd_create");
