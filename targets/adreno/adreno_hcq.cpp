@@ -309,9 +309,18 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   if (!a) return bad("no AdrenoKernel launch facts");
   if ((a->chip_id() >> 24) != 6)
     return bad("chip id " + std::to_string(a->chip_id()) + " is not an a6xx's (core 6)");
-  if (!a->instr_dwords() || uint64_t(a->instr_dwords()) * 4 > p->binary()->size())
-    return bad("instr_dwords " + std::to_string(a->instr_dwords()) + " is not inside its " +
+  // ir3 pads a program to whole 128-byte units, the unit SP_CS_INSTRLEN counts: the instructions
+  // end in the last one. A shorter count would set an INSTRLEN short of the code (fuzz_gpu_capture:
+  // fake-adreno's emulator then ran off the end of the program).
+  const uint64_t code_bytes = uint64_t(a->instr_dwords()) * 4;
+  if (!code_bytes || code_bytes > p->binary()->size() ||
+      (code_bytes + 127) / 128 * 128 != p->binary()->size())
+    return bad("instr_dwords " + std::to_string(a->instr_dwords()) +
+               " does not end in the last 128-byte unit of its " +
                std::to_string(p->binary()->size()) + "-byte program");
+  // ir3 compiles a6xx shaders for merged registers (half registers alias full ones); without
+  // MERGEDREGS the footprints would describe another register file than the code uses.
+  if (!a->merged_regs()) return bad("merged_regs is false: a6xx kernels use merged registers");
   if (!a->constlen_vec4() || a->constlen_vec4() > max_constlen_vec4)
     return bad("constlen_vec4 " + std::to_string(a->constlen_vec4()) + " is not 1.." +
                std::to_string(max_constlen_vec4));
