@@ -1,9 +1,9 @@
 #!/usr/bin/python3
-"""soak.py DEVICE RUNS WINDOWS CAP_A [CAP_B]: the long run of issue 30 on one device
-(scripts/soak.sh runs it per device). Loads the captures, replays them alternately RUNS times in
-all (A, B, A, B, ...; A alone when one is given) through the Python package over the C API, and
-prints one JSON line: the process's resident memory (VmRSS), open file descriptors
-(/proc/self/fd) and mappings (/proc/self/maps lines) after the first replay of each model (start),
+"""soak.py DEVICE RUNS WARMUP WINDOWS CAP_A [CAP_B]: the long run of issue 30 on one device
+(scripts/soak.sh runs it per device). Loads the captures, replays them alternately WARMUP times,
+then RUNS times in all (A, B, A, B, ...; A alone when one is given) through the Python package
+over the C API, and prints one JSON line: the process's resident memory (VmRSS and its parts),
+open file descriptors (/proc/self/fd) and mappings (/proc/self/maps lines) after the warm-up (start),
 after the last (end) and after both models are freed (closed), and per model the latency
 percentiles (p50, p90, p99, max in microseconds) over WINDOWS equal slices of its runs in order,
 so a drift shows as a trend across the slices. Inputs are random (fixed seed). Latencies go into
@@ -27,9 +27,15 @@ def status_kib(name: str) -> int:
 
 
 def figures() -> dict:
+    """VmRSS and its parts: RssAnon (the heap, stacks; also fake-usb's calloc'ed VRAM), RssShmem
+    (fake-nv's device memory, memfd pages), RssFile (code, the mapped captures). A fake's device
+    memory is touched for the first time as its rings advance (fake-nv's push buffers are 4 MiB
+    per channel), which is growth of the fake's GPU, not of the process's own memory."""
     with open("/proc/self/maps") as f:
         maps = sum(1 for _ in f)
-    return {"rss_kib": status_kib("VmRSS"), "fds": len(os.listdir("/proc/self/fd")), "maps": maps}
+    return {"rss_kib": status_kib("VmRSS"), "anon_kib": status_kib("RssAnon"),
+            "shmem_kib": status_kib("RssShmem"), "fds": len(os.listdir("/proc/self/fd")),
+            "maps": maps}
 
 
 def feeds_for(model: capgraph.Model, rng: np.random.Generator) -> dict:
@@ -54,11 +60,11 @@ def windows_of(us: np.ndarray, n: int) -> list:
 
 
 def main() -> int:
-    if len(sys.argv) not in (5, 6):
+    if len(sys.argv) not in (6, 7):
         print(__doc__, file=sys.stderr)
         return 2
-    device, runs, windows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    caps = sys.argv[4:]
+    device, runs, warmup, windows = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+    caps = sys.argv[5:]
     rng = np.random.default_rng(30)
     models = [capgraph.load(c, device=device) for c in caps]
     feeds = [feeds_for(m, rng) for m in models]
@@ -67,8 +73,8 @@ def main() -> int:
     lat = [np.empty(n, np.float64) for n in per]
     for a in lat:  # its pages touched now: filling them later would grow the process (800 KB)
         a.fill(0.0)
-    for m, f in zip(models, feeds):  # first replay: lazily built state (pools, uploads)
-        m.run(f)
+    for i in range(max(warmup, n)):  # lazily built state (pools, uploads), first-touched rings
+        models[i % n].run(feeds[i % n])
     start = figures()
     t_start = time.monotonic()
     clock = time.perf_counter_ns
@@ -85,7 +91,7 @@ def main() -> int:
         m.close()
     closed = figures()
     report = {
-        "device": device, "runs": runs, "seconds": round(seconds, 1), "start": start, "end": end,
+        "device": device, "runs": runs, "warmup": max(warmup, n), "seconds": round(seconds, 1), "start": start, "end": end,
         "closed": closed,
         "models": [{"capture": os.path.basename(c), "runs": int(n), "windows": windows_of(l, windows)}
                    for c, n, l in zip(caps, per, lat)],
