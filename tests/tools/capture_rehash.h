@@ -36,26 +36,23 @@ inline bool capture_structure_ok(const std::vector<uint8_t> &bytes) {
          capgraph::fb::VerifyCaptureBuffer(v);
 }
 
-// The checksums of every program (unless `programs` is false: then mutated code stays refused) and
-// every kernel bound recomputed in place. A stored hash can overlap
+// The checksums of every program and kernel bound recomputed in place. A stored hash can overlap
 // other fields in a hostile file (flatbuffers tables may share bytes), so the structure is
 // verified again after the program hashes are written, and within each step every hash and
 // every field address is computed before any is written (fuzz_capture_rehash found the tool
 // reading through a length it had just overwritten, then writing through a vtable it had just
 // overwritten).
-inline void capture_checksums_recompute(std::vector<uint8_t> &bytes, bool programs = true) {
+inline void capture_checksums_recompute(std::vector<uint8_t> &bytes) {
   if (!capture_structure_ok(bytes)) return;
   const capgraph::fb::Capture *c = capgraph::fb::GetCapture(bytes.data());
   if (!c->programs()) return;
-  if (programs) {
-    std::vector<std::pair<size_t, uint64_t>> program_stores;
-    for (const capgraph::fb::Program *p : *c->programs())
-      program_stores.emplace_back(u64_field_offset(bytes, p, capgraph::fb::Program::VT_HASH),
-                                  capture_hash(p->binary()->data(), p->binary()->size()));
-    u64_stores(bytes, program_stores);
-    if (!capture_structure_ok(bytes)) return;
-    c = capgraph::fb::GetCapture(bytes.data());
-  }
+  std::vector<std::pair<size_t, uint64_t>> program_stores;
+  for (const capgraph::fb::Program *p : *c->programs())
+    program_stores.emplace_back(u64_field_offset(bytes, p, capgraph::fb::Program::VT_HASH),
+                                capture_hash(p->binary()->data(), p->binary()->size()));
+  u64_stores(bytes, program_stores);
+  if (!capture_structure_ok(bytes)) return;
+  c = capgraph::fb::GetCapture(bytes.data());
   if (!c->kernels()) return;
   std::vector<std::pair<size_t, uint64_t>> stores;
   for (const capgraph::fb::Kernel *k : *c->kernels()) {
