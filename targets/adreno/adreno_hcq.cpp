@@ -54,6 +54,15 @@ uint64_t adreno_scratch_bytes(const fb::Capture *c) {
 // local_group_size (8-10), subgroup_id_shift (11).
 constexpr uint32_t driver_params_vec4 = 3;
 
+// How many vec4 of driver params the dispatch loads: at most driver_params_vec4, as many as fit
+// below constlen.
+uint32_t driver_params_units_of(const fb::AdrenoKernel *a) {
+  const uint32_t room = (a->constlen_vec4() > a->driver_params_offset_vec4())
+                            ? a->constlen_vec4() - a->driver_params_offset_vec4()
+                            : 0;
+  return room < driver_params_vec4 ? room : driver_params_vec4;
+}
+
 class adreno_encoder final : public hcq::encoder {
  public:
   adreno_encoder(const fb::Capture *c, std::vector<uint32_t> *out)
@@ -192,7 +201,7 @@ class adreno_encoder final : public hcq::encoder {
               data);
     }
     if (a->driver_params_offset_vec4() != 0xffffffffu) {
-      const uint32_t units = driver_params_units(a);
+      const uint32_t units = driver_params_units_of(a);
       const uint32_t dp[12] = {grid[0],  grid[1],  grid[2],  3,
                                0,        0,        0,        a->double_threadsize() ? 128u : 64u,
                                local[0], local[1], local[2], 0};
@@ -279,13 +288,6 @@ class adreno_encoder final : public hcq::encoder {
 
   const std::string &error() const override { return w_.error(); }
 
-  static uint32_t driver_params_units(const fb::AdrenoKernel *a) {
-    const uint32_t room = (a->constlen_vec4() > a->driver_params_offset_vec4())
-                              ? a->constlen_vec4() - a->driver_params_offset_vec4()
-                              : 0;
-    return room < driver_params_vec4 ? room : driver_params_vec4;
-  }
-
  private:
   pm4_writer w_;
   const fb::Capture *c_;
@@ -338,6 +340,30 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   if (a->driver_params_offset_vec4() != 0xffffffffu &&
       a->driver_params_offset_vec4() >= a->constlen_vec4())
     return bad("driver_params_offset_vec4 is past the constant file");
+  // The dispatch loads the parameters, the immediates and the driver params into the constant
+  // file in that order, whole vec4 each (adreno_encoder::exec): regions that overlap would have a
+  // later load overwrite what the code reads from an earlier one (fuzz_gpu_capture: fake-adreno
+  // found the immediates overwritten by the parameters).
+  struct region {
+    const char *name;
+    uint64_t begin, end;
+  };
+  const region regions[3] = {
+      {"parameters", uint64_t(a->params_offset_vec4()) * 16,
+       uint64_t(a->params_offset_vec4()) * 16 + (uint64_t(a->params_bytes()) + 15) / 16 * 16},
+      {"immediates", uint64_t(a->immediates_offset_vec4()) * 16,
+       uint64_t(a->immediates_offset_vec4()) * 16 + (nimm + 3) / 4 * 16},
+      {"driver params",
+       a->driver_params_offset_vec4() == 0xffffffffu ? 0 : a->driver_params_offset_vec4() * 16ull,
+       a->driver_params_offset_vec4() == 0xffffffffu
+           ? 0
+           : (uint64_t(a->driver_params_offset_vec4()) + driver_params_units_of(a)) * 16}};
+  for (int x = 0; x < 3; ++x)
+    for (int y = x + 1; y < 3; ++y)
+      if (regions[x].begin < regions[x].end && regions[y].begin < regions[y].end &&
+          regions[x].begin < regions[y].end && regions[y].begin < regions[x].end)
+        return bad(std::string("its ") + regions[x].name + " and " + regions[y].name +
+                   " overlap in the constant file");
   if (a->full_regs() > 63 || a->half_regs() > 63 || a->branch_stack() > 63)
     return bad("register footprints or branch stack over the 6-bit SP_CS_CTRL_REG0 fields");
   if (a->private_memory_bytes() > max_private_bytes)
