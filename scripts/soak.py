@@ -8,6 +8,7 @@ after the last (end) and after both models are freed (closed), and per model the
 percentiles (p50, p90, p99, max in microseconds) over WINDOWS equal slices of its runs in order,
 so a drift shows as a trend across the slices. Inputs are random (fixed seed). Latencies go into
 arrays allocated before the start figures: what the soak measures does not grow the process."""
+import ctypes
 import json
 import os
 import sys
@@ -26,6 +27,19 @@ def status_kib(name: str) -> int:
     return -1
 
 
+class _mallinfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+def heap_in_use() -> int:
+    """Bytes malloc has handed out and not had back (glibc mallinfo2: uordblks + hblkhd)."""
+    libc = ctypes.CDLL("libc.so.6")
+    libc.mallinfo2.restype = _mallinfo2
+    m = libc.mallinfo2()
+    return int(m.uordblks + m.hblkhd)
+
+
 def figures() -> dict:
     """VmRSS and its parts: RssAnon (the heap, stacks; also fake-usb's calloc'ed VRAM), RssShmem
     (fake-nv's device memory, memfd pages), RssFile (code, the mapped captures). A fake's device
@@ -34,7 +48,8 @@ def figures() -> dict:
     with open("/proc/self/maps") as f:
         maps = sum(1 for _ in f)
     return {"rss_kib": status_kib("VmRSS"), "anon_kib": status_kib("RssAnon"),
-            "shmem_kib": status_kib("RssShmem"), "fds": len(os.listdir("/proc/self/fd")),
+            "shmem_kib": status_kib("RssShmem"), "heap_bytes": heap_in_use(),
+            "fds": len(os.listdir("/proc/self/fd")),
             "maps": maps}
 
 

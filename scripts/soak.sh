@@ -59,8 +59,9 @@ for dev in "${devices[@]}"; do
   target=$(target_of "$dev")
   runs=$((2000 / divisor)) spec=$dev srcs=("${models[@]}")
   # Before the start figures: the fakes' device memory is first touched as their rings advance
-  # (fake-adreno's and fake-usb's settle within a few hundred replays; see soak.py's figures()).
-  warmup=$((1000 / divisor))
+  # (fake-adreno's settles after ~1500 replays of two models, fake-usb's after ~700; malloc's
+  # bytes in use are flat from the start; see soak.py's figures()).
+  warmup=$((2000 / divisor))
   case $dev in
     cpu) runs=$((100000 / divisor)) warmup=100 ;;
     fake-usb) runs=$((2000 / divisor)) srcs=("$out/usb/small_cnn.onnx") ;;
@@ -87,7 +88,7 @@ done
 /usr/bin/python3 - "$out" "${devices[@]}" <<'EOF'
 import json, sys
 out, devices = sys.argv[1], sys.argv[2:]
-print(f"{'device':<18}{'runs':>7}{'s':>7}  {'RSS KiB start/end (anon, shmem)':<44}{'fds':<8}{'maps':<10}flat  p50 us first->last slice, per model")
+print(f"{'device':<18}{'runs':>7}{'s':>7}  {'RSS KiB start/end (anon, shmem)':<44}{'heap bytes':<18}{'fds':<8}{'maps':<10}flat  p50 us first->last slice, per model")
 bad = 0
 for d in devices:
     r = json.load(open(f"{out}/{d}.json"))
@@ -96,7 +97,8 @@ for d in devices:
     bad += not flat
     p50 = "; ".join(f"{m['windows'][0]['p50']}->{m['windows'][-1]['p50']}" for m in r["models"])
     rss = f"{s['rss_kib']}/{e['rss_kib']} ({s['anon_kib']}/{e['anon_kib']}, {s['shmem_kib']}/{e['shmem_kib']})"
-    print(f"{r['device']:<18}{r['runs']:>7}{r['seconds']:>7}  {rss:<44}{s['fds']}/{e['fds']:<5}{s['maps']}/{e['maps']:<6}"
+    heap = f"{s['heap_bytes']}/{e['heap_bytes']}"
+    print(f"{r['device']:<18}{r['runs']:>7}{r['seconds']:>7}  {rss:<44}{heap:<18}{s['fds']}/{e['fds']:<5}{s['maps']}/{e['maps']:<6}"
           f"{'yes' if flat else 'NO':<6}{p50}")
 sys.exit(1 if bad else 0)
 EOF

@@ -366,6 +366,12 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
                    " overlap in the constant file");
   if (a->full_regs() > 63 || a->half_regs() > 63 || a->branch_stack() > 63)
     return bad("register footprints or branch stack over the 6-bit SP_CS_CTRL_REG0 fields");
+  // A fiber's general registers are r0-r47: from r48 on ir3 numbers the shared registers, a0 and
+  // p0 (Mesa ir3.h; the ir3 emulator's ir3_regid_shared), so a footprint past 48 describes
+  // registers the code cannot have (fuzz_gpu_capture: fake-adreno refused one at replay).
+  if (a->full_regs() > 48)
+    return bad("full_regs " + std::to_string(a->full_regs()) +
+               " is past r47, the last general register");
   if (a->private_memory_bytes() > max_private_bytes)
     return bad(std::to_string(a->private_memory_bytes()) +
                " bytes of private memory per work item (at most " +
