@@ -137,6 +137,7 @@ std::vector<uint8_t> compile_model(const std::string &onnx_path, const CompileOp
   CaptureInfo info;
   info.model_name = onnx_path.substr(onnx_path.find_last_of('/') + 1);
   info.threads = opt.threads;
+  info.all_fields = opt.all_fields;
   // The knobs read while compiling (knob_get) that are set: they may have changed the output.
   info.compile_options = knobs_set();
   // float16 storage changes every kernel: the capture says so (float32 adds nothing, so a

@@ -25,6 +25,9 @@ struct CompileOptions {
   // --calibrate NAME=FILE.npy: the model's own input values for float16's per-tensor fallback
   // (half_calibrate.h); inputs not given get generated values.
   std::map<std::string, Tensor> calibration_inputs;
+  // Every table field written, defaults too (FlatBufferBuilder::ForceDefaults): for fuzz seeds, so
+  // a byte mutation can reach a field whose compiled value is its default (tests/fuzz).
+  bool all_fields = false;
 };
 
 struct CompileReport {

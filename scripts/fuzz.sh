@@ -17,7 +17,7 @@ repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 seconds=${1:-60}
 shift || true
 harnesses=("$@")
-((${#harnesses[@]})) || harnesses=(fuzz_onnx fuzz_capture fuzz_capture_rehash fuzz_npy)
+((${#harnesses[@]})) || harnesses=(fuzz_onnx fuzz_capture fuzz_capture_rehash fuzz_npy fuzz_gpu_capture)
 build=${FUZZ_BUILD:-$repo/build-fuzz}
 jobs=${FUZZ_JOBS:-$(nproc)}
 
@@ -48,12 +48,13 @@ seed_dir() {
     fuzz_onnx) echo "$seeds/onnx" ;;
     fuzz_capture | fuzz_capture_rehash) echo "$seeds/capture" ;;
     fuzz_npy) echo "$seeds/npy" ;;
+    fuzz_gpu_capture) echo "$seeds/gpu" ;;
   esac
 }
 dict_of() {
   case $1 in
     fuzz_onnx) echo "$repo/tests/fuzz/onnx.dict" ;;
-    fuzz_capture | fuzz_capture_rehash) echo "$repo/tests/fuzz/capture.dict" ;;
+    fuzz_capture | fuzz_capture_rehash | fuzz_gpu_capture) echo "$repo/tests/fuzz/capture.dict" ;;
     fuzz_npy) echo "$repo/tests/fuzz/npy.dict" ;;
   esac
 }

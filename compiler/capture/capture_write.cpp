@@ -123,6 +123,7 @@ class CaptureWriter {
   }
 
   std::vector<uint8_t> write() {
+    fbb.ForceDefaults(info.all_fields);
     weights_add();
     programs_add();
     symbols_check();

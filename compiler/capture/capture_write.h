@@ -20,6 +20,7 @@ struct CaptureInfo {
   std::vector<std::string> compile_options;
   // Optional reference sample: input and output bytes in Program::inputs/outputs order.
   std::vector<std::vector<uint8_t>> sample_inputs, sample_outputs;
+  bool all_fields = false;  // CompileOptions::all_fields
 };
 
 // Serialises the program for the target that produced `code` (target table): its programs,

@@ -54,6 +54,15 @@ uint64_t adreno_scratch_bytes(const fb::Capture *c) {
 // local_group_size (8-10), subgroup_id_shift (11).
 constexpr uint32_t driver_params_vec4 = 3;
 
+// How many vec4 of driver params the dispatch loads: at most driver_params_vec4, as many as fit
+// below constlen.
+uint32_t driver_params_units_of(const fb::AdrenoKernel *a) {
+  const uint32_t room = (a->constlen_vec4() > a->driver_params_offset_vec4())
+                            ? a->constlen_vec4() - a->driver_params_offset_vec4()
+                            : 0;
+  return room < driver_params_vec4 ? room : driver_params_vec4;
+}
+
 class adreno_encoder final : public hcq::encoder {
  public:
   adreno_encoder(const fb::Capture *c, std::vector<uint32_t> *out)
@@ -192,7 +201,7 @@ class adreno_encoder final : public hcq::encoder {
               data);
     }
     if (a->driver_params_offset_vec4() != 0xffffffffu) {
-      const uint32_t units = driver_params_units(a);
+      const uint32_t units = driver_params_units_of(a);
       const uint32_t dp[12] = {grid[0],  grid[1],  grid[2],  3,
                                0,        0,        0,        a->double_threadsize() ? 128u : 64u,
                                local[0], local[1], local[2], 0};
@@ -279,13 +288,6 @@ class adreno_encoder final : public hcq::encoder {
 
   const std::string &error() const override { return w_.error(); }
 
-  static uint32_t driver_params_units(const fb::AdrenoKernel *a) {
-    const uint32_t room = (a->constlen_vec4() > a->driver_params_offset_vec4())
-                              ? a->constlen_vec4() - a->driver_params_offset_vec4()
-                              : 0;
-    return room < driver_params_vec4 ? room : driver_params_vec4;
-  }
-
  private:
   pm4_writer w_;
   const fb::Capture *c_;
@@ -309,9 +311,18 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   if (!a) return bad("no AdrenoKernel launch facts");
   if ((a->chip_id() >> 24) != 6)
     return bad("chip id " + std::to_string(a->chip_id()) + " is not an a6xx's (core 6)");
-  if (!a->instr_dwords() || uint64_t(a->instr_dwords()) * 4 > p->binary()->size())
-    return bad("instr_dwords " + std::to_string(a->instr_dwords()) + " is not inside its " +
+  // ir3 pads a program to whole 128-byte units, the unit SP_CS_INSTRLEN counts: the instructions
+  // end in the last one. A shorter count would set an INSTRLEN short of the code (fuzz_gpu_capture:
+  // fake-adreno's emulator then ran off the end of the program).
+  const uint64_t code_bytes = uint64_t(a->instr_dwords()) * 4;
+  if (!code_bytes || code_bytes > p->binary()->size() ||
+      (code_bytes + 127) / 128 * 128 != p->binary()->size())
+    return bad("instr_dwords " + std::to_string(a->instr_dwords()) +
+               " does not end in the last 128-byte unit of its " +
                std::to_string(p->binary()->size()) + "-byte program");
+  // ir3 compiles a6xx shaders for merged registers (half registers alias full ones); without
+  // MERGEDREGS the footprints would describe another register file than the code uses.
+  if (!a->merged_regs()) return bad("merged_regs is false: a6xx kernels use merged registers");
   if (!a->constlen_vec4() || a->constlen_vec4() > max_constlen_vec4)
     return bad("constlen_vec4 " + std::to_string(a->constlen_vec4()) + " is not 1.." +
                std::to_string(max_constlen_vec4));
@@ -329,8 +340,38 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   if (a->driver_params_offset_vec4() != 0xffffffffu &&
       a->driver_params_offset_vec4() >= a->constlen_vec4())
     return bad("driver_params_offset_vec4 is past the constant file");
+  // The dispatch loads the parameters, the immediates and the driver params into the constant
+  // file in that order, whole vec4 each (adreno_encoder::exec): regions that overlap would have a
+  // later load overwrite what the code reads from an earlier one (fuzz_gpu_capture: fake-adreno
+  // found the immediates overwritten by the parameters).
+  struct region {
+    const char *name;
+    uint64_t begin, end;
+  };
+  const region regions[3] = {
+      {"parameters", uint64_t(a->params_offset_vec4()) * 16,
+       uint64_t(a->params_offset_vec4()) * 16 + (uint64_t(a->params_bytes()) + 15) / 16 * 16},
+      {"immediates", uint64_t(a->immediates_offset_vec4()) * 16,
+       uint64_t(a->immediates_offset_vec4()) * 16 + (nimm + 3) / 4 * 16},
+      {"driver params",
+       a->driver_params_offset_vec4() == 0xffffffffu ? 0 : a->driver_params_offset_vec4() * 16ull,
+       a->driver_params_offset_vec4() == 0xffffffffu
+           ? 0
+           : (uint64_t(a->driver_params_offset_vec4()) + driver_params_units_of(a)) * 16}};
+  for (int x = 0; x < 3; ++x)
+    for (int y = x + 1; y < 3; ++y)
+      if (regions[x].begin < regions[x].end && regions[y].begin < regions[y].end &&
+          regions[x].begin < regions[y].end && regions[y].begin < regions[x].end)
+        return bad(std::string("its ") + regions[x].name + " and " + regions[y].name +
+                   " overlap in the constant file");
   if (a->full_regs() > 63 || a->half_regs() > 63 || a->branch_stack() > 63)
     return bad("register footprints or branch stack over the 6-bit SP_CS_CTRL_REG0 fields");
+  // A fiber's general registers are r0-r47: from r48 on ir3 numbers the shared registers, a0 and
+  // p0 (Mesa ir3.h; the ir3 emulator's ir3_regid_shared), so a footprint past 48 describes
+  // registers the code cannot have (fuzz_gpu_capture: fake-adreno refused one at replay).
+  if (a->full_regs() > 48)
+    return bad("full_regs " + std::to_string(a->full_regs()) +
+               " is past r47, the last general register");
   if (a->private_memory_bytes() > max_private_bytes)
     return bad(std::to_string(a->private_memory_bytes()) +
                " bytes of private memory per work item (at most " +
@@ -353,6 +394,29 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
                  " workgroups) is 0 or over 2^32 work items");
   if (a->workgroup_id_regid() > 0xff || a->local_id_regid() > 0xff)
     return bad("a system-value register id is over 8 bits");
+  // The dispatch's shape is in no checksum (KernelBounds hashes the code, not these facts), so it
+  // is held to what the code can do. capgraph's Adreno kernels are 1-D: their code reads the x
+  // ids only, so a y or z extent runs the whole x range again (a GPU busy for nothing; in
+  // fake-adreno's emulator, an input fuzz_gpu_capture found running for minutes).
+  if (a->grid_y() != 1 || a->grid_z() != 1 || a->workgroup_size_y() != 1 ||
+      a->workgroup_size_z() != 1)
+    return bad("grid_y/grid_z " + std::to_string(a->grid_y()) + "/" + std::to_string(a->grid_z()) +
+               " or workgroup_size_y/z " + std::to_string(a->workgroup_size_y()) + "/" +
+               std::to_string(a->workgroup_size_z()) +
+               " is not 1: capgraph's Adreno kernels are 1-D");
+  // Every workgroup of every kernel shape the compiler makes (adreno_nir_emit.cpp: guarded work
+  // items, one workgroup per output, one per output tile) writes at least one element, a byte at
+  // least, of a written binding, whose size the checksum covers: more workgroups than that are
+  // ids the code does not guard (a tiled or per-output kernel indexes its buffers with them).
+  uint64_t written_bytes = 0;
+  if (const fb::KernelBounds *b = k->bounds(); b && b->written())
+    for (uint32_t w : *b->written())
+      if (w < b->buffer_sizes()->size())
+        written_bytes = std::max<uint64_t>(written_bytes, b->buffer_sizes()->Get(w));
+  if (a->grid_x() > written_bytes)
+    return bad("grid_x " + std::to_string(a->grid_x()) + " workgroups is more than the " +
+               std::to_string(written_bytes) +
+               " bytes of its largest written binding (each workgroup writes at least one)");
   return true;
 }
 

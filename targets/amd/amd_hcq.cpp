@@ -382,6 +382,24 @@ bool amd_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
                i, name, a->kernarg_size(), (unsigned long long)args, k->num_buffers(),
                k->num_scalars()),
            false;
+  // The sizes the kernel descriptor also holds (amd_kernel_descriptor_t: group_segment_fixed_size
+  // at byte 0, private_segment_fixed_size at 4, kernarg_size at 8; LLVM AMDGPUUsage "Kernel
+  // Descriptor") must agree with it: the descriptor is inside the checksummed code object, these
+  // facts are not, and each sizes an allocation or a register (fuzz_gpu_capture: a kernarg_size of
+  // 2^31 made the load allocate 2 GiB of kernel arguments).
+  const uint8_t *kd = p->binary()->data() + a->descriptor_offset();
+  uint32_t kd_group, kd_private, kd_kernarg;
+  memcpy(&kd_group, kd, 4);
+  memcpy(&kd_private, kd + 4, 4);
+  memcpy(&kd_kernarg, kd + 8, 4);
+  if (a->kernarg_size() != kd_kernarg || a->group_segment_size() != kd_group ||
+      a->private_segment_size() != kd_private)
+    return *why = format(
+               "kernel %u '%s': kernarg_size %u, group_segment_size %u or private_segment_size "
+               "%u disagrees with its kernel descriptor's %u, %u, %u",
+               i, name, a->kernarg_size(), a->group_segment_size(), a->private_segment_size(),
+               kd_kernarg, kd_group, kd_private),
+           false;
   const uint32_t align = a->kernarg_align();
   if (align > 4096 || (align & (align - 1)))
     return *why = format("kernel %u '%s': kernarg_align %u is not a power of two up to 4096", i,

@@ -1,8 +1,10 @@
 // Writes the seed corpora of the fuzz harnesses: small ONNX models covering the common op
-// families (made with tests/model_gen), their captures for this CPU (the real compiler), and .npy
-// files of every dtype. scripts/fuzz.sh runs it before each campaign; the fuzz_regressions test
+// families (made with tests/model_gen), their captures for this CPU (the real compiler), the
+// captures of two of them for each GPU target fuzz_gpu_capture replays on a fake (every table
+// field written, defaults too, so a byte mutation reaches each fact), and .npy files of every
+// dtype. scripts/fuzz.sh runs it before each campaign; the fuzz_regressions test
 // runs it and replays the seeds through every harness.
-//   fuzz_seeds DIR   ->  DIR/onnx/*.onnx  DIR/capture/*.cap  DIR/npy/*.npy
+//   fuzz_seeds DIR   ->  DIR/onnx/*.onnx  DIR/capture/*.cap  DIR/gpu/*.cap  DIR/npy/*.npy
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include <vector>
 
 #include "compile.h"
+#include "error.h"
 #include "npy.h"
 #include "onnx_writer.h"
 
@@ -115,6 +118,22 @@ std::vector<model> models() {
   return out;
 }
 
+// The GPU targets fuzz_gpu_capture replays on a fake, each in a build that carries it: a target
+// this build's compiler lacks (no Mesa: no adreno) is said and left out.
+void gpu_seeds_write(const std::string &dir, const std::string &name, const std::string &onnx) {
+  for (const char *target : {"adreno-a630", "nv-sm90", "amd-gfx1100", "null"}) {
+    CompileOptions opt;
+    opt.jobs = 1;
+    opt.target = target;
+    opt.all_fields = true;
+    try {
+      bytes_write(dir + "/gpu/" + name + "_" + target + ".cap", compile_model(onnx, opt, nullptr));
+    } catch (const Error &e) {
+      fprintf(stderr, "fuzz_seeds: no %s seed for %s: %s\n", target, name.c_str(), e.what());
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -123,7 +142,8 @@ int main(int argc, char **argv) {
     return 2;
   }
   const std::string dir = argv[1];
-  for (const char *sub : {"", "/onnx", "/capture", "/npy"}) mkdir((dir + sub).c_str(), 0755);
+  for (const char *sub : {"", "/onnx", "/capture", "/gpu", "/npy"})
+    mkdir((dir + sub).c_str(), 0755);
   try {
     for (const model &m : models()) {
       const std::string onnx = dir + "/onnx/" + m.name + ".onnx";
@@ -135,6 +155,7 @@ int main(int argc, char **argv) {
         opt.threads = 2;
         bytes_write(dir + "/capture/" + m.name + "_t2.cap", compile_model(onnx, opt, nullptr));
       }
+      if (m.name == "conv_relu" || m.name == "matmul_softmax") gpu_seeds_write(dir, m.name, onnx);
     }
     const capgraph_dtype dtypes[] = {CAPGRAPH_F32, CAPGRAPH_F16, CAPGRAPH_F64,
                                      CAPGRAPH_I8,  CAPGRAPH_U8,  CAPGRAPH_I16,

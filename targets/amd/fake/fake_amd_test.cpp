@@ -377,6 +377,8 @@ TEST_CASE("kernels whose facts disagree with their code object are refused at lo
   SUBCASE("a kernel needs scratch") {
     capture_spec s = test::amd_spec(test::reference_spec(1));
     s.amd[2].private_segment_size = 16;
+    // private_segment_fixed_size, byte 4 of the descriptor: the facts agree with the code.
+    s.programs.back().binary[test::amd_descriptor_offset(2) + 4] = 16;
     api_model m(s, "fake-amd:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("bytes of scratch") != std::string::npos);
@@ -387,6 +389,19 @@ TEST_CASE("kernels whose facts disagree with their code object are refused at lo
     api_model m(s, "fake-amd:twin");
     CHECK(m.st == CAPGRAPH_ERR_FORMAT);
     CHECK(m.err.find("kernarg_size 8 is less than the 24 bytes") != std::string::npos);
+  }
+  SUBCASE("sizes that disagree with the kernel descriptor (fuzz_gpu_capture)") {
+    capture_spec s = test::amd_spec(test::reference_spec(1));
+    s.amd[3].kernarg_size = 1u << 31;  // once a 2 GiB kernel-argument allocation
+    api_model big(s, "fake-amd:twin");
+    CHECK(big.st == CAPGRAPH_ERR_FORMAT);
+    CHECK(big.err.find("kernarg_size 2147483648, group_segment_size 0 or private_segment_size 0 "
+                       "disagrees with its kernel descriptor's 24, 0, 0") != std::string::npos);
+    s = test::amd_spec(test::reference_spec(1));
+    s.amd[1].private_segment_size = 64;
+    api_model scratch(s, "fake-amd:twin");
+    CHECK(scratch.st == CAPGRAPH_ERR_FORMAT);
+    CHECK(scratch.err.find("kernel 1 'scale': kernarg_size") != std::string::npos);
   }
   SUBCASE("no host twin: the fake says it cannot run the kernel") {
     capture_spec s = test::amd_spec(test::reference_spec(1));

@@ -1,5 +1,6 @@
 #include "amd_fixture.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace capgraph::test {
@@ -20,14 +21,18 @@ uint64_t amd_descriptor_offset(uint32_t kernel) { return 0x100 + 64ull * kernel;
 
 std::vector<uint8_t> amd_code_object(const std::vector<kernel_spec> &kernels, uint32_t wave) {
   const uint16_t props = kProps | (wave == 32 ? kWave32 : 0);
-  std::vector<uint8_t> b(0x1000 + 256 * kernels.size(), 0);
+  // The code after every descriptor (past 59 kernels the descriptors reach 0x1000: kernel 60's
+  // once overlapped kernel 0's code, which amd_kernel_check's descriptor sizes then caught).
+  const size_t code_base =
+      std::max<size_t>(0x1000, (0x100 + 64 * kernels.size() + 255) / 256 * 256);
+  std::vector<uint8_t> b(code_base + 256 * kernels.size(), 0);
   // ELF64, little-endian, ET_DYN, EM_AMDGPU (224): what LLVM's AMDGPU backend links.
   const uint8_t ident[] = {0x7f, 'E', 'L', 'F', 2, 1, 1, 64 /* ELFOSABI_AMDGPU_HSA */, 3};
   memcpy(b.data(), ident, sizeof ident);
   b[16] = 3;
   b[18] = 224;
   for (uint32_t i = 0; i < kernels.size(); ++i) {
-    const size_t kd = amd_descriptor_offset(i), code = 0x1000 + 256ull * i;
+    const size_t kd = amd_descriptor_offset(i), code = code_base + 256ull * i;
     put32(b, kd + 8, 8 * (kernels[i].num_buffers + kernels[i].num_scalars));  // kernarg_size
     put64(b, kd + 16, uint64_t(int64_t(code) - int64_t(kd)));  // kernel_code_entry_byte_offset
     put32(b, kd + 44, kRsrc3);

@@ -7,7 +7,8 @@
 
 namespace capgraph::test {
 
-// The code object: descriptor of kernel i at amd_descriptor_offset(i), code at 0x1000 + 256 * i.
+// The code object: descriptor of kernel i at amd_descriptor_offset(i), code at 0x1000 + 256 * i
+// (past 59 kernels, from the first 256-byte boundary after the last descriptor).
 std::vector<uint8_t> amd_code_object(const std::vector<kernel_spec> &kernels, uint32_t wave = 32);
 uint64_t amd_descriptor_offset(uint32_t kernel);
 
