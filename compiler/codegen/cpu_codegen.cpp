@@ -698,7 +698,13 @@ std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const 
     CpuKernelEmitter e(m, p.kernels[d.reps[u]], p);
     e.emit(kernel_symbol(p.kernels[d.reps[u]], u), t);
   }
-  return module_compile(m, *tm, type);
+  // CAPGRAPH_NO_LSR=1 compiles without LLVM's loop strength reduction (issue 27, compile time):
+  // its formula search over the many addresses of our unrolled tiles (each window offset a
+  // separate base, kept apart on purpose, see cpu_channel_tile.cpp window_apart) was half of
+  // PP-OCR cls's code generation (llc -time-passes on the dumped modules: 3.3 of 4.7 s in LSR;
+  // the depthwise 5x5 tiles 0.49 s each with it, 0.06 s without). What it does to the kernels'
+  // speed was not measured on a quiet machine: off by default until a side-by-side run says.
+  return module_compile(m, *tm, type, !knob_get("CAPGRAPH_NO_LSR"));
 }
 
 // Objects the unique kernels are partitioned into: a fixed number, so that the capture is the

@@ -1495,6 +1495,28 @@ TEST_CASE("the capture does not depend on the number of code generation threads"
   }
 }
 
+TEST_CASE("CAPGRAPH_NO_LSR: kernels without loop strength reduction, and the option put back") {
+  // The switch is LLVM's process-wide option `disable-lsr`, set for each code generation pipeline
+  // under a lock: with the knob the code must change (the option took effect) and still compute
+  // the interpreter's results, and the next compile without it must be the first one again.
+  ModelBuilder b(17);
+  b.input("x", DataType::float32, {1, 8, 20, 20});
+  b.initializer("w", ramp(16 * 8 * 3 * 3, 0.01f), {16, 8, 3, 3});
+  b.node("Conv", {"x", "w"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.initializer("d", ramp(16 * 5 * 5, 0.02f), {16, 1, 5, 5});
+  b.node("Conv", {"c", "d"}, {"y"}, {attr_ints("pads", {2, 2, 2, 2}), attr_int("group", 16)});
+  b.output("y", DataType::float32);
+  const Program p = schedule(b, "no_lsr");
+  const CpuTarget t = cpu_target_named("cpu");
+  const std::string with = cpu_codegen_assembly(p, t);
+  setenv("CAPGRAPH_NO_LSR", "1", 1);
+  const std::string without = cpu_codegen_assembly(p, t);
+  check_program(p);
+  unsetenv("CAPGRAPH_NO_LSR");
+  CHECK(without != with);
+  CHECK(cpu_codegen_assembly(p, t) == with);
+}
+
 TEST_CASE(
     "a float16 buffer that fusion removes still rounds: Cast to float16 and back is not the "
     "identity") {

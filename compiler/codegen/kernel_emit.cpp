@@ -8,6 +8,7 @@
 #include <llvm/IR/Verifier.h>
 #include <llvm/MC/TargetRegistry.h>
 #include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/CommandLine.h>
 #include <llvm/Support/TargetSelect.h>
 #include <llvm/Support/raw_ostream.h>
 #include <llvm/Target/TargetOptions.h>
@@ -629,7 +630,7 @@ std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &tr
 }
 
 std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm,
-                                    llvm::CodeGenFileType type) {
+                                    llvm::CodeGenFileType type, bool strength_reduce) {
   const std::string triple = tm.getTargetTriple().str();
   m.setTargetTriple(triple);
   m.setDataLayout(tm.createDataLayout());
@@ -661,8 +662,18 @@ std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm,
   llvm::SmallVector<char, 0> buf;
   llvm::raw_svector_ostream os(buf);
   llvm::legacy::PassManager cg;
-  if (tm.addPassesToEmitFile(cg, os, nullptr, type))
-    throw Error("internal: LLVM cannot emit objects for " + triple);
+  {
+    // Loop strength reduction is in the code generator's pipeline unless LLVM's process-wide
+    // option `disable-lsr` is set when the pipeline is built: set it for this pipeline only, under
+    // a lock (modules of different targets may build their pipelines on parallel threads).
+    static std::mutex lsr_mutex;
+    std::lock_guard<std::mutex> lock(lsr_mutex);
+    static auto *disable_lsr =
+        static_cast<llvm::cl::opt<bool> *>(llvm::cl::getRegisteredOptions().lookup("disable-lsr"));
+    if (disable_lsr) disable_lsr->setValue(!strength_reduce);
+    if (tm.addPassesToEmitFile(cg, os, nullptr, type))
+      throw Error("internal: LLVM cannot emit objects for " + triple);
+  }
   cg.run(m);
   return std::vector<uint8_t>(buf.begin(), buf.end());
 }

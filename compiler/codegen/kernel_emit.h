@@ -119,8 +119,10 @@ std::unique_ptr<llvm::TargetMachine> target_machine_create(const std::string &tr
                                                            const std::string &features);
 // Verifies, optimises (O2 with the vectorizers) and compiles the module to an ELF relocatable
 // object for the target machine (or to its assembly text: NVPTX's output is PTX).
+// strength_reduce: with LLVM's loop strength reduction (CAPGRAPH_NO_LSR in cpu_codegen.cpp).
 std::vector<uint8_t> module_compile(llvm::Module &m, llvm::TargetMachine &tm,
-                                    llvm::CodeGenFileType type = llvm::CodeGenFileType::ObjectFile);
+                                    llvm::CodeGenFileType type = llvm::CodeGenFileType::ObjectFile,
+                                    bool strength_reduce = true);
 // Runs build(0) .. build(n-1) on n threads; rethrows the first failure as an Error.
 void parallel_run(int n, const std::function<void(int)> &build);
 // Runs build(0) .. build(n-1) on `workers` threads (at most n; <= 0: one per core), each taking
