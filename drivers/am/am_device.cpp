@@ -920,36 +920,32 @@ bool device::teardown(std::string *err) {
   // tinygrad AMDev.fini (amdev.py:225-230): SDMA off and reset, the HQD
   // dequeued (reset waves), then SCRATCH_REG6 = 0: the next open may reuse
   // this boot.
-  // Every step is tried even after one failed (a transfer lost on the cable): each stops an
-  // engine on its own, and the SDMA soft reset stops what a lost RB_CNTL write left running. The
-  // first failure is the one reported; SCRATCH_REG6 stays 1 after any, so the next open does not
-  // trust this boot.
+  // Every step is tried even after one failed (a transfer lost on the cable), and each register
+  // write once more when its transfer failed (they are idempotent; the bridge starts each memory
+  // stream afresh): a queue left running keeps fetching. The first failure is the one reported;
+  // SCRATCH_REG6 stays 1 after any, so the next open does not trust this boot.
   step_ = "teardown";
   std::string first;
   bool ok = true;
   const auto step = [&](bool done) {
     if (!done && ok) first = err_;
     ok = ok && done;
+    return done;
   };
-  step(wreg(regSDMA0_QUEUE0_RB_CNTL, 0));
-  step(wreg(regSDMA0_QUEUE0_IB_CNTL, 0));
-  step(wreg(regSDMA0_QUEUE0_DOORBELL, 0));
-  step(wreg(regGRBM_SOFT_RESET, kSoftResetSdma0));
-  step(wreg(regGRBM_SOFT_RESET, 0));
-  uint32_t active = 1;  // unread: dequeue anyway
-  const bool selected = wreg(regGRBM_GFX_CNTL, 1u << 2);
-  step(selected);
-  if (selected) {
-    step(rreg(regCP_HQD_ACTIVE, &active));
-    // The dequeue once more if a transfer of it was lost: a queue left active keeps running.
-    for (int attempt = 0; attempt < 2 && (active & 1); ++attempt) {
-      const bool dequeued = wreg(regCP_HQD_DEQUEUE_REQUEST, 2) &&
-                            wreg(regSPI_COMPUTE_QUEUE_RESET, 1) &&
-                            poll(regCP_HQD_ACTIVE, 1, 0, "compute queue dequeued");
-      step(dequeued);
-      if (dequeued) active = 0;
-    }
-    step(wreg(regGRBM_GFX_CNTL, 0));
+  const auto write = [&](reg r, uint32_t v) { return step(wreg(r, v) || wreg(r, v)); };
+  write(regSDMA0_QUEUE0_RB_CNTL, 0);
+  write(regSDMA0_QUEUE0_IB_CNTL, 0);
+  write(regSDMA0_QUEUE0_DOORBELL, 0);
+  write(regGRBM_SOFT_RESET, kSoftResetSdma0);
+  write(regGRBM_SOFT_RESET, 0);
+  if (write(regGRBM_GFX_CNTL, 1u << 2)) {
+    uint32_t active = 1;  // unread: dequeue anyway
+    step(rreg(regCP_HQD_ACTIVE, &active) || rreg(regCP_HQD_ACTIVE, &active));
+    for (int attempt = 0; attempt < 2 && (active & 1); ++attempt)
+      if (step(wreg(regCP_HQD_DEQUEUE_REQUEST, 2) && wreg(regSPI_COMPUTE_QUEUE_RESET, 1) &&
+               poll(regCP_HQD_ACTIVE, 1, 0, "compute queue dequeued")))
+        active = 0;
+    write(regGRBM_GFX_CNTL, 0);
   }
   if (ok) step(wreg(regSCRATCH_REG6, 0));
   booted_ = false;

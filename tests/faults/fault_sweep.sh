@@ -15,9 +15,10 @@ capgraph=$build/cli/capgraph
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-# The sample: every call, except on fake-usb (a thousand transfers through the 8051 emulator per
-# session): every 7th call of its partial boot + replay + teardown there, each failure followed by
-# a clean session (after a failure mid-boot that one resets the GPU and boots cold).
+# The sample: every call, except on fake-usb (about 500 transfers through the 8051 emulator per
+# session, a cold boot 1142): every 13th call of its partial boot + replay + teardown there
+# (CAPGRAPH_FAULT_EVERY; the sanitizer build sets 41), each failure followed by a clean session
+# (after a failure mid-boot that one resets the GPU and boots cold).
 sweep_args=()
 case $device in
   fake-amd|fake-usb) target=amd-gfx1100 ;;
@@ -25,7 +26,7 @@ case $device in
   fake-nv) target=nv-sm90 ;;
   *) fail "unknown device $device" ;;
 esac
-[[ $device == fake-usb ]] && sweep_args=(--every "${CAPGRAPH_FAULT_EVERY:-7}")
+[[ $device == fake-usb ]] && sweep_args=(--every "${CAPGRAPH_FAULT_EVERY:-13}")
 [[ $device != fake-usb && -n ${CAPGRAPH_FAULT_EVERY:-} ]] && sweep_args=(--every "$CAPGRAPH_FAULT_EVERY")
 
 "$build/tests/tools/tiny_chain_gen" "$work" 2 16 1 > /dev/null || fail "tiny_chain_gen"
@@ -61,11 +62,12 @@ echo "fault_sweep $device: $(( (t1 - t0) / 1000000 )) ms"
 
 # 3. Through the CLI, each in a fresh process with an earlier output in the output folder: a
 # failure in the load (call 2) and one in the replay (the last call before capgraph_free of the
-# swept session); on fake-usb, whose sweep above runs partial boots, six more spread over the
-# cold boot a fresh process makes.
+# swept session); on fake-usb, whose sweep above runs partial boots, CAPGRAPH_FAULT_COLD (6;
+# the sanitizer build 3) more spread over the cold boot a fresh process makes.
 points=(2 "$before_free")
 if [[ $device == fake-usb ]]; then
-  for i in 1 2 3 4 5 6; do points+=($(( calls * i / 7 ))); done
+  cold=${CAPGRAPH_FAULT_COLD:-6}
+  for ((i = 1; i <= cold; i++)); do points+=($(( calls * i / (cold + 1) ))); done
 fi
 mkdir -p "$work/out_dir"
 run --device "$device" --output-dir "$work/out_dir" > /dev/null 2>&1 || fail "a clean run of $device"
