@@ -16,10 +16,10 @@ struct errno_entry {
   int value;
 };
 constexpr errno_entry kErrnos[] = {
-    {"EPERM", EPERM},         {"ENOENT", ENOENT},   {"EINTR", EINTR},   {"EIO", EIO},
-    {"EBADF", EBADF},         {"EAGAIN", EAGAIN},   {"ENOMEM", ENOMEM}, {"EACCES", EACCES},
-    {"EFAULT", EFAULT},       {"EBUSY", EBUSY},     {"ENODEV", ENODEV}, {"EINVAL", EINVAL},
-    {"ENOSPC", ENOSPC},       {"EPIPE", EPIPE},     {"ENOTTY", ENOTTY}, {"EPROTO", EPROTO},
+    {"EPERM", EPERM},         {"ENOENT", ENOENT},   {"EINTR", EINTR},         {"EIO", EIO},
+    {"EBADF", EBADF},         {"EAGAIN", EAGAIN},   {"ENOMEM", ENOMEM},       {"EACCES", EACCES},
+    {"EFAULT", EFAULT},       {"EBUSY", EBUSY},     {"ENODEV", ENODEV},       {"EINVAL", EINVAL},
+    {"ENOSPC", ENOSPC},       {"EPIPE", EPIPE},     {"ENOTTY", ENOTTY},       {"EPROTO", EPROTO},
     {"ETIMEDOUT", ETIMEDOUT}, {"EDEADLK", EDEADLK}, {"ECANCELED", ECANCELED},
 };
 

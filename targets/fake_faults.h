@@ -5,10 +5,10 @@
 //   :fail=N[:ERRNO]  the Nth device call (from 1) fails the way the real driver fails it: the
 //                    ioctl/mmap returns -1 with errno ERRNO (a name such as ENOMEM, EIO, ENODEV,
 //                    ETIMEDOUT, or a number; default: the call's most likely one), the USB transfer
-//                    times out (ETIMEDOUT), stalls (EPIPE), reports no device (ENODEV), an I/O error
-//                    (EIO), or moves half its bytes ("short"). Only that one call fails. A call that
-//                    releases something (close, munmap, a free) releases it, then reports the error,
-//                    as close(2) does: the driver must still not reuse what it released.
+//                    times out (ETIMEDOUT), stalls (EPIPE), reports no device (ENODEV), an I/O
+//                    error (EIO), or moves half its bytes ("short"). Only that one call fails. A
+//                    call that releases something (close, munmap, a free) releases it, then reports
+//                    the error, as close(2) does: the driver must still not reuse what it released.
 //   :count           at the end of the session, one line on stderr: "device calls: K" (every call
 //                    the open, load, replays and teardown made).
 // At the end each fake also says how many objects the driver left with it (buffers, mappings, file
@@ -23,8 +23,8 @@ namespace capgraph::fake {
 
 // What the device name asked for.
 struct fault_plan {
-  uint64_t fail_at = 0;  // 0: no failure
-  int error = 0;         // errno to report; 0: the call's own default
+  uint64_t fail_at = 0;         // 0: no failure
+  int error = 0;                // errno to report; 0: the call's own default
   bool short_transfer = false;  // USB: move half the bytes instead of an error
   bool count = false;
 };

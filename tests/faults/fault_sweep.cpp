@@ -11,9 +11,10 @@
 //   teardown   the call was one of capgraph_free's: the output was right, and nothing may leak
 // and in every case the fake must end the session holding nothing of the driver's (its live
 // objects: buffers, mappings, files, queues), the process's file descriptors must be back where
-// they were and its mappings within a few of it, and, every R-th N (default 1), a clean session right after must succeed
-// with the reference output (the device recovered). Each session is bounded (CAPGRAPH_TIMEOUT_MS
-// is set low). Prints one line per class and the slowest session; exit 1 on the first violation.
+// they were and its mappings within a few of it, and, every R-th N (default 1), a clean session
+// right after must succeed with the reference output (the device recovered). Each session is
+// bounded (CAPGRAPH_TIMEOUT_MS is set low). Prints one line per class and the slowest session; exit
+// 1 on the first violation.
 #include <dirent.h>
 
 #include <algorithm>
@@ -183,11 +184,12 @@ int main(int argc, char **argv) {
   s = fake::fault_session_last();
   const uint64_t calls = s.calls;
   const int fds0 = fds_open(), maps0 = mappings();
-  printf("%s: %llu device calls per session (load + replay %llu, teardown %llu), clean session "
-         "%.0f ms; the process's first session: %llu calls\n",
-         j.device.c_str(), (unsigned long long)calls, (unsigned long long)clean.calls_before_free,
-         (unsigned long long)(calls - clean.calls_before_free), clean_ms,
-         (unsigned long long)first_calls);
+  printf(
+      "%s: %llu device calls per session (load + replay %llu, teardown %llu), clean session "
+      "%.0f ms; the process's first session: %llu calls\n",
+      j.device.c_str(), (unsigned long long)calls, (unsigned long long)clean.calls_before_free,
+      (unsigned long long)(calls - clean.calls_before_free), clean_ms,
+      (unsigned long long)first_calls);
 
   std::map<std::string, uint64_t> classes;
   std::map<std::string, std::string> example;
@@ -217,8 +219,7 @@ int main(int argc, char **argv) {
     std::string cls;
     if (o.status != CAPGRAPH_OK) {
       bool named = false;
-      for (const std::string &w :
-           expected_words(j.device, s.error, error_word == "short"))
+      for (const std::string &w : expected_words(j.device, s.error, error_word == "short"))
         named |= o.message.find(w) != std::string::npos;
       if (!named) {
         fprintf(stderr, "FAIL: %s: the %s failed (%s) with a message that does not name it: %s\n",
@@ -253,8 +254,9 @@ int main(int argc, char **argv) {
   for (const auto &[key, count] : classes)
     printf("  %4llu x %s%s%s\n", (unsigned long long)count, key.c_str(),
            example[key].empty() ? "" : "\n         e.g. ", example[key].substr(0, 200).c_str());
-  printf("PASS %s: %llu of %llu calls failed in turn (every %llu), slowest session %.0f ms (N=%llu)\n",
-         j.device.c_str(), (unsigned long long)swept, (unsigned long long)calls,
-         (unsigned long long)every, worst_ms, (unsigned long long)worst_n);
+  printf(
+      "PASS %s: %llu of %llu calls failed in turn (every %llu), slowest session %.0f ms (N=%llu)\n",
+      j.device.c_str(), (unsigned long long)swept, (unsigned long long)calls,
+      (unsigned long long)every, worst_ms, (unsigned long long)worst_n);
   return 0;
 }

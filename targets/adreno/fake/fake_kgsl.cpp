@@ -126,9 +126,9 @@ int fake_kgsl::ioctl(int fd, unsigned long request, void *arg) {
                        request == ioctl_drawctxt_destroy;
   int e = 0;
   const bool injected = faults_.call(ioctl_name(request),
-                                     alloc                            ? ENOMEM
+                                     alloc                          ? ENOMEM
                                      : request == ioctl_gpu_command ? EIO
-                                                                      : ENODEV,
+                                                                    : ENODEV,
                                      &e);
   if (injected && !release) return fail_errno(e);
   if (fd != fd_ || fd_ < 0) return fail_errno(EBADF);

@@ -122,7 +122,8 @@ capgraph_status fake_gpu::alloc_region(uint64_t size, hcq::memory *out, std::str
 void fake_gpu::free(hcq::memory &m) {
   // KFD's FREE_MEMORY_OF_GPU frees even when it reports an error: counted, never failed.
   std::string ignored;
-  if (client_memory_.erase(m.gpu)) fault_inject("free", "AMDKFD_IOC_FREE_MEMORY_OF_GPU", EIO, &ignored);
+  if (client_memory_.erase(m.gpu))
+    fault_inject("free", "AMDKFD_IOC_FREE_MEMORY_OF_GPU", EIO, &ignored);
   for (size_t i = 0; i < regions_.size(); ++i)
     if (regions_[i].gpu == m.gpu) {
       if (regions_[i].owned) std::free(regions_[i].cpu);

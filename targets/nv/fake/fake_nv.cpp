@@ -186,8 +186,9 @@ int fake_rm::ioctl(int fd, unsigned long request, void *arg) {
   const int kind = it == fds_.end() ? 0 : it->second;
   const bool release = kind == kUvm ? request == UVM_FREE : (request & 0xff) == NV_ESC_RM_FREE;
   const bool alloc =
-      kind == kUvm ? request == UVM_CREATE_EXTERNAL_RANGE || request == UVM_MAP_EXTERNAL_ALLOCATION
-                   : (request & 0xff) == NV_ESC_RM_ALLOC || (request & 0xff) == NV_ESC_RM_MAP_MEMORY;
+      kind == kUvm
+          ? request == UVM_CREATE_EXTERNAL_RANGE || request == UVM_MAP_EXTERNAL_ALLOCATION
+          : (request & 0xff) == NV_ESC_RM_ALLOC || (request & 0xff) == NV_ESC_RM_MAP_MEMORY;
   if (fault_inject(ioctl_name(kind, request), alloc ? ENOMEM : ENODEV)) {
     if (!release) return -1;
     const int e = errno;

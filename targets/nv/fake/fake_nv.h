@@ -144,7 +144,7 @@ class fake_rm final : public nv_sys {
   bool wedged_;
   fake::fault_counter faults_;
   std::map<uintptr_t, size_t> host_maps_;  // CPU mappings made through mmap(), by address
-  std::map<int, int> fds_;  // fake fd -> kind (1 ctl, 2 device, 3 uvm)
+  std::map<int, int> fds_;                 // fake fd -> kind (1 ctl, 2 device, 3 uvm)
   std::map<int, uint32_t> registered_,
       pending_map_;  // device fd -> ctl fd; device fd -> memory to map
   int next_fd_ = 1000;
