@@ -16,8 +16,8 @@ work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # The sample: every call, except on fake-usb (about 500 transfers through the 8051 emulator per
-# session, a cold boot 1142): every 13th call of its partial boot + replay + teardown there
-# (CAPGRAPH_FAULT_EVERY; the sanitizer build sets 41), each failure followed by a clean session
+# session, a cold boot 1142): every 7th call of its partial boot + replay + teardown there
+# (CAPGRAPH_FAULT_EVERY; the sanitizer build sets 19), each failure followed by a clean session
 # (after a failure mid-boot that one resets the GPU and boots cold).
 sweep_args=()
 case $device in
@@ -26,7 +26,7 @@ case $device in
   fake-nv) target=nv-sm90 ;;
   *) fail "unknown device $device" ;;
 esac
-[[ $device == fake-usb ]] && sweep_args=(--every "${CAPGRAPH_FAULT_EVERY:-13}")
+[[ $device == fake-usb ]] && sweep_args=(--every "${CAPGRAPH_FAULT_EVERY:-7}")
 [[ $device != fake-usb && -n ${CAPGRAPH_FAULT_EVERY:-} ]] && sweep_args=(--every "$CAPGRAPH_FAULT_EVERY")
 
 "$build/tests/tools/tiny_chain_gen" "$work" 2 16 1 > /dev/null || fail "tiny_chain_gen"
