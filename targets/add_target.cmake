@@ -115,7 +115,7 @@ function(capgraph_add_target name)
   # The fake device.
   if(T_FAKE)
     add_library(capgraph_fake_${name} STATIC ${T_FAKE})
-    target_link_libraries(capgraph_fake_${name} PUBLIC capgraph_runtime)
+    target_link_libraries(capgraph_fake_${name} PUBLIC capgraph_runtime capgraph_fake_faults)
     target_include_directories(capgraph_fake_${name} PUBLIC ${CMAKE_CURRENT_SOURCE_DIR}/fake)
     if(T_FAKE_REGISTER)
       capgraph_target_device(capgraph_fake_${name} ${T_FAKE_REGISTER})

@@ -305,13 +305,24 @@ bool device::boot(std::string *err) {
   if (ok) {
     stats_.partial =
         !opt_.force_cold && r7 == kAmBootMagic && r6 == 0 && mmf == 0 && gcf == 0 && sos != 0;
+    // Past this point the boot may have started the compute and SDMA queues.
+    bool engines = false;
     if (stats_.partial) {
-      ok = wreg(regSCRATCH_REG6, 1) && gfx_init(true) && sdma_init();
+      ok = wreg(regSCRATCH_REG6, 1) && (engines = true) && gfx_init(true) && sdma_init();
     } else {
       ok = (sos == 0 || mode1_reset()) && wreg(regSCRATCH_REG7, 0) && wreg(regSCRATCH_REG6, 1) &&
            soc_init() && hub_init(false) && ih_init() && psp_boot() && smu_init() &&
-           gfx_init(false) && sdma_init() && clock_gating_set() &&
+           (engines = true) && gfx_init(false) && sdma_init() && clock_gating_set() &&
            wreg(regSCRATCH_REG7, kAmBootMagic);
+    }
+    // A boot that failed with queues started stops them again (as amdgpu's init unwinds the IP
+    // blocks it brought up): a queue left running would fetch from memory this process no longer
+    // owns once it exits. Best effort: the link that failed may be gone. The first error stays.
+    if (!ok && engines) {
+      const std::string first = err_;
+      std::string ignored;
+      teardown(&ignored);
+      err_ = first;
     }
   }
   if (!ok) {
@@ -916,18 +927,36 @@ bool device::teardown(std::string *err) {
   // tinygrad AMDev.fini (amdev.py:225-230): SDMA off and reset, the HQD
   // dequeued (reset waves), then SCRATCH_REG6 = 0: the next open may reuse
   // this boot.
+  // Every step is tried even after one failed (a transfer lost on the cable), and each register
+  // write once more when its transfer failed (they are idempotent; the bridge starts each memory
+  // stream afresh): a queue left running keeps fetching. The first failure is the one reported;
+  // SCRATCH_REG6 stays 1 after any, so the next open does not trust this boot.
   step_ = "teardown";
-  uint32_t active = 0;
-  bool ok = wreg(regSDMA0_QUEUE0_RB_CNTL, 0) && wreg(regSDMA0_QUEUE0_IB_CNTL, 0) &&
-            wreg(regSDMA0_QUEUE0_DOORBELL, 0) && wreg(regGRBM_SOFT_RESET, kSoftResetSdma0) &&
-            wreg(regGRBM_SOFT_RESET, 0) && wreg(regGRBM_GFX_CNTL, 1u << 2) &&
-            rreg(regCP_HQD_ACTIVE, &active);
-  if (ok && (active & 1))
-    ok = wreg(regCP_HQD_DEQUEUE_REQUEST, 2) && wreg(regSPI_COMPUTE_QUEUE_RESET, 1) &&
-         poll(regCP_HQD_ACTIVE, 1, 0, "compute queue dequeued");
-  ok = ok && wreg(regGRBM_GFX_CNTL, 0) && wreg(regSCRATCH_REG6, 0);
+  std::string first;
+  bool ok = true;
+  const auto step = [&](bool done) {
+    if (!done && ok) first = err_;
+    ok = ok && done;
+    return done;
+  };
+  const auto write = [&](reg r, uint32_t v) { return step(wreg(r, v) || wreg(r, v)); };
+  write(regSDMA0_QUEUE0_RB_CNTL, 0);
+  write(regSDMA0_QUEUE0_IB_CNTL, 0);
+  write(regSDMA0_QUEUE0_DOORBELL, 0);
+  write(regGRBM_SOFT_RESET, kSoftResetSdma0);
+  write(regGRBM_SOFT_RESET, 0);
+  if (write(regGRBM_GFX_CNTL, 1u << 2)) {
+    uint32_t active = 1;  // unread: dequeue anyway
+    step(rreg(regCP_HQD_ACTIVE, &active) || rreg(regCP_HQD_ACTIVE, &active));
+    for (int attempt = 0; attempt < 2 && (active & 1); ++attempt)
+      if (step(wreg(regCP_HQD_DEQUEUE_REQUEST, 2) && wreg(regSPI_COMPUTE_QUEUE_RESET, 1) &&
+               poll(regCP_HQD_ACTIVE, 1, 0, "compute queue dequeued")))
+        active = 0;
+    write(regGRBM_GFX_CNTL, 0);
+  }
+  if (ok) step(wreg(regSCRATCH_REG6, 0));
   booted_ = false;
-  if (!ok) *err = err_;
+  if (!ok) *err = err_ = first;
   return ok;
 }
 

@@ -484,6 +484,12 @@ BridgeStatus Bridge::sram_write(uint32_t offset, const uint8_t *data, size_t n) 
   counters_.sram_out_bytes += n;
   TransferStatus s =
       transfer_bulk(BRIDGE_EP_BULK_OUT, const_cast<uint8_t *>(data), n, &got, sram_timeout_ms(n));
+  // A transfer that timed out having moved nothing leaves the DMA engine armed, and it would take
+  // the next request's bulk OUT (a memory stream's data) as this write's: sent once more, the
+  // armed write completes (found by the fault sweep, tests/faults: a lost SRAM write made the
+  // teardown's register writes time out).
+  if (s == TransferStatus::timeout && got == 0)
+    s = transfer_bulk(BRIDGE_EP_BULK_OUT, const_cast<uint8_t *>(data), n, &got, sram_timeout_ms(n));
   if (s != TransferStatus::ok) return fail(s, "SRAM write");
   if (got != n)
     return bad_call(t_.describe(), "SRAM write moved " + std::to_string(got) + " of " +

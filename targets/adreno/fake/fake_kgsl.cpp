@@ -35,11 +35,34 @@ int fail_errno(int e) {
 
 constexpr int fake_fd = 1000;  // any number: the fake's only file
 
+// The names the transport's messages give the ioctls (kgsl_uapi.h), for injected failures.
+const char *ioctl_name(unsigned long request) {
+  using namespace kgsl;
+  switch (request) {
+    case ioctl_device_getproperty: return "IOCTL_KGSL_DEVICE_GETPROPERTY";
+    case ioctl_device_waittimestamp_ctxtid: return "IOCTL_KGSL_DEVICE_WAITTIMESTAMP_CTXTID";
+    case ioctl_drawctxt_create: return "IOCTL_KGSL_DRAWCTXT_CREATE";
+    case ioctl_drawctxt_destroy: return "IOCTL_KGSL_DRAWCTXT_DESTROY";
+    case ioctl_map_user_mem: return "IOCTL_KGSL_MAP_USER_MEM";
+    case ioctl_sharedmem_free: return "IOCTL_KGSL_SHAREDMEM_FREE";
+    case ioctl_gpuobj_alloc: return "IOCTL_KGSL_GPUOBJ_ALLOC";
+    case ioctl_gpuobj_free: return "IOCTL_KGSL_GPUOBJ_FREE";
+    case ioctl_gpu_command: return "IOCTL_KGSL_GPU_COMMAND";
+  }
+  return "ioctl";
+}
+
 }  // namespace
 
-fake_kgsl::fake_kgsl(uint32_t chip_id, fake_adreno_mode mode) : chip_id_(chip_id), mode_(mode) {}
+fake_kgsl::fake_kgsl(uint32_t chip_id, fake_adreno_mode mode, fake::fault_plan faults)
+    : chip_id_(chip_id), mode_(mode), faults_("fake-adreno", faults) {}
+
+int64_t fake_kgsl::live_objects() const {
+  return int64_t(regions_.size() + contexts_.size() + mapped_.size()) + (fd_ >= 0 ? 1 : 0);
+}
 
 fake_kgsl::~fake_kgsl() {
+  session_end();
   for (auto &[gpu, r] : regions_) {
     if (r.user)
       ::munmap(reinterpret_cast<void *>(uintptr_t(r.gpu)), r.size);  // the reservation
@@ -49,6 +72,8 @@ fake_kgsl::~fake_kgsl() {
 }
 
 int fake_kgsl::open(const char *path, int) {
+  int e = 0;
+  if (faults_.call(std::string("open ") + path, ENODEV, &e)) return fail_errno(e);
   if (absent_ || strcmp(path, kgsl::device_path) != 0) return fail_errno(ENOENT);
   if (fd_ >= 0) return fail_errno(EBUSY);  // one client at a time is all the transport needs
   fd_ = fake_fd;
@@ -56,36 +81,60 @@ int fake_kgsl::open(const char *path, int) {
 }
 
 int fake_kgsl::close(int fd) {
+  int e = 0;
+  const bool injected = faults_.call("close", EIO, &e);  // released all the same, as close(2)
   if (fd != fd_ || fd_ < 0) return fail_errno(EBADF);
   fd_ = -1;
   if (profile_ && !profile_delivered_ && !kernel_names_.empty()) {
     profile_delivered_ = true;
     hcq::device_profile_deliver(profile_report());
   }
-  return 0;
+  session_end();
+  return injected ? fail_errno(e) : 0;
 }
 
 void *fake_kgsl::mmap(void *, size_t length, int prot, int flags, int fd, off_t offset) {
+  int e = 0;
+  if (faults_.call("mmap", ENOMEM, &e)) return (errno = e, MAP_FAILED);
   if (fd != fd_ || fd_ < 0) return (errno = EBADF, MAP_FAILED);
   const auto o = objects_.find(uint32_t(uint64_t(offset) >> 12));
   if (uint64_t(offset) % 4096 || o == objects_.end()) return (errno = EINVAL, MAP_FAILED);
   const region &r = regions_.at(o->second);
   if (length != r.size || !(flags & MAP_SHARED) || !(prot & PROT_READ))
     return (errno = EINVAL, MAP_FAILED);
+  mapped_[r.cpu] = r.size;
   return r.cpu;
 }
 
 int fake_kgsl::munmap(void *addr, size_t) {
+  int e = 0;
+  const bool injected = faults_.call("munmap", EINVAL, &e);  // unmapped all the same
   // The memory stays until GPUOBJ_FREE (which the transport calls right after).
   for (const auto &[gpu, r] : regions_)
-    if (r.cpu == addr && !r.user) return 0;
+    if (r.cpu == addr && !r.user) {
+      mapped_.erase(addr);
+      return injected ? fail_errno(e) : 0;
+    }
   return fail_errno(EINVAL);
 }
 
 int fake_kgsl::ioctl(int fd, unsigned long request, void *arg) {
+  using namespace kgsl;
+  const bool alloc = request == ioctl_gpuobj_alloc || request == ioctl_map_user_mem ||
+                     request == ioctl_drawctxt_create;
+  const bool release = request == ioctl_gpuobj_free || request == ioctl_sharedmem_free ||
+                       request == ioctl_drawctxt_destroy;
+  int e = 0;
+  const bool injected = faults_.call(ioctl_name(request),
+                                     alloc                          ? ENOMEM
+                                     : request == ioctl_gpu_command ? EIO
+                                                                    : ENODEV,
+                                     &e);
+  if (injected && !release) return fail_errno(e);
   if (fd != fd_ || fd_ < 0) return fail_errno(EBADF);
   if (!arg) return fail_errno(EFAULT);
-  return ioctl_body(request, arg);
+  const int r = ioctl_body(request, arg);
+  return injected ? fail_errno(e) : r;  // a release is done, then reported failed
 }
 
 int fake_kgsl::ioctl_body(unsigned long request, void *arg) {
@@ -918,15 +967,23 @@ std::map<const hcq::transport *, std::weak_ptr<fake_kgsl>> g_behind;
 
 capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transport> *out,
                                  std::string *err) {
-  // "fake-adreno[:a630|:a640][:wedge][:twin|:check][:profile]", the words in any order.
+  // "fake-adreno[:a630|:a640][:wedge][:twin|:check][:profile][:fail=N[:ERRNO]][:count]", the
+  // words in any order.
   uint32_t chip = adreno::chip_find("a630")->chip_id;
   fake_adreno_mode mode = fake_adreno_mode::emulate;
+  fake::fault_plan faults;
   bool wedge = false, profile = false;
   const char *env = getenv("CAPGRAPH_FAKE_ADRENO_WEDGE");
   if (env && strcmp(env, "1") == 0) wedge = true;
   for (const char *at = strchr(device, ':'); at; at = strchr(at + 1, ':')) {
     const char *end = strchr(at + 1, ':');
     const std::string word(at + 1, end ? end : at + 1 + strlen(at + 1));
+    std::string why;
+    if (fake::fault_word(word, &faults, &why)) {
+      if (why.empty()) continue;
+      *err = std::string("device '") + device + "': " + why;
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
     if (word == "wedge")
       wedge = true;
     else if (word == "a640")
@@ -939,7 +996,8 @@ capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transp
       profile = true;
     else if (word != "a630") {
       *err = std::string("device '") + device + "': '" + word +
-             "' is none of fake-adreno's a630, a640, wedge, twin, check, profile";
+             "' is none of fake-adreno's a630, a640, wedge, twin, check, profile, " +
+             fake::fault_words_usage;
       return CAPGRAPH_ERR_ARGUMENT;
     }
   }
@@ -949,10 +1007,11 @@ capgraph_status fake_adreno_open(const char *device, std::unique_ptr<hcq::transp
            ":profile";
     return CAPGRAPH_ERR_ARGUMENT;
   }
-  auto fake = std::make_shared<fake_kgsl>(chip, mode);
+  auto fake = std::make_shared<fake_kgsl>(chip, mode, faults);
   fake->wedge(wedge);
   fake->profile(profile);
   const capgraph_status st = kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", out, err);
+  if (st != CAPGRAPH_OK) fake->session_end();  // no transport will close it
   std::lock_guard<std::mutex> hold(g_last_lock);
   g_last = fake;
   if (st == CAPGRAPH_OK) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "adreno_chips.h"
+#include "fake_faults.h"
 #include "hcq/device_profile.h"
 #include "hcq/graph.h"
 #include "hcq/host_twins.h"
@@ -43,7 +44,8 @@ enum class fake_adreno_mode { emulate, twin, check };
 class fake_kgsl final : public kgsl::kgsl_sys {
  public:
   explicit fake_kgsl(uint32_t chip_id = adreno::chip_find("a630")->chip_id,
-                     fake_adreno_mode mode = fake_adreno_mode::emulate);
+                     fake_adreno_mode mode = fake_adreno_mode::emulate,
+                     fake::fault_plan faults = {});
   ~fake_kgsl() override;
 
   int open(const char *path, int flags) override;
@@ -73,6 +75,11 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   uint64_t commands() const { return commands_; }
   uint64_t imports() const { return imports_; }
   const std::string &fault() const { return fault_; }
+  // What the client holds: GPU objects, imports, contexts, CPU mappings, the open file.
+  int64_t live_objects() const;
+  // The session's end for the fault counter (fake_faults.h): when the device file closes, or when
+  // the transport's open failed before it had one.
+  void session_end() { faults_.finish(live_objects()); }
   // "objN+0xOFF" for an address inside the N-th allocation (in allocation order), "userN+0xOFF"
   // inside the N-th import, the number otherwise: dumps that do not depend on where memory landed.
   std::string address_text(uint64_t gpu) const;
@@ -107,6 +114,8 @@ class fake_kgsl final : public kgsl::kgsl_sys {
 
   uint32_t chip_id_;
   fake_adreno_mode mode_;
+  fake::fault_counter faults_;
+  std::map<void *, size_t> mapped_;  // the client's CPU mappings of GPU objects
   std::map<uint32_t, uint32_t> overrides_;
   bool wedged_ = false, absent_ = false;
   int fd_ = -1;

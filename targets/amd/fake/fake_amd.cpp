@@ -34,10 +34,11 @@ bool compare(uint32_t func, uint32_t v, uint32_t ref) {
 
 }  // namespace
 
-fake_gpu::fake_gpu(const chip &c, fake_mode mode, bool profile)
-    : chip_(c), mode_(mode), profile_(profile) {}
+fake_gpu::fake_gpu(const chip &c, fake_mode mode, bool profile, fake::fault_plan faults)
+    : chip_(c), mode_(mode), profile_(profile), faults_("fake-amd", faults) {}
 
 fake_gpu::~fake_gpu() {
+  faults_.finish(live_objects());
   if (profile_ && capture_) hcq::device_profile_deliver(profile_report());
   for (region &r : regions_)
     if (r.owned) std::free(r.cpu);
@@ -82,8 +83,26 @@ bool fake_gpu::raise(const std::string &why) {
   return false;
 }
 
+bool fake_gpu::fault_inject(const char *what, const char *ioctl, int default_error,
+                            std::string *err) {
+  int e = 0;
+  if (!faults_.call(what, default_error, &e)) return false;
+  if (err)
+    *err = std::string("fake-amd: ") + ioctl + " failed: " + strerror(e) + " (" + what + "; " +
+           faults_.injected_text() + ")";
+  return true;
+}
+
 capgraph_status fake_gpu::alloc(uint64_t size, hcq::memory_kind, hcq::memory *out,
                                 std::string *err) {
+  if (fault_inject("alloc", "AMDKFD_IOC_ALLOC_MEMORY_OF_GPU", ENOMEM, err))
+    return CAPGRAPH_ERR_MEMORY;
+  const capgraph_status st = alloc_region(size, out, err);
+  if (st == CAPGRAPH_OK) client_memory_.insert(out->gpu);
+  return st;
+}
+
+capgraph_status fake_gpu::alloc_region(uint64_t size, hcq::memory *out, std::string *err) {
   const uint64_t rounded = (size + 4095) / 4096 * 4096;
   void *p = rounded ? std::aligned_alloc(4096, rounded) : nullptr;
   if (!p) {
@@ -101,6 +120,10 @@ capgraph_status fake_gpu::alloc(uint64_t size, hcq::memory_kind, hcq::memory *ou
 }
 
 void fake_gpu::free(hcq::memory &m) {
+  // KFD's FREE_MEMORY_OF_GPU frees even when it reports an error: counted, never failed.
+  std::string ignored;
+  if (client_memory_.erase(m.gpu))
+    fault_inject("free", "AMDKFD_IOC_FREE_MEMORY_OF_GPU", EIO, &ignored);
   for (size_t i = 0; i < regions_.size(); ++i)
     if (regions_[i].gpu == m.gpu) {
       if (regions_[i].owned) std::free(regions_[i].cpu);
@@ -119,10 +142,15 @@ uint8_t *fake_gpu::host(uint64_t gpu, uint64_t size) const {
 
 capgraph_status fake_gpu::queue_create(hcq::queue_kind kind, uint64_t ring_bytes, hcq::queue *out,
                                        std::string *err) {
+  if (fault_inject("queue_create", "AMDKFD_IOC_CREATE_QUEUE", ENOMEM, err))
+    return CAPGRAPH_ERR_DEVICE;
   hcq::memory ring, ptrs;
-  capgraph_status st = alloc(ring_bytes, hcq::memory_kind::host, &ring, err);
+  capgraph_status st = alloc_region(ring_bytes, &ring, err);
   if (st != CAPGRAPH_OK) return st;
-  if ((st = alloc(16, hcq::memory_kind::host, &ptrs, err)) != CAPGRAPH_OK) return st;
+  if ((st = alloc_region(16, &ptrs, err)) != CAPGRAPH_OK) {
+    free(ring);
+    return st;
+  }
   out->kind = kind;
   out->ring = ring;
   out->write_ptr = reinterpret_cast<volatile uint64_t *>(ptrs.cpu);
@@ -140,12 +168,16 @@ capgraph_status fake_gpu::queue_create(hcq::queue_kind kind, uint64_t ring_bytes
   q.read_ptr = out->read_ptr;
   q.unit = out->write_ptr_unit;
   queues_.emplace(out->handle, q);
+  client_queues_.insert(out->handle);
   return CAPGRAPH_OK;
 }
 
 void fake_gpu::queue_destroy(hcq::queue &q) {
   auto it = queues_.find(q.handle);
   if (it == queues_.end()) return;
+  std::string ignored;  // KFD destroys the queue even when it reports an error: counted only
+  if (client_queues_.erase(q.handle))
+    fault_inject("queue_destroy", "AMDKFD_IOC_DESTROY_QUEUE", EIO, &ignored);
   hcq::memory ring{nullptr, it->second.ring_gpu, 0, 0}, ptrs{nullptr, it->second.ptrs_gpu, 0, 0};
   free(ring);
   free(ptrs);
@@ -153,7 +185,16 @@ void fake_gpu::queue_destroy(hcq::queue &q) {
   q = {};
 }
 
-void fake_gpu::doorbell(hcq::queue &q, uint64_t) { run(); }
+void fake_gpu::doorbell(hcq::queue &q, uint64_t) {
+  // A doorbell cannot fail; the GPU behind it can be reset (as after a hang elsewhere): the queue
+  // stops and every later wait reports it.
+  std::string why;
+  if (fault_inject("doorbell", "the doorbell write", ENODEV, &why)) {
+    raise("the GPU was reset (" + why + ")");
+    return;
+  }
+  run();
+}
 
 void fake_gpu::run() {
   for (bool progress = true; progress && fault_.empty();) {
@@ -659,8 +700,9 @@ capgraph_status fake_gpu::capture_attach(const fb::Capture *c,
 
 bool fake_gpu::interrupt_target(uint64_t *mailbox, uint32_t *id) {
   std::string err;
-  if (!mailbox_.size && alloc(4096, hcq::memory_kind::host, &mailbox_, &err) != CAPGRAPH_OK)
-    return false;
+  // AMDKFD_IOC_CREATE_EVENT; without an event the transport's waits poll.
+  if (fault_inject("interrupt_target", "AMDKFD_IOC_CREATE_EVENT", ENOMEM, &err)) return false;
+  if (!mailbox_.size && alloc_region(4096, &mailbox_, &err) != CAPGRAPH_OK) return false;
   *mailbox = mailbox_.gpu;
   *id = 1;
   return true;
@@ -668,6 +710,7 @@ bool fake_gpu::interrupt_target(uint64_t *mailbox, uint32_t *id) {
 
 capgraph_status fake_gpu::wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
                                std::string *err) {
+  if (fault_inject("wait", "AMDKFD_IOC_WAIT_EVENTS", ENODEV, err)) return CAPGRAPH_ERR_DEVICE;
   const auto read = [&](uint64_t *now, std::string *e) {
     if (!fault_.empty()) {
       *e = "fake-amd: device error: " + fault_;
@@ -687,15 +730,23 @@ capgraph_status fake_gpu::wait(const volatile uint64_t *value, uint64_t target, 
 
 namespace {
 
-// "fake-amd[:CHIP][:check|:twin][:profile]", in any order after the name.
+// "fake-amd[:CHIP][:check|:twin][:profile][:fail=N[:ERRNO]][:count]", in any order after the
+// name.
 capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *out,
                           std::string *err) {
   const chip *c = chip_find("gfx1100");
+  fake::fault_plan faults;
   fake_mode mode = fake_mode::emulate;
   bool profile = false;
   for (const char *p = strchr(device, ':'); p; p = strchr(p + 1, ':')) {
     const char *end = strchr(p + 1, ':');
     const std::string word(p + 1, end ? size_t(end - p - 1) : strlen(p + 1));
+    std::string why;
+    if (fake::fault_word(word, &faults, &why)) {
+      if (why.empty()) continue;
+      *err = "fake-amd: " + why;
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
     if (word == "check")
       mode = fake_mode::check;
     else if (word == "twin")
@@ -703,11 +754,12 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
     else if (word == "profile")
       profile = true;
     else if (!(c = chip_find(word.c_str()))) {
-      *err = "fake-amd: '" + word + "' is neither a chip nor one of check, twin, profile";
+      *err = "fake-amd: '" + word + "' is neither a chip nor one of check, twin, profile, " +
+             fake::fault_words_usage;
       return CAPGRAPH_ERR_ARGUMENT;
     }
   }
-  *out = std::make_unique<fake_gpu>(*c, mode, profile);
+  *out = std::make_unique<fake_gpu>(*c, mode, profile, faults);
   return CAPGRAPH_OK;
 }
 

@@ -19,12 +19,14 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "amd_chips.h"
 #include "amd_packets.h"
 #include "elf_link.h"
+#include "fake_faults.h"
 #include "hcq/device_profile.h"
 #include "hcq/graph.h"
 #include "hcq/host_twins.h"
@@ -38,7 +40,8 @@ enum class fake_mode { emulate, check, twin };
 
 class fake_gpu final : public hcq::transport {
  public:
-  explicit fake_gpu(const chip &c, fake_mode mode = fake_mode::emulate, bool profile = false);
+  explicit fake_gpu(const chip &c, fake_mode mode = fake_mode::emulate, bool profile = false,
+                    fake::fault_plan faults = {});
   ~fake_gpu() override;
 
   std::string name() const override;
@@ -81,6 +84,8 @@ class fake_gpu final : public hcq::transport {
   uint64_t interrupts() const { return interrupts_; }
   uint32_t last_interrupt_id() const { return last_interrupt_id_; }
   const std::string &fault() const { return fault_; }
+  // What the client holds: memory from alloc() and queues from queue_create() not given back.
+  int64_t live_objects() const { return int64_t(client_memory_.size() + client_queues_.size()); }
   // Host pointer behind [gpu, gpu + size), or nullptr.
   uint8_t *host(uint64_t gpu, uint64_t size) const;
   // What the emulator executed, per kernel of the attached capture (summed over dispatches).
@@ -107,6 +112,11 @@ class fake_gpu final : public hcq::transport {
     std::string blocked;  // the wait it is stuck on
   };
 
+  // alloc() without counting a device call (the fake's own rings, pointers and mailbox).
+  capgraph_status alloc_region(uint64_t size, hcq::memory *out, std::string *err);
+  // The injected failure (fake_faults.h) of transport call `what`: true when the plan fails it,
+  // *err then says so as the KFD transport would (`ioctl`: the KFD call it stands for).
+  bool fault_inject(const char *what, const char *ioctl, int default_error, std::string *err);
   void run();
   bool queue_advance(queue_state &q);
   bool execute(queue_state &q, const decoded &p);  // false: blocked (or faulted)
@@ -129,6 +139,8 @@ class fake_gpu final : public hcq::transport {
   const chip &chip_;
   fake_mode mode_;
   bool profile_;
+  fake::fault_counter faults_;
+  std::set<uint64_t> client_memory_, client_queues_;  // live_objects()
   std::vector<region> regions_;
   uint64_t next_gpu_ = 0x100000000ull;  // a GPU address space distinct from host pointers
   std::map<uint64_t, queue_state> queues_;

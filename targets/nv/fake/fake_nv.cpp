@@ -36,15 +36,55 @@ const uint8_t kUuid[16] = {0x47, 0x50, 0x55, 0x2d, 0x66, 0x61, 0x6b, 0x65,
                            0x2d, 0x6e, 0x76, 0x00, 0x12, 0x34, 0x56, 0x78};
 constexpr uint32_t kGpuId = 0x100;
 
+// The names the transport gives the calls (nv_abi.h), for injected failures.
+std::string ioctl_name(int kind, unsigned long request) {
+  if (kind == kUvm) switch (request) {
+      case UVM_INITIALIZE: return "UVM_INITIALIZE";
+      case UVM_MM_INITIALIZE: return "UVM_MM_INITIALIZE";
+      case UVM_REGISTER_GPU: return "UVM_REGISTER_GPU";
+      case UVM_REGISTER_GPU_VASPACE: return "UVM_REGISTER_GPU_VASPACE";
+      case UVM_REGISTER_CHANNEL: return "UVM_REGISTER_CHANNEL";
+      case UVM_CREATE_EXTERNAL_RANGE: return "UVM_CREATE_EXTERNAL_RANGE";
+      case UVM_MAP_EXTERNAL_ALLOCATION: return "UVM_MAP_EXTERNAL_ALLOCATION";
+      case UVM_FREE: return "UVM_FREE";
+      default: return "UVM ioctl " + std::to_string(request);
+    }
+  switch (request & 0xff) {
+    case NV_ESC_CARD_INFO: return "NV_ESC_CARD_INFO";
+    case NV_ESC_REGISTER_FD: return "NV_ESC_REGISTER_FD";
+    case NV_ESC_CHECK_VERSION_STR: return "NV_ESC_CHECK_VERSION_STR";
+    case NV_ESC_RM_FREE: return "NV_ESC_RM_FREE";
+    case NV_ESC_RM_CONTROL: return "NV_ESC_RM_CONTROL";
+    case NV_ESC_RM_ALLOC: return "NV_ESC_RM_ALLOC";
+    case NV_ESC_RM_MAP_MEMORY: return "NV_ESC_RM_MAP_MEMORY";
+  }
+  return "RM ioctl " + std::to_string(request & 0xff);
+}
+
 // PCI device ids of one part per chip (RTX 3090, RTX 4090, H100 SXM5), for CARD_INFO.
 uint16_t device_id(const chip &c) { return c.sm == 90 ? 0x2330 : c.sm == 89 ? 0x2684 : 0x2204; }
 
 }  // namespace
 
-fake_rm::fake_rm(const chip &c, std::string version, bool wedged, fake_nv_mode mode)
-    : chip_(c), version_(std::move(version)), wedged_(wedged), mode_(mode) {}
+fake_rm::fake_rm(const chip &c, std::string version, bool wedged, fake_nv_mode mode,
+                 fake::fault_plan faults)
+    : chip_(c),
+      version_(std::move(version)),
+      wedged_(wedged),
+      faults_("fake-nv", faults),
+      mode_(mode) {}
+
+bool fake_rm::fault_inject(const std::string &what, int default_error) {
+  int e = 0;
+  if (!faults_.call(what, default_error, &e)) return false;
+  calls_.push_back(what + " (injected " + fake::errno_name(e) + ")");
+  errno = e;
+  return true;
+}
 
 fake_rm::~fake_rm() {
+  // What the transport left: its teardown ran before the transport let go of this fake.
+  faults_.finish(client_live());
   if (profile_ && !kernel_names_.empty()) hcq::device_profile_deliver(profile_report());
   for (auto &[h, o] : objects_) {
     if (o.host) ::munmap(o.host, o.size);
@@ -73,6 +113,7 @@ uint64_t fake_rm::clock() const {
 }
 
 int fake_rm::open(const char *path, int) {
+  if (fault_inject(std::string("open ") + path, ENODEV)) return -1;
   const std::string p = path;
   int kind = p == "/dev/nvidiactl"    ? kCtl
              : p == "/dev/nvidia-uvm" ? kUvm
@@ -88,17 +129,25 @@ int fake_rm::open(const char *path, int) {
 }
 
 int fake_rm::close(int fd) {
+  const bool injected = fault_inject("close", EIO);  // released all the same, as close(2)
+  const int e = errno;
   if (!fds_.erase(fd)) {
     errno = EBADF;
     return -1;
   }
   registered_.erase(fd);
   pending_map_.erase(fd);
-  return 0;
+  if (injected) errno = e;
+  return injected ? -1 : 0;
 }
 
 void *fake_rm::mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) {
-  if (fd < 0) return ::mmap(addr, length, prot, flags, fd, offset);
+  if (fault_inject("mmap", ENOMEM)) return MAP_FAILED;
+  if (fd < 0) {
+    void *p = ::mmap(addr, length, prot, flags, fd, offset);
+    if (p != MAP_FAILED) host_maps_[uintptr_t(p)] = length;
+    return p;
+  }
   auto it = fds_.find(fd);
   auto pm = pending_map_.find(fd);
   if (it == fds_.end() || it->second != kDevice || pm == pending_map_.end()) {
@@ -115,14 +164,42 @@ void *fake_rm::mmap(void *addr, size_t length, int prot, int flags, int fd, off_
   }
   void *p = ::mmap(addr, length, prot, flags, o.memfd, 0);
   if (p != MAP_FAILED && pm->second == usermode_memory_) usermode_cpu_ = static_cast<uint8_t *>(p);
+  if (p != MAP_FAILED) host_maps_[uintptr_t(p)] = length;
   pending_map_.erase(pm);
   calls_.push_back("mmap");
   return p;
 }
 
-int fake_rm::munmap(void *addr, size_t length) { return ::munmap(addr, length); }
+int fake_rm::munmap(void *addr, size_t length) {
+  const bool injected = fault_inject("munmap", EINVAL);  // unmapped all the same
+  const int e = errno;
+  const uintptr_t a = uintptr_t(addr);
+  for (auto it = host_maps_.lower_bound(a); it != host_maps_.end() && it->first < a + length;)
+    it = host_maps_.erase(it);
+  const int r = ::munmap(addr, length);
+  if (injected) errno = e;
+  return injected ? -1 : r;
+}
 
 int fake_rm::ioctl(int fd, unsigned long request, void *arg) {
+  auto it = fds_.find(fd);
+  const int kind = it == fds_.end() ? 0 : it->second;
+  const bool release = kind == kUvm ? request == UVM_FREE : (request & 0xff) == NV_ESC_RM_FREE;
+  const bool alloc =
+      kind == kUvm
+          ? request == UVM_CREATE_EXTERNAL_RANGE || request == UVM_MAP_EXTERNAL_ALLOCATION
+          : (request & 0xff) == NV_ESC_RM_ALLOC || (request & 0xff) == NV_ESC_RM_MAP_MEMORY;
+  if (fault_inject(ioctl_name(kind, request), alloc ? ENOMEM : ENODEV)) {
+    if (!release) return -1;
+    const int e = errno;
+    ioctl_body(fd, request, arg);  // a release is done, then reported failed
+    errno = e;
+    return -1;
+  }
+  return ioctl_body(fd, request, arg);
+}
+
+int fake_rm::ioctl_body(int fd, unsigned long request, void *arg) {
   auto it = fds_.find(fd);
   if (it == fds_.end()) {
     errno = EBADF;
@@ -1040,10 +1117,12 @@ capgraph_status fake_attach(hcq::transport *dev, const fb::Capture *c,
   return rm->capture_attach(c, program_gpu, err);
 }
 
-// "fake-nv[:sm86|:sm89|:sm90][:wedge][:driver=VERSION]", in any order after the name.
+// "fake-nv[:sm86|:sm89|:sm90][:wedge][:driver=VERSION][:fail=N[:ERRNO]][:count]", in any order
+// after the name.
 capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *out,
                           std::string *err) {
   const chip *c = chip_find("sm90");
+  fake::fault_plan faults;
   bool wedge = false;
   fake_nv_mode mode = fake_nv_mode::ptx;
   bool profile = false;
@@ -1051,6 +1130,12 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
   for (const char *p = strchr(device, ':'); p; p = strchr(p + 1, ':')) {
     const char *end = strchr(p + 1, ':');
     const std::string word(p + 1, end ? size_t(end - p - 1) : strlen(p + 1));
+    std::string why;
+    if (fake::fault_word(word, &faults, &why)) {
+      if (why.empty()) continue;
+      *err = "fake-nv: " + why;
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
     if (word == "wedge")
       wedge = true;
     else if (word == "twin")
@@ -1063,12 +1148,13 @@ capgraph_status fake_open(const char *device, std::unique_ptr<hcq::transport> *o
       version = word.substr(7);
     else if (!(c = chip_find(word.c_str()))) {
       *err = "fake-nv: '" + word +
-             "' is neither a chip (sm86, sm89, sm90) nor twin, check, profile, wedge or "
-             "driver=VERSION";
+             "' is neither a chip (sm86, sm89, sm90) nor twin, check, profile, wedge, "
+             "driver=VERSION, " +
+             fake::fault_words_usage;
       return CAPGRAPH_ERR_ARGUMENT;
     }
   }
-  auto rm = std::make_shared<fake_rm>(*c, version, wedge, mode);
+  auto rm = std::make_shared<fake_rm>(*c, version, wedge, mode, faults);
   rm->profile(profile && mode != fake_nv_mode::twin);
   const capgraph_status st = nv_open_with(rm, nv_paths{}, "nv", out, err);
   if (st == CAPGRAPH_OK) {

@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_faults.h"
 #include "hcq/device_profile.h"
 #include "hcq/host_twins.h"
 #include "nv_hcq.h"
@@ -40,7 +41,8 @@ enum class fake_nv_mode { ptx, twin, check };
 
 class fake_rm final : public nv_sys {
  public:
-  fake_rm(const chip &c, std::string version, bool wedged, fake_nv_mode mode = fake_nv_mode::ptx);
+  fake_rm(const chip &c, std::string version, bool wedged, fake_nv_mode mode = fake_nv_mode::ptx,
+          fake::fault_plan faults = {});
   ~fake_rm() override;
 
   int open(const char *path, int flags) override;
@@ -62,6 +64,8 @@ class fake_rm final : public nv_sys {
   uint64_t chained() const { return chained_; }  // launches reached through DEPENDENT_QMD0
   uint64_t gp_entries() const { return gp_entries_; }
   uint64_t live_objects() const { return objects_.size(); }
+  // Everything the client holds: RM objects, open files, CPU mappings made through the seam.
+  int64_t client_live() const { return int64_t(objects_.size() + fds_.size() + host_maps_.size()); }
   // The first QMDs launched (up to 32), field by field, for golden tests.
   const std::string &qmd_log() const { return qmd_log_; }
   // The interpreter's counts per kernel (index in the capture) since capture_attach.
@@ -103,6 +107,7 @@ class fake_rm final : public nv_sys {
     std::string blocked;
   };
 
+  int ioctl_body(int fd, unsigned long request, void *arg);
   int rm(unsigned nr, size_t size, void *arg);
   int uvm(unsigned long request, void *arg);
   uint32_t rm_alloc(void *arg);
@@ -131,10 +136,15 @@ class fake_rm final : public nv_sys {
                     const std::vector<int64_t> &scalars);
   uint64_t clock() const;
 
+  // The injected failure (fake_faults.h) for call `what`: true when the plan fails it, errno set.
+  bool fault_inject(const std::string &what, int default_error);
+
   const chip &chip_;
   std::string version_;
   bool wedged_;
-  std::map<int, int> fds_;  // fake fd -> kind (1 ctl, 2 device, 3 uvm)
+  fake::fault_counter faults_;
+  std::map<uintptr_t, size_t> host_maps_;  // CPU mappings made through mmap(), by address
+  std::map<int, int> fds_;                 // fake fd -> kind (1 ctl, 2 device, 3 uvm)
   std::map<int, uint32_t> registered_,
       pending_map_;  // device fd -> ctl fd; device fd -> memory to map
   int next_fd_ = 1000;

@@ -34,6 +34,7 @@
 #include "bridge.h"
 #include "bridge_protocol.h"
 #include "emu_transport.h"
+#include "fake_faults.h"
 #include "gfx1100_hcq.h"
 #include "gfx1100_model.h"
 #include "usb_pci.h"
@@ -98,11 +99,60 @@ void gpu_state_save() {
   }
 }
 
+// The USB cable with fault injection (fake_faults.h): each control or bulk transfer is a device
+// call; the failed one returns what libusb reports (libusb_transport.cpp maps LIBUSB_ERROR_TIMEOUT,
+// _PIPE, _NO_DEVICE, _IO onto these) without reaching the bridge, or, "short", moves only half
+// its bytes.
+class fault_wire final : public usb::BridgeTransport {
+ public:
+  fault_wire(usb::BridgeTransport &inner, fake::fault_plan plan)
+      : inner_(inner), faults("fake-usb", plan) {}
+  usb::TransferStatus control(const usb::ControlRequest &r, uint8_t *data, uint16_t length,
+                              size_t *actual, unsigned timeout_ms) override {
+    int e = 0;
+    if (!faults.call("control transfer", ETIMEDOUT, &e))
+      return inner_.control(r, data, length, actual, timeout_ms);
+    if (!faults.plan().short_transfer) return *actual = 0, status_of(e);
+    return short_of(inner_.control(r, data, length, actual, timeout_ms), length, actual);
+  }
+  usb::TransferStatus bulk(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
+                           unsigned timeout_ms) override {
+    int e = 0;
+    if (!faults.call(endpoint & 0x80 ? "bulk IN transfer" : "bulk OUT transfer", ETIMEDOUT, &e))
+      return inner_.bulk(endpoint, data, length, actual, timeout_ms);
+    if (!faults.plan().short_transfer) return *actual = 0, status_of(e);
+    return short_of(inner_.bulk(endpoint, data, length, actual, timeout_ms), length, actual);
+  }
+  std::string describe() const override { return inner_.describe(); }
+  uint16_t vendor_id() const override { return inner_.vendor_id(); }
+  uint16_t product_id() const override { return inner_.product_id(); }
+
+ private:
+  // The host sees only half the bytes moved (the rest lost on the cable).
+  static usb::TransferStatus short_of(usb::TransferStatus s, size_t length, size_t *actual) {
+    if (*actual > length / 2) *actual = length / 2;
+    return s;
+  }
+  static usb::TransferStatus status_of(int e) {
+    return e == ETIMEDOUT ? usb::TransferStatus::timeout
+           : e == EPIPE   ? usb::TransferStatus::stall
+           : e == ENODEV  ? usb::TransferStatus::no_device
+                          : usb::TransferStatus::error;
+  }
+  usb::BridgeTransport &inner_;
+
+ public:
+  fake::fault_counter faults;
+};
+
 // One plugged-in bridge and the booted GPU behind it.
 struct session {
+  explicit session(fake::fault_plan plan) : cable(wire, plan) {}
+  ~session() { cable.faults.finish(gpu_model().live_queues()); }
   Asm2464 dev;
   EmuTransport wire{dev};
-  amd::usb_gpu g{wire};  // the same open sequence as `--device usb` (targets/amd/amd_usb.h)
+  fault_wire cable;
+  amd::usb_gpu g{cable};  // the same open sequence as `--device usb` (targets/amd/amd_usb.h)
 };
 
 class fake_usb_transport final : public gfx1100_transport {
@@ -156,22 +206,34 @@ bool image_find(const std::string &option, std::string *path, std::string *why) 
   return false;
 }
 
+// "fake-usb[:fail=N[:ERRNO|:short]][:count][:image=PATH]" (image=, whose path may hold ':', last).
 capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport> *out,
                               std::string *err) {
   const std::string name = device;
   std::string option;
-  if (name.rfind("fake-usb:image=", 0) == 0) {
-    option = name.substr(15);
-  } else if (name != "fake-usb") {
-    *err = "fake-usb: '" + name + "': the fake has one bridge; its one option is image=PATH";
-    return CAPGRAPH_ERR_ARGUMENT;
+  fake::fault_plan faults;
+  for (size_t at = name.find(':'); at != std::string::npos;) {
+    if (name.compare(at + 1, 6, "image=") == 0) {
+      option = name.substr(at + 7);
+      break;
+    }
+    const size_t end = name.find(':', at + 1);
+    const std::string word = name.substr(at + 1, end == std::string::npos ? end : end - at - 1);
+    std::string why;
+    if (!fake::fault_word(word, &faults, &why)) why = "not an option of fake-usb";
+    if (!why.empty()) {
+      *err = "fake-usb: '" + name + "': " + why + " (the fake has one bridge; its options are " +
+             fake::fault_words_usage + ", image=PATH)";
+      return CAPGRAPH_ERR_ARGUMENT;
+    }
+    at = end;
   }
   std::string why;
   const std::string &fw_dir = fake_usb_firmware_dir();
   if (fw_dir.empty())
     return fail(err, "cannot write the synthetic gfx1100 firmware files to the temporary folder");
   if (!gpu_state_load(&why)) return fail(err, why);
-  auto s = std::make_unique<session>();
+  auto s = std::make_unique<session>(faults);
   if (!fake_usb_bridge_plug(s->dev, option, &why)) return fail(err, why);
   Enumeration en;
   if (!usb_enumerate(s->dev, &en, &why)) return fail(err, "USB enumeration: " + why);

@@ -150,6 +150,8 @@ class gfx1100_model {
   bool mec_running() const { return mec_running_; }
   bool hqd_active(int me, int pipe, int queue) const;
   bool sdma_active() const { return sdma_active_; }
+  // Queues a driver left running (active HQDs and SDMA queue 0): zero after a clean teardown.
+  int64_t live_queues() const { return int64_t(hqd_active_.size()) + (sdma_active_ ? 1 : 0); }
   uint32_t mode1_resets = 0;
   std::vector<std::string> psp_loaded;  // LOAD_IP_FW piece names in order
   // Translate a GPU address as hub `gc` (false: MMHUB) does; false with a
