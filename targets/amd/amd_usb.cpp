@@ -3,6 +3,8 @@
 
 #include <cstdio>
 
+#include "amd_am_transport.h"
+
 namespace capgraph::amd {
 
 bool usb_gpu_open(usb_gpu &g, const am::device_options &o, std::string *err) {
@@ -53,6 +55,30 @@ std::string usb_gpu_endpoint_describe(usb::BridgeTransport &wire) {
                 g.chain.endpoint_bus,
                 ok ? " (RX 7900 XTX, gfx1100)" : " (not a GPU this driver boots)");
   return b;
+}
+
+namespace {
+
+class usb_gpu_am_transport final : public am_transport {
+ public:
+  usb_gpu_am_transport(std::unique_ptr<usb::BridgeTransport> wire, std::unique_ptr<usb_gpu> g,
+                       std::string label)
+      : am_transport(*g->gpu, std::move(label)), wire_(std::move(wire)), g_(std::move(g)) {}
+  ~usb_gpu_am_transport() override {
+    std::string e;
+    if (!g_->gpu->teardown(&e)) std::fprintf(stderr, "usb: teardown: %s\n", e.c_str());
+  }
+
+ private:
+  std::unique_ptr<usb::BridgeTransport> wire_;  // declared first: outlives g_, which uses it
+  std::unique_ptr<usb_gpu> g_;
+};
+
+}  // namespace
+
+std::unique_ptr<hcq::transport> usb_gpu_transport(std::unique_ptr<usb::BridgeTransport> wire,
+                                                  std::unique_ptr<usb_gpu> g, std::string label) {
+  return std::make_unique<usb_gpu_am_transport>(std::move(wire), std::move(g), std::move(label));
 }
 
 }  // namespace capgraph::amd

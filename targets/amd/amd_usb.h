@@ -13,6 +13,10 @@
 #include "bridge.h"
 #include "usb_pci.h"
 
+namespace capgraph::hcq {
+class transport;
+}
+
 namespace capgraph::amd {
 
 // The chip the AM driver boots (drivers/am): Navi 31, RX 7900 XTX.
@@ -39,5 +43,11 @@ std::string usb_gpu_endpoint_describe(usb::BridgeTransport &wire);
 
 // The label a transport shows: "<what> <pci name> (cold boot|partial boot)".
 std::string usb_gpu_label(const usb_gpu &g, const std::string &what);
+
+// The AM transport over a GPU opened by usb_gpu_open that owns the USB wire it came through
+// (usbfs or libusb): destroying it tears the GPU down (a failure is printed: a destructor cannot
+// return it), then closes the wire.
+std::unique_ptr<hcq::transport> usb_gpu_transport(std::unique_ptr<usb::BridgeTransport> wire,
+                                                  std::unique_ptr<usb_gpu> g, std::string label);
 
 }  // namespace capgraph::amd

@@ -8,10 +8,8 @@
 // options.timeout_ms.
 #include "amd_usb_device.h"
 
-#include <cstdio>
 #include <memory>
 
-#include "amd_am_transport.h"
 #include "amd_hcq.h"
 #include "amd_usb.h"
 #include "bridge_protocol.h"
@@ -20,24 +18,6 @@
 
 namespace capgraph::amd {
 namespace {
-
-struct usb_session {
-  std::unique_ptr<usb::LibusbTransport> wire;
-  std::unique_ptr<usb_gpu> g;
-};
-
-class usb_transport final : public am_transport {
- public:
-  usb_transport(std::unique_ptr<usb_session> s, std::string label)
-      : am_transport(*s->g->gpu, std::move(label)), s_(std::move(s)) {}
-  ~usb_transport() override {
-    std::string e;
-    if (!s_->g->gpu->teardown(&e)) std::fprintf(stderr, "usb: teardown: %s\n", e.c_str());
-  }
-
- private:
-  std::unique_ptr<usb_session> s_;
-};
 
 // Our firmware's bridges on the machine, or why there is none ("" and a filled list when fine).
 std::string bridges_ours(std::vector<usb::BridgeDevice> *ours,
@@ -64,22 +44,21 @@ capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *ou
     return CAPGRAPH_ERR_DEVICE;
   }
   std::string e;
-  auto s = std::make_unique<usb_session>();
-  s->wire = usb::LibusbTransport::open(serial, false, &e);
-  if (!s->wire) {
+  std::unique_ptr<usb::LibusbTransport> wire = usb::LibusbTransport::open(serial, false, &e);
+  if (!wire) {
     *err = "no capgraph bridge on USB" +
            std::string(serial.empty() ? "" : " with serial " + serial) + ": " + e;
     return CAPGRAPH_ERR_DEVICE;
   }
-  s->g = std::make_unique<usb_gpu>(*s->wire);
+  auto g = std::make_unique<usb_gpu>(*wire);
   am::device_options o;  // firmware from $CAPGRAPH_AMD_FIRMWARE or /lib/firmware/amdgpu
-  if (!usb_gpu_open(*s->g, o, &e)) {
-    *err = "usb: " + s->wire->describe() + ": " + e;
+  if (!usb_gpu_open(*g, o, &e)) {
+    *err = "usb: " + wire->describe() + ": " + e;
     // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
     return CAPGRAPH_ERR_DEVICE;
   }
-  const std::string label = usb_gpu_label(*s->g, "usb " + s->wire->describe());
-  *out = std::make_unique<usb_transport>(std::move(s), label);
+  const std::string label = usb_gpu_label(*g, "usb " + wire->describe());
+  *out = usb_gpu_transport(std::move(wire), std::move(g), label);
   return CAPGRAPH_OK;
 }
 

@@ -5,9 +5,6 @@
 // each usbfs transfer carries the bridge's timeout, the AM driver's polls options.timeout_ms.
 #include "amd_usbfs_device.h"
 
-#include <cstdio>
-
-#include "amd_am_transport.h"
 #include "amd_hcq.h"
 #include "amd_usb.h"
 #include "hcq/target.h"
@@ -15,24 +12,6 @@
 
 namespace capgraph::amd {
 namespace {
-
-struct usbfs_session {
-  std::unique_ptr<usb::UsbfsTransport> wire;
-  std::unique_ptr<usb_gpu> g;
-};
-
-class usbfs_gpu_transport final : public am_transport {
- public:
-  usbfs_gpu_transport(std::unique_ptr<usbfs_session> s, std::string label)
-      : am_transport(*s->g->gpu, std::move(label)), s_(std::move(s)) {}
-  ~usbfs_gpu_transport() override {
-    std::string e;
-    if (!s_->g->gpu->teardown(&e)) std::fprintf(stderr, "usb: teardown: %s\n", e.c_str());
-  }
-
- private:
-  std::unique_ptr<usbfs_session> s_;
-};
 
 constexpr const char *kHelp = " (drivers/usb/README.md: flashing, the udev rule)";
 
@@ -44,21 +23,20 @@ capgraph_status usbfs_gpu_open(std::shared_ptr<usb::usbfs_sys> sys, const char *
   const std::string name(device);
   const std::string serial = name.size() > 4 ? name.substr(4) : std::string();  // "usb:SERIAL"
   std::string e;
-  auto s = std::make_unique<usbfs_session>();
-  s->wire = usb::UsbfsTransport::open(std::move(sys), serial, &e);
-  if (!s->wire) {
+  std::unique_ptr<usb::UsbfsTransport> wire = usb::UsbfsTransport::open(std::move(sys), serial, &e);
+  if (!wire) {
     // The cause names the serial when one was asked for ("no bridge with serial ...").
     *err = "no capgraph bridge on USB: " + e + kHelp;
     return CAPGRAPH_ERR_DEVICE;
   }
-  s->g = std::make_unique<usb_gpu>(*s->wire);
-  if (!usb_gpu_open(*s->g, o, &e)) {
-    *err = "usb: " + s->wire->describe() + ": " + e;
+  auto g = std::make_unique<usb_gpu>(*wire);
+  if (!usb_gpu_open(*g, o, &e)) {
+    *err = "usb: " + wire->describe() + ": " + e;
     // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
     return CAPGRAPH_ERR_DEVICE;
   }
-  const std::string label = usb_gpu_label(*s->g, "usb " + s->wire->describe());
-  *out = std::make_unique<usbfs_gpu_transport>(std::move(s), label);
+  const std::string label = usb_gpu_label(*g, "usb " + wire->describe());
+  *out = usb_gpu_transport(std::move(wire), std::move(g), label);
   return CAPGRAPH_OK;
 }
 
