@@ -198,6 +198,28 @@ struct CpuKernelEmitter : KernelEmitter {
     });
   }
 
+  // The loads an expression reads, directly or through the index expressions of its loads.
+  std::vector<char> loads_reached(int root) const {
+    std::vector<char> hit(k.loads.size(), 0);
+    if (root < 0) return hit;
+    std::vector<char> need(k.exprs.size(), 0);
+    need[root] = 1;
+    for (int i = root; i >= 0; i--) {
+      if (!need[i]) continue;
+      const Expr &e = k.exprs[i];
+      int n = op_arity(e.op);
+      if (n > 0 && e.a >= 0) need[e.a] = 1;
+      if (n > 1 && e.b >= 0) need[e.b] = 1;
+      if (n > 2 && e.c >= 0) need[e.c] = 1;
+      if (e.op == Op::load) {
+        hit[e.access] = 1;
+        for (const DimIndex &d : k.loads[e.access].dims)
+          if (d.expr >= 0) need[d.expr] = 1;
+      }
+    }
+    return hit;
+  }
+
   // Which body loads/dims the row loops make valid by construction: skip bounds on dims that
   // do not involve the tile axis are checked once before the tile loop; dims moving with the
   // tile axis with unit-free affine index restrict the tile loop's range.
@@ -206,29 +228,11 @@ struct CpuKernelEmitter : KernelEmitter {
     int64_t L = k.axes[in];
     llvm::Type *at = ir_type(k.acc_dtype);
     llvm::Type *arr = llvm::ArrayType::get(at, tile);
-    // Body loads: mark what the loop structure ensures.
-    std::vector<char> body_load(k.loads.size(), 0);
-    {
-      std::vector<char> need(k.exprs.size(), 0);
-      need[k.body] = 1;
-      for (int i = k.body; i >= 0; i--) {
-        if (!need[i]) continue;
-        const Expr &e = k.exprs[i];
-        int n = op_arity(e.op);
-        if (n > 0) need[e.a] = 1;
-        if (n > 1) need[e.b] = 1;
-        if (n > 2) need[e.c] = 1;
-        if (e.op == Op::load) {
-          body_load[e.access] = 1;
-          for (const DimIndex &d : k.loads[e.access].dims)
-            if (d.expr >= 0) need[d.expr] = 1;
-        }
-      }
-    }
-    // Loads the result reads too must keep their own checks.
-    std::vector<char> result_load(k.loads.size(), 0);
-    for (int i = 0; i <= k.result; i++)
-      if (k.exprs[i].op == Op::load) result_load[k.exprs[i].access] = 1;
+    // Body loads: mark what the loop structure ensures. Loads the result reads too must keep
+    // their own checks. (Reached from each root: counting every expression up to the result's
+    // index took the body's own load for one of the result's, so no window was ever hoisted and
+    // each pooling read kept a per-element check that LLVM could not vectorize.)
+    std::vector<char> body_load = loads_reached(k.body), result_load = loads_reached(k.result);
     for (size_t li = 0; li < k.loads.size(); li++) {
       if (!body_load[li] || result_load[li]) continue;
       for (size_t di = 0; di < k.loads[li].dims.size(); di++) {
