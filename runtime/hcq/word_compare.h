@@ -59,4 +59,47 @@ inline double word_max_abs(uint32_t w, bool half) {
   return m;
 }
 
+// The fakes' `:check` tally over the spans a kernel wrote (fake-adreno, fake-amd, fake-nv): the
+// largest |value| the twin wrote sets the tolerance, then each word pair is compared; the worst
+// difference is kept with its address (the caller's: a GPU address, or a binding and offset).
+struct word_tally {
+  bool half = false;  // words hold two float16 values
+  double max_ref = 0, max_diff = 0;
+  uint64_t differ = 0, worst_at = 0;
+  bool exact_mismatch = false;
+
+  // The twin's words (only those that differ from `before`, when given) into the tolerance.
+  void reference(const uint8_t *twin, uint64_t bytes, const uint8_t *before = nullptr) {
+    for (uint64_t o = 0; o + 4 <= bytes; o += 4) {
+      uint32_t t;
+      memcpy(&t, twin + o, 4);
+      if (before) {
+        uint32_t b;
+        memcpy(&b, before + o, 4);
+        if (b == t) continue;
+      }
+      max_ref = std::fmax(max_ref, word_max_abs(t, half));
+    }
+  }
+  void compare(const uint8_t *device, const uint8_t *twin, uint64_t bytes, uint64_t address) {
+    for (uint64_t o = 0; o + 4 <= bytes; o += 4) {
+      uint32_t d, t;
+      memcpy(&d, device + o, 4);
+      memcpy(&t, twin + o, 4);
+      if (d == t) continue;
+      ++differ;
+      const double diff = word_difference(d, t, half);
+      if (diff == 0) continue;
+      const bool exact = std::isinf(diff);
+      exact_mismatch |= exact;
+      if (diff > max_diff || (exact && !max_diff)) {
+        max_diff = diff;
+        worst_at = address + o;
+      }
+    }
+  }
+  double tolerance() const { return word_tolerance(max_ref); }
+  bool match() const { return !exact_mismatch && max_diff <= tolerance(); }
+};
+
 }  // namespace capgraph::hcq

@@ -814,42 +814,18 @@ bool fake_kgsl::kernel_check(uint32_t k, std::vector<written_span> &spans, void 
     const denormals_flushed ftz;
     twins_.run(k, bufs, scalars);
   }
-  double max_diff = 0, max_ref = 0;
-  uint64_t differ = 0, worst_at = 0;
-  bool exact_mismatch = false;
-  const bool half = capture_->kernels()->Get(k)->store_float16();
-  for (const written_span &w : spans)
-    for (uint64_t o = 0; o + 4 <= w.before.size(); o += 4) {
-      uint32_t tw32;
-      memcpy(&tw32, w.cpu + o, 4);
-      max_ref = std::max(max_ref, hcq::word_max_abs(tw32, half));
-    }
-  for (size_t i = 0; i < spans.size(); ++i) {
-    const written_span &w = spans[i];
-    const uint8_t *e = emulated[i].data(), *tw = w.cpu;
-    for (uint64_t o = 0; o + 4 <= w.before.size(); o += 4) {
-      uint32_t ew, tw32;
-      memcpy(&ew, e + o, 4);
-      memcpy(&tw32, tw + o, 4);
-      if (ew == tw32) continue;
-      ++differ;
-      const double diff = hcq::word_difference(ew, tw32, half);
-      if (diff == 0) continue;
-      const bool exact = std::isinf(diff);
-      if (exact) exact_mismatch = true;
-      if (diff > max_diff || (exact && !max_diff)) {
-        max_diff = diff;
-        worst_at = w.gpu + o;
-      }
-    }
-  }
+  hcq::word_tally tally;
+  tally.half = capture_->kernels()->Get(k)->store_float16();
+  for (const written_span &w : spans) tally.reference(w.cpu, w.before.size());
+  for (size_t i = 0; i < spans.size(); ++i)
+    tally.compare(emulated[i].data(), spans[i].cpu, spans[i].before.size(), spans[i].gpu);
   for (size_t i = 0; i < spans.size(); ++i)
     memcpy(spans[i].cpu, emulated[i].data(), emulated[i].size());
-  const double tol = hcq::word_tolerance(max_ref);
-  if (!exact_mismatch && max_diff <= tol) return true;
+  if (tally.match()) return true;
   char b[200];
   snprintf(b, sizeof b, "max |emulator - twin| = %g at %s (tolerance %g), %llu words differ",
-           max_diff, address_text(worst_at).c_str(), tol, (unsigned long long)differ);
+           tally.max_diff, address_text(tally.worst_at).c_str(), tally.tolerance(),
+           (unsigned long long)tally.differ);
   return raise("check: kernel '" + capture_->kernels()->Get(k)->name()->str() + "' (kernel " +
                std::to_string(k) + ") differs from its host twin: " + b);
 }

@@ -559,41 +559,19 @@ bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
     memcpy(r.cpu, before[i].data(), r.size);
   }
   twins_.run(k, bufs, scalars);
-  double max_diff = 0, max_ref = 0;
-  uint64_t differ = 0, worst_at = 0;
-  bool exact_mismatch = false;
+  hcq::word_tally tally;
   for (size_t i = 0; i < touched.size(); ++i) {
-    region &r = regions_[touched[i]];
-    const uint8_t *e = emulated[i].data(), *tw = r.cpu, *b0 = before[i].data();
-    for (uint64_t o = 0; o + 4 <= r.size; o += 4) {
-      uint32_t ew, tw32, bw;
-      memcpy(&ew, e + o, 4);
-      memcpy(&tw32, tw + o, 4);
-      memcpy(&bw, b0 + o, 4);
-      if (tw32 != bw) {
-        float ft;
-        memcpy(&ft, &tw32, 4);
-        if (std::isfinite(ft)) max_ref = std::max(max_ref, double(std::fabs(ft)));
-      }
-      if (ew == tw32) continue;
-      ++differ;
-      const double diff = hcq::word_difference(ew, tw32);
-      if (diff == 0) continue;
-      const bool exact = std::isinf(diff);
-      if (exact) exact_mismatch = true;
-      if (diff > max_diff || (exact && !max_diff)) {
-        max_diff = diff;
-        worst_at = r.gpu + o;
-      }
-    }
+    const region &r = regions_[touched[i]];
+    tally.reference(r.cpu, r.size, before[i].data());
+    tally.compare(emulated[i].data(), r.cpu, r.size, r.gpu);
   }
   for (size_t i = 0; i < touched.size(); ++i)
     memcpy(regions_[touched[i]].cpu, emulated[i].data(), regions_[touched[i]].size);
-  const double tol = hcq::word_tolerance(max_ref);
-  if (!exact_mismatch && max_diff <= tol) return true;
+  if (tally.match()) return true;
   char b[160];
   snprintf(b, sizeof b, "max |emulator - twin| = %g at %s (tolerance %g), %llu words differ",
-           max_diff, hex(worst_at).c_str(), tol, (unsigned long long)differ);
+           tally.max_diff, hex(tally.worst_at).c_str(), tally.tolerance(),
+           (unsigned long long)tally.differ);
   return raise("check: kernel '" + kern->name()->str() + "' (kernel " + std::to_string(k) +
                ") differs from its host twin: " + b);
 }

@@ -100,36 +100,20 @@ bool fake_rm::kernel_check(const launch_args &a, const std::vector<void *> &bufs
     memcpy(s.at, s.before.data(), s.before.size());
   }
   twins_.run(a.kernel, bufs.data(), scalars.empty() ? nullptr : scalars.data());
-  double max_ref = 0, max_diff = 0;
-  uint64_t differ = 0, worst = 0;
-  bool exact_mismatch = false;
+  hcq::word_tally tally;
+  for (const span &s : spans) tally.reference(s.at, s.before.size());
   for (const span &s : spans)
-    for (uint64_t o = 0; o + 4 <= s.before.size(); o += 4) {
-      float f;
-      memcpy(&f, s.at + o, 4);
-      if (std::isfinite(f)) max_ref = std::max(max_ref, double(std::fabs(f)));
-    }
-  for (size_t i = 0; i < spans.size(); ++i)
-    for (uint64_t o = 0; o + 4 <= spans[i].before.size(); o += 4) {
-      uint32_t dv, tv;
-      memcpy(&dv, spans[i].device.data() + o, 4);
-      memcpy(&tv, spans[i].at + o, 4);
-      const double diff = hcq::word_difference(dv, tv);
-      if (dv != tv) ++differ;
-      if (diff == 0) continue;
-      exact_mismatch |= std::isinf(diff);
-      if (diff > max_diff) max_diff = diff, worst = uint64_t(spans[i].binding) << 40 | o;
-    }
+    tally.compare(s.device.data(), s.at, s.before.size(), uint64_t(s.binding) << 40);
   // The interpreter's words stay (the replay goes on from what the "GPU" computed).
   for (span &s : spans) memcpy(s.at, s.device.data(), s.device.size());
-  const double tol = hcq::word_tolerance(max_ref);
-  if (!exact_mismatch && max_diff <= tol) return true;
+  if (tally.match()) return true;
   char b[240];
   snprintf(b, sizeof b,
            "max |PTX - twin| = %g at written binding %llu byte %llu (tolerance %g), %llu words "
            "differ",
-           max_diff, (unsigned long long)(worst >> 40), (unsigned long long)(worst & 0xffffffffff),
-           tol, (unsigned long long)differ);
+           tally.max_diff, (unsigned long long)(tally.worst_at >> 40),
+           (unsigned long long)(tally.worst_at & 0xffffffffff), tally.tolerance(),
+           (unsigned long long)tally.differ);
   return raise("check: kernel '" + k->name()->str() + "' (kernel " + std::to_string(a.kernel) +
                ") differs from its host twin: " + b);
 }
