@@ -217,3 +217,29 @@ TEST_CASE("check rule: float16 words compare as two halves") {
   CHECK(hcq::word_max_abs(0xc4003c00u, true) == 4.0);  // -4.0 in the high half
   CHECK(hcq::word_max_abs(0x7c003c00u, true) == 1.0);  // infinity left out
 }
+
+TEST_CASE("check tally: tolerance from the twin's words, the worst word and its address") {
+  // The three fakes' :check share this tally (runtime/hcq/word_compare.h).
+  const float twin[4] = {100.0f, 2.0f, 3.0f, 4.0f}, before[4] = {100.0f, 0, 0, 0};
+  float device[4] = {100.0f, 2.05f, 3.0f, 4.0f};
+  auto bytes = [](const float *f) { return reinterpret_cast<const uint8_t *>(f); };
+  hcq::word_tally all;
+  all.reference(bytes(twin), sizeof twin);  // every word: tolerance 1e-3 * 100 + 1e-5
+  all.compare(bytes(device), bytes(twin), sizeof twin, 0x1000);
+  CHECK(all.differ == 1);
+  CHECK(all.worst_at == 0x1004);
+  CHECK(all.match());
+  hcq::word_tally changed;
+  changed.reference(bytes(twin), sizeof twin, bytes(before));  // 100 unchanged: tolerance ~4e-3
+  changed.compare(bytes(device), bytes(twin), sizeof twin, 0x1000);
+  CHECK(changed.max_diff == doctest::Approx(0.05).epsilon(1e-4));
+  CHECK_FALSE(changed.match());
+  // An infinity where the twin has a number is never within tolerance.
+  device[1] = INFINITY;
+  hcq::word_tally inf;
+  inf.reference(bytes(twin), sizeof twin);
+  inf.compare(bytes(device), bytes(twin), sizeof twin, 0);
+  CHECK(inf.exact_mismatch);
+  CHECK(inf.worst_at == 4);
+  CHECK_FALSE(inf.match());
+}
