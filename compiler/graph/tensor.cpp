@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "error.h"
+#include "hcq/half_float.h"
 
 namespace capgraph {
 
@@ -107,28 +108,7 @@ Shape shape_strides(const Shape &s) {
   return st;
 }
 
-float half_to_float(uint16_t h) {
-  uint32_t sign = (h >> 15) & 1, exp = (h >> 10) & 31, man = h & 1023, bits;
-  if (exp == 0) {
-    if (man == 0) {
-      bits = sign << 31;
-    } else {  // subnormal: renormalise
-      exp = 127 - 15 + 1;
-      while (!(man & 1024)) {
-        man <<= 1;
-        exp--;
-      }
-      bits = (sign << 31) | (exp << 23) | ((man & 1023) << 13);
-    }
-  } else if (exp == 31) {
-    bits = (sign << 31) | (255u << 23) | (man << 13);
-  } else {
-    bits = (sign << 31) | ((exp - 15 + 127) << 23) | (man << 13);
-  }
-  float f;
-  std::memcpy(&f, &bits, 4);
-  return f;
-}
+float half_to_float(uint16_t h) { return hcq::half_to_float(h); }
 
 uint16_t half_from_double(double v) {
   // Rounded once, to nearest even, straight from the double (through float it could round twice).

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <cstring>
 
+#include "half_float.h"
+
 namespace capgraph::hcq {
 
 inline double word_tolerance(double twin_max_abs) { return 1e-3 * twin_max_abs + 1e-5; }
@@ -29,11 +31,7 @@ inline double word_difference(uint32_t device, uint32_t twin) {
 // subnormals is not published, and the host twin keeps them) within the tolerance, infinities and
 // NaNs bit for bit (two NaNs match). Read as one float32, a 1-ulp difference in the low half could
 // look like a denormal or an infinity and be called a mismatch.
-inline double half_value(uint16_t h) {
-  const int e = (h >> 10) & 31, m = h & 1023;
-  const double v = e ? std::ldexp(1024.0 + m, e - 25) : std::ldexp(double(m), -24);
-  return (h & 0x8000) ? -v : v;
-}
+inline double half_value(uint16_t h) { return half_to_float(h); }
 inline double half_difference(uint16_t device, uint16_t twin) {
   if (device == twin) return 0;
   const bool fd = ((device >> 10) & 31) != 31, ft = ((twin >> 10) & 31) != 31;

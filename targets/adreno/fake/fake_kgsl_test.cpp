@@ -218,6 +218,19 @@ TEST_CASE("check rule: float16 words compare as two halves") {
   CHECK(hcq::word_max_abs(0x7c003c00u, true) == 1.0);  // infinity left out
 }
 
+TEST_CASE("float16 to float32, exact (runtime/hcq/half_float.h)") {
+  using hcq::half_to_float;
+  CHECK(half_to_float(0x3c00) == 1.0f);
+  CHECK(half_to_float(0xfbff) == -65504.0f);
+  CHECK(half_to_float(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
+  CHECK(half_to_float(0x03ff) == std::ldexp(1023.0f, -24));
+  CHECK(half_to_float(0x0400) == std::ldexp(1.0f, -14));  // smallest normal
+  CHECK(std::signbit(half_to_float(0x8000)));
+  CHECK(half_to_float(0x8000) == 0.0f);
+  CHECK(half_to_float(0x7c00) == INFINITY);
+  CHECK(std::isnan(half_to_float(0x7e00)));
+}
+
 TEST_CASE("check tally: tolerance from the twin's words, the worst word and its address") {
   // The three fakes' :check share this tally (runtime/hcq/word_compare.h).
   const float twin[4] = {100.0f, 2.0f, 3.0f, 4.0f}, before[4] = {100.0f, 0, 0, 0};

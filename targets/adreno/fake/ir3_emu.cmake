@@ -5,6 +5,8 @@ add_library(capgraph_ir3_emu STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ir3_emu.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ir3_hazard.cpp)
 target_include_directories(capgraph_ir3_emu PUBLIC ${CMAKE_CURRENT_LIST_DIR})
+# runtime/hcq/half_float.h (header only: float16 bits to float32, shared with the checks).
+target_include_directories(capgraph_ir3_emu PRIVATE ${CMAKE_CURRENT_LIST_DIR}/../../../runtime)
 target_compile_features(capgraph_ir3_emu PUBLIC cxx_std_20)
 # mad.f32 rounds its product unless ir3_dispatch.mad_fused: the compiler must not fuse a * b + c.
 target_compile_options(capgraph_ir3_emu PRIVATE -ffp-contract=off)

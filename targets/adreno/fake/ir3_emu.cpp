@@ -10,6 +10,8 @@
 #include <mutex>
 #include <thread>
 
+#include "hcq/half_float.h"
+
 namespace capgraph::adreno {
 namespace {
 
@@ -28,12 +30,7 @@ uint32_t bits_of(float f) {
   return u;
 }
 
-float half_to_f32(uint16_t h) {
-  const uint32_t s = uint32_t(h >> 15) << 31, e = h >> 10 & 0x1f, m = h & 0x3ff;
-  if (e == 0) return f32_of(s) + (s ? -1.0f : 1.0f) * float(m) * (1.0f / 16777216.0f);
-  if (e == 31) return f32_of(s | 0x7f800000u | m << 13);
-  return f32_of(s | (e + 112) << 23 | m << 13);
-}
+using hcq::half_to_float;
 
 // Rounding modes of the cat1 ROUND field (Mesa instr-a3xx.h round_t).
 enum round_mode : uint8_t { round_zero = 0, round_even = 1, round_up = 2, round_down = 3 };
@@ -140,7 +137,7 @@ int type_bytes(uint8_t t) {
 uint32_t convert(uint32_t v, uint8_t st, uint8_t dt, uint8_t round) {
   if (st == dt) return v;
   if (type_float(st)) {
-    const double x = st == ir3_f16 ? double(half_to_f32(uint16_t(v))) : double(f32_of(v));
+    const double x = st == ir3_f16 ? double(half_to_float(uint16_t(v))) : double(f32_of(v));
     if (dt == ir3_f32) return bits_of(f32_round(x, round));
     if (dt == ir3_f16) return half_of(x, round);
     if (std::isnan(x)) return 0;
@@ -757,7 +754,7 @@ bool runner::cat2(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
           uint32_t r = 0;
           if (kind == k_float) {
             auto rd = [&](uint32_t v, const ir3_operand &op) {
-              float x = half ? half_to_f32(ftz16(uint16_t(v))) : ftz(f32_of(v));
+              float x = half ? half_to_float(ftz16(uint16_t(v))) : ftz(f32_of(v));
               if (op.abs) x = std::fabs(x);
               if (op.neg) x = -x;
               return x;
@@ -893,14 +890,14 @@ bool runner::cat3(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
           uint32_t r;
           if (fl) {
             auto rd = [&](uint32_t v, const ir3_operand &op) {
-              float x = half ? half_to_f32(ftz16(uint16_t(v))) : ftz(f32_of(v));
+              float x = half ? half_to_float(ftz16(uint16_t(v))) : ftz(f32_of(v));
               return op.neg ? -x : x;
             };
             const float x = rd(a, i.src[0]), y = rd(b, i.src[1]), z = rd(c, i.src[2]);
             double v;
             if (half)
               v = d_.mad_fused ? double(x) * y + z
-                               : double(half_to_f32(half_of(double(x) * y, round_even))) + z;
+                               : double(half_to_float(half_of(double(x) * y, round_even))) + z;
             else
               v = d_.mad_fused ? double(std::fma(x, y, z)) : double(x * y + z);
             if (i.sat) v = std::isnan(v) ? 0.0 : v < 0 ? 0.0 : v > 1 ? 1.0 : v;
@@ -946,7 +943,7 @@ bool runner::cat4(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
     if (!each(exec, [&](int lane) {
           uint32_t a;
           if (!get(w, s, lane, &a)) return false;
-          double x = half ? half_to_f32(ftz16(uint16_t(a))) : ftz(f32_of(a));
+          double x = half ? half_to_float(ftz16(uint16_t(a))) : ftz(f32_of(a));
           if (i.src[0].abs) x = std::fabs(x);
           if (i.src[0].neg) x = -x;
           double v;
@@ -1161,7 +1158,7 @@ bool runner::tex(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
         } else {
           uint16_t h;
           memcpy(&h, p + 2 * c, 2);
-          texel[c] = half_to_f32(h);
+          texel[c] = half_to_float(h);
         }
       }
     }
@@ -1221,7 +1218,7 @@ bool runner::image(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
         uint32_t r;
         if (!get(w, val[c], lane, &r)) return false;
         if (!inside) continue;  // out-of-range stores are dropped
-        const float f = i.type == ir3_f16 ? half_to_f32(uint16_t(r)) : f32_of(r);
+        const float f = i.type == ir3_f16 ? half_to_float(uint16_t(r)) : f32_of(r);
         if (v.fmt == ir3_fmt6_32_32_32_32_float) {
           memcpy(p + 4 * c, &f, 4);
         } else {
@@ -1236,7 +1233,7 @@ bool runner::image(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
           } else {
             uint16_t h;
             memcpy(&h, p + 2 * c, 2);
-            f = half_to_f32(h);
+            f = half_to_float(h);
           }
         }
         if (!put(w, val[c], lane, i.type == ir3_f16 ? half_of(f, round_even) : bits_of(f)))

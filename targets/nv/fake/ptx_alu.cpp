@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "hcq/half_float.h"
+
 namespace capgraph::nv {
 
 namespace {
@@ -390,21 +392,7 @@ uint16_t ptx_f32_to_f16(float f) {
   return uint16_t(sign | h);
 }
 
-float ptx_f16_to_f32(uint16_t h) {
-  const uint32_t sign = uint32_t(h & 0x8000) << 16, exp = h >> 10 & 0x1f, man = h & 0x3ff;
-  uint32_t x;
-  if (exp == 0x1f) {
-    x = sign | 0x7f800000 | man << 13;
-  } else if (exp == 0) {
-    const float v = std::ldexp(float(man), -24);
-    return sign ? -v : v;
-  } else {
-    x = sign | (exp + 127 - 15) << 23 | man << 13;
-  }
-  float f;
-  memcpy(&f, &x, 4);
-  return f;
-}
+float ptx_f16_to_f32(uint16_t h) { return hcq::half_to_float(h); }
 
 bool ptx_alu_handles(ptx_op op) {
   switch (op) {
