@@ -88,6 +88,12 @@ struct AdrenoKernelFacts {
   uint32_t lanes = 1;            // consecutive outputs per work item (4: vec4 loads and stores)
   bool group_reduce = false;     // one workgroup per output, reducing through shared memory
   bool tiled = false;  // gpu_tile's plan: a tile of outputs per workgroup (not in the capture)
+  // Tiled kernels: the micro tile (accumulators per work item along m and n) of the shape chosen
+  // (adreno_tile_choice.h), how many shapes were compiled, and the chosen one's static estimate
+  // (microseconds; only the micro tile is in the capture, for inspect).
+  uint32_t tile_m = 0, tile_n = 0;
+  uint32_t tile_candidates = 0;
+  double tile_estimate_us = 0;
 };
 
 struct AdrenoCodegenResult {
