@@ -152,6 +152,7 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
       break;
     }
   if (pl.kc < 8 && E > 16) pl.kc = 16;
+  pl.buffers = f.double_buffer ? 2 : 1;
   // Half the shared memory at most: two workgroups can share a compute unit.
   while (pl.kc > 1 && pl.shared_bytes() > f.shared_bytes / 2) pl.kc /= 2;
   if (pl.shared_bytes() > f.shared_bytes / 2) return pl;

@@ -49,6 +49,9 @@ struct GpuFacts {
   // Staging elements per work item whose global loads are issued together before they are
   // stored to shared memory (Adreno's emitter; the LLVM ones leave this to LLVM's scheduler).
   unsigned stage_batch = 1;
+  // Two sets of slabs, alternate chunks in each: one barrier per chunk instead of two, for twice
+  // the shared memory (Adreno's emitter; the LLVM ones stage into one set).
+  bool double_buffer = false;
 };
 
 struct GpuTilePlan {
@@ -64,6 +67,7 @@ struct GpuTilePlan {
   // Bytes per staged element of a and b: 4, or 2 where the operand is float16 and the target
   // stages it as it is (GpuFacts::half_operands; widened when read from shared memory).
   int64_t elem_a = 4, elem_b = 4;
+  int64_t buffers = 1;  // sets of slabs (GpuFacts::double_buffer: 2)
   int64_t tiles_m = 1, tiles_n = 1;
   // Where a lane's accumulators are neighbours in the output, in groups of 4: 'n' when each 4
   // consecutive accumulators of a row (tn a multiple of 4) are consecutive elements of the
@@ -74,7 +78,7 @@ struct GpuTilePlan {
   int64_t TM() const { return lanes_m * tm; }
   int64_t TN() const { return lanes_n * tn; }
   int64_t groups() const { return batches * tiles_m * tiles_n; }
-  int64_t shared_bytes() const { return kc * (elem_a * TM() + elem_b * TN()); }
+  int64_t shared_bytes() const { return buffers * kc * (elem_a * TM() + elem_b * TN()); }
 };
 
 // The plan for kernel k on a target with facts f, or one with ok == false (the kernel keeps one

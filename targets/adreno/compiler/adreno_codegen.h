@@ -52,7 +52,10 @@ const AdrenoTarget &adreno_a630();
 // The target's facts for the shared GPU schedule.
 inline GpuFacts adreno_gpu_facts(const AdrenoTarget &t) {
   // The NIR emitter widens float16 operands as it stages them (tile_emit).
-  return {(unsigned)t.workgroup_size, t.wave_size, t.shared_bytes, t.registers, true};
+  GpuFacts f{(unsigned)t.workgroup_size, t.wave_size, t.shared_bytes, t.registers, true};
+  f.stage_batch = 4;
+  f.double_buffer = true;  // one barrier per chunk (tile_emit)
+  return f;
 }
 
 // Everything the runtime needs to dispatch one compiled kernel, named as in the capture. Register

@@ -615,6 +615,16 @@ struct NirKernelEmitter {
     if ((pl.tm != 4 && pl.tm != 8) || (pl.tn != 4 && pl.tn != 8))
       fail("the tile plan's micro tile is not 4 or 8 by 4 or 8 (whole vec4 operand loads)");
     const uint32_t slab_b = (uint32_t)(pl.elem_a * pl.kc * TM);
+    // Two sets of slabs, chunks alternating between them (plan.buffers == 2): one barrier per
+    // chunk. Staging chunk c + 1 into the set chunk c - 1 was read from is safe: a work item
+    // stages it only after passing chunk c's barrier, which every work item reaches only after
+    // computing chunk c - 1. With one set a second barrier ends each chunk, and the instruction
+    // after it began the next chunk's block, where ir3's legalize does not give it (ss)(sy)
+    // (ir3_legalize.c, `last_n` is per block): the hazard checker's barrier_sync, seen with the
+    // 8 x 4 and 8 x 8 micro tiles.
+    const uint32_t set_bytes = (uint32_t)(pl.shared_bytes() / pl.buffers);
+    nir_variable *set = nir_local_variable_create(impl, glsl_uint_type(), "slab_set");
+    nir_store_var(&b, set, i32(0), 1);
     std::vector<nir_variable *> acc((size_t)(pl.tm * pl.tn));
     for (auto &x : acc) {
       x = nir_local_variable_create(impl, glsl_float_type(), "acc");
@@ -635,8 +645,8 @@ struct NirKernelEmitter {
     // on neighbouring positions. The full steps are a rolled loop: unrolled, each repeats the
     // index arithmetic (~70 instructions), and the chunk loop's body outgrew the a630's 8 KiB
     // instruction cache (freedreno_devices.py instr_cache_size = 64 units of 128 bytes).
-    auto stage = [&](uint32_t slab, int load, int64_t T, nir_def *base, int64_t ext,
-                     const std::vector<int> &axes, nir_def *c0) {
+    auto stage = [&](nir_def *set_at, uint32_t slab, int load, int64_t T, nir_def *base,
+                     int64_t ext, const std::vector<int> &axes, nir_def *c0) {
       const Access &a = k.loads[load];
       const int64_t elem = dtype_size(p.buffers[a.buffer].dtype);  // float16 is staged as it is
       // One element: its address (offset 0 when it is outside the tile, the reduction or a
@@ -657,7 +667,7 @@ struct NirKernelEmitter {
         Fetched fe;
         fe.value = global_load(a.buffer, nir_bcsel(&b, in, off, i32(0)), 1);
         fe.in = in;
-        fe.at = nir_iadd_imm(&b, nir_imul_imm(&b, idx, (uint64_t)elem), slab);
+        fe.at = nir_iadd(&b, set_at, nir_iadd_imm(&b, nir_imul_imm(&b, idx, (uint64_t)elem), slab));
         return fe;
       };
       // `count` elements, `GS` apart from `idx`: every load first, then the selects and shared
@@ -701,14 +711,17 @@ struct NirKernelEmitter {
       }
       loop(i32(0), i32((E + pl.kc - 1) / pl.kc), [&](nir_def *chunk) {
         nir_def *c0 = nir_imul_imm(&b, chunk, (uint64_t)pl.kc);
-        stage(0, pl.a, TM, m0, pl.M, pl.m, c0);
-        stage(slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
+        nir_def *set_at = nir_load_var(&b, set);  // byte offset of this chunk's slabs
+        stage(set_at, 0, pl.a, TM, m0, pl.M, pl.m, c0);
+        stage(set_at, slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
         workgroup_barrier();
         auto point = [&](nir_def *kk) {
-          nir_def *at_a = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_a * TM)),
-                                   nir_imul_imm(&b, lm, (uint64_t)(pl.elem_a * pl.tm)));
-          nir_def *at_b = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_b * TN)),
-                                   nir_imul_imm(&b, ln, (uint64_t)(pl.elem_b * pl.tn)));
+          nir_def *at_a = nir_iadd(&b, set_at,
+                                   nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_a * TM)),
+                                            nir_imul_imm(&b, lm, (uint64_t)(pl.elem_a * pl.tm))));
+          nir_def *at_b = nir_iadd(&b, set_at,
+                                   nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_b * TN)),
+                                            nir_imul_imm(&b, ln, (uint64_t)(pl.elem_b * pl.tn))));
           // tm (tn) operands as tm / 4 vec4 shared loads: an 8 x 8 micro tile reads 16 operands
           // (and widens 16 float16) per 64 multiply-adds, a 4 x 4 one 8 per 16.
           auto operands = [&](nir_def *at, int64_t count, int64_t elem) {
@@ -734,7 +747,10 @@ struct NirKernelEmitter {
         // barrier_sync, seen once float16 slabs made the loop too long for NIR to unroll).
         point(i32(0));
         if (pl.kc > 1) loop(i32(1), i32(pl.kc), point);
-        workgroup_barrier();  // the next chunk overwrites the slabs
+        if (pl.buffers == 2)  // the next chunk stages into the other set
+          nir_store_var(&b, set, nir_isub(&b, i32(set_bytes), set_at), 1);
+        else
+          workgroup_barrier();  // the next chunk overwrites the slabs
       });
     };
     outer(0);

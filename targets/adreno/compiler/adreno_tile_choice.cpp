@@ -31,7 +31,7 @@ constexpr double kSsClocks = 10, kSyClocks = 110, kLaunchUs = 5;
 constexpr double kStageAlu = 40, kStageFlow = 1, kStageMem = 2;
 constexpr double kResultAlu = 14, kResultFlow = 2;
 constexpr double kPointAlu = 2, kPointFlow = 1;  // a reduction point's shared address, its loop
-constexpr double kChunkAlu = 6, kChunkFlow = 4;  // a chunk's loop and its two barriers
+constexpr double kChunkAlu = 6, kChunkFlow = 3;  // a chunk's loop and its barrier
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
