@@ -15,7 +15,7 @@ shift 2
 capgraph=$build/cli/capgraph
 command -v node > /dev/null || { echo "adreno_tile_check: node is needed"; exit 77; }
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-shapes=${CAPGRAPH_TILE_SHAPES:-"128:4x4 128:8x4 128:8x8 256:8x8"}
+shapes=${CAPGRAPH_TILE_SHAPES:-"128:4x4 64:4x4 128:8x4 128:8x8 256:8x8"}
 for s in chosen $shapes; do
   f=${s//:/_}; f=$work/${f//\//_}
   start=$(date +%s.%N)
@@ -33,29 +33,30 @@ done
 node -e '
   const fs = require("fs"), dir = process.argv[1], shapes = process.argv[2].split(" ");
   const load = (s) => {
-    const p = JSON.parse(fs.readFileSync(dir + "/" + s.replace(/[:\/]/g, "_") + ".json", "utf8"));
-    const ins = fs.readFileSync(dir + "/" + s.replace(/[:\/]/g, "_") + ".inspect.json", "utf8");
-    const tile = {};  // entry name -> "G:MxN" for tiled kernels
-    for (const m of ins.matchAll(/"name": ("[^"]*"), "entry": [^{}]*?"workgroup_size": \[(\d+),[^{}]*?"tile": \[(\d+), (\d+)\]/g))
-      if (m[3] !== "0") tile[JSON.parse(m[1])] = m[2] + ":" + m[3] + "x" + m[4];
-    const us = {};
-    for (const k of p.kernels) us[k.name] = (us[k.name] || 0) + k.estimated_us;
-    return { total: p.estimated_total_us, us, tile };
+    const base = dir + "/" + s.replace(/[:\/]/g, "_");
+    const p = JSON.parse(fs.readFileSync(base + ".json", "utf8"));
+    const ins = fs.readFileSync(base + ".inspect.json", "utf8");
+    // The capture kernels in order: "G:MxN" for tiled ones, "" for the others.
+    const tile = [...ins.matchAll(/"workgroup_size": \[(\d+),[^{}]*?"tile": \[(\d+), (\d+)\]/g)]
+      .map((m) => (m[2] === "0" ? "" : m[1] + ":" + m[2] + "x" + m[3]));
+    const us = {}, name = {};
+    for (const k of p.kernels) us[k.kernel] = k.estimated_us, name[k.kernel] = k.name;
+    return { total: p.estimated_total_us, us, name, tile };
   };
   const all = ["chosen", ...shapes].map(load), chosen = all[0];
-  const names = Object.keys(chosen.tile);
+  const tiled = Object.keys(chosen.us).filter((i) => chosen.tile[i]);
   console.log("| kernel | " + shapes.join(" | ") + " | chosen | best |");
   console.log("|---|" + shapes.map(() => "---|").join("") + "---|---|");
   let best_total = chosen.total, worse = 0;
-  for (const n of names) {
-    const v = all.slice(1).map((r) => r.us[n]);
-    const bi = v.reduce((b, x, i) => (x < v[b] ? i : b), 0);
-    best_total -= chosen.us[n] - v[bi];
-    if (chosen.us[n] > v[bi] * 1.05) worse++;
-    console.log("| " + n.slice(0, 40) + " | " + v.map((x) => x.toFixed(1)).join(" | ") + " | " +
-      chosen.tile[n] + " " + chosen.us[n].toFixed(1) + " | " + shapes[bi] + " |");
+  for (const i of tiled) {
+    const v = all.slice(1).map((r) => r.us[i]);
+    const bi = v.reduce((b, x, j) => (x < v[b] ? j : b), 0);
+    best_total -= chosen.us[i] - v[bi];
+    if (chosen.us[i] > v[bi] * 1.05) worse++;
+    console.log("| " + i + " " + chosen.name[i].slice(0, 32) + " | " + v.map((x) => x.toFixed(1)).join(" | ") +
+      " | " + chosen.tile[i] + " " + chosen.us[i].toFixed(1) + " | " + shapes[bi] + " |");
   }
-  console.log("\n" + names.length + " tiled kernels; the choice is more than 5% off the best shape for " + worse);
+  console.log("\n" + tiled.length + " tiled kernels; the choice is more than 5% above the best shape for " + worse);
   console.log("estimated total ms: " + shapes.map((s, i) => s + " " + (all[i + 1].total / 1e3).toFixed(2)).join(", ") +
     ", chosen " + (chosen.total / 1e3).toFixed(2) + ", best per kernel " + (best_total / 1e3).toFixed(2));
 ' "$work" "$shapes"

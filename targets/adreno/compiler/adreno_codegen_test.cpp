@@ -145,7 +145,7 @@ int kernel_verify(const Kernel &k, const AdrenoKernelFacts &f) {
   CHECK(f.workgroup_id_regid != f.local_id_regid);
   // The target's workgroup, or for a tiled kernel the shape the cost model chose.
   if (f.tiled)
-    CHECK((f.workgroup_size[0] == 128 || f.workgroup_size[0] == 256));
+    CHECK((f.workgroup_size[0] == 64 || f.workgroup_size[0] == 128 || f.workgroup_size[0] == 256));
   else
     CHECK(f.workgroup_size[0] == (uint32_t)t.workgroup_size);
   CHECK((int64_t)f.grid[0] * f.workgroup_size[0] >= f.work_items);
@@ -352,7 +352,7 @@ TEST_CASE("a matrix product is tiled with vec4 stores along its rows on a630") {
 // Every candidate shape of a tiled kernel compiles (forced one at a time with
 // CAPGRAPH_ADRENO_TILE, in the same process): its micro tile, workgroup and shared memory are the
 // plan's, its registers fit a wave128 slot without spilling, and 8 x 8 reads its operands as 4
-// vec4 shared loads per reduction point. Left to choose, the code generator compiles all four
+// vec4 shared loads per reduction point. Left to choose, the code generator compiles all five
 // and keeps the one of lowest static estimate, the same on every compile. Whether each shape
 // computes the right numbers is adreno_e2e.sh small's (the machine code on fake-adreno:check).
 TEST_CASE("tiled kernels: every candidate shape compiles; the cheapest estimate is kept") {
@@ -368,7 +368,7 @@ TEST_CASE("tiled kernels: every candidate shape compiles; the cheapest estimate 
   Program p = schedule(model);
   REQUIRE(p.kernels.size() == 1);
   double cheapest = 1e30;
-  for (const char *shape : {"128:4x4", "128:8x8", "128:8x4", "256:8x8"}) {
+  for (const char *shape : {"128:4x4", "64:4x4", "128:8x4", "128:8x8", "256:8x8"}) {
     INFO(shape);
     setenv("CAPGRAPH_ADRENO_TILE", shape, 1);
     AdrenoKernelFacts f = adreno_codegen(p, adreno_a630()).unique.at(0);
@@ -396,7 +396,7 @@ TEST_CASE("tiled kernels: every candidate shape compiles; the cheapest estimate 
     cheapest = std::min(cheapest, f.tile_estimate_us);
   }
   const AdrenoKernelFacts chosen = adreno_codegen(p, adreno_a630()).unique.at(0);
-  CHECK(chosen.tile_candidates == 4);
+  CHECK(chosen.tile_candidates == 5);
   CHECK(chosen.tile_estimate_us == doctest::Approx(cheapest));
   const AdrenoKernelFacts again = adreno_codegen(p, adreno_a630()).unique.at(0);
   CHECK(again.binary == chosen.binary);

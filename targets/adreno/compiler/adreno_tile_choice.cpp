@@ -55,7 +55,11 @@ std::vector<AdrenoTileShape> adreno_tile_shapes() {
                   "BATCH 1 to 8 (128:8x8, 128:4x4/1)");
     return {s};
   }
-  return {{128, 4, 4}, {128, 8, 8}, {128, 8, 4}, {256, 8, 8}};
+  // 64 work items (one wave64 per workgroup, smaller tiles): more waves for the small late
+  // layers whose few 128-item workgroups leave the SPs waiting (their estimate is one wave's
+  // latency chain); 8 x 4 and 8 x 8: fewer shared-memory reads and staging steps per
+  // multiply-add where the waves fill the SPs.
+  return {{128, 4, 4}, {64, 4, 4}, {128, 8, 4}, {128, 8, 8}, {256, 8, 8}};
 }
 
 AdrenoTileCost adreno_tile_cost(const Kernel &k, const GpuTilePlan &pl, const AdrenoTileShape &s,
