@@ -31,6 +31,7 @@ constexpr double kSsClocks = 10, kSyClocks = 110, kLaunchUs = 5;
 constexpr double kStageAlu = 40, kStageFlow = 1, kStageMem = 2;
 constexpr double kResultAlu = 14, kResultFlow = 2;
 constexpr double kPointAlu = 2, kPointFlow = 1;  // a reduction point's shared address, its loop
+constexpr double kNops = 1.3;
 constexpr double kChunkAlu = 6, kChunkFlow = 3;  // a chunk's loop and its barrier
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -78,13 +79,17 @@ AdrenoTileCost adreno_tile_cost(const Kernel &k, const GpuTilePlan &pl, const Ad
   const double widen = (pl.elem_a == 2 ? pl.tm : 0) + (pl.elem_b == 2 ? pl.tn : 0);
   const double loads = double(pl.tm + pl.tn) / 4;  // vec4 shared loads per reduction point
   const double fmas = double(pl.tm * pl.tn), results = double(pl.tm * pl.tn);
+  // The epilogue's loads per result (bias, residual: every load but the two operands), and its
+  // stores: one per 4 results where they are neighbours.
+  const double result_loads = double(std::max<int64_t>(0, int64_t(k.loads.size()) - 2));
+  const double stores = pl.store_vector ? results / 4 : results;
   // Per work item (and so per wave: its work items go in lock step).
   const double alu = double(chunks) * (double(steps) * kStageAlu + kChunkAlu +
                                        double(pl.kc) * (fmas + widen + kPointAlu)) +
                      results * kResultAlu;
   const double other = double(chunks) * (double(steps) * (kStageFlow + kStageMem) + kChunkFlow +
                                          double(pl.kc) * (loads + kPointFlow)) +
-                       results * kResultFlow + (pl.store_vector ? results / 4 : results);
+                       results * (kResultFlow + result_loads) + stores;
   const double waves = double(pl.groups()) * double(ceil_div(GS, wave));
   const double slots =
       waves * (alu * (w128 ? kWave128Alu : 1) + other * (w128 ? kWave128Other : 1));
@@ -96,8 +101,7 @@ AdrenoTileCost adreno_tile_cost(const Kernel &k, const GpuTilePlan &pl, const Ad
   c.lds_clk = double(pl.groups()) * double(chunks) * (slab_bytes + read_bytes) / kSharedBytesPerS *
               kClockHz;
   c.l2_clk = double(pl.groups()) * double(chunks) * slab_bytes / kL2BytesPerS * kClockHz;
-  // Latency: one wave's chain (its issue slots, a (sy) wait per staging step, an (ss) wait per
-  // reduction point) times the rounds of resident waves.
+  // Latency: one wave's chain (its issue slots and waits) times the rounds of resident waves.
   const adreno::chip *a = adreno::chip_find("a630");
   const double reg_file = a ? a->reg_size_vec4 : 96, sps = a ? a->num_sp_cores : 2,
                shared = a ? a->shared_bytes : 32768;
@@ -108,8 +112,12 @@ AdrenoTileCost adreno_tile_cost(const Kernel &k, const GpuTilePlan &pl, const Ad
   const double groups_per_sp = std::floor(shared / double(pl.shared_bytes()));
   resident = std::max(1.0, std::min(resident, groups_per_sp * double(ceil_div(GS, wave))));
   c.resident_waves = unsigned(resident);
-  const double chain =
-      alu + other + double(chunks) * (double(waits) * kSyClocks + double(pl.kc) * kSsClocks);
+  // Waits: (sy) per batch of staging loads and per store group of the epilogue (its loads),
+  // (ss) per vec4 shared load of a reduction point; nops between dependent instructions add to
+  // the issue slots (kNops, the emulator's nop slots over the zoo's tiled kernels).
+  const double sy = double(chunks) * double(waits) + stores * (1 + result_loads);
+  const double ss = double(chunks) * double(pl.kc) * loads;
+  const double chain = (alu + other) * kNops + sy * kSyClocks + ss * kSsClocks;
   c.latency_clk = std::ceil(waves / (sps * resident)) * chain;
   const std::pair<double, const char *> terms[] = {
       {c.issue_clk, "issue"}, {c.lds_clk, "shared"}, {c.l2_clk, "l2"}, {c.latency_clk, "latency"}};
