@@ -118,9 +118,11 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
   if (pl.chunk < 0) return pl;
   for (int x = k.n_parallel; x < (int)k.axes.size(); x++)
     if (k.axes[x] > 1 && x != pl.chunk) pl.outer.push_back(x);
-  // The lane grid: 4 x 4 accumulators per lane (16 of the target's registers, with 8 more for
-  // the operands), lanes arranged so the padded output is smallest (square on ties: fewest
-  // bytes per multiply-add).
+  // The lane grid: tm x tn accumulators per lane (4 x 4 unless the target asks for another
+  // micro tile: 16 of the target's registers, with 8 more for the operands), lanes arranged so
+  // the padded output is smallest (square on ties: fewest bytes per multiply-add).
+  pl.tm = f.micro_m, pl.tn = f.micro_n;
+  if (pl.tm < 1 || pl.tn < 1) return pl;
   if ((int64_t)f.registers < 2 * (pl.tm * pl.tn + pl.tm + pl.tn)) return pl;
   std::vector<int64_t> grids;  // lanes along m, squarest first
   for (int64_t lm = 4; lm * 4 <= (int64_t)f.group_size; lm *= 2)
@@ -150,12 +152,13 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
       break;
     }
   if (pl.kc < 8 && E > 16) pl.kc = 16;
+  pl.buffers = f.double_buffer ? 2 : 1;
   // Half the shared memory at most: two workgroups can share a compute unit.
   while (pl.kc > 1 && pl.shared_bytes() > f.shared_bytes / 2) pl.kc /= 2;
   if (pl.shared_bytes() > f.shared_bytes / 2) return pl;
-  if (store_contiguous(k, pl.n.back(), pl.tn))
+  if (pl.tn % 4 == 0 && store_contiguous(k, pl.n.back(), 4))
     pl.store_vector = 'n';
-  else if (store_contiguous(k, pl.m.back(), pl.tm))
+  else if (pl.tm % 4 == 0 && store_contiguous(k, pl.m.back(), 4))
     pl.store_vector = 'm';
   pl.ok = true;
   return pl;

@@ -42,6 +42,16 @@ struct GpuFacts {
   // Whether an operand may be a float16 load widened to float32 (cast(load f16)): the emitter
   // converts as it stages (Adreno's NIR emitter; the LLVM ones stage float32 only).
   bool half_operands = false;
+  // Accumulators per work item along m and n (the micro tile). 4 x 4 for every target by
+  // default; Adreno's emitter also takes 8 (tm, tn in {4, 8}), and its code generator picks
+  // among shapes per kernel (adreno_tile_choice.h).
+  unsigned micro_m = 4, micro_n = 4;
+  // Staging elements per work item whose global loads are issued together before they are
+  // stored to shared memory (Adreno's emitter; the LLVM ones leave this to LLVM's scheduler).
+  unsigned stage_batch = 1;
+  // Two sets of slabs, alternate chunks in each: one barrier per chunk instead of two, for twice
+  // the shared memory (Adreno's emitter; the LLVM ones stage into one set).
+  bool double_buffer = false;
 };
 
 struct GpuTilePlan {
@@ -57,16 +67,18 @@ struct GpuTilePlan {
   // Bytes per staged element of a and b: 4, or 2 where the operand is float16 and the target
   // stages it as it is (GpuFacts::half_operands; widened when read from shared memory).
   int64_t elem_a = 4, elem_b = 4;
+  int64_t buffers = 1;  // sets of slabs (GpuFacts::double_buffer: 2)
   int64_t tiles_m = 1, tiles_n = 1;
-  // Where a lane's accumulators are neighbours in the output: 'n' when the tn accumulators of a
-  // row are consecutive elements of the stored buffer (the innermost n axis has stride 1 and a
-  // multiple of tn points, the store has no bounds), 'm' likewise for the tm of a column, 0 when
-  // neither. An emitter may then store them as one vector (Adreno: one vec4 stg).
+  // Where a lane's accumulators are neighbours in the output, in groups of 4: 'n' when each 4
+  // consecutive accumulators of a row (tn a multiple of 4) are consecutive elements of the
+  // stored buffer (the innermost n axis has stride 1 and a multiple of 4 points, the store has no
+  // bounds), 'm' likewise for the tm of a column, 0 when neither. An emitter may then store each
+  // 4 as one vector (Adreno: one vec4 stg).
   char store_vector = 0;
   int64_t TM() const { return lanes_m * tm; }
   int64_t TN() const { return lanes_n * tn; }
   int64_t groups() const { return batches * tiles_m * tiles_n; }
-  int64_t shared_bytes() const { return kc * (elem_a * TM() + elem_b * TN()); }
+  int64_t shared_bytes() const { return buffers * kc * (elem_a * TM() + elem_b * TN()); }
 };
 
 // The plan for kernel k on a target with facts f, or one with ok == false (the kernel keeps one

@@ -103,6 +103,15 @@ case $mode in
     "$tools/conv_layer_gen" "$g/conv.onnx" 3 16 20 20 3 1 1 relu first > /dev/null &&
       "$tools/npy_random" "$g/conv_x.npy" 1x3x20x20 5 > /dev/null || { echo "FAIL: conv_layer_gen"; exit 1; }
     check conv "$g/conv.onnx" "--input x=$g/conv_x.npy" "" "y=cpu"
+    # Every candidate shape of the tiled kernels (compiler/adreno_tile_choice.h), forced for a
+    # 16 -> 32 channel convolution in float16 storage, computes the CPU's numbers, its machine code
+    # checked kernel by kernel against the host twin (fake-adreno:check).
+    "$tools/conv_layer_gen" "$g/conv16.onnx" 16 32 12 12 3 1 1 relu first > /dev/null &&
+      "$tools/npy_random" "$g/conv16_x.npy" 1x16x12x12 6 > /dev/null || { echo "FAIL: conv_layer_gen 16"; exit 1; }
+    for shape in 128:4x4 128:8x4 128:8x8 256:8x8; do
+      CAPGRAPH_ADRENO_TILE=$shape device=fake-adreno:check \
+        check "conv16_tile_$shape" "$g/conv16.onnx" "--input x=$g/conv16_x.npy" "" "y=cpu" fp16
+    done
     # The machine code runs: wrong code planted in it is named with its kernel, by fake-adreno:check
     # (the twin disagrees), the runtime's --check, the hazard checker and the decoder.
     conv_in="--input x=$g/conv_x.npy"

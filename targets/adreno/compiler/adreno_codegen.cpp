@@ -14,6 +14,7 @@
 #include <mutex>
 
 #include "adreno_nir_emit.h"
+#include "adreno_tile_choice.h"
 #include "codegen/cpu_codegen.h"
 #include "codegen/kernel_emit.h"
 #include "error.h"
@@ -142,12 +143,13 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
     f.driver_params_offset_vec4 = dp.offset_vec4;
   f.workgroup_id_regid = v->cs.work_group_id;
   f.local_id_regid = v->cs.local_invocation_id;
-  f.workgroup_size[0] = (uint32_t)t.workgroup_size;
+  f.workgroup_size[0] = nk.group_size;
   f.work_items = nk.work_items;
   f.lanes = (uint32_t)nk.lanes;
   f.grid[0] = (uint32_t)nk.grid;
   f.group_reduce = nk.group_reduce;
   f.tiled = nk.tiled;
+  if (nk.tiled) f.tile_m = (uint32_t)nk.plan.tm, f.tile_n = (uint32_t)nk.plan.tn;
   facts_check(k, t, v, f, nk);
   return f;
 }
@@ -159,9 +161,12 @@ std::mutex &mesa_mutex() {
   return m;
 }
 
+// Kernel k compiled by ir3 with the schedule's facts `g` (the workgroup size and micro tile of
+// one shape); `plan` receives the tile plan it was built with.
 AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program &p,
-                                 const AdrenoTarget &t) {
-  AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), adreno_gpu_facts(t));
+                                 const AdrenoTarget &t, const GpuFacts &g, GpuTilePlan *plan) {
+  AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), g);
+  *plan = nk.plan;
   nir_shader *s = nk.shader;
   if (getenv("CAPGRAPH_DUMP_NIR")) nir_print_shader(s, stderr);
   // Compiled in only with a validating Mesa (adreno_nir_validated()); there a malformed shader
@@ -191,6 +196,49 @@ AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program
   return f;
 }
 
+// Kernel k in the shape the a630 cost model finds cheapest. A kernel the tile schedule does not
+// cover keeps the target's workgroup; a tiled one is compiled in every candidate shape
+// (adreno_tile_shapes) whose plan exists, and the one of lowest static estimate
+// (adreno_tile_cost, from its plan and ir3's register footprint and wave size) is kept, the
+// earlier candidate on a tie. A shape that spills to private memory is never chosen over one that
+// does not.
+AdrenoKernelFacts kernel_compile_chosen(ir3_compiler *c, const Kernel &k, const Program &p,
+                                        const AdrenoTarget &t) {
+  const GpuFacts base = adreno_gpu_facts(t);
+  GpuTilePlan plan;
+  if (!gpu_tile_plan(k, p, base).ok) return kernel_compile(c, k, p, t, base, &plan);
+  AdrenoKernelFacts best;
+  bool have = false;
+  uint32_t tried = 0;
+  for (const AdrenoTileShape &s : adreno_tile_shapes()) {
+    GpuFacts g = base;
+    g.group_size = s.group, g.micro_m = s.tm, g.micro_n = s.tn, g.stage_batch = s.batch;
+    if (!gpu_tile_plan(k, p, g).ok) continue;
+    AdrenoKernelFacts f = kernel_compile(c, k, p, t, g, &plan);
+    tried++;
+    const AdrenoTileCost cost =
+        adreno_tile_cost(k, plan, s, f.double_threadsize ? 128 : 64, f.full_regs);
+    f.tile_estimate_us = cost.us;
+    if (getenv("CAPGRAPH_ADRENO_TILE_LOG"))  // what the choice weighed (not a knob: no effect)
+      std::fprintf(stderr,
+                   "tile %s %s: wave %u regs %u spill %u: %.1f us (%s; issue %.0f shared %.0f l2 "
+                   "%.0f latency %.0f clk, %u waves resident)\n",
+                   k.name.c_str(), s.text().c_str(), f.double_threadsize ? 128u : 64u, f.full_regs,
+                   f.private_memory_bytes, cost.us, cost.bound, cost.issue_clk, cost.lds_clk,
+                   cost.l2_clk, cost.latency_clk, cost.resident_waves);
+    const bool spills = f.private_memory_bytes > 0, best_spills = best.private_memory_bytes > 0;
+    if (!have || (best_spills && !spills) ||
+        (spills == best_spills && f.tile_estimate_us < best.tile_estimate_us))
+      best = std::move(f), have = true;
+  }
+  if (!have) return kernel_compile(c, k, p, t, base, &plan);  // a forced shape without a plan
+  best.tile_candidates = tried;
+  if (getenv("CAPGRAPH_ADRENO_TILE_LOG"))
+    std::fprintf(stderr, "tile %s: chose %u:%ux%u of %u candidates, %.1f us\n", k.name.c_str(),
+                 best.workgroup_size[0], best.tile_m, best.tile_n, tried, best.tile_estimate_us);
+  return best;
+}
+
 }  // namespace
 
 bool adreno_available() { return true; }
@@ -215,7 +263,8 @@ AdrenoCodegenResult adreno_codegen(const Program &p, const AdrenoTarget &t) {
     ~TypesRelease() { glsl_type_singleton_decref(); }
   } types_release;
   Ir3Compiler c(t);
-  for (int rep : d.reps) r.unique.push_back(kernel_compile(c.compiler, p.kernels[rep], p, t));
+  for (int rep : d.reps)
+    r.unique.push_back(kernel_compile_chosen(c.compiler, p.kernels[rep], p, t));
   return r;
 }
 

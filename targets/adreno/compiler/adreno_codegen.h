@@ -52,7 +52,10 @@ const AdrenoTarget &adreno_a630();
 // The target's facts for the shared GPU schedule.
 inline GpuFacts adreno_gpu_facts(const AdrenoTarget &t) {
   // The NIR emitter widens float16 operands as it stages them (tile_emit).
-  return {(unsigned)t.workgroup_size, t.wave_size, t.shared_bytes, t.registers, true};
+  GpuFacts f{(unsigned)t.workgroup_size, t.wave_size, t.shared_bytes, t.registers, true};
+  f.stage_batch = 4;
+  f.double_buffer = true;  // one barrier per chunk (tile_emit)
+  return f;
 }
 
 // Everything the runtime needs to dispatch one compiled kernel, named as in the capture. Register
@@ -88,6 +91,12 @@ struct AdrenoKernelFacts {
   uint32_t lanes = 1;            // consecutive outputs per work item (4: vec4 loads and stores)
   bool group_reduce = false;     // one workgroup per output, reducing through shared memory
   bool tiled = false;  // gpu_tile's plan: a tile of outputs per workgroup (not in the capture)
+  // Tiled kernels: the micro tile (accumulators per work item along m and n) of the shape chosen
+  // (adreno_tile_choice.h), how many shapes were compiled, and the chosen one's static estimate
+  // (microseconds; only the micro tile is in the capture, for inspect).
+  uint32_t tile_m = 0, tile_n = 0;
+  uint32_t tile_candidates = 0;
+  double tile_estimate_us = 0;
 };
 
 struct AdrenoCodegenResult {

@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -142,7 +143,11 @@ int kernel_verify(const Kernel &k, const AdrenoKernelFacts &f) {
   if (f.grid[0] > 1) CHECK(f.workgroup_id_regid != 0xfc);
   CHECK(f.local_id_regid != 0xfc);
   CHECK(f.workgroup_id_regid != f.local_id_regid);
-  CHECK(f.workgroup_size[0] == (uint32_t)t.workgroup_size);
+  // The target's workgroup, or for a tiled kernel the shape the cost model chose.
+  if (f.tiled)
+    CHECK((f.workgroup_size[0] == 64 || f.workgroup_size[0] == 128 || f.workgroup_size[0] == 256));
+  else
+    CHECK(f.workgroup_size[0] == (uint32_t)t.workgroup_size);
   CHECK((int64_t)f.grid[0] * f.workgroup_size[0] >= f.work_items);
   CHECK((int64_t)(f.grid[0] - 1) * f.workgroup_size[0] < f.work_items);
   AdrenoDisassembly d = adreno_disassemble(f, t);
@@ -246,6 +251,13 @@ TEST_CASE("a large reduction over few outputs is split across a workgroup") {
 // report the tile's shared memory and workgroups of output tiles, and the code has the shared
 // memory staging (stl), the vec4 operand reads (ldl of 4), the barriers and the vec4 stores.
 // Nothing here runs the code: ir3 compiled it and Mesa's disassembler read it, that is all.
+// The tile plan of kernel 0 in the shape its facts say was chosen (workgroup, micro tile).
+GpuTilePlan chosen_plan(const Program &p, const AdrenoKernelFacts &f) {
+  GpuFacts g = adreno_gpu_facts(adreno_a630());
+  g.group_size = f.workgroup_size[0], g.micro_m = f.tile_m, g.micro_n = f.tile_n;
+  return gpu_tile_plan(p.kernels[0], p, g);
+}
+
 TEST_CASE("a 3x3 convolution is tiled through shared memory on a630") {
   if (!mesa_present()) return;
   TempDir dir;
@@ -271,10 +283,12 @@ TEST_CASE("a 3x3 convolution is tiled through shared memory on a630") {
   CHECK_FALSE(f.group_reduce);
   CHECK(f.lanes == 1);
   CHECK(f.workgroup_size[0] > 1);
-  CHECK(f.shared_memory_bytes == plan.shared_bytes());
+  const GpuTilePlan chosen = chosen_plan(p, f);  // the shape the cost model picked
+  REQUIRE(chosen.ok);
+  CHECK(f.shared_memory_bytes == chosen.shared_bytes());
   CHECK(f.shared_memory_bytes > 0);
   CHECK(f.shared_memory_bytes <= adreno_a630().shared_bytes);
-  CHECK(f.grid[0] == plan.groups());
+  CHECK(f.grid[0] == chosen.groups());
   CHECK(f.work_items == (int64_t)f.grid[0] * f.workgroup_size[0]);
   CHECK(f.private_memory_bytes == 0);  // the accumulators stay in registers
   kernel_verify(p.kernels[0], f);
@@ -316,7 +330,7 @@ TEST_CASE("a matrix product is tiled with vec4 stores along its rows on a630") {
   CHECK(plan.store_vector == 'n');
   AdrenoKernelFacts f = adreno_codegen(p, adreno_a630()).unique.at(0);
   CHECK(f.tiled);
-  CHECK(f.shared_memory_bytes == plan.shared_bytes());
+  CHECK(f.shared_memory_bytes == chosen_plan(p, f).shared_bytes());
   kernel_verify(p.kernels[0], f);
   AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
   INFO(d.text);
@@ -333,6 +347,65 @@ TEST_CASE("a matrix product is tiled with vec4 stores along its rows on a630") {
   CHECK(naive.shared_memory_bytes == 0);
   CHECK(naive.lanes == 4);
   CHECK(adreno_disassemble(naive, adreno_a630()).text.find("bar") == std::string::npos);
+}
+
+// Every candidate shape of a tiled kernel compiles (forced one at a time with
+// CAPGRAPH_ADRENO_TILE, in the same process): its micro tile, workgroup and shared memory are the
+// plan's, its registers fit a wave128 slot without spilling, and 8 x 8 reads its operands as 4
+// vec4 shared loads per reduction point. Left to choose, the code generator compiles all five
+// and keeps the one of lowest static estimate, the same on every compile. Whether each shape
+// computes the right numbers is adreno_e2e.sh small's (the machine code on fake-adreno:check).
+TEST_CASE("tiled kernels: every candidate shape compiles; the cheapest estimate is kept") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 32, 24, 24});
+  b.initializer("w", random_floats(64 * 32 * 3 * 3, 4), {64, 32, 3, 3});
+  b.node("Conv", {"x", "w"}, {"y"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "conv.onnx";
+  b.save(model.string());
+  Program p = schedule(model);
+  REQUIRE(p.kernels.size() == 1);
+  double cheapest = 1e30;
+  for (const char *shape : {"128:4x4", "64:4x4", "128:8x4", "128:8x8", "256:8x8"}) {
+    INFO(shape);
+    setenv("CAPGRAPH_ADRENO_TILE", shape, 1);
+    AdrenoKernelFacts f = adreno_codegen(p, adreno_a630()).unique.at(0);
+    unsetenv("CAPGRAPH_ADRENO_TILE");
+    unsigned group = 0, tm = 0, tn = 0;
+    REQUIRE(std::sscanf(shape, "%u:%ux%u", &group, &tm, &tn) == 3);
+    CHECK(f.tiled);
+    CHECK(f.tile_candidates == 1);
+    CHECK(f.workgroup_size[0] == group);
+    CHECK(f.tile_m == tm);
+    CHECK(f.tile_n == tn);
+    const GpuTilePlan pl = chosen_plan(p, f);
+    REQUIRE(pl.ok);
+    CHECK(pl.buffers == 2);  // one barrier per chunk
+    CHECK(f.shared_memory_bytes == pl.shared_bytes());
+    CHECK(f.grid[0] == pl.groups());
+    CHECK(f.private_memory_bytes == 0);
+    CHECK(f.full_regs <= 48);  // a wave128 slot's registers (adreno_hcq's load check)
+    CHECK(f.tile_estimate_us > 0);
+    kernel_verify(p.kernels[0], f);
+    const AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
+    CHECK(d.errors == 0);
+    CHECK(disasm_count(d.text, "ldl.", "4") > 0);
+    CHECK(disasm_count(d.text, "ldl.", "1") == 0);
+    cheapest = std::min(cheapest, f.tile_estimate_us);
+  }
+  const AdrenoKernelFacts chosen = adreno_codegen(p, adreno_a630()).unique.at(0);
+  CHECK(chosen.tile_candidates == 5);
+  CHECK(chosen.tile_estimate_us == doctest::Approx(cheapest));
+  const AdrenoKernelFacts again = adreno_codegen(p, adreno_a630()).unique.at(0);
+  CHECK(again.binary == chosen.binary);
+  CHECK(again.workgroup_size[0] == chosen.workgroup_size[0]);
+  // A shape the schedule cannot take is refused naming the knob.
+  setenv("CAPGRAPH_ADRENO_TILE", "128:16x16", 1);
+  CHECK_THROWS_WITH_AS(adreno_codegen(p, adreno_a630()),
+                       doctest::Contains("CAPGRAPH_ADRENO_TILE=128:16x16"), Error);
+  unsetenv("CAPGRAPH_ADRENO_TILE");
 }
 
 TEST_CASE("the disassembly check fails on a word Mesa cannot decode") {

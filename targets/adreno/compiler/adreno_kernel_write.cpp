@@ -36,6 +36,8 @@ flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBuffe
   k.add_grid_y(f.grid[1]);
   k.add_grid_z(f.grid[2]);
   k.add_lanes(f.lanes);
+  k.add_tile_m(f.tile_m);
+  k.add_tile_n(f.tile_n);
   return k.Finish();
 }
 
@@ -66,6 +68,8 @@ AdrenoKernelFacts adreno_kernel_read(const fb::AdrenoKernel &k, const std::strin
   f.grid[1] = k.grid_y();
   f.grid[2] = k.grid_z();
   f.lanes = k.lanes();
+  f.tile_m = k.tile_m();
+  f.tile_n = k.tile_n();
   auto bad = [&](const std::string &why) { throw Error(what + ": Adreno kernel " + why); };
   // Field widths of the registers these go to (../shared/research/adreno_plan.md §2.3):
   // FULLREGFOOTPRINT and HALFREGFOOTPRINT are 6 bits, BRANCHSTACK 6 bits, LOCALSIZE 10 bits.

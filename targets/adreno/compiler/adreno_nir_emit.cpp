@@ -1,5 +1,6 @@
 #include "adreno_nir_emit.h"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <functional>
@@ -611,9 +612,19 @@ struct NirKernelEmitter {
   // tn (or tm) neighbours as one vec4 where the plan says they are contiguous.
   void tile_emit(const GpuTilePlan &pl, const GpuFacts &f, nir_def *group, nir_def *local) {
     const int64_t TM = pl.TM(), TN = pl.TN(), GS = f.group_size, E = k.axes[pl.chunk];
-    if (pl.tm != 4 || pl.tn != 4)
-      fail("the tile plan's micro tile is not 4 x 4 (one vec4 per operand row)");
+    if ((pl.tm != 4 && pl.tm != 8) || (pl.tn != 4 && pl.tn != 8))
+      fail("the tile plan's micro tile is not 4 or 8 by 4 or 8 (whole vec4 operand loads)");
     const uint32_t slab_b = (uint32_t)(pl.elem_a * pl.kc * TM);
+    // Two sets of slabs, chunks alternating between them (plan.buffers == 2): one barrier per
+    // chunk. Staging chunk c + 1 into the set chunk c - 1 was read from is safe: a work item
+    // stages it only after passing chunk c's barrier, which every work item reaches only after
+    // computing chunk c - 1. With one set a second barrier ends each chunk, and the instruction
+    // after it began the next chunk's block, where ir3's legalize does not give it (ss)(sy)
+    // (ir3_legalize.c, `last_n` is per block): the hazard checker's barrier_sync, seen with the
+    // 8 x 4 and 8 x 8 micro tiles.
+    const uint32_t set_bytes = (uint32_t)(pl.shared_bytes() / pl.buffers);
+    nir_variable *set = nir_local_variable_create(impl, glsl_uint_type(), "slab_set");
+    nir_store_var(&b, set, i32(0), 1);
     std::vector<nir_variable *> acc((size_t)(pl.tm * pl.tn));
     for (auto &x : acc) {
       x = nir_local_variable_create(impl, glsl_float_type(), "acc");
@@ -634,11 +645,17 @@ struct NirKernelEmitter {
     // on neighbouring positions. The full steps are a rolled loop: unrolled, each repeats the
     // index arithmetic (~70 instructions), and the chunk loop's body outgrew the a630's 8 KiB
     // instruction cache (freedreno_devices.py instr_cache_size = 64 units of 128 bytes).
-    auto stage = [&](uint32_t slab, int load, int64_t T, nir_def *base, int64_t ext,
-                     const std::vector<int> &axes, nir_def *c0) {
+    auto stage = [&](nir_def *set_at, uint32_t slab, int load, int64_t T, nir_def *base,
+                     int64_t ext, const std::vector<int> &axes, nir_def *c0) {
       const Access &a = k.loads[load];
       const int64_t elem = dtype_size(p.buffers[a.buffer].dtype);  // float16 is staged as it is
-      auto step = [&](nir_def *idx) {
+      // One element: its address (offset 0 when it is outside the tile, the reduction or a
+      // skipped border: element 0 of the buffer exists, so every load is in bounds), the load,
+      // and whether the value or 0 is staged.
+      struct Fetched {
+        nir_def *value, *in, *at;
+      };
+      auto fetch = [&](nir_def *idx) {
         nir_def *kk = nir_udiv_imm(&b, idx, (uint64_t)T), *t = nir_umod_imm(&b, idx, (uint64_t)T);
         nir_def *pos = nir_iadd(&b, base, t), *r = nir_iadd(&b, c0, kk);
         nir_def *in = nir_iand(&b, nir_ult(&b, pos, i32(ext)), nir_ult(&b, r, i32(E)));
@@ -647,33 +664,40 @@ struct NirKernelEmitter {
         nir_def *ok;
         nir_def *off = access_offset(a, &ok);
         if (ok) in = nir_iand(&b, in, ok);
-        // The zero is defined in the else block and the phi is the first instruction after the
-        // if, as NIR requires (a phi source dominates its predecessor's end; phis lead their
-        // block). Written as one call, `shared_store(addr(...), nir_if_phi(&b, v,
-        // nir_imm_float(&b, 0)))`, it put the zero after the if and the phi behind other
-        // instructions, in an order that depended on the C++ compiler's argument evaluation:
-        // g++'s order happened to compile; clang's made ir3_calc_liveness_for (ir3_ra_predicates)
-        // read out of bounds and crash. NOTES.md "Hostile files" has the whole story.
-        nir_if *nif = nir_push_if(&b, in);
-        nir_def *v = global_load(a.buffer, off, 1);
-        nir_push_else(&b, nif);
+        Fetched fe;
+        fe.value = global_load(a.buffer, nir_bcsel(&b, in, off, i32(0)), 1);
+        fe.in = in;
+        fe.at = nir_iadd(&b, set_at, nir_iadd_imm(&b, nir_imul_imm(&b, idx, (uint64_t)elem), slab));
+        return fe;
+      };
+      // `count` elements, `GS` apart from `idx`: every load first, then the selects and shared
+      // stores, so the loads are in flight together and the work item waits once ((sy) before
+      // the first select) instead of once per element. Before, each element was an if around
+      // its load (a branch, and a wait, per element; NOTES.md "Hostile files" tells why its
+      // phi is placed as it was).
+      auto steps = [&](nir_def *idx, int64_t count) {
+        std::vector<Fetched> got;
+        for (int64_t u = 0; u < count; u++)
+          got.push_back(fetch(nir_iadd_imm(&b, idx, (uint64_t)(u * GS))));
         nir_def *zero = elem == 2 ? nir_imm_float16(&b, 0) : nir_imm_float(&b, 0);
-        nir_pop_if(&b, nif);
-        nir_def *staged = nir_if_phi(&b, v, zero);
-        nir_def *at = nir_iadd_imm(&b, nir_imul_imm(&b, idx, (uint64_t)elem), slab);
-        shared_store(at, staged);
+        for (const Fetched &fe : got) shared_store(fe.at, nir_bcsel(&b, fe.in, fe.value, zero));
       };
       const int64_t full = pl.kc * T / GS;
-      if (full > 1)
+      // Elements per loop iteration: up to f.stage_batch, a divisor of the full steps.
+      int64_t batch = std::max<int64_t>(1, std::min<int64_t>(f.stage_batch, full));
+      while (full % batch) batch--;
+      if (full > batch)
         loop(
-            i32(0), i32(full),
-            [&](nir_def *st) { step(nir_iadd(&b, local, nir_imul_imm(&b, st, (uint64_t)GS))); },
+            i32(0), i32(full / batch),
+            [&](nir_def *st) {
+              steps(nir_iadd(&b, local, nir_imul_imm(&b, st, (uint64_t)(GS * batch))), batch);
+            },
             true);
-      else if (full == 1)
-        step(local);
+      else if (full > 0)
+        steps(local, full);
       if (pl.kc * T % GS) {  // the last, partial step: only the work items with an element in it
         nir_def *idx = nir_iadd_imm(&b, local, (uint64_t)(full * GS));
-        guarded(nir_ult(&b, idx, i32(pl.kc * T)), [&] { step(idx); });
+        guarded(nir_ult(&b, idx, i32(pl.kc * T)), [&] { steps(idx, 1); });
       }
     };
 
@@ -687,17 +711,29 @@ struct NirKernelEmitter {
       }
       loop(i32(0), i32((E + pl.kc - 1) / pl.kc), [&](nir_def *chunk) {
         nir_def *c0 = nir_imul_imm(&b, chunk, (uint64_t)pl.kc);
-        stage(0, pl.a, TM, m0, pl.M, pl.m, c0);
-        stage(slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
+        nir_def *set_at = nir_load_var(&b, set);  // byte offset of this chunk's slabs
+        stage(set_at, 0, pl.a, TM, m0, pl.M, pl.m, c0);
+        stage(set_at, slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
         workgroup_barrier();
         auto point = [&](nir_def *kk) {
-          nir_def *at_a = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_a * TM)),
-                                   nir_imul_imm(&b, lm, (uint64_t)(pl.elem_a * pl.tm)));
-          nir_def *at_b = nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_b * TN)),
-                                   nir_imul_imm(&b, ln, (uint64_t)(pl.elem_b * pl.tn)));
-          const std::array<nir_def *, 4> av = shared_load4(at_a, pl.elem_a),
-                                         bv = shared_load4(nir_iadd_imm(&b, at_b, slab_b),
-                                                           pl.elem_b);
+          nir_def *at_a = nir_iadd(&b, set_at,
+                                   nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_a * TM)),
+                                            nir_imul_imm(&b, lm, (uint64_t)(pl.elem_a * pl.tm))));
+          nir_def *at_b = nir_iadd(&b, set_at,
+                                   nir_iadd(&b, nir_imul_imm(&b, kk, (uint64_t)(pl.elem_b * TN)),
+                                            nir_imul_imm(&b, ln, (uint64_t)(pl.elem_b * pl.tn))));
+          // tm (tn) operands as tm / 4 vec4 shared loads: an 8 x 8 micro tile reads 16 operands
+          // (and widens 16 float16) per 64 multiply-adds, a 4 x 4 one 8 per 16.
+          auto operands = [&](nir_def *at, int64_t count, int64_t elem) {
+            std::vector<nir_def *> v;
+            for (int64_t q = 0; q < count; q += 4)
+              for (nir_def *x : shared_load4(nir_iadd_imm(&b, at, (uint64_t)(q * elem)), elem))
+                v.push_back(x);
+            return v;
+          };
+          const std::vector<nir_def *> av = operands(at_a, pl.tm, pl.elem_a),
+                                       bv = operands(nir_iadd_imm(&b, at_b, slab_b), pl.tn,
+                                                     pl.elem_b);
           for (int64_t i = 0; i < pl.tm; i++)
             for (int64_t j = 0; j < pl.tn; j++) {
               nir_variable *x = acc[(size_t)(i * pl.tn + j)];
@@ -711,7 +747,10 @@ struct NirKernelEmitter {
         // barrier_sync, seen once float16 slabs made the loop too long for NIR to unroll).
         point(i32(0));
         if (pl.kc > 1) loop(i32(1), i32(pl.kc), point);
-        workgroup_barrier();  // the next chunk overwrites the slabs
+        if (pl.buffers == 2)  // the next chunk stages into the other set
+          nir_store_var(&b, set, nir_isub(&b, i32(set_bytes), set_at), 1);
+        else
+          workgroup_barrier();  // the next chunk overwrites the slabs
       });
     };
     outer(0);
@@ -724,9 +763,10 @@ struct NirKernelEmitter {
     const bool vec_store = mem_bytes(st) == 4 || st == DType::f16;
     const bool along_n = vec_store && pl.store_vector == 'n',
                along_m = vec_store && pl.store_vector == 'm';
-    const int64_t rows = along_m ? 1 : pl.tm, cols = along_n ? 1 : pl.tn;
-    for (int64_t i = 0; i < rows; i++)
-      for (int64_t j = 0; j < cols; j++) {
+    // With a vector store, one per 4 neighbours (the plan's store_vector: groups of 4).
+    const int64_t step_m = along_m ? 4 : 1, step_n = along_n ? 4 : 1;
+    for (int64_t i = 0; i < pl.tm; i += step_m)
+      for (int64_t j = 0; j < pl.tn; j += step_n) {
         nir_def *m =
             nir_iadd(&b, m0, nir_iadd_imm(&b, nir_imul_imm(&b, lm, (uint64_t)pl.tm), (uint64_t)i));
         nir_def *n =
@@ -734,13 +774,13 @@ struct NirKernelEmitter {
         // With a vector store, M (or N) is a multiple of 4 (the plan checked the innermost axis):
         // the first of the four in range means all four are.
         guarded(nir_iand(&b, nir_ult(&b, m, i32(pl.M)), nir_ult(&b, n, i32(pl.N))), [&] {
-          int count = along_n ? (int)pl.tn : along_m ? (int)pl.tm : 1;
+          int count = along_n || along_m ? 4 : 1;
           std::vector<nir_def *> results;
           for (int l = count - 1; l >= 0;
                l--) {  // the last evaluated is element 0: its indices address the store
             decompose(along_m ? nir_iadd_imm(&b, m, (uint64_t)l) : m, pl.m);
             decompose(along_n ? nir_iadd_imm(&b, n, (uint64_t)l) : n, pl.n);
-            int64_t ai = along_m ? l : i, aj = along_n ? l : j;
+            int64_t ai = along_m ? i + l : i, aj = along_n ? j + l : j;
             acc_value = nir_load_var(&b, acc[(size_t)(ai * pl.tn + aj)]);
             results.insert(results.begin(), memory_value(evaluate(k.result, false)));
           }
@@ -842,6 +882,8 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
   const int workgroup_size = (int)facts.group_size;
   const GpuTilePlan plan = gpu_tile_plan(k, p, facts);
   r.tiled = plan.ok;
+  r.group_size = facts.group_size;
+  if (plan.ok) r.plan = plan;
   r.group_reduce = !r.tiled && kernel_group_reduces(k, parallel_points(k));
   e.lanes = r.group_reduce || r.tiled ? 1 : kernel_lanes(k, p);
   e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;

@@ -18,8 +18,9 @@
 // a barrier per step). Other reductions stay serial inside the work item.
 //
 // Convolutions and matrix products follow the GPU schedule every GPU target shares (gpu_tile.h,
-// planned with the target's GpuFacts): a workgroup per output tile, 4 x 4 accumulators per work
-// item, the reduction staged through shared memory between workgroup barriers.
+// planned with the target's GpuFacts): a workgroup per output tile, 4 x 4, 8 x 4 or 8 x 8
+// accumulators per work item (the facts' micro tile; adreno_tile_choice.h picks it per kernel),
+// the reduction staged through shared memory between workgroup barriers.
 #pragma once
 #include <cstdint>
 
@@ -40,6 +41,8 @@ struct AdrenoNirKernel {
   bool tiled = false;         // gpu_tile's schedule: a workgroup per output tile
   uint32_t shared_bytes = 0;  // shared memory the NIR declares (shader_info.shared_size)
   int64_t grid = 0;           // workgroups to launch
+  unsigned group_size = 0;    // work items per workgroup (facts.group_size)
+  GpuTilePlan plan;           // the tile plan, when tiled
 };
 
 // Builds the NIR of kernel `k` with the compiler's NIR options for a target with `facts`

@@ -680,9 +680,11 @@ bool decoder::fields(variant var) {
       i.dst[0].half = i.dst_half;
       const bool immed = var == v_cat3_alt || var == v_cat3_wmm;
       if (!cat3src(0, !i.full, var == v_cat3_alt, &i.src[0])) return false;
-      // Mesa's decoder refuses a wmm whose SRC1 is not a register (its #cat3-src gets no
-      // IMMED_ENCODING parameter there); this one follows.
-      if (var == v_cat3_wmm && i.src[0].kind != ir3_operand::gpr)
+      // Mesa's decoder refuses a wmm whose SRC1 is a const (its #cat3-src gets no
+      // IMMED_ENCODING parameter there) and accepts a relative register (hr<a0.x + 38>, seen by
+      // the flipped-bit cross-check); this one follows.
+      if (var == v_cat3_wmm && i.src[0].kind != ir3_operand::gpr &&
+          i.src[0].kind != ir3_operand::rel_gpr)
         return fail("wmm SRC1 not a register");
       i.src[1] = gpr(47, !i.full);
       if (!cat3src(16, !i.full, immed, &i.src[2])) return false;
@@ -819,10 +821,13 @@ bool decoder::fields(variant var) {
             i.offset = sext(bits(w, 1, 13), 13);
             i.nsrc = 1;
           } else {
-            if (!expect(11, 11, 0, "ldg.a")) return false;
+            i.shift = uint8_t(bits(w, 12, 13));
+            // ir3-cat6.xml asserts bit 11 clear, but Mesa's decoder takes the override display
+            // when SRC2_ADD_DWORD_SHIFT > 0 and then accepts the word whatever bit 11 holds
+            // (seen by the flipped-bit cross-check, ir3_emu_kernels_test); bit 11 is no field.
+            if (i.shift == 0 && !expect(11, 11, 0, "ldg.a")) return false;
             i.src[1] = gpr(1, false);
             i.offset = int32_t(bits(w, 9, 10));
-            i.shift = uint8_t(bits(w, 12, 13));
             i.nsrc = 2;
           }
           return true;

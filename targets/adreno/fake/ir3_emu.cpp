@@ -1042,7 +1042,11 @@ bool runner::mem(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
       return each(exec, [&](int lane) {
         uint32_t a;
         if (!get(w, addr, lane, &a)) return false;
-        const int64_t at = int64_t(a) + i.offset;
+        // Register plus immediate in 32 bits, wrapping: ir3 folds a constant out of an address
+        // whose other part may be negative as an unsigned value (Mesa 25.0.7 ir3_nir.c,
+        // nir_opt_offsets with allow_offset_wrap = true), e.g. l[r8.z+960] with r8.z = -960
+        // stores at 0 (a double-buffered tile's slab offset, set_bytes - set).
+        const int64_t at = int64_t(uint32_t(a + uint32_t(i.offset)));
         if (at < 0 || uint64_t(at) + bytes > limit)
           return fail(std::string(priv ? "private" : "shared") + " memory " +
                       (load ? "load" : "store") + " of " + std::to_string(bytes) + " bytes at " +

@@ -450,6 +450,18 @@ TEST_CASE(
                      ldp(u32, R(3, 0), R(2, 0), 8, 1), mov_g(u32, u32, R(4, 0), R(3, 0)) | SY},
                     store_tail(R(4, 0)))));
   for (int l = 0; l < 64; l++) CHECK(h.at<uint32_t>(0x8000)[l] == uint32_t(l));
+  // A local address wraps in 32 bits (ir3 folds constants out of addresses whose register part
+  // is then negative: nir_opt_offsets' allow_offset_wrap): l[r2.x+960] with r2.x = 4 * lid - 960
+  // is shared[lid].
+  h.d.shared_bytes = 256;
+  REQUIRE(h.run(
+      cat({cat2(shl_b, R(2, 0), g(R(0, 0)), imm(2)), nop(5),
+           cat2(add_u, R(2, 0), g(R(2, 0)), imm(-960)), nop(5), stl(u32, R(2, 0), 960, R(0, 0), 1),
+           ldl(u32, R(3, 0), R(2, 0), 960, 1), mov_g(u32, u32, R(4, 0), R(3, 0)) | SS},
+          store_tail(R(4, 0)))));
+  INFO(h.findings_text());
+  for (int l = 0; l < 64; l++) CHECK(h.at<uint32_t>(0x8000)[l] == uint32_t(l));
+  CHECK(h.counts.shared_store_bytes == 64 * 4);
 }
 
 TEST_CASE("ir3 emulator: wave128 and several workgroups: local and workgroup ids") {
