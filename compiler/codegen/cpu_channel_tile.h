@@ -63,6 +63,9 @@ struct ChannelTilePlan {
   // Multiply-adds the fixed tiles write out (tile copies x positions x accumulator columns x
   // unrolled lanes): what the kernel's code size, and so its compile time, grows with.
   int64_t fixed_fmas = 0;
+  // The fixed tiles keep the innermost reduction lanes (8, unrolled elsewhere) a loop: written
+  // out they would pass kFixedFmasMax (cpu_channel_tile.cpp).
+  bool lanes_looped = false;
 };
 
 // The plan for kernel k on target t (its vector registers size the tile), or one with ok ==
