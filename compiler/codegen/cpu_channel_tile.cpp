@@ -102,6 +102,7 @@ class TilePlanner {
     v = k.n_parallel - 1;
     if ((k.axes[v] != kChannelBlock && k.axes[v] != t.channel_block) || k.body < 0) return false;
     cp.L = k.axes[v];
+    cp.keep_window_loops = t.f32_lanes == 8;
     cp.regs = cpu_target_block_registers(t, cp.L);
     // Sources: Intel Optimization Reference Manual (FMA latency 4 cycles on Skylake-SP and later,
     // 2 ports) and Cortex-A75 Software Optimization Guide (FMLA latency 4-5, 2 pipes): about 4 x
@@ -608,9 +609,12 @@ struct TileEmitter {
   // their bodies are far past its thresholds, but deciding so took LLVM's two unroll passes 46%
   // of the optimizer's time on resnet18's 3x3 convs (opt -time-passes), for the same code. Tiles
   // without a window (1x1 convs, products) are left to LLVM: it unrolls a product's reduction
-  // by 2 where that is short enough.
+  // by 2 where that is short enough. Only on 8-lane vectors (AVX2, where the captures show LLVM
+  // unrolled none of them but in comma_like's stems): on AVX-512 it does unroll some (squeezenet:
+  // 4-trip loops, 16-lane loops by 2), and what keeping them does to the speed there and on NEON
+  // was not measured. The looped lanes of the bound are kept everywhere.
   void reduction_emit() {
-    e.keep_loops = !window.empty();
+    e.keep_loops = !window.empty() && (cp.keep_window_loops || (fixed && cp.lanes_looped));
     reduction_loops();
     e.keep_loops = false;
   }

@@ -66,6 +66,8 @@ struct ChannelTilePlan {
   // The fixed tiles keep the innermost reduction lanes (8, unrolled elsewhere) a loop: written
   // out they would pass kFixedFmasMax (cpu_channel_tile.cpp).
   bool lanes_looped = false;
+  // The window reduction's loops carry llvm.loop.unroll.disable (on 8-lane vectors: AVX2).
+  bool keep_window_loops = false;
 };
 
 // The plan for kernel k on target t (its vector registers size the tile), or one with ok ==
