@@ -5,9 +5,10 @@
 // it was made, and a new knob is recorded without being listed anywhere.
 //
 // Read with plain getenv, and not recorded, because they do not change the output: the knobs
-// that only print (CAPGRAPH_DEBUG_TILE, CAPGRAPH_DEBUG_LAYOUT, CAPGRAPH_DUMP_IR,
-// CAPGRAPH_DUMP_NIR) and the tool lookup of the NVIDIA target (CAPGRAPH_PTXAS, PATH, CUDA_PATH,
-// TMPDIR: which ptxas runs, as which LLVM is linked, is the build's choice, not an option).
+// that only print (CAPGRAPH_DEBUG_TILE, CAPGRAPH_DEBUG_LAYOUT, CAPGRAPH_DEBUG_CODEGEN,
+// CAPGRAPH_DUMP_IR, CAPGRAPH_DUMP_NIR) and the tool lookup of the NVIDIA target (CAPGRAPH_PTXAS,
+// PATH, CUDA_PATH, TMPDIR: which ptxas runs, as which LLVM is linked, is the build's choice, not an
+// option).
 #pragma once
 #include <string>
 #include <vector>

@@ -42,6 +42,13 @@ constexpr int64_t kFlatPositions = 64, kFixedCopies = 128;
 // 0.0016 ms, Zen 3). resnet18's 7x7 maps write 7776 that run 2048 times each (64 channel
 // blocks x 32 o tiles): 12-18% faster than tiles along one axis there.
 constexpr int64_t kFixedFmasFree = 1024, kFixedRuns = 16;
+// And at most this many in all, per kernel: past it the fixed tiles keep the innermost reduction
+// lanes a loop (as 16-lane blocks always do), which divides what they write out by the lanes,
+// and a shape still past it is not taken. resnet18's 512-channel 3x3 convs on 7x7 (flat, 9 fixed
+// tiles x 9 window offsets x 6 positions x 2 columns) wrote 7776 out: 72k lines of IR and ~1.9 s
+// of LLVM's optimizer each, two thirds of the model's code generation (issue 27); with the lanes
+// looped, 972.
+constexpr int64_t kFixedFmasMax = 2048;
 // Innermost reduction axes this short (the lanes of an 8-blocked input) are unrolled by the
 // emitter; 16 lanes stay a loop (unrolled, the 7x7 maps of resnet18 took 4x the compile time).
 constexpr int64_t kUnrolledLanes = 8;
@@ -95,6 +102,7 @@ class TilePlanner {
     v = k.n_parallel - 1;
     if ((k.axes[v] != kChannelBlock && k.axes[v] != t.channel_block) || k.body < 0) return false;
     cp.L = k.axes[v];
+    cp.keep_window_loops = t.f32_lanes == 8;
     cp.regs = cpu_target_block_registers(t, cp.L);
     // Sources: Intel Optimization Reference Manual (FMA latency 4 cycles on Skylake-SP and later,
     // 2 ports) and Cortex-A75 Software Optimization Guide (FMLA latency 4-5, 2 pipes): about 4 x
@@ -242,14 +250,14 @@ class TilePlanner {
   }
   // How often each statement of a fixed tile runs per replay: the reduction's trips that stay
   // loops, times the work items running the same tile (every parallel axis but the positions).
-  int64_t fixed_runs(int mode, int64_t VB) const {
+  int64_t fixed_runs(int mode, int64_t VB, bool lanes_looped) const {
     int64_t n = 1;
     for (int a = 0; a < (int)k.axes.size(); a++) {
       const bool window_axis = mode == 2 ? unrolled_flat[a] : unrolled[a];
       if (a == cp.pos || a == v || window_axis || (mode == 2 && a == cp.pos2)) continue;
       n *= a == cp.o ? (k.axes[a] + VB - 1) / VB : k.axes[a];
     }
-    return n / lanes_unrolled();
+    return lanes_looped ? n : n / lanes_unrolled();
   }
   // The copies of the innermost loop a fixed tile makes: the product of the unrolled extents.
   int64_t combos(const std::vector<char> &u) const {
@@ -298,6 +306,7 @@ class TilePlanner {
     for (int64_t R = 1; R <= P && R * cols + cols + 1 <= regs; R++) {
       double fmas = 0, loads = 0;
       int64_t tiles = 0, t_lo = 0, t_hi = 0, fixed_fmas = 0;
+      bool lanes_looped = false;
       if (mode == 0) {
         int64_t mid = (cp.hi - cp.lo + R - 1) / R;
         tiles = cp.lo + mid + (P - cp.hi);
@@ -310,8 +319,10 @@ class TilePlanner {
         int64_t fixed_tiles = tiles - (t_hi - t_lo);
         const int64_t copies = fixed_tiles * combos(mode == 2 ? unrolled_flat : unrolled);
         fixed_fmas = copies * R * cols * lanes_unrolled();
-        if (copies > kFixedCopies ||
-            (fixed_fmas > kFixedFmasFree && fixed_runs(mode, VB) < kFixedRuns))
+        if (fixed_fmas > kFixedFmasMax && lanes_unrolled() > 1)
+          lanes_looped = true, fixed_fmas /= lanes_unrolled();
+        if (copies > kFixedCopies || fixed_fmas > kFixedFmasMax ||
+            (fixed_fmas > kFixedFmasFree && fixed_runs(mode, VB, lanes_looped) < kFixedRuns))
           continue;
       }
       double score = fmas / loads * o_used * double(pair);
@@ -321,7 +332,7 @@ class TilePlanner {
       }
       if (score > *best + 1e-9) {
         *best = score, cp.R = R, cp.VB = VB, cp.pair = pair, cp.P = P, cp.tiles = tiles,
-        cp.t_lo = t_lo, cp.t_hi = t_hi, cp.fixed_fmas = fixed_fmas;
+        cp.t_lo = t_lo, cp.t_hi = t_hi, cp.fixed_fmas = fixed_fmas, cp.lanes_looped = lanes_looped;
         cp.mode = mode == 0 ? ChannelTilePlan::Mode::split : ChannelTilePlan::Mode::fixed;
         best_flat = mode == 2;
       }
@@ -330,7 +341,7 @@ class TilePlanner {
   void plan_print() const {
     fprintf(stderr,
             "tile %s: %s L=%lld P=%lld [%lld,%lld) tiles=%lld runtime [%lld,%lld) R=%lld VB=%lld "
-            "pair=%lld o=%lld x_vector=%d fixed_fmas=%lld\n",
+            "pair=%lld o=%lld x_vector=%d fixed_fmas=%lld%s\n",
             k.name.c_str(),
             cp.mode == ChannelTilePlan::Mode::split ? "split"
             : cp.pos2 >= 0                          ? "flat"
@@ -338,7 +349,7 @@ class TilePlanner {
             (long long)cp.L, (long long)cp.P, (long long)cp.lo, (long long)cp.hi,
             (long long)cp.tiles, (long long)cp.t_lo, (long long)cp.t_hi, (long long)cp.R,
             (long long)cp.VB, (long long)cp.pair, (long long)(cp.o >= 0 ? k.axes[cp.o] : 0),
-            cp.x_vector, (long long)cp.fixed_fmas);
+            cp.x_vector, (long long)cp.fixed_fmas, cp.lanes_looped ? " lanes looped" : "");
   }
 };
 
@@ -594,7 +605,20 @@ struct TileEmitter {
   // planes share a cache set, stride 2), Zen 3, AVX2. Window inside only where X is a byte
   // chain read through its table (a uint8 camera frame): there the table row follows the
   // channel, and inside was 1.2x faster (comma_like's stems, 0.65 against 0.80 ms).
+  // A window's reduction loops are never unrolled by LLVM (what should be unrolled is, here):
+  // their bodies are far past its thresholds, but deciding so took LLVM's two unroll passes 46%
+  // of the optimizer's time on resnet18's 3x3 convs (opt -time-passes), for the same code. Tiles
+  // without a window (1x1 convs, products) are left to LLVM: it unrolls a product's reduction
+  // by 2 where that is short enough. Only on 8-lane vectors (AVX2, where the captures show LLVM
+  // unrolled none of them but in comma_like's stems): on AVX-512 it does unroll some (squeezenet:
+  // 4-trip loops, 16-lane loops by 2), and what keeping them does to the speed there and on NEON
+  // was not measured. The looped lanes of the bound are kept everywhere.
   void reduction_emit() {
+    e.keep_loops = !window.empty() && (cp.keep_window_loops || (fixed && cp.lanes_looped));
+    reduction_loops();
+    e.keep_loops = false;
+  }
+  void reduction_loops() {
     if (window_inside)
       rest_loops([&](const std::vector<llvm::AllocaInst *> &set) {
         window_loops([&](const std::vector<int64_t> &live) { checked_point(set, live); });
@@ -609,6 +633,11 @@ struct TileEmitter {
     for (size_t di : checked_dims) e.checked[cp.x][di] = 1;
     reduction_point(set, live);
     for (size_t di : checked_dims) e.checked[cp.x][di] = 0;
+  }
+  // Whether the innermost rest loop is written out (see rest_loops; a fixed tile keeps it a loop
+  // where the plan says its written-out work would be too much code).
+  bool lanes_written() const {
+    return !rest.empty() && k.axes[rest.back()] <= kUnrolledLanes && !(fixed && cp.lanes_looped);
   }
   // The rest loops. An innermost axis of at most 8 (the lanes of a blocked input) is unrolled
   // here: left as a loop, LLVM may keep it as one of a few trips whose exit mispredicts every
@@ -625,10 +654,10 @@ struct TileEmitter {
       }
     };
     e.nest_order(outer, 0, [&] {
-      if (k.axes[last] <= kUnrolledLanes)
+      if (lanes_written())
         for (int64_t j = 0; j < n; j++) step(i64(j));
       else
-        e.loop(n, step);
+        e.loop(n, step);  // kept a loop (reduction_emit): LLVM wrote resnet18's 8 lanes out again
     });
   }
   // The checks the loops make at run time: over `dims`, at the tile's first position.
@@ -712,10 +741,7 @@ struct TileEmitter {
     });
     int64_t shared = 0;
     for (const auto &u : uses) shared += u.second > 1;
-    const int64_t lanes_unrolled =
-        !window_inside && !rest.empty() && k.axes[rest.back()] <= kUnrolledLanes
-            ? k.axes[rest.back()]
-            : 1;
+    const int64_t lanes_unrolled = !window_inside && lanes_written() ? k.axes[rest.back()] : 1;
     const int64_t merged_live = S * Rt * cols() + shared * lanes_unrolled + cols();
     const bool apart = combos > 1 && !knob_get("CAPGRAPH_CSE_WINDOW") &&
                        2 * merged_live > 3 * cp.regs;  // env: experiments

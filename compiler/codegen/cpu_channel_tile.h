@@ -63,6 +63,11 @@ struct ChannelTilePlan {
   // Multiply-adds the fixed tiles write out (tile copies x positions x accumulator columns x
   // unrolled lanes): what the kernel's code size, and so its compile time, grows with.
   int64_t fixed_fmas = 0;
+  // The fixed tiles keep the innermost reduction lanes (8, unrolled elsewhere) a loop: written
+  // out they would pass kFixedFmasMax (cpu_channel_tile.cpp).
+  bool lanes_looped = false;
+  // The window reduction's loops carry llvm.loop.unroll.disable (on 8-lane vectors: AVX2).
+  bool keep_window_loops = false;
 };
 
 // The plan for kernel k on target t (its vector registers size the tile), or one with ok ==

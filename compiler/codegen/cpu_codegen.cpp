@@ -6,6 +6,7 @@
 #include <llvm/IR/Module.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "codegen/cpu_channel_tile.h"
@@ -761,8 +762,27 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
   for (size_t i = 0; i < p.kernels.size(); i++) r.kernels[i].object = object[d.unique_of[i]];
   r.unique_kernels = (int)d.reps.size();
   r.objects.resize(n_obj);
-  parallel_pull(n_obj, jobs, [&](int o) {
+  std::vector<int64_t> object_cost(n_obj, 0);
+  for (size_t u = 0; u < d.reps.size(); u++) object_cost[object[u]] += cost[u];
+  // The threads pull the costliest objects first, so that a heavy one does not start last and
+  // run alone (the bytes do not depend on the order).
+  std::vector<int> pull(n_obj);
+  for (int o = 0; o < n_obj; o++) pull[o] = o;
+  std::stable_sort(pull.begin(), pull.end(),
+                   [&](int a, int b) { return object_cost[a] > object_cost[b]; });
+  const bool debug = getenv("CAPGRAPH_DEBUG_CODEGEN") != nullptr;
+  const auto start = std::chrono::steady_clock::now();
+  parallel_pull(n_obj, jobs, [&](int i) {
+    const int o = pull[i];
+    const auto t0 = std::chrono::steady_clock::now();
     r.objects[o] = compile_unique(p, t, d, members[o], o, llvm::CodeGenFileType::ObjectFile);
+    if (debug) {  // each object's kernels, estimated cost and seconds (issue 27: the balance)
+      const auto t1 = std::chrono::steady_clock::now();
+      fprintf(stderr, "codegen object %d: %zu kernels, cost %lld, %.3f s to %.3f s\n", o,
+              members[o].size(), (long long)object_cost[o],
+              std::chrono::duration<double>(t0 - start).count(),
+              std::chrono::duration<double>(t1 - start).count());
+    }
   });
   return r;
 }

@@ -1480,6 +1480,46 @@ TEST_CASE("pooling windows are checked once per row: a padded max pool vectorize
   }
 }
 
+TEST_CASE("fixed border tiles write out a bounded number of multiply-adds per kernel") {
+  // A 3x3 conv 64 -> 64 on 7x7, as resnet18's last stage (512 channels there): its flat 7x7 map
+  // is all fixed tiles, and each runs 32 times per replay (8 input blocks x 4 o tiles), so the
+  // run count let 9 tiles x 9 window offsets x 6 positions x 2 columns x 8 lanes = 7776
+  // multiply-adds through (72k lines of IR, ~1.9 s of LLVM per kernel at 512 channels). Past
+  // kFixedFmasMax the fixed tiles keep the 8 lanes a loop.
+  ModelBuilder b(17);
+  b.input("x", DataType::float32, {1, 64, 7, 7});
+  b.initializer("wa", ramp(64 * 64, 0.01f), {64, 64, 1, 1});
+  b.initializer("w", ramp(64 * 64 * 9, 0.005f), {64, 64, 3, 3});
+  b.initializer("wb", ramp(64 * 64, 0.01f), {64, 64, 1, 1});
+  b.node("Conv", {"x", "wa"}, {"a"}).name = "in";
+  b.node("Conv", {"a", "w"}, {"d"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "mid";
+  b.node("Conv", {"d", "wb"}, {"y"}).name = "out";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/fixed_tiles_bounded.onnx";
+  b.save(path);
+  for (const char *target : {"cpu-x86_64-avx512", "cpu-x86_64"}) {
+    CAPTURE(target);
+    CompileOptions opt;
+    opt.target = target;
+    CompileReport r;
+    Program p = compile_schedule(path, opt, &r);
+    bool looped = false;
+    for (const Kernel &k : p.kernels) {
+      const ChannelTilePlan cp = channel_tile_plan(k, p, cpu_target_named(target));
+      if (!cp.ok) continue;
+      CAPTURE(k.name);
+      CHECK(cp.fixed_fmas <= 2048);
+      looped = looped || cp.lanes_looped;
+    }
+    // 8-lane blocks (AVX2) are where the lanes are written out, and so where the bound bites.
+    if (std::string(target) == "cpu-x86_64") CHECK(looped);
+    const std::string text = cpu_codegen_assembly(p, cpu_target_named(target));
+    CHECK(fma_instructions(text) > 0);
+    CHECK(fma_instructions(text) <= 3000);
+    check_program(p);
+  }
+}
+
 TEST_CASE("the capture does not depend on the number of code generation threads") {
   // Unique kernels go to a fixed number of objects, balanced by their estimated cost, and the
   // threads pull objects: 1, 2 or 4 threads write the same bytes. Until then each thread had

@@ -52,15 +52,23 @@ struct KernelEmitter {
   llvm::Type *mem_type(DType t);  // type of elements in memory
   llvm::Value *i64(int64_t v) { return b.getInt64(v); }
 
-  // for (i = lo; i < hi; i++) body(i)
-  void loop(llvm::Value *lo, llvm::Value *hi, const std::function<void(llvm::Value *)> &body);
+  // for (i = lo; i < hi; i++) body(i); returns the back edge's branch (loop metadata goes there).
+  llvm::BranchInst *loop(llvm::Value *lo, llvm::Value *hi,
+                         const std::function<void(llvm::Value *)> &body);
   // A single trip is no loop: LICM would hoist each of its loads out one at a time, and on the
   // fixed border tiles (one such loop per tile and window offset) its MemorySSA updates walked the
   // whole function each time (27 s for one 3x3 conv over 8 channels).
-  void loop(int64_t n, const std::function<void(llvm::Value *)> &body) {
-    if (n == 1) return body(i64(0));
-    loop(i64(0), i64(n), body);
+  llvm::BranchInst *loop(int64_t n, const std::function<void(llvm::Value *)> &body) {
+    if (n == 1) {
+      body(i64(0));
+      return nullptr;
+    }
+    return loop(i64(0), i64(n), body);
   }
+  // Tells LLVM not to unroll the loop whose back edge is `latch` (from loop; nullptr: no loop).
+  void loop_keep(llvm::BranchInst *latch);
+  // While set, every loop made is kept so (loop_keep).
+  bool keep_loops = false;
   // Runs body only if cond holds.
   void guarded(llvm::Value *cond, const std::function<void()> &body);
   // Loops over the given axes, outermost first; body runs at the innermost point.
