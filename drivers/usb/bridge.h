@@ -137,10 +137,8 @@ class Bridge {
   // the GPU does after its copy into SRAM: arm first, have the GPU write the
   // trigger, then collect exactly the armed n bytes (waits up to
   // timeout_ms, default 1 s + n/100 kB; a missing trigger is named). A
-  // collect that timed out with nothing moved is tried once more (the data
-  // lost on the cable is still at the endpoint), then the DMA engine is
-  // disarmed (a one-sector write replaces the armed read), so an armed read
-  // never hands the SRAM to the next request's bulk IN.
+  // collect that timed out with nothing moved is tried once more, 200 ms
+  // (the data lost on the cable is still at the endpoint).
   BridgeStatus sram_read_arm(uint32_t offset, size_t n);
   BridgeStatus sram_read_collect(uint8_t *out, size_t n, unsigned timeout_ms = 0);
 
@@ -174,7 +172,6 @@ class Bridge {
                            uint16_t n, const char *what, unsigned timeout_ms = 0);
   BridgeStatus fail(TransferStatus s, const char *what);
   BridgeStatus sram_dma_arm(uint32_t offset, size_t n, bool to_sram);
-  void sram_read_disarm();
   size_t sram_read_armed_ = 0;  // bytes armed by sram_read_arm, not yet collected
   bool posted_wait_ = false;
   bool has_posted_flag() const;

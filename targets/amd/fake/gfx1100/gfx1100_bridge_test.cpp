@@ -400,21 +400,11 @@ TEST_CASE("a copy-out whose trigger never reaches the bridge is a clear error, n
   hcq::memory m;
   REQUIRE(t.alloc(64 * 1024, hcq::memory_kind::device, &m, &err) == CAPGRAPH_OK);
   // The GPU loses bus mastering (as after a PCIe error): the SDMA's trigger write never arrives.
-  const auto bus_master = gpu.dma_write;
   gpu.dma_write = [](uint64_t, const uint8_t *, size_t) { return false; };
   CHECK(t.download(m, 0, 64 * 1024, &err) != CAPGRAPH_OK);
   CHECK_MESSAGE(err.find("did the GPU write the trigger") != std::string::npos, err);
   CHECK_MESSAGE(err.find("VRAM") != std::string::npos, err);
   MESSAGE("trigger lost: " << err);
-  // The read was given up on the bridge too: its DMA engine is not left armed for it (a trigger
-  // arriving late would send the SRAM into the next request's bulk IN), and the next copy works.
-  CHECK((r.dev.xdata_read(0xC412, 0) & 0x02) == 0);  // REG_NVME_CTRL_STATUS.NVME_CTRL_DMA_START
-  gpu.dma_write = bus_master;
-  std::vector<uint8_t> want(64 * 1024);
-  for (size_t i = 0; i < want.size(); ++i) want[i] = uint8_t(i * 3 + 1);
-  gpu.vram_write(t.allocations().back().first, want.data(), want.size());
-  REQUIRE_MESSAGE(t.download(m, 0, want.size(), &err) == CAPGRAPH_OK, err);
-  CHECK(std::memcmp(m.cpu, want.data(), want.size()) == 0);
   t.free(m);
 }
 
