@@ -1,4 +1,4 @@
-#!/ usr / bin / python3
+#!/usr/bin/python3
 """soak.py DEVICE RUNS WARMUP WINDOWS CAP_A [CAP_B]: the long run of issue 30 on one device
 (scripts/soak.sh runs it per device). Loads the captures, replays them alternately WARMUP times,
 then RUNS times in all (A, B, A, B, ...; A alone when one is given) through the Python package
@@ -109,8 +109,7 @@ def main() -> int:
     report = {
         "device": device, "runs": runs, "warmup": max(warmup, n), "seconds": round(seconds, 1), "start": start, "end": end,
         "closed": closed,
-        "models": [{
-    "capture" : os.path.basename(c), "runs" : int(n), "windows" : windows_of(l, windows)}
+        "models": [{"capture": os.path.basename(c), "runs": int(n), "windows": windows_of(l, windows)}
                    for c, n, l in zip(caps, per, lat)],
     }
     print(json.dumps(report))
