@@ -17,8 +17,9 @@
 # `:twin` mode (the transport, the packets, the fake's memory and queues as in emulation, each
 # kernel run as its host twin: 2000 emulated replays of a zoo-sized model would take hours);
 # fake-usb (the emulated USB bridge running our firmware, the AM driver, kernels in the RDNA3
-# emulator) replays one model, the small generated CNN of targets/amd: a second model's load in
-# the same process cold-boots the one GPU under the first. Environment: BUILD (build directory, default build/), CAPGRAPH_SOAK_OUT
+# emulator) replays two small models, the generated CNN of targets/amd and a tiny_chain of 4
+# layers of width 64, which share the one GPU's session (the second load joins the first's:
+# targets/amd/amd_usb.h). Environment: BUILD (build directory, default build/), CAPGRAPH_SOAK_OUT
 # (where the JSON lines go, default a temporary directory that is kept and named).
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -29,7 +30,7 @@ devices=("$@")
 build=${BUILD:-$repo/build}
 capgraph=$build/cli/capgraph
 lib=$build/targets/libcapgraph_runtime_fakes.so
-for f in "$capgraph" "$lib" "$build/tests/tools/family_gen"; do
+for f in "$capgraph" "$lib" "$build/tests/tools/family_gen" "$build/tests/tools/tiny_chain_gen"; do
   [[ -e $f ]] || { echo "soak: $f is missing: build first" >&2; exit 1; }
 done
 out=${CAPGRAPH_SOAK_OUT:-$(mktemp -d /tmp/capgraph-soak.XXXXXX)}
@@ -42,8 +43,9 @@ else
   "$build/tests/tools/family_gen" "$out/families" test >/dev/null
   models=("$out/families/shufflenet_like/model.onnx" "$out/families/mobilenetv3_like/model.onnx")
 fi
-mkdir -p "$out/usb"
+mkdir -p "$out/usb" "$out/usb_chain"
 "$build/targets/amd/amd_model_gen" "$out/usb" >/dev/null
+"$build/tests/tools/tiny_chain_gen" "$out/usb_chain" 4 64 1 >/dev/null
 
 target_of() {
   case $1 in
@@ -64,15 +66,12 @@ for dev in "${devices[@]}"; do
   warmup=$((2000 / divisor))
   case $dev in
     cpu) runs=$((100000 / divisor)) warmup=100 ;;
-    fake-usb) runs=$((2000 / divisor)) srcs=("$out/usb/small_cnn.onnx") ;;
+    fake-usb) srcs=("$out/usb/small_cnn.onnx" "$out/usb_chain/tiny_chain.onnx") ;;
     *:*) ;;
     *) spec=$dev:twin ;;
   esac
   caps=()
   for i in 0 1; do
-    # One fake-usb GPU per process: a second model's load would cold-boot it (a mode-1 reset)
-    # under the first, whose next replay then fails; fake-usb soaks one model.
-    [[ $dev == fake-usb && $i == 1 ]] && break
     caps+=("$out/${dev%%:*}.$i.cap")
     nice -n 10 "$capgraph" compile "${srcs[$i]}" -o "${caps[$i]}" --target "$target" >"$out/compile.log" 2>&1 ||
       { echo "soak: compiling ${srcs[$i]} for $target failed:" >&2; cat "$out/compile.log" >&2; exit 1; }

@@ -803,7 +803,8 @@ bool device::compute_queue_init() {
   uint32_t active = 0;
   std::string e;
   const uint32_t zeros[4] = {};
-  compute_wptr_ = 0;
+  compute_wptr_ = kicked_wptr_[0] = 0;
+  queue_lost_[0] = false;
   if (!vram_write(device_layout::queue_words, zeros, sizeof zeros) ||
       !vram_write(device_layout::mqd, mqd.data(), kMqdBytes) || !hdp_flush() ||
       !wreg(regGRBM_GFX_CNTL, 1u << 2))
@@ -832,7 +833,8 @@ bool device::sdma_init() {
   const uint32_t cntl = (log2u(device_layout::sdma_ring_bytes / 4) << 1) | (1u << 8) | (1u << 12) |
                         (4u << 16) | (1u << 23);
   const uint32_t zeros[4] = {};
-  sdma_wptr_ = 0;
+  sdma_wptr_ = kicked_wptr_[1] = 0;
+  queue_lost_[1] = false;
   return vram_write(device_layout::queue_words + 0x100, zeros, sizeof zeros) && hdp_flush() &&
          wreg(regSDMA0_F32_CNTL, 0) && wreg(regSDMA0_QUEUE0_MINOR_PTR_UPDATE, 1) &&
          wreg(regSDMA0_QUEUE0_RB_RPTR, 0) && wreg(regSDMA0_QUEUE0_RB_WPTR, 0) &&
@@ -860,6 +862,16 @@ bool device::queue_write(bool sdma, const uint32_t *words, size_t n, std::string
   uint64_t &wptr = sdma ? sdma_wptr_ : compute_wptr_;
   const uint64_t unit = sdma ? 1 : 4;  // the write pointer counts bytes on SDMA, dwords on compute
   bool ok = booted_ || fail("not booted");
+  // A kick that failed may or may not have reached the GPU: the queue's write pointer is unknown,
+  // and words written after it would run behind the lost submission's (another model's commands
+  // in memory it has freed since). Refused until the next boot sets the queue up again.
+  if (ok && queue_lost_[sdma])
+    ok = fail(
+        "an earlier submission's write pointer or doorbell was lost on the wire, so the "
+        "queue's state is unknown; free the models on this GPU and load them again (the "
+        "next boot sets the queue up anew)");
+  // Words written but never published (the caller gave up before its kick): overwritten.
+  if (ok) wptr = kicked_wptr_[sdma];
   if (ok && 4 * uint64_t(n) >= ring_bytes)
     ok = fail(std::to_string(n) + " words do not fit the ring");
   uint64_t at = (wptr * unit) % ring_bytes;
@@ -894,14 +906,23 @@ bool device::queue_kick(bool sdma, bool without_bulk, std::string *err) {
                         : pci_.bar_write(bar, off, w, 2, &e);
   };
   // The write pointer's 8 aligned bytes into VRAM, the HDP flush, then the doorbell.
-  bool ok = booted_ || fail("not booted");
-  if (ok) {
-    stats_.vram_bytes_written += 8;
-    hdp_dirty_ = true;
-    if (!bar_write(kBarVram, wptr_pa)) ok = fail("writing the write pointer: " + e);
-  }
-  ok = ok && hdp_flush(without_bulk);
-  if (ok && !bar_write(kBarDoorbell, bell)) ok = fail("ringing the doorbell: " + e);
+  const auto publish = [&] {
+    bool ok = booted_ || fail("not booted");
+    if (ok) {
+      stats_.vram_bytes_written += 8;
+      hdp_dirty_ = true;
+      if (!bar_write(kBarVram, wptr_pa)) ok = fail("writing the write pointer: " + e);
+    }
+    ok = ok && hdp_flush(without_bulk);
+    if (ok && !bar_write(kBarDoorbell, bell)) ok = fail("ringing the doorbell: " + e);
+    return ok;
+  };
+  // Publishing the same write pointer twice is harmless (the engine has run to it or will), so a
+  // transfer lost on the wire is sent once more, as the teardown's writes are; only a second loss
+  // leaves the queue in a state nobody knows (queue_lost_).
+  const bool ok = publish() || (booted_ && publish());
+  if (ok) kicked_wptr_[sdma] = wptr;
+  if (!ok && booted_) queue_lost_[sdma] = true;
   if (!ok) *err = err_;
   return ok;
 }

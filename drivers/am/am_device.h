@@ -147,9 +147,11 @@ class device {
   std::string step_;  // what the boot is doing, for messages
   std::string err_;
   bool booted_ = false;
-  uint64_t compute_wptr_ = 0;  // dwords
-  uint64_t sdma_wptr_ = 0;     // bytes
-  bool hdp_dirty_ = false;     // VRAM written over BAR0 since the last HDP flush
+  uint64_t compute_wptr_ = 0;            // dwords
+  uint64_t sdma_wptr_ = 0;               // bytes
+  uint64_t kicked_wptr_[2] = {0, 0};     // compute, SDMA: the write pointer last published
+  bool queue_lost_[2] = {false, false};  // a kick failed: the GPU's view of the queue is unknown
+  bool hdp_dirty_ = false;               // VRAM written over BAR0 since the last HDP flush
   // VRAM moves go through this, allocated once with the device, not a vector per call: replay
   // must not allocate. 1 MiB, so an input the size of resnet18's (602,112 B) is one BAR transfer
   // call (each call ends its TLP stream: smaller chunks cost USB transfers, see README).

@@ -71,6 +71,13 @@ TransferStatus Bridge::transfer_bulk(uint8_t endpoint, uint8_t *data, size_t len
   return t_.bulk(endpoint, data, length, actual, timeout_ms);
 }
 
+static BridgeStatus bad_call(const std::string &who, const std::string &why) {
+  BridgeStatus st;
+  st.transfer = TransferStatus::error;
+  st.message = who + ": " + why;
+  return st;
+}
+
 BridgeStatus Bridge::fail(TransferStatus s, const char *what) {
   BridgeStatus st;
   st.transfer = s;
@@ -108,6 +115,14 @@ BridgeStatus Bridge::control_out(uint8_t req, uint16_t value, uint16_t index, co
   TransferStatus s =
       transfer_control(r, copy.data(), n, &actual, timeout_ms ? timeout_ms : timeout_ms_);
   if (s != TransferStatus::ok) return fail(s, what);
+  // A control OUT's data stage moves all its bytes or the transfer fails (USB 2.0 9.3: the host
+  // sends wLength bytes; a device cannot end it early), so fewer bytes than asked is an error of
+  // the transfer, as an EIO is, never a request the firmware took whole (found by the fault
+  // sweep's `fake-usb:fail=N:short`: a short TLP request passed unnoticed).
+  if (actual != n)
+    return bad_call(t_.describe(), std::string(what) + " (control OUT) moved " +
+                                       std::to_string(actual) + " of " + std::to_string(n) +
+                                       " bytes: a short transfer");
   return {};
 }
 
@@ -154,13 +169,6 @@ BridgeStatus Bridge::open() {
   return st;
 }
 
-static BridgeStatus bad_call(const std::string &who, const std::string &why) {
-  BridgeStatus st;
-  st.transfer = TransferStatus::error;
-  st.message = who + ": " + why;
-  return st;
-}
-
 BridgeStatus Bridge::reg_read(uint16_t addr, uint8_t *out, size_t n, uint8_t bank) {
   if (uint32_t(addr) + n > 0x10000) return bad_call(t_.describe(), "register read past 0xFFFF");
   size_t done = 0;
@@ -204,6 +212,10 @@ BridgeStatus Bridge::tlp(uint8_t fmt_type, uint64_t addr, uint32_t data, uint8_t
   size_t got = 0;
   st = control_in(BRIDGE_REQ_TLP_RESULT, 0, 0, r, BRIDGE_TLP_RESULT_SIZE, &got, "TLP_RESULT");
   if (!st.ok()) return st;
+  if (got != BRIDGE_TLP_RESULT_SIZE)  // the rest of `r` would be whatever the stack held
+    return bad_call(t_.describe(), "TLP_RESULT returned " + std::to_string(got) + " of " +
+                                       std::to_string(BRIDGE_TLP_RESULT_SIZE) +
+                                       " bytes: a short reply");
   TlpResult out;
   out.data = le32(r + BRIDGE_TLP_RESULT_OFF_DATA);
   out.completion = r[BRIDGE_TLP_RESULT_OFF_CPL];
@@ -335,6 +347,10 @@ BridgeStatus Bridge::stream_chunk(bool write, uint64_t addr, uint32_t *words, ui
     for (size_t i = 0; i < n; ++i) put_le32(buf.data() + 4 * i, words[i]);
     s = transfer_bulk(BRIDGE_EP_BULK_OUT, buf.data(), data_bytes, &got, timeout_ms_);
     if (s != TransferStatus::ok) return fail(s, "memory write stream data");
+    if (got != data_bytes)  // a bulk OUT the host counted short: the result read next is no proof
+      return bad_call(t_.describe(), "memory write stream data moved " + std::to_string(got) +
+                                         " of " + std::to_string(data_bytes) +
+                                         " bytes: a short transfer");
     s = transfer_bulk(BRIDGE_EP_BULK_IN, buf.data() + data_bytes, BRIDGE_STREAM_RESULT_SIZE, &got,
                       timeout_ms_);
     got += data_bytes;
@@ -504,6 +520,10 @@ BridgeStatus Bridge::sram_read_arm(uint32_t offset, size_t n) {
   return st;
 }
 
+// How long a collect that timed out waits again for data lost on the cable: the bridge has sent
+// it already then, so it is at the endpoint.
+constexpr unsigned kSramRecollectMs = 200;
+
 BridgeStatus Bridge::sram_read_collect(uint8_t *out, size_t n, unsigned timeout_ms) {
   if (sram_read_armed_ == 0)
     return bad_call(t_.describe(), "SRAM read: nothing armed (call sram_read_arm first)");
@@ -515,6 +535,12 @@ BridgeStatus Bridge::sram_read_collect(uint8_t *out, size_t n, unsigned timeout_
   counters_.sram_in_bytes += n;
   TransferStatus s =
       transfer_bulk(BRIDGE_EP_BULK_IN, out, n, &got, timeout_ms ? timeout_ms : sram_timeout_ms(n));
+  // A read that timed out having moved nothing may have lost its data on the cable while the
+  // bridge sent it (the GPU wrote the trigger): left there, it would be the next bulk IN's (a
+  // memory stream's result). Collected once more, as sram_write resends, the data already queued
+  // at the endpoint comes now (found by the fault sweep's `fake-usb:fail=N` on that transfer).
+  if (s == TransferStatus::timeout && got == 0)
+    s = transfer_bulk(BRIDGE_EP_BULK_IN, out, n, &got, kSramRecollectMs);
   if (s == TransferStatus::timeout) {
     char buf[200];
     std::snprintf(buf, sizeof buf,

@@ -136,7 +136,9 @@ class Bridge {
   // after a PCIe write to the CQ window (BRIDGE_CQ_TRIGGER_BUS_ADDR), which
   // the GPU does after its copy into SRAM: arm first, have the GPU write the
   // trigger, then collect exactly the armed n bytes (waits up to
-  // timeout_ms, default 1 s + n/100 kB; a missing trigger is named).
+  // timeout_ms, default 1 s + n/100 kB; a missing trigger is named). A
+  // collect that timed out with nothing moved is tried once more, 200 ms
+  // (the data lost on the cable is still at the endpoint).
   BridgeStatus sram_read_arm(uint32_t offset, size_t n);
   BridgeStatus sram_read_collect(uint8_t *out, size_t n, unsigned timeout_ms = 0);
 

@@ -84,6 +84,14 @@ std::string UsbfsDevice::node() const {
   return b;
 }
 
+std::string usbfs_bridge_node(usbfs_sys &sys, const std::string &serial) {
+  std::string why;
+  for (const UsbfsDevice &d : usbfs_list_bridges(sys, &why))
+    if (!d.stock && (serial.empty() || same_serial(serial, d.serial)) && d.vendor_iface)
+      return d.node();
+  return "";
+}
+
 std::string UsbfsDevice::describe() const {
   char b[160];
   std::snprintf(b, sizeof b, "usb %s %04x:%04x serial %s", sysfs_name.c_str(), vid, pid,

@@ -49,6 +49,11 @@ struct UsbfsDevice {
 // on this host); empty alone: none attached.
 std::vector<UsbfsDevice> usbfs_list_bridges(usbfs_sys &sys, std::string *error);
 
+// The node UsbfsTransport::open(sys, serial) would open ("/dev/bus/usb/001/002"), or "" when it
+// would find none: which bridge a load means, before opening it (a second open of a bridge this
+// process holds is refused: the interface is claimed).
+std::string usbfs_bridge_node(usbfs_sys &sys, const std::string &serial);
+
 class UsbfsTransport final : public BridgeTransport {
  public:
   // Opens the bridge running our firmware whose serial is `serial` (case-insensitive; "" for the

@@ -9,6 +9,13 @@ namespace {
 
 uint64_t align_up(uint64_t v, uint64_t a) { return (v + a - 1) / a * a; }
 
+// The device held alone for a replay or a load (transport::exclusive).
+struct device_turn {
+  explicit device_turn(transport *d) : dev(d) { dev->exclusive(true); }
+  ~device_turn() { dev->exclusive(false); }
+  transport *dev;
+};
+
 constexpr uint64_t k_ring_bytes = 64 * 1024;
 
 }  // namespace
@@ -34,6 +41,7 @@ capgraph_status graph::build(transport *dev, const target *t, const fb::Capture 
   std::string why;
   capgraph_status st = t->device_check(c, dev, &why);
   if (st == CAPGRAPH_OK) {
+    device_turn turn(dev);
     auto g = std::make_unique<graph>();
     g->dev_ = dev;
     g->target_ = t;
@@ -324,6 +332,7 @@ capgraph_status graph::shadow_inputs_upload(std::string *err) {
 }
 
 capgraph_status graph::replay(std::string *err) noexcept {
+  device_turn turn(dev_);
   auto *timeline = reinterpret_cast<signal *>(signals_.cpu + slot_timeline);
   auto *sync = reinterpret_cast<signal *>(signals_.cpu + slot_sync);
   words_written_ = words_pending_;

@@ -84,6 +84,13 @@ class transport {
   // write `id` to `mailbox` and raise interrupt `id`. false: no interrupt; wait() polls.
   virtual bool interrupt_target(uint64_t *mailbox, uint32_t *id) { return false; }
 
+  // Whether the caller holds the device alone (on: from the start of a replay, or of a load, to its
+  // end). A device several models share (a USB GPU: targets/amd's am_session) serializes them
+  // with it, so one model's commands never wait behind another's on a shared engine (a copy that
+  // waits for its compute signal holds the engine until its own compute is submitted). Calls
+  // nest; no allocation. Default: nothing (each model has its own queues).
+  virtual void exclusive(bool on) {}
+
   // Device memory the CPU cannot map (a GPU behind a USB bridge): alloc() then gives memory::cpu
   // as a host shadow of the device bytes, and the graph moves bytes explicitly: upload() after it
   // writes a shadow range (load: everything; replay: the inputs and the words it patches),

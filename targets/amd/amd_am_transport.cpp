@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
+#include <iterator>
 #include <thread>
 
 #include "amd_chips.h"
@@ -32,10 +33,71 @@ constexpr uint64_t kFaultCheckEvery = 8;
 
 }  // namespace
 
+am_session::am_session(am::device &d, std::string l) : dev(d), label(std::move(l)) {
+  sdma_words.reserve(64);
+  bounce.resize(size_t(dev.pci().staging_bytes()));
+}
+
+void am_session::vram_ready() {
+  // The VRAM size is known once the device booted; the first allocation comes after that.
+  if (free_ready_) return;
+  free_ready_ = true;
+  const uint64_t limit =
+      dev.vram_bytes() > kVramReservedTop ? dev.vram_bytes() - kVramReservedTop : 0;
+  if (limit > device_layout::free_start)
+    free_[device_layout::free_start] = limit - device_layout::free_start;
+}
+
+bool am_session::vram_take(uint64_t bytes, uint64_t *pa, uint64_t *largest) {
+  vram_ready();
+  *largest = 0;
+  for (auto it = free_.begin(); it != free_.end(); ++it) {
+    if (it->second < bytes) {
+      *largest = std::max(*largest, it->second);
+      continue;
+    }
+    *pa = it->first;
+    if (it->second > bytes) free_[it->first + bytes] = it->second - bytes;
+    free_.erase(it);
+    return true;
+  }
+  return false;
+}
+
+void am_session::vram_give(uint64_t pa, uint64_t bytes) {
+  auto next = free_.lower_bound(pa);
+  if (next != free_.end() && pa + bytes == next->first) {  // joins the range after it
+    bytes += next->second;
+    next = free_.erase(next);
+  }
+  if (next != free_.begin()) {
+    auto prev = std::prev(next);
+    if (prev->first + prev->second == pa) {  // and the one before
+      prev->second += bytes;
+      return;
+    }
+  }
+  free_[pa] = bytes;
+}
+
+uint64_t am_session::vram_free_bytes() {
+  vram_ready();
+  uint64_t n = 0;
+  for (const auto &[pa, bytes] : free_) n += bytes;
+  return n;
+}
+
 am_transport::am_transport(am::device &dev, std::string label)
-    : dev_(dev), label_(std::move(label)), next_pa_(device_layout::free_start) {
-  sdma_words_.reserve(64);
-  bounce_.resize(size_t(dev_.pci().staging_bytes()));
+    : am_transport(std::make_shared<am_session>(dev, label), label) {}
+
+am_transport::am_transport(std::shared_ptr<am_session> session, std::string label)
+    : s_(std::move(session)), dev_(s_->dev), label_(std::move(label)) {}
+
+am_transport::~am_transport() {
+  std::lock_guard<std::recursive_mutex> hold(s_->lock);
+  for (auto &f : closing_) f();
+  // What the graph did not free goes back, so the other models' session keeps its VRAM.
+  for (const auto &[h, a] : allocs_) s_->vram_give(a.pa, a.size);
 }
 
 std::string am_transport::name() const {
@@ -52,13 +114,13 @@ capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory
                                     std::string *err) {
   // Everything in VRAM: with GMMU=0 the GPU reaches it at vm_base + pa, and the host reaches it
   // only through BAR0 transfers anyway, so system memory would buy nothing.
+  std::lock_guard<std::recursive_mutex> hold(s_->lock);
   const uint64_t bytes = align_up(size ? size : 1, 4096);
-  const uint64_t pa = align_up(next_pa_, 4096);
-  const uint64_t limit =
-      dev_.vram_bytes() > kVramReservedTop ? dev_.vram_bytes() - kVramReservedTop : 0;
-  if (pa + bytes > limit || pa + bytes < pa) {
+  uint64_t pa = 0, largest = 0;
+  if (bytes < size || !s_->vram_take(bytes, &pa, &largest)) {
     *err = name() + ": " + std::to_string(bytes) + " bytes do not fit the VRAM left (" +
-           std::to_string(limit > pa ? limit - pa : 0) + " bytes)";
+           std::to_string(s_->vram_free_bytes()) + " bytes free, the largest free range " +
+           std::to_string(largest) + ")";
     return CAPGRAPH_ERR_MEMORY;
   }
   allocation a;
@@ -67,10 +129,10 @@ capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory
   try {
     a.shadow.assign(bytes, 0);
   } catch (const std::bad_alloc &) {
+    s_->vram_give(pa, bytes);
     *err = name() + ": cannot allocate a host shadow of " + std::to_string(bytes) + " bytes";
     return CAPGRAPH_ERR_MEMORY;
   }
-  next_pa_ = pa + bytes;
   const uint64_t handle = next_handle_++;
   allocation &kept = allocs_[handle] = std::move(a);
   out->cpu = kept.shadow.data();
@@ -81,14 +143,21 @@ capgraph_status am_transport::alloc(uint64_t size, hcq::memory_kind, hcq::memory
 }
 
 void am_transport::free(hcq::memory &m) {
-  allocs_.erase(m.handle);
-  if (allocs_.empty()) next_pa_ = device_layout::free_start;
+  std::lock_guard<std::recursive_mutex> hold(s_->lock);
+  auto it = allocs_.find(m.handle);
+  if (it != allocs_.end()) {
+    s_->vram_give(it->second.pa, it->second.size);
+    allocs_.erase(it);
+  }
   m = hcq::memory{};
 }
 
 capgraph_status am_transport::queue_create(hcq::queue_kind kind, uint64_t ring_bytes,
                                            hcq::queue *out, std::string *err) {
-  // The boot made exactly one queue of each kind; their rings are fixed in device_layout.
+  std::lock_guard<std::recursive_mutex> hold(s_->lock);
+  // The boot made exactly one queue of each kind (every model's transport uses them: the write
+  // pointers are the device's, so submissions of two models follow each other on one ring); their
+  // rings are fixed in device_layout.
   const int i = kind == hcq::queue_kind::copy ? 1 : 0;
   if (queue_used_[i]) {
     *err = name() + ": its one " + (i ? "SDMA" : "compute") + " queue is already in use";
@@ -119,11 +188,13 @@ capgraph_status am_transport::queue_create(hcq::queue_kind kind, uint64_t ring_b
 }
 
 void am_transport::queue_destroy(hcq::queue &q) {
+  std::lock_guard<std::recursive_mutex> hold(s_->lock);
   queue_used_[q.handle ? 1 : 0] = false;
   q = hcq::queue{};
 }
 
 uint64_t am_transport::submit(hcq::queue &q, const uint32_t *words, uint64_t count) noexcept {
+  std::lock_guard<std::recursive_mutex> hold(s_->lock);
   ++stats_.submits;
   std::string e;
   if (!dev_.queue_submit(q.kind == hcq::queue_kind::copy, words, count, &e) &&
@@ -147,6 +218,7 @@ const am_transport::allocation *am_transport::shadow_find(const volatile void *p
 
 capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t target,
                                    uint64_t timeout_ns, std::string *err) {
+  std::lock_guard<std::recursive_mutex> hold(s_->lock);
   if (!submit_error_.empty()) {
     *err = submit_error_;
     submit_error_.clear();
@@ -243,6 +315,7 @@ capgraph_status am_transport::wait(const volatile uint64_t *value, uint64_t targ
 
 capgraph_status am_transport::range_move(const hcq::memory &m, uint64_t offset, uint64_t size,
                                          bool in, std::string *err) {
+  std::lock_guard<std::recursive_mutex> hold(s_->lock);
   auto it = allocs_.find(m.handle);
   if (it == allocs_.end() || offset > it->second.size || size > it->second.size - offset) {
     *err = name() + ": a transfer outside its allocation";
@@ -303,7 +376,7 @@ bool am_transport::sdma_usable(uint64_t size, bool in) const {
   // SDMA queue 0 runs once the GPU is booted (teardown stops it); copy-out also needs a staging
   // window the host can read back.
   return sdma_copies_ && dev_.booted() && size >= (in ? kSdmaMinInBytes : kSdmaMinOutBytes) &&
-         !bounce_.empty() && (in || dev_.staging_trigger_va() != 0);
+         !s_->bounce.empty() && (in || dev_.staging_trigger_va() != 0);
 }
 
 namespace {
@@ -312,39 +385,42 @@ unsigned sdma_timeout_ms(uint64_t n) { return unsigned(2000 + n / 100000); }  //
 
 bool am_transport::sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, std::string *err) {
   am::pci_function &pci = dev_.pci();
-  if (!fence_ready_) {
-    // FENCE writes 32 bits and the wait reads 64: start from a zeroed word, once per transport.
+  std::vector<uint8_t> &bounce = s_->bounce;
+  std::vector<uint32_t> &sdma_words = s_->sdma_words;
+  uint32_t &copy_seq = s_->copy_seq;
+  if (!s_->fence_ready) {
+    // FENCE writes 32 bits and the wait reads 64: start from a zeroed word, once per session.
     const uint64_t zero = 0;
     if (!dev_.vram_copy_in(device_layout::copy_fence, &zero, 8, err)) return false;
-    copy_seq_ = 0;
-    fence_ready_ = true;
+    copy_seq = 0;
+    s_->fence_ready = true;
   }
-  const uint64_t chunk = bounce_.size();
+  const uint64_t chunk = bounce.size();
   for (uint64_t done = 0; done < size; done += chunk) {
     const uint64_t n = std::min(chunk, size - done);
     const uint64_t padded = align_up(n, 512);  // the SRAM DMA moves whole sectors
-    std::memcpy(bounce_.data(), src + done, size_t(n));
-    std::memset(bounce_.data() + n, 0, size_t(padded - n));
+    std::memcpy(bounce.data(), src + done, size_t(n));
+    std::memset(bounce.data() + n, 0, size_t(padded - n));
     std::string e;
-    if (!pci.staging_write(0, bounce_.data(), size_t(padded), &e)) {
+    if (!pci.staging_write(0, bounce.data(), size_t(padded), &e)) {
       *err = name() + ": copying " + std::to_string(n) + " bytes into the bridge SRAM: " + e;
       return false;
     }
-    sdma_words_.clear();
-    packet_writer w(&sdma_words_);
+    sdma_words.clear();
+    packet_writer w(&sdma_words);
     using copy = fields::SDMA_COPY_LINEAR;
     using fence = fields::SDMA_FENCE;
     w.emit({{copy::count, n - 1},
             {copy::src, device_layout::staging_va},
             {copy::dst, am::device::vram_va(pa + done)}});
-    w.emit({{fence::addr, am::device::vram_va(device_layout::copy_fence)},
-            {fence::data, ++copy_seq_}});
+    w.emit(
+        {{fence::addr, am::device::vram_va(device_layout::copy_fence)}, {fence::data, ++copy_seq}});
     if (!w.error().empty()) {
       *err = name() + ": SDMA copy-in packets: " + w.error();
       return false;
     }
-    if (!dev_.queue_submit(true, sdma_words_.data(), sdma_words_.size(), &e) ||
-        !dev_.wait_vram64(device_layout::copy_fence, copy_seq_, sdma_timeout_ms(n), &e)) {
+    if (!dev_.queue_submit(true, sdma_words.data(), sdma_words.size(), &e) ||
+        !dev_.wait_vram64(device_layout::copy_fence, copy_seq, sdma_timeout_ms(n), &e)) {
       *err = name() + ": SDMA copy of " + std::to_string(n) +
              " bytes from the bridge SRAM into VRAM " + hex(pa + done) + ": " + e;
       return false;
@@ -356,13 +432,15 @@ bool am_transport::sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, 
 
 bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::string *err) {
   am::pci_function &pci = dev_.pci();
-  const uint64_t chunk = bounce_.size();
+  std::vector<uint8_t> &bounce = s_->bounce;
+  std::vector<uint32_t> &sdma_words = s_->sdma_words;
+  const uint64_t chunk = bounce.size();
   for (uint64_t done = 0; done < size; done += chunk) {
     const uint64_t n = std::min(chunk, size - done);
     const uint64_t padded = align_up(n, 512);
     std::string e;
-    sdma_words_.clear();
-    packet_writer w(&sdma_words_);
+    sdma_words.clear();
+    packet_writer w(&sdma_words);
     using copy = fields::SDMA_COPY_LINEAR;
     w.emit({{copy::count, n - 1},
             {copy::src, am::device::vram_va(pa + done)},
@@ -377,7 +455,7 @@ bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::
     // The ring words go first (a BAR stream, whose result comes back on bulk IN); then the arm
     // (the bridge counts only a trigger after it, and from it on the bulk IN pipe carries the
     // SRAM data); then the write pointer and doorbell over control transfers only.
-    if (!dev_.queue_write(true, sdma_words_.data(), sdma_words_.size(), &e)) {
+    if (!dev_.queue_write(true, sdma_words.data(), sdma_words.size(), &e)) {
       *err = name() + ": SDMA copy-out: " + e;
       return false;
     }
@@ -389,7 +467,7 @@ bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::
       *err = name() + ": SDMA copy-out: " + e;
       return false;
     }
-    if (!pci.staging_read_collect(bounce_.data(), size_t(padded), &e)) {
+    if (!pci.staging_read_collect(bounce.data(), size_t(padded), &e)) {
       uint32_t fault = 0;
       const bool read = dev_.rreg(am::regGCVM_L2_PROTECTION_FAULT_STATUS, &fault);
       *err = name() + ": SDMA copy of " + std::to_string(n) + " bytes from VRAM " + hex(pa + done) +
@@ -399,7 +477,7 @@ bool am_transport::sdma_copy_out(uint64_t pa, uint8_t *dst, uint64_t size, std::
                       : "");
       return false;
     }
-    std::memcpy(dst + done, bounce_.data(), size_t(n));
+    std::memcpy(dst + done, bounce.data(), size_t(n));
     ++stats_.sdma_chunks_out;
   }
   return true;

@@ -16,7 +16,10 @@
 // as BAR transfers.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -40,10 +43,57 @@ struct am_transport_stats {
 // break-even is ~4.5 KB in and ~2.3 KB out.
 constexpr uint64_t kSdmaMinInBytes = 4096, kSdmaMinOutBytes = 2048;
 
+// One booted AM device and what every transport over it shares. Each model loaded on the GPU has
+// a transport of its own (its allocations, its use of the two queues) over the one session of its
+// device: two models on one USB GPU share the boot, the bridge and the queues, never reboot the
+// GPU under each other (amd_usb.h: the sessions of a process, by bridge). Shared: the VRAM past
+// the boot's fixed layout (first fit, so one model's free leaves another's memory in place), the
+// sequence of the SDMA copy fence (one VRAM word every copy through the bridge SRAM signals: two
+// counters over it would see each other's values), the bounce buffer of those copies, and the
+// lock every transport call holds, so one model's transfers never interleave with another's on
+// the wire; a replay or a load holds it whole (hcq::transport::exclusive), so replays on two
+// threads take turns at the GPU (a model's copy queue, waiting for its compute signal, would
+// otherwise hold the SDMA engine the other's copies through the SRAM need).
+// Destroying the session (the last transport's close) is its owner's business: a USB session
+// tears the GPU down then (amd_usb.cpp).
+class am_session {
+ public:
+  // `dev` must be booted and outlive the session; `label` names the device ("usb 1-2 ... (cold
+  // boot)").
+  am_session(am::device &dev, std::string label);
+  virtual ~am_session() = default;
+  am::device &dev;
+  const std::string label;
+  std::recursive_mutex lock;  // a replay holds it, and each of its calls again
+
+  // `bytes` (4 KiB multiple) of VRAM: false when no free range holds them (*largest: the
+  // largest that would fit).
+  bool vram_take(uint64_t bytes, uint64_t *pa, uint64_t *largest);
+  void vram_give(uint64_t pa, uint64_t bytes);
+  uint64_t vram_free_bytes();
+
+  // The SDMA copy fence (device_layout::copy_fence): zeroed once per session, then each copy's
+  // FENCE writes the next value.
+  bool fence_ready = false;
+  uint32_t copy_seq = 0;
+  std::vector<uint32_t>
+      sdma_words;               // one chunk's SDMA packets (reserved once: no replay allocation)
+  std::vector<uint8_t> bounce;  // one chunk padded to the SRAM's 512-byte sectors
+
+ private:
+  std::map<uint64_t, uint64_t> free_;  // VRAM offset -> bytes, coalesced
+  bool free_ready_ = false;
+  void vram_ready();
+};
+
 class am_transport : public hcq::transport {
  public:
-  // `dev` must be booted and outlive the transport; `label` names the device in messages.
+  // A transport of its own over `dev` (tests): `dev` must be booted and outlive it; `label` names
+  // the device in messages.
   am_transport(am::device &dev, std::string label);
+  // One more transport (model) over a session other transports may share; it keeps the session.
+  am_transport(std::shared_ptr<am_session> session, std::string label);
+  ~am_transport() override;
   std::string name() const override;
   std::string chip_name() const override;
   // The chip's timestamp rate (amd_chips.h). The graph does not download timestamps on a shadowed
@@ -61,6 +111,7 @@ class am_transport : public hcq::transport {
   capgraph_status wait(const volatile uint64_t *value, uint64_t target, uint64_t timeout_ns,
                        std::string *err) override;
 
+  void exclusive(bool on) override { on ? s_->lock.lock() : s_->lock.unlock(); }
   bool shadowed() const override { return true; }
   capgraph_status upload(const hcq::memory &m, uint64_t offset, uint64_t size,
                          std::string *err) override;
@@ -68,6 +119,10 @@ class am_transport : public hcq::transport {
                            std::string *err) override;
 
   const am_transport_stats &stats() const { return stats_; }
+  const std::shared_ptr<am_session> &session() const { return s_; }
+  // Runs `f` when the transport closes, under the session's lock (a fake's engine forgets the
+  // capture this model attached).
+  void at_close(std::function<void()> f) { closing_.push_back(std::move(f)); }
   // false: every range crosses as BAR transfers (for tests of the fallback, and comparisons).
   void sdma_copies(bool on) { sdma_copies_ = on; }
   // (VRAM offset, bytes) of each live allocation, oldest first; for diagnostics and tests.
@@ -82,22 +137,18 @@ class am_transport : public hcq::transport {
     uint64_t pa = 0, size = 0;
     std::vector<uint8_t> shadow;
   };
+  std::shared_ptr<am_session> s_;
   am::device &dev_;
   std::string label_;
   std::map<uint64_t, allocation> allocs_;  // by handle
   uint64_t next_handle_ = 1;
-  uint64_t next_pa_;                     // bump allocator; back to the start when all are freed
   bool queue_used_[2] = {false, false};  // compute, copy
   uint64_t write_ptr_[2] = {0, 0};       // what queue::write_ptr points at (unused by submit)
   std::string submit_error_;             // a failed submit, reported by the next wait
   am_transport_stats stats_;
   bool watch_usable_ = true;  // until the PCI function says it cannot watch
   bool sdma_copies_ = true;
-  bool fence_ready_ = false;
-  uint32_t copy_seq_ = 0;  // the last value the copy fence was told to take
-  std::vector<uint32_t>
-      sdma_words_;               // one chunk's SDMA packets (reserved once: no replay allocation)
-  std::vector<uint8_t> bounce_;  // one chunk padded to the SRAM's 512-byte sectors
+  std::vector<std::function<void()>> closing_;
   const allocation *shadow_find(const volatile void *p, uint64_t *offset) const;
   bool sdma_usable(uint64_t size, bool in) const;
   bool sdma_copy_in(uint64_t pa, const uint8_t *src, uint64_t size, std::string *err);

@@ -2,6 +2,8 @@
 #include "amd_usb.h"
 
 #include <cstdio>
+#include <map>
+#include <mutex>
 
 #include "amd_am_transport.h"
 
@@ -57,28 +59,48 @@ std::string usb_gpu_endpoint_describe(usb::BridgeTransport &wire) {
   return b;
 }
 
+usb_gpu_session::usb_gpu_session(std::unique_ptr<usb::BridgeTransport> wire,
+                                 std::unique_ptr<usb_gpu> g, std::string label)
+    : am_session(*g->gpu, std::move(label)), wire_(std::move(wire)), g_(std::move(g)) {}
+
+usb_gpu_session::~usb_gpu_session() {
+  std::string e;
+  if (!g_->gpu->teardown(&e)) std::fprintf(stderr, "usb: teardown: %s\n", e.c_str());
+}
+
 namespace {
 
-class usb_gpu_am_transport final : public am_transport {
- public:
-  usb_gpu_am_transport(std::unique_ptr<usb::BridgeTransport> wire, std::unique_ptr<usb_gpu> g,
-                       std::string label)
-      : am_transport(*g->gpu, std::move(label)), wire_(std::move(wire)), g_(std::move(g)) {}
-  ~usb_gpu_am_transport() override {
-    std::string e;
-    if (!g_->gpu->teardown(&e)) std::fprintf(stderr, "usb: teardown: %s\n", e.c_str());
-  }
+std::mutex &sessions_lock() {
+  static std::mutex m;
+  return m;
+}
 
- private:
-  std::unique_ptr<usb::BridgeTransport> wire_;  // declared first: outlives g_, which uses it
-  std::unique_ptr<usb_gpu> g_;
-};
+std::map<std::string, std::weak_ptr<am_session>> &sessions() {
+  static auto *s = new std::map<std::string, std::weak_ptr<am_session>>();  // outlives statics
+  return *s;
+}
 
 }  // namespace
 
-std::unique_ptr<hcq::transport> usb_gpu_transport(std::unique_ptr<usb::BridgeTransport> wire,
-                                                  std::unique_ptr<usb_gpu> g, std::string label) {
-  return std::make_unique<usb_gpu_am_transport>(std::move(wire), std::move(g), std::move(label));
+capgraph_status usb_gpu_session_get(const std::string &key, const usb_gpu_session_open_fn &open,
+                                    std::shared_ptr<am_session> *out, bool *joined,
+                                    std::string *err) {
+  std::lock_guard<std::mutex> hold(sessions_lock());
+  auto &all = sessions();
+  for (auto it = all.begin(); it != all.end();)
+    it = it->second.expired() ? all.erase(it) : std::next(it);
+  *joined = false;
+  if (!key.empty()) {
+    auto it = all.find(key);
+    if (it != all.end() && (*out = it->second.lock())) return *joined = true, CAPGRAPH_OK;
+  }
+  const capgraph_status st = open(out, err);
+  if (st == CAPGRAPH_OK && !key.empty()) all[key] = *out;
+  return st;
+}
+
+std::string usb_gpu_model_label(const am_session &s, bool joined) {
+  return joined ? s.label + ", shared with the models loaded on it before" : s.label;
 }
 
 }  // namespace capgraph::amd

@@ -6,11 +6,14 @@
 // copy, so the fake tests the real path.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 
 #include "am_device.h"
+#include "amd_am_transport.h"
 #include "bridge.h"
+#include "capgraph_runtime.h"
 #include "usb_pci.h"
 
 namespace capgraph::hcq {
@@ -44,10 +47,36 @@ std::string usb_gpu_endpoint_describe(usb::BridgeTransport &wire);
 // The label a transport shows: "<what> <pci name> (cold boot|partial boot)".
 std::string usb_gpu_label(const usb_gpu &g, const std::string &what);
 
-// The AM transport over a GPU opened by usb_gpu_open that owns the USB wire it came through
-// (usbfs or libusb): destroying it tears the GPU down (a failure is printed: a destructor cannot
-// return it), then closes the wire.
-std::unique_ptr<hcq::transport> usb_gpu_transport(std::unique_ptr<usb::BridgeTransport> wire,
-                                                  std::unique_ptr<usb_gpu> g, std::string label);
+// A GPU opened by usb_gpu_open, with the USB wire it came through (usbfs or libusb), as the
+// session every model loaded on it shares (amd_am_transport.h): destroying it (the last model's
+// close) tears the GPU down (a failure is printed: a destructor cannot return it), then closes
+// the wire.
+class usb_gpu_session final : public am_session {
+ public:
+  usb_gpu_session(std::unique_ptr<usb::BridgeTransport> wire, std::unique_ptr<usb_gpu> g,
+                  std::string label);
+  ~usb_gpu_session() override;
+
+ private:
+  std::unique_ptr<usb::BridgeTransport> wire_;  // declared first: outlives g_, which uses it
+  std::unique_ptr<usb_gpu> g_;
+};
+
+// Opens a session: the wire, usb_gpu_open, a session (usb_gpu_session, or a fake's own).
+using usb_gpu_session_open_fn =
+    std::function<capgraph_status(std::shared_ptr<am_session> *out, std::string *err)>;
+
+// The session of the USB GPU `key` names in this process ("usb /dev/bus/usb/001/002": the bridge
+// the open would take), opened by `open` when none is live; "" never shares. Loading a second
+// model on a USB GPU must not boot it again under the first (a cold boot, even a partial one,
+// resets the queues the first replays on): the models share the session, each with its own
+// memory, and the last one's close tears the GPU down. Opens are serialized. *joined: an open
+// session was found.
+capgraph_status usb_gpu_session_get(const std::string &key, const usb_gpu_session_open_fn &open,
+                                    std::shared_ptr<am_session> *out, bool *joined,
+                                    std::string *err);
+
+// The label of the transport of a model loaded on `s`: the boot's, and whether it joined.
+std::string usb_gpu_model_label(const am_session &s, bool joined);
 
 }  // namespace capgraph::amd

@@ -8,8 +8,10 @@
 // options.timeout_ms.
 #include "amd_usb_device.h"
 
+#include <cstdio>
 #include <memory>
 
+#include "amd_am_transport.h"
 #include "amd_hcq.h"
 #include "amd_usb.h"
 #include "bridge_protocol.h"
@@ -43,22 +45,39 @@ capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *ou
     *err = "no capgraph bridge on USB: " + why + " (drivers/usb/README.md: flashing, udev rule)";
     return CAPGRAPH_ERR_DEVICE;
   }
-  std::string e;
-  std::unique_ptr<usb::LibusbTransport> wire = usb::LibusbTransport::open(serial, false, &e);
-  if (!wire) {
-    *err = "no capgraph bridge on USB" +
-           std::string(serial.empty() ? "" : " with serial " + serial) + ": " + e;
-    return CAPGRAPH_ERR_DEVICE;
-  }
-  auto g = std::make_unique<usb_gpu>(*wire);
-  am::device_options o;  // firmware from $CAPGRAPH_AMD_FIRMWARE or /lib/firmware/amdgpu
-  if (!usb_gpu_open(*g, o, &e)) {
-    *err = "usb: " + wire->describe() + ": " + e;
-    // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
-    return CAPGRAPH_ERR_DEVICE;
-  }
-  const std::string label = usb_gpu_label(*g, "usb " + wire->describe());
-  *out = usb_gpu_transport(std::move(wire), std::move(g), label);
+  // A bridge this process holds already (through usb-libusb or usb): the model joins its
+  // session (amd_usb.h). The one LibusbTransport::open takes: the first of ours with the serial.
+  std::string key;
+  for (const auto &d : ours)
+    if (key.empty() && (serial.empty() || d.serial == serial)) {
+      char b[48];
+      std::snprintf(b, sizeof b, "usb /dev/bus/usb/%03u/%03u", d.bus, d.address);
+      key = b;
+    }
+  const auto open = [&](std::shared_ptr<am_session> *made, std::string *why) {
+    std::string e;
+    std::unique_ptr<usb::LibusbTransport> wire = usb::LibusbTransport::open(serial, false, &e);
+    if (!wire) {
+      *why = "no capgraph bridge on USB" +
+             std::string(serial.empty() ? "" : " with serial " + serial) + ": " + e;
+      return CAPGRAPH_ERR_DEVICE;
+    }
+    auto g = std::make_unique<usb_gpu>(*wire);
+    am::device_options o;  // firmware from $CAPGRAPH_AMD_FIRMWARE or /lib/firmware/amdgpu
+    if (!usb_gpu_open(*g, o, &e)) {
+      *why = "usb: " + wire->describe() + ": " + e;
+      // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
+      return CAPGRAPH_ERR_DEVICE;
+    }
+    std::string label = usb_gpu_label(*g, "usb " + wire->describe());
+    *made = std::make_shared<usb_gpu_session>(std::move(wire), std::move(g), std::move(label));
+    return CAPGRAPH_OK;
+  };
+  std::shared_ptr<am_session> s;
+  bool joined = false;
+  const capgraph_status st = usb_gpu_session_get(key, open, &s, &joined, err);
+  if (st != CAPGRAPH_OK) return st;
+  *out = std::make_unique<am_transport>(s, usb_gpu_model_label(*s, joined));
   return CAPGRAPH_OK;
 }
 

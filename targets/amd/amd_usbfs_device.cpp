@@ -5,6 +5,7 @@
 // each usbfs transfer carries the bridge's timeout, the AM driver's polls options.timeout_ms.
 #include "amd_usbfs_device.h"
 
+#include "amd_am_transport.h"
 #include "amd_hcq.h"
 #include "amd_usb.h"
 #include "hcq/target.h"
@@ -22,21 +23,32 @@ capgraph_status usbfs_gpu_open(std::shared_ptr<usb::usbfs_sys> sys, const char *
                                std::string *err) {
   const std::string name(device);
   const std::string serial = name.size() > 4 ? name.substr(4) : std::string();  // "usb:SERIAL"
-  std::string e;
-  std::unique_ptr<usb::UsbfsTransport> wire = usb::UsbfsTransport::open(std::move(sys), serial, &e);
-  if (!wire) {
-    // The cause names the serial when one was asked for ("no bridge with serial ...").
-    *err = "no capgraph bridge on USB: " + e + kHelp;
-    return CAPGRAPH_ERR_DEVICE;
-  }
-  auto g = std::make_unique<usb_gpu>(*wire);
-  if (!usb_gpu_open(*g, o, &e)) {
-    *err = "usb: " + wire->describe() + ": " + e;
-    // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
-    return CAPGRAPH_ERR_DEVICE;
-  }
-  const std::string label = usb_gpu_label(*g, "usb " + wire->describe());
-  *out = usb_gpu_transport(std::move(wire), std::move(g), label);
+  // A bridge this process holds already: the model joins its session (amd_usb.h).
+  const std::string node = usb::usbfs_bridge_node(*sys, serial);
+  const auto open = [&](std::shared_ptr<am_session> *made, std::string *why) {
+    std::string e;
+    std::unique_ptr<usb::UsbfsTransport> wire = usb::UsbfsTransport::open(sys, serial, &e);
+    if (!wire) {
+      // The cause names the serial when one was asked for ("no bridge with serial ...").
+      *why = "no capgraph bridge on USB: " + e + kHelp;
+      return CAPGRAPH_ERR_DEVICE;
+    }
+    auto g = std::make_unique<usb_gpu>(*wire);
+    if (!usb_gpu_open(*g, o, &e)) {
+      *why = "usb: " + wire->describe() + ": " + e;
+      // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
+      return CAPGRAPH_ERR_DEVICE;
+    }
+    std::string label = usb_gpu_label(*g, "usb " + wire->describe());
+    *made = std::make_shared<usb_gpu_session>(std::move(wire), std::move(g), std::move(label));
+    return CAPGRAPH_OK;
+  };
+  std::shared_ptr<am_session> s;
+  bool joined = false;
+  const capgraph_status st =
+      usb_gpu_session_get(node.empty() ? "" : "usb " + node, open, &s, &joined, err);
+  if (st != CAPGRAPH_OK) return st;
+  *out = std::make_unique<am_transport>(s, usb_gpu_model_label(*s, joined));
   return CAPGRAPH_OK;
 }
 

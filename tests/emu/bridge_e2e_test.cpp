@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -480,4 +481,32 @@ TEST_CASE("bootloader path: power lost before each write; the next run recovers 
     CHECK(std::equal(cfg.begin(), cfg.end(), r.dev.flash.data.begin()));
   }
   std::fclose(quiet);
+}
+
+TEST_CASE("a short control OUT is an error naming the request, and the next request works") {
+  if (!have_image()) return;
+  // A control OUT's data stage moves all its bytes or fails (USB 2.0 9.3); a transport that says
+  // fewer moved (the fault sweep's `fake-usb:fail=N:short`) must not pass for a request the
+  // firmware took whole.
+  Rig r;
+  LossyWire w(r.t);
+  usb::Bridge bridge(w);
+  REQUIRE(r.dev.power_on() == Asm2464::Mode::firmware);
+  emu::Enumeration en;
+  std::string err;
+  REQUIRE_MESSAGE(emu::usb_enumerate(r.dev, &en, &err), err);
+  REQUIRE(bridge.open().ok());
+  const uint8_t v[4] = {1, 2, 3, 4};
+  w.short_control_outs = 1;
+  const usb::BridgeStatus st = bridge.reg_write(0x5000, v, sizeof v);
+  CHECK(w.shortened == 1);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.transfer == usb::TransferStatus::error);
+  CHECK_MESSAGE(st.message.find("REG_WRITE (control OUT) moved 2 of 4 bytes") != std::string::npos,
+                st.message);
+  CHECK_MESSAGE(st.message.find("short") != std::string::npos, st.message);
+  uint8_t back[4] = {};
+  REQUIRE(bridge.reg_write(0x5000, v, sizeof v).ok());
+  REQUIRE(bridge.reg_read(0x5000, back, sizeof back).ok());
+  CHECK(std::memcmp(back, v, sizeof v) == 0);
 }

@@ -80,6 +80,41 @@ struct Rig {
   }
 };
 
+// The cable losing transfers, as the fault sweep's `fake-usb:fail=N` does: a lost bulk IN times out
+// having moved nothing and never reaches the device (what it would have read stays at the
+// endpoint); a short control OUT reaches the device whole but the host is told half its bytes
+// moved.
+struct LossyWire final : usb::BridgeTransport {
+  explicit LossyWire(usb::BridgeTransport &in) : inner(in) {}
+  usb::BridgeTransport &inner;
+  size_t lose_bulk_in_of = 0;  // the next bulk IN of this many bytes is lost (0: none)
+  int short_control_outs = 0;  // the next this-many control OUTs with data are short
+  int lost = 0, shortened = 0;
+  usb::TransferStatus control(const usb::ControlRequest &r, uint8_t *data, uint16_t length,
+                              size_t *actual, unsigned timeout_ms) override {
+    const usb::TransferStatus s = inner.control(r, data, length, actual, timeout_ms);
+    if (!(r.request_type & 0x80) && length && short_control_outs > 0) {
+      --short_control_outs;
+      ++shortened;
+      *actual = length / 2;
+    }
+    return s;
+  }
+  usb::TransferStatus bulk(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
+                           unsigned timeout_ms) override {
+    if ((endpoint & 0x80) && lose_bulk_in_of && length == lose_bulk_in_of) {
+      lose_bulk_in_of = 0;
+      ++lost;
+      *actual = 0;
+      return usb::TransferStatus::timeout;
+    }
+    return inner.bulk(endpoint, data, length, actual, timeout_ms);
+  }
+  std::string describe() const override { return inner.describe(); }
+  uint16_t vendor_id() const override { return inner.vendor_id(); }
+  uint16_t product_id() const override { return inner.product_id(); }
+};
+
 // PCIe power on, then the switch chain and the endpoint's BARs as the host
 // library programs them (drivers/usb/usb_pci.h): GPU at bus 4 by default,
 // BAR0 at 32 GiB, BAR2 at 0x1000_0000, BAR5 at 0x1020_0000.

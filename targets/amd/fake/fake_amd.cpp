@@ -39,7 +39,7 @@ fake_gpu::fake_gpu(const chip &c, fake_mode mode, bool profile, fake::fault_plan
 
 fake_gpu::~fake_gpu() {
   faults_.finish(live_objects());
-  if (profile_ && capture_) hcq::device_profile_deliver(profile_report());
+  if (profile_ && cur_) hcq::device_profile_deliver(profile_report());
   for (region &r : regions_)
     if (r.owned) std::free(r.cpu);
 }
@@ -431,25 +431,35 @@ bool fake_gpu::sdma(queue_state &q, const decoded &p) {
 
 bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t initiator) {
   const auto sh = [&](uint32_t reg) { return sh_[reg - sh_reg_base]; };
-  if (!capture_) return raise("DISPATCH_DIRECT before any capture was attached");
+  if (attached_.empty()) return raise("DISPATCH_DIRECT before any capture was attached");
   const uint64_t code =
       (uint64_t(sh(reg::COMPUTE_PGM_LO)) << 8) | (uint64_t(sh(reg::COMPUTE_PGM_HI)) << 40);
-  // Which kernel's code is at that address: read the kernel descriptors in GPU memory.
+  // Which kernel's code is at that address (of which model's capture): read the kernel
+  // descriptors in GPU memory.
   int32_t found = -1;
-  for (uint32_t k = 0; capture_->kernels() && k < capture_->kernels()->size() && found < 0; ++k) {
-    const fb::Kernel *kern = capture_->kernels()->Get(k);
-    const uint64_t base = program_gpu_[kern->program()];
-    if (!base || !kern->facts_as_AmdKernel()) continue;
-    const uint8_t *kd = host(base + kern->facts_as_AmdKernel()->descriptor_offset(), hcq::kd_size);
-    if (!kd) continue;
-    const int64_t entry = hcq::kernel_descriptor_decode(kd).code_entry_offset;
-    if (base + kern->facts_as_AmdKernel()->descriptor_offset() + uint64_t(entry) == code)
-      found = int32_t(k);
+  for (const auto &a : attached_) {
+    const fb::Capture *c = a->capture;
+    for (uint32_t k = 0; c->kernels() && k < c->kernels()->size() && found < 0; ++k) {
+      const fb::Kernel *kern = c->kernels()->Get(k);
+      const uint64_t base =
+          kern->program() < a->program_gpu.size() ? a->program_gpu[kern->program()] : 0;
+      if (!base || !kern->facts_as_AmdKernel()) continue;
+      const uint8_t *kd =
+          host(base + kern->facts_as_AmdKernel()->descriptor_offset(), hcq::kd_size);
+      if (!kd) continue;
+      const int64_t entry = hcq::kernel_descriptor_decode(kd).code_entry_offset;
+      if (base + kern->facts_as_AmdKernel()->descriptor_offset() + uint64_t(entry) == code)
+        found = int32_t(k);
+    }
+    if (found >= 0) {
+      cur_ = a.get();
+      break;
+    }
   }
   if (found < 0)
     return raise("DISPATCH_DIRECT: COMPUTE_PGM_LO/HI point at " + hex(code) +
                  ", which is not the code of any kernel");
-  const fb::Kernel *k = capture_->kernels()->Get(uint32_t(found));
+  const fb::Kernel *k = cur_->capture->kernels()->Get(uint32_t(found));
   const fb::AmdKernel *a = k->facts_as_AmdKernel();
   const std::string what = "DISPATCH_DIRECT of kernel '" + k->name()->str() + "': ";
   uint32_t rsrc2 = 0;
@@ -480,7 +490,7 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   if (kernargs % (a->kernarg_align() ? a->kernarg_align() : 1))
     return raise(what + "its kernarg pointer " + hex(kernargs) + " is not " +
                  std::to_string(a->kernarg_align()) + "-byte aligned");
-  if (mode_ != fake_mode::emulate && !twins_.has(uint32_t(found)))
+  if (mode_ != fake_mode::emulate && !cur_->twins.has(uint32_t(found)))
     return raise(what + "the kernel has no host twin, so the fake cannot " +
                  (mode_ == fake_mode::twin ? "run" : "check") + " it");
   std::vector<void *> bufs(nb);
@@ -500,7 +510,7 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
   std::vector<int64_t> scalars(ns);
   if (ns) memcpy(scalars.data(), args + 8 * nb, 8ull * ns);
   if (mode_ == fake_mode::twin) {
-    twins_.run(uint32_t(found), bufs.data(), ns ? scalars.data() : nullptr);
+    cur_->twins.run(uint32_t(found), bufs.data(), ns ? scalars.data() : nullptr);
   } else {
     std::vector<std::vector<uint8_t>> before;
     if (mode_ == fake_mode::check)
@@ -517,7 +527,7 @@ bool fake_gpu::dispatch(uint32_t dim_x, uint32_t dim_y, uint32_t dim_z, uint32_t
 
 bool fake_gpu::kernel_emulate(uint32_t k, uint32_t groups) {
   const auto sh = [&](uint32_t reg) { return sh_[reg - sh_reg_base]; };
-  const fb::Kernel *kern = capture_->kernels()->Get(k);
+  const fb::Kernel *kern = cur_->capture->kernels()->Get(k);
   rdna3_dispatch d;
   d.kernel = kern->name()->str();
   d.code = (uint64_t(sh(reg::COMPUTE_PGM_LO)) << 8) | (uint64_t(sh(reg::COMPUTE_PGM_HI)) << 40);
@@ -539,8 +549,9 @@ bool fake_gpu::kernel_emulate(uint32_t k, uint32_t groups) {
     if (!rdna3_program_decode(d, find, &p, &err)) return raise("RDNA3 emulator: " + err);
     it = programs_.emplace(d.code, std::move(p)).first;
   }
-  if (counts_.size() <= k) counts_.resize(capture_->kernels()->size());
-  if (!rdna3_dispatch_run(d, it->second, find, &counts_[k], &err))
+  std::vector<rdna3_counts> &counts = cur_->counts;
+  if (counts.size() <= k) counts.resize(cur_->capture->kernels()->size());
+  if (!rdna3_dispatch_run(d, it->second, find, &counts[k], &err))
     return raise("RDNA3 emulator: " + err);
   return true;
 }
@@ -551,14 +562,14 @@ bool fake_gpu::kernel_check(uint32_t k, const std::vector<size_t> &touched,
   // The emulator's results stay in GPU memory (they are the replay's); the twin runs on the
   // memory as it was before the dispatch, and the words either of them changed are compared by
   // the rule of every check (runtime/hcq/word_compare.h).
-  const fb::Kernel *kern = capture_->kernels()->Get(k);
+  const fb::Kernel *kern = cur_->capture->kernels()->Get(k);
   std::vector<std::vector<uint8_t>> emulated;
   for (size_t i = 0; i < touched.size(); ++i) {
     region &r = regions_[touched[i]];
     emulated.emplace_back(r.cpu, r.cpu + r.size);
     memcpy(r.cpu, before[i].data(), r.size);
   }
-  twins_.run(k, bufs, scalars);
+  cur_->twins.run(k, bufs, scalars);
   hcq::word_tally tally;
   for (size_t i = 0; i < touched.size(); ++i) {
     const region &r = regions_[touched[i]];
@@ -611,11 +622,13 @@ std::string fake_gpu::profile_text() const {
   };
   rdna3_counts total;
   double sum_us = 0;  // kernels run one after another: their estimates add
-  for (size_t k = 0; k < counts_.size(); ++k) {
-    if (!counts_[k].waves) continue;
-    total.add(counts_[k]);
-    sum_us += est_us(counts_[k]);
-    row(capture_->kernels()->Get(uint32_t(k))->name()->c_str(), counts_[k], est_us(counts_[k]));
+  static const std::vector<rdna3_counts> none;
+  const std::vector<rdna3_counts> &counts = cur_ ? cur_->counts : none;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    if (!counts[k].waves) continue;
+    total.add(counts[k]);
+    sum_us += est_us(counts[k]);
+    row(cur_->capture->kernels()->Get(uint32_t(k))->name()->c_str(), counts[k], est_us(counts[k]));
   }
   row("total", total, sum_us);
   snprintf(b, sizeof b,
@@ -634,12 +647,14 @@ hcq::device_profile fake_gpu::profile_report() const {
   p.model =
       "ESTIMATE, not a measurement: roofline max(VALU wave instructions at the dual-issue peak, "
       "VMEM bytes at 960 GB/s) per kernel (targets/amd/fake/fake_amd.cpp, profile_text)";
-  for (size_t k = 0; k < counts_.size(); ++k) {
-    const rdna3_counts &c = counts_[k];
+  static const std::vector<rdna3_counts> none;
+  const std::vector<rdna3_counts> &counts = cur_ ? cur_->counts : none;
+  for (size_t k = 0; k < counts.size(); ++k) {
+    const rdna3_counts &c = counts[k];
     if (!c.waves) continue;
     hcq::profile_kernel pk;
     pk.kernel = uint32_t(k);
-    pk.name = capture_->kernels()->Get(uint32_t(k))->name()->str();
+    pk.name = cur_->capture->kernels()->Get(uint32_t(k))->name()->str();
     const double valu_s = double(c.valu) / valu_per_s,
                  vmem_s = double(c.vmem_load_bytes + c.vmem_store_bytes) / bytes_per_s;
     pk.estimated_us = 1e6 * std::max(valu_s, vmem_s);
@@ -664,16 +679,33 @@ hcq::device_profile fake_gpu::profile_report() const {
 }
 
 capgraph_status fake_gpu::capture_attach(const fb::Capture *c,
-                                         const std::vector<uint64_t> &program_gpu,
-                                         std::string *err) {
-  capture_ = c;
-  program_gpu_ = program_gpu;
+                                         const std::vector<uint64_t> &program_gpu, std::string *err,
+                                         const void *owner) {
+  capture_detach(owner);
+  auto a = std::make_unique<attached_capture>();
+  a->owner = owner;
+  a->capture = c;
+  a->program_gpu = program_gpu;
+  a->counts.assign(c->kernels() ? c->kernels()->size() : 0, rdna3_counts{});
+  // The machine code runs in emulate mode: twins are not needed.
+  if (mode_ != fake_mode::emulate) {
+    const capgraph_status st = a->twins.link(c, "fake-amd", err);
+    if (st != CAPGRAPH_OK) return st;
+  }
+  attached_.push_back(std::move(a));
+  cur_ = attached_.back().get();
+  return CAPGRAPH_OK;
+}
+
+void fake_gpu::capture_detach(const void *owner) {
+  for (auto it = attached_.begin(); it != attached_.end(); ++it)
+    if ((*it)->owner == owner) {
+      attached_.erase(it);
+      break;
+    }
+  cur_ = attached_.empty() ? nullptr : attached_.back().get();
+  // Decoded programs are keyed by code address, which the next model's code may reuse.
   programs_.clear();
-  counts_.assign(c->kernels() ? c->kernels()->size() : 0, rdna3_counts{});
-  twins_ = hcq::host_twins();
-  if (mode_ == fake_mode::emulate)
-    return CAPGRAPH_OK;  // the machine code runs; twins are not needed
-  return twins_.link(c, "fake-amd", err);
 }
 
 bool fake_gpu::interrupt_target(uint64_t *mailbox, uint32_t *id) {

@@ -58,8 +58,13 @@ class fake_gpu final : public hcq::transport {
                        std::string *err) override;
   // The capture and where its programs are, once at load: the capture_attach hook of
   // "fake-amd"; tests that build a graph themselves pass graph_options_for(gpu).
+  // A GPU that runs several models' queues (the gfx1100 model behind the USB bridge) holds one
+  // capture per `owner` (the model's transport): attaching again replaces that owner's, and a
+  // dispatch finds its kernel among all of them; capture_detach(owner) forgets the owner's (its
+  // capture's memory goes when the model is freed).
   capgraph_status capture_attach(const fb::Capture *c, const std::vector<uint64_t> &program_gpu,
-                                 std::string *err);
+                                 std::string *err, const void *owner = nullptr);
+  void capture_detach(const void *owner);
   // Like KFD: a mailbox page and event id 1 (the fake counts the interrupts; its waits poll).
   bool interrupt_target(uint64_t *mailbox, uint32_t *id) override;
 
@@ -89,7 +94,10 @@ class fake_gpu final : public hcq::transport {
   // Host pointer behind [gpu, gpu + size), or nullptr.
   uint8_t *host(uint64_t gpu, uint64_t size) const;
   // What the emulator executed, per kernel of the attached capture (summed over dispatches).
-  const std::vector<rdna3_counts> &kernel_counts() const { return counts_; }
+  const std::vector<rdna3_counts> &kernel_counts() const {
+    static const std::vector<rdna3_counts> none;
+    return cur_ ? cur_->counts : none;
+  }
   std::string profile_text() const;  // those counts as a table
   // The counts, each kernel's roofline estimate and the table, for hcq::device_profile_deliver
   // (":profile" hands it over when the device closes).
@@ -146,12 +154,17 @@ class fake_gpu final : public hcq::transport {
   std::map<uint64_t, queue_state> queues_;
   uint64_t next_queue_ = 1;
   uint32_t sh_[0x400] = {};  // SH registers from sh_reg_base
-  // Attached capture
-  const fb::Capture *capture_ = nullptr;
-  std::vector<uint64_t> program_gpu_;
-  hcq::host_twins twins_;                       // the reference (check and twin modes)
+  // Attached captures
+  struct attached_capture {
+    const void *owner = nullptr;
+    const fb::Capture *capture = nullptr;
+    std::vector<uint64_t> program_gpu;
+    hcq::host_twins twins;             // the reference (check and twin modes)
+    std::vector<rdna3_counts> counts;  // per kernel
+  };
+  std::vector<std::unique_ptr<attached_capture>> attached_;
+  attached_capture *cur_ = nullptr;  // the one whose kernel is dispatched (else the last attached)
   std::map<uint64_t, rdna3_program> programs_;  // decoded once per code address
-  std::vector<rdna3_counts> counts_;            // per kernel
   bool wedged_ = false;
   uint64_t dispatches_ = 0, packets_ = 0, interrupts_ = 0;
   uint32_t last_interrupt_id_ = 0;

@@ -42,7 +42,11 @@
 namespace capgraph::emu {
 
 gfx1100_model &fake_usb_gpu_model() {
+  // Its trace (every register write and engine event, for the golden-trace tests) would grow
+  // ~0.5 KB per replay for the life of the process: the fake-usb soak's growth (scripts/soak.sh).
   static gfx1100_model gpu;
+  static const bool untraced = (gpu.trace_on = false, true);
+  (void)untraced;
   return gpu;
 }
 
@@ -102,7 +106,9 @@ void gpu_state_save() {
 // The USB cable with fault injection (fake_faults.h): each control or bulk transfer is a device
 // call; the failed one returns what libusb reports (libusb_transport.cpp maps LIBUSB_ERROR_TIMEOUT,
 // _PIPE, _NO_DEVICE, _IO onto these) without reaching the bridge, or, "short", moves only half
-// its bytes.
+// its bytes. A model that joins the open session with fault words of its own (fake-usb:fail=N
+// loaded while another model holds the GPU) adds a second counter, from its load until its close:
+// the Nth call on the cable from then on fails, whichever model makes it.
 class fault_wire final : public usb::BridgeTransport {
  public:
   fault_wire(usb::BridgeTransport &inner, fake::fault_plan plan)
@@ -110,17 +116,19 @@ class fault_wire final : public usb::BridgeTransport {
   usb::TransferStatus control(const usb::ControlRequest &r, uint8_t *data, uint16_t length,
                               size_t *actual, unsigned timeout_ms) override {
     int e = 0;
-    if (!faults.call("control transfer", ETIMEDOUT, &e))
+    const fake::fault_counter *by = nullptr;
+    if (!fail_now("control transfer", &e, &by))
       return inner_.control(r, data, length, actual, timeout_ms);
-    if (!faults.plan().short_transfer) return *actual = 0, status_of(e);
+    if (!by->plan().short_transfer) return *actual = 0, status_of(e);
     return short_of(inner_.control(r, data, length, actual, timeout_ms), length, actual);
   }
   usb::TransferStatus bulk(uint8_t endpoint, uint8_t *data, size_t length, size_t *actual,
                            unsigned timeout_ms) override {
     int e = 0;
-    if (!faults.call(endpoint & 0x80 ? "bulk IN transfer" : "bulk OUT transfer", ETIMEDOUT, &e))
+    const fake::fault_counter *by = nullptr;
+    if (!fail_now(endpoint & 0x80 ? "bulk IN transfer" : "bulk OUT transfer", &e, &by))
       return inner_.bulk(endpoint, data, length, actual, timeout_ms);
-    if (!faults.plan().short_transfer) return *actual = 0, status_of(e);
+    if (!by->plan().short_transfer) return *actual = 0, status_of(e);
     return short_of(inner_.bulk(endpoint, data, length, actual, timeout_ms), length, actual);
   }
   std::string describe() const override { return inner_.describe(); }
@@ -128,6 +136,12 @@ class fault_wire final : public usb::BridgeTransport {
   uint16_t product_id() const override { return inner_.product_id(); }
 
  private:
+  // Counts the call on the session's counter and the joined model's; true when either fails it.
+  bool fail_now(const char *what, int *e, const fake::fault_counter **by) {
+    if (faults.call(what, ETIMEDOUT, e)) *by = &faults;
+    if (joined && joined->call(what, ETIMEDOUT, e)) *by = joined;
+    return *by != nullptr;
+  }
   // The host sees only half the bytes moved (the rest lost on the cable).
   static usb::TransferStatus short_of(usb::TransferStatus s, size_t length, size_t *actual) {
     if (*actual > length / 2) *actual = length / 2;
@@ -143,32 +157,57 @@ class fault_wire final : public usb::BridgeTransport {
 
  public:
   fake::fault_counter faults;
+  fake::fault_counter *joined = nullptr;  // a joined model's plan (one at a time)
 };
 
 // One plugged-in bridge and the booted GPU behind it.
-struct session {
-  explicit session(fake::fault_plan plan) : cable(wire, plan) {}
-  ~session() { cable.faults.finish(gpu_model().live_queues()); }
+struct rig {
+  explicit rig(fake::fault_plan plan) : cable(wire, plan) {}
+  ~rig() { cable.faults.finish(gpu_model().live_queues()); }
   Asm2464 dev;
   EmuTransport wire{dev};
   fault_wire cable;
   amd::usb_gpu g{cable};  // the same open sequence as `--device usb` (targets/amd/amd_usb.h)
 };
 
-class fake_usb_transport final : public gfx1100_transport {
+// The rig as the session every model loaded on fake-usb in this process shares (amd_usb.h): the
+// last model's close tears the GPU down (unless CAPGRAPH_FAKE_USB_NO_TEARDOWN) and saves its state.
+class fake_usb_session final : public amd::am_session {
  public:
-  fake_usb_transport(std::unique_ptr<session> s, std::string label)
-      : gfx1100_transport(*s->g.gpu, gpu_model(), std::move(label)), s_(std::move(s)) {}
-  ~fake_usb_transport() override {
+  fake_usb_session(std::unique_ptr<rig> r, std::string label)
+      : am_session(*r->g.gpu, std::move(label)), r_(std::move(r)) {}
+  ~fake_usb_session() override {
     std::string e;
     const char *keep = std::getenv("CAPGRAPH_FAKE_USB_NO_TEARDOWN");
-    if (!(keep && std::string(keep) == "1") && !s_->g.gpu->teardown(&e))
+    if (!(keep && std::string(keep) == "1") && !r_->g.gpu->teardown(&e))
       fprintf(stderr, "fake-usb: %s\n", e.c_str());
     gpu_state_save();
   }
+  fault_wire &cable() { return r_->cable; }
 
  private:
-  std::unique_ptr<session> s_;
+  std::unique_ptr<rig> r_;
+};
+
+class fake_usb_transport final : public gfx1100_transport {
+ public:
+  fake_usb_transport(std::shared_ptr<fake_usb_session> s, std::string label,
+                     std::unique_ptr<fake::fault_counter> joined_faults)
+      : gfx1100_transport(s, gpu_model(), std::move(label)),
+        s_(s.get()),
+        joined_faults_(std::move(joined_faults)) {
+    if (joined_faults_) s_->cable().joined = joined_faults_.get();
+  }
+  ~fake_usb_transport() override {
+    if (!joined_faults_) return;
+    std::lock_guard<std::recursive_mutex> hold(s_->lock);
+    s_->cable().joined = nullptr;
+    joined_faults_->finish(int64_t(allocations().size()));
+  }
+
+ private:
+  fake_usb_session *s_;  // kept alive by the base's session pointer
+  std::unique_ptr<fake::fault_counter> joined_faults_;
 };
 
 capgraph_status fail(std::string *err, const std::string &why) {
@@ -228,22 +267,38 @@ capgraph_status fake_usb_open(const char *device, std::unique_ptr<hcq::transport
     }
     at = end;
   }
-  std::string why;
   const std::string &fw_dir = fake_usb_firmware_dir();
   if (fw_dir.empty())
     return fail(err, "cannot write the synthetic gfx1100 firmware files to the temporary folder");
-  if (!gpu_state_load(&why)) return fail(err, why);
-  auto s = std::make_unique<session>(faults);
-  if (!fake_usb_bridge_plug(s->dev, option, &why)) return fail(err, why);
-  Enumeration en;
-  if (!usb_enumerate(s->dev, &en, &why)) return fail(err, "USB enumeration: " + why);
-  am::device_options o;
-  o.firmware_dir = fw_dir;
-  if (!amd::usb_gpu_open(s->g, o, &why)) return fail(err, why);
-  const std::string label = amd::usb_gpu_label(s->g, "fake-usb");
+  const auto open = [&](std::shared_ptr<amd::am_session> *made, std::string *e) {
+    std::string why;
+    if (!gpu_state_load(&why)) return fail(e, why);
+    auto r = std::make_unique<rig>(faults);
+    if (!fake_usb_bridge_plug(r->dev, option, &why)) return fail(e, why);
+    Enumeration en;
+    if (!usb_enumerate(r->dev, &en, &why)) return fail(e, "USB enumeration: " + why);
+    am::device_options o;
+    o.firmware_dir = fw_dir;
+    if (!amd::usb_gpu_open(r->g, o, &why)) return fail(e, why);
+    std::string label = amd::usb_gpu_label(r->g, "fake-usb");
+    *made = std::make_shared<fake_usb_session>(std::move(r), std::move(label));
+    return CAPGRAPH_OK;
+  };
+  // One GPU model per process: every load joins the session a live model holds.
+  std::shared_ptr<amd::am_session> s;
+  bool joined = false;
+  const capgraph_status st = amd::usb_gpu_session_get("fake-usb", open, &s, &joined, err);
+  if (st != CAPGRAPH_OK) return st;
+  auto session = std::static_pointer_cast<fake_usb_session>(s);
+  const std::string label = amd::usb_gpu_model_label(*session, joined);
   // Which boot it was, for a person and the tests (the CLI prints no device line itself).
   fprintf(stderr, "%s\n", label.c_str());
-  *out = std::make_unique<fake_usb_transport>(std::move(s), label);
+  std::unique_ptr<fake::fault_counter> joined_faults;
+  if (joined && (faults.fail_at || faults.count))
+    joined_faults = std::make_unique<fake::fault_counter>("fake-usb", faults);
+  std::lock_guard<std::recursive_mutex> hold(
+      session->lock);  // the cable's counters change under it
+  *out = std::make_unique<fake_usb_transport>(session, label, std::move(joined_faults));
   return CAPGRAPH_OK;
 }
 

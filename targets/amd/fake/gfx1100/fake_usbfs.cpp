@@ -23,6 +23,7 @@
 #include "emu_transport.h"
 #include "fake_amd.h"
 #include "fake_usb.h"
+#include "gfx1100_hcq.h"
 #include "hcq/target.h"
 #include "usbfs_transport.h"
 
@@ -362,9 +363,16 @@ void fake_usbfs_register() {
         }
         if (!emu::fake_usb_gpu_state_load(&why))
           return *err = "fake usbfs: " + why, CAPGRAPH_ERR_DEVICE;
-        auto fake = std::make_shared<emu::fake_usbfs>(fo, &why);
-        if (!why.empty())
-          return *err = "fake usbfs: the emulated bridge: " + why, CAPGRAPH_ERR_DEVICE;
+        // One fake machine while a model holds its bridge: a second fake would plug another
+        // bridge in front of the process's one GPU model under the first model's session.
+        static std::weak_ptr<emu::fake_usbfs> live;
+        std::shared_ptr<emu::fake_usbfs> fake = live.lock();
+        if (!fake) {
+          fake = std::make_shared<emu::fake_usbfs>(fo, &why);
+          if (!why.empty())
+            return *err = "fake usbfs: the emulated bridge: " + why, CAPGRAPH_ERR_DEVICE;
+          live = fake;
+        }
         am::device_options o;
         o.firmware_dir = fw_dir;
         const capgraph_status st = usbfs_gpu_open(fake, device, o, out, err);
@@ -379,10 +387,12 @@ void fake_usbfs_register() {
         auto fake = std::make_shared<emu::fake_usbfs>(fo, &why);
         return usbfs_gpu_describe(fake);
       },
-      [](hcq::transport *, const fb::Capture *c, const std::vector<uint64_t> &at,
+      [](hcq::transport *t, const fb::Capture *c, const std::vector<uint64_t> &at,
          std::string *err) {
-        // The queues run on the process's GPU model, whichever session booted it.
-        return emu::fake_usb_gpu_model().engine().capture_attach(c, at, err);
+        // The queues run on the process's GPU model, whichever session booted it; the transport
+        // is usbfs_gpu_open's am_transport.
+        return emu::gfx1100_capture_attach(*static_cast<amd::am_transport *>(t),
+                                           emu::fake_usb_gpu_model(), c, at, err);
       });
 }
 

@@ -408,6 +408,48 @@ TEST_CASE("a copy-out whose trigger never reaches the bridge is a clear error, n
   t.free(m);
 }
 
+TEST_CASE("a copy-out whose SRAM data is lost on the cable is collected again, not failed") {
+  if (!have_image()) return;
+  // The bridge's bulk IN of the SRAM bytes times out having moved nothing while the bridge did
+  // send them (the fault sweep's `fake-usb:fail=N` on that transfer): before the fix the copy
+  // failed ("got no data"), and the bytes stayed queued at the endpoint for the next bulk IN.
+  Rig r;
+  LossyWire w(r.t);
+  usb::Bridge bridge(w);
+  gfx1100_model gpu;
+  gpu.attach(r.dev.endpoint);
+  REQUIRE(r.dev.power_on() == Asm2464::Mode::firmware);
+  emu::Enumeration en;
+  std::string err;
+  REQUIRE_MESSAGE(emu::usb_enumerate(r.dev, &en, &err), err);
+  REQUIRE(bridge.open().ok());
+  usb::PciChain chain;
+  REQUIRE(bridge.pcie_power(true).ok());
+  REQUIRE(usb::pci_chain_setup(bridge, &chain).ok());
+  REQUIRE(usb::pci_bars_assign(bridge, &chain).ok());
+  usb::pci_function_usb pci(bridge, chain);
+  am::device d(pci, opts());
+  REQUIRE_MESSAGE(d.boot(&err), err);
+  amd::am_transport t(d, pci.name());
+  const size_t n = 64 * 1024;
+  hcq::memory m;
+  REQUIRE(t.alloc(n, hcq::memory_kind::device, &m, &err) == CAPGRAPH_OK);
+  std::vector<uint8_t> want(n);
+  for (size_t i = 0; i < n; ++i) want[i] = uint8_t(i * 11 + 5);
+  gpu.vram_write(t.allocations().back().first, want.data(), n);
+  w.lose_bulk_in_of = n;
+  REQUIRE_MESSAGE(t.download(m, 0, n, &err) == CAPGRAPH_OK, err);
+  CHECK(w.lost == 1);
+  CHECK(std::memcmp(m.cpu, want.data(), n) == 0);
+  // The wire is the requests' again: a BAR read right after answers with the register's value.
+  uint32_t fault = 1;
+  CHECK(d.rreg(am::regGCVM_L2_PROTECTION_FAULT_STATUS, &fault));
+  CHECK(fault == 0);
+  t.free(m);
+  REQUIRE_MESSAGE(d.teardown(&err), err);
+  CHECK_MESSAGE(gpu.faults.empty(), joined(gpu.faults));
+}
+
 namespace {
 
 // Sources for the projection (drivers/am/README.md, "USB cost"): no measured per-transfer latency
