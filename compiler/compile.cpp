@@ -100,6 +100,8 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
     cal.jobs = opt.jobs > 0 ? opt.jobs : (int)std::max(1u, std::thread::hardware_concurrency());
     HalfCalibrationReport c = half_calibrate(p, plan, cal);
     r.calibration_runs = c.runs;
+    r.calibration_inputs = c.inputs;
+    r.calibration_worst_input = c.worst_input;
     r.calibration_error_all_half = c.error_all_half;
     r.calibration_error = c.error;
     r.ms_calibrate = c.ms;
