@@ -18,9 +18,9 @@
 #                                  each kernel compared with its host twin);
 #                                  CAPGRAPH_ZOO_MODELS="a b" runs those models only
 #   adreno_e2e.sh families BUILD_DIR tests/tools/family_gen's models at their "test" size, on their
-#                                  own inputs, vs the same model on this CPU in float32 (not a
-#                                  ctest: minutes of emulation; run by hand when the float16
-#                                  calibration changes)
+#                                  own inputs, on fake-adreno:check, vs the same model on this
+#                                  CPU in float32 (not a ctest: minutes of emulation; run by hand
+#                                  when the float16 calibration changes)
 # CAPGRAPH_ADRENO_DEVICE=DEV replays on DEV instead (fake-adreno:twin: the host twins, as before
 # the emulator).
 # Skips (exit 77) when capgraph was built without Mesa's ir3. Tolerance: tests/tools/npy_compare.
@@ -33,7 +33,7 @@ capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare; tools=$bui
 source "$repo/tests/tools/e2e_lib.sh"
 probe=$build/targets/adreno/adreno_capture_probe
 plant=$build/targets/adreno/adreno_miscompile_plant
-device=${CAPGRAPH_ADRENO_DEVICE:-$([[ $mode == zoo ]] && echo fake-adreno:check || echo fake-adreno)}
+device=${CAPGRAPH_ADRENO_DEVICE:-$([[ $mode == small ]] && echo fake-adreno || echo fake-adreno:check)}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 failures=0; passed=0
 fail() { echo "FAIL $*"; failures=$((failures+1)); }
