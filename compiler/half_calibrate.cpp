@@ -320,7 +320,7 @@ double search(Calibrator &cal, size_t d, std::vector<size_t> cand, std::vector<c
                                           " (" + buffer_label(p, grp.front()) + " .. " +
                                           buffer_label(p, grp.back()) + ")";
       const std::string verdict =
-          alone[g].err > budget ? "over it alone"
+          alone[g].err > budget ? "over it with only the tensors already chosen float16 beside it"
                                 : "one of the " + std::to_string(hi) + " most harmful of " +
                                       std::to_string(m) + ", kept to bring the rest within it";
       for (size_t b : grp) {
