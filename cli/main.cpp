@@ -192,10 +192,18 @@ int cmd_compile(int argc, char **argv) {
   if (r.precision == "fp16") {
     std::printf("  precision fp16: %d weights and activations stored as float16, math in float32\n",
                 r.half_buffers);
-    std::printf(
-        "  float16 calibration: %d host runs in %.0f ms; worst output %.3g x its largest "
-        "value from float32 with every candidate float16, %.3g as compiled\n",
-        r.calibration_runs, r.ms_calibrate, r.calibration_error_all_half, r.calibration_error);
+    const std::string on = r.calibration_worst_input == "own"
+                               ? "the calibration input"
+                               : std::to_string(r.calibration_inputs) +
+                                     " generated inputs (worst: " + r.calibration_worst_input + ")";
+    if (r.calibration_runs == 0)
+      std::printf("  float16 calibration: none (CAPGRAPH_HALF_RULES_ONLY: the rules alone)\n");
+    else
+      std::printf(
+          "  float16 calibration: %d host runs on %s in %.0f ms; worst output %.3g x its largest "
+          "value from float32 with every candidate float16, %.3g as compiled\n",
+          r.calibration_runs, on.c_str(), r.ms_calibrate, r.calibration_error_all_half,
+          r.calibration_error);
     for (const std::string &k : r.kept_fp32) std::printf("  kept float32: %s\n", k.c_str());
   }
   return 0;

@@ -98,8 +98,14 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
     HalfCalibration cal;
     cal.inputs = opt.calibration_inputs;
     cal.jobs = opt.jobs > 0 ? opt.jobs : (int)std::max(1u, std::thread::hardware_concurrency());
-    HalfCalibrationReport c = half_calibrate(p, plan, cal);
+    // CAPGRAPH_HALF_RULES_ONLY=1: the rules alone, no calibration runs (for tests of the kernels'
+    // code, whose values they do not compare: the zoo's calibration costs 3-47 s per model; the
+    // capture's compile options record the knob).
+    HalfCalibrationReport c;
+    if (!knob_get("CAPGRAPH_HALF_RULES_ONLY")) c = half_calibrate(p, plan, cal);
     r.calibration_runs = c.runs;
+    r.calibration_inputs = c.inputs;
+    r.calibration_worst_input = c.worst_input;
     r.calibration_error_all_half = c.error_all_half;
     r.calibration_error = c.error;
     r.ms_calibrate = c.ms;

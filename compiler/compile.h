@@ -37,9 +37,11 @@ struct CompileReport {
   std::string precision = "fp32";  // what was used: fp16 or fp32
   int half_buffers = 0;            // float32 buffers stored as float16
   std::vector<std::string> kept_fp32;  // "NAME (reason)": left float32 under fp16
-  // The calibration (fp16 only): host runs, the worst output's relative difference from float32
-  // with every candidate float16 and after the fallback, and its time.
-  int calibration_runs = 0;
+  // The calibration (fp16 only): host runs, the inputs it ran on and the one float16 harmed most
+  // ("own" or a generated kind), the worst output's relative difference from float32 with every
+  // candidate float16 and after the fallback, and its time.
+  int calibration_runs = 0, calibration_inputs = 0;
+  std::string calibration_worst_input;
   double calibration_error_all_half = 0, calibration_error = 0, ms_calibrate = 0;
   uint64_t arena_bytes = 0, arena_naive_bytes = 0, weight_bytes = 0, capture_bytes = 0;
   double ms_read = 0, ms_graph = 0, ms_schedule = 0, ms_codegen = 0, ms_write = 0;

@@ -55,9 +55,9 @@ void HostProgram::constants_reset() {
   }
 }
 
-void HostProgram::run(const std::function<void(size_t)> &after, int threads) {
+void HostProgram::run(const std::function<void(size_t)> &after, int threads, size_t first) {
   const Linked &l = *linked_;
-  for (size_t i = 0; i < l.entries.size(); i++) {
+  for (size_t i = first; i < l.entries.size(); i++) {
     const int64_t n = l.code.kernels[i].work_size;
     // Any split of the work range is valid (cpu_codegen.h); small ranges are not worth a thread.
     const int64_t t = std::min<int64_t>(std::max(threads, 1), n / 64 + 1);

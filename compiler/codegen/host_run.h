@@ -24,9 +24,9 @@ class HostProgram {
   std::vector<std::vector<uint8_t>> &buffers() { return buffers_; }
   // Copies the weights back into their buffers (after a run rounded them).
   void constants_reset();
-  // Runs every kernel in order, each one's work range split over `threads` threads; after kernel
-  // i, after(i) (which may change any buffer).
-  void run(const std::function<void(size_t kernel)> &after, int threads = 1);
+  // Runs every kernel from `first` on in order, each one's work range split over `threads`
+  // threads; after kernel i, after(i) (which may change any buffer).
+  void run(const std::function<void(size_t kernel)> &after, int threads = 1, size_t first = 0);
 
  private:
   struct Linked;

@@ -1,5 +1,4 @@
-// Half-precision storage (`--precision fp16`; a target's entry may make it its default: none does
-// today).
+// Half-precision storage (`--precision fp16`, the default of targets whose entry says so: Adreno).
 // Every float32 weight and intermediate activation is stored as float16 and every kernel still
 // computes in float32: loads widen, stores round to nearest even, accumulators stay float32 — what
 // tinygrad's FLOAT16=1 does for comma's models on the a630 (x.cast(half) stored, math in float;

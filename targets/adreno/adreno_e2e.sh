@@ -17,19 +17,23 @@
 #                                  ONNX Runtime outputs, on fake-adreno:check (the machine code,
 #                                  each kernel compared with its host twin);
 #                                  CAPGRAPH_ZOO_MODELS="a b" runs those models only
+#   adreno_e2e.sh families BUILD_DIR tests/tools/family_gen's models at their "test" size, on their
+#                                  own inputs, on fake-adreno:check, vs the same model on this
+#                                  CPU in float32 (not a ctest: minutes of emulation; run by hand
+#                                  when the float16 calibration changes)
 # CAPGRAPH_ADRENO_DEVICE=DEV replays on DEV instead (fake-adreno:twin: the host twins, as before
 # the emulator).
 # Skips (exit 77) when capgraph was built without Mesa's ir3. Tolerance: tests/tools/npy_compare.
 set -uo pipefail
 mode=${1:-}; build=${2:-}
-[[ -n $mode && -n $build ]] || { echo "usage: adreno_e2e.sh small|zoo BUILD_DIR"; exit 2; }
+[[ -n $mode && -n $build ]] || { echo "usage: adreno_e2e.sh small|zoo|families BUILD_DIR"; exit 2; }
 here=$(cd "$(dirname "$0")" && pwd); repo=$(cd "$here/../.." && pwd)
 capgraph=$build/cli/capgraph; compare=$build/tests/tools/npy_compare; tools=$build/tests/tools
 # zoo_model_args, outputs_compare
 source "$repo/tests/tools/e2e_lib.sh"
 probe=$build/targets/adreno/adreno_capture_probe
 plant=$build/targets/adreno/adreno_miscompile_plant
-device=${CAPGRAPH_ADRENO_DEVICE:-$([[ $mode == zoo ]] && echo fake-adreno:check || echo fake-adreno)}
+device=${CAPGRAPH_ADRENO_DEVICE:-$([[ $mode == small ]] && echo fake-adreno || echo fake-adreno:check)}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 failures=0; passed=0
 fail() { echo "FAIL $*"; failures=$((failures+1)); }
@@ -196,14 +200,33 @@ case $mode in
       [[ -f $dir/meta.json && -f $dir/model.onnx ]] || { echo "SKIP $(basename "$dir"): no model"; continue; }
       name=$(basename "$dir")
       zoo_model_args "$dir" || { echo "FAIL $name: reading $dir/meta.json"; failures=$((failures+1)); continue; }
-      # float16 storage (not the target's default) with the tensors it would spoil kept float32
-      # (PP-OCRv4 det all float16 is 0.0885 from its reference, tolerance 0.03), calibrated on
-      # the model's own input (--calibrate): a generated one under-predicts det's float16 error
-      # (0.028 on it, 0.0865 on the zoo's page; README "Precision").
-      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes ${zoo_inputs//--input /--calibrate }" "$zoo_refs" fp16
+      # The target's default precision: float16 storage with the tensors it would spoil kept
+      # float32, calibrated on the generated inputs only (no --calibrate: what a user who gives
+      # no input gets), compared with ONNX Runtime on the zoo's real input.
+      check "$name" "$dir/model.onnx" "$zoo_inputs" "$zoo_shapes" "$zoo_refs"
     done
     ;;
-  *) echo "usage: adreno_e2e.sh small|zoo BUILD_DIR"; exit 2 ;;
+  families)
+    command -v node > /dev/null || { echo "SKIPPED: node is needed to read family_gen's meta.json"; exit 77; }
+    "$tools/family_gen" "$work/families" test > /dev/null || { echo "FAIL: family_gen"; exit 1; }
+    echo "replaying on $device"
+    for dir in "$work"/families/*/; do
+      name=$(basename "$dir")
+      args=$(node -e "const m=require('${dir}meta.json');
+        console.log(m.inputs.map(i=>'--input '+i.name+'=$dir'+i.file).join(' '));
+        console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))") ||
+        { fail "$name: reading meta.json"; continue; }
+      { read -r fam_inputs; read -r fam_shapes; } <<< "$args"
+      # family_gen's meta.json names no outputs: the float32 CPU run writes them, the references.
+      mkdir -p "$work/$name.cpu"
+      "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cpu.cap" $fam_shapes > /dev/null 2>&1 &&
+        "$capgraph" run "$work/$name.cpu.cap" $fam_inputs --output-dir "$work/$name.cpu" > /dev/null ||
+        { fail "$name: the cpu run"; continue; }
+      fam_refs=$(cd "$work/$name.cpu" && for f in *.npy; do printf '%s=%s ' "${f%.npy}" "$work/$name.cpu/$f"; done)
+      check "$name" "$dir/model.onnx" "$fam_inputs" "$fam_shapes" "$fam_refs"
+    done
+    ;;
+  *) echo "usage: adreno_e2e.sh small|zoo|families BUILD_DIR"; exit 2 ;;
 esac
 echo "$passed passed, $failures failed"
 ((failures == 0))

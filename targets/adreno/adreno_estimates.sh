@@ -8,8 +8,9 @@
 # the model are a630_estimate_test.cpp and targets_adreno_cli_test).
 #   adreno_estimates.sh BUILD_DIR
 # CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only; CAPGRAPH_PRECISION=fp32 compiles the
-# models with --precision fp32 (default: the target's, float16 storage, calibrated on each zoo
-# model's own input). The calibration kernel is
+# models with --precision fp32 (default: the target's, float16 storage, calibrated on the
+# generated inputs as a compile without --calibrate is; the kept count in each row's name).
+# The calibration kernel is
 # always float32 (the measured point it is held to). Needs node (to read meta.json and the
 # profile's JSON) and Mesa's ir3 in the build.
 set -uo pipefail
@@ -60,18 +61,18 @@ for dir in "${dirs[@]}"; do
     console.log(m.inputs.map(i=>'--input-shape '+i.name+'='+i.dims.join('x')).join(' '))") ||
     { echo "| $name | reading meta.json failed |"; continue; }
   { read -r zoo_inputs; read -r zoo_shapes; } <<< "$args"
-  # Calibrated on the model's own input (used only by float16 storage).
   # shellcheck disable=SC2086
   "$capgraph" compile "$dir/model.onnx" -o "$work/$name.cap" --target adreno-a630 $precision $zoo_shapes \
-    ${zoo_inputs//--input /--calibrate } > "$work/$name.log" &&
+    > "$work/$name.log" &&
     "$capgraph" profile "$work/$name.cap" --device fake-adreno --json > "$work/$name.json" ||
     { echo "| $name | FAILED |"; continue; }
   summary "$name ($(grep -c 'kept float32' "$work/$name.log") kept float32)" "$work/$name.json"
 done
 "$build/targets/adreno/comma_model_gen" "$work" > /dev/null &&
-  "$capgraph" compile "$work/comma.onnx" -o "$work/comma.cap" --target adreno-a630 $precision > /dev/null &&
+  "$capgraph" compile "$work/comma.onnx" -o "$work/comma.cap" --target adreno-a630 $precision > "$work/comma.log" &&
   "$capgraph" profile "$work/comma.cap" --device fake-adreno --json > "$work/comma.json" &&
-  summary "comma-shaped (testdata/comma_model_gen.cpp)" "$work/comma.json" || echo "| comma-shaped | FAILED |"
+  summary "comma-shaped (testdata/comma_model_gen.cpp, $(grep -c 'kept float32' "$work/comma.log") kept float32)" "$work/comma.json" ||
+  echo "| comma-shaped | FAILED |"
 
 # The calibration kernel: a 1x1 convolution 192 -> 64 over 32 x 64 = 2048 pixels, float32 buffers
 # (driving_vision's kernel 672 also adds a residual and a scale and reads float16 images).

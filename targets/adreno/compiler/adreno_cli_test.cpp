@@ -44,9 +44,8 @@ std::string json_kernel(const std::string &json, const std::string &entry) {
 
 TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows its kernel facts") {
   const std::string cap = scratch_path("conv_relu_adreno.cap");
-  const cli_result compiled = cli_run(
-      {"compile", model_conv_relu(), "-o", cap, "--target", "adreno-a630", "--precision", "fp16"},
-      120000);
+  const cli_result compiled =
+      cli_run({"compile", model_conv_relu(), "-o", cap, "--target", "adreno-a630"}, 120000);
 #if !CAPGRAPH_TEST_HAVE_ADRENO
   check_clean_failure(compiled, {"adreno-a630", "without Mesa's ir3", "scripts/mesa_ir3.sh"});
   CHECK_FALSE(file_exists(cap));
@@ -70,10 +69,11 @@ TEST_CASE("adreno: a generated model compiles for adreno-a630 and inspect shows 
   const cli_result text = cli_run({"inspect", cap});
   check_success(text);
   CHECK(text.output.find("Adreno kernels:") != std::string::npos);
-  // float16 storage (not the default) is calibrated (compile says what it ran and found)
-  // and recorded in the capture, which inspect shows.
+  // The default precision is float16 storage, calibrated on the generated inputs (compile says
+  // what it ran and found) and recorded in the capture, which inspect shows.
   CHECK(compiled.output.find("precision fp16:") != std::string::npos);
   CHECK(compiled.output.find("float16 calibration: ") != std::string::npos);
+  CHECK(compiled.output.find(" on 4 generated inputs (worst: ") != std::string::npos);
   CHECK(text.output.find("compiled with precision fp16") != std::string::npos);
   CHECK(text.output.find("float16 storage (math in float32): ") != std::string::npos);
 

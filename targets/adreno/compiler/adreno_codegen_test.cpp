@@ -503,7 +503,12 @@ ProductCost product_cost(const Program &p, const AdrenoCodegenResult &r) {
     const Kernel &k = p.kernels[i];
     if (k.reduce != Reduce::sum || k.body < 0 || k.exprs[k.body].op != Op::mul) continue;
     const Expr &body = k.exprs[k.body];
-    if (k.exprs[body.a].op != Op::load || k.exprs[body.b].op != Op::load) continue;
+    // A float16 operand is a load widened to float32 (float16 storage, the target's default).
+    auto load_under = [&](int e) {
+      while (e >= 0 && k.exprs[e].op == Op::cast) e = k.exprs[e].a;
+      return e >= 0 && k.exprs[e].op == Op::load;
+    };
+    if (!load_under(body.a) || !load_under(body.b)) continue;
     double points = 1;
     for (int64_t a : k.axes) points *= (double)a;
     c.launches++;

@@ -64,11 +64,12 @@ const AdrenoTarget &adreno_a630() {
 }
 
 extern const TargetEntry adreno_target_entry;
-// --precision's default stays fp32. float16 storage (--precision fp16: the tensors float16 would
-// spoil kept float32 by the rules of schedule/half_storage.h and the calibration run of
-// half_calibrate.h) is only as good as its calibration input: on a generated one PP-OCRv4 det
-// looks fine (0.028 from float32) and keeps one weight, and is then 0.081 off on its own page
-// (tolerance 0.03). A default that is silently wrong without --calibrate is not one.
+// --precision's default is fp16, as comma's models run on the a630: float32 weights and
+// activations stored as float16, math in float32, and the tensors float16 would spoil kept float32
+// (the rules of schedule/half_storage.h and the calibration runs of half_calibrate.h). Without
+// --calibrate the calibration runs on four generated inputs of different kinds
+// (half_calibrate_inputs.h) and keeps what the worst of them needs: one normal draw was not
+// enough (PP-OCRv4 det calibrated on it was 0.081 off on its own page, tolerance 0.03).
 const TargetEntry adreno_target_entry = {.family = "adreno",
                                          .matches = &adreno_matches,
                                          .names = &adreno_names,
@@ -76,6 +77,6 @@ const TargetEntry adreno_target_entry = {.family = "adreno",
                                          .codegen = &adreno_codegen_target,
                                          .facts_text = &adreno_facts_text,
                                          .facts_json = &adreno_facts_json,
-                                         .precision = "fp32"};
+                                         .precision = "fp16"};
 
 }  // namespace capgraph

@@ -25,7 +25,7 @@ if(TARGET capgraph_compiler)
   # emulator alone (minutes of CPU: targets_adreno_e2e_zoo runs them through fake-adreno:check).
   add_test(NAME ir3_emu_models COMMAND ir3_emu_kernels_test -tc=models:*)
   set_tests_properties(ir3_emu_models PROPERTIES LABELS "models" TIMEOUT 900
-                       ENVIRONMENT "${CAPGRAPH_TEST_ENV};CAPGRAPH_ADRENO_MODELS=1")
+                       ENVIRONMENT "CAPGRAPH_HALF_RULES_ONLY=1;${CAPGRAPH_TEST_ENV};CAPGRAPH_ADRENO_MODELS=1")
 endif()
 
 # Hand-built instruction words: decoding, execution, hazards, counters (no Mesa needed).
