@@ -44,6 +44,26 @@ bool operand_lower(const ir3_instr &i, int s, uint64_t *word) {
   return false;
 }
 
+// Whether instruction n may read full register component `num` without a hazard, so that the
+// planted change shows as a wrong value and not as a hazard the emulator's checker names first:
+// no instruction of the 8 before it writes that component (an ALU result is ready 3-6 issue
+// slots after it is written: ir3_hazard.h), and no load, texture or SFU instruction (results that
+// need (ss)/(sy)) before it writes it at all. Half registers alias full ones in the merged file
+// (hrN.c is half of rN/2), so a half write to either half counts.
+bool read_is_safe(const std::vector<ir3_instr> &is, size_t n, uint16_t num) {
+  for (size_t m = 0; m < n; ++m) {
+    const ir3_instr &w = is[m];
+    for (int d = 0; d < w.ndst; ++d) {
+      const ir3_operand &o = w.dst[d];
+      if (o.kind != ir3_operand::gpr) continue;
+      const uint16_t lo = o.half ? o.num / 2 : o.num, hi = lo + w.repeat;
+      if (num < lo || num > hi) continue;
+      if (n - m <= 8 || w.cat >= 4) return false;
+    }
+  }
+  return true;
+}
+
 // The instruction `i` without (sy), if flipping one bit gives that.
 bool sync_dropped(const ir3_instr &i, uint64_t *word) {
   ir3_instr want = i;
@@ -101,7 +121,7 @@ int main(int argc, char **argv) {
     if (what == "operand") {
       if (i.op != ir3_op::mad_f32 && i.op != ir3_op::mul_f && i.op != ir3_op::add_f) continue;
       for (int s = 0; s < i.nsrc && at == is.size(); ++s)
-        if (operand_lower(i, s, &word)) at = n;
+        if (operand_lower(i, s, &word) && read_is_safe(is, n, i.src[s].num - 4)) at = n;
     } else if (what == "sync") {
       if (i.sy && sync_dropped(i, &word)) at = n;
     } else {
