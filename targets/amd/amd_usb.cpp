@@ -45,6 +45,20 @@ std::string usb_gpu_label(const usb_gpu &g, const std::string &what) {
                                                  : " (cold boot)");
 }
 
+capgraph_status usb_gpu_session_boot(std::unique_ptr<usb::BridgeTransport> wire,
+                                     const am::device_options &o, std::shared_ptr<am_session> *made,
+                                     std::string *err) {
+  auto g = std::make_unique<usb_gpu>(*wire);
+  std::string e;
+  if (!usb_gpu_open(*g, o, &e)) {
+    *err = "usb: " + wire->describe() + ": " + e;
+    return CAPGRAPH_ERR_DEVICE;
+  }
+  std::string label = usb_gpu_label(*g, "usb " + wire->describe());
+  *made = std::make_shared<usb_gpu_session>(std::move(wire), std::move(g), std::move(label));
+  return CAPGRAPH_OK;
+}
+
 std::string usb_gpu_endpoint_describe(usb::BridgeTransport &wire) {
   usb_gpu g(wire);
   usb::BridgeStatus st;

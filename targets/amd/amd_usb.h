@@ -62,6 +62,13 @@ class usb_gpu_session final : public am_session {
   std::unique_ptr<usb_gpu> g_;
 };
 
+// Boots the GPU behind a wire just opened (usb_gpu_open) and makes its usb_gpu_session: the part
+// every USB device's open shares. CAPGRAPH_ERR_DEVICE with *err naming the wire when the boot
+// fails (a GPU that booted partly is left for the next open's cold boot; nothing else to undo).
+capgraph_status usb_gpu_session_boot(std::unique_ptr<usb::BridgeTransport> wire,
+                                     const am::device_options &o, std::shared_ptr<am_session> *made,
+                                     std::string *err);
+
 // Opens a session: the wire, usb_gpu_open, a session (usb_gpu_session, or a fake's own).
 using usb_gpu_session_open_fn =
     std::function<capgraph_status(std::shared_ptr<am_session> *out, std::string *err)>;

@@ -62,16 +62,8 @@ capgraph_status usb_open(const char *device, std::unique_ptr<hcq::transport> *ou
              std::string(serial.empty() ? "" : " with serial " + serial) + ": " + e;
       return CAPGRAPH_ERR_DEVICE;
     }
-    auto g = std::make_unique<usb_gpu>(*wire);
     am::device_options o;  // firmware from $CAPGRAPH_AMD_FIRMWARE or /lib/firmware/amdgpu
-    if (!usb_gpu_open(*g, o, &e)) {
-      *why = "usb: " + wire->describe() + ": " + e;
-      // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
-      return CAPGRAPH_ERR_DEVICE;
-    }
-    std::string label = usb_gpu_label(*g, "usb " + wire->describe());
-    *made = std::make_shared<usb_gpu_session>(std::move(wire), std::move(g), std::move(label));
-    return CAPGRAPH_OK;
+    return usb_gpu_session_boot(std::move(wire), o, made, why);
   };
   std::shared_ptr<am_session> s;
   bool joined = false;

@@ -33,15 +33,7 @@ capgraph_status usbfs_gpu_open(std::shared_ptr<usb::usbfs_sys> sys, const char *
       *why = "no capgraph bridge on USB: " + e + kHelp;
       return CAPGRAPH_ERR_DEVICE;
     }
-    auto g = std::make_unique<usb_gpu>(*wire);
-    if (!usb_gpu_open(*g, o, &e)) {
-      *why = "usb: " + wire->describe() + ": " + e;
-      // A GPU that booted partly is left for the next open's cold boot; nothing else to undo.
-      return CAPGRAPH_ERR_DEVICE;
-    }
-    std::string label = usb_gpu_label(*g, "usb " + wire->describe());
-    *made = std::make_shared<usb_gpu_session>(std::move(wire), std::move(g), std::move(label));
-    return CAPGRAPH_OK;
+    return usb_gpu_session_boot(std::move(wire), o, made, why);
   };
   std::shared_ptr<am_session> s;
   bool joined = false;
