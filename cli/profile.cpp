@@ -135,7 +135,11 @@ std::string device_profile_kernels_json(const hcq::device_profile &p) {
     o += std::string(i ? ",\n  " : "\n  ") + "{\"kernel\": " + std::to_string(k.kernel) +
          ", \"name\": " + json_quote(k.name) + ", \"dispatches\": " + std::to_string(k.dispatches) +
          ", \"estimated_us\": " + json_number(k.estimated_us) +
-         ", \"bound\": " + json_quote(k.bound) + ", \"counts\": {";
+         ", \"bound\": " + json_quote(k.bound);
+    if (!k.roofline_limit.empty())
+      o += ", \"roofline_us\": " + json_number(k.roofline_us) +
+           ", \"roofline_limit\": " + json_quote(k.roofline_limit);
+    o += ", \"counts\": {";
     for (size_t c = 0; c < k.counts.size(); c++)
       o += (c ? ", " : "") + json_quote(k.counts[c].name) + ": " + json_number(k.counts[c].value);
     o += "}}";

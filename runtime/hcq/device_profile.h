@@ -28,6 +28,10 @@ struct profile_kernel {
   std::vector<profile_count> counts;  // summed over its dispatches
   double estimated_us = 0;            // summed over its dispatches
   std::string bound;                  // what limits the estimate most ("issue", "dram"; may be "")
+  // The work's time at the hardware's limit, summed over its dispatches, and which limit ("alu",
+  // "texel", "dram"); 0 and "" where the family's model has none.
+  double roofline_us = 0;
+  std::string roofline_limit;
 };
 
 // One dispatch or copy, in the order the device ran them (a timeline).

@@ -10,6 +10,9 @@
 # CAPGRAPH_ZOO_MODELS="a b" profiles those zoo models only; CAPGRAPH_PRECISION=fp32 compiles the
 # models with --precision fp32 (default: the target's, float16 storage, calibrated on the
 # generated inputs as a compile without --calibrate is; the kept count in each row's name).
+# Each row ends with the roofline (a630_roofline_of: the kernels' FLOPs at the MAD peak, texels,
+# unique bytes at DRAM rate) and the kernels' estimate's share of it; CAPGRAPH_KERNEL_TABLES=FILE
+# appends every kernel's estimate beside its roofline bound, per model, to FILE.
 # The calibration kernel is
 # always float32 (the measured point it is held to). Needs node (to read meta.json and the
 # profile's JSON) and Mesa's ir3 in the build.
@@ -34,17 +37,34 @@ summary() {
       .map(([b, us]) => b + " " + (100 * us / p.estimated_total_us).toFixed(0) + "%").join(", ");
     const M = (v) => (v / 1e6).toFixed(1), MB = (v) => (v / 1e6).toFixed(1);
     const disp = p.dispatches.filter((d) => !d.copy).length;
+    const roof = p.kernels.reduce((s, k) => s + k.roofline_us, 0),
+          kernels_us = p.kernels.reduce((s, k) => s + k.estimated_us, 0);
     console.log("| " + process.argv[1] + " | " + p.kernels.length + " / " + disp + " | " + sum("waves") + " | " +
       M(sum("alu")) + " | " + M(sum("sfu")) + " | " + M(sum("flow")) + " | " + M(sum("memory")) + " | " +
       M(sum("rpt_extra")) + " | " + M(sum("nops")) + " | " + MB(sum("global_load_bytes")) + " / " +
       MB(sum("global_store_bytes")) + " | " + MB(sum("shared_load_bytes") + sum("shared_store_bytes")) + " | " +
       sum("texels") + " | " + sum("barriers") + " | " + M(sum("ss_waits")) + " / " + M(sum("sy_waits")) + " | " +
-      (p.estimated_total_us / 1000).toFixed(2) + " | " + top + " |");
+      (p.estimated_total_us / 1000).toFixed(2) + " | " + top + " | " + (roof / 1000).toFixed(2) + " | " +
+      (100 * roof / kernels_us).toFixed(0) + "% |");
+  ' "$1" "$2"
+  [[ -n ${CAPGRAPH_KERNEL_TABLES:-} ]] && kernel_table "$1" "$2" >> "$CAPGRAPH_KERNEL_TABLES"
+}
+
+# kernel_table NAME PROFILE.json: every kernel's estimate beside its roofline bound (Markdown).
+kernel_table() {
+  node -e '
+    const p = JSON.parse(require("fs").readFileSync(process.argv[2], "utf8"));
+    console.log("\n### " + process.argv[1] + "\n");
+    console.log("| kernel | dispatches | estimated us | bound | roofline us | limit | share of the limit |");
+    console.log("|---|---|---|---|---|---|---|");
+    for (const k of [...p.kernels].sort((a, b) => b.estimated_us - a.estimated_us))
+      console.log("| " + k.name + " | " + k.dispatches + " | " + k.estimated_us.toFixed(1) + " | " + k.bound + " | " +
+        k.roofline_us.toFixed(1) + " | " + k.roofline_limit + " | " + (100 * k.roofline_us / k.estimated_us).toFixed(0) + "% |");
   ' "$1" "$2"
 }
 
-echo "| model | kernels / dispatches | waves | ALU M | SFU M | flow M | mem M | (rpt) extra M | nops M | global load / store MB | shared MB | texels | barriers | (ss) / (sy) M | **estimated a630 ms** | bound (share of the estimate) |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| model | kernels / dispatches | waves | ALU M | SFU M | flow M | mem M | (rpt) extra M | nops M | global load / store MB | shared MB | texels | barriers | (ss) / (sy) M | **estimated a630 ms** | bound (share of the estimate) | roofline ms | share of the roofline |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 models=${CAPGRAPH_ZOO_MODELS:-$(ls "$zoo" 2>/dev/null)}
 # The zoo, then the comma-shaped family model of tests/tools/family_gen (comma_like, its bench
 # shapes, with its meta.json and inputs as a zoo model has them).

@@ -242,6 +242,14 @@ TEST_CASE(
   CHECK(kernel_us[0] <= total[0] + 1e-3);
   CHECK(kernel_us[0] >= 5);
   CHECK(kernel_us[0] < 100);
+  // Its roofline: no FLOPs or texels, so the DRAM limit: 60-odd bytes at 26 GB/s, a few ns,
+  // under the estimate; the text shows the share.
+  const std::vector<double> roof = json_numbers(kernels, "roofline_us");
+  REQUIRE(roof.size() == 1);
+  CHECK(roof[0] > 0);
+  CHECK(roof[0] < 0.01);
+  CHECK(j.find("\"roofline_limit\": \"dram\"") != std::string::npos);
+  CHECK(text.output.find("%roof") != std::string::npos);
 
   // The twins run no machine code: nothing to count.
   check_clean_failure(cli_run({"profile", cap, "--device", "fake-adreno:twin"}, 60000),

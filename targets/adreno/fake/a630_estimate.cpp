@@ -30,10 +30,12 @@ constexpr double kDramBytesPerS = 26e9;      // W_dram
 constexpr double kSharedBytesPerS = 76e9;    // W_lds
 constexpr double kMaxWaves = 16;             // per SP
 constexpr double kWaveGranularity = 2;
-constexpr double kSsClocks = 10;      // L_ss
-constexpr double kSyMemClocks = 110;  // L_sy after ldg (an L2 hit)
-constexpr double kSyTexClocks = 64;   // L_sy after isam
-constexpr double kLaunchUs = 5;       // t_launch
+constexpr double kSsClocks = 10;            // L_ss
+constexpr double kSyMemClocks = 110;        // L_sy after ldg (an L2 hit)
+constexpr double kSyTexClocks = 64;         // L_sy after isam
+constexpr double kLaunchUs = 5;             // t_launch
+constexpr double kPeakF32Flops = 468.14e9;  // MAD peaks at THREAD128, tinygrad PR #16229
+constexpr double kPeakF16Flops = 690.36e9;
 
 }  // namespace
 
@@ -137,6 +139,18 @@ a630_estimate a630_estimate_of(const ir3_counts &c, const a630_dispatch_shape &s
   e.bound = top->second;
   e.us = kLaunchUs + 1e6 * top->first / kClockHz;
   return e;
+}
+
+a630_roofline a630_roofline_of(double flops, double f16_share, double texels, double unique_bytes) {
+  a630_roofline r;
+  const double f16 = std::clamp(f16_share, 0.0, 1.0);
+  r.alu_us = 1e6 * flops * (f16 / kPeakF16Flops + (1 - f16) / kPeakF32Flops);
+  r.texel_us = 1e6 * texels / kTexelsPerClock / kClockHz;
+  r.dram_us = 1e6 * unique_bytes / kDramBytesPerS;
+  r.us = r.alu_us, r.limit = "alu";
+  if (r.texel_us > r.us) r.us = r.texel_us, r.limit = "texel";
+  if (r.dram_us > r.us) r.us = r.dram_us, r.limit = "dram";
+  return r;
 }
 
 }  // namespace capgraph::adreno

@@ -54,6 +54,22 @@ struct a630_estimate {
 
 a630_estimate a630_estimate_of(const ir3_counts &c, const a630_dispatch_shape &s);
 
+// The roofline bound of a kernel's work: how long it would take if it ran at the a630's limit
+// for what it must do, with nothing else in its way. Not a second estimate: the estimate above
+// over this says how far a kernel is from the hardware's limit (a share of 1 is at it).
+//   ALU:     flops (the model's, Launch.flops) at the MAD peak measured for its precision:
+//            468.14 GFLOP/s float32 (wave128), 690.36 float16 (wave128; tinygrad PR #16229)
+//   texel:   the texels it fetched at R_tex
+//   DRAM:    the unique bytes it touches at W_dram
+struct a630_roofline {
+  double us = 0;  // the longest of the three, no launch cost
+  double alu_us = 0, texel_us = 0, dram_us = 0;
+  const char *limit = "";  // "alu", "texel" or "dram": which of them is the longest
+};
+
+// f16_share: the part of its multiply-adds done in float16 (fma_f16_lanes / fma_lanes).
+a630_roofline a630_roofline_of(double flops, double f16_share, double texels, double unique_bytes);
+
 // A CP_MEMCPY of `bytes` (read and written at the DRAM rate).
 double a630_copy_us(uint64_t bytes);
 

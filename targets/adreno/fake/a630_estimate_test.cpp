@@ -69,6 +69,30 @@ TEST_CASE("a630 estimate: driving_vision's 1x1 192->64 convolution (kernel 672, 
   MESSAGE("kernel 672: estimated " << e.us << " us, published 322.55 us");
 }
 
+TEST_CASE("a630 roofline: each limit by hand, and the calibration kernels reach it") {
+  SUBCASE("ALU: 468.14 MFLOP in float32 is 1 ms, 690.36 in float16 too, mixed adds up") {
+    CHECK(a630_roofline_of(468.14e6, 0, 0, 0).us == doctest::Approx(1000));
+    CHECK(a630_roofline_of(690.36e6, 1, 0, 0).us == doctest::Approx(1000));
+    CHECK(a630_roofline_of(468.14e6, 0.5, 0, 0).alu_us ==
+          doctest::Approx(500 + 500 * 468.14 / 690.36));
+    CHECK(std::string(a630_roofline_of(1e6, 0, 0, 0).limit) == "alu");
+  }
+  SUBCASE("texel: 16 a clock; DRAM: 26 GB/s; the longest names the limit") {
+    const a630_roofline t = a630_roofline_of(1e3, 0, 16 * 675e6 / 1000, 1000);
+    CHECK(t.texel_us == doctest::Approx(1000));
+    CHECK(std::string(t.limit) == "texel");
+    const a630_roofline d = a630_roofline_of(1e3, 0, 16, 26e6);
+    CHECK(d.dram_us == doctest::Approx(1000));
+    CHECK(std::string(d.limit) == "dram");
+  }
+  SUBCASE("driving_vision's kernel 672 is at its texel limit by the estimate (share > 0.9)") {
+    // The counts of the test above: 8192 fibers x 388 texels, 1.3 MB, 2 x 8192 x 4 x 192 FLOPs.
+    const a630_roofline r = a630_roofline_of(2.0 * 8192 * 4 * 192, 1, 8192.0 * 388, 1300000);
+    CHECK(std::string(r.limit) == "texel");
+    CHECK(r.us / 322.55 > 0.9);
+  }
+}
+
 TEST_CASE("a630 estimate: each term on counts worked out by hand") {
   const double f = constant("f") * 1e6, launch = constant("t_launch");
   SUBCASE("DRAM: 26 MB of unique bytes at 26 GB/s is 1 ms") {

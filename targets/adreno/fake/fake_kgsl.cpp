@@ -262,6 +262,21 @@ capgraph_status fake_kgsl::capture_attach(const fb::Capture *c,
   kernel_us_.assign(nk, 0);
   kernel_top_us_.assign(nk, 0);
   kernel_bound_.assign(nk, "");
+  kernel_launch_flops_.assign(nk, 0);
+  kernel_unique_bytes_.assign(nk, 0);
+  {
+    // Launches of one kernel have one shape (a kernel is compiled for its shapes): FLOPs per
+    // launch are their mean.
+    std::vector<double> launches(nk, 0);
+    for (uint32_t i = 0; c->steps() && i < c->steps()->size(); ++i) {
+      const fb::Launch *l = c->steps()->Get(i)->launch();
+      if (!l || l->kernel() >= nk) continue;
+      kernel_launch_flops_[l->kernel()] += double(l->flops());
+      launches[l->kernel()]++;
+    }
+    for (size_t k = 0; k < nk; ++k)
+      if (launches[k]) kernel_launch_flops_[k] /= launches[k];
+  }
   timeline_.clear();
   profile_delivered_ = false;
   for (uint32_t k = 0; c->kernels() && k < c->kernels()->size(); ++k) {
@@ -785,6 +800,7 @@ bool fake_kgsl::kernel_emulate(uint32_t k, const uint32_t groups[3]) {
           touched, counts.global_load_bytes + counts.global_store_bytes + counts.texture_bytes);
       const a630_estimate e = a630_estimate_of(counts, shape);
       kernel_us_[k] += e.us;
+      kernel_unique_bytes_[k] += double(shape.unique_bytes);
       if (e.us > kernel_top_us_[k]) kernel_top_us_[k] = e.us, kernel_bound_[k] = e.bound;
       timeline_.push_back({k, e.us});
     }
@@ -850,6 +866,7 @@ std::vector<hcq::profile_count> counts_named(const ir3_counts &c) {
           {"nop_slots", double(c.nop_slots)},
           {"issue_slots", double(c.issue_slots)},
           {"fma_lanes", double(c.fma_lanes)},
+          {"fma_f16_lanes", double(c.fma_f16_lanes)},
           {"global_load_bytes", double(c.global_load_bytes)},
           {"global_store_bytes", double(c.global_store_bytes)},
           {"shared_load_bytes", double(c.shared_load_bytes)},
@@ -883,18 +900,20 @@ hcq::device_profile fake_kgsl::profile_report() const {
       "fibers) and an ESTIMATED a630 time (est_us: a cost model, not a measurement)\n";
   snprintf(
       b, sizeof b,
-      "%-34s %5s %7s %10s %8s %7s %8s %8s %8s %7s %9s %12s %12s %11s %9s %6s %8s %8s %-8s %10s\n",
+      "%-34s %5s %7s %10s %8s %7s %8s %8s %8s %7s %9s %12s %12s %11s %9s %6s %8s %8s %-8s %10s "
+      "%10s %6s %-5s\n",
       "kernel", "disp", "waves", "ALU", "f16", "SFU", "flow", "mem", "rpt", "nops", "texels",
-      "load_B", "store_B", "shared_B", "barriers", "ss", "sy", "sy/wave", "bound", "est_us");
+      "load_B", "store_B", "shared_B", "barriers", "ss", "sy", "sy/wave", "bound", "est_us",
+      "roof_us", "%roof", "limit");
   t += b;
   ir3_counts total;
   uint64_t total_dispatches = 0;
-  double kernels_us = 0;
+  double kernels_us = 0, roof_us = 0;
   auto row = [&](const std::string &name, uint64_t disp, const ir3_counts &c, const char *bound,
-                 double us) {
+                 double us, double roof_us, const char *limit) {
     snprintf(b, sizeof b,
              "%-34.34s %5llu %7llu %10llu %8llu %7llu %8llu %8llu %8llu %7llu %9llu %12llu %12llu "
-             "%11llu %9llu %6llu %8llu %8.1f %-8s %10.1f\n",
+             "%11llu %9llu %6llu %8llu %8.1f %-8s %10.1f %10.1f %5.0f%% %-5s\n",
              name.c_str(), (unsigned long long)disp, (unsigned long long)c.waves,
              (unsigned long long)c.alu, (unsigned long long)c.alu_f16, (unsigned long long)c.sfu,
              (unsigned long long)c.flow, (unsigned long long)c.mem, (unsigned long long)c.rpt_extra,
@@ -903,7 +922,7 @@ hcq::device_profile fake_kgsl::profile_report() const {
              (unsigned long long)(c.shared_load_bytes + c.shared_store_bytes),
              (unsigned long long)c.barriers, (unsigned long long)c.ss_waits,
              (unsigned long long)c.sy_waits, c.waves ? double(c.sy_waits) / double(c.waves) : 0.0,
-             bound, us);
+             bound, us, roof_us, us > 0 ? 100 * roof_us / us : 0.0, limit);
     t += b;
   };
   for (size_t k = 0; k < kernel_names_.size(); ++k) {
@@ -915,13 +934,21 @@ hcq::device_profile fake_kgsl::profile_report() const {
     pk.counts = counts_named(kernel_counts_[k]);
     pk.estimated_us = kernel_us_[k];
     pk.bound = kernel_bound_[k];
-    row(pk.name, pk.dispatches, kernel_counts_[k], pk.bound.c_str(), pk.estimated_us);
+    const ir3_counts &c = kernel_counts_[k];
+    const a630_roofline r =
+        a630_roofline_of(kernel_launch_flops_[k] * double(pk.dispatches),
+                         c.fma_lanes ? double(c.fma_f16_lanes) / double(c.fma_lanes) : 0,
+                         double(c.texels), kernel_unique_bytes_[k]);
+    pk.roofline_us = r.us;
+    pk.roofline_limit = r.limit;
+    row(pk.name, pk.dispatches, c, pk.bound.c_str(), pk.estimated_us, r.us, r.limit);
+    roof_us += r.us;
     total.add(kernel_counts_[k]);
     total_dispatches += pk.dispatches;
     kernels_us += pk.estimated_us;
     p.kernels.push_back(std::move(pk));
   }
-  row("total", total_dispatches, total, "", kernels_us);
+  row("total", total_dispatches, total, "", kernels_us, roof_us, "");
   snprintf(b, sizeof b,
            "ESTIMATED a630 time (%s; %zu dispatches, %.1f us of copies): %.3f ms; not a "
            "measurement\n",
@@ -929,6 +956,9 @@ hcq::device_profile fake_kgsl::profile_report() const {
            p.estimated_total_us / 1000);
   t += b;
   t += "  cost model (a630_estimate.h): " + p.model + "\n";
+  t += "  roof_us: the kernel's work at the a630's limit (its FLOPs at the MAD peak of its "
+       "precision, its texels at 16 a clock, its unique bytes at 26 GB/s; a630_roofline_of); "
+       "%roof = roof_us / est_us, the share of that limit the estimate reaches\n";
   return p;
 }
 

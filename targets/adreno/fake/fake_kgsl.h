@@ -148,6 +148,9 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   std::vector<uint64_t> kernel_dispatches_;
   std::vector<double> kernel_us_, kernel_top_us_;
   std::vector<std::string> kernel_bound_;  // of its longest dispatch
+  // The roofline (a630_roofline_of): each kernel's FLOPs per launch (the capture's Launch.flops;
+  // one dispatch per launch) and the unique bytes its dispatches touched, summed.
+  std::vector<double> kernel_launch_flops_, kernel_unique_bytes_;
   std::vector<hcq::profile_dispatch> timeline_;
 };
 

@@ -1270,6 +1270,7 @@ bool runner::step(wave &w, uint32_t at, const ir3_lanes &group, const ir3_lanes 
       if ((i.cat == 2 && kind_of(i.op) == k_float && !i.full) || i.op == o::mad_f16) c_.alu_f16++;
       if (i.op == o::mad_f32 || i.op == o::mad_f16)
         c_.fma_lanes += uint64_t(1 + i.repeat) * exec.count();
+      if (i.op == o::mad_f16) c_.fma_f16_lanes += uint64_t(1 + i.repeat) * exec.count();
       break;
     case 4:
       c_.sfu++;
@@ -1523,6 +1524,7 @@ void ir3_counts::add(const ir3_counts &o) {
   nop_slots += o.nop_slots;
   issue_slots += o.issue_slots;
   fma_lanes += o.fma_lanes;
+  fma_f16_lanes += o.fma_f16_lanes;
   global_load_bytes += o.global_load_bytes;
   global_store_bytes += o.global_store_bytes;
   shared_load_bytes += o.shared_load_bytes;

@@ -102,10 +102,11 @@ struct ir3_counts {
   uint64_t alu = 0, alu_f16 = 0;  // cat1-3 (alu_f16: half-precision cat2/cat3 float ops)
   uint64_t sfu = 0, flow = 0, mem = 0, tex = 0, sync = 0;  // cat4, cat0 but nop, cat6, cat5, cat7
   uint64_t nops = 0;                                       // nop instructions, with their (rpt)
-  uint64_t rpt_extra = 0;    // repetitions added by (rptN) on non-nop instructions
-  uint64_t nop_slots = 0;    // slots added by (nopN) on cat2/cat3
-  uint64_t issue_slots = 0;  // 1 + repeat + (nopN) per instruction
-  uint64_t fma_lanes = 0;    // mad.f32/mad.f16 repetitions x active fibers
+  uint64_t rpt_extra = 0;      // repetitions added by (rptN) on non-nop instructions
+  uint64_t nop_slots = 0;      // slots added by (nopN) on cat2/cat3
+  uint64_t issue_slots = 0;    // 1 + repeat + (nopN) per instruction
+  uint64_t fma_lanes = 0;      // mad.f32/mad.f16 repetitions x active fibers
+  uint64_t fma_f16_lanes = 0;  // the mad.f16 part of fma_lanes
   uint64_t global_load_bytes = 0, global_store_bytes = 0;
   uint64_t shared_load_bytes = 0, shared_store_bytes = 0;
   uint64_t private_bytes = 0;           // loaded and stored
