@@ -484,6 +484,41 @@ TEST_CASE("window path: a float16 depthwise convolution in each lane count; the 
   CHECK(r32.unique.at((size_t)r32.unique_of.at((size_t)dw)).lanes == 4);
 }
 
+// A uint8 input widened to float in a program with float16 storage converts from its 32-bit
+// form (cov.u32f32), not through ir3's lowering of a 64-bit integer conversion (clz.b and
+// shifts, ~35 instructions per value), which float32 programs keep (their captures unchanged).
+TEST_CASE("float16 programs: a uint8 input converts to float without 64-bit arithmetic") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::uint8, {1, 4, 8, 8});
+  b.initializer("s", std::vector<float>{1.0f / 255.0f}, {1});
+  b.initializer("w", random_floats(8 * 4 * 9, 8), {8, 4, 3, 3});
+  b.node("Cast", {"x"}, {"xf"}, {attr_int("to", 1)});
+  b.node("Mul", {"xf", "s"}, {"xs"});
+  b.node("Conv", {"xs", "w"}, {"y"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "u8.onnx";
+  b.save(model.string());
+  auto clz = [&](const std::string &precision) {
+    CompileOptions opt;
+    opt.target = adreno_a630().name;
+    opt.precision = precision;
+    setenv("CAPGRAPH_HALF_RULES_ONLY", "1", 1);
+    Program p = compile_schedule(model.string(), opt, nullptr);
+    unsetenv("CAPGRAPH_HALF_RULES_ONLY");
+    int n = 0;
+    for (const AdrenoKernelFacts &f : adreno_codegen(p, adreno_a630()).unique) {
+      const std::string text = adreno_disassemble(f, adreno_a630()).text;
+      for (size_t at = text.find("clz.b"); at != std::string::npos; at = text.find("clz.b", at + 1))
+        n++;
+    }
+    return n;
+  };
+  CHECK(clz("fp16") == 0);
+  CHECK(clz("fp32") > 0);
+}
+
 TEST_CASE("the disassembly check fails on a word Mesa cannot decode") {
   if (!mesa_present()) return;
   TempDir dir;

@@ -55,6 +55,7 @@ struct NirKernelEmitter {
   // (rval), and every element a window load reads loaded once per work item, whichever lanes and
   // reduction points read it (wcache, keyed by the load and its per-dimension constants).
   bool window = false;
+  bool half_program = false;  // the program stores float16 (program_has_half)
   std::vector<int64_t> rval;
   std::vector<char> load_window;  // per load: read through the window cache
   struct WindowElement {
@@ -110,6 +111,28 @@ struct NirKernelEmitter {
   }
   void nest(int first, int last, const std::function<void()> &body) {
     if (first == last) return body();
+    // The innermost reduction axis of a small body, 4 points per iteration (the last extent % 4
+    // after the loop): their loads issue together and one (sy) wait covers them, where a rolled
+    // loop waits out a load's latency per point (the comma-shaped model's matrix-vector
+    // products: one wave each, its chain of waits the whole estimate). The points stay in order.
+    // Programs with float16 storage only (float32 captures unchanged).
+    constexpr int64_t kUnroll = 4;
+    const int64_t extent = k.axes[first];
+    if (half_program && first == last - 1 && first >= k.n_parallel && extent > kUnroll &&
+        k.exprs.size() <= 32) {
+      loop(i32(0), i32(extent / kUnroll), [&](nir_def *i) {
+        nir_def *at = nir_imul_imm(&b, i, kUnroll);
+        for (int64_t u = 0; u < kUnroll; u++) {
+          iv[first] = u ? nir_iadd_imm(&b, at, (uint64_t)u) : at;
+          body();
+        }
+      });
+      for (int64_t r = extent - extent % kUnroll; r < extent; r++) {  // the last points
+        iv[first] = i32(r);
+        body();
+      }
+      return;
+    }
     loop(i32(0), i32(k.axes[first]), [&](nir_def *i) {
       iv[first] = i;
       nest(first + 1, last, body);
@@ -193,7 +216,18 @@ struct NirKernelEmitter {
     if (to == DType::boolean) return ff ? nir_fneu_imm(&b, v, 0.0) : nir_ine_imm(&b, v, 0);
     if (from == DType::boolean) return tf ? nir_b2f32(&b, v) : nir_b2i64(&b, v);
     if (ff && !tf) return nir_f2i64(&b, v);
-    if (!ff && tf) return nir_i2f32(&b, v);
+    if (!ff && tf) {
+      // An integer widened from 32 bits or fewer (a uint8 camera frame's load) converts from
+      // its narrow form: the same value, without ir3's lowering of a 64-bit conversion (~35
+      // instructions per value). Programs with float16 storage only, as the window path.
+      if (half_program && v->parent_instr->type == nir_instr_type_alu) {
+        nir_alu_instr *w = nir_instr_as_alu(v->parent_instr);
+        nir_def *n = w->src[0].src.ssa;
+        if (w->op == nir_op_u2u64 && n->bit_size <= 32) return nir_u2f32(&b, nir_u2u32(&b, n));
+        if (w->op == nir_op_i2i64 && n->bit_size <= 32) return nir_i2f32(&b, nir_i2i32(&b, n));
+      }
+      return nir_i2f32(&b, v);
+    }
     return v;
   }
 
@@ -1110,6 +1144,14 @@ bool kernel_group_reduces(const Kernel &k, int64_t outputs) {
   return points >= 256 && outputs <= 16384;
 }
 
+// Whether any buffer of the program is float16: a compile with float16 storage, whose kernels
+// take the paths float32 captures do not (kept byte for byte as they were).
+bool program_has_half(const Program &p) {
+  for (const Buffer &buf : p.buffers)
+    if (buf.dtype == DType::f16) return true;
+  return false;
+}
+
 // A load the window path reads through its cache: affine in every dimension (no gather, no
 // divisor), read as is, padded (skip) or clamped.
 bool load_is_window(const Access &a) {
@@ -1157,9 +1199,7 @@ std::vector<int> adreno_window_lanes(const Kernel &k, const Program &p) {
   // one padded dimension (depthwise convolutions, pooling). Only in programs with float16
   // storage (every kernel of them, those of tensors kept float32 too): float32 captures stay as
   // they were, byte for byte (issue 28: "float32 captures unchanged").
-  bool half = false;
-  for (const Buffer &buf : p.buffers) half |= buf.dtype == DType::f16;
-  if (!half) return {};
+  if (!program_has_half(p)) return {};
   bool slides = false;
   for (const Access &a : k.loads) {
     if (!load_is_window(a)) continue;
@@ -1197,6 +1237,7 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
              " lanes does not apply to this kernel");
   }
   e.window = r.window = window_lanes > 0;
+  e.half_program = program_has_half(p);
   e.lanes = window_lanes ? window_lanes : r.group_reduce || r.tiled ? 1 : kernel_lanes(k, p);
   e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;
   e.load_vector.assign(k.loads.size(), 0);
