@@ -1236,7 +1236,7 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
       e.fail("the window path with " + std::to_string(window_lanes) +
              " lanes does not apply to this kernel");
   }
-  e.window = r.window = window_lanes > 0;
+  e.window = window_lanes > 0;
   e.half_program = program_has_half(p);
   e.lanes = window_lanes ? window_lanes : r.group_reduce || r.tiled ? 1 : kernel_lanes(k, p);
   e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;

@@ -44,7 +44,6 @@ struct AdrenoNirKernel {
   int64_t grid = 0;           // workgroups to launch
   unsigned group_size = 0;    // work items per workgroup (facts.group_size)
   GpuTilePlan plan;           // the tile plan, when tiled
-  bool window = false;        // the window path (adreno_window_lanes)
 };
 
 // The most reduction points the window path unrolls (a 7 x 7 window).
@@ -54,14 +53,14 @@ constexpr int64_t kWindowMaxPoints = 49;
 // windows (depthwise convolutions, pooling: a load indexed by the lane axis and a reduction axis
 // in one padded dimension) in programs with float16 storage (float32 captures keep the loop
 // path, byte for byte), with at most kWindowMaxPoints reduction points and a contiguous store
-// along the innermost parallel axis, which each count divides. A work item
-// computes `lanes` neighbouring outputs along that axis with the reduction unrolled, loading each
-// input element its outputs share once (a 3 x 3 stride-1 window over 8 outputs: 30 loads instead
-// of 72), its bounds checked once per row and per column, half elements by dword offset
-// (ldg.a.u16) instead of a 64-bit address each. CAPGRAPH_ADRENO_WINDOW=0 turns it off, =N
-// keeps only N lanes (where N divides the axis; a knob for comparisons, recorded in the capture).
-// Which count each kernel gets is the static estimate's choice (adreno_codegen.cpp).
-
+// along the innermost parallel axis, which each count divides. A work item computes `lanes`
+// neighbouring outputs along that axis with the reduction unrolled, loading each input element
+// its outputs share once (a 3 x 3 stride-1 window over 8 outputs: 30 loads instead of 72), its
+// bounds checked only where the launch can leave the tensor, once per row and per column, half
+// elements by dword or constant offsets instead of a 64-bit address each.
+// CAPGRAPH_ADRENO_WINDOW=0 turns it off, =N keeps only N lanes (where N divides the axis; a knob
+// for comparisons, recorded in the capture). Which count each kernel gets is the static
+// estimate's choice (adreno_codegen.cpp, adreno_window_cost).
 std::vector<int> adreno_window_lanes(const Kernel &k, const Program &p);
 
 // Builds the NIR of kernel `k` with the compiler's NIR options for a target with `facts`
