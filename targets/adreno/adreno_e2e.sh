@@ -116,6 +116,28 @@ case $mode in
       CAPGRAPH_ADRENO_TILE=$shape device=fake-adreno:check \
         check "conv16_tile_$shape" "$g/conv16.onnx" "--input x=$g/conv16_x.npy" "" "y=cpu" fp16
     done
+    # The window path of float16 depthwise convolutions (compiler/adreno_nir_emit.h,
+    # adreno_window_lanes): every lane count forced in turn and the estimate's own choice, 3 x 3
+    # at stride 1 and 2 (padded rows and columns at every border, odd and even element
+    # positions) and 5 x 5 over 14 x 14, on fake-adreno:check (machine code vs host twin kernel
+    # by kernel, outputs vs the CPU).
+    "$tools/conv_layer_gen" "$g/dw3.onnx" 16 16 6 112 3 1 16 relu inner > /dev/null &&
+      "$tools/conv_layer_gen" "$g/dw3s2.onnx" 16 16 6 112 3 2 16 none inner > /dev/null &&
+      "$tools/conv_layer_gen" "$g/dw5.onnx" 16 16 14 14 5 1 16 swish inner > /dev/null &&
+      "$tools/npy_random" "$g/dw_x.npy" 1x8x6x112 7 > /dev/null &&
+      "$tools/npy_random" "$g/dw5_x.npy" 1x8x14x14 8 > /dev/null || { echo "FAIL: conv_layer_gen dw"; exit 1; }
+    for lanes in 4 7 8 14 16 chosen; do
+      CAPGRAPH_ADRENO_WINDOW=${lanes/chosen/} device=fake-adreno:check \
+        check "dw3_window_$lanes" "$g/dw3.onnx" "--input x=$g/dw_x.npy" "" "y=cpu" fp16
+    done
+    for lanes in 4 8 chosen; do
+      CAPGRAPH_ADRENO_WINDOW=${lanes/chosen/} device=fake-adreno:check \
+        check "dw3s2_window_$lanes" "$g/dw3s2.onnx" "--input x=$g/dw_x.npy" "" "y=cpu" fp16
+    done
+    for lanes in 7 14; do
+      CAPGRAPH_ADRENO_WINDOW=$lanes device=fake-adreno:check \
+        check "dw5_window_$lanes" "$g/dw5.onnx" "--input x=$g/dw5_x.npy" "" "y=cpu" fp16
+    done
     # The machine code runs: wrong code planted in it is named with its kernel, by fake-adreno:check
     # (the twin disagrees), the runtime's --check, the hazard checker and the decoder.
     conv_in="--input x=$g/conv_x.npy"

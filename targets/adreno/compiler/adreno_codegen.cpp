@@ -164,8 +164,9 @@ std::mutex &mesa_mutex() {
 // Kernel k compiled by ir3 with the schedule's facts `g` (the workgroup size and micro tile of
 // one shape); `plan` receives the tile plan it was built with.
 AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program &p,
-                                 const AdrenoTarget &t, const GpuFacts &g, GpuTilePlan *plan) {
-  AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), g);
+                                 const AdrenoTarget &t, const GpuFacts &g, GpuTilePlan *plan,
+                                 int window_lanes = 0, AdrenoStraightCode *code = nullptr) {
+  AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), g, window_lanes);
   *plan = nk.plan;
   nir_shader *s = nk.shader;
   if (getenv("CAPGRAPH_DUMP_NIR")) nir_print_shader(s, stderr);
@@ -190,10 +191,55 @@ AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program
   if (!v)
     throw Error("kernel " + k.name + " (target " + t.name + "): Mesa's ir3 failed to compile it");
   AdrenoKernelFacts f = variant_facts(k, t, v, nk);
+  if (code) {
+    const ir3_info &i = v->info;
+    code->instrs = i.instrs_count;
+    code->nops = i.nops_count;
+    code->alu = i.instrs_per_cat[1] + i.instrs_per_cat[2] + i.instrs_per_cat[3];
+    code->sfu = i.instrs_per_cat[4];
+    code->mem = i.instrs_per_cat[5] + i.instrs_per_cat[6] + i.instrs_per_cat[7];
+    code->flow = i.instrs_per_cat[0] > i.nops_count ? i.instrs_per_cat[0] - i.nops_count : 0;
+    code->ss = i.ss;
+    code->sy = i.sy;
+  }
   ralloc_free(v);
   if (getenv("CAPGRAPH_DUMP_IR3"))  // the machine code as Mesa's disassembler reads it
     std::fprintf(stderr, "kernel %s:\n%s\n", k.name.c_str(), adreno_disassemble(f, t).text.c_str());
   return f;
+}
+
+// An untiled kernel: on the window path (adreno_window_lanes) in the lane count of lowest static
+// estimate (adreno_window_cost; the fewer lanes on a tie, one that spills never over one that
+// does not), else as the target's workgroup gives it.
+AdrenoKernelFacts kernel_compile_window(ir3_compiler *c, const Kernel &k, const Program &p,
+                                        const AdrenoTarget &t, const GpuFacts &g) {
+  GpuTilePlan plan;
+  AdrenoKernelFacts best;
+  bool have = false;
+  for (int lanes : adreno_window_lanes(k, p)) {
+    AdrenoStraightCode code;
+    AdrenoKernelFacts f = kernel_compile(c, k, p, t, g, &plan, lanes, &code);
+    const unsigned wave = f.double_threadsize ? 128 : 64;
+    const AdrenoTileCost cost =
+        adreno_window_cost(f.work_items, f.workgroup_size[0], wave, f.full_regs, code);
+    f.tile_estimate_us = cost.us;
+    if (getenv("CAPGRAPH_ADRENO_TILE_LOG"))  // what the choice weighed (not a knob: no effect)
+      std::fprintf(stderr,
+                   "window %s %d lanes: wave %u regs %u spill %u instrs %u (alu %u mem %u nops %u "
+                   "sy %u): %.1f us (%s; issue %.0f latency %.0f clk, %u waves resident)\n",
+                   k.name.c_str(), lanes, wave, f.full_regs, f.private_memory_bytes, code.instrs,
+                   code.alu, code.mem, code.nops, code.sy, cost.us, cost.bound, cost.issue_clk,
+                   cost.latency_clk, cost.resident_waves);
+    const bool spills = f.private_memory_bytes > 0, best_spills = best.private_memory_bytes > 0;
+    if (!have || (best_spills && !spills) ||
+        (spills == best_spills && f.tile_estimate_us < best.tile_estimate_us))
+      best = std::move(f), have = true;
+  }
+  if (!have) return kernel_compile(c, k, p, t, g, &plan);
+  if (getenv("CAPGRAPH_ADRENO_TILE_LOG"))
+    std::fprintf(stderr, "window %s: chose %u lanes, %.1f us\n", k.name.c_str(), best.lanes,
+                 best.tile_estimate_us);
+  return best;
 }
 
 // Kernel k in the shape the a630 cost model finds cheapest. A kernel the tile schedule does not
@@ -206,7 +252,7 @@ AdrenoKernelFacts kernel_compile_chosen(ir3_compiler *c, const Kernel &k, const 
                                         const AdrenoTarget &t) {
   const GpuFacts base = adreno_gpu_facts(t);
   GpuTilePlan plan;
-  if (!gpu_tile_plan(k, p, base).ok) return kernel_compile(c, k, p, t, base, &plan);
+  if (!gpu_tile_plan(k, p, base).ok) return kernel_compile_window(c, k, p, t, base);
   AdrenoKernelFacts best;
   bool have = false;
   uint32_t tried = 0;

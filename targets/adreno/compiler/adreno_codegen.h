@@ -93,7 +93,8 @@ struct AdrenoKernelFacts {
   bool tiled = false;  // gpu_tile's plan: a tile of outputs per workgroup (not in the capture)
   // Tiled kernels: the micro tile (accumulators per work item along m and n) of the shape chosen
   // (adreno_tile_choice.h), how many shapes were compiled, and the chosen one's static estimate
-  // (microseconds; only the micro tile is in the capture, for inspect).
+  // (microseconds; only the micro tile is in the capture, for inspect). Window-path kernels
+  // (adreno_nir_emit.h) have the estimate of their lane count too.
   uint32_t tile_m = 0, tile_n = 0;
   uint32_t tile_candidates = 0;
   double tile_estimate_us = 0;

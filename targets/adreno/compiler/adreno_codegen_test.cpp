@@ -408,6 +408,117 @@ TEST_CASE("tiled kernels: every candidate shape compiles; the cheapest estimate 
   unsetenv("CAPGRAPH_ADRENO_TILE");
 }
 
+// The window path of a float16 depthwise convolution (adreno_nir_emit.h, adreno_window_lanes):
+// each lane count compiles (forced one at a time with CAPGRAPH_ADRENO_WINDOW), computes that
+// many outputs per work item and loads each input element its outputs share once, by dword offset
+// (16-bit ldg): 3 rows of lanes + 2 columns for a 3 x 3 window at stride 1. Left to choose, the
+// code generator keeps the count of lowest static estimate; float32 keeps the loop path. Whether
+// each computes the right numbers is adreno_e2e.sh small's (fake-adreno:check).
+TEST_CASE("window path: a float16 depthwise convolution in each lane count; the cheapest kept") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 8, 6, 112});
+  b.initializer("wi", random_floats(16 * 8, 5), {16, 8, 1, 1});
+  b.node("Conv", {"x", "wi"}, {"xi"});
+  b.initializer("wd", random_floats(16 * 9, 6), {16, 1, 3, 3});
+  b.initializer("bd", random_floats(16, 7), {16});
+  b.node("Conv", {"xi", "wd", "bd"}, {"y"},
+         {attr_ints("pads", {1, 1, 1, 1}), attr_int("group", 16)});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "dw.onnx";
+  b.save(model.string());
+  setenv("CAPGRAPH_HALF_RULES_ONLY", "1", 1);
+  Program p = schedule(model);
+  unsetenv("CAPGRAPH_HALF_RULES_ONLY");
+  int dw = -1;
+  for (size_t i = 0; i < p.kernels.size(); i++)
+    if (p.kernels[i].name.find("_dw") != std::string::npos) dw = (int)i;
+  REQUIRE(dw >= 0);
+  const Kernel &k = p.kernels[(size_t)dw];
+  REQUIRE(k.axes[(size_t)k.n_parallel - 1] == 112);
+  auto compile_dw = [&]() {
+    AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
+    return r.unique.at((size_t)r.unique_of.at((size_t)dw));
+  };
+  double cheapest = 1e30;
+  for (int lanes : {4, 7, 8, 14, 16}) {
+    INFO("lanes " << lanes);
+    setenv("CAPGRAPH_ADRENO_WINDOW", std::to_string(lanes).c_str(), 1);
+    const AdrenoKernelFacts f = compile_dw();
+    unsetenv("CAPGRAPH_ADRENO_WINDOW");
+    CHECK(f.lanes == (uint32_t)lanes);
+    CHECK(f.work_items == 16 * 6 * 112 / lanes);
+    CHECK_FALSE(f.tiled);
+    CHECK(f.private_memory_bytes == 0);
+    CHECK(f.tile_estimate_us > 0);
+    kernel_verify(k, f);
+    const AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
+    CHECK(d.errors == 0);
+    // Every input element once: 3 rows of lanes + 2, the first and last row and the outer
+    // columns checked (ldg.a at a dword offset where the element's parity is known: an even
+    // lane count; else a 64-bit address), the rest at constant offsets (ldg), as are the 9
+    // weights and the bias.
+    CHECK(disasm_count(d.text, "ldg.a.u16", "1") == (lanes % 2 ? 0 : 2 * (lanes + 2) + 2));
+    CHECK(disasm_count(d.text, "ldg.", "1") == 3 * (lanes + 2) + 9 + 1);
+    cheapest = std::min(cheapest, f.tile_estimate_us);
+  }
+  const AdrenoKernelFacts chosen = compile_dw();
+  CHECK(chosen.tile_estimate_us == doctest::Approx(cheapest));
+  CHECK(compile_dw().binary == chosen.binary);
+  setenv("CAPGRAPH_ADRENO_WINDOW", "0", 1);
+  const AdrenoKernelFacts loop = compile_dw();
+  CHECK(loop.lanes == 4);
+  CHECK(disasm_count(adreno_disassemble(loop, adreno_a630()).text, "ldg.a.u16", "1") == 0);
+  setenv("CAPGRAPH_ADRENO_WINDOW", "5", 1);
+  CHECK_THROWS_WITH_AS(compile_dw(), doctest::Contains("CAPGRAPH_ADRENO_WINDOW=5"), Error);
+  unsetenv("CAPGRAPH_ADRENO_WINDOW");
+  // Float32 storage keeps the loop path (float32 captures unchanged by it).
+  CompileOptions opt;
+  opt.target = adreno_a630().name;
+  opt.precision = "fp32";
+  Program p32 = compile_schedule(model.string(), opt, nullptr);
+  AdrenoCodegenResult r32 = adreno_codegen(p32, adreno_a630());
+  for (const AdrenoKernelFacts &f : r32.unique)
+    CHECK(disasm_count(adreno_disassemble(f, adreno_a630()).text, "ldg.a.u16", "1") == 0);
+  CHECK(r32.unique.at((size_t)r32.unique_of.at((size_t)dw)).lanes == 4);
+}
+
+// A uint8 input widened to float in a program with float16 storage converts from its 32-bit
+// form (cov.u32f32), not through ir3's lowering of a 64-bit integer conversion (clz.b and
+// shifts, ~35 instructions per value), which float32 programs keep (their captures unchanged).
+TEST_CASE("float16 programs: a uint8 input converts to float without 64-bit arithmetic") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::uint8, {1, 4, 8, 8});
+  b.initializer("s", std::vector<float>{1.0f / 255.0f}, {1});
+  b.initializer("w", random_floats(8 * 4 * 9, 8), {8, 4, 3, 3});
+  b.node("Cast", {"x"}, {"xf"}, {attr_int("to", 1)});
+  b.node("Mul", {"xf", "s"}, {"xs"});
+  b.node("Conv", {"xs", "w"}, {"y"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "u8.onnx";
+  b.save(model.string());
+  auto clz = [&](const std::string &precision) {
+    CompileOptions opt;
+    opt.target = adreno_a630().name;
+    opt.precision = precision;
+    setenv("CAPGRAPH_HALF_RULES_ONLY", "1", 1);
+    Program p = compile_schedule(model.string(), opt, nullptr);
+    unsetenv("CAPGRAPH_HALF_RULES_ONLY");
+    int n = 0;
+    for (const AdrenoKernelFacts &f : adreno_codegen(p, adreno_a630()).unique) {
+      const std::string text = adreno_disassemble(f, adreno_a630()).text;
+      for (size_t at = text.find("clz.b"); at != std::string::npos; at = text.find("clz.b", at + 1))
+        n++;
+    }
+    return n;
+  };
+  CHECK(clz("fp16") == 0);
+  CHECK(clz("fp32") > 0);
+}
+
 TEST_CASE("the disassembly check fails on a word Mesa cannot decode") {
   if (!mesa_present()) return;
   TempDir dir;

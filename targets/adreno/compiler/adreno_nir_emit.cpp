@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <map>
 #include <span>
+#include <tuple>
 #include <vector>
 
 #include "codegen/cpu_codegen.h"
@@ -49,6 +51,22 @@ struct NirKernelEmitter {
   nir_def *lane_base = nullptr;
   std::vector<char> load_vector;             // per load: read as a vector
   std::map<int, nir_def *> vec_raw, vec_ok;  // per load: its vector and validity at this point
+  // The window path (window_emit): the reduction unrolled here, its axes' values host constants
+  // (rval), and every element a window load reads loaded once per work item, whichever lanes and
+  // reduction points read it (wcache, keyed by the load and its per-dimension constants).
+  bool window = false;
+  bool half_program = false;  // the program stores float16 (program_has_half)
+  std::vector<int64_t> rval;
+  std::vector<char> load_window;  // per load: read through the window cache
+  struct WindowElement {
+    nir_def *v, *ok;
+  };
+  std::map<std::vector<int64_t>, WindowElement> wcache;
+  std::map<int, nir_def *> base_odd_pair;  // buffer -> its address + 2 bytes, as two halves
+  std::map<std::pair<int, int>, nir_def *> window_pd;            // (load, dim) -> P_d
+  std::map<std::tuple<int, int, int64_t>, nir_def *> window_in;  // (load, dim, C_d) -> in bounds
+  // load -> this work item's address of its elements no bound moves (and + 2 bytes)
+  std::map<int, std::array<nir_def *, 2>> linear_addr;
 
   NirKernelEmitter(const Kernel &kk, const Program &pp) : k(kk), p(pp) {}
 
@@ -93,6 +111,28 @@ struct NirKernelEmitter {
   }
   void nest(int first, int last, const std::function<void()> &body) {
     if (first == last) return body();
+    // The innermost reduction axis of a small body, 4 points per iteration (the last extent % 4
+    // after the loop): their loads issue together and one (sy) wait covers them, where a rolled
+    // loop waits out a load's latency per point (the comma-shaped model's matrix-vector
+    // products: one wave each, its chain of waits the whole estimate). The points stay in order.
+    // Programs with float16 storage only (float32 captures unchanged).
+    constexpr int64_t kUnroll = 4;
+    const int64_t extent = k.axes[first];
+    if (half_program && first == last - 1 && first >= k.n_parallel && extent > kUnroll &&
+        k.exprs.size() <= 32) {
+      loop(i32(0), i32(extent / kUnroll), [&](nir_def *i) {
+        nir_def *at = nir_imul_imm(&b, i, kUnroll);
+        for (int64_t u = 0; u < kUnroll; u++) {
+          iv[first] = u ? nir_iadd_imm(&b, at, (uint64_t)u) : at;
+          body();
+        }
+      });
+      for (int64_t r = extent - extent % kUnroll; r < extent; r++) {  // the last points
+        iv[first] = i32(r);
+        body();
+      }
+      return;
+    }
     loop(i32(0), i32(k.axes[first]), [&](nir_def *i) {
       iv[first] = i;
       nest(first + 1, last, body);
@@ -176,7 +216,18 @@ struct NirKernelEmitter {
     if (to == DType::boolean) return ff ? nir_fneu_imm(&b, v, 0.0) : nir_ine_imm(&b, v, 0);
     if (from == DType::boolean) return tf ? nir_b2f32(&b, v) : nir_b2i64(&b, v);
     if (ff && !tf) return nir_f2i64(&b, v);
-    if (!ff && tf) return nir_i2f32(&b, v);
+    if (!ff && tf) {
+      // An integer widened from 32 bits or fewer (a uint8 camera frame's load) converts from
+      // its narrow form: the same value, without ir3's lowering of a 64-bit conversion (~35
+      // instructions per value). Programs with float16 storage only, as the window path.
+      if (half_program && v->parent_instr->type == nir_instr_type_alu) {
+        nir_alu_instr *w = nir_instr_as_alu(v->parent_instr);
+        nir_def *n = w->src[0].src.ssa;
+        if (w->op == nir_op_u2u64 && n->bit_size <= 32) return nir_u2f32(&b, nir_u2u32(&b, n));
+        if (w->op == nir_op_i2i64 && n->bit_size <= 32) return nir_i2f32(&b, nir_i2i32(&b, n));
+      }
+      return nir_i2f32(&b, v);
+    }
     return v;
   }
 
@@ -225,9 +276,205 @@ struct NirKernelEmitter {
     }
   }
 
-  nir_def *load_value(const Expr &e) {
+  // The value of load `e` as the kernel computes with it, from its raw element `raw`.
+  nir_def *load_widen(const Expr &e, nir_def *raw) {
+    DType bt = p.buffers[k.loads[e.access].buffer].dtype;
+    nir_def *v;
+    switch (bt) {
+      case DType::f16: v = nir_f2f32(&b, raw); break;
+      case DType::boolean: v = nir_ine_imm(&b, raw, 0); break;
+      case DType::u8: v = nir_u2u64(&b, raw); break;
+      case DType::i8:
+      case DType::i16:
+      case DType::i32: v = nir_i2i64(&b, raw); break;
+      default: v = raw;
+    }
+    return convert(v, bt, e.dtype);
+  }
+  nir_def *load_masked(const Expr &e, nir_def *v, nir_def *ok) {
+    if (ok) {
+      if (in_body)
+        valid = valid ? nir_iand(&b, valid, ok) : ok;
+      else
+        v = nir_bcsel(&b, ok, v, constant(k.loads[e.access].fill, e.dtype));
+    }
+    return v;
+  }
+
+  // A window load (window_emit): dimension d's index is P_d, the part that moves with the
+  // parallel axes (the lane axis at lane_base: the same for every lane and reduction point), plus
+  // C_d, a host constant (the shift, the reduction axes' values, the lane). One element per
+  // distinct C vector is loaded and widened once. A bound is checked only where P_d's range over
+  // the launch can take the index out of [0, extent) (a 3 x 3 window's first and last rows and
+  // columns), once per dimension and value of C_d (a row's check is shared by its columns, a
+  // column's by its rows). An element no bound can move is read at a constant offset from the
+  // access's address for this work item (ldg with an immediate offset: no ALU per element).
+  nir_def *window_load(const Expr &e) {
     const Access &a = k.loads[e.access];
-    DType bt = p.buffers[a.buffer].dtype;
+    std::vector<int64_t> key{e.access};
+    for (const DimIndex &d : a.dims) {
+      int64_t c = d.shift;
+      for (const AxisTerm &t : d.terms)
+        if (t.axis >= k.n_parallel)
+          c += t.coef * rval[(size_t)t.axis];
+        else if (t.axis == lane_axis)
+          c += t.coef * lane;
+      key.push_back(c);
+    }
+    auto it = wcache.find(key);
+    if (it == wcache.end()) {
+      const int64_t ebytes = mem_bytes(p.buffers[a.buffer].dtype);
+      std::vector<nir_def *> pds(a.dims.size());
+      std::vector<char> checked(a.dims.size(), 0);
+      bool linear = ebytes == 2 || ebytes == 4;
+      int64_t c_total = a.offset;
+      for (size_t di = 0; di < a.dims.size(); di++) {
+        const DimIndex &d = a.dims[di];
+        const int64_t c = key[di + 1];
+        int64_t lo = 0, hi = 0;  // P_d's range over every work item of the launch
+        const bool have = window_pd.count({e.access, (int)di}) > 0;
+        for (const AxisTerm &t : d.terms)
+          if (t.axis < k.n_parallel) {
+            if (!have) {
+              nir_def *x = nir_imul_imm(&b, t.axis == lane_axis ? lane_base : iv[(size_t)t.axis],
+                                        (uint64_t)t.coef);
+              pds[di] = pds[di] ? nir_iadd(&b, pds[di], x) : x;
+            }
+            const int64_t top =
+                t.coef * (k.axes[(size_t)t.axis] - (t.axis == lane_axis ? lanes : 1));
+            lo += std::min<int64_t>(0, top), hi += std::max<int64_t>(0, top);
+          }
+        if (have)
+          pds[di] = window_pd[{e.access, (int)di}];
+        else
+          window_pd[{e.access, (int)di}] = pds[di];
+        checked[di] = d.bound != Bound::none && (lo + c < 0 || hi + c >= d.extent);
+        linear &= !checked[di];
+        c_total += c * d.stride;
+      }
+      // A negative constant offset must fit ldg's immediate (ldg.a's register is unsigned).
+      if ((ebytes == 2 ? (c_total - (c_total & 1)) / 2 : c_total) <= -256) linear = false;
+      nir_def *raw, *ok = nullptr;
+      if (linear) {
+        raw = linear_load(e.access, pds, c_total);
+      } else {
+        // Half elements: ir3's dword-offset load (ldg.a.u16, no 64-bit address per element)
+        // from the buffer's base, or its base + 2 bytes for an element at an odd position,
+        // where every element's parity is known here (window_half_parity).
+        const int odd_dim = ebytes == 2 ? window_half_parity(a) : -2;
+        nir_def *off = nullptr, *odd_idx = nullptr;
+        bool odd = false;
+        for (size_t di = 0; di < a.dims.size(); di++) {
+          const DimIndex &d = a.dims[di];
+          const int64_t c = key[di + 1];
+          nir_def *idx = pds[di] ? nir_iadd_imm(&b, pds[di], (uint64_t)c) : i32(c);
+          if (checked[di] && d.bound == Bound::skip) {
+            // One value per row (column) check, so that points checked by the same ones share
+            // their validity (window_reduce's runs).
+            nir_def *&in = window_in[{e.access, (int)di, c}];
+            if (!in) in = nir_ult(&b, idx, i32(d.extent));
+            // Skipped: read a valid element of the same parity (the value is not used).
+            idx = nir_bcsel(&b, in, idx, i32((int)di == odd_dim ? (c & 1) : 0));
+            ok = ok ? nir_iand(&b, ok, in) : in;
+          } else if (checked[di] && d.bound == Bound::clamp) {
+            idx = nir_imin(&b, nir_imax(&b, idx, i32(0)), i32(d.extent - 1));
+          }
+          nir_def *term = nir_imul_imm(&b, idx, (uint64_t)d.stride);
+          if ((int)di == odd_dim) {
+            odd_idx = term;
+            odd = (c & 1) != 0;
+          } else {
+            off = off ? nir_iadd(&b, off, term) : term;
+          }
+        }
+        if (!off) off = i32(0);
+        off = nir_iadd_imm(&b, off, (uint64_t)a.offset);
+        if (odd_dim >= -1) {
+          nir_def *dw = nir_ushr_imm(&b, off, 1);
+          if (odd_idx) dw = nir_iadd(&b, dw, nir_ushr_imm(&b, odd_idx, 1));
+          raw = half_load(base_pair.at(a.buffer), dw, odd ? a.buffer : -1);
+        } else {
+          if (odd_idx) off = nir_iadd(&b, off, odd_idx);
+          raw = global_load(a.buffer, off, 1);
+        }
+      }
+      it = wcache.emplace(key, WindowElement{load_widen(e, raw), ok}).first;
+    }
+    return load_masked(e, it->second.v, it->second.ok);
+  }
+  // An element of window load `access` that no bound moves: at element offset sum(P_d x stride_d)
+  // + c_total. The first part's address is computed once per work item (64-bit); the element is
+  // `ldg` at a constant dword offset from it, or from it + 2 bytes for a half element at an odd
+  // constant (Mesa ir3_a6xx.c emit_intrinsic_load_global_ir3: an immediate offset of fewer than
+  // 256 dwords, else a register).
+  nir_def *linear_load(int access, const std::vector<nir_def *> &pds, int64_t c_total) {
+    const Access &a = k.loads[(size_t)access];
+    const unsigned ebytes = mem_bytes(p.buffers[a.buffer].dtype);
+    auto &addr = linear_addr[access];
+    if (!addr[0]) {
+      nir_def *pt = nullptr;
+      for (size_t di = 0; di < a.dims.size(); di++)
+        if (pds[di]) {
+          nir_def *x = nir_imul_imm(&b, pds[di], (uint64_t)a.dims[di].stride);
+          pt = pt ? nir_iadd(&b, pt, x) : x;
+        }
+      nir_def *at = base.at(a.buffer);
+      if (pt) at = nir_iadd(&b, at, nir_i2i64(&b, nir_imul_imm(&b, pt, ebytes)));
+      addr[0] = nir_unpack_64_2x32(&b, at);
+      if (ebytes == 2) addr[1] = nir_unpack_64_2x32(&b, nir_iadd_imm(&b, at, 2));
+    }
+    if (ebytes == 4) return dword_load(addr[0], i32(c_total), 32);
+    const int64_t odd = c_total & 1;
+    return dword_load(addr[odd], i32((c_total - odd) / 2), 16);
+  }
+  // Which dimension of half-element load `a` may put an element at an odd position (-1: none), or
+  // -2 where that is not known here. Known when the view's offset is even, at most one dimension
+  // has an odd stride, and in it every parallel axis moves the index by an even amount (the lane
+  // axis by lanes x its coefficient, lane_base being a multiple of lanes): then the parity of
+  // its index is that of its constant C_d. Clamped indices are not (the clamp moves them).
+  int window_half_parity(const Access &a) const {
+    if (a.offset % 2) return -2;
+    int odd = -1;
+    for (size_t di = 0; di < a.dims.size(); di++) {
+      const DimIndex &d = a.dims[di];
+      if (d.stride % 2 == 0) continue;
+      if (odd >= 0 || d.bound == Bound::clamp || (d.bound == Bound::skip && d.extent < 2))
+        return -2;
+      for (const AxisTerm &t : d.terms)
+        if (t.axis < k.n_parallel && (t.coef * (t.axis == lane_axis ? lanes : 1)) % 2) return -2;
+      odd = (int)di;
+    }
+    return odd;
+  }
+  // One 16-bit element at dword offset `dw` of an address (`pair`, or, for odd_buffer >= 0, that
+  // buffer's base + 2 bytes).
+  nir_def *half_load(nir_def *pair, nir_def *dw, int odd_buffer) {
+    if (odd_buffer >= 0) {
+      if (!base_odd_pair.count(odd_buffer))
+        base_odd_pair[odd_buffer] =
+            nir_unpack_64_2x32(&b, nir_iadd_imm(&b, base.at(odd_buffer), 2));
+      pair = base_odd_pair[odd_buffer];
+    }
+    return dword_load(pair, dw, 16);
+  }
+  // One element of `bits` at dword offset `dw` of the address `pair`: ir3's own global load,
+  // `ldg.a` (`ldg` for a small constant offset; Mesa ir3_a6xx.c emit_intrinsic_load_global_ir3:
+  // the type from the bit size, the offset in dwords on a6xx).
+  nir_def *dword_load(nir_def *pair, nir_def *dw, unsigned bits) {
+    nir_intrinsic_instr *ld = nir_intrinsic_instr_create(b.shader, nir_intrinsic_load_global_ir3);
+    ld->num_components = 1;
+    ld->src[0] = nir_src_for_ssa(pair);
+    ld->src[1] = nir_src_for_ssa(dw);
+    nir_intrinsic_set_align(ld, bits / 8, 0);
+    nir_intrinsic_set_access(ld, ACCESS_CAN_REORDER);
+    nir_def_init(&ld->instr, &ld->def, 1, bits);
+    nir_builder_instr_insert(&b, &ld->instr);
+    return &ld->def;
+  }
+
+  nir_def *load_value(const Expr &e) {
+    if (window && load_window[e.access]) return window_load(e);
+    const Access &a = k.loads[e.access];
     nir_def *ok, *raw;
     if (lanes > 1 && load_vector[e.access]) {
       if (!vec_raw.count(e.access)) {  // the first lane to read it: one vector load at lane 0
@@ -244,24 +491,7 @@ struct NirKernelEmitter {
       nir_def *off = access_offset(a, &ok);
       raw = global_load(a.buffer, off, 1);
     }
-    nir_def *v;
-    switch (bt) {
-      case DType::f16: v = nir_f2f32(&b, raw); break;
-      case DType::boolean: v = nir_ine_imm(&b, raw, 0); break;
-      case DType::u8: v = nir_u2u64(&b, raw); break;
-      case DType::i8:
-      case DType::i16:
-      case DType::i32: v = nir_i2i64(&b, raw); break;
-      default: v = raw;
-    }
-    v = convert(v, bt, e.dtype);
-    if (ok) {
-      if (in_body)
-        valid = valid ? nir_iand(&b, valid, ok) : ok;
-      else
-        v = nir_bcsel(&b, ok, v, constant(a.fill, e.dtype));
-    }
-    return v;
+    return load_masked(e, load_widen(e, raw), ok);
   }
 
   // Transcendentals on the SFU (ir3's exp2/log2), which are within the spine's tolerance of the
@@ -479,9 +709,16 @@ struct NirKernelEmitter {
     if (lanes > 1) iv[lane_axis] = lane_base;
     nir_def *off = access_offset(s, &ok);
     std::vector<nir_def *> parts = m;
-    nir_def *value =
-        parts.size() == 1 ? parts[0] : nir_vec(&b, parts.data(), (unsigned)parts.size());
-    auto emit = [&] { global_store(s.buffer, off, value); };
+    // At most 4 components per store (the window path's lanes go up to 16).
+    std::vector<nir_def *> values;
+    for (size_t q = 0; q < parts.size(); q += 4) {
+      const size_t n = std::min<size_t>(4, parts.size() - q);
+      values.push_back(n == 1 ? parts[q] : nir_vec(&b, &parts[q], (unsigned)n));
+    }
+    auto emit = [&] {
+      for (size_t q = 0; q < values.size(); q++)
+        global_store(s.buffer, q ? nir_iadd_imm(&b, off, (uint64_t)(4 * q)) : off, values[q]);
+    };
     if (ok)
       guarded(ok, emit);
     else
@@ -789,11 +1026,52 @@ struct NirKernelEmitter {
       }
   }
 
+  // The window path's reduction: every point unrolled here (the reduction axes' values are host
+  // constants), in the order of the loop nest, each lane folding its own accumulator, so each
+  // output sums the same terms in the same order as the other paths and the host twin. A run of
+  // consecutive points with the same validity (a padded row's points, checked by the row alone)
+  // is folded unconditionally and kept or dropped as a whole by one select at its end: the same
+  // result as a select per point, all of them being kept or all dropped.
+  void window_reduce(std::vector<nir_def *> &acc_values) {
+    if (value_bits(k.acc_dtype) != 32) fail("the window path needs a float accumulator");
+    std::vector<nir_def *> run_valid((size_t)lanes, nullptr), run_start((size_t)lanes, nullptr);
+    auto close_run = [&](size_t l) {
+      if (run_valid[l]) acc_values[l] = nir_bcsel(&b, run_valid[l], acc_values[l], run_start[l]);
+      run_valid[l] = nullptr;
+    };
+    for (int l = 0; l < lanes; l++)
+      acc_values[(size_t)l] = constant(reduce_identity(k.reduce), k.acc_dtype);
+    rval.assign(k.axes.size(), 0);
+    int64_t points = 1;
+    for (size_t a = (size_t)k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
+    for (int64_t r = 0; r < points; r++) {
+      int64_t rem = r;  // innermost reduction axis fastest, as the nest runs
+      for (int a = (int)k.axes.size() - 1; a >= k.n_parallel; a--) {
+        rval[(size_t)a] = rem % k.axes[(size_t)a];
+        rem /= k.axes[(size_t)a];
+        iv[(size_t)a] = i32(rval[(size_t)a]);
+      }
+      for (int l = 0; l < lanes; l++) {
+        lane_set(l);
+        nir_def *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
+        if (valid != run_valid[(size_t)l]) {
+          close_run((size_t)l);
+          run_valid[(size_t)l] = valid;
+          run_start[(size_t)l] = acc_values[(size_t)l];
+        }
+        acc_values[(size_t)l] = combine(acc_values[(size_t)l], v);
+      }
+    }
+    for (int l = 0; l < lanes; l++) close_run((size_t)l);
+  }
+
   // The outputs of one work item: per lane the reduction (the lanes' accumulators advance
   // together through one loop nest), then the results and their store.
   void emit_point() {
     std::vector<nir_def *> acc_values(lanes, nullptr);
-    if (k.reduce != Reduce::none) {
+    if (window) {
+      window_reduce(acc_values);
+    } else if (k.reduce != Reduce::none) {
       if (value_bits(k.acc_dtype) == 1) fail("boolean accumulators are not supported");
       std::vector<nir_variable *> acc(lanes);
       for (int l = 0; l < lanes; l++) {
@@ -866,6 +1144,24 @@ bool kernel_group_reduces(const Kernel &k, int64_t outputs) {
   return points >= 256 && outputs <= 16384;
 }
 
+// Whether any buffer of the program is float16: a compile with float16 storage, whose kernels
+// take the paths float32 captures do not (kept byte for byte as they were).
+bool program_has_half(const Program &p) {
+  for (const Buffer &buf : p.buffers)
+    if (buf.dtype == DType::f16) return true;
+  return false;
+}
+
+// A load the window path reads through its cache: affine in every dimension (no gather, no
+// divisor), read as is, padded (skip) or clamped.
+bool load_is_window(const Access &a) {
+  for (const DimIndex &d : a.dims)
+    if (d.expr >= 0 || d.divisor != 1 ||
+        (d.bound != Bound::none && d.bound != Bound::skip && d.bound != Bound::clamp))
+      return false;
+  return true;
+}
+
 int64_t parallel_points(const Kernel &k) {
   int64_t n = 1;
   for (int a = 0; a < k.n_parallel; a++) n *= k.axes[a];
@@ -874,9 +1170,58 @@ int64_t parallel_points(const Kernel &k) {
 
 }  // namespace
 
+std::vector<int> adreno_window_lanes(const Kernel &k, const Program &p) {
+  int forced = -1;
+  const char *v = knob_get("CAPGRAPH_ADRENO_WINDOW");
+  if (v && *v) {  // empty: as if unset
+    char *end = nullptr;
+    const long n = std::strtol(v, &end, 10);
+    if (*end || (n != 0 && n != 4 && n != 7 && n != 8 && n != 14 && n != 16))
+      throw Error(std::string("CAPGRAPH_ADRENO_WINDOW=") + v +
+                  ": want 0 (no window path) or the lanes 4, 7, 8, 14 or 16");
+    forced = (int)n;
+  }
+  if (forced == 0 || knob_get("CAPGRAPH_ADRENO_SCALAR") || k.n_parallel < 1 ||
+      k.reduce == Reduce::none || k.acc_dtype != DType::f32)
+    return {};
+  const int ax = k.n_parallel - 1;
+  int64_t points = 1;
+  for (size_t a = (size_t)k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
+  if (points < 2 || points > kWindowMaxPoints) return {};
+  int64_t step = 0;  // the store: a plain contiguous row along the lane axis
+  for (const DimIndex &d : k.store.dims) {
+    if (d.bound != Bound::none || d.expr >= 0 || d.divisor != 1) return {};
+    for (const AxisTerm &t : d.terms)
+      if (t.axis == ax) step += t.coef * d.stride;
+  }
+  if (step != 1) return {};
+  // A sliding window: a load whose index moves with both the lane axis and a reduction axis in
+  // one padded dimension (depthwise convolutions, pooling). Only in programs with float16
+  // storage (every kernel of them, those of tensors kept float32 too): float32 captures stay as
+  // they were, byte for byte (issue 28: "float32 captures unchanged").
+  if (!program_has_half(p)) return {};
+  bool slides = false;
+  for (const Access &a : k.loads) {
+    if (!load_is_window(a)) continue;
+    for (const DimIndex &d : a.dims) {
+      bool lane = false, red = false;
+      for (const AxisTerm &t : d.terms) {
+        lane |= t.axis == ax && t.coef != 0;
+        red |= t.axis >= k.n_parallel && t.coef != 0;
+      }
+      slides |= lane && red && d.bound == Bound::skip;
+    }
+  }
+  if (!slides) return {};
+  std::vector<int> lanes;
+  for (int l : {4, 7, 8, 14, 16})
+    if (k.axes[(size_t)ax] % l == 0 && (forced < 0 || l == forced)) lanes.push_back(l);
+  return lanes;
+}
+
 AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
-                                 const nir_shader_compiler_options *options,
-                                 const GpuFacts &facts) {
+                                 const nir_shader_compiler_options *options, const GpuFacts &facts,
+                                 int window_lanes) {
   NirKernelEmitter e(k, p);
   AdrenoNirKernel r;
   const int workgroup_size = (int)facts.group_size;
@@ -885,11 +1230,24 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
   r.group_size = facts.group_size;
   if (plan.ok) r.plan = plan;
   r.group_reduce = !r.tiled && kernel_group_reduces(k, parallel_points(k));
-  e.lanes = r.group_reduce || r.tiled ? 1 : kernel_lanes(k, p);
+  if (window_lanes) {
+    const std::vector<int> can = adreno_window_lanes(k, p);
+    if (r.tiled || r.group_reduce || std::find(can.begin(), can.end(), window_lanes) == can.end())
+      e.fail("the window path with " + std::to_string(window_lanes) +
+             " lanes does not apply to this kernel");
+  }
+  e.window = window_lanes > 0;
+  e.half_program = program_has_half(p);
+  e.lanes = window_lanes ? window_lanes : r.group_reduce || r.tiled ? 1 : kernel_lanes(k, p);
   e.lane_axis = e.lanes > 1 ? k.n_parallel - 1 : -1;
   e.load_vector.assign(k.loads.size(), 0);
-  for (size_t i = 0; i < k.loads.size() && e.lanes > 1; i++)
-    e.load_vector[i] = load_is_vector(k.loads[i], e.lane_axis);
+  e.load_window.assign(k.loads.size(), 0);
+  for (size_t i = 0; i < k.loads.size() && e.lanes > 1; i++) {
+    if (e.window)
+      e.load_window[i] = load_is_window(k.loads[i]);
+    else
+      e.load_vector[i] = load_is_vector(k.loads[i], e.lane_axis);
+  }
   r.lanes = e.lanes;
   r.work_items = parallel_points(k) / e.lanes;
   e.slots = kernel_slots(k);

@@ -23,6 +23,7 @@
 // the reduction staged through shared memory between workgroup barriers.
 #pragma once
 #include <cstdint>
+#include <vector>
 
 #include "codegen/gpu_tile.h"
 #include "schedule/kernel.h"
@@ -45,10 +46,29 @@ struct AdrenoNirKernel {
   GpuTilePlan plan;           // the tile plan, when tiled
 };
 
+// The most reduction points the window path unrolls (a 7 x 7 window).
+constexpr int64_t kWindowMaxPoints = 49;
+
+// The window path's lane counts for kernel k (empty: it does not apply). It applies to sliding
+// windows (depthwise convolutions, pooling: a load indexed by the lane axis and a reduction axis
+// in one padded dimension) in programs with float16 storage (float32 captures keep the loop
+// path, byte for byte), with at most kWindowMaxPoints reduction points and a contiguous store
+// along the innermost parallel axis, which each count divides. A work item computes `lanes`
+// neighbouring outputs along that axis with the reduction unrolled, loading each input element
+// its outputs share once (a 3 x 3 stride-1 window over 8 outputs: 30 loads instead of 72), its
+// bounds checked only where the launch can leave the tensor, once per row and per column, half
+// elements by dword or constant offsets instead of a 64-bit address each.
+// CAPGRAPH_ADRENO_WINDOW=0 turns it off, =N keeps only N lanes (where N divides the axis; a knob
+// for comparisons, recorded in the capture). Which count each kernel gets is the static
+// estimate's choice (adreno_codegen.cpp, adreno_window_cost).
+std::vector<int> adreno_window_lanes(const Kernel &k, const Program &p);
+
 // Builds the NIR of kernel `k` with the compiler's NIR options for a target with `facts`
 // (facts.group_size work items per workgroup along x). Throws Error naming the kernel for what this
 // lowering does not support (64-bit floats, buffers of 2^31 bytes or more).
+// window_lanes > 0: the window path with that many lanes (one of adreno_window_lanes).
 AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
-                                 const nir_shader_compiler_options *options, const GpuFacts &facts);
+                                 const nir_shader_compiler_options *options, const GpuFacts &facts,
+                                 int window_lanes = 0);
 
 }  // namespace capgraph

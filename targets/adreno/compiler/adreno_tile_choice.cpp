@@ -129,4 +129,31 @@ AdrenoTileCost adreno_tile_cost(const Kernel &k, const GpuTilePlan &pl, const Ad
   return c;
 }
 
+AdrenoTileCost adreno_window_cost(int64_t work_items, unsigned group, unsigned wave,
+                                  unsigned full_regs, const AdrenoStraightCode &code) {
+  AdrenoTileCost c;
+  const bool w128 = wave == 128;
+  const double waves = double(ceil_div(work_items, group)) * double(ceil_div(group, wave));
+  constexpr double kSfuSlots = 8;  // k_sfu
+  const double slots =
+      waves * (double(code.alu) * (w128 ? kWave128Alu : 1) +
+               (double(code.flow) + double(code.mem) + kSfuSlots * double(code.sfu)) *
+                   (w128 ? kWave128Other : 1));
+  c.issue_clk = slots / kSlotsPerClock;
+  const adreno::chip *a = adreno::chip_find("a630");
+  const double reg_file = a ? a->reg_size_vec4 : 96, sps = a ? a->num_sp_cores : 2;
+  double resident = kMaxWaves;
+  if (full_regs)
+    resident =
+        std::min(resident, std::floor(reg_file / (full_regs * (w128 ? 2 : 1))) * kWaveGranularity);
+  resident = std::max(1.0, resident);
+  c.resident_waves = unsigned(resident);
+  const double chain =
+      double(code.instrs) + double(code.sy) * kSyClocks + double(code.ss) * kSsClocks;
+  c.latency_clk = std::ceil(waves / (sps * resident)) * chain;
+  c.bound = c.issue_clk >= c.latency_clk ? "issue" : "latency";
+  c.us = kLaunchUs + 1e6 * std::max(c.issue_clk, c.latency_clk) / kClockHz;
+  return c;
+}
+
 }  // namespace capgraph

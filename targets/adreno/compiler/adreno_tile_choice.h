@@ -47,4 +47,22 @@ struct AdrenoTileCost {
 AdrenoTileCost adreno_tile_cost(const Kernel &k, const GpuTilePlan &pl, const AdrenoTileShape &s,
                                 unsigned wave, unsigned full_regs);
 
+// What ir3 reports of a compiled variant (ir3_info) that the window path's estimate reads: its
+// code runs straight through (the reduction unrolled), so what a wave issues is its static code.
+struct AdrenoStraightCode {
+  unsigned instrs = 0;      // instructions, (rpt) expanded, nops included
+  unsigned nops = 0;        // nop instructions
+  unsigned alu = 0;         // cat1-cat3: moves, conversions, ALU
+  unsigned sfu = 0;         // cat4
+  unsigned mem = 0;         // cat5-cat7: texture, memory, barriers
+  unsigned flow = 0;        // cat0 but nops
+  unsigned ss = 0, sy = 0;  // sync bits
+};
+
+// The static a630 cost of a window-path kernel (adreno_nir_emit.h, adreno_window_lanes) of
+// `work_items` work items in workgroups of `group`, in waves of `wave` with `full_regs` vec4
+// registers: the estimator's issue and latency terms on ir3's static counts of the code.
+AdrenoTileCost adreno_window_cost(int64_t work_items, unsigned group, unsigned wave,
+                                  unsigned full_regs, const AdrenoStraightCode &code);
+
 }  // namespace capgraph

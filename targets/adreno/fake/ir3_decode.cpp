@@ -688,6 +688,11 @@ bool decoder::fields(variant var) {
         return fail("wmm SRC1 not a register");
       i.src[1] = gpr(47, !i.full);
       if (!cat3src(16, !i.full, immed, &i.src[2])) return false;
+      // The same for dp2acc/dp4acc's SRC1 and SRC3 (#instruction-cat3-dp passes them no
+      // IMMED_ENCODING either; the flipped-bit cross-check found a const SRC1).
+      if (var == v_cat3_dp &&
+          (i.src[0].kind == ir3_operand::constant || i.src[2].kind == ir3_operand::constant))
+        return fail("dp2acc/dp4acc with a const SRC1 or SRC3");
       i.src[0].r = r1;
       i.src[1].r = r2;
       i.src[2].r = bit(w, 29);
@@ -849,10 +854,12 @@ bool decoder::fields(variant var) {
             i.offset = sext(bits(w, 9, 13) << 8 | bits(w, 32, 39), 13);
             i.nsrc = 3;
           } else {
-            if (!expect(11, 11, 0, "stg.a")) return false;
+            i.shift = uint8_t(bits(w, 12, 13));
+            // As for ldg.a: Mesa's decoder accepts bit 11 set when SRC2_ADD_DWORD_SHIFT > 0 (the
+            // flipped-bit cross-check found it on a store of the window path's kernels).
+            if (i.shift == 0 && !expect(11, 11, 0, "stg.a")) return false;
             i.src[1] = gpr(32, false);
             i.offset = int32_t(bits(w, 9, 10));
-            i.shift = uint8_t(bits(w, 12, 13));
             i.nsrc = 3;
           }
           return true;
