@@ -401,11 +401,19 @@ bool images_check(const fb::Capture *c, uint32_t i, const fb::AdrenoKernel *a, c
       return bad(what + ": the kernel's bounds give no size for its buffer");
     std::string why;
     if (!image_facts_check(f, b->buffer_sizes()->Get(f.slot), &why)) return bad(what + ": " + why);
-    for (const fb::Step *s : *c->steps())
-      if (s->kind() == fb::StepKind::launch && s->launch()->kernel() == i &&
-          (f.slot >= s->launch()->buffers()->size() ||
-           s->launch()->buffers()->Get(f.slot)->space() != fb::Space::weight))
+    // Weights are placed 256-byte aligned (graph.cpp): the view's offset keeps the descriptor's
+    // base aligned.
+    for (const fb::Step *s : *c->steps()) {
+      if (s->kind() != fb::StepKind::launch || s->launch()->kernel() != i) continue;
+      const fb::BufferRef *ref =
+          f.slot < s->launch()->buffers()->size() ? s->launch()->buffers()->Get(f.slot) : nullptr;
+      if (!ref || ref->space() != fb::Space::weight)
         return bad(what + " is not a weight in every launch (an image's address is fixed at load)");
+      if (ref->offset() % image_alignment)
+        return bad(what + " views weight " + std::to_string(ref->index()) + " at offset " +
+                   std::to_string(ref->offset()) + ", not " + std::to_string(image_alignment) +
+                   "-byte aligned");
+    }
   }
   return true;
 }

@@ -603,13 +603,6 @@ struct NirKernelEmitter {
     }
   }
 
-  // gpu_tile's schedule (gpu_tile.h), operation for operation as gpu_tile_emit builds it in LLVM
-  // for AMDGPU and NVPTX: workgroup `group` owns a TM x TN tile of the output, work item `local`
-  // its tm x tn accumulators (registers: NIR variables that become phis); the reduction goes
-  // through shared memory a chunk of kc points at a time (slab a at byte 0, slab b after it),
-  // between two workgroup barriers, each work item reading its tm and tn operands as one vec4
-  // shared load each. The epilogue evaluates the kernel's result per accumulator and stores
-  // tn (or tm) neighbours as one vec4 where the plan says they are contiguous.
   // Texel (x, y) of texture and sampler 0 as 4 float32 (txf at level 0, which ir3 makes an
   // isaml: ir3_compiler_nir.c emit_tex; float16 texels are widened by the texture unit).
   nir_def *texel(nir_def *x, nir_def *y) {
@@ -627,6 +620,13 @@ struct NirKernelEmitter {
     return &tex->def;
   }
 
+  // gpu_tile's schedule (gpu_tile.h), operation for operation as gpu_tile_emit builds it in LLVM
+  // for AMDGPU and NVPTX: workgroup `group` owns a TM x TN tile of the output, work item `local`
+  // its tm x tn accumulators (registers: NIR variables that become phis); the reduction goes
+  // through shared memory a chunk of kc points at a time (slab a at byte 0, slab b after it),
+  // between two workgroup barriers, each work item reading its tm and tn operands as one vec4
+  // shared load each. The epilogue evaluates the kernel's result per accumulator and stores
+  // tn (or tm) neighbours as one vec4 where the plan says they are contiguous.
   // `image_b`: b is read through the texture unit (adreno_image_operand), not staged.
   void tile_emit(const GpuTilePlan &pl, const GpuFacts &f, nir_def *group, nir_def *local,
                  bool image_b) {

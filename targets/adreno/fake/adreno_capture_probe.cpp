@@ -169,6 +169,30 @@ int images_probe(const std::string &path) {
     printf("refused: %s\n", err.c_str());
     ++refused;
   }
+  // A launch viewing the image's weight at an offset that is not 64-byte aligned.
+  {
+    std::vector<uint8_t> spoilt = bytes;
+    const fb::Capture *sc = fb::GetCapture(spoilt.data());
+    const uint32_t slot =
+        sc->kernels()->Get(uint32_t(kernel))->facts_as_AdrenoKernel()->images()->Get(0)->slot();
+    for (const fb::Step *s : *sc->steps())
+      if (s->kind() == fb::StepKind::launch && s->launch()->kernel() == uint32_t(kernel)) {
+        const fb::BufferRef *ref = s->launch()->buffers()->Get(slot);
+        // BufferRef (capture.fbs): space (1 byte, 3 padding), index (4), offset (8) at byte 8.
+        static_assert(sizeof(fb::BufferRef) == 16);
+        const uint64_t offset = 32;
+        memcpy(const_cast<uint8_t *>(reinterpret_cast<const uint8_t *>(ref)) + 8, &offset, 8);
+        break;
+      }
+    const fb::Capture *out = nullptr;
+    const capgraph_status st = capture_verify(spoilt.data(), spoilt.size(), path.c_str(), &out,
+                                              &err, &adreno::adreno_target);
+    if (st == CAPGRAPH_OK || err.find("not 64-byte aligned") == std::string::npos)
+      return fail("a misaligned image view gave status " + std::string(capgraph_status_name(st)) +
+                  " and '" + err + "'");
+    printf("refused: %s\n", err.c_str());
+    ++refused;
+  }
   // The texture state in the recorded stream.
   struct reg_damage {
     uint32_t reg, value;
@@ -193,7 +217,7 @@ int images_probe(const std::string &path) {
     ++caught;
   }
   printf("%d damaged image facts refused, %d damaged texture registers caught\n", refused, caught);
-  return refused >= 5 ? 0 : fail("only " + std::to_string(refused) + " image facts damaged");
+  return refused >= 6 ? 0 : fail("only " + std::to_string(refused) + " image facts damaged");
 }
 
 int graph_probe(const std::string &mode, const std::string &path) {
