@@ -138,6 +138,31 @@ case $mode in
       CAPGRAPH_ADRENO_WINDOW=$lanes device=fake-adreno:check \
         check "dw5_window_$lanes" "$g/dw5.onnx" "--input x=$g/dw5_x.npy" "" "y=cpu" fp16
     done
+    # Weights as images (issue 28): a 1x1 convolution (64 -> 96 channels over 14x14) whose weight
+    # qualifies (compiler/adreno_nir_emit.h, adreno_image_operand), in each image shape forced,
+    # float16 and float32 storage, on fake-adreno:check (the isaml in the emulator, each kernel
+    # against its host twin); inspect names the image; its facts damaged in the file are refused
+    # at load and its texture registers damaged in the stream are faults (adreno_capture_probe).
+    "$tools/conv_layer_gen" "$g/pw.onnx" 64 96 14 14 1 1 1 relu first > /dev/null &&
+      "$tools/npy_random" "$g/pw_x.npy" 1x64x14x14 7 > /dev/null || { echo "FAIL: conv_layer_gen pw"; exit 1; }
+    for prec in fp16 fp32; do
+      [[ $prec == fp16 ]] && view="f16:16x96/128" || view="f32:16x96/256"
+      for shape in 128:4x4+img 128:8x8+img 256:8x8+img; do
+        CAPGRAPH_ADRENO_TILE=$shape device=fake-adreno:check \
+          check "pw_${prec}_$shape" "$g/pw.onnx" "--input x=$g/pw_x.npy" "" "y=cpu" $prec
+        [[ -f $work/pw_${prec}_$shape/gpu.cap ]] || continue
+        if "$capgraph" inspect "$work/pw_${prec}_$shape/gpu.cap" | grep -q "p[0-9]*:$view"; then passed=$((passed+1))
+        else fail "pw_${prec}_$shape: inspect does not show the image $view"; "$capgraph" inspect "$work/pw_${prec}_$shape/gpu.cap" | grep -A3 "Adreno kernels"; fi
+      done
+    done
+    if [[ -f "$work/pw_fp16_128:8x8+img/gpu.cap" ]]; then
+      "$probe" images "$work/pw_fp16_128:8x8+img/gpu.cap" > "$work/log" 2>&1 && { echo "PASS image facts and texture state: $(tail -1 "$work/log")"; passed=$((passed+1)); } ||
+        { fail "image facts and texture state"; cat "$work/log"; }
+    fi
+    # Left to choose (the default precision), what the cost model picked for it.
+    check pw "$g/pw.onnx" "--input x=$g/pw_x.npy" "" "y=cpu"
+    [[ -f $work/pw/gpu.cap ]] && echo "  pw's kernels chose: $("$capgraph" inspect "$work/pw/gpu.cap" | grep -A2 "Adreno kernels" | tail -2 | awk '{print $NF}' | tr '\n' ' ')"
+
     # The machine code runs: wrong code planted in it is named with its kernel, by fake-adreno:check
     # (the twin disagrees), the runtime's --check, the hazard checker and the decoder.
     conv_in="--input x=$g/conv_x.npy"

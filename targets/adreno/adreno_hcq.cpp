@@ -5,6 +5,7 @@
 
 #include "adreno_chips.h"
 #include "adreno_pm4.h"
+#include "adreno_texture.h"
 #include "kgsl_sys.h"
 #include "kgsl_transport.h"
 
@@ -63,6 +64,36 @@ uint32_t driver_params_units_of(const fb::AdrenoKernel *a) {
   return room < driver_params_vec4 ? room : driver_params_vec4;
 }
 
+// The kernel's images (AdrenoKernel.images, adreno_texture.h) as facts.
+image_facts image_of(const fb::AdrenoImage *m) {
+  image_facts f;
+  f.slot = m->slot(), f.format = m->format(), f.width = m->width(), f.height = m->height();
+  f.pitch = m->pitch();
+  return f;
+}
+uint32_t images_of(const fb::AdrenoKernel *a) { return a->images() ? a->images()->size() : 0; }
+
+// The kernel-argument block of a launch: the parameters (buffer addresses) at 0, and for a kernel
+// with images its texture state beside them, written by the encoder at record time (a weight's
+// address never changes; adreno_kernel_check refuses images of other buffers): the descriptors
+// (64-byte aligned, SP_CS_TEX_CONST's alignment in a6xx.xml), the samplers (16), and the zero
+// border colour entry (128).
+struct kernarg_layout {
+  uint32_t descriptors = 0, samplers = 0, border = 0, size = 0;
+};
+kernarg_layout kernarg_layout_of(const fb::AdrenoKernel *a) {
+  kernarg_layout l;
+  const uint32_t params = (a->params_bytes() + 15) / 16 * 16;
+  const uint32_t n = images_of(a);
+  if (!n) return l.size = params ? params : 16, l;
+  l.descriptors = (params + 63) / 64 * 64;
+  l.samplers = l.descriptors + n * tex_const_dwords * 4;
+  l.border = (l.samplers + n * tex_samp_dwords * 4 + border_color_bytes - 1) / border_color_bytes *
+             border_color_bytes;
+  l.size = l.border + border_color_bytes;
+  return l;
+}
+
 class adreno_encoder final : public hcq::encoder {
  public:
   adreno_encoder(const fb::Capture *c, std::vector<uint32_t> *out)
@@ -88,7 +119,8 @@ class adreno_encoder final : public hcq::encoder {
     using inval = fields::HLSQ_INVALIDATE_CMD;
     w_.regs(HLSQ_INVALIDATE_CMD, {w_.word({{inval::CS_STATE, 1}, {inval::CS_IBO, 1}})});
     w_.regs(HLSQ_INVALIDATE_CMD, {0});
-    w_.regs(SP_CS_TEX_COUNT, {0});
+    const uint32_t nimages = images_of(a);
+    w_.regs(SP_CS_TEX_COUNT, {nimages});
     w_.regs(SP_CS_IBO_COUNT, {0});
     // ir3 code: GL isam mode and constant demotion (tinygrad #16769: ir3 needs it).
     using mode = fields::SP_MODE_CONTROL;
@@ -165,8 +197,11 @@ class adreno_encoder final : public hcq::encoder {
              w_.word({{fields::HLSQ_CONTROL_5_REG::LINELENGTHREGID, regid_none}})});
     using cntl = fields::HLSQ_CS_CNTL;
     w_.regs(HLSQ_CS_CNTL, {w_.word({{cntl::CONSTLEN, constlen}, {cntl::ENABLED, 1}})});
-    // Enabled; no textures, samplers or IBOs.
-    w_.regs(SP_CS_CONFIG, {w_.word({{fields::SP_CS_CONFIG::ENABLED, 1}})});
+    // Enabled; a texture and a sampler per image, no IBOs.
+    using config = fields::SP_CS_CONFIG;
+    w_.regs(SP_CS_CONFIG,
+            {w_.word({{config::ENABLED, 1}, {config::NTEX, nimages}, {config::NSAMP, nimages}})});
+    if (nimages) textures(d, a);
     // The shader: preload at most the instruction cache (Mesa fd6_emit_shader), the rest is
     // fetched from SP_CS_OBJ_START.
     using load = fields::CP_LOAD_STATE6_FRAG;
@@ -289,6 +324,50 @@ class adreno_encoder final : public hcq::encoder {
   const std::string &error() const override { return w_.error(); }
 
  private:
+  // The images' state, as Mesa's fd6_texture.cc emits a compute stage's (fd6_texture_state:
+  // CP_LOAD_STATE6 of the samplers (ST6_SHADER) and descriptors (ST6_CONSTANTS) into SB6_CS_TEX,
+  // indirect, then SP_CS_TEX_SAMP / SP_CS_TEX_CONST at the same addresses) and the border colour
+  // table (fd6_emit.cc, SP_TP_BORDER_COLOR_BASE_ADDR). The descriptors, samplers and the zero
+  // border entry go into the launch's kernel-argument block (kernarg_layout_of), each image's
+  // base being the address the core wrote for its parameter.
+  void textures(const hcq::dispatch &d, const fb::AdrenoKernel *a) {
+    if (!d.kernargs_cpu) return w_.fail("images need the kernel-argument block's CPU mapping");
+    const kernarg_layout l = kernarg_layout_of(a);
+    const uint32_t n = images_of(a);
+    for (uint32_t i = 0; i < n; ++i) {
+      const image_facts m = image_of(a->images()->Get(i));
+      uint64_t base = 0;
+      memcpy(&base, d.kernargs_cpu + 8 * m.slot, 8);
+      if (base % image_alignment)
+        return w_.fail("image " + std::to_string(i) + "'s buffer at 0x" + std::to_string(base) +
+                       " is not " + std::to_string(image_alignment) + "-byte aligned");
+      uint32_t desc[tex_const_dwords], samp[tex_samp_dwords];
+      image_tex_const(m, base, desc);
+      image_sampler(samp);
+      memcpy(d.kernargs_cpu + l.descriptors + i * sizeof desc, desc, sizeof desc);
+      memcpy(d.kernargs_cpu + l.samplers + i * sizeof samp, samp, sizeof samp);
+    }
+    memset(d.kernargs_cpu + l.border, 0, border_color_bytes);
+    using load = fields::CP_LOAD_STATE6_FRAG;
+    const uint64_t samplers = d.kernargs + l.samplers, descriptors = d.kernargs + l.descriptors;
+    w_.emit({{load::DST_OFF, 0},
+             {load::STATE_TYPE, ST6_SHADER},
+             {load::STATE_SRC, SS6_INDIRECT},
+             {load::STATE_BLOCK, SB6_CS_TEX},
+             {load::NUM_UNIT, n},
+             {load::EXT_SRC_ADDR, samplers}});
+    w_.regs(SP_CS_TEX_SAMP, {lo(samplers), hi(samplers)});
+    w_.emit({{load::DST_OFF, 0},
+             {load::STATE_TYPE, ST6_CONSTANTS},
+             {load::STATE_SRC, SS6_INDIRECT},
+             {load::STATE_BLOCK, SB6_CS_TEX},
+             {load::NUM_UNIT, n},
+             {load::EXT_SRC_ADDR, descriptors}});
+    w_.regs(SP_CS_TEX_CONST, {lo(descriptors), hi(descriptors)});
+    const uint64_t border = d.kernargs + l.border;
+    w_.regs(SP_TP_BORDER_COLOR_BASE_ADDR, {lo(border), hi(border)});
+  }
+
   pm4_writer w_;
   const fb::Capture *c_;
   uint64_t per_fiber_;  // private memory bytes per fiber, the capture's largest
@@ -299,6 +378,45 @@ bool adreno_capture_matches(const char *capture_target) {
 }
 
 std::string adreno_capture_names() { return chip_names(); }
+
+// The images of kernel i (adreno_texture.h): at most max_images, each a descriptor the a6xx takes
+// over a parameter that is a weight in every launch of the kernel (the encoder writes its address
+// into the descriptor once, at record time; an arena buffer could be rebound by the caller) and
+// stays inside that weight's bytes. The weight's size is the KernelBounds' (in the checksum).
+template <class Bad>
+bool images_check(const fb::Capture *c, uint32_t i, const fb::AdrenoKernel *a, const Bad &bad) {
+  const uint32_t n = images_of(a);
+  if (!n) return true;
+  if (n > max_images)
+    return bad(std::to_string(n) + " images (at most " + std::to_string(max_images) + ")");
+  const fb::Kernel *k = c->kernels()->Get(i);
+  const fb::KernelBounds *b = k->bounds();
+  for (uint32_t m = 0; m < n; ++m) {
+    const image_facts f = image_of(a->images()->Get(m));
+    const std::string what =
+        "image " + std::to_string(m) + " (parameter " + std::to_string(f.slot) + ")";
+    if (f.slot >= k->num_buffers())
+      return bad(what + " is not one of its " + std::to_string(k->num_buffers()) + " buffers");
+    if (!b || !b->buffer_sizes() || f.slot >= b->buffer_sizes()->size())
+      return bad(what + ": the kernel's bounds give no size for its buffer");
+    std::string why;
+    if (!image_facts_check(f, b->buffer_sizes()->Get(f.slot), &why)) return bad(what + ": " + why);
+    // Weights are placed 256-byte aligned (graph.cpp): the view's offset keeps the descriptor's
+    // base aligned.
+    for (const fb::Step *s : *c->steps()) {
+      if (s->kind() != fb::StepKind::launch || s->launch()->kernel() != i) continue;
+      const fb::BufferRef *ref =
+          f.slot < s->launch()->buffers()->size() ? s->launch()->buffers()->Get(f.slot) : nullptr;
+      if (!ref || ref->space() != fb::Space::weight)
+        return bad(what + " is not a weight in every launch (an image's address is fixed at load)");
+      if (ref->offset() % image_alignment)
+        return bad(what + " views weight " + std::to_string(ref->index()) + " at offset " +
+                   std::to_string(ref->offset()) + ", not " + std::to_string(image_alignment) +
+                   "-byte aligned");
+    }
+  }
+  return true;
+}
 
 bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
   const fb::Kernel *k = c->kernels()->Get(i);
@@ -417,7 +535,7 @@ bool adreno_kernel_check(const fb::Capture *c, uint32_t i, std::string *why) {
     return bad("grid_x " + std::to_string(a->grid_x()) + " workgroups is more than the " +
                std::to_string(written_bytes) +
                " bytes of its largest written binding (each workgroup writes at least one)");
-  return true;
+  return images_check(c, i, a, bad);
 }
 
 capgraph_status adreno_device_check(const fb::Capture *c, hcq::transport *dev, std::string *why) {
@@ -433,10 +551,10 @@ capgraph_status adreno_kernel_resolve(const fb::Capture *c, uint32_t kernel, uin
   f.shader = program_gpu;
   f.kernel = kernel;
   out->workgroup_size = a->workgroup_size_x() * a->workgroup_size_y() * a->workgroup_size_z();
-  // The block CP_LOAD_STATE6 reads whole vec4 from: the parameters, padded to 16 bytes.
-  out->kernarg_size = (a->params_bytes() + 15) / 16 * 16;
-  if (!out->kernarg_size) out->kernarg_size = 16;
-  out->kernarg_align = 16;
+  // The block CP_LOAD_STATE6 reads whole vec4 from: the parameters, padded to 16 bytes, and the
+  // images' texture state (kernarg_layout_of).
+  out->kernarg_size = kernarg_layout_of(a).size;
+  out->kernarg_align = images_of(a) ? border_color_bytes : 16;
   return CAPGRAPH_OK;
 }
 

@@ -45,7 +45,7 @@ constexpr uint32_t WRITE_GE = 5;                                          // cp_
 constexpr uint32_t POLL_MEMORY = 1;                                       // poll_memory_type
 constexpr uint32_t ST6_SHADER = 0, ST6_CONSTANTS = 1;                     // a6xx_state_type
 constexpr uint32_t SS6_DIRECT = 0, SS6_INDIRECT = 2;                      // a6xx_state_src
-constexpr uint32_t SB6_CS_SHADER = 0xd;                                   // a6xx_state_block
+constexpr uint32_t SB6_CS_TEX = 5, SB6_CS_SHADER = 0xd;                   // a6xx_state_block
 constexpr uint32_t ISAMMODE_GL = 2;                                       // a6xx_isam_mode
 constexpr uint32_t THREAD128 = 1;                                         // a6xx_threadsize
 constexpr uint32_t CONSTLEN_128 = 0, CONSTLEN_192 = 1, CONSTLEN_256 = 2;  // a6xx_const_ram_mode

@@ -38,9 +38,15 @@
   R(SP_CS_CONFIG, 0xa9bb, 5159, ADRENO_FIELDS_SP_CS_CONFIG)                              \
   R(SP_CS_INSTRLEN, 0xa9bc, 5160, ADRENO_NO_FIELDS) /* units of 128 bytes */             \
   R(SP_CS_PVT_MEM_HW_STACK_OFFSET, 0xa9bd, 5161, ADRENO_FIELDS_SP_CS_PVT_MEM_HW_STACK_OFFSET) \
+  R(SP_CS_TEX_SAMP, 0xa9e2, 5211, ADRENO_NO_FIELDS) /* 64-bit: the samplers (issue 28) */ \
+  R(SP_CS_TEX_SAMP_HI, 0xa9e3, 5211, ADRENO_NO_FIELDS)                                   \
+  R(SP_CS_TEX_CONST, 0xa9e6, 5213, ADRENO_NO_FIELDS) /* 64-bit: the texture descriptors */ \
+  R(SP_CS_TEX_CONST_HI, 0xa9e7, 5213, ADRENO_NO_FIELDS)                                  \
   R(SP_CS_IBO_COUNT, 0xaa00, 5241, ADRENO_NO_FIELDS)                                     \
   R(SP_MODE_CONTROL, 0xab00, 5285, ADRENO_FIELDS_SP_MODE_CONTROL)                        \
   R(SP_PERFCTR_ENABLE, 0xae0f, 5358, ADRENO_FIELDS_SP_PERFCTR_ENABLE)                    \
+  R(SP_TP_BORDER_COLOR_BASE_ADDR, 0xb302, 5412, ADRENO_NO_FIELDS) /* 64-bit */           \
+  R(SP_TP_BORDER_COLOR_BASE_ADDR_HI, 0xb303, 5412, ADRENO_NO_FIELDS)                     \
   R(SP_TP_MODE_CNTL, 0xb309, 5417, ADRENO_FIELDS_SP_TP_MODE_CNTL)                        \
   R(TPL1_DBG_ECO_CNTL, 0xb600, 5487, ADRENO_NO_FIELDS)                                   \
   R(HLSQ_CONTROL_2_REG, 0xb983, 5604, ADRENO_FIELDS_HLSQ_CONTROL_2_REG)                  \

@@ -91,7 +91,14 @@ void facts_check(const Kernel &k, const AdrenoTarget &t, const ir3_shader_varian
   if (v->constant_data_size > 0)
     fail("the kernel has NIR constant data, which the capture does not upload");
   if (v->num_ibos != 0 || v->num_ssbos != 0)
-    fail("the kernel uses storage buffers or images; the capture binds none");
+    fail("the kernel uses storage buffers or writable images; the capture binds none");
+  // Textures: exactly the images the emitter read (texture and sampler i: images[i]), bound
+  // without bindless descriptors.
+  if (v->bindless_tex || v->bindless_samp)
+    fail("ir3 made the kernel's textures bindless; the capture binds them by slot");
+  if (v->num_samp != (int)f.images.size())
+    fail("ir3 counts " + std::to_string(v->num_samp) + " samplers, the kernel reads " +
+         std::to_string(f.images.size()) + " images");
   if (v->info.max_reg + 1 > 64 || v->info.max_half_reg + 1 > 64)
     fail("register footprint over the 6-bit field of SP_CS_CNTL_0");
   // The shared memory the dispatch programs (SP_CS_CTRL_REG1 SHARED_SIZE) is this fact: it must
@@ -150,6 +157,7 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.group_reduce = nk.group_reduce;
   f.tiled = nk.tiled;
   if (nk.tiled) f.tile_m = (uint32_t)nk.plan.tm, f.tile_n = (uint32_t)nk.plan.tn;
+  f.images = nk.images;
   facts_check(k, t, v, f, nk);
   return f;
 }
@@ -165,8 +173,10 @@ std::mutex &mesa_mutex() {
 // one shape); `plan` receives the tile plan it was built with.
 AdrenoKernelFacts kernel_compile(ir3_compiler *c, const Kernel &k, const Program &p,
                                  const AdrenoTarget &t, const GpuFacts &g, GpuTilePlan *plan,
-                                 int window_lanes = 0, AdrenoStraightCode *code = nullptr) {
-  AdrenoNirKernel nk = adreno_nir_build(k, p, ir3_get_compiler_options(c), g, window_lanes);
+                                 int window_lanes = 0, AdrenoStraightCode *code = nullptr,
+                                 bool image_b = false) {
+  AdrenoNirKernel nk =
+      adreno_nir_build(k, p, ir3_get_compiler_options(c), g, window_lanes, image_b);
   *plan = nk.plan;
   nir_shader *s = nk.shader;
   if (getenv("CAPGRAPH_DUMP_NIR")) nir_print_shader(s, stderr);
@@ -259,8 +269,11 @@ AdrenoKernelFacts kernel_compile_chosen(ir3_compiler *c, const Kernel &k, const 
   for (const AdrenoTileShape &s : adreno_tile_shapes()) {
     GpuFacts g = base;
     g.group_size = s.group, g.micro_m = s.tm, g.micro_n = s.tn, g.stage_batch = s.batch;
-    if (!gpu_tile_plan(k, p, g).ok) continue;
-    AdrenoKernelFacts f = kernel_compile(c, k, p, t, g, &plan);
+    const GpuTilePlan shape_plan = gpu_tile_plan(k, p, g);
+    if (!shape_plan.ok) continue;
+    // A shape reading the weight as an image only where the weight qualifies.
+    if (s.image_b && !adreno_image_operand(k, p, shape_plan).width) continue;
+    AdrenoKernelFacts f = kernel_compile(c, k, p, t, g, &plan, 0, nullptr, s.image_b);
     tried++;
     const AdrenoTileCost cost =
         adreno_tile_cost(k, plan, s, f.double_threadsize ? 128 : 64, f.full_regs);
@@ -280,8 +293,9 @@ AdrenoKernelFacts kernel_compile_chosen(ir3_compiler *c, const Kernel &k, const 
   if (!have) return kernel_compile(c, k, p, t, base, &plan);  // a forced shape without a plan
   best.tile_candidates = tried;
   if (getenv("CAPGRAPH_ADRENO_TILE_LOG"))
-    std::fprintf(stderr, "tile %s: chose %u:%ux%u of %u candidates, %.1f us\n", k.name.c_str(),
-                 best.workgroup_size[0], best.tile_m, best.tile_n, tried, best.tile_estimate_us);
+    std::fprintf(stderr, "tile %s: chose %u:%ux%u%s of %u candidates, %.1f us\n", k.name.c_str(),
+                 best.workgroup_size[0], best.tile_m, best.tile_n,
+                 best.images.empty() ? "" : " (weight as an image)", tried, best.tile_estimate_us);
   return best;
 }
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "adreno_chips.h"
+#include "adreno_texture.h"
 #include "codegen/gpu_tile.h"
 #include "schedule/kernel.h"
 
@@ -98,6 +99,9 @@ struct AdrenoKernelFacts {
   uint32_t tile_m = 0, tile_n = 0;
   uint32_t tile_candidates = 0;
   double tile_estimate_us = 0;
+  // Buffers read through the texture unit (texture and sampler i: images[i]; adreno_texture.h):
+  // a tiled product's weight operand where the cost model chose it (adreno_tile_choice.h).
+  std::vector<adreno::image_facts> images;
 };
 
 struct AdrenoCodegenResult {

@@ -519,6 +519,77 @@ TEST_CASE("float16 programs: a uint8 input converts to float without 64-bit arit
   CHECK(clz("fp32") > 0);
 }
 
+// A 1x1 convolution's weight, [cout][cin] with cin contiguous, qualifies to be read as an image
+// (issue 28, adreno_nir_emit.h adreno_image_operand): in an image shape its texels are fetched
+// with isaml (t#0, s#0), only the activations are staged (shared memory: their slabs alone), and
+// the facts carry the view (float16 texels of 4 input channels, a row per output channel).
+// Left to choose, the code generator weighs the image shapes beside the staged ones. A 3x3
+// convolution's weight does not qualify: forced to an image shape it keeps the staged default.
+TEST_CASE("a 1x1 convolution's weight is read as an image in the image shapes") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x", DataType::float32, {1, 64, 14, 14});
+  b.initializer("w", random_floats(96 * 64, 7), {96, 64, 1, 1});
+  b.node("Conv", {"x", "w"}, {"y"});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "conv1x1.onnx";
+  b.save(model.string());
+  Program p = schedule(model);
+  REQUIRE(p.kernels.size() == 1);
+  setenv("CAPGRAPH_ADRENO_TILE", "128:8x8+img", 1);
+  const AdrenoKernelFacts f = adreno_codegen(p, adreno_a630()).unique.at(0);
+  setenv("CAPGRAPH_ADRENO_TILE", "128:8x8", 1);
+  const AdrenoKernelFacts staged = adreno_codegen(p, adreno_a630()).unique.at(0);
+  unsetenv("CAPGRAPH_ADRENO_TILE");
+  REQUIRE(f.images.size() == 1);
+  CHECK(staged.images.empty());
+  const adreno::image_facts &m = f.images[0];
+  CHECK(m.format == adreno::fmt6_16_16_16_16_float);  // float16 storage, the target's default
+  CHECK(m.width == 64 / 4);
+  CHECK(m.height == 96);
+  CHECK(m.pitch == 64 * 2);
+  const GpuTilePlan pl = chosen_plan(p, f);
+  REQUIRE(pl.ok);
+  CHECK(f.shared_memory_bytes == pl.buffers * pl.kc * pl.elem_a * pl.TM());  // a's slabs only
+  CHECK(staged.shared_memory_bytes == pl.shared_bytes());
+  kernel_verify(p.kernels[0], f);
+  const AdrenoDisassembly d = adreno_disassemble(f, adreno_a630());
+  INFO(d.text);
+  CHECK(d.errors == 0);
+  CHECK(d.text.find("isaml") != std::string::npos);
+  CHECK(d.text.find("s#0, t#0") != std::string::npos);
+  CHECK(adreno_disassemble(staged, adreno_a630()).text.find("isam") == std::string::npos);
+  // Left to choose: the five staged shapes and the five image shapes.
+  const AdrenoKernelFacts chosen = adreno_codegen(p, adreno_a630()).unique.at(0);
+  CHECK(chosen.tile_candidates == 10);
+  MESSAGE("1x1 conv 64 -> 96 over 14x14: image 128:8x8 "
+          << f.tile_estimate_us << " us, staged " << staged.tile_estimate_us << " us; chose "
+          << chosen.tile_m << "x" << chosen.tile_n
+          << std::string(chosen.images.empty() ? "" : "+img") << " " << chosen.tile_estimate_us
+          << " us");
+  // CAPGRAPH_ADRENO_NO_IMAGES=1: the staged shapes only.
+  setenv("CAPGRAPH_ADRENO_NO_IMAGES", "1", 1);
+  const AdrenoKernelFacts none = adreno_codegen(p, adreno_a630()).unique.at(0);
+  unsetenv("CAPGRAPH_ADRENO_NO_IMAGES");
+  CHECK(none.tile_candidates == 5);
+  CHECK(none.images.empty());
+
+  ModelBuilder b3(13);
+  b3.input("x", DataType::float32, {1, 64, 14, 14});
+  b3.initializer("w", random_floats(96 * 64 * 9, 8), {96, 64, 3, 3});
+  b3.node("Conv", {"x", "w"}, {"y"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b3.output("y", DataType::float32);
+  fs::path model3 = dir.path / "conv3x3.onnx";
+  b3.save(model3.string());
+  Program p3 = schedule(model3);
+  setenv("CAPGRAPH_ADRENO_TILE", "128:8x8+img", 1);
+  const AdrenoKernelFacts f3 = adreno_codegen(p3, adreno_a630()).unique.at(0);
+  unsetenv("CAPGRAPH_ADRENO_TILE");
+  CHECK(f3.tiled);
+  CHECK(f3.images.empty());
+}
+
 TEST_CASE("the disassembly check fails on a word Mesa cannot decode") {
   if (!mesa_present()) return;
   TempDir dir;

@@ -20,6 +20,38 @@ std::string line(const char *fmt, const fb::AdrenoKernel *a) {
   return buf;
 }
 
+// The images a kernel reads through the texture unit (AdrenoKernel.images): per image its
+// parameter, format, size in texels and pitch, "p1:f16:24x64/128"; "-" for none.
+std::string images_text(const fb::AdrenoKernel *a) {
+  if (!a->images() || !a->images()->size()) return "-";
+  std::string o;
+  for (const fb::AdrenoImage *m : *a->images()) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%sp%u:%s:%ux%u/%u", o.empty() ? "" : ",", m->slot(),
+                  m->format() == 0x62   ? "f16"
+                  : m->format() == 0x82 ? "f32"
+                                        : "?",
+                  m->width(), m->height(), m->pitch());
+    o += buf;
+  }
+  return o;
+}
+
+std::string images_json(const fb::AdrenoKernel *a) {
+  std::string o = "[";
+  if (a->images())
+    for (const fb::AdrenoImage *m : *a->images()) {
+      char buf[160];
+      std::snprintf(buf, sizeof buf,
+                    "%s{\"slot\": %u, \"format\": %u, \"width\": %u, \"height\": %u, "
+                    "\"pitch\": %u}",
+                    o.size() > 1 ? ", " : "", m->slot(), m->format(), m->width(), m->height(),
+                    m->pitch());
+      o += buf;
+    }
+  return o + "]";
+}
+
 }  // namespace
 
 std::string adreno_facts_text(const fb::Capture *c) {
@@ -31,7 +63,7 @@ std::string adreno_facts_text(const fb::Capture *c) {
     if (o.empty())
       o = "  Adreno kernels:\n  kernel                                    gpu instrs dwords full "
           "half const param pbytes imm shared private "
-          "workgroup    grid              lanes wave bstack tile twin\n";
+          "workgroup    grid              lanes wave bstack tile twin images\n";
     char name[64];
     std::snprintf(name, sizeof name, "  %-40.40s", k->name()->c_str());
     // The micro tile of a tiled kernel (its shape chosen per kernel: adreno_tile_choice.h).
@@ -41,7 +73,7 @@ std::string adreno_facts_text(const fb::Capture *c) {
     std::snprintf(tile_col, sizeof tile_col, " %4s", tile);
     o += name +
          line(" %3u %6u %6u %4u %4u %5u %5u %6u %3u %6u %7u %3ux%ux%u %7ux%ux%u %5u %4u %6u", a) +
-         tile_col + (k->twin_program() >= 0 ? " yes\n" : " no\n");
+         tile_col + (k->twin_program() >= 0 ? " yes " : " no  ") + images_text(a) + "\n";
   }
   return o;
 }
@@ -67,7 +99,7 @@ std::string adreno_facts_json(const fb::Capture *c) {
              "\"lanes\": %u, \"wave_size\": %u, \"branch_stack\": %u",
              a) +
          ", \"tile\": [" + std::to_string(a->tile_m()) + ", " + std::to_string(a->tile_n()) +
-         "], \"twin_entry\": " +
+         "], \"images\": " + images_json(a) + ", \"twin_entry\": " +
          (k->twin_program() >= 0 && k->twin_entry() ? json_quote(k->twin_entry()->str())
                                                     : std::string("null")) +
          "}";

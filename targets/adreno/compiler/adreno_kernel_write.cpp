@@ -8,6 +8,14 @@ flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBuffe
                                                           const AdrenoKernelFacts &f,
                                                           const AdrenoTarget &t) {
   auto imm = fbb.CreateVector(f.immediates);
+  // Absent without images: a capture without them is byte for byte what it was before them.
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<fb::AdrenoImage>>> images;
+  if (!f.images.empty()) {
+    std::vector<flatbuffers::Offset<fb::AdrenoImage>> v;
+    for (const adreno::image_facts &m : f.images)
+      v.push_back(fb::CreateAdrenoImage(fbb, m.slot, m.format, m.width, m.height, m.pitch));
+    images = fbb.CreateVector(v);
+  }
   fb::AdrenoKernelBuilder k(fbb);
   k.add_gpu_id(t.gpu_id);
   k.add_chip_id(t.chip_id);
@@ -38,6 +46,7 @@ flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBuffe
   k.add_lanes(f.lanes);
   k.add_tile_m(f.tile_m);
   k.add_tile_n(f.tile_n);
+  if (!f.images.empty()) k.add_images(images);
   return k.Finish();
 }
 
@@ -70,6 +79,9 @@ AdrenoKernelFacts adreno_kernel_read(const fb::AdrenoKernel &k, const std::strin
   f.lanes = k.lanes();
   f.tile_m = k.tile_m();
   f.tile_n = k.tile_n();
+  if (k.images())
+    for (const fb::AdrenoImage *m : *k.images())
+      f.images.push_back({m->slot(), m->format(), m->width(), m->height(), m->pitch()});
   auto bad = [&](const std::string &why) { throw Error(what + ": Adreno kernel " + why); };
   // Field widths of the registers these go to (../shared/research/adreno_plan.md §2.3):
   // FULLREGFOOTPRINT and HALFREGFOOTPRINT are 6 bits, BRANCHSTACK 6 bits, LOCALSIZE 10 bits.
@@ -88,6 +100,14 @@ AdrenoKernelFacts adreno_kernel_read(const fb::AdrenoKernel &k, const std::strin
   if (f.instr_dwords == 0 || f.instr_dwords % 2)
     bad("instruction size not a whole number of 64-bit instructions");
   if (f.lanes == 0) bad("zero lanes");
+  if (f.images.size() > adreno::max_images) bad("more than 16 images");
+  for (size_t i = 0; i < f.images.size(); i++) {
+    std::string why;
+    // The buffer's size is the loader's to check (adreno_kernel_check); here only what the
+    // descriptor's fields can hold.
+    if (!adreno::image_facts_check(f.images[i], UINT64_MAX, &why))
+      bad("image " + std::to_string(i) + ": " + why);
+  }
   return f;
 }
 

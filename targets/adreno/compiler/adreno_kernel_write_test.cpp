@@ -40,6 +40,8 @@ AdrenoKernelFacts facts_made() {
   f.workgroup_size[0] = 128;
   f.grid[0] = 300;
   f.lanes = 4;
+  // A 64 x 96 float16 weight read as 16 texels x 96 rows (128-byte rows).
+  f.images = {{1, adreno::fmt6_16_16_16_16_float, 16, 96, 128}};
   return f;
 }
 
@@ -94,6 +96,14 @@ void facts_equal(const AdrenoKernelFacts &a, const AdrenoKernelFacts &b) {
     CHECK(a.grid[i] == b.grid[i]);
   }
   CHECK(a.lanes == b.lanes);
+  REQUIRE(a.images.size() == b.images.size());
+  for (size_t i = 0; i < a.images.size(); i++) {
+    CHECK(a.images[i].slot == b.images[i].slot);
+    CHECK(a.images[i].format == b.images[i].format);
+    CHECK(a.images[i].width == b.images[i].width);
+    CHECK(a.images[i].height == b.images[i].height);
+    CHECK(a.images[i].pitch == b.images[i].pitch);
+  }
 }
 
 }  // namespace
@@ -122,6 +132,13 @@ TEST_CASE("the reader refuses facts the a6xx registers cannot hold, naming the k
       {"parameters outside", [](AdrenoKernelFacts &f) { f.params_offset_vec4 = 7; }},
       {"immediates outside", [](AdrenoKernelFacts &f) { f.immediates.resize(40); }},
       {"64-bit instructions", [](AdrenoKernelFacts &f) { f.instr_dwords = 41; }},
+      // Image facts a texture descriptor cannot hold (adreno_texture.h).
+      {"image 0: format 7", [](AdrenoKernelFacts &f) { f.images[0].format = 7; }},
+      {"image 0: size 16x0", [](AdrenoKernelFacts &f) { f.images[0].height = 0; }},
+      {"image 0: size 20000x96", [](AdrenoKernelFacts &f) { f.images[0].width = 20000; }},
+      {"image 0: pitch 100", [](AdrenoKernelFacts &f) { f.images[0].pitch = 100; }},
+      {"image 0: pitch 64", [](AdrenoKernelFacts &f) { f.images[0].pitch = 64; }},
+      {"more than 16 images", [](AdrenoKernelFacts &f) { f.images.assign(17, f.images[0]); }},
   };
   for (const Case &c : cases) {
     INFO(c.what);

@@ -840,6 +840,23 @@ struct NirKernelEmitter {
     }
   }
 
+  // Texel (x, y) of texture and sampler 0 as 4 float32 (txf at level 0, which ir3 makes an
+  // isaml: ir3_compiler_nir.c emit_tex; float16 texels are widened by the texture unit).
+  nir_def *texel(nir_def *x, nir_def *y) {
+    nir_tex_instr *tex = nir_tex_instr_create(b.shader, 2);
+    tex->op = nir_texop_txf;
+    tex->sampler_dim = GLSL_SAMPLER_DIM_2D;
+    tex->dest_type = nir_type_float32;
+    tex->coord_components = 2;
+    tex->texture_index = 0;
+    tex->sampler_index = 0;
+    tex->src[0] = nir_tex_src_for_ssa(nir_tex_src_coord, nir_vec2(&b, x, y));
+    tex->src[1] = nir_tex_src_for_ssa(nir_tex_src_lod, i32(0));
+    nir_def_init(&tex->instr, &tex->def, 4, 32);
+    nir_builder_instr_insert(&b, &tex->instr);
+    return &tex->def;
+  }
+
   // gpu_tile's schedule (gpu_tile.h), operation for operation as gpu_tile_emit builds it in LLVM
   // for AMDGPU and NVPTX: workgroup `group` owns a TM x TN tile of the output, work item `local`
   // its tm x tn accumulators (registers: NIR variables that become phis); the reduction goes
@@ -847,7 +864,9 @@ struct NirKernelEmitter {
   // between two workgroup barriers, each work item reading its tm and tn operands as one vec4
   // shared load each. The epilogue evaluates the kernel's result per accumulator and stores
   // tn (or tm) neighbours as one vec4 where the plan says they are contiguous.
-  void tile_emit(const GpuTilePlan &pl, const GpuFacts &f, nir_def *group, nir_def *local) {
+  // `image_b`: b is read through the texture unit (adreno_image_operand), not staged.
+  void tile_emit(const GpuTilePlan &pl, const GpuFacts &f, nir_def *group, nir_def *local,
+                 bool image_b) {
     const int64_t TM = pl.TM(), TN = pl.TN(), GS = f.group_size, E = k.axes[pl.chunk];
     if ((pl.tm != 4 && pl.tm != 8) || (pl.tn != 4 && pl.tn != 8))
       fail("the tile plan's micro tile is not 4 or 8 by 4 or 8 (whole vec4 operand loads)");
@@ -859,7 +878,7 @@ struct NirKernelEmitter {
     // after it began the next chunk's block, where ir3's legalize does not give it (ss)(sy)
     // (ir3_legalize.c, `last_n` is per block): the hazard checker's barrier_sync, seen with the
     // 8 x 4 and 8 x 8 micro tiles.
-    const uint32_t set_bytes = (uint32_t)(pl.shared_bytes() / pl.buffers);
+    const uint32_t set_bytes = image_b ? slab_b : (uint32_t)(pl.shared_bytes() / pl.buffers);
     nir_variable *set = nir_local_variable_create(impl, glsl_uint_type(), "slab_set");
     nir_store_var(&b, set, i32(0), 1);
     std::vector<nir_variable *> acc((size_t)(pl.tm * pl.tn));
@@ -950,7 +969,7 @@ struct NirKernelEmitter {
         nir_def *c0 = nir_imul_imm(&b, chunk, (uint64_t)pl.kc);
         nir_def *set_at = nir_load_var(&b, set);  // byte offset of this chunk's slabs
         stage(set_at, 0, pl.a, TM, m0, pl.M, pl.m, c0);
-        stage(set_at, slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
+        if (!image_b) stage(set_at, slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
         workgroup_barrier();
         auto point = [&](nir_def *kk) {
           nir_def *at_a = nir_iadd(&b, set_at,
@@ -982,8 +1001,42 @@ struct NirKernelEmitter {
         // instruction after a `bar` (ss)(sy) only within a block (ir3_legalize.c, `last_n`), and a
         // loop starting right after it began a new block without them (the hazard checker's
         // barrier_sync, seen once float16 slabs made the loop too long for NIR to unroll).
-        point(i32(0));
-        if (pl.kc > 1) loop(i32(1), i32(pl.kc), point);
+        // b as an image: 4 points at a time, a texel per column holding the 4 (texel x =
+        // point / 4, row y = the column), their a operands from the slab.
+        auto point4 = [&](nir_def *q) {
+          nir_def *kk = nir_imul_imm(&b, q, 4);
+          nir_def *x = nir_udiv_imm(&b, nir_iadd(&b, c0, kk), 4);
+          std::vector<nir_def *> bv;
+          for (int64_t j = 0; j < pl.tn; j++)
+            bv.push_back(texel(
+                x, nir_iadd(&b, n0,
+                            nir_iadd_imm(&b, nir_imul_imm(&b, ln, (uint64_t)pl.tn), (uint64_t)j))));
+          for (int64_t u = 0; u < 4; u++) {
+            nir_def *at_a = nir_iadd(&b, set_at,
+                                     nir_iadd(&b,
+                                              nir_imul_imm(&b, nir_iadd_imm(&b, kk, (uint64_t)u),
+                                                           (uint64_t)(pl.elem_a * TM)),
+                                              nir_imul_imm(&b, lm, (uint64_t)(pl.elem_a * pl.tm))));
+            std::vector<nir_def *> av;
+            for (int64_t q4 = 0; q4 < pl.tm; q4 += 4)
+              for (nir_def *v :
+                   shared_load4(nir_iadd_imm(&b, at_a, (uint64_t)(q4 * pl.elem_a)), pl.elem_a))
+                av.push_back(v);
+            for (int64_t i = 0; i < pl.tm; i++)
+              for (int64_t j = 0; j < pl.tn; j++) {
+                nir_variable *v = acc[(size_t)(i * pl.tn + j)];
+                nir_def *prod = nir_fmul(&b, av[(size_t)i], nir_channel(&b, bv[(size_t)j], u));
+                nir_store_var(&b, v, nir_fadd(&b, nir_load_var(&b, v), prod), 1);
+              }
+          }
+        };
+        if (image_b) {
+          point4(i32(0));
+          if (pl.kc > 4) loop(i32(1), i32(pl.kc / 4), point4);
+        } else {
+          point(i32(0));
+          if (pl.kc > 1) loop(i32(1), i32(pl.kc), point);
+        }
         if (pl.buffers == 2)  // the next chunk stages into the other set
           nir_store_var(&b, set, nir_isub(&b, i32(set_bytes), set_at), 1);
         else
@@ -1219,9 +1272,44 @@ std::vector<int> adreno_window_lanes(const Kernel &k, const Program &p) {
   return lanes;
 }
 
+adreno::image_facts adreno_image_operand(const Kernel &k, const Program &p, const GpuTilePlan &pl) {
+  const adreno::image_facts none;
+  if (!pl.ok || pl.b < 0 || !pl.outer.empty() || pl.n.size() != 1 || pl.kc % 4) return none;
+  const Access &a = k.loads[pl.b];
+  const Buffer &buf = p.buffers[a.buffer];
+  if (buf.kind != Buffer::Kind::constant || (buf.dtype != DType::f16 && buf.dtype != DType::f32))
+    return none;
+  // Each axis's step through the buffer (elements), and the start.
+  std::vector<int64_t> step(k.axes.size(), 0);
+  int64_t start = a.offset;
+  for (const DimIndex &d : a.dims) {
+    if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return none;
+    start += d.shift * d.stride;
+    for (const AxisTerm &t : d.terms) step[(size_t)t.axis] += t.coef * d.stride;
+  }
+  const int n = pl.n[0], c = pl.chunk;
+  for (size_t x = 0; x < k.axes.size(); x++)
+    if ((int)x != n && (int)x != c && k.axes[x] > 1 && step[x] != 0) return none;
+  const int64_t K = k.axes[c], N = k.axes[n], row = step[(size_t)n];
+  const int64_t elem = dtype_size(buf.dtype);
+  if (start != 0 || step[(size_t)c] != 1 || K % 4 || row < K || (N - 1) * row + K > buf.numel)
+    return none;
+  adreno::image_facts f;
+  f.format = elem == 2 ? adreno::fmt6_16_16_16_16_float : adreno::fmt6_32_32_32_32_float;
+  f.width = (uint32_t)std::min<int64_t>(K / 4, UINT32_MAX);
+  f.height = (uint32_t)std::min<int64_t>(N, UINT32_MAX);
+  f.pitch = (uint32_t)std::min<int64_t>(row * elem, UINT32_MAX);
+  const std::vector<int> slots = kernel_slots(k);
+  f.slot = (uint32_t)(std::find(slots.begin(), slots.end(), a.buffer) - slots.begin());
+  std::string why;
+  if (f.slot >= slots.size() || !adreno::image_facts_check(f, (uint64_t)(buf.numel * elem), &why))
+    return none;
+  return f;
+}
+
 AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
                                  const nir_shader_compiler_options *options, const GpuFacts &facts,
-                                 int window_lanes) {
+                                 int window_lanes, bool image_b) {
   NirKernelEmitter e(k, p);
   AdrenoNirKernel r;
   const int workgroup_size = (int)facts.group_size;
@@ -1301,12 +1389,22 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
   e.iv.assign(k.axes.size(), nullptr);
   if (r.tiled) {  // a workgroup per output tile: every work item of every workgroup takes part
     if (plan.groups() >= (int64_t(1) << 31)) e.fail("more than 2^31 workgroups of output tiles");
-    s->info.shared_size = (unsigned)plan.shared_bytes();
+    uint32_t shared = (uint32_t)plan.shared_bytes();
+    if (image_b) {
+      const adreno::image_facts view = adreno_image_operand(k, p, plan);
+      if (!view.width) e.fail("its weight operand does not qualify to be read as an image");
+      r.images.push_back(view);
+      shared = (uint32_t)(plan.buffers * plan.kc * plan.elem_a * plan.TM());  // the a slabs
+      s->info.num_textures = 1;
+      BITSET_SET(s->info.textures_used, 0);
+      BITSET_SET(s->info.textures_used_by_txf, 0);
+    }
+    s->info.shared_size = shared;
     r.grid = plan.groups();
     r.work_items = r.grid * workgroup_size;
-    r.shared_bytes = (uint32_t)plan.shared_bytes();
+    r.shared_bytes = shared;
     e.iv.assign(k.axes.size(), e.i32(0));
-    e.tile_emit(plan, facts, group, local);
+    e.tile_emit(plan, facts, group, local, image_b);
     r.shader = s;
     return r;
   }

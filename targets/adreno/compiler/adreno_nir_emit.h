@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "adreno_texture.h"
 #include "codegen/gpu_tile.h"
 #include "schedule/kernel.h"
 
@@ -44,6 +45,9 @@ struct AdrenoNirKernel {
   int64_t grid = 0;           // workgroups to launch
   unsigned group_size = 0;    // work items per workgroup (facts.group_size)
   GpuTilePlan plan;           // the tile plan, when tiled
+  // Buffers read as images (texture and sampler i: images[i]): the tiled product's weight
+  // operand, when asked for and it qualifies (adreno_image_operand).
+  std::vector<adreno::image_facts> images;
 };
 
 // The most reduction points the window path unrolls (a 7 x 7 window).
@@ -63,12 +67,28 @@ constexpr int64_t kWindowMaxPoints = 49;
 // estimate's choice (adreno_codegen.cpp, adreno_window_cost).
 std::vector<int> adreno_window_lanes(const Kernel &k, const Program &p);
 
+// A tiled product's b operand (a convolution's or Gemm's weight) read through the texture unit
+// (issue 28, tinygrad's QCOM approach: ../shared/research/adreno_perf.md §3) instead of staged
+// through shared memory: each work item fetches its tn columns, 4 reduction points per texel,
+// with one isaml each per 4 points of the chunk, straight into registers (float16 texels
+// arrive widened by the texture unit); shared memory holds the a slab only. A read past the
+// image (a padded column, a point past the reduction) gives 0 (ISAMMODE_GL, and the sampler's
+// zero border), so no bounds are computed. It qualifies when b is a constant float16 or float32
+// weight whose view is rows of the plan's n axis (one axis) holding the chunk axis contiguously
+// (step 1, a multiple of 4 points, the only reduction axis of more than one point) from element
+// 0: a 1x1 convolution's [cout][cin], a Gemm's transposed [n][k]; the row pitch a multiple of 64
+// bytes, at most 16384 texels and rows (adreno_texture.h), and the plan's chunk a multiple of 4.
+// The view (its parameter slot, format, size, pitch), or nothing (width 0).
+adreno::image_facts adreno_image_operand(const Kernel &k, const Program &p, const GpuTilePlan &pl);
+
 // Builds the NIR of kernel `k` with the compiler's NIR options for a target with `facts`
 // (facts.group_size work items per workgroup along x). Throws Error naming the kernel for what this
 // lowering does not support (64-bit floats, buffers of 2^31 bytes or more).
 // window_lanes > 0: the window path with that many lanes (one of adreno_window_lanes).
+// With `image_b`, a tiled kernel whose b operand qualifies (adreno_image_operand) reads it as an
+// image; one that does not is refused (the caller asks only where it qualifies).
 AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
                                  const nir_shader_compiler_options *options, const GpuFacts &facts,
-                                 int window_lanes = 0);
+                                 int window_lanes = 0, bool image_b = false);
 
 }  // namespace capgraph

@@ -25,19 +25,23 @@ namespace capgraph {
 struct AdrenoTileShape {
   unsigned group = 128;  // work items per workgroup
   unsigned tm = 4, tn = 4;
-  unsigned batch = 4;        // staging loads in flight together (GpuFacts::stage_batch)
-  std::string text() const;  // "128:4x4/4"
+  unsigned batch = 4;  // staging loads in flight together (GpuFacts::stage_batch)
+  // The weight operand read as an image through the texture unit, not staged in shared memory
+  // (adreno_nir_emit.h, adreno_image_operand; only where it qualifies).
+  bool image_b = false;
+  std::string text() const;  // "128:4x4/4", "128:8x8/4+img"
 };
 
 // The candidates, in the order ties are broken (the first, 128 work items and 4 x 4, is the shape
-// every kernel had before the choice, but for the batch). CAPGRAPH_ADRENO_TILE=G:MxN[/B] (e.g.
-// 128:8x8, 128:4x4/1) makes that shape the only candidate, for comparisons (a knob: recorded in
-// the capture).
+// every kernel had before the choice, but for the batch), then the same shapes with the weight as
+// an image. CAPGRAPH_ADRENO_TILE=G:MxN[/B][+img] (e.g. 128:8x8, 128:4x4/1, 128:8x8+img) makes
+// that shape the only candidate, and CAPGRAPH_ADRENO_NO_IMAGES=1 leaves the image shapes out, for
+// comparisons (knobs: recorded in the capture).
 std::vector<AdrenoTileShape> adreno_tile_shapes();
 
 struct AdrenoTileCost {
   double us = 0;  // the estimate: launch + the largest term
-  double issue_clk = 0, lds_clk = 0, l2_clk = 0, latency_clk = 0;
+  double issue_clk = 0, lds_clk = 0, l2_clk = 0, tex_clk = 0, latency_clk = 0;
   unsigned resident_waves = 0;  // per SP
   const char *bound = "";
 };

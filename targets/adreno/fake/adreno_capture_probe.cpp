@@ -6,6 +6,10 @@
 //                   addresses as allocation-relative names (the golden text)
 //   tamper CAPTURE  damages one register of the recorded stream at a time (through the fake's
 //                   reg_override); each replay must fail with a fault naming what is wrong
+//   images CAPTURE  a capture whose kernels read images (issue 28): its image facts damaged one
+//                   field at a time in the file must be refused at load naming the image and the
+//                   field; texture registers damaged in the recorded stream must be faults naming
+//                   them; the undamaged capture replays
 //   bind CAPTURE    the C API's zero-copy binding: every input bound to page-aligned caller
 //                   buffers (two sets, alternating), every output too; the outputs must equal a
 //                   run with the inputs written into the arena, and each buffer is imported once
@@ -103,6 +107,117 @@ int tamper_probe(const std::string &path) {
   }
   printf("%d damaged registers caught\n", caught);
   return 0;
+}
+
+// A graph of capture `c` on a fresh fake, replayed once; the status, *err and the fake's fault.
+capgraph_status replay_once(const fb::Capture *c, const std::string &path,
+                            const std::shared_ptr<adreno::fake_kgsl> &fake, std::string *err) {
+  std::unique_ptr<hcq::transport> t;
+  std::unique_ptr<hcq::graph> g;
+  capgraph_status st = kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, err);
+  if (st == CAPGRAPH_OK)
+    st = hcq::graph::build(t.get(), &adreno::adreno_target, c, path.c_str(),
+                           adreno::graph_options_for(fake), &g, err);
+  return st == CAPGRAPH_OK ? g->replay(err) : st;
+}
+
+int images_probe(const std::string &path) {
+  const std::vector<uint8_t> bytes = file_bytes(path);
+  const fb::Capture *c = nullptr;
+  std::string err;
+  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) !=
+      CAPGRAPH_OK)
+    return fail(err);
+  int kernel = -1;
+  for (uint32_t k = 0; k < c->kernels()->size() && kernel < 0; ++k)
+    if (const auto *im = c->kernels()->Get(k)->facts_as_AdrenoKernel()->images(); im && im->size())
+      kernel = int(k);
+  if (kernel < 0) return fail(path + ": no kernel reads an image");
+  if (replay_once(c, path, std::make_shared<adreno::fake_kgsl>(), &err) != CAPGRAPH_OK)
+    return fail("the undamaged capture: " + err);
+  // The facts in the file, one field at a time (flatbuffers' Table::GetAddressOf: the schema is
+  // generated without mutators), with the words the load error must hold.
+  struct fact_damage {
+    uint16_t field;
+    uint32_t value;
+    const char *error;
+  };
+  const fact_damage facts[] = {
+      {fb::AdrenoImage::VT_FORMAT, 7, "format 7 is not"},
+      {fb::AdrenoImage::VT_WIDTH, 20000, "size 20000x"},
+      {fb::AdrenoImage::VT_HEIGHT, 0, "is not 1 to 16384"},
+      {fb::AdrenoImage::VT_PITCH, 100, "pitch 100 is not a multiple of 64"},
+      {fb::AdrenoImage::VT_HEIGHT, 16384, "reach past its"},
+      {fb::AdrenoImage::VT_SLOT, 40, "is not one of its"},
+  };
+  int refused = 0;
+  for (const fact_damage &d : facts) {
+    std::vector<uint8_t> spoilt = bytes;
+    const fb::Capture *sc = fb::GetCapture(spoilt.data());
+    const fb::AdrenoImage *m =
+        sc->kernels()->Get(uint32_t(kernel))->facts_as_AdrenoKernel()->images()->Get(0);
+    const uint8_t *at = reinterpret_cast<const flatbuffers::Table *>(m)->GetAddressOf(d.field);
+    if (!at) continue;  // a field at its default (slot 0) is not stored: nothing to damage
+    memcpy(const_cast<uint8_t *>(at), &d.value, 4);
+    const fb::Capture *out = nullptr;
+    const capgraph_status st = capture_verify(spoilt.data(), spoilt.size(), path.c_str(), &out,
+                                              &err, &adreno::adreno_target);
+    if (st == CAPGRAPH_OK || err.find("image 0") == std::string::npos ||
+        err.find(d.error) == std::string::npos)
+      return fail("image facts damaged (" + std::string(d.error) + ") gave status " +
+                  capgraph_status_name(st) + " and '" + err + "'");
+    printf("refused: %s\n", err.c_str());
+    ++refused;
+  }
+  // A launch viewing the image's weight at an offset that is not 64-byte aligned.
+  {
+    std::vector<uint8_t> spoilt = bytes;
+    const fb::Capture *sc = fb::GetCapture(spoilt.data());
+    const uint32_t slot =
+        sc->kernels()->Get(uint32_t(kernel))->facts_as_AdrenoKernel()->images()->Get(0)->slot();
+    for (const fb::Step *s : *sc->steps())
+      if (s->kind() == fb::StepKind::launch && s->launch()->kernel() == uint32_t(kernel)) {
+        const fb::BufferRef *ref = s->launch()->buffers()->Get(slot);
+        // BufferRef (capture.fbs): space (1 byte, 3 padding), index (4), offset (8) at byte 8.
+        static_assert(sizeof(fb::BufferRef) == 16);
+        const uint64_t offset = 32;
+        memcpy(const_cast<uint8_t *>(reinterpret_cast<const uint8_t *>(ref)) + 8, &offset, 8);
+        break;
+      }
+    const fb::Capture *out = nullptr;
+    const capgraph_status st = capture_verify(spoilt.data(), spoilt.size(), path.c_str(), &out,
+                                              &err, &adreno::adreno_target);
+    if (st == CAPGRAPH_OK || err.find("not 64-byte aligned") == std::string::npos)
+      return fail("a misaligned image view gave status " + std::string(capgraph_status_name(st)) +
+                  " and '" + err + "'");
+    printf("refused: %s\n", err.c_str());
+    ++refused;
+  }
+  // The texture state in the recorded stream.
+  struct reg_damage {
+    uint32_t reg, value;
+    const char *fault;
+  };
+  const reg_damage regs[] = {
+      {adreno::SP_CS_TEX_COUNT, 0, "SP_CS_TEX_COUNT 0"},
+      {adreno::SP_CS_CONFIG, 1u << 8, "NTEX 0"},
+      {adreno::SP_CS_TEX_CONST, 0x40, "SP_CS_TEX_CONST"},
+      {adreno::SP_CS_TEX_SAMP, 0x40, "SP_CS_TEX_SAMP"},
+      {adreno::SP_TP_BORDER_COLOR_BASE_ADDR, 0x1000, "border colour"},
+  };
+  int caught = 0;
+  for (const reg_damage &d : regs) {
+    auto fake = std::make_shared<adreno::fake_kgsl>();
+    fake->reg_override(d.reg, d.value);
+    const capgraph_status st = replay_once(c, path, fake, &err);
+    if (st != CAPGRAPH_ERR_DEVICE || fake->fault().find(d.fault) == std::string::npos)
+      return fail(std::string("damaging ") + adreno::reg_name(d.reg) + " gave status " +
+                  capgraph_status_name(st) + " and fault '" + fake->fault() +
+                  "', not one naming '" + d.fault + "'");
+    ++caught;
+  }
+  printf("%d damaged image facts refused, %d damaged texture registers caught\n", refused, caught);
+  return refused >= 6 ? 0 : fail("only " + std::to_string(refused) + " image facts damaged");
 }
 
 int graph_probe(const std::string &mode, const std::string &path) {
@@ -260,11 +375,12 @@ int bind_probe(const std::string &path) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 3) return fail("usage: adreno_capture_probe words|dump|tamper|bind CAPTURE");
+  if (argc != 3) return fail("usage: adreno_capture_probe words|dump|tamper|images|bind CAPTURE");
   adreno::fake_adreno_register();
   const std::string mode = argv[1];
   if (mode == "words" || mode == "dump") return graph_probe(mode, argv[2]);
   if (mode == "bind") return bind_probe(argv[2]);
   if (mode == "tamper") return tamper_probe(argv[2]);
+  if (mode == "images") return images_probe(argv[2]);
   return fail("unknown mode '" + mode + "'");
 }

@@ -380,6 +380,7 @@ bool fake_kgsl::command_run(const kgsl::gpu_command &c) {
   std::fill(written_.begin(), written_.end(), false);
   std::fill(const_loaded_.begin(), const_loaded_.end(), false);
   shader_loaded_ = 0;
+  tex_state_reset();
   compute_marker_ = false;
   const auto *list = reinterpret_cast<const kgsl::command_object *>(uintptr_t(c.cmdlist));
   for (uint32_t i = 0; i < c.numcmds; ++i) {
@@ -414,6 +415,7 @@ bool fake_kgsl::ib_run(uint64_t gpu, uint64_t dwords, int depth) {
         if (r == HLSQ_INVALIDATE_CMD && field_get(body[k], fields::HLSQ_INVALIDATE_CMD::CS_STATE)) {
           std::fill(const_loaded_.begin(), const_loaded_.end(), false);
           shader_loaded_ = 0;
+          tex_state_reset();
         }
       }
     } else if (!type7(p.reg_or_opcode, body, p.count, depth)) {
@@ -505,6 +507,126 @@ bool fake_kgsl::type7(uint32_t op, const uint32_t *p, uint32_t n, int depth) {
   }
 }
 
+// SB6_CS_TEX (Mesa fd6_texture.cc for a compute stage): ST6_CONSTANTS loads 16-dword texture
+// descriptors, ST6_SHADER 4-dword samplers, into slots [dst, dst + units), from memory.
+bool fake_kgsl::load_tex_state(uint32_t type, uint32_t src, uint32_t dst, uint32_t units,
+                               uint64_t from, uint32_t n) {
+  const bool descriptors = type == ST6_CONSTANTS;
+  if (type != ST6_CONSTANTS && type != ST6_SHADER)
+    return raise("CP_LOAD_STATE6 type " + std::to_string(type) +
+                 " to SB6_CS_TEX: only ST6_CONSTANTS (textures) and ST6_SHADER (samplers)");
+  if (src != SS6_INDIRECT || n != 3) return raise("texture state loaded other than SS6_INDIRECT");
+  if (!units || dst + units > 16)
+    return raise("texture state slots [" + std::to_string(dst) + ", +" + std::to_string(units) +
+                 ") outside the 16 there are");
+  const uint32_t dwords = descriptors ? 16 : 4;
+  const uint32_t *data =
+      reinterpret_cast<const uint32_t *>(host(from, uint64_t(units) * dwords * 4));
+  if (!data || from % (descriptors ? 64 : 16))
+    return raise(std::string(descriptors ? "texture descriptors" : "samplers") + " from " +
+                 hex(from) + " outside every allocation or not " + (descriptors ? "64" : "16") +
+                 "-byte aligned");
+  for (uint32_t u = 0; u < units; ++u) {
+    if (descriptors) {
+      memcpy(textures_[dst + u].words, data + 16 * u, 64);
+      texture_loaded_[dst + u] = true;
+    } else {
+      memcpy(samplers_[dst + u].data(), data + 4 * u, 16);
+      sampler_loaded_[dst + u] = true;
+    }
+  }
+  (descriptors ? textures_from_ : samplers_from_) = from - uint64_t(dst) * dwords * 4;
+  return true;
+}
+
+void fake_kgsl::tex_state_reset() {
+  std::fill(texture_loaded_.begin(), texture_loaded_.end(), false);
+  std::fill(sampler_loaded_.begin(), sampler_loaded_.end(), false);
+  textures_from_ = samplers_from_ = 0;
+}
+
+// The texture state of kernel k's images (AdrenoKernel.images) against what the packets loaded:
+// SP_CS_TEX_COUNT and SP_CS_CONFIG's NTEX/NSAMP the image count; SP_CS_TEX_CONST and
+// SP_CS_TEX_SAMP where the loads read from; per image a descriptor (linear, 2D, swizzle XYZW, the
+// format, size and pitch of the facts, PITCHALIGN the pitch's, based at the image's buffer as
+// the constant file holds it) and a sampler (nearest, unnormalized, CLAMP_TO_BORDER on S/T/R,
+// border colour 0), and a border colour table whose entry 0 is zero. Field layouts: a6xx.xml
+// A6XX_TEX_CONST and A6XX_TEX_SAMP (Mesa 25.0.7), read here field by field, not through the
+// encoder's writer (adreno_texture.h). The descriptors go to the emulator as loaded.
+bool fake_kgsl::textures_check(uint32_t k, const fb::AdrenoKernel *a,
+                               const std::vector<uint64_t> &gpus, ir3_dispatch *d) {
+  const fb::Kernel *kern = capture_->kernels()->Get(k);
+  const std::string what = "kernel " + std::to_string(k) + " '" + kern->name()->str() + "': ";
+  const auto bad = [&](const std::string &s) { return raise(what + s); };
+  const uint32_t n = a->images() ? a->images()->size() : 0;
+  using config = fields::SP_CS_CONFIG;
+  const uint32_t cfg = regs_[SP_CS_CONFIG];
+  if (regs_[SP_CS_TEX_COUNT] != n || field_get(cfg, config::NTEX) != n ||
+      field_get(cfg, config::NSAMP) != n)
+    return bad("SP_CS_TEX_COUNT " + std::to_string(regs_[SP_CS_TEX_COUNT]) + ", NTEX " +
+               std::to_string(field_get(cfg, config::NTEX)) + " and NSAMP " +
+               std::to_string(field_get(cfg, config::NSAMP)) + " are not its " + std::to_string(n) +
+               " images");
+  if (field_get(cfg, config::BINDLESS_TEX) || field_get(cfg, config::BINDLESS_SAMP))
+    return bad("SP_CS_CONFIG asks for bindless textures or samplers");
+  d->textures.clear();
+  if (!n) return true;
+  for (uint32_t r :
+       {uint32_t(SP_CS_TEX_CONST), uint32_t(SP_CS_TEX_CONST_HI), uint32_t(SP_CS_TEX_SAMP),
+        uint32_t(SP_CS_TEX_SAMP_HI), uint32_t(SP_TP_BORDER_COLOR_BASE_ADDR),
+        uint32_t(SP_TP_BORDER_COLOR_BASE_ADDR_HI)})
+    if (!written_[r])
+      return bad(std::string("it reads images but ") + reg_name(r) + " was not written");
+  const auto reg64 = [&](uint32_t r) { return uint64_t(regs_[r + 1]) << 32 | regs_[r]; };
+  if (reg64(SP_CS_TEX_CONST) != textures_from_ || reg64(SP_CS_TEX_SAMP) != samplers_from_)
+    return bad(
+        "SP_CS_TEX_CONST / SP_CS_TEX_SAMP are not where CP_LOAD_STATE6 read the "
+        "descriptors and samplers");
+  const uint64_t border = reg64(SP_TP_BORDER_COLOR_BASE_ADDR);
+  const uint8_t *entry = host(border, 128);
+  if (!entry || border % 128)
+    return bad("SP_TP_BORDER_COLOR_BASE_ADDR " + address_text(border) +
+               " is no 128-byte aligned border colour table");
+  for (int b = 0; b < 128; ++b)
+    if (entry[b])
+      return bad("its border colour entry 0 is not zero (padding reads would not be 0)");
+  for (uint32_t i = 0; i < n; ++i) {
+    const fb::AdrenoImage *m = a->images()->Get(i);
+    const std::string im = "image " + std::to_string(i) + ": ";
+    if (!texture_loaded_[i] || !sampler_loaded_[i])
+      return bad(im + "texture " + std::to_string(i) + " or sampler " + std::to_string(i) +
+                 " was not loaded (CP_LOAD_STATE6 SB6_CS_TEX) since the last invalidate");
+    const uint32_t *w = textures_[i].words;
+    const uint32_t fmt = (w[0] >> 22) & 0xff, tile = w[0] & 3, swiz = (w[0] >> 4) & 0xfff,
+                   width = w[1] & 0x7fff, height = (w[1] >> 15) & 0x7fff,
+                   pitch = (w[2] >> 7) & 0x3fffff, type = (w[2] >> 29) & 7, pitchalign = w[2] & 0xf;
+    const uint64_t base = (uint64_t(w[5] & 0x1ffff) << 32) | (w[4] & ~31u);
+    if (tile != 0 || type != 1 || swiz != (0u | 1u << 3 | 2u << 6 | 3u << 9))
+      return bad(im + "the descriptor is not a linear 2D image with swizzle XYZW");
+    if (fmt != m->format() || width != m->width() || height != m->height() || pitch != m->pitch())
+      return bad(im + "the descriptor's format " + hex(fmt) + ", size " + std::to_string(width) +
+                 "x" + std::to_string(height) + ", pitch " + std::to_string(pitch) +
+                 " are not the capture's " + hex(m->format()) + ", " + std::to_string(m->width()) +
+                 "x" + std::to_string(m->height()) + ", " + std::to_string(m->pitch()));
+    if (!pitch || (pitch >> (pitchalign + 6)) << (pitchalign + 6) != pitch)
+      return bad(im + "PITCHALIGN " + std::to_string(pitchalign) +
+                 " claims more than the pitch's "
+                 "alignment");
+    if (m->slot() >= gpus.size() || base != gpus[m->slot()])
+      return bad(im + "the descriptor's base " + address_text(base) +
+                 " is not the address of its buffer (parameter " + std::to_string(m->slot()) + ")");
+    const auto &sm = samplers_[i];
+    const uint32_t mag = (sm[0] >> 1) & 3, min = (sm[0] >> 3) & 3, ws = (sm[0] >> 5) & 7,
+                   wt = (sm[0] >> 8) & 7, wr = (sm[0] >> 11) & 7, unnorm = (sm[1] >> 5) & 1,
+                   bcolor = sm[2] >> 7;
+    if (mag || min || ws != 3 || wt != 3 || wr != 3 || !unnorm || bcolor)
+      return bad(im + "sampler " + hex(sm[0]) + " " + hex(sm[1]) + " " + hex(sm[2]) +
+                 " is not nearest, unnormalized, CLAMP_TO_BORDER with border colour 0");
+  }
+  d->textures.assign(textures_.begin(), textures_.begin() + n);
+  return true;
+}
+
 bool fake_kgsl::load_state(const uint32_t *p, uint32_t n) {
   if (n < 3) return raise("CP_LOAD_STATE6_FRAG with " + std::to_string(n) + " payload words");
   using f = fields::CP_LOAD_STATE6_FRAG;
@@ -512,8 +634,10 @@ bool fake_kgsl::load_state(const uint32_t *p, uint32_t n) {
   const uint32_t dst = get(f::DST_OFF), type = get(f::STATE_TYPE), src = get(f::STATE_SRC),
                  block = get(f::STATE_BLOCK), units = get(f::NUM_UNIT);
   const uint64_t from = field_get(p, n, f::EXT_SRC_ADDR);
+  if (block == SB6_CS_TEX) return load_tex_state(type, src, dst, units, from, n);
   if (block != SB6_CS_SHADER)
-    return raise("CP_LOAD_STATE6 to state block " + hex(block) + ": only SB6_CS_SHADER is known");
+    return raise("CP_LOAD_STATE6 to state block " + hex(block) +
+                 ": only SB6_CS_SHADER and SB6_CS_TEX are known");
   if (type == ST6_SHADER) {
     if (src != SS6_INDIRECT || n != 3) return raise("a shader load that is not SS6_INDIRECT");
     if (!units || !host(from, uint64_t(units) * 128))
@@ -695,6 +819,11 @@ bool fake_kgsl::dispatch(uint32_t gx, uint32_t gy, uint32_t gz) {
   }
   for (uint32_t s = 0; s < nscalar; ++s)
     memcpy(&scalars[s], consts_ + pbase * 4 + 2 * (nbuf + s), 8);
+  {
+    ir3_dispatch tex;
+    if (!textures_check(k, a, gpus, &tex)) return false;
+    dispatch_textures_ = std::move(tex.textures);
+  }
   if (mode_ == fake_adreno_mode::twin) {
     twins_.run(k, bufs.data(), scalars.data());
   } else {
@@ -760,6 +889,7 @@ bool fake_kgsl::kernel_emulate(uint32_t k, const uint32_t groups[3]) {
   d.workgroup_id_regid = c0 & 0xff;
   d.local_id_regid = (c0 >> 24) & 0xff;
   d.constant_demotion = regs_[SP_MODE_CONTROL] & 1;
+  d.textures = dispatch_textures_;  // the descriptors as CP_LOAD_STATE6 loaded them
   // Constants never loaded in this command hold a NaN that is no address, so a kernel reading one
   // (a missing or misplaced CP_LOAD_STATE6) computes garbage or faults instead of reading the
   // previous kernel's.

@@ -18,6 +18,7 @@
 // context fail (EPROTO), as a GPU fault does on KGSL. Wedged, it accepts commands and never runs or
 // retires them, so waits time out. It measures nothing about a real GPU.
 #pragma once
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -98,6 +99,9 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   bool ib_run(uint64_t gpu, uint64_t dwords, int depth);
   bool type7(uint32_t opcode, const uint32_t *p, uint32_t n, int depth);
   bool load_state(const uint32_t *p, uint32_t n);
+  bool load_tex_state(uint32_t type, uint32_t src, uint32_t dst, uint32_t units, uint64_t from,
+                      uint32_t n);
+  void tex_state_reset();
   bool dispatch(uint32_t gx, uint32_t gy, uint32_t gz);
   bool kernel_emulate(uint32_t k, const uint32_t groups[3]);
   // A binding a kernel writes, and its bytes before the dispatch (check mode).
@@ -133,6 +137,16 @@ class fake_kgsl final : public kgsl::kgsl_sys {
   uint32_t consts_[256 * 4] = {};
   std::vector<bool> const_loaded_ = std::vector<bool>(256);
   uint64_t shader_loaded_ = 0;
+  // SB6_CS_TEX state loaded in this command (since the last CS_STATE invalidate): texture
+  // descriptors (ST6_CONSTANTS) and samplers (ST6_SHADER) by slot, and where each load read them.
+  std::vector<ir3_image> textures_ = std::vector<ir3_image>(16);
+  std::vector<std::array<uint32_t, 4>> samplers_ = std::vector<std::array<uint32_t, 4>>(16);
+  std::vector<bool> texture_loaded_ = std::vector<bool>(16),
+                    sampler_loaded_ = std::vector<bool>(16);
+  uint64_t textures_from_ = 0, samplers_from_ = 0;
+  bool textures_check(uint32_t k, const fb::AdrenoKernel *a, const std::vector<uint64_t> &gpus,
+                      ir3_dispatch *d);
+  std::vector<ir3_image> dispatch_textures_;  // what textures_check handed the emulator
   bool compute_marker_ = false;
   // Attached capture.
   const fb::Capture *capture_ = nullptr;

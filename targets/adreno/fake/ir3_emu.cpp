@@ -1116,9 +1116,11 @@ bool image_decode(const ir3_image &im, image_view *v, std::string *why) {
 
 bool runner::tex(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
   if (i.op == o::tcinv) return true;
-  if (i.op != o::isam) return fail("not modelled");
+  // isaml is isam with a level of detail (the second source): what ir3 makes of NIR's txf
+  // (ir3_compiler_nir.c emit_tex). Linear images have one level: only level 0 is modelled.
+  if (i.op != o::isam && i.op != o::isaml) return fail("not modelled");
   if (i.s2en || i.sv || i.imm_offset || i.o || i.tex3d || i.array)
-    return fail("only the plain 2D isam (no .s2en, .v, offsets, .3d, .a) is modelled");
+    return fail("only the plain 2D isam/isaml (no .s2en, .v, offsets, .3d, .a) is modelled");
   if (i.type != ir3_f32 && i.type != ir3_f16)
     return fail("isam of a non-float type is not modelled");
   if (i.tex >= d_.textures.size())
@@ -1138,6 +1140,9 @@ bool runner::tex(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
   ir3_operand cx = i.src[0], cy = i.src[0];
   cy.num++;
   if (!src_column(w, cx, 0, false, &x) || !src_column(w, cy, 0, false, &y)) return false;
+  column lod;
+  const bool has_lod = i.op == o::isaml;
+  if (has_lod && (i.nsrc < 2 || !src_column(w, i.src[1], 0, false, &lod))) return false;
   for (int c = 0; c < 4; c++) {
     ir3_operand dc = i.dst[0];
     dc.num = uint16_t(dc.num + c);
@@ -1145,8 +1150,11 @@ bool runner::tex(wave &w, const ir3_instr &i, const ir3_lanes &exec) {
     if ((i.wrmask >> c & 1) && !dst_column(w, dc, 0, &dst[c])) return false;
   }
   return each(exec, [&](int lane) {
-    uint32_t xs, ys;
+    uint32_t xs, ys, level = 0;
     if (!get(w, x, lane, &xs) || !get(w, y, lane, &ys)) return false;
+    if (has_lod && !get(w, lod, lane, &level)) return false;
+    if (level != 0)
+      return fail("isaml of level " + std::to_string(level) + " (only level 0 is modelled)");
     const int32_t px = !i.full ? int32_t(sext(xs, 16)) : int32_t(xs),
                   py = !i.full ? int32_t(sext(ys, 16)) : int32_t(ys);
     float texel[4] = {0, 0, 0, 0};

@@ -12,8 +12,9 @@
 // float ALU (float32 and float16, flush-to-zero, mad.f32 unfused by default); cat4 rcp, rsq,
 // log2, exp2, sin, cos, sqrt (computed in double, rounded: not the hardware's approximations);
 // ldg/stg (immediate and .a forms, vectors), ldl/stl (shared), ldp/stp (private), getfiberid;
-// isam and stib.b/ldib.b on RGBA float32 and float16 linear 2D images (descriptors in the
-// A6XX_TEX_CONST layout, ir3_image below) with out-of-range reads giving 0. Private memory is
+// isam, isaml at level 0 (what ir3 makes of txf) and stib.b/ldib.b on RGBA float32 and float16
+// linear 2D images (descriptors in the A6XX_TEX_CONST layout, ir3_image below) with
+// out-of-range reads giving 0. Private memory is
 // the emulator's own, per fiber (the SP_CS_PVT_MEM_ADDR buffer is not touched); registers,
 // shared and private memory start at zero in every workgroup.
 // Not modelled (an error naming the instruction when executed): varyings and fragment-only

@@ -573,6 +573,51 @@ TEST_CASE("ir3 emulator: isam and stib.b on RGBA float32 and float16 linear imag
   }
 }
 
+// isaml, what ir3 makes of NIR's txf (the tiled products' weights read as images, issue 28): at
+// level 0 it reads as isam does, 0 outside; another level is refused by name.
+TEST_CASE("ir3 emulator: isaml at level 0 reads texels, 0 outside; another level is refused") {
+  CHECK(text(isaml(f32, R(3, 0), R(2, 0), R(4, 0), 0)).find("isaml") != std::string::npos);
+  for (const uint32_t level : {0u, 1u}) {
+    INFO("level " << level);
+    harness h;
+    // A 4x2 float16 input image (pitch 64) holding (x, y, 7, 1); an 8x8 float32 output image.
+    for (int y = 0; y < 2; y++)
+      for (int x = 0; x < 4; x++)
+        for (int ch = 0; ch < 4; ch++)
+          h.at<uint16_t>(0x1000 + y * 64 + x * 8)[ch] = half_bits(ch == 0   ? float(x)
+                                                                  : ch == 1 ? float(y)
+                                                                  : ch == 2 ? 7.0f
+                                                                            : 1.0f);
+    h.d.textures.push_back(
+        ir3_image_rgba(ir3_fmt6_16_16_16_16_float, 4, 2, 64, harness::base + 0x1000));
+    h.d.ibos.push_back(
+        ir3_image_rgba(ir3_fmt6_32_32_32_32_float, 8, 8, 256, harness::base + 0x4000));
+    const bool ran =
+        h.run({cat2(and_b, R(2, 0), g(R(0, 0)), imm(7)), cat2(shr_b, R(2, 1), g(R(0, 0)), imm(3)),
+               mov_i(u32, u32, R(4, 0), level), nop(5), isaml(f32, R(3, 0), R(2, 0), R(4, 0), 0),
+               stib(f32, R(3, 0), R(2, 0), 0) | SY, end()});
+    if (level) {
+      CHECK_FALSE(ran);
+      CHECK(h.err.find("isaml of level 1") != std::string::npos);
+      continue;
+    }
+    REQUIRE(ran);
+    INFO(h.findings_text());
+    CHECK(h.findings.empty());
+    for (int y = 0; y < 8; y++)
+      for (int x = 0; x < 8; x++) {
+        const float *t = h.at<float>(0x4000 + y * 256 + x * 16);
+        const bool in = x < 4 && y < 2;
+        CHECK(t[0] == (in ? x : 0));
+        CHECK(t[1] == (in ? y : 0));
+        CHECK(t[2] == (in ? 7 : 0));
+        CHECK(t[3] == (in ? 1 : 0));
+      }
+    CHECK(h.counts.texels == 64);
+    CHECK(h.counts.texture_bytes == 8 * 8);  // the 8 texels inside, 8 bytes each
+  }
+}
+
 // Each rule of the hazard checker, planted in a program that is otherwise correct, and named.
 TEST_CASE("ir3 hazards: each planted hazard is named; the legal programs have none") {
   harness h;

@@ -221,7 +221,7 @@ void ir3_accesses(const ir3_instr &i, int32_t a0, std::vector<ir3_access> *reads
       return;
     case 5: {
       if (i.op == o::tcinv) return;
-      const int coords = i.op == o::isam ? 2 + (i.array || i.tex3d) : 1;
+      const int coords = i.op == o::isam || i.op == o::isaml ? 2 + (i.array || i.tex3d) : 1;
       if (i.nsrc > 0) src(0, coords);
       if (i.nsrc > 1) src(1, 1);
       for (int c = 0; c < 4; c++)

@@ -169,6 +169,11 @@ constexpr uint64_t isam(int type, int dst, int coords, int tex, int wrmask = 15)
   return 5ull << 61 | uint64_t(type) << 44 | uint64_t(wrmask) << 40 | uint64_t(dst) << 32 |
          uint64_t(tex) << 25 | 1ull << 18 | uint64_t(coords) << 1 | 1;
 }
+// isaml (ir3-cat5.xml, OPC 1): as isam but bit 18 clear, the level of detail in SRC2 (9-16).
+constexpr uint64_t isaml(int type, int dst, int coords, int lod, int tex, int wrmask = 15) {
+  return 5ull << 61 | 1ull << 54 | uint64_t(type) << 44 | uint64_t(wrmask) << 40 |
+         uint64_t(dst) << 32 | uint64_t(tex) << 25 | uint64_t(lod) << 9 | uint64_t(coords) << 1 | 1;
+}
 constexpr uint64_t bar() { return 7ull << 61 | 1ull << 54 | 1ull << 49; }
 constexpr uint64_t getfiberid(int dst) {
   return 6ull << 61 | 1ull << 53 | uint64_t(u32) << 49 | uint64_t(dst) << 32 | 3ull << 22 |
