@@ -24,6 +24,8 @@ fake_kfd::counts fake_kfd::now() const {
   c.memory = int(bos_.size());
   c.queues = int(queues_.size());
   c.events = int(events_.size());
+  c.client_objects =
+      c.memory - (event_page_ && bos_.count(event_page_) ? 1 : 0) + c.queues + c.events;
   return c;
 }
 
@@ -41,6 +43,7 @@ std::vector<std::pair<uint64_t, uint64_t>> fake_kfd::ranges() const {
 
 int fake_kfd::open(const char *path, int) {
   std::lock_guard<std::mutex> hold(lock_);
+  if (const int e = injected("open", ENOMEM)) return errno = e, -1;
   const std::string p = path;
   if (p == kfd_path_) {  // every open is the same kfd_process
     ++counts_.kfd_opens;
@@ -62,6 +65,7 @@ int fake_kfd::close(int fd) {
   std::lock_guard<std::mutex> hold(lock_);
   // The kfd_process and a DRM file its VM holds outlive the fd.
   if (!fds_.erase(fd)) return fail(EBADF, "close of fd " + std::to_string(fd));
+  if (const int e = injected("close", EIO)) return errno = e, -1;  // closed all the same
   return 0;
 }
 
@@ -70,7 +74,47 @@ int fake_kfd::ioctl(int fd, unsigned long request, void *arg) {
   auto it = fds_.find(fd);
   if (it == fds_.end()) return fail(EBADF, "ioctl on fd " + std::to_string(fd));
   if (it->second != 0) return fail(ENOTTY, "ioctl on a render node");  // none are used
+  struct call {
+    unsigned long request;
+    const char *name;
+    int error;
+    bool releases;
+  };
+  static const call calls[] = {
+      {AMDKFD_IOC_GET_VERSION, "ioctl AMDKFD_IOC_GET_VERSION", EINVAL, false},
+      {AMDKFD_IOC_ACQUIRE_VM, "ioctl AMDKFD_IOC_ACQUIRE_VM", ENOMEM, false},
+      {AMDKFD_IOC_ALLOC_MEMORY_OF_GPU, "ioctl AMDKFD_IOC_ALLOC_MEMORY_OF_GPU", ENOMEM, false},
+      {AMDKFD_IOC_MAP_MEMORY_TO_GPU, "ioctl AMDKFD_IOC_MAP_MEMORY_TO_GPU", ENOMEM, false},
+      {AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU, "ioctl AMDKFD_IOC_UNMAP_MEMORY_FROM_GPU", EIO, true},
+      {AMDKFD_IOC_FREE_MEMORY_OF_GPU, "ioctl AMDKFD_IOC_FREE_MEMORY_OF_GPU", EIO, true},
+      {AMDKFD_IOC_CREATE_QUEUE, "ioctl AMDKFD_IOC_CREATE_QUEUE", ENOMEM, false},
+      {AMDKFD_IOC_DESTROY_QUEUE, "ioctl AMDKFD_IOC_DESTROY_QUEUE", EIO, true},
+      {AMDKFD_IOC_CREATE_EVENT, "ioctl AMDKFD_IOC_CREATE_EVENT", ENOMEM, false},
+      {AMDKFD_IOC_DESTROY_EVENT, "ioctl AMDKFD_IOC_DESTROY_EVENT", EIO, true},
+      {AMDKFD_IOC_WAIT_EVENTS, "ioctl AMDKFD_IOC_WAIT_EVENTS", EIO, false},
+  };
+  for (const call &c : calls)
+    if (c.request == request)
+      if (const int e = injected(c.name, c.error)) {
+        if (c.releases) kfd_ioctl(request, arg);
+        errno = e;
+        return -1;
+      }
   return kfd_ioctl(request, arg);
+}
+
+void fake_kfd::engine_attach(engine e) {
+  std::lock_guard<std::mutex> hold(lock_);
+  engine_ = std::move(e);
+}
+
+void fake_kfd::inject_set(std::function<int(const char *, int)> f) {
+  std::lock_guard<std::mutex> hold(lock_);
+  inject_ = std::move(f);
+}
+
+int fake_kfd::injected(const char *what, int default_error) {
+  return inject_ ? inject_(what, default_error) : 0;
 }
 
 void fake_kfd::fail_once(unsigned long request, int e) {
@@ -79,10 +123,10 @@ void fake_kfd::fail_once(unsigned long request, int e) {
 }
 
 int fake_kfd::kfd_ioctl(unsigned long request, void *arg) {
-  auto injected = fail_once_.find(request);
-  if (injected != fail_once_.end()) {
-    const int e = injected->second;
-    fail_once_.erase(injected);
+  auto once = fail_once_.find(request);
+  if (once != fail_once_.end()) {
+    const int e = once->second;
+    fail_once_.erase(once);
     errno = e;  // a driver's failure, not a broken rule: not recorded in refused()
     return -1;
   }
@@ -134,12 +178,16 @@ int fake_kfd::kfd_ioctl(unsigned long request, void *arg) {
       if (b->second.mapped == map) return fail(EINVAL, "(UN)MAP_MEMORY twice");
       b->second.mapped = map;
       a->n_success = a->n_devices;
+      if (engine_.memory) engine_.memory(b->second.va, b->second.size, map);
       return 0;
     }
     case AMDKFD_IOC_FREE_MEMORY_OF_GPU: {
       auto *a = static_cast<kfd_ioctl_free_memory_of_gpu_args *>(arg);
       if (a->handle == event_page_) return fail(EPERM, "FREE_MEMORY_OF_GPU of the event page");
-      if (!bos_.erase(a->handle)) return fail(EINVAL, "FREE_MEMORY_OF_GPU of an unknown handle");
+      auto b = bos_.find(a->handle);
+      if (b == bos_.end()) return fail(EINVAL, "FREE_MEMORY_OF_GPU of an unknown handle");
+      if (b->second.mapped && engine_.memory) engine_.memory(b->second.va, b->second.size, false);
+      bos_.erase(b);
       return 0;
     }
     case AMDKFD_IOC_CREATE_QUEUE: {
@@ -160,12 +208,16 @@ int fake_kfd::kfd_ioctl(unsigned long request, void *arg) {
       while (gpus_[index].gpu_id != a->gpu_id) ++index;
       queues_[id] = a->gpu_id;
       a->queue_id = id;
+      if (engine_.queue)
+        engine_.queue(id, a->queue_type == KFD_IOC_QUEUE_TYPE_COMPUTE, a->ring_base_address,
+                      a->ring_size, a->write_pointer_address, a->read_pointer_address);
       a->doorbell_offset = doorbell_base(index) + 8ull * id;
       return 0;
     }
     case AMDKFD_IOC_DESTROY_QUEUE: {
       auto *a = static_cast<kfd_ioctl_destroy_queue_args *>(arg);
       if (!queues_.erase(a->queue_id)) return fail(EINVAL, "DESTROY_QUEUE of an unknown queue");
+      if (engine_.queue) engine_.queue(a->queue_id, false, 0, 0, 0, 0);
       return 0;
     }
     case AMDKFD_IOC_CREATE_EVENT: {
@@ -195,11 +247,13 @@ int fake_kfd::kfd_ioctl(unsigned long request, void *arg) {
       return 0;
     }
     case AMDKFD_IOC_WAIT_EVENTS: {
-      // No interrupts are modelled: the wait ends at once and the caller re-reads its signal.
+      // No interrupts are modelled: the engine (if any) runs, the wait ends at once and the
+      // caller re-reads its signal.
       auto *a = static_cast<kfd_ioctl_wait_events_args *>(arg);
       auto *ev = reinterpret_cast<kfd_event_data *>(uintptr_t(a->events_ptr));
       for (uint32_t i = 0; i < a->num_events; ++i)
         if (!events_.count(ev[i].event_id)) return fail(EINVAL, "WAIT_EVENTS on an unknown event");
+      if (engine_.run) engine_.run();
       a->wait_result = KFD_IOC_WAIT_RESULT_COMPLETE;
       return 0;
     }
@@ -208,8 +262,9 @@ int fake_kfd::kfd_ioctl(unsigned long request, void *arg) {
 }
 
 void *fake_kfd::mmap(void *addr, size_t length, int prot, int flags, int fd, off_t offset) {
-  if (fd < 0) return ::mmap(addr, length, prot, flags, fd, offset);  // address space only
   std::lock_guard<std::mutex> hold(lock_);
+  if (const int e = injected("mmap", ENOMEM)) return errno = e, MAP_FAILED;
+  if (fd < 0) return ::mmap(addr, length, prot, flags, fd, offset);  // address space only
   auto it = fds_.find(fd);
   bool known = false;
   if (it != fds_.end() && it->second != 0) {  // a BO's CPU view, from the render node
@@ -236,6 +291,11 @@ void *fake_kfd::mmap(void *addr, size_t length, int prot, int flags, int fd, off
   return ::mmap(addr, length, prot, (flags & MAP_FIXED) | MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 }
 
-int fake_kfd::munmap(void *addr, size_t length) { return ::munmap(addr, length); }
+int fake_kfd::munmap(void *addr, size_t length) {
+  std::lock_guard<std::mutex> hold(lock_);
+  const int r = ::munmap(addr, length);
+  if (const int e = injected("munmap", EINVAL)) return errno = e, -1;  // unmapped all the same
+  return r;
+}
 
 }  // namespace capgraph::kfd

@@ -10,11 +10,13 @@
 // - memory needs the GPU's VM, and two allocations may not overlap in it (EINVAL);
 // - each GPU has one doorbell page per process, mmap'ed from /dev/kfd at the base of the
 //   doorbell offsets CREATE_QUEUE returns.
-// GPU memory is host memory mapped at the address the client reserved. Nothing runs on it: the
-// fake executes no packets (fake-amd, targets/amd/fake, is the fake GPU that does, as a
-// transport of its own). Thread-safe.
+// GPU memory is host memory mapped at the address the client reserved. The fake runs no packets
+// itself: an engine attached with engine_attach (fake-kfd, targets/amd/fake/fake_kfd_device.cpp:
+// fake-amd's packet engine) is told what is mapped and queued and runs at each WAIT_EVENTS, since
+// a doorbell is a store the fake cannot see. Thread-safe.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -41,11 +43,34 @@ class fake_kfd final : public hcq::host_sys {
 
   // The next call of `request` (an AMDKFD_IOC_*) fails with errno `e`, as a driver may (ENOMEM).
   void fail_once(unsigned long request, int e);
+  // Asked before every call (open, close, each ioctl, mmap, munmap) with the call's name and its
+  // likely errno: the errno to fail it with, or 0. A call that releases something (close,
+  // munmap, UNMAP, FREE, DESTROY_*) releases it, then fails, as close(2) does. Null: none fail.
+  void inject_set(std::function<int(const char *what, int default_error)> f);
+  // Runs f under the fake's lock (to change what inject's function reads).
+  void run_locked(const std::function<void()> &f) {
+    std::lock_guard<std::mutex> hold(lock_);
+    f();
+  }
+
+  // A GPU behind the fake. Each hook is called with the fake's lock held: `memory` when a range
+  // is mapped to the GPU (true) or unmapped (false); `queue` when one is created (ring, its
+  // bytes, the write and read pointers' addresses; compute or SDMA) or destroyed (ring_bytes 0);
+  // `run` at each WAIT_EVENTS, before it returns.
+  struct engine {
+    std::function<void(uint64_t va, uint64_t size, bool mapped)> memory;
+    std::function<void(uint32_t id, bool compute, uint64_t ring, uint64_t ring_bytes,
+                       uint64_t write_ptr, uint64_t read_ptr)>
+        queue;
+    std::function<void()> run;
+  };
+  void engine_attach(engine e);
 
   // What was called and what is live.
   struct counts {
     int kfd_opens = 0, drm_opens = 0, acquire_vm = 0, doorbell_maps = 0, event_pages = 0;
     int open_fds = 0, memory = 0, queues = 0, events = 0;
+    int client_objects = 0;  // memory (less the kept event page), queues and events
   };
   counts now() const;
   // The first call that broke a rule above, with the errno it got ("" if none).
@@ -61,6 +86,7 @@ class fake_kfd final : public hcq::host_sys {
   };
   int fail(int e, const std::string &why);  // records, sets errno, returns -1
   int kfd_ioctl(unsigned long request, void *arg);
+  int injected(const char *what, int default_error);  // inject_'s errno, 0 when none
   bool vm_bound(uint32_t gpu_id) const { return vm_file_.count(gpu_id) != 0; }
   static uint64_t doorbell_base(size_t gpu_index) { return (uint64_t(gpu_index) + 1) << 36; }
 
@@ -80,6 +106,8 @@ class fake_kfd final : public hcq::host_sys {
   counts counts_;
   std::string refused_;
   std::map<unsigned long, int> fail_once_;  // request -> errno
+  engine engine_;
+  std::function<int(const char *, int)> inject_;
 };
 
 }  // namespace capgraph::kfd

@@ -78,7 +78,8 @@ class kfd_gpu_session {
     // The GPU address is the CPU address: reserve it, allocate there, map the CPU view over it.
     void *va = s.mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (va == MAP_FAILED) {
-      *err = name() + ": cannot reserve " + std::to_string(size) + " bytes of address space";
+      *err = name() + ": cannot reserve " + std::to_string(size) +
+             " bytes of address space: " + errno_text(errno);
       return CAPGRAPH_ERR_MEMORY;
     }
     kfd_ioctl_alloc_memory_of_gpu_args a{};
