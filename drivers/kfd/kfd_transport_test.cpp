@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -371,6 +372,19 @@ TEST_CASE(
   CHECK(err.find("AMDKFD_IOC_CREATE_QUEUE failed: Cannot allocate memory") != std::string::npos);
   CHECK(p.kfd->now().memory == 1);  // the event page only
   model_step(*a, 5);
+  // A failed WAIT_EVENTS: the wait naps instead, and still sees its signal.
+  p.kfd->fail_once(AMDKFD_IOC_WAIT_EVENTS, EIO);
+  hcq::memory m;
+  REQUIRE(b->alloc(4096, hcq::memory_kind::host, &m, &err) == CAPGRAPH_OK);
+  volatile uint64_t *signal = reinterpret_cast<volatile uint64_t *>(m.cpu);
+  *signal = 0;
+  std::thread later([signal] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    *signal = 3;
+  });
+  CHECK(b->wait(signal, 3, 2000000000ull, &err) == CAPGRAPH_OK);
+  later.join();
+  b->free(m);
   const fake_kfd::counts c = p.kfd->now();
   CHECK(c.acquire_vm == 1);  // the one that bound (an injected failure is not counted)
   CHECK(c.drm_opens == 2);
