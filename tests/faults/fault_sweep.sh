@@ -21,7 +21,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 # (after a failure mid-boot that one resets the GPU and boots cold).
 sweep_args=()
 case $device in
-  fake-amd|fake-usb) target=amd-gfx1100 ;;
+  fake-amd|fake-kfd|fake-usb) target=amd-gfx1100 ;;
   fake-adreno) target=adreno-a630 ;;
   fake-nv) target=nv-sm90 ;;
   *) fail "unknown device $device" ;;

@@ -11,7 +11,7 @@ build=${2:?usage: two_models.sh DEVICE BUILD_DIR}
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 case $device in
-  fake-amd* | fake-usb* | usb) target=amd-gfx1100 ;;
+  fake-amd* | fake-kfd | fake-usb* | usb) target=amd-gfx1100 ;;
   fake-adreno*) target=adreno-a630 ;;
   fake-nv*) target=nv-sm90 ;;
   *) fail "unknown device $device" ;;

@@ -48,6 +48,14 @@ void fake_gpu::region_attach(uint64_t gpu, uint64_t size, uint8_t *cpu) {
   regions_.push_back({gpu, size, cpu, false});
 }
 
+void fake_gpu::region_detach(uint64_t gpu) {
+  for (size_t i = 0; i < regions_.size(); ++i)
+    if (!regions_[i].owned && regions_[i].gpu == gpu) {
+      regions_.erase(regions_.begin() + long(i));
+      return;
+    }
+}
+
 uint64_t fake_gpu::queue_attach(hcq::queue_kind kind, uint64_t ring_gpu, uint64_t ring_bytes,
                                 volatile uint64_t *write_ptr, volatile uint64_t *read_ptr) {
   queue_state q;
@@ -792,6 +800,7 @@ void fake_amd_register() {
             "measures no time\n");
       },
       &fake_amd_attach);
+  fake_kfd_register();
 }
 
 capgraph_status fake_amd_attach(hcq::transport *dev, const fb::Capture *c,

@@ -73,6 +73,7 @@ class fake_gpu final : public hcq::transport {
   // freed by it), and a queue whose ring and pointers live in such memory (write pointer in dwords
   // for compute, bytes for copy, as queue_create's). run_queues() is what a doorbell does.
   void region_attach(uint64_t gpu, uint64_t size, uint8_t *cpu);
+  void region_detach(uint64_t gpu);  // forgets a region_attach'ed range (its memory is freed)
   uint64_t queue_attach(hcq::queue_kind kind, uint64_t ring_gpu, uint64_t ring_bytes,
                         volatile uint64_t *write_ptr, volatile uint64_t *read_ptr);
   void queue_detach(uint64_t handle) { queues_.erase(handle); }
@@ -181,6 +182,8 @@ capgraph_status fake_amd_attach(hcq::transport *dev, const fb::Capture *c,
 // Graph options that hand the capture to `gpu` at load (for tests that call hcq::graph::build).
 hcq::graph_options graph_options_for(fake_gpu &gpu, hcq::graph_options o = {});
 
-void fake_amd_register();
+void fake_amd_register();  // and fake_kfd_register()
+// "fake-kfd": the KFD transport over a fake /dev/kfd, this engine behind it (fake_kfd_device.cpp).
+void fake_kfd_register();
 
 }  // namespace capgraph::amd
