@@ -374,6 +374,29 @@ int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp) {
   return n;
 }
 
+int64_t channel_tile_window(const Kernel &k, const ChannelTilePlan &cp) {
+  int64_t n = 1;
+  for (int a = k.n_parallel; a < (int)k.axes.size(); a++) {
+    bool window = false;  // as TileEmitter splits window and rest
+    for (const DimIndex &d : k.loads[cp.x].dims) window |= skip_dim(d) && dim_uses(d, a);
+    if (window) n *= k.axes[a];
+  }
+  return n;
+}
+
+int64_t channel_tile_rest_trips(const Kernel &k, const ChannelTilePlan &cp) {
+  int64_t n = 1;
+  bool innermost = true;
+  for (int a = (int)k.axes.size() - 1; a >= k.n_parallel; a--) {
+    bool window = false;
+    for (const DimIndex &d : k.loads[cp.x].dims) window |= skip_dim(d) && dim_uses(d, a);
+    if (window) continue;
+    if (!(innermost && k.axes[a] <= kUnrolledLanes)) n *= k.axes[a];  // lanes: written out
+    innermost = false;
+  }
+  return n;
+}
+
 namespace {
 
 // One tile: Rt positions from p0 x VB blocks, accumulated in registers over all reduction loops,
