@@ -719,17 +719,18 @@ std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const 
 // without it (capgraph profile, 1 thread, old/new 0.99-1.02 per kernel; docs/performance.md).
 // Kept where it was worth speed when off: 1x1 convs and products (PP-OCR cls's 1.21x slower),
 // depthwise tiles (det's 3x3 s2 depthwise 1.33x), short reductions that LLVM unrolls (stems,
-// regnet_like's grouped convs of 1-2 blocks: 1.07-1.21x), and every tile on 16-lane vectors
-// (AVX-512, whose window loops are LLVM's to unroll: det's 3x3 convs 1.3-1.56x slower without).
-// CAPGRAPH_LSR=all runs it on every kernel (as before), CAPGRAPH_LSR=none (or the older
-// CAPGRAPH_NO_LSR=1) on none: experiments.
+// regnet_like's grouped convs of 1-2 blocks: 1.07-1.21x), the byte-table stems (x_expr:
+// comma_like's uint8 camera convs 1.05-1.07x), and every tile on 16-lane vectors (AVX-512, whose
+// window loops are LLVM's to unroll: det's 3x3 convs 1.3-1.56x slower without). CAPGRAPH_LSR=all
+// runs it on every kernel (as before), CAPGRAPH_LSR=none (or the older CAPGRAPH_NO_LSR=1) on none:
+// experiments.
 bool cpu_kernel_strength_reduce(const Kernel &k, const Program &p, const CpuTarget &t) {
   const char *knob = knob_get("CAPGRAPH_LSR");
   if (knob_get("CAPGRAPH_NO_LSR") || (knob && std::string(knob) == "none")) return false;
   if (knob && std::string(knob) == "all") return true;
   const ChannelTilePlan cp = channel_tile_plan(k, p, t);
-  return !(cp.ok && cp.keep_window_loops && !cp.x_vector && channel_tile_window(k, cp) > 1 &&
-           channel_tile_rest_trips(k, cp) >= 4);
+  return !(cp.ok && cp.keep_window_loops && !cp.x_vector && cp.x_expr < 0 &&
+           channel_tile_window(k, cp) > 1 && channel_tile_rest_trips(k, cp) >= 4);
 }
 
 namespace {
