@@ -68,6 +68,9 @@ struct ChannelTilePlan {
   bool lanes_looped = false;
   // The window reduction's loops carry llvm.loop.unroll.disable (on 8-lane vectors: AVX2).
   bool keep_window_loops = false;
+  // Those of the fixed tiles do, where the input is broadcast (not depthwise), on 16-lane
+  // vectors (AVX-512) too (cpu_channel_tile.cpp TileEmitter::reduction_emit).
+  bool keep_fixed_window_loops = false;
 };
 
 // The plan for kernel k on target t (its vector registers size the tile), or one with ok ==
