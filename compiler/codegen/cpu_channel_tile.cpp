@@ -103,6 +103,7 @@ class TilePlanner {
     if ((k.axes[v] != kChannelBlock && k.axes[v] != t.channel_block) || k.body < 0) return false;
     cp.L = k.axes[v];
     cp.keep_window_loops = t.f32_lanes == 8;
+    cp.keep_fixed_window_loops = t.f32_lanes >= 16 && !knob_get("CAPGRAPH_UNROLL_FIXED");
     cp.regs = cpu_target_block_registers(t, cp.L);
     // Sources: Intel Optimization Reference Manual (FMA latency 4 cycles on Skylake-SP and later,
     // 2 ports) and Cortex-A75 Software Optimization Guide (FMLA latency 4-5, 2 pipes): about 4 x
@@ -374,6 +375,29 @@ int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp) {
   return n;
 }
 
+int64_t channel_tile_window(const Kernel &k, const ChannelTilePlan &cp) {
+  int64_t n = 1;
+  for (int a = k.n_parallel; a < (int)k.axes.size(); a++) {
+    bool window = false;  // as TileEmitter splits window and rest
+    for (const DimIndex &d : k.loads[cp.x].dims) window |= skip_dim(d) && dim_uses(d, a);
+    if (window) n *= k.axes[a];
+  }
+  return n;
+}
+
+int64_t channel_tile_rest_trips(const Kernel &k, const ChannelTilePlan &cp) {
+  int64_t n = 1;
+  bool innermost = true;
+  for (int a = (int)k.axes.size() - 1; a >= k.n_parallel; a--) {
+    bool window = false;
+    for (const DimIndex &d : k.loads[cp.x].dims) window |= skip_dim(d) && dim_uses(d, a);
+    if (window) continue;
+    if (!(innermost && k.axes[a] <= kUnrolledLanes)) n *= k.axes[a];  // lanes: written out
+    innermost = false;
+  }
+  return n;
+}
+
 namespace {
 
 // One tile: Rt positions from p0 x VB blocks, accumulated in registers over all reduction loops,
@@ -612,9 +636,17 @@ struct TileEmitter {
   // by 2 where that is short enough. Only on 8-lane vectors (AVX2, where the captures show LLVM
   // unrolled none of them but in comma_like's stems): on AVX-512 it does unroll some (squeezenet:
   // 4-trip loops, 16-lane loops by 2), and what keeping them does to the speed there and on NEON
-  // was not measured. The looped lanes of the bound are kept everywhere.
+  // was not measured. The looped lanes of the bound are kept everywhere. On AVX-512 the fixed
+  // tiles' loops are kept too where X is broadcast (issue 27, measured on a Zen 4): LLVM's
+  // unroll passes were 47% of the optimizer's time on resnet18's 512-channel 3x3 convs on 7x7
+  // (all fixed tiles), and the kernels that changed ran the same kept (det, resnet18,
+  // squeezenet, inception_like, regnet_like: 0.97-1.03 per kernel). The runtime tiles stay
+  // LLVM's (kept, densenet_like's and det's 3x3 convs ran 1.4-1.5x slower), and so do the
+  // depthwise fixed tiles (kept: not measured). CAPGRAPH_UNROLL_FIXED=1 leaves them all to LLVM.
   void reduction_emit() {
-    e.keep_loops = !window.empty() && (cp.keep_window_loops || (fixed && cp.lanes_looped));
+    e.keep_loops = !window.empty() &&
+                   (cp.keep_window_loops ||
+                    (fixed && (cp.lanes_looped || (cp.keep_fixed_window_loops && !cp.x_vector))));
     reduction_loops();
     e.keep_loops = false;
   }

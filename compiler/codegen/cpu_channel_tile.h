@@ -68,6 +68,9 @@ struct ChannelTilePlan {
   bool lanes_looped = false;
   // The window reduction's loops carry llvm.loop.unroll.disable (on 8-lane vectors: AVX2).
   bool keep_window_loops = false;
+  // Those of the fixed tiles do, where the input is broadcast (not depthwise), on 16-lane
+  // vectors (AVX-512) too (cpu_channel_tile.cpp TileEmitter::reduction_emit).
+  bool keep_fixed_window_loops = false;
 };
 
 // The plan for kernel k on target t (its vector registers size the tile), or one with ok ==
@@ -75,6 +78,12 @@ struct ChannelTilePlan {
 ChannelTilePlan channel_tile_plan(const Kernel &k, const Program &p, const CpuTarget &t);
 // Work items of a kernel laid out by the plan (positions and o counted in tiles).
 int64_t channel_tile_work_size(const Kernel &k, const ChannelTilePlan &cp);
+// The window offsets the tile's reduction walks (the product of the reduction axes that move X's
+// checked dims: 9 for a 3x3 conv, 1 for a 1x1 conv or a product).
+int64_t channel_tile_window(const Kernel &k, const ChannelTilePlan &cp);
+// The trips of the tile's other reduction loops (input channel blocks), without the innermost
+// lanes the emitter writes out: 16 for a 3x3 conv over 128 channels in 8-channel blocks.
+int64_t channel_tile_rest_trips(const Kernel &k, const ChannelTilePlan &cp);
 // The byte table of an X chain (see x_expr), emitted before the work loop; nullptr without one.
 llvm::Value *channel_tile_table(KernelEmitter &e, const ChannelTilePlan &cp);
 // Emits one work item `w` (the caller loops over its range); `table` from channel_tile_table.

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <ctime>
 
 #include "codegen/cpu_channel_tile.h"
 #include "codegen/cpu_matvec.h"
@@ -690,10 +691,11 @@ struct CpuKernelEmitter : KernelEmitter {
 
 namespace {
 
-// The unique kernels `members` of the program in one module (its own LLVM context), compiled.
+// The unique kernels `members` of the program in one module (its own LLVM context), compiled,
+// with LLVM's loop strength reduction or without (cpu_kernel_strength_reduce).
 std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const KernelDedupe &d,
                                     const std::vector<int> &members, int o,
-                                    llvm::CodeGenFileType type) {
+                                    llvm::CodeGenFileType type, bool strength_reduce) {
   std::unique_ptr<llvm::TargetMachine> tm = target_machine_create(t.triple, t.cpu, t.features);
   if (type == llvm::CodeGenFileType::AssemblyFile)
     tm->Options.MCOptions.AsmVerbose = true;  // with the allocator's spill comments
@@ -703,13 +705,41 @@ std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const 
     CpuKernelEmitter e(m, p.kernels[d.reps[u]], p);
     e.emit(kernel_symbol(p.kernels[d.reps[u]], u), t);
   }
-  // CAPGRAPH_NO_LSR=1 compiles without LLVM's loop strength reduction (issue 27, compile time):
-  // its formula search over the many addresses of our unrolled tiles (each window offset a
-  // separate base, kept apart on purpose, see cpu_channel_tile.cpp window_apart) was half of
-  // PP-OCR cls's code generation (llc -time-passes on the dumped modules: 3.3 of 4.7 s in LSR;
-  // the depthwise 5x5 tiles 0.49 s each with it, 0.06 s without). What it does to the kernels'
-  // speed was not measured on a quiet machine: off by default until a side-by-side run says.
-  return module_compile(m, *tm, type, !knob_get("CAPGRAPH_NO_LSR"));
+  return module_compile(m, *tm, type, strength_reduce);
+}
+
+}  // namespace
+
+// Which kernels LLVM's loop strength reduction (LSR) runs on (issue 27, compile time). LSR is
+// LLVM's process-wide choice per code generation pipeline, so it is made per object, and the
+// kernels are grouped by it (objects_assign). Off for the window tiles of 8-lane targets (AVX2)
+// that keep their reduction loops (4 or more input channel blocks: kernel_emit.cpp keep_loops):
+// there LSR cost 25-35% of the compile (densenet_like 5.6 -> 4.1 CPU s, inception_like 4.3 ->
+// 3.3, resnet18 4.0 -> 3.4, det 3.6 -> 3.0 for --target cpu-x86_64) and the kernels ran the same
+// without it (capgraph profile, 1 thread, old/new 0.99-1.02 per kernel; docs/performance.md).
+// Kept where it was worth speed when off: 1x1 convs and products (PP-OCR cls's 1.21x slower),
+// depthwise tiles (det's 3x3 s2 depthwise 1.33x), short reductions that LLVM unrolls (stems,
+// regnet_like's grouped convs of 1-2 blocks: 1.07-1.21x), the byte-table stems (x_expr:
+// comma_like's uint8 camera convs 1.05-1.07x), and every tile on 16-lane vectors (AVX-512, whose
+// window loops are LLVM's to unroll: det's 3x3 convs 1.3-1.56x slower without). CAPGRAPH_LSR=all
+// runs it on every kernel (as before), CAPGRAPH_LSR=none (or the older CAPGRAPH_NO_LSR=1) on none:
+// experiments.
+bool cpu_kernel_strength_reduce(const Kernel &k, const Program &p, const CpuTarget &t) {
+  const char *knob = knob_get("CAPGRAPH_LSR");
+  if (knob_get("CAPGRAPH_NO_LSR") || (knob && std::string(knob) == "none")) return false;
+  if (knob && std::string(knob) == "all") return true;
+  const ChannelTilePlan cp = channel_tile_plan(k, p, t);
+  return !(cp.ok && cp.keep_window_loops && !cp.x_vector && cp.x_expr < 0 &&
+           channel_tile_window(k, cp) > 1 && channel_tile_rest_trips(k, cp) >= 4);
+}
+
+namespace {
+
+// This thread's CPU time: an object's cost apart from the load of the machine (the debug print).
+double thread_cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 // Objects the unique kernels are partitioned into: a fixed number, so that the capture is the
@@ -717,15 +747,26 @@ std::vector<uint8_t> compile_unique(const Program &p, const CpuTarget &t, const 
 // the threads balance; each costs an LLVM context and pipeline setup (a few ms).
 constexpr int kCodegenObjects = 8;
 
-// Each unique kernel's object: the costliest kernels first, each into the object with the least
-// cost so far (ties to the lower index), from the plans alone: deterministic.
-std::vector<int> objects_assign(const std::vector<int64_t> &cost, int n_obj) {
+// Each unique kernel's object: kernels with LSR and without go to separate objects (each class
+// gets objects in proportion to its cost, at least one); within a class, the costliest kernels
+// first, each into the object with the least cost so far (ties to the lower index). From the
+// plans alone: deterministic. `lsr_of` receives each object's class.
+std::vector<int> objects_assign(const std::vector<int64_t> &cost, const std::vector<char> &lsr,
+                                int n_obj, std::vector<char> *lsr_of) {
+  int64_t total = 0, with = 0;
+  for (size_t u = 0; u < cost.size(); u++) total += cost[u], with += lsr[u] ? cost[u] : 0;
+  int n_with = with == 0 ? 0 : with == total ? n_obj : (int)((n_obj * with + total / 2) / total);
+  if (with > 0 && with < total) n_with = std::min(std::max(n_with, 1), n_obj - 1);
+  lsr_of->assign(n_obj, 0);
+  for (int o = 0; o < n_with; o++) (*lsr_of)[o] = 1;
   std::vector<int> order(cost.size()), object(cost.size(), 0);
   for (size_t u = 0; u < cost.size(); u++) order[u] = (int)u;
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return cost[a] > cost[b]; });
   std::vector<int64_t> load(n_obj, 0);
   for (int u : order) {
-    int o = (int)(std::min_element(load.begin(), load.end()) - load.begin());
+    int o = -1;
+    for (int c = 0; c < n_obj; c++)
+      if ((*lsr_of)[c] == lsr[u] && (o < 0 || load[c] < load[o])) o = c;
     object[u] = o, load[o] += cost[u];
   }
   return object;
@@ -741,6 +782,7 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
   // A unique kernel's compile cost, roughly in LLVM instructions: its expressions, and the
   // multiply-adds a channel tile writes out (its runtime tile and its fixed border tiles).
   std::vector<int64_t> cost(d.reps.size(), 0);
+  std::vector<char> lsr(d.reps.size(), 1);
   for (size_t i = 0; i < p.kernels.size(); i++) {
     int u = d.unique_of[i];
     r.kernels[i].slots = kernel_slots(p.kernels[i]);
@@ -752,11 +794,13 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
     MatvecPlan mp = cp.ok || tp.ok ? MatvecPlan{} : matvec_plan(p.kernels[i], p, t);
     if (mp.ok) r.kernels[i].work_size = matvec_work_size(p.kernels[i], mp);
     r.kernels[i].symbol = kernel_symbol(p.kernels[d.reps[u]], u);
+    if ((int)i == d.reps[u]) lsr[u] = cpu_kernel_strength_reduce(p.kernels[i], p, t);
     if ((int)i == d.reps[u])
       cost[u] = 100 + 10 * (int64_t)p.kernels[i].exprs.size() +
                 (cp.ok ? cp.fixed_fmas + cp.R * cp.VB * 8 : 0);
   }
-  const std::vector<int> object = objects_assign(cost, n_obj);
+  std::vector<char> lsr_of;
+  const std::vector<int> object = objects_assign(cost, lsr, n_obj, &lsr_of);
   std::vector<std::vector<int>> members(n_obj);
   for (size_t u = 0; u < d.reps.size(); u++) members[object[u]].push_back((int)u);
   for (size_t i = 0; i < p.kernels.size(); i++) r.kernels[i].object = object[d.unique_of[i]];
@@ -775,24 +819,39 @@ CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs) {
   parallel_pull(n_obj, jobs, [&](int i) {
     const int o = pull[i];
     const auto t0 = std::chrono::steady_clock::now();
-    r.objects[o] = compile_unique(p, t, d, members[o], o, llvm::CodeGenFileType::ObjectFile);
+    const double c0 = thread_cpu_seconds();
+    r.objects[o] =
+        compile_unique(p, t, d, members[o], o, llvm::CodeGenFileType::ObjectFile, lsr_of[o]);
     if (debug) {  // each object's kernels, estimated cost and seconds (issue 27: the balance)
       const auto t1 = std::chrono::steady_clock::now();
-      fprintf(stderr, "codegen object %d: %zu kernels, cost %lld, %.3f s to %.3f s\n", o,
-              members[o].size(), (long long)object_cost[o],
+      fprintf(stderr,
+              "codegen object %d: %zu kernels, cost %lld, %s, %.3f s to %.3f s, cpu %.3f s\n", o,
+              members[o].size(), (long long)object_cost[o], lsr_of[o] ? "LSR" : "no LSR",
               std::chrono::duration<double>(t0 - start).count(),
-              std::chrono::duration<double>(t1 - start).count());
+              std::chrono::duration<double>(t1 - start).count(), thread_cpu_seconds() - c0);
     }
   });
   return r;
 }
 
 std::string cpu_codegen_assembly(const Program &p, const CpuTarget &t) {
+  // One module per LSR class, as the objects are compiled (with LSR first).
   KernelDedupe d = kernels_dedupe(p);
-  std::vector<int> all(d.reps.size());
-  for (size_t u = 0; u < all.size(); u++) all[u] = (int)u;
-  std::vector<uint8_t> text = compile_unique(p, t, d, all, 0, llvm::CodeGenFileType::AssemblyFile);
-  return std::string(text.begin(), text.end());
+  std::vector<int> with, without;
+  for (size_t u = 0; u < d.reps.size(); u++) {
+    const Kernel &k = p.kernels[d.reps[u]];
+    (cpu_kernel_strength_reduce(k, p, t) ? with : without).push_back((int)u);
+  }
+  std::string text;
+  for (bool strength_reduce : {true, false}) {
+    const std::vector<int> &members = strength_reduce ? with : without;
+    if (members.empty() && !(strength_reduce && without.empty())) continue;
+    std::vector<uint8_t> part =
+        compile_unique(p, t, d, members, strength_reduce ? 0 : 1,
+                       llvm::CodeGenFileType::AssemblyFile, strength_reduce);
+    text.append(part.begin(), part.end());
+  }
+  return text;
 }
 
 }  // namespace capgraph

@@ -31,6 +31,9 @@ struct CodegenResult {
 // Compiles every kernel of the program; `jobs` objects are built in parallel threads.
 CodegenResult cpu_codegen(const Program &p, const CpuTarget &t, int jobs);
 
+// Whether LLVM's loop strength reduction runs on kernel k's code for target t (off for the
+// AVX2 window tiles that keep their reduction loops: issue 27, cpu_codegen.cpp).
+bool cpu_kernel_strength_reduce(const Kernel &k, const Program &p, const CpuTarget &t);
 // The assembly text of every unique kernel of the program (tests look at the machine code).
 std::string cpu_codegen_assembly(const Program &p, const CpuTarget &t);
 

@@ -75,9 +75,9 @@ outputs run_interpreter(const Program &p, const std::vector<std::vector<uint8_t>
   return o;
 }
 
-outputs run_compiled(const Program &p, const std::vector<std::vector<uint8_t>> &inputs,
-                     int threads) {
-  CpuTarget t = cpu_target_named("cpu");
+outputs run_compiled(const Program &p, const std::vector<std::vector<uint8_t>> &inputs, int threads,
+                     const char *target = "cpu") {
+  CpuTarget t = cpu_target_named(target);
   CodegenResult code = cpu_codegen(p, t, 2);
   CaptureInfo info;
   info.model_name = "codegen_test";
@@ -1542,7 +1542,9 @@ TEST_CASE("the capture does not depend on the number of code generation threads"
   const std::string path = scratch_dir() + "/jobs_identical.onnx";
   b.save(path);
   // The CPU and the LLVM GPU families of this build (their spine, llvm_gpu.cpp, as well).
-  std::vector<std::string> targets = {"cpu"};
+  // cpu-x86_64 (AVX2) as well: its 3x3 convs over 4 or more input blocks compile without loop
+  // strength reduction, the rest with it, so its objects are of two kinds.
+  std::vector<std::string> targets = {"cpu", "cpu-x86_64"};
   for (const TargetEntry *t : target_entries())
     if (std::string(t->family) == "amd" || std::string(t->family) == "nv")
       targets.push_back(std::string(t->family) == "amd" ? "amd-gfx1100" : "nv-sm90");
@@ -1585,6 +1587,98 @@ TEST_CASE("CAPGRAPH_NO_LSR: kernels without loop strength reduction, and the opt
   unsetenv("CAPGRAPH_NO_LSR");
   CHECK(without != with);
   CHECK(cpu_codegen_assembly(p, t) == with);
+}
+
+TEST_CASE("AVX-512 fixed tiles keep their window loops from LLVM's unrolling") {
+  // Issue 27: LLVM's unroll passes were 47% of the optimizer's time on resnet18's 512-channel
+  // 3x3 convs on 7x7, whose tiles are all fixed; kept, the kernels ran the same. A 3x3 conv over
+  // 64 channels on 28x28 (16-lane blocks on cpu-x86_64-avx512; its border tiles are fixed): kept,
+  // their loops hold fewer written-out multiply-adds than LLVM unrolled (CAPGRAPH_UNROLL_FIXED=1).
+  ModelBuilder b(17);
+  b.input("x", DataType::float32, {1, 64, 28, 28});
+  b.initializer("w", ramp(64 * 64 * 9, 0.005f), {64, 64, 3, 3});
+  b.node("Conv", {"x", "w"}, {"y"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/fixed_loops_kept.onnx";
+  b.save(path);
+  CompileOptions opt;
+  opt.target = "cpu-x86_64-avx512";
+  CompileReport r;
+  Program p = compile_schedule(path, opt, &r);
+  const CpuTarget t = cpu_target_named("cpu-x86_64-avx512");
+  bool fixed = false;
+  for (const Kernel &k : p.kernels) {
+    const ChannelTilePlan cp = channel_tile_plan(k, p, t);
+    fixed =
+        fixed || (cp.ok && cp.mode == ChannelTilePlan::Mode::fixed && cp.keep_fixed_window_loops);
+  }
+  REQUIRE(fixed);
+  const std::string kept = cpu_codegen_assembly(p, t);
+  setenv("CAPGRAPH_UNROLL_FIXED", "1", 1);
+  const std::string unrolled = cpu_codegen_assembly(p, t);
+  unsetenv("CAPGRAPH_UNROLL_FIXED");
+  CHECK(fma_instructions(kept) > 0);
+  CHECK(fma_instructions(kept) < fma_instructions(unrolled));  // 136 against 268 (LLVM 19)
+  CHECK(cpu_codegen_assembly(p, t) == kept);
+  check_program(p);  // on the host's own target (AVX-512 where it has it)
+}
+
+TEST_CASE("loop strength reduction is off for the AVX2 window tiles that keep their loops only") {
+  // Issue 27: LSR was 25-35% of the AVX2 compile of densenet_like, inception_like and resnet18,
+  // spent on the 3x3 convs over many input blocks, which ran the same without it; the 1x1 convs,
+  // the depthwise tiles and the short reductions (the stem) ran 1.07-1.33x slower without it.
+  ModelBuilder b(17);
+  b.input("x", DataType::float32, {1, 3, 14, 14});
+  b.initializer("ws", ramp(32 * 3 * 9, 0.02f), {32, 3, 3, 3});
+  b.initializer("w3", ramp(16 * 32 * 9, 0.01f), {16, 32, 3, 3});
+  b.initializer("wd", ramp(16 * 9, 0.03f), {16, 1, 3, 3});
+  b.initializer("w1", ramp(16 * 16, 0.02f), {16, 16, 1, 1});
+  b.node("Conv", {"x", "ws"}, {"s"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "stem";
+  b.node("Conv", {"s", "w3"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})}).name = "wide";
+  b.node("Conv", {"c", "wd"}, {"d"}, {attr_ints("pads", {1, 1, 1, 1}), attr_int("group", 16)})
+      .name = "dw";
+  b.node("Conv", {"d", "w1"}, {"y"}).name = "pointwise";
+  b.output("y", DataType::float32);
+  const std::string path = scratch_dir() + "/lsr_choice.onnx";
+  b.save(path);
+  for (const char *target : {"cpu-x86_64", "cpu-x86_64-avx512"}) {
+    CAPTURE(target);
+    const bool avx2 = std::string(target) == "cpu-x86_64";
+    CompileOptions opt;
+    opt.target = target;
+    CompileReport r;
+    Program p = compile_schedule(path, opt, &r);
+    const CpuTarget t = cpu_target_named(target);
+    int off = 0;
+    for (const Kernel &k : p.kernels) {
+      CAPTURE(k.name);
+      const bool wide = !k.source_nodes.empty() && k.source_nodes[0] == "wide";
+      CHECK(cpu_kernel_strength_reduce(k, p, t) == !(avx2 && wide));
+      off += !cpu_kernel_strength_reduce(k, p, t);
+    }
+    CHECK(off == (avx2 ? 1 : 0));
+    // The choice reaches LLVM: the code differs from LSR everywhere (CAPGRAPH_LSR=all) on AVX2
+    // only, and the knob is put back.
+    const std::string chosen = cpu_codegen_assembly(p, t);
+    setenv("CAPGRAPH_LSR", "all", 1);
+    const std::string all = cpu_codegen_assembly(p, t);
+    unsetenv("CAPGRAPH_LSR");
+    CHECK((chosen != all) == avx2);
+    CHECK(cpu_codegen_assembly(p, t) == chosen);
+  }
+#if defined(__x86_64__)
+  // And the AVX2 capture computes the interpreter's results (an x86-64 host runs it).
+  CompileOptions opt;
+  opt.target = "cpu-x86_64";
+  CompileReport r;
+  Program p = compile_schedule(path, opt, &r);
+  std::vector<std::vector<uint8_t>> in(p.buffers.size());
+  for (size_t i = 0; i < p.buffers.size(); i++)
+    if (p.buffers[i].kind != Buffer::Kind::constant)
+      in[i].assign(p.buffers[i].numel * dtype_size(p.buffers[i].dtype), 0);
+  inputs_fill(p, in, 3);
+  outputs_compare(p, run_compiled(p, in, 1, "cpu-x86_64"), run_interpreter(p, in), 1e-4);
+#endif
 }
 
 TEST_CASE(
