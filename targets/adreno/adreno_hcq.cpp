@@ -349,21 +349,19 @@ class adreno_encoder final : public hcq::encoder {
     }
     memset(d.kernargs_cpu + l.border, 0, border_color_bytes);
     using load = fields::CP_LOAD_STATE6_FRAG;
-    const uint64_t samplers = d.kernargs + l.samplers, descriptors = d.kernargs + l.descriptors;
-    w_.emit({{load::DST_OFF, 0},
-             {load::STATE_TYPE, ST6_SHADER},
-             {load::STATE_SRC, SS6_INDIRECT},
-             {load::STATE_BLOCK, SB6_CS_TEX},
-             {load::NUM_UNIT, n},
-             {load::EXT_SRC_ADDR, samplers}});
-    w_.regs(SP_CS_TEX_SAMP, {lo(samplers), hi(samplers)});
-    w_.emit({{load::DST_OFF, 0},
-             {load::STATE_TYPE, ST6_CONSTANTS},
-             {load::STATE_SRC, SS6_INDIRECT},
-             {load::STATE_BLOCK, SB6_CS_TEX},
-             {load::NUM_UNIT, n},
-             {load::EXT_SRC_ADDR, descriptors}});
-    w_.regs(SP_CS_TEX_CONST, {lo(descriptors), hi(descriptors)});
+    // The n samplers (ST6_SHADER) and descriptors (ST6_CONSTANTS) of SB6_CS_TEX, each loaded
+    // from the argument block and its address given to the register the SP reads it from.
+    const auto tex_state = [&](uint32_t type, uint64_t at, uint32_t reg) {
+      w_.emit({{load::DST_OFF, 0},
+               {load::STATE_TYPE, type},
+               {load::STATE_SRC, SS6_INDIRECT},
+               {load::STATE_BLOCK, SB6_CS_TEX},
+               {load::NUM_UNIT, n},
+               {load::EXT_SRC_ADDR, at}});
+      w_.regs(reg, {lo(at), hi(at)});
+    };
+    tex_state(ST6_SHADER, d.kernargs + l.samplers, SP_CS_TEX_SAMP);
+    tex_state(ST6_CONSTANTS, d.kernargs + l.descriptors, SP_CS_TEX_CONST);
     const uint64_t border = d.kernargs + l.border;
     w_.regs(SP_TP_BORDER_COLOR_BASE_ADDR, {lo(border), hi(border)});
   }

@@ -50,14 +50,22 @@ std::vector<uint8_t> file_bytes(const std::string &path) {
                               std::istreambuf_iterator<char>());
 }
 
+// The capture at `path`, read into *bytes and verified as an Adreno capture; false and *err
+// naming what is wrong.
+bool capture_read(const std::string &path, std::vector<uint8_t> *bytes, const fb::Capture **c,
+                  std::string *err) {
+  *bytes = file_bytes(path);
+  if (bytes->empty()) return *err = "cannot read " + path, false;
+  return capture_verify(bytes->data(), bytes->size(), path.c_str(), c, err,
+                        &adreno::adreno_target) == CAPGRAPH_OK;
+}
+
 // Each damage and the words its fault must contain.
 int tamper_probe(const std::string &path) {
-  const std::vector<uint8_t> bytes = file_bytes(path);
+  std::vector<uint8_t> bytes;
   const fb::Capture *c = nullptr;
   std::string err;
-  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) !=
-      CAPGRAPH_OK)
-    return fail(err);
+  if (!capture_read(path, &bytes, &c, &err)) return fail(err);
   const bool wave128 = c->kernels()->Get(0)->facts_as_AdrenoKernel()->double_threadsize();
   struct damage {
     uint32_t reg, value;
@@ -122,12 +130,10 @@ capgraph_status replay_once(const fb::Capture *c, const std::string &path,
 }
 
 int images_probe(const std::string &path) {
-  const std::vector<uint8_t> bytes = file_bytes(path);
+  std::vector<uint8_t> bytes;
   const fb::Capture *c = nullptr;
   std::string err;
-  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) !=
-      CAPGRAPH_OK)
-    return fail(err);
+  if (!capture_read(path, &bytes, &c, &err)) return fail(err);
   int kernel = -1;
   for (uint32_t k = 0; k < c->kernels()->size() && kernel < 0; ++k)
     if (const auto *im = c->kernels()->Get(k)->facts_as_AdrenoKernel()->images(); im && im->size())
@@ -221,13 +227,10 @@ int images_probe(const std::string &path) {
 }
 
 int graph_probe(const std::string &mode, const std::string &path) {
-  const std::vector<uint8_t> bytes = file_bytes(path);
-  if (bytes.empty()) return fail("cannot read " + path);
+  std::vector<uint8_t> bytes;
   const fb::Capture *c = nullptr;
   std::string err;
-  if (capture_verify(bytes.data(), bytes.size(), path.c_str(), &c, &err, &adreno::adreno_target) !=
-      CAPGRAPH_OK)
-    return fail(err);
+  if (!capture_read(path, &bytes, &c, &err)) return fail(err);
   auto fake = std::make_shared<adreno::fake_kgsl>();
   std::unique_ptr<hcq::transport> t;
   if (kgsl::kgsl_open_with(fake, "fake-adreno", "fake-adreno", &t, &err) != CAPGRAPH_OK)
