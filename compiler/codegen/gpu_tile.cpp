@@ -30,6 +30,34 @@ int plain_load(const Kernel &k, const Program &p, int expr, bool half) {
   return e->access;
 }
 
+// Operand expression i as a staged elementwise expression (GpuFacts::expr_operands): arithmetic
+// and casts of constants and loads without gathers, each load's index in *loads once. False for
+// anything else (a reduction's accumulator, an axis index, a gathered load).
+bool operand_expr(const Kernel &k, int i, std::vector<int> *loads) {
+  const Expr &e = k.exprs[i];
+  switch (e.op) {
+    case Op::constant: return true;
+    case Op::load:
+      for (const DimIndex &d : k.loads[e.access].dims)
+        if (d.expr >= 0) return false;
+      if (std::find(loads->begin(), loads->end(), e.access) == loads->end())
+        loads->push_back(e.access);
+      return true;
+    case Op::cast:
+    case Op::neg:
+    case Op::abs:
+    case Op::sigmoid: return dtype_is_float(e.dtype) && operand_expr(k, e.a, loads);
+    case Op::add:
+    case Op::sub:
+    case Op::mul:
+    case Op::div:
+    case Op::max:
+    case Op::min:
+      return dtype_is_float(e.dtype) && operand_expr(k, e.a, loads) && operand_expr(k, e.b, loads);
+    default: return false;
+  }
+}
+
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // Whether `count` consecutive points of `axis` (a multiple of `count` apart from 0) are
@@ -91,13 +119,37 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
   if (body.op != Op::mul || body.dtype != DType::f32) return pl;
   pl.a = plain_load(k, p, body.a, f.half_operands);
   pl.b = plain_load(k, p, body.b, f.half_operands);
+  std::vector<int> a_loads{pl.a};  // every load operand a reads
+  if (pl.a < 0 && pl.b >= 0 && f.expr_operands) {
+    // a float16 value widened (a folded producer whose buffer was float16: staged as float16),
+    // or a float32 one.
+    const Expr &ea = k.exprs[body.a];
+    const bool half = f.half_operands && ea.op == Op::cast && ea.dtype == DType::f32 &&
+                      k.exprs[ea.a].dtype == DType::f16;
+    pl.a_expr = half ? ea.a : body.a;
+    a_loads.clear();
+    if (!operand_expr(k, pl.a_expr, &a_loads) || a_loads.empty() ||
+        std::find(a_loads.begin(), a_loads.end(), pl.b) != a_loads.end())
+      return pl;
+    pl.elem_a = half ? 2 : 4;
+    auto moves = [&](int l) {
+      int n = 0;
+      for (int x = 0; x < (int)k.axes.size(); x++) n += k.axes[x] > 1 && access_uses(k.loads[l], x);
+      return n;
+    };
+    pl.a = a_loads[0];
+    for (int l : a_loads)
+      if (moves(l) > moves(pl.a)) pl.a = l;
+  } else if (pl.a >= 0) {
+    pl.elem_a = dtype_size(p.buffers[k.loads[pl.a].buffer].dtype);
+  }
   if (pl.a < 0 || pl.b < 0 || pl.a == pl.b) return pl;
-  const Access &la = k.loads[pl.a], &lb = k.loads[pl.b];
-  pl.elem_a = dtype_size(p.buffers[la.buffer].dtype);
+  const Access &lb = k.loads[pl.b];
   pl.elem_b = dtype_size(p.buffers[lb.buffer].dtype);
   for (int x = 0; x < k.n_parallel; x++) {
     if (k.axes[x] == 1) continue;
-    bool ua = access_uses(la, x), ub = access_uses(lb, x);
+    bool ua = false, ub = access_uses(lb, x);
+    for (int l : a_loads) ua |= access_uses(k.loads[l], x);
     if (ua && ub)
       pl.batch.push_back(x), pl.batches *= k.axes[x];
     else if (ua)

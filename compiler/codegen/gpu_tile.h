@@ -42,6 +42,11 @@ struct GpuFacts {
   // Whether an operand may be a float16 load widened to float32 (cast(load f16)): the emitter
   // converts as it stages (Adreno's NIR emitter; the LLVM ones stage float32 only).
   bool half_operands = false;
+  // Whether operand `a` may be an elementwise expression of loads rather than one load: a producer
+  // folded into the product (program_fuse_operand_producers: a camera frame's cast and scale, a
+  // squeeze-excitation's channel scale), evaluated as it is staged (Adreno's NIR emitter; the
+  // LLVM ones stage loads only).
+  bool expr_operands = false;
   // Accumulators per work item along m and n (the micro tile). 4 x 4 for every target by
   // default; Adreno's emitter also takes 8 (tm, tn in {4, 8}), and its code generator picks
   // among shapes per kernel (adreno_tile_choice.h).
@@ -57,6 +62,10 @@ struct GpuFacts {
 struct GpuTilePlan {
   bool ok = false;
   int a = -1, b = -1;                  // the body's loads (indices into Kernel::loads)
+  // Where a is an expression (GpuFacts::expr_operands): the expression staged (its value, rounded
+  // to float16 where elem_a is 2), and `a` its load that moves with the most axes (its skip bounds
+  // are the operand's padding). -1 where a is the plain load `a`.
+  int a_expr = -1;
   std::vector<int> batch, m, n;        // parallel axes of extent > 1, outermost first
   int chunk = -1;                      // the reduction axis staged kc at a time
   std::vector<int> outer;              // the other reduction axes of extent > 1

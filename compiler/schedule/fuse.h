@@ -23,6 +23,13 @@ int program_fuse(Program &p);
 // `accept` sees each rewritten product and may refuse it (the CPU takes only products its channel
 // tile runs); one refusal keeps the chain's kernel as it is. Returns how many chains were folded.
 int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &)> &accept);
+// The same for any elementwise kernel (arithmetic, casts and sigmoid of loads and constants:
+// a camera frame's cast and scale, a squeeze-excitation's channel scale, a ReLU) one of whose
+// loads reads the element it writes: its float32 or float16 output becomes an expression of the
+// products' operand, evaluated as they stage it (a float16 one keeps its rounding), and its
+// buffer disappears. For GPU targets whose tile schedule stages expressions (GpuFacts::
+// expr_operands); `accept` as above. Returns how many kernels were folded.
+int program_fuse_operand_producers(Program &p, const std::function<bool(const Kernel &)> &accept);
 // Whether expression i of k is such a chain: Cast to f32 of one uint8 / int8 graph-input load (*x
 // gets the load, *x_expr its expression; it must appear once), then Add / Sub / Mul / Div / Neg
 // with constants and plainly indexed constant buffers.

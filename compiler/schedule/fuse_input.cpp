@@ -58,18 +58,30 @@ bool store_identity(const Kernel &k) {
   return true;
 }
 
-// The load of `buffer` that is one operand of c's multiply-add body, or -1.
-int product_operand(const Kernel &c, int buffer) {
+// The load of `buffer` that is one operand of c's multiply-add body, or -1: a float32 load, or
+// (half: float16 storage) a float16 one widened to float32.
+int product_operand(const Kernel &c, int buffer, bool half = false) {
   if (c.reduce != Reduce::sum || c.body < 0 || c.exprs[c.body].op != Op::mul) return -1;
   const Expr &body = c.exprs[c.body];
   int found = -1, uses = 0;
   for (const Access &a : c.loads) uses += a.buffer == buffer;
   for (int side : {body.a, body.b}) {
-    const Expr &e = c.exprs[side];
-    if (e.op == Op::load && c.loads[e.access].buffer == buffer && e.dtype == DType::f32)
-      found = e.access;
+    const Expr *e = &c.exprs[side];
+    if (half && e->op == Op::cast && e->dtype == DType::f32 && c.exprs[e->a].op == Op::load &&
+        c.exprs[e->a].dtype == DType::f16)
+      e = &c.exprs[e->a];
+    if (e->op == Op::load && c.loads[e->access].buffer == buffer &&
+        (e->dtype == DType::f32 || (half && e->dtype == DType::f16)))
+      found = e->access;
   }
   return uses == 1 ? found : -1;
+}
+
+// The type consumer c's load expressions of access bl have (its buffer's).
+DType p_dtype_of(const Kernel &c, int bl) {
+  for (const Expr &x : c.exprs)
+    if (x.op == Op::load && x.access == bl) return x.dtype;
+  return DType::f32;
 }
 
 // Consumer c with its load `bl` of e's output replaced by e's expression, evaluated where c reads:
@@ -112,8 +124,12 @@ bool splice_into(const Kernel &e, int xl, const Kernel &c, int bl, Kernel &out) 
   std::vector<int> emap = out.expr_append(e, load_map);
   std::vector<int> same_loads(c.loads.size()), with(c.exprs.size(), -1);
   for (size_t l = 0; l < c.loads.size(); l++) same_loads[l] = (int)l;
+  // A float16 buffer still rounds: e's float32 result is cast to float16 where c loaded it.
+  int produced = emap[e.result];
+  if (p_dtype_of(c, bl) == DType::f16 && out.exprs[produced].dtype != DType::f16)
+    produced = out.expr_cast(produced, DType::f16);
   for (size_t i = 0; i < c.exprs.size(); i++)
-    if (c.exprs[i].op == Op::load && c.exprs[i].access == bl) with[i] = emap[e.result];
+    if (c.exprs[i].op == Op::load && c.exprs[i].access == bl) with[i] = produced;
   std::vector<int> cmap = out.expr_append(c, same_loads, with);
   if (out.exprs.size() > kKernelMaxExprs) return false;
   out.body = cmap[c.body];
@@ -128,38 +144,74 @@ bool splice_into(const Kernel &e, int xl, const Kernel &c, int bl, Kernel &out) 
 
 }  // namespace
 
-int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &)> &accept) {
+namespace {
+
+// An elementwise expression fusion may move into a product's staging: arithmetic and casts of
+// constants and plainly indexed loads (no bounds, gathers or divisors), float valued.
+bool expr_elementwise(const Kernel &k, int i) {
+  const Expr &e = k.exprs[i];
+  switch (e.op) {
+    case Op::constant: return true;
+    case Op::load:
+      for (const DimIndex &d : k.loads[e.access].dims)
+        if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return false;
+      return true;
+    case Op::cast:
+    case Op::neg:
+    case Op::abs:
+    case Op::sigmoid: return dtype_is_float(e.dtype) && expr_elementwise(k, e.a);
+    case Op::add:
+    case Op::sub:
+    case Op::mul:
+    case Op::div:
+    case Op::max:
+    case Op::min:
+      return dtype_is_float(e.dtype) && expr_elementwise(k, e.a) && expr_elementwise(k, e.b);
+    default: return false;
+  }
+}
+
+// Folds each elementwise kernel `producer` picks (returning its load whose element is the one
+// it writes, or -1) into every product reading its output, when `accept` takes each rewritten
+// product (one refusal keeps the kernel). `half`: float16 operands count as the products'
+// operands too.
+int fuse_into_products(Program &p, const std::function<int(const Kernel &)> &producer,
+                       const std::function<bool(const Kernel &)> &accept, bool half) {
   std::vector<int> writers(p.buffers.size(), 0);
   for (const Kernel &k : p.kernels) writers[k.store.buffer]++;
   std::vector<char> gone(p.kernels.size(), 0);
   int fused = 0;
   for (size_t ei = 0; ei < p.kernels.size(); ei++) {
     const Kernel &e = p.kernels[ei];
-    if (e.reduce != Reduce::none || e.body >= 0 || e.result < 0 || e.store_dtype != DType::f32)
+    const DType st = e.store_dtype;
+    if (e.reduce != Reduce::none || e.body >= 0 || e.result < 0 ||
+        !(st == DType::f32 || (half && st == DType::f16)))
       continue;
     const int buf = e.store.buffer;
     const Buffer &B = p.buffers[buf];
-    if (B.kind != Buffer::Kind::intermediate || B.dtype != DType::f32 || writers[buf] != 1 ||
+    if (B.kind != Buffer::Kind::intermediate || B.dtype != st || writers[buf] != 1 ||
         !store_identity(e))
       continue;
-    int xl = -1, xe = -1;
-    if (!expr_input_affine(e, p, e.result, &xl, &xe) || xl < 0) continue;
-    // The input element each point reads is the one it writes (same offsets, same shape), so a
-    // consumer's access of the buffer reads the input's element at the same place.
+    const int xl = producer(e);
+    if (xl < 0) continue;
+    // The element each point reads is the one it writes (same offsets, same shape), so a
+    // consumer's access of the buffer reads x's element at the same place.
     std::map<int, int64_t> cx, cs;
     int64_t bx = 0, bs = 0;
     if (!access_linear(e.loads[xl], e.axes, cx, bx) || !access_linear(e.store, e.axes, cs, bs) ||
         cx != cs || bx != bs || p.buffers[e.loads[xl].buffer].numel != B.numel)
       continue;
-    // Every reader a product taking the buffer as one operand, each accepted once fused.
+    // Every reader a product taking the buffer as one operand, each accepted once fused; what e
+    // reads is written by no kernel after it (its values are still there when they read them).
     std::vector<std::pair<size_t, Kernel>> rewritten;
     bool ok = true;
     for (size_t ci = ei + 1; ci < p.kernels.size() && ok; ci++) {
       const Kernel &c = p.kernels[ci];
+      for (const Access &a : e.loads) ok &= c.store.buffer != a.buffer;
       bool reads = false;
       for (const Access &a : c.loads) reads |= a.buffer == buf;
-      if (!reads) continue;
-      int bl = product_operand(c, buf);
+      if (!reads || !ok) continue;
+      int bl = product_operand(c, buf, half);
       Kernel f;
       ok = bl >= 0 && splice_into(e, xl, c, bl, f) && accept(f);
       if (ok) rewritten.emplace_back(ci, std::move(f));
@@ -179,6 +231,36 @@ int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &
     }
   p.kernels.resize(kept);
   return fused;
+}
+
+}  // namespace
+
+int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &)> &accept) {
+  auto producer = [&](const Kernel &e) {
+    int xl = -1, xe = -1;
+    if (e.store_dtype != DType::f32 || !expr_input_affine(e, p, e.result, &xl, &xe)) return -1;
+    return xl;
+  };
+  return fuse_into_products(p, producer, accept, false);
+}
+
+int program_fuse_operand_producers(Program &p, const std::function<bool(const Kernel &)> &accept) {
+  auto producer = [&](const Kernel &e) {
+    if (!expr_elementwise(e, e.result)) return -1;
+    // x: the load that walks the whole output, the same element per point.
+    std::map<int, int64_t> cs;
+    int64_t bs = 0;
+    if (!access_linear(e.store, e.axes, cs, bs)) return -1;
+    for (size_t l = 0; l < e.loads.size(); l++) {
+      std::map<int, int64_t> cx;
+      int64_t bx = 0;
+      if (access_linear(e.loads[l], e.axes, cx, bx) && cx == cs && bx == bs &&
+          p.buffers[e.loads[l].buffer].numel == p.buffers[e.store.buffer].numel)
+        return (int)l;
+    }
+    return -1;
+  };
+  return fuse_into_products(p, producer, accept, true);
 }
 
 }  // namespace capgraph

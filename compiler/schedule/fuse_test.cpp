@@ -354,3 +354,60 @@ TEST_CASE(
   REQUIRE(a.size() == 1);
   CHECK(a[0] == c[0]);
 }
+
+// A squeeze-excitation block, 1x8x6x6: Conv 3x3 + Relu -> x; global average -> Conv 1x1 (8 -> 2)
+// -> Relu -> Conv 1x1 (2 -> 8) -> Sigmoid -> s; Mul(x, s) -> Conv 1x1 to 4 channels.
+ModelBuilder squeeze_model() {
+  ModelBuilder b(13);
+  b.input("in", DataType::float32, {1, 3, 6, 6});
+  b.initializer("w0", ramp(8 * 27, 0.1f), {8, 3, 3, 3});
+  b.initializer("wr", ramp(2 * 8, 0.2f), {2, 8, 1, 1});
+  b.initializer("we", ramp(8 * 2, 0.3f), {8, 2, 1, 1});
+  b.initializer("wp", ramp(4 * 8, 0.05f), {4, 8, 1, 1});
+  b.node("Conv", {"in", "w0"}, {"c"}, {attr_ints("pads", {1, 1, 1, 1})});
+  b.node("Relu", {"c"}, {"x"});
+  b.node("GlobalAveragePool", {"x"}, {"g"});
+  b.node("Conv", {"g", "wr"}, {"r"});
+  b.node("Relu", {"r"}, {"rr"});
+  b.node("Conv", {"rr", "we"}, {"e"});
+  b.node("Sigmoid", {"e"}, {"s"});
+  b.node("Mul", {"x", "s"}, {"m"});
+  b.node("Conv", {"m", "wp"}, {"y"}).name = "project";
+  b.output("y", DataType::float32);
+  return b;
+}
+
+TEST_CASE("an elementwise producer (a channel scale) folds into the product staging it") {
+  CompileOptions opt;
+  opt.target = "null";  // no target layouts: the pass alone
+  Program plain = compile_schedule(temp_model(squeeze_model(), "se.onnx"), opt, nullptr);
+  Program fused = plain;
+  std::vector<std::string> offered;
+  const int n = program_fuse_operand_producers(fused, [&](const Kernel &k) {
+    offered.push_back(k.name);
+    return true;
+  });
+  CHECK(n == 1);
+  REQUIRE(offered.size() == 1);
+  CHECK(offered[0].find("Mul>") == 0);  // the scale, into the projection
+  CHECK(fused.kernels.size() == plain.kernels.size() - 1);
+  auto a = outputs_of(fused), c = outputs_of(plain);
+  REQUIRE(a.size() == 1);
+  CHECK(a[0] == c[0]);
+  // A refusal keeps the producer.
+  Program kept = plain;
+  CHECK(program_fuse_operand_producers(kept, [](const Kernel &) { return false; }) == 0);
+  CHECK(kept.kernels.size() == plain.kernels.size());
+}
+
+TEST_CASE("not folded: the producer's output is also read by a kernel that is not a product") {
+  ModelBuilder b = squeeze_model();
+  b.node("Relu", {"m"}, {"z"});
+  b.output("z", DataType::float32);
+  CompileOptions opt;
+  opt.target = "null";
+  Program p = compile_schedule(temp_model(b, "se2.onnx"), opt, nullptr);
+  const size_t before = p.kernels.size();
+  CHECK(program_fuse_operand_producers(p, [](const Kernel &) { return true; }) == 0);
+  CHECK(p.kernels.size() == before);
+}

@@ -56,6 +56,7 @@ inline GpuFacts adreno_gpu_facts(const AdrenoTarget &t) {
   GpuFacts f{(unsigned)t.workgroup_size, t.wave_size, t.shared_bytes, t.registers, true};
   f.stage_batch = 4;
   f.double_buffer = true;  // one barrier per chunk (tile_emit)
+  f.expr_operands = true;  // folded producers evaluated as staged (tile_emit)
   return f;
 }
 

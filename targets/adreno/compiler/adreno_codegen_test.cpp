@@ -247,6 +247,74 @@ TEST_CASE("a large reduction over few outputs is split across a workgroup") {
   CHECK(d.text.find("bar") != std::string::npos);  // a barrier between halving steps
 }
 
+// Float16 storage (the default): a uint8 frame's cast and scale and a squeeze-excitation's
+// channel scale are evaluated as the products stage their operand (no kernel writes them), and a
+// matrix-vector head shares each output's reduction among a few work items, several outputs per
+// workgroup. (ir3_emu_kernels_test runs the same shapes' machine code against the interpreter.)
+TEST_CASE("float16: producers staged by their products, matrix-vector heads split per output") {
+  if (!mesa_present()) return;
+  TempDir dir;
+  ModelBuilder b(13);
+  b.input("x8", DataType::uint8, {1, 12, 16, 32});
+  b.initializer("scale", std::vector<float>{1.0f / 255.0f}, {1});
+  b.initializer("w0", random_floats(16 * 12 * 9, 11), {16, 12, 3, 3});
+  b.initializer("wr", random_floats(4 * 16, 13), {4, 16, 1, 1});
+  b.initializer("we", random_floats(16 * 4, 14), {16, 4, 1, 1});
+  b.initializer("wp", random_floats(24 * 16, 15), {24, 16, 1, 1});
+  b.initializer("wh", random_floats(198 * 24, 16), {198, 24});
+  b.node("Cast", {"x8"}, {"xf"}, {attr_int("to", 1)});
+  b.node("Mul", {"xf", "scale"}, {"xs"});
+  b.node("Conv", {"xs", "w0"}, {"x"}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+  b.node("GlobalAveragePool", {"x"}, {"g"});
+  b.node("Conv", {"g", "wr"}, {"r"});
+  b.node("Conv", {"r", "we"}, {"e"});
+  b.node("Sigmoid", {"e"}, {"s"});
+  b.node("Mul", {"x", "s"}, {"m"});
+  b.node("Conv", {"m", "wp"}, {"pj"});
+  b.node("GlobalAveragePool", {"pj"}, {"pg"});
+  b.node("Flatten", {"pg"}, {"pv"});
+  b.node("Gemm", {"pv", "wh"}, {"y"}, {attr_int("transB", 1)});
+  b.output("y", DataType::float32);
+  fs::path model = dir.path / "fused.onnx";
+  b.save(model.string());
+  CompileOptions opt;
+  opt.target = adreno_a630().name;
+  CompileReport rep;
+  setenv("CAPGRAPH_HALF_RULES_ONLY", "1", 1);
+  Program p = compile_schedule(model.string(), opt, &rep);
+  setenv("CAPGRAPH_ADRENO_NO_OPERAND_FUSE", "1", 1);
+  Program plain = compile_schedule(model.string(), opt, nullptr);
+  unsetenv("CAPGRAPH_ADRENO_NO_OPERAND_FUSE");
+  unsetenv("CAPGRAPH_HALF_RULES_ONLY");
+  CHECK(rep.operands_fused == 2);
+  CHECK(p.kernels.size() == plain.kernels.size() - 2);
+  const int frame = p.inputs.at(0).buffer;
+  AdrenoCodegenResult r = adreno_codegen(p, adreno_a630());
+  int staged = 0, heads = 0, frame_readers = 0;
+  for (size_t i = 0; i < p.kernels.size(); i++) {
+    const Kernel &k = p.kernels[i];
+    const AdrenoKernelFacts &f = r.unique.at(r.unique_of[i]);
+    INFO(k.name);
+    kernel_verify(k, f);
+    CHECK(k.name.rfind("Cast", 0) != 0);  // no kernel of the frame's cast alone
+    if (k.name.find('>') != std::string::npos) {  // a folded producer: tiled, reading its inputs
+      CHECK(f.tiled);
+      staged++;
+    }
+    for (const Access &a : k.loads)  // the frame's bytes are read by the convolution only
+      if (a.buffer == frame) frame_readers += k.reduce == Reduce::sum ? 1 : 100;
+    if (k.name.rfind("gemm", 0) == 0) {  // 198 outputs of 24 points: a few items per output
+      heads++;
+      CHECK(f.group_reduce);
+      CHECK(f.grid[0] > 1);
+      CHECK(f.grid[0] < 198);
+    }
+  }
+  CHECK(staged == 2);
+  CHECK(heads == 1);
+  CHECK(frame_readers == 1);
+}
+
 // A 3x3 convolution follows the GPU schedule every GPU target shares (gpu_tile.h): the facts
 // report the tile's shared memory and workgroups of output tiles, and the code has the shared
 // memory staging (stl), the vec4 operand reads (ldl of 4), the barriers and the vec4 stores.

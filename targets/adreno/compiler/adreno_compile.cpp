@@ -6,7 +6,10 @@
 
 #include "adreno_codegen.h"
 #include "adreno_kernel_write.h"
+#include "compile.h"
 #include "error.h"
+#include "knobs.h"
+#include "schedule/fuse.h"
 #include "target/target_table.h"
 
 namespace capgraph {
@@ -56,6 +59,24 @@ TargetCode adreno_codegen_target(const Program &p, const std::string &name, int 
   return c;
 }
 
+// Elementwise producers folded into the products that stage them (fuse.h,
+// program_fuse_operand_producers: a camera frame's cast and scale, a squeeze-excitation's channel
+// scale): their output is never written or read back. In programs with float16 storage only
+// (float32 captures stay as they were, as the window path), and only where the product keeps
+// its tile schedule with the expression as operand. CAPGRAPH_ADRENO_NO_OPERAND_FUSE=1 keeps them.
+void adreno_layouts(Program &p, const std::string &name, CompileReport &r) {
+  if (knob_get("CAPGRAPH_ADRENO_NO_OPERAND_FUSE")) return;
+  bool half = false;
+  for (const Buffer &b : p.buffers) half |= b.dtype == DType::f16;
+  if (!half) return;
+  const GpuFacts g = adreno_gpu_facts(adreno_target_named(name));
+  r.operands_fused = program_fuse_operand_producers(p, [&](const Kernel &k) {
+    const GpuTilePlan pl = gpu_tile_plan(k, p, g);
+    return pl.ok && pl.a_expr >= 0;
+  });
+  r.fused += r.operands_fused;
+}
+
 }  // namespace
 
 const AdrenoTarget &adreno_a630() {
@@ -75,6 +96,7 @@ const TargetEntry adreno_target_entry = {.family = "adreno",
                                          .names = &adreno_names,
                                          .threads = false,
                                          .codegen = &adreno_codegen_target,
+                                         .layouts = &adreno_layouts,
                                          .facts_text = &adreno_facts_text,
                                          .facts_json = &adreno_facts_json,
                                          .precision = "fp16"};

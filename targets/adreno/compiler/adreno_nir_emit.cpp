@@ -765,13 +765,18 @@ struct NirKernelEmitter {
   // already bound): the reduction's points are dealt round-robin to the work items, each folds its
   // share into its own accumulator, and the partial results are combined in shared memory by a
   // tree of halving steps (log2(group_size) barriers). Work item 0 evaluates the result and stores.
-  void emit_group_point(nir_def *lid, int group_size) {
+  // With `parts` < group_size (group_reduce_parts), the workgroup holds group_size / parts outputs,
+  // `parts` consecutive work items each; each output's items fold and combine among themselves
+  // (the barriers are the whole group's), and `in_range` says whether this item's output exists
+  // (the last workgroup's may not).
+  void emit_group_point(nir_def *lid, int group_size, int parts, nir_def *in_range) {
     int64_t points = 1;
     for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
+    nir_def *part = parts == group_size ? lid : nir_umod_imm(&b, lid, (uint64_t)parts);
     nir_variable *acc = nir_local_variable_create(impl, glsl_float_type(), "acc");
     nir_store_var(&b, acc, constant(reduce_identity(k.reduce), k.acc_dtype), 1);
     nir_variable *r = nir_local_variable_create(impl, glsl_int_type(), "r");
-    nir_store_var(&b, r, lid, 1);
+    nir_store_var(&b, r, part, 1);
     nir_push_loop(&b);
     {
       nir_def *ri = nir_load_var(&b, r);
@@ -792,22 +797,23 @@ struct NirKernelEmitter {
       nir_def *nv = combine(old, v);
       if (valid) nv = nir_bcsel(&b, valid, nv, old);
       nir_store_var(&b, acc, nv, 1);
-      nir_store_var(&b, r, nir_iadd_imm(&b, ri, (uint64_t)group_size), 1);
+      nir_store_var(&b, r, nir_iadd_imm(&b, ri, (uint64_t)parts), 1);
     }
     nir_pop_loop(&b, nullptr);
     nir_def *slot = nir_imul_imm(&b, lid, 4);
     shared_store(slot, nir_load_var(&b, acc));
     workgroup_barrier();
-    for (int half = group_size / 2; half > 0; half /= 2) {
-      nir_push_if(&b, nir_ult(&b, lid, i32(half)));
+    for (int half = parts / 2; half > 0; half /= 2) {
+      nir_push_if(&b, nir_ult(&b, part, i32(half)));
       nir_def *mine = shared_load(slot);
       nir_def *other = shared_load(nir_iadd_imm(&b, slot, (uint64_t)(4 * half)));
       shared_store(slot, combine(mine, other));
       nir_pop_if(&b, nullptr);
       workgroup_barrier();
     }
-    nir_push_if(&b, nir_ieq_imm(&b, lid, 0));
-    acc_value = shared_load(i32(0));
+    nir_def *first = nir_ieq_imm(&b, part, 0);
+    nir_push_if(&b, in_range ? nir_iand(&b, first, in_range) : first);
+    acc_value = shared_load(parts == group_size ? i32(0) : slot);
     store_results({memory_value(evaluate(k.result, false))});
     nir_pop_if(&b, nullptr);
   }
@@ -901,10 +907,14 @@ struct NirKernelEmitter {
     // on neighbouring positions. The full steps are a rolled loop: unrolled, each repeats the
     // index arithmetic (~70 instructions), and the chunk loop's body outgrew the a630's 8 KiB
     // instruction cache (freedreno_devices.py instr_cache_size = 64 units of 128 bytes).
+    // `expr` >= 0: the operand is that expression (pl.a_expr), evaluated per element and staged
+    // as elem bytes (float16: the value it holds is already one, expr_splice's rounding cast).
     auto stage = [&](nir_def *set_at, uint32_t slab, int load, int64_t T, nir_def *base,
-                     int64_t ext, const std::vector<int> &axes, nir_def *c0) {
+                     int64_t ext, const std::vector<int> &axes, nir_def *c0, int expr,
+                     int64_t expr_elem) {
       const Access &a = k.loads[load];
-      const int64_t elem = dtype_size(p.buffers[a.buffer].dtype);  // float16 is staged as it is
+      // float16 is staged as it is
+      const int64_t elem = expr >= 0 ? expr_elem : dtype_size(p.buffers[a.buffer].dtype);
       // One element: its address (offset 0 when it is outside the tile, the reduction or a
       // skipped border: element 0 of the buffer exists, so every load is in bounds), the load,
       // and whether the value or 0 is staged.
@@ -917,11 +927,19 @@ struct NirKernelEmitter {
         nir_def *in = nir_iand(&b, nir_ult(&b, pos, i32(ext)), nir_ult(&b, r, i32(E)));
         decompose(nir_bcsel(&b, in, pos, i32(0)), axes);  // never address outside
         iv[pl.chunk] = nir_bcsel(&b, in, r, i32(0));
-        nir_def *ok;
-        nir_def *off = access_offset(a, &ok);
-        if (ok) in = nir_iand(&b, in, ok);
         Fetched fe;
-        fe.value = global_load(a.buffer, nir_bcsel(&b, in, off, i32(0)), 1);
+        if (expr >= 0) {
+          // Its loads address inside their buffers whatever the point (access_offset), and
+          // `valid` is their skip bounds: a padded point stages 0, as the float graph's padding.
+          fe.value = evaluate(expr, true);
+          if (valid) in = nir_iand(&b, in, valid);
+          if (elem == 2) fe.value = nir_f2f16(&b, fe.value);
+        } else {
+          nir_def *ok;
+          nir_def *off = access_offset(a, &ok);
+          if (ok) in = nir_iand(&b, in, ok);
+          fe.value = global_load(a.buffer, nir_bcsel(&b, in, off, i32(0)), 1);
+        }
         fe.in = in;
         fe.at = nir_iadd(&b, set_at, nir_iadd_imm(&b, nir_imul_imm(&b, idx, (uint64_t)elem), slab));
         return fe;
@@ -968,8 +986,8 @@ struct NirKernelEmitter {
       loop(i32(0), i32((E + pl.kc - 1) / pl.kc), [&](nir_def *chunk) {
         nir_def *c0 = nir_imul_imm(&b, chunk, (uint64_t)pl.kc);
         nir_def *set_at = nir_load_var(&b, set);  // byte offset of this chunk's slabs
-        stage(set_at, 0, pl.a, TM, m0, pl.M, pl.m, c0);
-        if (!image_b) stage(set_at, slab_b, pl.b, TN, n0, pl.N, pl.n, c0);
+        stage(set_at, 0, pl.a, TM, m0, pl.M, pl.m, c0, pl.a_expr, pl.elem_a);
+        if (!image_b) stage(set_at, slab_b, pl.b, TN, n0, pl.N, pl.n, c0, -1, 0);
         workgroup_barrier();
         auto point = [&](nir_def *kk) {
           nir_def *at_a = nir_iadd(&b, set_at,
@@ -1272,6 +1290,39 @@ std::vector<int> adreno_window_lanes(const Kernel &k, const Program &p) {
   return lanes;
 }
 
+// Work items per output of a reduction split across a workgroup (emit_group_point), or 0 where it
+// keeps one work item per output. Float32 captures as before: a workgroup per output (parts ==
+// group_size) where the reduction is long (>= 256 points) and the outputs few (<= 16384). With
+// float16 storage the parts come from a latency model of the a630 (a630_estimate.h's latency
+// term, its constants): waves resident at once (2 SPs x 16), each folding its points one load
+// wait (L_sy 110 clocks) apart and combining them in log2(parts) halving steps with a barrier
+// (~40 clocks each: a shared load, an add, a shared store); the fewest clocks win, one work item
+// per output (parts 1: the matrix-vector products of a policy head, 128 serial loads in one
+// wave) included. Not for window-path kernels (depthwise convolutions, pooling).
+namespace {
+int group_reduce_parts(const Kernel &k, const Program &p, int group_size) {
+  const int64_t outputs = parallel_points(k);
+  if (!program_has_half(p)) return kernel_group_reduces(k, outputs) ? group_size : 0;
+  if (knob_get("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none ||
+      k.acc_dtype != DType::f32 || outputs > 16384 || !adreno_window_lanes(k, p).empty())
+    return 0;
+  int64_t points = 1;
+  for (size_t a = (size_t)k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
+  if (points < 16) return 0;
+  constexpr double kFold = 110, kStep = 40, kWave = 64, kResident = 32;
+  auto clocks = [&](int64_t parts) {
+    const int64_t per_group = parts == 1 ? 1 : group_size / parts;
+    const double threads = double((outputs + per_group - 1) / per_group) * (parts == 1 ? 1 : group_size);
+    const double rounds = std::ceil(std::ceil(threads / kWave) / kResident);
+    return rounds * (double((points + parts - 1) / parts) * kFold + std::log2(double(parts)) * kStep);
+  };
+  int best = 1;
+  for (int parts = 2; parts <= group_size && parts <= points; parts *= 2)
+    if (clocks(parts) < clocks(best)) best = parts;
+  return best > 1 ? best : 0;
+}
+}  // namespace
+
 adreno::image_facts adreno_image_operand(const Kernel &k, const Program &p, const GpuTilePlan &pl) {
   const adreno::image_facts none;
   if (!pl.ok || pl.b < 0 || !pl.outer.empty() || pl.n.size() != 1 || pl.kc % 4) return none;
@@ -1317,7 +1368,8 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
   r.tiled = plan.ok;
   r.group_size = facts.group_size;
   if (plan.ok) r.plan = plan;
-  r.group_reduce = !r.tiled && kernel_group_reduces(k, parallel_points(k));
+  const int parts = r.tiled ? 0 : group_reduce_parts(k, p, workgroup_size);
+  r.group_reduce = parts > 0;
   if (window_lanes) {
     const std::vector<int> can = adreno_window_lanes(k, p);
     if (r.tiled || r.group_reduce || std::find(can.begin(), can.end(), window_lanes) == can.end())
@@ -1408,11 +1460,18 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
     r.shader = s;
     return r;
   }
-  if (r.group_reduce) {  // one workgroup per output: the grid is the output count exactly
+  if (r.group_reduce) {  // workgroup_size / parts outputs per workgroup, `parts` items each
     s->info.shared_size = 4 * (unsigned)workgroup_size;
-    r.grid = r.work_items = parallel_points(k);
-    r.work_items *= workgroup_size;
-    nir_def *rem = group;
+    const int64_t outputs = parallel_points(k), per_group = workgroup_size / parts;
+    r.grid = (outputs + per_group - 1) / per_group;
+    r.work_items = r.grid * workgroup_size;
+    nir_def *rem = group, *in_range = nullptr;
+    if (per_group > 1) {  // the last workgroup's items past the outputs compute output 0's share
+      nir_def *out = nir_iadd(&e.b, nir_imul_imm(&e.b, group, (uint64_t)per_group),
+                              nir_udiv_imm(&e.b, local, (uint64_t)parts));
+      in_range = nir_ult(&e.b, out, e.i32(outputs));
+      rem = nir_bcsel(&e.b, in_range, out, e.i32(0));
+    }
     for (int a = k.n_parallel - 1; a >= 0; a--) {
       if (k.axes[a] == 1) {
         e.iv[a] = e.i32(0);
@@ -1421,7 +1480,7 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
       e.iv[a] = a == 0 ? rem : nir_umod_imm(&e.b, rem, (uint64_t)k.axes[a]);
       if (a > 0) rem = nir_udiv_imm(&e.b, rem, (uint64_t)k.axes[a]);
     }
-    e.emit_group_point(local, workgroup_size);
+    e.emit_group_point(local, workgroup_size, parts, in_range);
     r.shader = s;
     return r;
   }

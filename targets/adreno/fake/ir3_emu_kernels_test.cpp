@@ -166,6 +166,38 @@ std::vector<compiled> models_compile(const fs::path &dir) {
     b.output("y", DataType::float16);
     out.push_back(model_compile("f16_sfu", b, dir));
   }
+  {  // float16 storage (the default): a uint8 frame's cast and scale staged by the strided
+     // convolution reading it, a squeeze-excitation's channel scale staged by the projection
+     // (program_fuse_operand_producers), and matrix-vector heads split across work items a few
+     // per output (group_reduce_parts)
+    ModelBuilder b(13);
+    b.input("x8", DataType::uint8, {1, 12, 16, 32});
+    b.initializer("scale", std::vector<float>{1.0f / 255.0f}, {1});
+    b.initializer("w0", random_floats(16 * 12 * 9, 11), {16, 12, 3, 3});
+    b.initializer("b0", random_floats(16, 12), {16});
+    b.initializer("wr", random_floats(4 * 16, 13), {4, 16, 1, 1});
+    b.initializer("we", random_floats(16 * 4, 14), {16, 4, 1, 1});
+    b.initializer("wp", random_floats(24 * 16, 15), {24, 16, 1, 1});
+    b.initializer("wh", random_floats(198 * 24, 16), {198, 24});
+    b.initializer("bh", random_floats(198, 17), {198});
+    b.node("Cast", {"x8"}, {"xf"}, {attr_int("to", 1)});
+    b.node("Mul", {"xf", "scale"}, {"xs"});
+    b.node("Conv", {"xs", "w0", "b0"}, {"c"},
+           {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+    b.node("Relu", {"c"}, {"x"});
+    b.node("GlobalAveragePool", {"x"}, {"g"});
+    b.node("Conv", {"g", "wr"}, {"r"});
+    b.node("Relu", {"r"}, {"rr"});
+    b.node("Conv", {"rr", "we"}, {"e"});
+    b.node("Sigmoid", {"e"}, {"s"});
+    b.node("Mul", {"x", "s"}, {"m"});
+    b.node("Conv", {"m", "wp"}, {"pj"});
+    b.node("GlobalAveragePool", {"pj"}, {"pg"});
+    b.node("Flatten", {"pg"}, {"pv"});
+    b.node("Gemm", {"pv", "wh", "bh"}, {"y"}, {attr_int("transB", 1)});
+    b.output("y", DataType::float32);
+    out.push_back(model_compile("f16_fused", b, dir));
+  }
   return out;
 }
 
