@@ -115,7 +115,9 @@ Program compile_schedule(const std::string &onnx_path, const CompileOptions &opt
   }
   // The target's layouts (the target table's hook): blocked activations, packed weights.
   if (target.layouts) target.layouts(p, opt.target, r);
-  program_merge_axes(p);
+  // CAPGRAPH_NO_MERGE_AXES=1 keeps every buffer dimension its own axis (experiments; fuse_test
+  // runs the GPU-only fusion passes on such programs).
+  if (!knob_get("CAPGRAPH_NO_MERGE_AXES")) program_merge_axes(p);
   program_prune_buffers(p);
   r.kernels = (int)p.kernels.size();
   for (const Kernel &k : p.kernels) kernel_check(k, p);

@@ -675,6 +675,8 @@ bool decoder::fields(variant var) {
       }
       if (var == v_cat3_wmm)
         i.dst_half = !dst_conv;
+      else if (var == v_cat3_dp)  // bit 46 is dp4acc's opcode bit, not DST_CONV: a full DST
+        i.dst_half = false;       // (Mesa renders "dp4acc.unsigned.low r7.w, ...")
       else
         i.dst_half = i.full == dst_conv && bits(w, 32, 39) <= 0xf7;
       i.dst[0].half = i.dst_half;

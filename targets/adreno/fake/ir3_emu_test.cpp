@@ -172,6 +172,9 @@ TEST_CASE(
   CHECK(text(isam(f32, R(2, 0), R(0, 0), 1) | SY) == "(sy)isam (f32)(xyzw)r2.x, r0.x, s#0, t#1");
   CHECK(text(bar()) == "bar.g");
   CHECK(text(getfiberid(R(0, 0))) == "getfiberid.u32 r0.x");
+  // dp4acc's bit 46 is its opcode bit, not DST_CONV: its DST is full, as Mesa renders it (a
+  // flipped-bit word the cross-check of ir3_emu_kernels_test found rendered as hr7.w).
+  CHECK(text(0x669ec01f002ea03cull) == "(nop2) dp4acc.unsigned.low r7.w, r15.x, r15.y, r11.z");
 }
 
 TEST_CASE(
