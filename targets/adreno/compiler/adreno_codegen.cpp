@@ -155,6 +155,7 @@ AdrenoKernelFacts variant_facts(const Kernel &k, const AdrenoTarget &t, const ir
   f.lanes = (uint32_t)nk.lanes;
   f.grid[0] = (uint32_t)nk.grid;
   f.group_reduce = nk.group_reduce;
+  f.reduce_split = (uint32_t)nk.group_parts;
   f.tiled = nk.tiled;
   if (nk.tiled) f.tile_m = (uint32_t)nk.plan.tm, f.tile_n = (uint32_t)nk.plan.tn;
   f.images = nk.images;

@@ -98,6 +98,7 @@ struct AdrenoKernelFacts {
   // (microseconds; only the micro tile is in the capture, for inspect). Window-path kernels
   // (adreno_nir_emit.h) have the estimate of their lane count too.
   uint32_t tile_m = 0, tile_n = 0;
+  uint32_t reduce_split = 0;  // group_reduce: work items per output (group_size: one output)
   uint32_t tile_candidates = 0;
   double tile_estimate_us = 0;
   // Buffers read through the texture unit (texture and sampler i: images[i]; adreno_texture.h):

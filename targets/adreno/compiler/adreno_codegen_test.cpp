@@ -306,8 +306,10 @@ TEST_CASE("float16: producers staged by their products, matrix-vector heads spli
     if (k.name.rfind("gemm", 0) == 0) {  // 198 outputs of 24 points: a few items per output
       heads++;
       CHECK(f.group_reduce);
-      CHECK(f.grid[0] > 1);
-      CHECK(f.grid[0] < 198);
+      CHECK(f.reduce_split > 1);  // inspect's "split"
+      CHECK(f.reduce_split < f.workgroup_size[0]);
+      CHECK(f.grid[0] == (198 + f.workgroup_size[0] / f.reduce_split - 1) /
+                             (f.workgroup_size[0] / f.reduce_split));
     }
   }
   CHECK(staged == 2);

@@ -63,14 +63,17 @@ std::string adreno_facts_text(const fb::Capture *c) {
     if (o.empty())
       o = "  Adreno kernels:\n  kernel                                    gpu instrs dwords full "
           "half const param pbytes imm shared private "
-          "workgroup    grid              lanes wave bstack tile twin images\n";
+          "workgroup    grid              lanes wave bstack tile split twin images\n";
     char name[64];
     std::snprintf(name, sizeof name, "  %-40.40s", k->name()->c_str());
     // The micro tile of a tiled kernel (its shape chosen per kernel: adreno_tile_choice.h).
     char tile[24] = "-";
     if (a->tile_m()) std::snprintf(tile, sizeof tile, "%ux%u", a->tile_m(), a->tile_n());
-    char tile_col[32];
-    std::snprintf(tile_col, sizeof tile_col, " %4s", tile);
+    // A group reduction's work items per output (group_reduce_parts).
+    char split[16] = "-";
+    if (a->reduce_split()) std::snprintf(split, sizeof split, "%u", a->reduce_split());
+    char tile_col[48];
+    std::snprintf(tile_col, sizeof tile_col, " %4s %5s", tile, split);
     o += name +
          line(" %3u %6u %6u %4u %4u %5u %5u %6u %3u %6u %7u %3ux%ux%u %7ux%ux%u %5u %4u %6u", a) +
          tile_col + (k->twin_program() >= 0 ? " yes " : " no  ") + images_text(a) + "\n";
@@ -99,7 +102,8 @@ std::string adreno_facts_json(const fb::Capture *c) {
              "\"lanes\": %u, \"wave_size\": %u, \"branch_stack\": %u",
              a) +
          ", \"tile\": [" + std::to_string(a->tile_m()) + ", " + std::to_string(a->tile_n()) +
-         "], \"images\": " + images_json(a) + ", \"twin_entry\": " +
+         "], \"reduce_split\": " + std::to_string(a->reduce_split()) +
+         ", \"images\": " + images_json(a) + ", \"twin_entry\": " +
          (k->twin_program() >= 0 && k->twin_entry() ? json_quote(k->twin_entry()->str())
                                                     : std::string("null")) +
          "}";

@@ -46,6 +46,7 @@ flatbuffers::Offset<fb::AdrenoKernel> adreno_kernel_write(flatbuffers::FlatBuffe
   k.add_lanes(f.lanes);
   k.add_tile_m(f.tile_m);
   k.add_tile_n(f.tile_n);
+  k.add_reduce_split(f.reduce_split);
   if (!f.images.empty()) k.add_images(images);
   return k.Finish();
 }
@@ -79,6 +80,7 @@ AdrenoKernelFacts adreno_kernel_read(const fb::AdrenoKernel &k, const std::strin
   f.lanes = k.lanes();
   f.tile_m = k.tile_m();
   f.tile_n = k.tile_n();
+  f.reduce_split = k.reduce_split();
   if (k.images())
     for (const fb::AdrenoImage *m : *k.images())
       f.images.push_back({m->slot(), m->format(), m->width(), m->height(), m->pitch()});

@@ -40,6 +40,7 @@ AdrenoKernelFacts facts_made() {
   f.workgroup_size[0] = 128;
   f.grid[0] = 300;
   f.lanes = 4;
+  f.reduce_split = 16;
   // A 64 x 96 float16 weight read as 16 texels x 96 rows (128-byte rows).
   f.images = {{1, adreno::fmt6_16_16_16_16_float, 16, 96, 128}};
   return f;
@@ -96,6 +97,7 @@ void facts_equal(const AdrenoKernelFacts &a, const AdrenoKernelFacts &b) {
     CHECK(a.grid[i] == b.grid[i]);
   }
   CHECK(a.lanes == b.lanes);
+  CHECK(a.reduce_split == b.reduce_split);
   REQUIRE(a.images.size() == b.images.size());
   for (size_t i = 0; i < a.images.size(); i++) {
     CHECK(a.images[i].slot == b.images[i].slot);

@@ -25,6 +25,10 @@ namespace capgraph {
 
 namespace {
 
+// Points a split reduction's work item folds per loop iteration, their loads in flight together
+// (emit_group_point, group_reduce_parts).
+constexpr int64_t kSplitUnroll = 4;
+
 // One kernel's NIR, mirroring KernelEmitter (kernel_emit.cpp) operation for operation so that the
 // GPU kernel and the CPU host twin compute the same kernel IR. Value types: floats are 32-bit (f16
 // storage is widened on load, narrowed on store), booleans 1-bit, integers 64-bit as on the CPU
@@ -773,6 +777,10 @@ struct NirKernelEmitter {
     int64_t points = 1;
     for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
     nir_def *part = parts == group_size ? lid : nir_umod_imm(&b, lid, (uint64_t)parts);
+    // A workgroup per output folds one point per item per iteration, as it always has; a split
+    // one up to 4.
+    const int64_t unroll =
+        parts == group_size ? 1 : std::min<int64_t>(kSplitUnroll, (points + parts - 1) / parts);
     nir_variable *acc = nir_local_variable_create(impl, glsl_float_type(), "acc");
     nir_store_var(&b, acc, constant(reduce_identity(k.reduce), k.acc_dtype), 1);
     nir_variable *r = nir_local_variable_create(impl, glsl_int_type(), "r");
@@ -783,21 +791,33 @@ struct NirKernelEmitter {
       nir_push_if(&b, nir_ige(&b, ri, i32(points)));
       nir_jump(&b, nir_jump_break);
       nir_pop_if(&b, nullptr);
-      nir_def *rem = ri;  // innermost reduction axis fastest, as the CPU loops run
-      for (int a = (int)k.axes.size() - 1; a >= k.n_parallel; a--) {
-        if (k.axes[a] == 1) {
-          iv[a] = i32(0);
-          continue;
+      // Points ri, ri + parts, ... (`unroll` of them: their loads in flight together, one wait
+      // for all, where a split reduction's item folds several; a point past the end is
+      // evaluated at ri and dropped).
+      std::vector<std::pair<nir_def *, nir_def *>> got;  // value, kept (null: always)
+      for (int64_t u = 0; u < unroll; u++) {
+        nir_def *idx = nir_iadd_imm(&b, ri, (uint64_t)(u * parts));
+        nir_def *in = u ? nir_ult(&b, idx, i32(points)) : nullptr;
+        nir_def *rem = in ? nir_bcsel(&b, in, idx, ri) : idx;  // innermost reduction axis fastest
+        for (int a = (int)k.axes.size() - 1; a >= k.n_parallel; a--) {
+          if (k.axes[a] == 1) {
+            iv[a] = i32(0);
+            continue;
+          }
+          iv[a] = a == k.n_parallel ? rem : nir_umod_imm(&b, rem, (uint64_t)k.axes[a]);
+          if (a > k.n_parallel) rem = nir_udiv_imm(&b, rem, (uint64_t)k.axes[a]);
         }
-        iv[a] = a == k.n_parallel ? rem : nir_umod_imm(&b, rem, (uint64_t)k.axes[a]);
-        if (a > k.n_parallel) rem = nir_udiv_imm(&b, rem, (uint64_t)k.axes[a]);
+        nir_def *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
+        nir_def *keep = valid && in ? nir_iand(&b, valid, in) : valid ? valid : in;
+        got.emplace_back(v, keep);
       }
-      nir_def *v = convert(evaluate(k.body, true), k.exprs[k.body].dtype, k.acc_dtype);
-      nir_def *old = nir_load_var(&b, acc);
-      nir_def *nv = combine(old, v);
-      if (valid) nv = nir_bcsel(&b, valid, nv, old);
-      nir_store_var(&b, acc, nv, 1);
-      nir_store_var(&b, r, nir_iadd_imm(&b, ri, (uint64_t)parts), 1);
+      for (const auto &[v, keep] : got) {
+        nir_def *old = nir_load_var(&b, acc);
+        nir_def *nv = combine(old, v);
+        if (keep) nv = nir_bcsel(&b, keep, nv, old);
+        nir_store_var(&b, acc, nv, 1);
+      }
+      nir_store_var(&b, r, nir_iadd_imm(&b, ri, (uint64_t)(parts * unroll)), 1);
     }
     nir_pop_loop(&b, nullptr);
     nir_def *slot = nir_imul_imm(&b, lid, 4);
@@ -1291,20 +1311,25 @@ std::vector<int> adreno_window_lanes(const Kernel &k, const Program &p) {
 }
 
 // Work items per output of a reduction split across a workgroup (emit_group_point), or 0 where it
-// keeps one work item per output. Float32 captures as before: a workgroup per output (parts ==
+// keeps one work item per output. Float32 captures as always: a workgroup per output (parts ==
 // group_size) where the reduction is long (>= 256 points) and the outputs few (<= 16384). With
-// float16 storage the parts come from a latency model of the a630 (a630_estimate.h's latency
-// term, its constants): waves resident at once (2 SPs x 16), each folding its points one load
-// wait (L_sy 110 clocks) apart and combining them in log2(parts) halving steps with a barrier
-// (~40 clocks each: a shared load, an add, a shared store); the fewest clocks win, one work item
-// per output (parts 1: the matrix-vector products of a policy head, 128 serial loads in one
-// wave) included. Not for window-path kernels (depthwise convolutions, pooling).
+// float16 storage, those and the shorter reductions (>= 16 points) of fewer than 1000 outputs
+// take `parts` from a latency model of the a630 (a630_estimate.h's latency term and constants):
+// waves resident at once (2 SPs x 16); one work item per output waits on each of its points' loads
+// in turn (L_sy, 110 clocks), a split item on every kSplitUnroll of them, then log2(parts) halving
+// steps with a barrier (~40 clocks each: a shared load, an add, a shared store); the fewest
+// clocks win. The matrix-vector products of a policy head (200 outputs of 128 points) were one
+// wave waiting on 128 loads in turn: 22.5 us estimated, 8.7 split 8 ways. From 1000 outputs on,
+// a kernel the old rule left one item per output keeps it: there the model misjudged
+// squeezenet's last pooling (1000 outputs of 169 points: 18 us as it is, whose loop ir3 unrolls,
+// 41 us split in two). Not for window-path kernels (depthwise convolutions, pooling windows).
 namespace {
 int group_reduce_parts(const Kernel &k, const Program &p, int group_size) {
   const int64_t outputs = parallel_points(k);
-  if (!program_has_half(p)) return kernel_group_reduces(k, outputs) ? group_size : 0;
+  const bool whole = kernel_group_reduces(k, outputs);
+  if (!program_has_half(p)) return whole ? group_size : 0;
   if (knob_get("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none ||
-      k.acc_dtype != DType::f32 || outputs > 16384 || !adreno_window_lanes(k, p).empty())
+      k.acc_dtype != DType::f32 || !adreno_window_lanes(k, p).empty() || (!whole && outputs >= 1000))
     return 0;
   int64_t points = 1;
   for (size_t a = (size_t)k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
@@ -1312,9 +1337,13 @@ int group_reduce_parts(const Kernel &k, const Program &p, int group_size) {
   constexpr double kFold = 110, kStep = 40, kWave = 64, kResident = 32;
   auto clocks = [&](int64_t parts) {
     const int64_t per_group = parts == 1 ? 1 : group_size / parts;
-    const double threads = double((outputs + per_group - 1) / per_group) * (parts == 1 ? 1 : group_size);
+    const double threads =
+        double((outputs + per_group - 1) / per_group) * double(parts == 1 ? 1 : group_size);
     const double rounds = std::ceil(std::ceil(threads / kWave) / kResident);
-    return rounds * (double((points + parts - 1) / parts) * kFold + std::log2(double(parts)) * kStep);
+    // A split item folds kSplitUnroll points per load wait (emit_group_point's unroll).
+    const double per_item = double((points + parts - 1) / parts);
+    const double waits = parts == 1 ? per_item : std::ceil(per_item / double(kSplitUnroll));
+    return rounds * (waits * kFold + std::log2(double(parts)) * kStep);
   };
   int best = 1;
   for (int parts = 2; parts <= group_size && parts <= points; parts *= 2)
@@ -1370,6 +1399,7 @@ AdrenoNirKernel adreno_nir_build(const Kernel &k, const Program &p,
   if (plan.ok) r.plan = plan;
   const int parts = r.tiled ? 0 : group_reduce_parts(k, p, workgroup_size);
   r.group_reduce = parts > 0;
+  r.group_parts = parts;
   if (window_lanes) {
     const std::vector<int> can = adreno_window_lanes(k, p);
     if (r.tiled || r.group_reduce || std::find(can.begin(), can.end(), window_lanes) == can.end())
