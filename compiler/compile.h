@@ -33,10 +33,10 @@ struct CompileOptions {
 struct CompileReport {
   int onnx_nodes = 0, folded_batchnorms = 0, folded_pads = 0, removed_nodes = 0;
   int kernels = 0, unique_kernels = 0, fused = 0, blocked_buffers = 0;
-  int operands_fused = 0;  // elementwise producers folded into GPU products' staging (Adreno)
-  int input_casts_fused = 0;       // integer-input cast + scale chains folded into products' loads
-  std::string precision = "fp32";  // what was used: fp16 or fp32
-  int half_buffers = 0;            // float32 buffers stored as float16
+  int operands_fused = 0;     // elementwise producers folded into GPU products' staging (Adreno)
+  int input_casts_fused = 0;  // integer-input cast + scale chains folded into products' loads
+  std::string precision = "fp32";      // what was used: fp16 or fp32
+  int half_buffers = 0;                // float32 buffers stored as float16
   std::vector<std::string> kept_fp32;  // "NAME (reason)": left float32 under fp16
   // The calibration (fp16 only): host runs, the inputs it ran on and the one float16 harmed most
   // ("own" or a generated kind), the worst output's relative difference from float32 with every

@@ -61,7 +61,7 @@ struct GpuFacts {
 
 struct GpuTilePlan {
   bool ok = false;
-  int a = -1, b = -1;                  // the body's loads (indices into Kernel::loads)
+  int a = -1, b = -1;  // the body's loads (indices into Kernel::loads)
   // Where a is an expression (GpuFacts::expr_operands): the expression staged (its value, rounded
   // to float16 where elem_a is 2), and `a` its load that moves with the most axes (its skip bounds
   // are the operand's padding). -1 where a is the plain load `a`.

@@ -264,7 +264,8 @@ TEST_CASE("float16: producers staged by their products, matrix-vector heads spli
   b.initializer("wh", random_floats(198 * 24, 16), {198, 24});
   b.node("Cast", {"x8"}, {"xf"}, {attr_int("to", 1)});
   b.node("Mul", {"xf", "scale"}, {"xs"});
-  b.node("Conv", {"xs", "w0"}, {"x"}, {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
+  b.node("Conv", {"xs", "w0"}, {"x"},
+         {attr_ints("pads", {1, 1, 1, 1}), attr_ints("strides", {2, 2})});
   b.node("GlobalAveragePool", {"x"}, {"g"});
   b.node("Conv", {"g", "wr"}, {"r"});
   b.node("Conv", {"r", "we"}, {"e"});
@@ -296,7 +297,7 @@ TEST_CASE("float16: producers staged by their products, matrix-vector heads spli
     const AdrenoKernelFacts &f = r.unique.at(r.unique_of[i]);
     INFO(k.name);
     kernel_verify(k, f);
-    CHECK(k.name != "Cast+Mul");  // no kernel of the frame's cast alone
+    CHECK(k.name != "Cast+Mul");                  // no kernel of the frame's cast alone
     if (k.name.find('>') != std::string::npos) {  // a folded producer: tiled, reading its inputs
       CHECK(f.tiled);
       staged++;

@@ -1328,8 +1328,8 @@ int group_reduce_parts(const Kernel &k, const Program &p, int group_size) {
   const int64_t outputs = parallel_points(k);
   const bool whole = kernel_group_reduces(k, outputs);
   if (!program_has_half(p)) return whole ? group_size : 0;
-  if (knob_get("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none ||
-      k.acc_dtype != DType::f32 || !adreno_window_lanes(k, p).empty() || (!whole && outputs >= 1000))
+  if (knob_get("CAPGRAPH_ADRENO_SCALAR") || k.reduce == Reduce::none || k.acc_dtype != DType::f32 ||
+      !adreno_window_lanes(k, p).empty() || (!whole && outputs >= 1000))
     return 0;
   int64_t points = 1;
   for (size_t a = (size_t)k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];

@@ -39,13 +39,13 @@ struct AdrenoNirKernel {
   uint32_t param_bytes = 0;      // bytes of kernel parameters (8 per slot)
   int64_t work_items = 0;        // work items: points of the parallel space / lanes
   int lanes = 1;                 // consecutive outputs per work item (4: vec4 loads and stores)
-  bool group_reduce = false;  // a reduction split across work items of a workgroup
-  int group_parts = 0;        // group_reduce: work items per output (group_size: one per group)
-  bool tiled = false;         // gpu_tile's schedule: a workgroup per output tile
-  uint32_t shared_bytes = 0;  // shared memory the NIR declares (shader_info.shared_size)
-  int64_t grid = 0;           // workgroups to launch
-  unsigned group_size = 0;    // work items per workgroup (facts.group_size)
-  GpuTilePlan plan;           // the tile plan, when tiled
+  bool group_reduce = false;     // a reduction split across work items of a workgroup
+  int group_parts = 0;           // group_reduce: work items per output (group_size: one per group)
+  bool tiled = false;            // gpu_tile's schedule: a workgroup per output tile
+  uint32_t shared_bytes = 0;     // shared memory the NIR declares (shader_info.shared_size)
+  int64_t grid = 0;              // workgroups to launch
+  unsigned group_size = 0;       // work items per workgroup (facts.group_size)
+  GpuTilePlan plan;              // the tile plan, when tiled
   // Buffers read as images (texture and sampler i: images[i]): the tiled product's weight
   // operand, when asked for and it qualifies (adreno_image_operand).
   std::vector<adreno::image_facts> images;

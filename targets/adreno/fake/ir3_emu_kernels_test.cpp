@@ -168,10 +168,11 @@ std::vector<compiled> models_compile(const fs::path &dir, bool fused = true) {
     b.output("y", DataType::float16);
     out.push_back(model_compile("f16_sfu", b, dir));
   }
-  if (fused) {  // float16 storage (the default): a uint8 frame's cast and scale staged by the strided
-     // convolution reading it, a squeeze-excitation's channel scale staged by the projection
-     // (program_fuse_operand_producers), and matrix-vector heads split across work items a few
-     // per output (group_reduce_parts)
+  if (fused) {  // float16 storage (the default): a uint8 frame's cast and scale staged by the
+                // strided
+    // convolution reading it, a squeeze-excitation's channel scale staged by the projection
+    // (program_fuse_operand_producers), and matrix-vector heads split across work items a few
+    // per output (group_reduce_parts)
     ModelBuilder b(13);
     b.input("x8", DataType::uint8, {1, 12, 16, 32});
     b.initializer("scale", std::vector<float>{1.0f / 255.0f}, {1});
