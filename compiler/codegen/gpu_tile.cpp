@@ -30,32 +30,11 @@ int plain_load(const Kernel &k, const Program &p, int expr, bool half) {
   return e->access;
 }
 
-// Operand expression i as a staged elementwise expression (GpuFacts::expr_operands): arithmetic
-// and casts of constants and loads without gathers, each load's index in *loads once. False for
-// anything else (a reduction's accumulator, an axis index, a gathered load).
-bool operand_expr(const Kernel &k, int i, std::vector<int> *loads) {
-  const Expr &e = k.exprs[i];
-  switch (e.op) {
-    case Op::constant: return true;
-    case Op::load:
-      for (const DimIndex &d : k.loads[e.access].dims)
-        if (d.expr >= 0) return false;
-      if (std::find(loads->begin(), loads->end(), e.access) == loads->end())
-        loads->push_back(e.access);
-      return true;
-    case Op::cast:
-    case Op::neg:
-    case Op::abs:
-    case Op::sigmoid: return dtype_is_float(e.dtype) && operand_expr(k, e.a, loads);
-    case Op::add:
-    case Op::sub:
-    case Op::mul:
-    case Op::div:
-    case Op::max:
-    case Op::min:
-      return dtype_is_float(e.dtype) && operand_expr(k, e.a, loads) && operand_expr(k, e.b, loads);
-    default: return false;
-  }
+// A load an operand expression may stage (GpuFacts::expr_operands): any but a gathered one.
+bool load_ungathered(const Access &a) {
+  for (const DimIndex &d : a.dims)
+    if (d.expr >= 0) return false;
+  return true;
 }
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
@@ -128,7 +107,7 @@ GpuTilePlan gpu_tile_plan(const Kernel &k, const Program &p, const GpuFacts &f) 
                       k.exprs[ea.a].dtype == DType::f16;
     pl.a_expr = half ? ea.a : body.a;
     a_loads.clear();
-    if (!operand_expr(k, pl.a_expr, &a_loads) || a_loads.empty() ||
+    if (!expr_elementwise(k, pl.a_expr, load_ungathered, &a_loads) || a_loads.empty() ||
         std::find(a_loads.begin(), a_loads.end(), pl.b) != a_loads.end())
       return pl;
     pl.elem_a = half ? 2 : 4;

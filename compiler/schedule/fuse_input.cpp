@@ -78,7 +78,7 @@ int product_operand(const Kernel &c, int buffer, bool half = false) {
 }
 
 // The type consumer c's load expressions of access bl have (its buffer's).
-DType p_dtype_of(const Kernel &c, int bl) {
+DType loaded_dtype(const Kernel &c, int bl) {
   for (const Expr &x : c.exprs)
     if (x.op == Op::load && x.access == bl) return x.dtype;
   return DType::f32;
@@ -126,7 +126,7 @@ bool splice_into(const Kernel &e, int xl, const Kernel &c, int bl, Kernel &out) 
   for (size_t l = 0; l < c.loads.size(); l++) same_loads[l] = (int)l;
   // A float16 buffer still rounds: e's float32 result is cast to float16 where c loaded it.
   int produced = emap[e.result];
-  if (p_dtype_of(c, bl) == DType::f16 && out.exprs[produced].dtype != DType::f16)
+  if (loaded_dtype(c, bl) == DType::f16 && out.exprs[produced].dtype != DType::f16)
     produced = out.expr_cast(produced, DType::f16);
   for (size_t i = 0; i < c.exprs.size(); i++)
     if (c.exprs[i].op == Op::load && c.exprs[i].access == bl) with[i] = produced;
@@ -146,29 +146,11 @@ bool splice_into(const Kernel &e, int xl, const Kernel &c, int bl, Kernel &out) 
 
 namespace {
 
-// An elementwise expression fusion may move into a product's staging: arithmetic and casts of
-// constants and plainly indexed loads (no bounds, gathers or divisors), float valued.
-bool expr_elementwise(const Kernel &k, int i) {
-  const Expr &e = k.exprs[i];
-  switch (e.op) {
-    case Op::constant: return true;
-    case Op::load:
-      for (const DimIndex &d : k.loads[e.access].dims)
-        if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return false;
-      return true;
-    case Op::cast:
-    case Op::neg:
-    case Op::abs:
-    case Op::sigmoid: return dtype_is_float(e.dtype) && expr_elementwise(k, e.a);
-    case Op::add:
-    case Op::sub:
-    case Op::mul:
-    case Op::div:
-    case Op::max:
-    case Op::min:
-      return dtype_is_float(e.dtype) && expr_elementwise(k, e.a) && expr_elementwise(k, e.b);
-    default: return false;
-  }
+// A load fusion may move into a product: plainly indexed (no bounds, gathers or divisors).
+bool load_plain(const Access &a) {
+  for (const DimIndex &d : a.dims)
+    if (d.expr >= 0 || d.divisor != 1 || d.bound != Bound::none) return false;
+  return true;
 }
 
 // Folds each elementwise kernel `producer` picks (returning its load whose element is the one
@@ -246,7 +228,7 @@ int program_fuse_input_casts(Program &p, const std::function<bool(const Kernel &
 
 int program_fuse_operand_producers(Program &p, const std::function<bool(const Kernel &)> &accept) {
   auto producer = [&](const Kernel &e) {
-    if (!expr_elementwise(e, e.result)) return -1;
+    if (!expr_elementwise(e, e.result, load_plain)) return -1;
     // x: the load that walks the whole output, the same element per point.
     std::map<int, int64_t> cs;
     int64_t bs = 0;

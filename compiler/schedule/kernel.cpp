@@ -1,5 +1,6 @@
 #include "schedule/kernel.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -25,6 +26,32 @@ bool dim_uses(const DimIndex &d, int axis) {
   for (const AxisTerm &t : d.terms)
     if (t.axis == axis && t.coef != 0) return true;
   return false;
+}
+
+bool expr_elementwise(const Kernel &k, int i, bool (*plain)(const Access &),
+                      std::vector<int> *loads) {
+  const Expr &e = k.exprs[i];
+  switch (e.op) {
+    case Op::constant: return true;
+    case Op::load:
+      if (!plain(k.loads[e.access])) return false;
+      if (loads && std::find(loads->begin(), loads->end(), e.access) == loads->end())
+        loads->push_back(e.access);
+      return true;
+    case Op::cast:
+    case Op::neg:
+    case Op::abs:
+    case Op::sigmoid: return dtype_is_float(e.dtype) && expr_elementwise(k, e.a, plain, loads);
+    case Op::add:
+    case Op::sub:
+    case Op::mul:
+    case Op::div:
+    case Op::max:
+    case Op::min:
+      return dtype_is_float(e.dtype) && expr_elementwise(k, e.a, plain, loads) &&
+             expr_elementwise(k, e.b, plain, loads);
+    default: return false;
+  }
 }
 
 bool access_uses(const Access &a, int axis) {

@@ -185,6 +185,12 @@ struct Program {
 bool dim_uses(const DimIndex &d, int axis);
 bool access_uses(const Access &a, int axis);
 
+// Whether expression i of k is float elementwise arithmetic (cast, neg, abs, sigmoid, add, sub,
+// mul, div, max, min) of constants and loads whose access `plain` accepts (an expression fusion
+// may move, or a GPU tile stage). Each load it reads is added to *loads once, when given.
+bool expr_elementwise(const Kernel &k, int i, bool (*plain)(const Access &),
+                      std::vector<int> *loads = nullptr);
+
 // Index of the reduction identity for an accumulator.
 double reduce_identity(Reduce r);
 
