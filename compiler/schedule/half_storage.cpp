@@ -9,6 +9,12 @@
 
 namespace capgraph {
 
+bool program_has_half(const Program &p) {
+  for (const Buffer &buf : p.buffers)
+    if (buf.dtype == DType::f16) return true;
+  return false;
+}
+
 namespace {
 
 // float16's largest finite value (IEEE 754 binary16: (2 - 2^-10) x 2^15).

@@ -52,6 +52,10 @@ HalfStorageReport program_store_half(Program &p, const HalfPlan &plan);
 // Both: the rules alone, no calibration.
 HalfStorageReport program_store_half(Program &p);
 
+// Whether any buffer of the program is float16: a compile with float16 storage, whose GPU kernels
+// may take paths float32 captures do not (those stay as they were).
+bool program_has_half(const Program &p);
+
 // A buffer's name for messages: its ONNX value, or "buffer N".
 std::string buffer_label(const Program &p, size_t b);
 

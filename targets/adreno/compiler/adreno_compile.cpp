@@ -10,6 +10,7 @@
 #include "error.h"
 #include "knobs.h"
 #include "schedule/fuse.h"
+#include "schedule/half_storage.h"
 #include "target/target_table.h"
 
 namespace capgraph {
@@ -66,9 +67,7 @@ TargetCode adreno_codegen_target(const Program &p, const std::string &name, int 
 // its tile schedule with the expression as operand. CAPGRAPH_ADRENO_NO_OPERAND_FUSE=1 keeps them.
 void adreno_layouts(Program &p, const std::string &name, CompileReport &r) {
   if (knob_get("CAPGRAPH_ADRENO_NO_OPERAND_FUSE")) return;
-  bool half = false;
-  for (const Buffer &b : p.buffers) half |= b.dtype == DType::f16;
-  if (!half) return;
+  if (!program_has_half(p)) return;
   const GpuFacts g = adreno_gpu_facts(adreno_target_named(name));
   r.operands_fused = program_fuse_operand_producers(p, [&](const Kernel &k) {
     const GpuTilePlan pl = gpu_tile_plan(k, p, g);

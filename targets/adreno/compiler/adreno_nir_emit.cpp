@@ -15,6 +15,7 @@
 #include "codegen/math_coeffs.h"
 #include "error.h"
 #include "knobs.h"
+#include "schedule/half_storage.h"
 
 // Mesa's C headers (extern "C" inside).
 #include "compiler/glsl_types.h"
@@ -1233,14 +1234,6 @@ bool kernel_group_reduces(const Kernel &k, int64_t outputs) {
   int64_t points = 1;
   for (size_t a = k.n_parallel; a < k.axes.size(); a++) points *= k.axes[a];
   return points >= 256 && outputs <= 16384;
-}
-
-// Whether any buffer of the program is float16: a compile with float16 storage, whose kernels
-// take the paths float32 captures do not (kept byte for byte as they were).
-bool program_has_half(const Program &p) {
-  for (const Buffer &buf : p.buffers)
-    if (buf.dtype == DType::f16) return true;
-  return false;
 }
 
 // A load the window path reads through its cache: affine in every dimension (no gather, no
